@@ -1,0 +1,345 @@
+//! Incremental HTTP/1.1 response framing: head, then a body delimited by Content-Length,
+//! chunked encoding, or connection close (RFC 9112 §6.3).
+//!
+//! The parser is fed each `read()` as it arrives and says when the final response is
+//! complete. Body bytes are counted, never stored; only an incomplete head is buffered, up to
+//! a limit, so a server sending a 10 MB header costs at most that limit.
+
+use crate::chunked::{ChunkedDecoder, ChunkedError};
+use thiserror::Error;
+
+/// How many headers one response may carry.
+const MAX_HEADERS: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ResponseError {
+    #[error("invalid response head: {0}")]
+    InvalidHead(httparse::Error),
+    #[error("response head larger than {limit} bytes")]
+    HeadTooLarge { limit: usize },
+    #[error("invalid Content-Length header")]
+    InvalidContentLength,
+    #[error("invalid chunked body: {0}")]
+    Chunked(#[from] ChunkedError),
+    #[error("connection closed before the response was complete")]
+    ClosedEarly,
+    #[error("{0} is not supported")]
+    Unsupported(&'static str),
+}
+
+impl ResponseError {
+    /// The peer hung up rather than sending bytes that break the protocol.
+    pub fn is_closed_early(&self) -> bool {
+        matches!(self, ResponseError::ClosedEarly)
+    }
+}
+
+/// Result of feeding bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// The final response is not complete yet; all bytes were consumed.
+    Partial,
+    /// The final response ended after `used` bytes of this input.
+    Complete { used: usize },
+}
+
+#[derive(Debug, Clone)]
+enum Body {
+    Head,
+    Length(u64),
+    Chunked(ChunkedDecoder),
+    UntilClose,
+    Done,
+}
+
+/// Framing facts read from one response head.
+struct HeadInfo {
+    status: u16,
+    close: bool,
+    chunked: bool,
+    content_length: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResponseParser {
+    /// An incomplete head carried across reads (empty in the common one-read case).
+    head_buf: Vec<u8>,
+    body: Body,
+    max_head_bytes: usize,
+    request_was_head: bool,
+    status: u16,
+    close: bool,
+    seen_bytes: bool,
+}
+
+impl ResponseParser {
+    /// `request_was_head`: the request was HEAD, so the response has no body whatever its
+    /// headers say.
+    pub fn new(request_was_head: bool, max_head_bytes: usize) -> Self {
+        ResponseParser {
+            head_buf: Vec::new(),
+            body: Body::Head,
+            max_head_bytes,
+            request_was_head,
+            status: 0,
+            close: false,
+            seen_bytes: false,
+        }
+    }
+
+    /// Ready for the next response on the same connection (keeps buffer capacity).
+    pub fn reset(&mut self) {
+        self.head_buf.clear();
+        self.body = Body::Head;
+        self.status = 0;
+        self.close = false;
+        self.seen_bytes = false;
+    }
+
+    /// Status of the final response (0 until its head is parsed).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+
+    /// The server will close (or already framed the body by closing): do not reuse.
+    pub fn wants_close(&self) -> bool {
+        self.close
+    }
+
+    /// Whether any byte of this response has arrived.
+    pub fn has_started(&self) -> bool {
+        self.seen_bytes
+    }
+
+    pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
+        if !data.is_empty() {
+            self.seen_bytes = true;
+        }
+        let mut pos = 0;
+        loop {
+            match &mut self.body {
+                Body::Head => match self.parse_head(&data[pos..])? {
+                    Some(used) => pos += used,
+                    None => return Ok(Feed::Partial),
+                },
+                Body::Length(remaining) => {
+                    let take = (data.len() - pos).min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                    pos += take;
+                    *remaining -= take as u64;
+                    if *remaining > 0 {
+                        return Ok(Feed::Partial);
+                    }
+                    self.body = Body::Done;
+                }
+                Body::Chunked(decoder) => {
+                    pos += decoder.feed(&data[pos..])?;
+                    if !decoder.is_done() {
+                        return Ok(Feed::Partial);
+                    }
+                    self.body = Body::Done;
+                }
+                Body::UntilClose => return Ok(Feed::Partial),
+                Body::Done => return Ok(Feed::Complete { used: pos }),
+            }
+        }
+    }
+
+    /// The peer closed the connection: completes a close-delimited body, otherwise an error.
+    pub fn finish(&mut self) -> Result<(), ResponseError> {
+        match self.body {
+            Body::UntilClose | Body::Done => {
+                self.body = Body::Done;
+                Ok(())
+            }
+            _ => Err(ResponseError::ClosedEarly),
+        }
+    }
+
+    /// Parses a head from buffered plus new bytes. Returns how many of `data` it used, or
+    /// `None` when the head is still incomplete.
+    fn parse_head(&mut self, data: &[u8]) -> Result<Option<usize>, ResponseError> {
+        let carried = self.head_buf.len();
+        let parsed = if carried == 0 {
+            parse_head_info(data)?
+        } else {
+            self.head_buf.extend_from_slice(data);
+            parse_head_info(&self.head_buf)?
+        };
+        let Some((head_len, info)) = parsed else {
+            if carried == 0 {
+                self.head_buf.extend_from_slice(data);
+            }
+            if self.head_buf.len() > self.max_head_bytes {
+                return Err(ResponseError::HeadTooLarge { limit: self.max_head_bytes });
+            }
+            return Ok(None);
+        };
+        if head_len > self.max_head_bytes {
+            return Err(ResponseError::HeadTooLarge { limit: self.max_head_bytes });
+        }
+        self.head_buf.clear();
+        let used = head_len - carried;
+        self.apply_head(info)?;
+        Ok(Some(used))
+    }
+
+    fn apply_head(&mut self, info: HeadInfo) -> Result<(), ResponseError> {
+        match info.status {
+            101 => return Err(ResponseError::Unsupported("101 Switching Protocols")),
+            // Interim responses: the final one follows on the same connection.
+            100..=199 => return Ok(()),
+            _ => {}
+        }
+        self.status = info.status;
+        self.close = info.close;
+        self.body = if self.request_was_head || info.status == 204 || info.status == 304 {
+            Body::Done
+        } else if info.chunked {
+            Body::Chunked(ChunkedDecoder::new())
+        } else if let Some(length) = info.content_length {
+            if length == 0 { Body::Done } else { Body::Length(length) }
+        } else {
+            self.close = true;
+            Body::UntilClose
+        };
+        Ok(())
+    }
+}
+
+fn parse_head_info(bytes: &[u8]) -> Result<Option<(usize, HeadInfo)>, ResponseError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    let head_len = match response.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => return Err(ResponseError::InvalidHead(e)),
+    };
+    let http10 = response.version == Some(0);
+    let mut info =
+        HeadInfo { status: response.code.unwrap_or(0), close: http10, chunked: false, content_length: None };
+    for header in response.headers.iter() {
+        if header.name.eq_ignore_ascii_case("content-length") {
+            let text = std::str::from_utf8(header.value).map_err(|_| ResponseError::InvalidContentLength)?;
+            let length: u64 = text.trim().parse().map_err(|_| ResponseError::InvalidContentLength)?;
+            if info.content_length.is_some_and(|earlier| earlier != length) {
+                return Err(ResponseError::InvalidContentLength);
+            }
+            info.content_length = Some(length);
+        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
+            // Chunked frames the body only when it is the last coding applied.
+            let last = header.value.rsplit(|&b| b == b',').next().unwrap_or(b"");
+            info.chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+        } else if header.name.eq_ignore_ascii_case("connection") {
+            for token in header.value.split(|&b| b == b',') {
+                let token = token.trim_ascii();
+                if token.eq_ignore_ascii_case(b"close") {
+                    info.close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                    info.close = false;
+                }
+            }
+        }
+    }
+    Ok(Some((head_len, info)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMIT: usize = 64 * 1024;
+
+    /// Feeds `bytes` in pieces of `piece` bytes; returns the outcome and total bytes used.
+    fn run(bytes: &[u8], piece: usize, head_request: bool) -> (Result<Feed, ResponseError>, usize) {
+        let mut parser = ResponseParser::new(head_request, LIMIT);
+        let mut used = 0;
+        for part in bytes.chunks(piece) {
+            match parser.feed(part) {
+                Ok(Feed::Partial) => used += part.len(),
+                Ok(Feed::Complete { used: n }) => return (Ok(Feed::Complete { used: n }), used + n),
+                Err(e) => return (Err(e), used),
+            }
+        }
+        (Ok(Feed::Partial), used)
+    }
+
+    #[test]
+    fn content_length_completes_at_every_split() {
+        let bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!";
+        for piece in 1..=bytes.len() {
+            let (outcome, used) = run(bytes, piece, false);
+            assert!(matches!(outcome, Ok(Feed::Complete { .. })), "piece {piece}");
+            assert_eq!(used, bytes.len());
+        }
+    }
+
+    #[test]
+    fn chunked_body_and_trailing_bytes_reported() {
+        let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nNEXT";
+        let mut parser = ResponseParser::new(false, LIMIT);
+        assert_eq!(parser.feed(bytes), Ok(Feed::Complete { used: bytes.len() - 4 }));
+        assert_eq!(parser.status(), 200);
+        assert!(!parser.wants_close());
+    }
+
+    #[test]
+    fn interim_responses_are_skipped() {
+        let bytes = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        let mut parser = ResponseParser::new(false, LIMIT);
+        assert_eq!(parser.feed(bytes), Ok(Feed::Complete { used: bytes.len() }));
+        assert_eq!(parser.status(), 201);
+    }
+
+    #[test]
+    fn no_body_for_head_204_304() {
+        let with_length = b"HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
+        assert_eq!(run(with_length, 1000, true).0, Ok(Feed::Complete { used: with_length.len() }));
+        for status in ["204 No Content", "304 Not Modified"] {
+            let bytes = format!("HTTP/1.1 {status}\r\nContent-Length: 99\r\n\r\n");
+            assert_eq!(run(bytes.as_bytes(), 1000, false).0, Ok(Feed::Complete { used: bytes.len() }));
+        }
+    }
+
+    #[test]
+    fn close_delimited_body_ends_at_finish() {
+        let mut parser = ResponseParser::new(false, LIMIT);
+        assert_eq!(parser.feed(b"HTTP/1.0 200 OK\r\n\r\nsome body"), Ok(Feed::Partial));
+        assert!(parser.wants_close());
+        assert_eq!(parser.finish(), Ok(()));
+    }
+
+    #[test]
+    fn early_close_is_an_error() {
+        let mut parser = ResponseParser::new(false, LIMIT);
+        assert_eq!(parser.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), Ok(Feed::Partial));
+        assert_eq!(parser.finish(), Err(ResponseError::ClosedEarly));
+    }
+
+    #[test]
+    fn connection_close_and_http10_keep_alive() {
+        let mut parser = ResponseParser::new(false, LIMIT);
+        parser.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
+        assert!(parser.wants_close());
+        let mut parser = ResponseParser::new(false, LIMIT);
+        parser.feed(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").unwrap();
+        assert!(!parser.wants_close());
+    }
+
+    #[test]
+    fn garbage_and_bad_lengths_are_errors() {
+        assert!(matches!(run(b"SSH-2.0-OpenSSH\r\n\r\n", 100, false).0, Err(ResponseError::InvalidHead(_))));
+        let conflicting = b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+        assert_eq!(run(conflicting, 100, false).0, Err(ResponseError::InvalidContentLength));
+        let negative = b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n";
+        assert_eq!(run(negative, 100, false).0, Err(ResponseError::InvalidContentLength));
+    }
+
+    #[test]
+    fn oversized_head_is_bounded() {
+        let mut parser = ResponseParser::new(false, 1024);
+        let mut head = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+        head.resize(600, b'a');
+        assert_eq!(parser.feed(&head), Ok(Feed::Partial));
+        assert_eq!(parser.feed(&[b'a'; 600]), Err(ResponseError::HeadTooLarge { limit: 1024 }));
+    }
+}
