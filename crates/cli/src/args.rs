@@ -1,0 +1,137 @@
+//! Command-line arguments (clap derive). Defaults are stated in each option's help.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "nodelay",
+    version,
+    about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
+    after_help = "Exit status: 0 success, 1 nothing could be measured, 2 bad arguments."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
+    Bench(BenchArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct BenchArgs {
+    /// Target: http://HOST:PORT/PATH?QUERY (a name such as localhost, IPv4, or [IPv6])
+    pub url: String,
+
+    /// Concurrent connections
+    #[arg(short = 'c', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub connections: u32,
+
+    /// Stop after N requests, completed or failed [default: run for --duration]
+    #[arg(short = 'n', long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
+    pub requests: Option<u64>,
+
+    /// Stop after this long, e.g. 10s, 500ms, 1m [default: 10s unless -n is given]
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Worker threads, each with its own event loop [default: number of cores]
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+
+    /// Open loop: R requests/s in total, latency counted from when each request was due
+    /// (corrects coordinated omission) [default: closed loop, as fast as responses come]
+    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    pub rate: Option<f64>,
+
+    /// HTTP method [default: GET, or POST when --body is given]
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// Extra request header 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+
+    /// Request body; @FILE reads it from a file
+    #[arg(short = 'b', long)]
+    pub body: Option<String>,
+
+    /// Longest wait for a complete response
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Longest wait for a TCP connection to open
+    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+
+    /// Open a new connection for every request (sends Connection: close)
+    #[arg(long)]
+    pub no_keepalive: bool,
+
+    /// Print the result as JSON (schema/bench.schema.json) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the JSON result to FILE
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+
+    /// No progress bar
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
+    if duration.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    Ok(duration)
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("'{text}' is not a positive number of requests per second")),
+    }
+}
+
+fn parse_header(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once(':').ok_or_else(|| format!("'{text}' is not 'Name: value'"))?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("'{name}' is not a valid header name"));
+    }
+    if value.contains(['\r', '\n']) {
+        return Err("header values cannot contain line breaks".into());
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_headers_durations_and_rates() {
+        assert_eq!(parse_header("X-A: b c"), Ok(("X-A".into(), "b c".into())));
+        assert!(parse_header("no colon").is_err());
+        assert!(parse_header(": v").is_err());
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("ten").is_err());
+        assert_eq!(parse_rate("1000"), Ok(1000.0));
+        assert!(parse_rate("-1").is_err());
+        assert!(parse_rate("inf").is_err());
+    }
+}

@@ -1,0 +1,117 @@
+//! `nodelay bench`: builds the request and engine settings from the arguments, runs the
+//! load, and renders the merged statistics.
+
+use crate::args::BenchArgs;
+use crate::exit::Outcome;
+use crate::runner::run_engine;
+use crate::target::{check_reachable, parse_http_target};
+use anyhow::{Context, Result};
+use nodelay_engine::{EngineConfig, SocketOptions, Stats};
+use nodelay_report::{BenchReport, BenchSettings, Json, Render, Text};
+use nodelay_wire::HttpRequest;
+use std::time::Duration;
+
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+pub fn bench(args: &BenchArgs) -> Result<Outcome> {
+    let target = parse_http_target(&args.url)?;
+    let body = read_body(args.body.as_deref())?;
+    let method = match &args.method {
+        Some(method) => method.to_ascii_uppercase(),
+        None if body.is_empty() => "GET".into(),
+        None => "POST".into(),
+    };
+    let request = HttpRequest {
+        method: method.clone(),
+        host: target.host_header.clone(),
+        target: target.request_target.clone(),
+        headers: args.headers.clone(),
+        body,
+        keep_alive: !args.no_keepalive,
+    };
+    let connections = args.connections as usize;
+    let threads = args.threads.map_or_else(default_threads, |t| t as usize).min(connections);
+    let config = EngineConfig {
+        request_expects_no_body: request.expects_no_body(),
+        connections,
+        threads,
+        max_requests: args.requests,
+        duration: if args.requests.is_some() {
+            None
+        } else {
+            Some(args.duration.unwrap_or(DEFAULT_DURATION))
+        },
+        rate_per_second: args.rate,
+        timeout: args.timeout,
+        connect_timeout: args.connect_timeout,
+        keep_alive: !args.no_keepalive,
+        socket: SocketOptions::default(),
+        ..EngineConfig::new(target.address, request.encode())
+    };
+
+    check_reachable(target.address, args.connect_timeout)?;
+    let finished = run_engine(&config, !args.quiet, |_| Stats::new(connections))?;
+    let mut stats = Stats::new(connections);
+    for thread_stats in &finished.output.sinks {
+        stats.merge(thread_stats);
+    }
+    let settings = BenchSettings {
+        url: target.url.clone(),
+        address: target.address.to_string(),
+        method,
+        connections,
+        threads,
+        requests: config.max_requests,
+        duration_s: config.duration.map(|d| d.as_secs_f64()),
+        rate_per_second: config.rate_per_second,
+        keep_alive: config.keep_alive,
+        timeout_s: config.timeout.as_secs_f64(),
+        connect_timeout_s: config.connect_timeout.as_secs_f64(),
+    };
+    let report = BenchReport::new(settings, &stats, finished.output.elapsed, finished.interrupted);
+
+    if let Some(path) = &args.export_json {
+        std::fs::write(path, Json.render(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if args.json {
+        print!("{}", Json.render(&report));
+    } else {
+        print!("{}", Text.render(&report));
+    }
+    if report.requests_completed == 0 {
+        eprintln!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report));
+        return Ok(Outcome::Failed);
+    }
+    Ok(Outcome::Success)
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+fn read_body(body: Option<&str>) -> Result<Vec<u8>> {
+    match body {
+        None => Ok(Vec::new()),
+        Some(text) => match text.strip_prefix('@') {
+            Some(path) => std::fs::read(path).with_context(|| format!("cannot read body file '{path}'")),
+            None => Ok(text.as_bytes().to_vec()),
+        },
+    }
+}
+
+/// The most common failure and its first message, or why nothing was counted at all.
+fn why_nothing_succeeded(report: &BenchReport) -> String {
+    let worst = report.errors.iter().filter(|(_, n)| **n > 0).max_by_key(|(_, n)| **n);
+    match worst {
+        Some((kind, n)) => {
+            let example = report.error_examples.get(kind).map(|m| format!(": {m}")).unwrap_or_default();
+            format!("{kind} ×{n}{example}")
+        }
+        None if report.requests_unfinished > 0 => format!(
+            "{} still waiting for a response when the run ended (server never answered?)",
+            report.requests_unfinished
+        ),
+        None => "the run ended before any request was sent".into(),
+    }
+}

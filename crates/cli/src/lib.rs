@@ -1,0 +1,19 @@
+//! nodelay's command line as a library: `run(cli)` executes one command and returns its
+//! outcome; `main.rs` only parses arguments and maps the outcome to an exit status.
+
+mod args;
+mod bench;
+mod exit;
+mod interrupt;
+mod runner;
+mod target;
+
+pub use args::{BenchArgs, Cli, Command};
+pub use exit::Outcome;
+
+/// Runs one command. Errors carry context for a one-line message.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Bench(args) => bench::bench(&args),
+    }
+}

@@ -1,0 +1,15 @@
+//! The `nodelay` binary: parses arguments and hands them to the library; errors are printed
+//! once, with their context chain, and mapped to exit codes in `exit.rs`.
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = nodelay::Cli::parse();
+    match nodelay::run(cli) {
+        Ok(outcome) => outcome.into(),
+        Err(error) => {
+            eprintln!("nodelay: {error:#}");
+            nodelay::Outcome::Failed.into()
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! Turns the user's URL into an address to connect to and the request's Host and target,
+//! and checks the target is reachable before any load is sent.
+
+use anyhow::{Context, Result, bail};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+use url::Url;
+
+#[derive(Debug, Clone)]
+pub struct HttpTarget {
+    pub url: String,
+    pub address: SocketAddr,
+    /// `host[:port]` as written in the URL, for the Host header.
+    pub host_header: String,
+    /// Path and query.
+    pub request_target: String,
+}
+
+/// Parses and resolves an `http://` URL.
+pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
+    let url = Url::parse(text).with_context(|| format!("invalid URL '{text}'"))?;
+    match url.scheme() {
+        "http" => {}
+        "https" => bail!("https is not supported yet: nodelay speaks plain HTTP/1.1 (use an http:// URL)"),
+        other => bail!("unsupported scheme '{other}' in '{text}': use http://HOST:PORT/PATH"),
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("invalid URL '{text}': no host");
+    }
+    let addresses =
+        url.socket_addrs(|| Some(80)).with_context(|| format!("cannot resolve the host of '{text}'"))?;
+    let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
+    let host_header = url[url::Position::BeforeHost..url::Position::AfterPort].to_string();
+    let request_target = url[url::Position::BeforePath..url::Position::AfterQuery].to_string();
+    Ok(HttpTarget { url: url.to_string(), address, host_header, request_target })
+}
+
+/// One connection attempt, so that an unreachable target is one clear error instead of a
+/// run full of failures.
+pub fn check_reachable(address: SocketAddr, timeout: Duration) -> Result<()> {
+    TcpStream::connect_timeout(&address, timeout)
+        .map(drop)
+        .with_context(|| format!("cannot connect to {address}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ipv4_ipv6_and_localhost() {
+        let t = parse_http_target("http://127.0.0.1:8080/a/b?x=1&y=2").unwrap();
+        assert_eq!(t.address, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+        assert_eq!(t.request_target, "/a/b?x=1&y=2");
+        let t = parse_http_target("http://[::1]:9000").unwrap();
+        assert_eq!(t.address, "[::1]:9000".parse().unwrap());
+        assert_eq!(t.host_header, "[::1]:9000");
+        assert_eq!(t.request_target, "/");
+        let t = parse_http_target("http://localhost/").unwrap();
+        assert_eq!(t.address.port(), 80);
+        assert!(t.address.ip().is_loopback());
+    }
+
+    #[test]
+    fn rejects_bad_urls_with_reasons() {
+        let https = parse_http_target("https://example.com/").unwrap_err().to_string();
+        assert!(https.contains("https is not supported yet"), "{https}");
+        let garbage = format!("{:#}", parse_http_target("not a url").unwrap_err());
+        assert!(garbage.contains("invalid URL"), "{garbage}");
+        let ftp = parse_http_target("ftp://h/").unwrap_err().to_string();
+        assert!(ftp.contains("unsupported scheme 'ftp'"), "{ftp}");
+    }
+}

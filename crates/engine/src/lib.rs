@@ -1,0 +1,94 @@
+//! nodelay's load engine: per-thread event loops (epoll through mio) that keep connections
+//! busy, time every `read()`, and emit typed records to per-thread sinks.
+//!
+//! The engine knows sockets, time and HTTP framing; it never prints. Callers turn the
+//! records into statistics, diagnoses and reports.
+
+mod config;
+mod control;
+mod pacer;
+mod record;
+mod sink;
+mod stats;
+mod tcp_info;
+mod worker;
+
+pub use config::{EngineConfig, SocketOptions};
+pub use control::Control;
+pub use pacer::{Claim, Pacer};
+pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
+pub use sink::{CollectingSink, RecordSink};
+pub use stats::Stats;
+pub use tcp_info::{TcpInfo, read_tcp_info, set_quickack};
+
+use std::time::{Duration, Instant};
+use worker::{Worker, WorkerPlan};
+
+/// Per-thread sinks and how long the run took.
+pub struct RunOutput<S> {
+    pub sinks: Vec<S>,
+    pub elapsed: Duration,
+}
+
+/// Runs the configured load. `make_sink(thread)` builds each thread's sink; `control` lets
+/// the caller stop the run early and watch progress.
+pub fn run<S, F>(config: &EngineConfig, control: &Control, make_sink: F) -> std::io::Result<RunOutput<S>>
+where
+    S: RecordSink + Send,
+    F: Fn(usize) -> S + Sync,
+{
+    let threads = config.threads.clamp(1, config.connections.max(1));
+    let start = Instant::now();
+    let results: Vec<std::io::Result<S>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                let plan = plan_for_thread(config, thread, threads);
+                let make_sink = &make_sink;
+                scope.spawn(move || Worker::new(config, control, plan, start, make_sink(thread))?.run())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("engine worker panicked")).collect()
+    });
+    let elapsed = start.elapsed();
+    let sinks = results.into_iter().collect::<std::io::Result<Vec<S>>>()?;
+    Ok(RunOutput { sinks, elapsed })
+}
+
+/// Splits connections, request quota and rate across threads in proportion, so that the
+/// parts add up exactly to the whole.
+fn plan_for_thread(config: &EngineConfig, thread: usize, threads: usize) -> WorkerPlan {
+    let connections = config.connections.max(1);
+    let first_slot = connections * thread / threads;
+    let end_slot = connections * (thread + 1) / threads;
+    let share = |total: u64| {
+        total * end_slot as u64 / connections as u64 - total * first_slot as u64 / connections as u64
+    };
+    WorkerPlan {
+        thread,
+        first_slot,
+        connections: end_slot - first_slot,
+        quota: config.max_requests.map(share),
+        rate_per_second: config
+            .rate_per_second
+            .map(|rate| rate * (end_slot - first_slot) as f64 / connections as f64),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_plans_add_up() {
+        let mut config = EngineConfig::new("127.0.0.1:1".parse().unwrap(), Vec::new());
+        config.connections = 3;
+        config.max_requests = Some(10);
+        config.rate_per_second = Some(90.0);
+        let plans: Vec<_> = (0..2).map(|t| plan_for_thread(&config, t, 2)).collect();
+        assert_eq!(plans.iter().map(|p| p.connections).sum::<usize>(), 3);
+        assert_eq!(plans.iter().map(|p| p.quota.unwrap()).sum::<u64>(), 10);
+        let rate: f64 = plans.iter().map(|p| p.rate_per_second.unwrap()).sum();
+        assert!((rate - 90.0).abs() < 1e-9);
+        assert_eq!(plans[1].first_slot, plans[0].connections);
+    }
+}

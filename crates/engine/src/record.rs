@@ -1,0 +1,103 @@
+//! Typed records the engine emits: one per finished request, per failed attempt, and per
+//! closed connection. Everything downstream (stats, diagnosis, reports) consumes these.
+
+use crate::tcp_info::TcpInfo;
+use std::time::Duration;
+
+/// One request that received a complete response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResponseRecord {
+    /// Connection slot (0..connections) that carried it.
+    pub connection: u32,
+    /// 0 for the first request on a TCP connection, then 1, 2, ...
+    pub sequence_on_connection: u32,
+    /// When the request was due, relative to the run's start.
+    pub start_offset: Duration,
+    /// Handshake time when this request had to open the connection.
+    pub connect: Option<Duration>,
+    /// From the request's start (intended start under `--rate`; connect start for a fresh
+    /// connection) to the first response byte read.
+    pub first_byte: Duration,
+    /// From the request's start to the last response byte read.
+    pub total: Duration,
+    /// How many `read()` calls returned part of this response.
+    pub read_chunks: u32,
+    /// Longest pause between two consecutive reads of this response (zero for one chunk).
+    pub max_read_gap: Duration,
+    /// Bytes that arrived before that longest pause (e.g. only the head).
+    pub bytes_before_max_gap: u64,
+    pub response_bytes: u64,
+    pub status: u16,
+}
+
+/// Why a request attempt failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ErrorKind {
+    ConnectRefused,
+    ConnectTimeout,
+    Reset,
+    Timeout,
+    MalformedResponse,
+    ClosedEarly,
+    Other,
+}
+
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 7] = [
+        ErrorKind::ConnectRefused,
+        ErrorKind::ConnectTimeout,
+        ErrorKind::Reset,
+        ErrorKind::Timeout,
+        ErrorKind::MalformedResponse,
+        ErrorKind::ClosedEarly,
+        ErrorKind::Other,
+    ];
+
+    /// Stable name used in JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::ConnectRefused => "connect_refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::MalformedResponse => "malformed_response",
+            ErrorKind::ClosedEarly => "closed_early",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Classifies a socket error from connect, read or write.
+    pub fn from_io(error: &std::io::Error, connecting: bool) -> ErrorKind {
+        use std::io::ErrorKind as Io;
+        match error.kind() {
+            Io::ConnectionRefused => ErrorKind::ConnectRefused,
+            Io::TimedOut if connecting => ErrorKind::ConnectTimeout,
+            Io::TimedOut => ErrorKind::Timeout,
+            Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe => ErrorKind::Reset,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+/// One failed attempt; the connection is closed and reopened after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorRecord {
+    pub connection: u32,
+    pub kind: ErrorKind,
+    pub message: String,
+}
+
+/// A TCP connection's kernel view, taken just before it closed or when the run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConnectionRecord {
+    pub connection: u32,
+    /// Complete responses it carried.
+    pub requests: u64,
+    /// A request was still in flight on it when the run ended (not counted as done or failed).
+    pub abandoned_request: bool,
+    pub tcp_info: Option<TcpInfo>,
+}

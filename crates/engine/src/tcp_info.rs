@@ -1,0 +1,142 @@
+//! Reads the kernel's TCP_INFO for a socket. libc's glibc struct stops before `tcpi_min_rtt`,
+//! so the kernel layout (include/uapi/linux/tcp.h) is declared here up to the fields we use.
+
+use serde::Serialize;
+use std::os::fd::AsRawFd;
+
+/// What nodelay reports of a connection's TCP state (times in microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct TcpInfo {
+    /// Smoothed RTT: inflated on the Nagling side by the peer's ACK delay.
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    /// Minimum RTT seen; the kernel keeps suspected delayed ACKs out of it.
+    pub min_rtt_us: u32,
+    /// This socket's current delayed-ACK timeout.
+    pub ato_us: u32,
+    pub rto_us: u32,
+    pub snd_mss_bytes: u32,
+    pub rcv_mss_bytes: u32,
+    pub unacked_segments: u32,
+    pub notsent_bytes: u32,
+    pub total_retransmits: u32,
+    pub segments_out: u32,
+    pub segments_in: u32,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct KernelTcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    delivery_flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+}
+
+/// TCP_INFO of a connected socket, or `None` where the kernel refuses (not TCP, closed).
+pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
+    let mut raw = KernelTcpInfo::default();
+    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut KernelTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    // Kernels older than 4.6 return a shorter struct without min_rtt; zero stays zero.
+    (rc == 0).then_some(TcpInfo {
+        rtt_us: raw.rtt,
+        rttvar_us: raw.rttvar,
+        min_rtt_us: raw.min_rtt,
+        ato_us: raw.ato,
+        rto_us: raw.rto,
+        snd_mss_bytes: raw.snd_mss,
+        rcv_mss_bytes: raw.rcv_mss,
+        unacked_segments: raw.unacked,
+        notsent_bytes: raw.notsent_bytes,
+        total_retransmits: raw.total_retrans,
+        segments_out: raw.segs_out,
+        segments_in: raw.segs_in,
+    })
+}
+
+/// Leaves pingpong (delayed-ACK) mode once and flushes a pending ACK. Not sticky: the
+/// kernel re-enters pingpong, so callers set it again after every read.
+pub fn set_quickack(socket: &impl AsRawFd) -> std::io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: passes a valid int of the advertised size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_QUICKACK,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn reads_mss_and_rtt_of_a_loopback_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let info = read_tcp_info(&client).expect("TCP_INFO on a TCP socket");
+        assert!(info.snd_mss_bytes > 500, "{info:?}");
+        assert!(info.rto_us >= 200_000, "{info:?}");
+        set_quickack(&client).unwrap();
+    }
+
+    #[test]
+    fn refuses_non_tcp_sockets() {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert_eq!(read_tcp_info(&udp), None);
+    }
+}

@@ -1,0 +1,485 @@
+//! One thread's event loop: owns its connections, drives each through
+//! connect → write → read → record, and hands records to its sink.
+//!
+//! Timestamps are taken at the syscall boundaries: when a request is due (or its connect
+//! starts), and right after every `read()` that returned data. Nothing here allocates per
+//! request; the only per-request syscalls are the write(s) and the read(s).
+
+use crate::config::EngineConfig;
+use crate::control::Control;
+use crate::pacer::{Claim, Pacer};
+use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
+use crate::sink::RecordSink;
+use crate::tcp_info::{read_tcp_info, set_quickack};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use nodelay_wire::{Feed, ResponseParser};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant};
+
+/// Responses are discarded after framing, so one buffer serves every connection.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+/// Longest the loop sleeps before looking at the stop flag again.
+const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Open or not, waiting for the pacer's next slot (`deadline` is when it is due).
+    Waiting,
+    Connecting,
+    Writing,
+    Reading,
+    /// No more requests for this connection.
+    Finished,
+}
+
+struct Connection {
+    slot: u32,
+    stream: Option<TcpStream>,
+    phase: Phase,
+    parser: ResponseParser,
+    responses_on_stream: u32,
+    /// Timeout or due time of the current phase.
+    deadline: Instant,
+    request: RequestTiming,
+}
+
+/// What is measured of the request in flight.
+#[derive(Clone, Copy)]
+struct RequestTiming {
+    intended_start: Instant,
+    connect_started: Option<Instant>,
+    connect: Option<Duration>,
+    bytes_written: usize,
+    first_read: Option<Instant>,
+    last_read: Instant,
+    read_chunks: u32,
+    max_read_gap: Duration,
+    bytes_before_max_gap: u64,
+    response_bytes: u64,
+}
+
+impl RequestTiming {
+    fn new(intended_start: Instant) -> Self {
+        RequestTiming {
+            intended_start,
+            connect_started: None,
+            connect: None,
+            bytes_written: 0,
+            first_read: None,
+            last_read: intended_start,
+            read_chunks: 0,
+            max_read_gap: Duration::ZERO,
+            bytes_before_max_gap: 0,
+            response_bytes: 0,
+        }
+    }
+
+    fn on_read(&mut self, now: Instant, bytes: usize) {
+        if self.first_read.is_none() {
+            self.first_read = Some(now);
+        } else {
+            let gap = now - self.last_read;
+            if gap > self.max_read_gap {
+                self.max_read_gap = gap;
+                self.bytes_before_max_gap = self.response_bytes;
+            }
+        }
+        self.last_read = now;
+        self.read_chunks += 1;
+        self.response_bytes += bytes as u64;
+    }
+}
+
+/// The part of the run one thread owns.
+pub(crate) struct WorkerPlan {
+    pub thread: usize,
+    pub first_slot: usize,
+    pub connections: usize,
+    pub quota: Option<u64>,
+    pub rate_per_second: Option<f64>,
+}
+
+enum ReadOutcome {
+    /// Nothing more to do until the next event.
+    Pending,
+    Complete,
+    Failed(ErrorKind, String),
+}
+
+pub(crate) struct Worker<'a, S> {
+    config: &'a EngineConfig,
+    control: &'a Control,
+    thread: usize,
+    run_start: Instant,
+    run_deadline: Option<Instant>,
+    poll: Poll,
+    connections: Vec<Connection>,
+    write_ends: Vec<usize>,
+    pacer: Pacer,
+    active: usize,
+    /// No phase deadline falls before this (may be early, never late).
+    next_timer: Instant,
+    read_buffer: Box<[u8]>,
+    sink: S,
+}
+
+impl<'a, S: RecordSink> Worker<'a, S> {
+    pub fn new(
+        config: &'a EngineConfig,
+        control: &'a Control,
+        plan: WorkerPlan,
+        run_start: Instant,
+        sink: S,
+    ) -> io::Result<Self> {
+        let connections = (0..plan.connections)
+            .map(|index| Connection {
+                slot: (plan.first_slot + index) as u32,
+                stream: None,
+                phase: Phase::Waiting,
+                parser: ResponseParser::new(config.request_expects_no_body, config.max_head_bytes),
+                responses_on_stream: 0,
+                deadline: run_start,
+                request: RequestTiming::new(run_start),
+            })
+            .collect();
+        Ok(Worker {
+            config,
+            control,
+            thread: plan.thread,
+            run_start,
+            run_deadline: config.duration.map(|d| run_start + d),
+            poll: Poll::new()?,
+            connections,
+            write_ends: config.write_boundaries(),
+            pacer: Pacer::new(run_start, plan.rate_per_second, plan.quota),
+            active: plan.connections,
+            next_timer: run_start,
+            read_buffer: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+            sink,
+        })
+    }
+
+    /// Runs until the quota is spent, the duration is over or the caller stops it.
+    pub fn run(mut self) -> io::Result<S> {
+        let mut events = Events::with_capacity(1024);
+        let start = Instant::now();
+        for index in 0..self.connections.len() {
+            self.next_request(index, start);
+        }
+        while self.active > 0 && !self.control.is_stopped() {
+            let now = Instant::now();
+            if self.run_deadline.is_some_and(|deadline| now >= deadline) {
+                break;
+            }
+            if now >= self.next_timer {
+                self.fire_timers(now);
+                continue;
+            }
+            let mut wake = self.next_timer.min(now + STOP_CHECK_INTERVAL);
+            if let Some(deadline) = self.run_deadline {
+                wake = wake.min(deadline);
+            }
+            // Whole milliseconds, rounded down: epoll never oversleeps a due slot, and a
+            // sub-millisecond wait polls without blocking.
+            let timeout = Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64);
+            match self.poll.poll(&mut events, Some(timeout)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            for event in events.iter() {
+                let index = event.token().0;
+                let readable = event.is_readable() || event.is_read_closed() || event.is_error();
+                let writable = event.is_writable() || event.is_error();
+                self.on_event(index, readable, writable);
+            }
+        }
+        for index in 0..self.connections.len() {
+            self.close_stream_at(index, true);
+        }
+        Ok(self.sink)
+    }
+
+    fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
+        match self.connections[index].phase {
+            Phase::Connecting if writable || readable => self.finish_connect(index),
+            Phase::Writing => {
+                if writable {
+                    self.write_request(index);
+                }
+                // A server may answer (or close) before the whole request is in.
+                if readable && self.connections[index].phase == Phase::Writing {
+                    self.read_response(index);
+                }
+            }
+            Phase::Reading if readable => self.read_response(index),
+            Phase::Waiting if readable => self.check_idle_stream(index),
+            _ => {}
+        }
+    }
+
+    /// Takes the next slot from the pacer and starts, schedules or ends this connection.
+    fn next_request(&mut self, index: usize, now: Instant) {
+        match self.pacer.claim(now) {
+            Claim::Exhausted => {
+                self.close_stream(index);
+                self.connections[index].phase = Phase::Finished;
+                self.active -= 1;
+            }
+            Claim::At(due) => self.set_phase(index, Phase::Waiting, due),
+            Claim::Now(intended) => {
+                let connection = &mut self.connections[index];
+                connection.request = RequestTiming::new(intended);
+                connection.parser.reset();
+                if connection.stream.is_some() {
+                    self.set_phase(index, Phase::Writing, now + self.config.timeout);
+                    self.write_request(index);
+                } else {
+                    self.open(index, now);
+                }
+            }
+        }
+    }
+
+    fn set_phase(&mut self, index: usize, phase: Phase, deadline: Instant) {
+        let connection = &mut self.connections[index];
+        connection.phase = phase;
+        connection.deadline = deadline;
+        self.next_timer = self.next_timer.min(deadline);
+    }
+
+    fn open(&mut self, index: usize, now: Instant) {
+        self.connections[index].request.connect_started = Some(now);
+        self.set_phase(index, Phase::Connecting, now + self.config.connect_timeout);
+        match self.start_connect(index) {
+            Ok(true) => self.on_connected(index),
+            Ok(false) => {}
+            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
+        }
+    }
+
+    /// Starts a non-blocking connect; `Ok(true)` if it completed at once.
+    fn start_connect(&mut self, index: usize) -> io::Result<bool> {
+        let address = self.config.address;
+        let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_nonblocking(true)?;
+        socket.set_tcp_nodelay(self.config.socket.nodelay)?;
+        let connected = match socket.connect(&address.into()) {
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
+            Err(e) => return Err(e),
+        };
+        let mut stream = TcpStream::from_std(socket.into());
+        self.poll.registry().register(&mut stream, Token(index), Interest::READABLE | Interest::WRITABLE)?;
+        self.connections[index].stream = Some(stream);
+        Ok(connected)
+    }
+
+    fn finish_connect(&mut self, index: usize) {
+        let Some(stream) = &self.connections[index].stream else { return };
+        let result = match stream.take_error() {
+            Ok(Some(e)) | Err(e) => Err(e),
+            Ok(None) => match stream.peer_addr() {
+                Ok(_) => Ok(true),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+                Err(e) => Err(e),
+            },
+        };
+        match result {
+            Ok(true) => self.on_connected(index),
+            Ok(false) => {}
+            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
+        }
+    }
+
+    fn on_connected(&mut self, index: usize) {
+        let now = Instant::now();
+        let timing = &mut self.connections[index].request;
+        timing.connect = timing.connect_started.map(|started| now - started);
+        self.set_phase(index, Phase::Writing, now + self.config.timeout);
+        self.write_request(index);
+    }
+
+    /// Writes the request, one `write()` per piece of the configured split.
+    fn write_request(&mut self, index: usize) {
+        let request = &self.config.request;
+        let connection = &mut self.connections[index];
+        let Some(stream) = &mut connection.stream else { return };
+        loop {
+            let written = connection.request.bytes_written;
+            if written == request.len() {
+                connection.phase = Phase::Reading;
+                return;
+            }
+            let piece_end =
+                self.write_ends.iter().copied().find(|&end| end > written).unwrap_or(request.len());
+            match stream.write(&request[written..piece_end]) {
+                Ok(n) => connection.request.bytes_written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    return self.fail(index, kind, format!("write: {e}"));
+                }
+            }
+        }
+    }
+
+    fn read_response(&mut self, index: usize) {
+        match self.read_until_blocked(index) {
+            ReadOutcome::Pending => {}
+            ReadOutcome::Complete => self.complete(index),
+            ReadOutcome::Failed(kind, message) => self.fail(index, kind, message),
+        }
+    }
+
+    fn read_until_blocked(&mut self, index: usize) -> ReadOutcome {
+        let quickack = self.config.socket.quickack_after_read;
+        let connection = &mut self.connections[index];
+        let Some(stream) = &mut connection.stream else { return ReadOutcome::Pending };
+        loop {
+            match stream.read(&mut self.read_buffer) {
+                Ok(0) => {
+                    return match connection.parser.finish() {
+                        Ok(()) => ReadOutcome::Complete,
+                        Err(e) => ReadOutcome::Failed(ErrorKind::ClosedEarly, e.to_string()),
+                    };
+                }
+                Ok(n) => {
+                    connection.request.on_read(Instant::now(), n);
+                    if quickack {
+                        // Best effort: a failure only weakens the experiment, never the data.
+                        let _ = set_quickack(stream);
+                    }
+                    match connection.parser.feed(&self.read_buffer[..n]) {
+                        Ok(Feed::Complete { used }) if used == n => return ReadOutcome::Complete,
+                        Ok(Feed::Complete { used }) => {
+                            let extra = n - used;
+                            let message = format!("{extra} bytes after the end of the response");
+                            return ReadOutcome::Failed(ErrorKind::MalformedResponse, message);
+                        }
+                        Ok(Feed::Partial) => {}
+                        Err(e) => return ReadOutcome::Failed(ErrorKind::MalformedResponse, e.to_string()),
+                    }
+                    // Incomplete: read on until WouldBlock. A short read is no proof the socket
+                    // is drained, because a FIN queued behind the data raises no new event.
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return ReadOutcome::Pending,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return ReadOutcome::Failed(ErrorKind::from_io(&e, false), format!("read: {e}")),
+            }
+        }
+    }
+
+    fn complete(&mut self, index: usize) {
+        let connection = &mut self.connections[index];
+        let timing = connection.request;
+        let first_read = timing.first_read.unwrap_or(timing.last_read);
+        let record = ResponseRecord {
+            connection: connection.slot,
+            sequence_on_connection: connection.responses_on_stream,
+            start_offset: timing.intended_start.saturating_duration_since(self.run_start),
+            connect: timing.connect,
+            first_byte: first_read.saturating_duration_since(timing.intended_start),
+            total: timing.last_read.saturating_duration_since(timing.intended_start),
+            read_chunks: timing.read_chunks,
+            max_read_gap: timing.max_read_gap,
+            bytes_before_max_gap: timing.bytes_before_max_gap,
+            response_bytes: timing.response_bytes,
+            status: connection.parser.status(),
+        };
+        connection.responses_on_stream += 1;
+        let reuse = self.config.keep_alive && !connection.parser.wants_close();
+        self.sink.response(&record);
+        self.control.add_completed(self.thread);
+        if !reuse {
+            self.close_stream(index);
+        }
+        self.next_request(index, timing.last_read);
+    }
+
+    fn fail(&mut self, index: usize, kind: ErrorKind, message: String) {
+        let slot = self.connections[index].slot;
+        self.sink.error(&ErrorRecord { connection: slot, kind, message });
+        self.close_stream(index);
+        self.next_request(index, Instant::now());
+    }
+
+    /// An open connection between requests became readable: the server closed it (fine,
+    /// reconnect on the next request) or sent bytes nobody asked for.
+    fn check_idle_stream(&mut self, index: usize) {
+        let Some(stream) = &mut self.connections[index].stream else { return };
+        let mut unsolicited = 0;
+        let closed = loop {
+            match stream.read(&mut self.read_buffer) {
+                Ok(0) => break true,
+                Ok(n) => unsolicited += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break e.kind() != io::ErrorKind::WouldBlock,
+            }
+        };
+        if unsolicited > 0 {
+            let slot = self.connections[index].slot;
+            let message = format!("{unsolicited} unsolicited bytes on an idle connection");
+            self.sink.error(&ErrorRecord { connection: slot, kind: ErrorKind::MalformedResponse, message });
+        }
+        if closed || unsolicited > 0 {
+            self.close_stream(index);
+        }
+    }
+
+    /// Closes the socket, first recording its TCP_INFO. `at_run_end`: the run is over, so a
+    /// request in flight is abandoned rather than failed.
+    fn close_stream_at(&mut self, index: usize, at_run_end: bool) {
+        let connection = &mut self.connections[index];
+        if let Some(stream) = connection.stream.take() {
+            let record = ConnectionRecord {
+                connection: connection.slot,
+                requests: u64::from(connection.responses_on_stream),
+                abandoned_request: at_run_end
+                    && matches!(connection.phase, Phase::Connecting | Phase::Writing | Phase::Reading),
+                tcp_info: read_tcp_info(&stream),
+            };
+            connection.responses_on_stream = 0;
+            self.sink.connection(&record);
+        }
+    }
+
+    fn close_stream(&mut self, index: usize) {
+        self.close_stream_at(index, false);
+    }
+
+    /// Fails connections past their timeout, starts those whose slot is due, and finds the
+    /// next instant this needs doing.
+    fn fire_timers(&mut self, now: Instant) {
+        let far = now + Duration::from_secs(3600);
+        self.next_timer = far;
+        for index in 0..self.connections.len() {
+            let connection = &self.connections[index];
+            if connection.phase == Phase::Finished || connection.deadline > now {
+                continue;
+            }
+            match connection.phase {
+                Phase::Waiting => self.next_request(index, now),
+                Phase::Connecting => {
+                    let message = format!("connect timed out after {:?}", self.config.connect_timeout);
+                    self.fail(index, ErrorKind::ConnectTimeout, message);
+                }
+                _ => {
+                    let message = format!("no complete response within {:?}", self.config.timeout);
+                    self.fail(index, ErrorKind::Timeout, message);
+                }
+            }
+        }
+        // Recompute from scratch: transitions above may have lowered it, finished ones raise it.
+        self.next_timer = self
+            .connections
+            .iter()
+            .filter(|c| c.phase != Phase::Finished)
+            .map(|c| c.deadline)
+            .min()
+            .unwrap_or(far);
+    }
+}

@@ -1,0 +1,17 @@
+//! Presentation: builds report models from measurements and renders them, one renderer per
+//! format behind the [`Render`] trait. Nothing here measures anything.
+
+mod bench;
+mod format;
+mod json;
+mod text;
+
+pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles};
+pub use format::{format_bytes, format_duration_ms};
+pub use json::Json;
+pub use text::Text;
+
+/// A report format.
+pub trait Render<Report: ?Sized> {
+    fn render(&self, report: &Report) -> String;
+}

@@ -1,0 +1,140 @@
+//! Human-readable text renderer, in the spirit of wrk's summary: figures first, every
+//! number with its unit.
+
+use crate::Render;
+use crate::bench::{BenchReport, Percentiles};
+use crate::format::{format_bytes, format_duration_ms};
+use std::fmt::Write;
+
+pub struct Text;
+
+/// Connections listed one by one up to this many; beyond, a summary line.
+const CONNECTIONS_LISTED: usize = 4;
+
+impl Render<BenchReport> for Text {
+    fn render(&self, report: &BenchReport) -> String {
+        let mut out = String::new();
+        write_bench(&mut out, report).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
+    let s = &r.settings;
+    writeln!(out, "nodelay bench {} {} ({})", s.method, s.url, s.address)?;
+    let bound = match (s.requests, s.duration_s) {
+        (Some(n), _) => plural(n, "request", "requests"),
+        (None, Some(d)) => format!("{d} s"),
+        (None, None) => "unbounded".into(),
+    };
+    let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
+    writeln!(
+        out,
+        "  {}, {}, {}, {bound}{pacing}",
+        plural(s.connections as u64, "connection", "connections"),
+        plural(s.threads as u64, "thread", "threads"),
+        if s.keep_alive { "keep-alive" } else { "new connection per request" },
+    )?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  {} in {:.2} s: {:.1} req/s, {}/s read{}",
+        plural(r.requests_completed, "response", "responses"),
+        r.elapsed_s,
+        r.requests_per_second,
+        format_bytes(r.transfer_bytes_per_second),
+        if r.interrupted { " (interrupted)" } else { "" },
+    )?;
+    writeln!(out, "  {:<12}{:>11}{:>11}{:>11}{:>11}{:>11}", "", "p50", "p90", "p99", "p99.9", "max")?;
+    for (label, percentiles) in [
+        ("total", &r.latency_ms),
+        ("first byte", &r.first_byte_ms),
+        ("read gap", &r.read_gap_ms),
+        ("connect", &r.connect_ms),
+    ] {
+        if let Some(p) = percentiles {
+            write_percentiles(out, label, p)?;
+        }
+    }
+    if r.requests_completed > 0 {
+        writeln!(out, "  read() calls per response: {:.2} (mean)", r.read_chunks_per_response)?;
+    }
+    writeln!(out)?;
+    let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
+    writeln!(
+        out,
+        "  {:<12}{}",
+        "status",
+        if statuses.is_empty() { "none".into() } else { statuses.join(", ") }
+    )?;
+    write_errors(out, r)?;
+    if r.requests_unfinished > 0 {
+        let unfinished = plural(r.requests_unfinished, "request", "requests");
+        writeln!(out, "  {:<12}{unfinished} still in flight when the run ended", "unfinished")?;
+    }
+    write_connections(out, r)
+}
+
+fn write_percentiles(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {
+    write!(out, "  {label:<12}")?;
+    for value in [p.p50, p.p90, p.p99, p.p999, p.max] {
+        write!(out, "{:>11}", format_duration_ms(value))?;
+    }
+    writeln!(out)
+}
+
+fn write_errors(out: &mut String, r: &BenchReport) -> std::fmt::Result {
+    let nonzero: Vec<_> = r.errors.iter().filter(|(_, n)| **n > 0).collect();
+    if nonzero.is_empty() {
+        return writeln!(out, "  {:<12}none", "errors");
+    }
+    for (i, (kind, n)) in nonzero.into_iter().enumerate() {
+        let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
+        writeln!(out, "  {:<12}{kind} ×{n}{example}", if i == 0 { "errors" } else { "" })?;
+    }
+    Ok(())
+}
+
+fn write_connections(out: &mut String, r: &BenchReport) -> std::fmt::Result {
+    let with_info: Vec<_> = r.connections.iter().filter_map(|c| Some((c, c.tcp_info?))).collect();
+    if with_info.is_empty() {
+        return Ok(());
+    }
+    let ms = |us: u32| format_duration_ms(f64::from(us) / 1000.0);
+    if with_info.len() <= CONNECTIONS_LISTED {
+        for (c, info) in with_info {
+            writeln!(
+                out,
+                "  {:<12}connection {}: rtt {} (min {}), ato {}, mss {} B out / {} B in, {}",
+                "tcp_info",
+                c.connection,
+                ms(info.rtt_us),
+                ms(info.min_rtt_us),
+                ms(info.ato_us),
+                info.snd_mss_bytes,
+                info.rcv_mss_bytes,
+                plural(u64::from(info.total_retransmits), "retransmit", "retransmits"),
+            )?;
+        }
+        return Ok(());
+    }
+    let mut rtts: Vec<u32> = with_info.iter().map(|(_, i)| i.rtt_us).collect();
+    rtts.sort_unstable();
+    let min_rtt = with_info.iter().map(|(_, i)| i.min_rtt_us).min().unwrap_or(0);
+    let max_ato = with_info.iter().map(|(_, i)| i.ato_us).max().unwrap_or(0);
+    let retransmits: u64 = with_info.iter().map(|(_, i)| u64::from(i.total_retransmits)).sum();
+    writeln!(
+        out,
+        "  {:<12}{} connections: rtt median {} (lowest min_rtt {}), highest ato {}, {} in total",
+        "tcp_info",
+        with_info.len(),
+        ms(rtts[rtts.len() / 2]),
+        ms(min_rtt),
+        ms(max_ato),
+        plural(retransmits, "retransmit", "retransmits"),
+    )
+}

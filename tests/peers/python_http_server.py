@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""Python's http.server speaking HTTP/1.1 with keep-alive, as shipped (Nagle on).
+
+send_response/end_headers writes the head in one send and the handler writes the body in
+another: the classic server-side Nagle x delayed-ACK stall. --disable-nagle applies the
+documented fix (StreamRequestHandler.disable_nagle_algorithm). Prints "PORT <n>" once bound.
+"""
+import argparse
+import http.server
+import sys
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--disable-nagle", action="store_true")
+parser.add_argument("--body-bytes", type=int, default=13)
+parser.add_argument("--http10", action="store_true", help="HTTP/1.0: close after each response, no Content-Length")
+args = parser.parse_args()
+BODY = (b"Hello, world!" * (args.body_bytes // 13 + 1))[: args.body_bytes]
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0" if args.http10 else "HTTP/1.1"
+    disable_nagle_algorithm = args.disable_nagle
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        if not args.http10:
+            self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        self.do_GET()
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+
+    def log_message(self, *_):
+        pass
+
+
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+print(f"PORT {server.server_address[1]}", flush=True)
+server.serve_forever()
