@@ -7,11 +7,13 @@ documented fix (StreamRequestHandler.disable_nagle_algorithm). Prints "PORT <n>"
 """
 import argparse
 import http.server
+import socket
 import sys
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--disable-nagle", action="store_true")
 parser.add_argument("--body-bytes", type=int, default=13)
+parser.add_argument("--bind", default="127.0.0.1")
 parser.add_argument("--http10", action="store_true", help="HTTP/1.0: close after each response, no Content-Length")
 args = parser.parse_args()
 BODY = (b"Hello, world!" * (args.body_bytes // 13 + 1))[: args.body_bytes]
@@ -43,6 +45,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+class Server(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6 if ":" in args.bind else socket.AF_INET
+
+
+server = Server((args.bind, 0), Handler)
 print(f"PORT {server.server_address[1]}", flush=True)
 server.serve_forever()

@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
     Bench(BenchArgs),
+    /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
+    Demo,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -2,7 +2,7 @@
 //! load, and renders the merged statistics.
 
 use crate::args::BenchArgs;
-use crate::exit::Outcome;
+use crate::exit::{Outcome, UsageError};
 use crate::runner::run_engine;
 use crate::target::{check_reachable, parse_http_target};
 use anyhow::{Context, Result};
@@ -94,7 +94,8 @@ fn read_body(body: Option<&str>) -> Result<Vec<u8>> {
     match body {
         None => Ok(Vec::new()),
         Some(text) => match text.strip_prefix('@') {
-            Some(path) => std::fs::read(path).with_context(|| format!("cannot read body file '{path}'")),
+            Some(path) => std::fs::read(path)
+                .map_err(|e| anyhow::Error::new(UsageError(format!("cannot read body file '{path}': {e}")))),
             None => Ok(text.as_bytes().to_vec()),
         },
     }

@@ -27,3 +27,20 @@ impl From<Outcome> for ExitCode {
         ExitCode::from(outcome.code())
     }
 }
+
+/// An error in what the user asked for (exit status 2), as opposed to a failure to measure.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The exit status for an error that ended a command.
+pub fn outcome_of(error: &anyhow::Error) -> Outcome {
+    if error.chain().any(|cause| cause.is::<UsageError>()) { Outcome::Usage } else { Outcome::Failed }
+}

@@ -3,17 +3,20 @@
 
 mod args;
 mod bench;
+mod demo;
+mod demo_servers;
 mod exit;
 mod interrupt;
 mod runner;
 mod target;
 
 pub use args::{BenchArgs, Cli, Command};
-pub use exit::Outcome;
+pub use exit::{Outcome, UsageError, outcome_of};
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Bench(args) => bench::bench(&args),
+        Command::Demo => demo::demo(),
     }
 }

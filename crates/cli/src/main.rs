@@ -9,7 +9,7 @@ fn main() -> std::process::ExitCode {
         Ok(outcome) => outcome.into(),
         Err(error) => {
             eprintln!("nodelay: {error:#}");
-            nodelay::Outcome::Failed.into()
+            nodelay::outcome_of(&error).into()
         }
     }
 }

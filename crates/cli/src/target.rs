@@ -1,7 +1,8 @@
 //! Turns the user's URL into an address to connect to and the request's Host and target,
 //! and checks the target is reachable before any load is sent.
 
-use anyhow::{Context, Result, bail};
+use crate::exit::UsageError;
+use anyhow::{Context, Result};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 use url::Url;
@@ -18,14 +19,22 @@ pub struct HttpTarget {
 
 /// Parses and resolves an `http://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
-    let url = Url::parse(text).with_context(|| format!("invalid URL '{text}'"))?;
+    let usage = |message: String| anyhow::Error::new(UsageError(message));
+    let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}")))?;
     match url.scheme() {
         "http" => {}
-        "https" => bail!("https is not supported yet: nodelay speaks plain HTTP/1.1 (use an http:// URL)"),
-        other => bail!("unsupported scheme '{other}' in '{text}': use http://HOST:PORT/PATH"),
+        "https" => {
+            let message = "https is not supported yet: nodelay speaks plain HTTP/1.1 (use an http:// URL)";
+            return Err(usage(message.into()));
+        }
+        other => {
+            return Err(usage(format!(
+                "unsupported scheme '{other}' in '{text}': use http://HOST:PORT/PATH"
+            )));
+        }
     }
     if url.host_str().is_none_or(str::is_empty) {
-        bail!("invalid URL '{text}': no host");
+        return Err(usage(format!("invalid URL '{text}': no host")));
     }
     let addresses =
         url.socket_addrs(|| Some(80)).with_context(|| format!("cannot resolve the host of '{text}'"))?;

@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""nodelay bench vs wrk (and ab) against nginx serving a 13-byte file with keep-alive.
+
+nginx is pinned to core 0 and each load generator to core 1. Runs alternate nodelay and wrk
+(and ab) --rounds times. Prints requests/s, requests per generator CPU-second, peak RSS and
+1-connection p50 latency, and the ratios nodelay/wrk that issue 2 sets targets for:
+  req/CPU-s >= 1.0 x wrk, req/s >= 0.95 x wrk, RSS <= 2 x wrk, 1-conn p50 within 10 %.
+
+Usage: bench/vs_wrk.py [--rounds 3] [--seconds 5] [--connections 50]
+Exit status 0 when every target is met, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(workdir):
+    port = free_port()
+    www = os.path.join(workdir, "www")
+    os.makedirs(www)
+    with open(os.path.join(www, "index.html"), "w") as f:
+        f.write("Hello, world!")  # 13 bytes
+    os.chmod(workdir, 0o755)
+    conf = os.path.join(workdir, "nginx.conf")
+    temp = lambda name: os.path.join(workdir, name)
+    with open(conf, "w") as f:
+        f.write(f"""
+worker_processes 1;
+daemon off;
+pid {temp('nginx.pid')};
+error_log {temp('error.log')};
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 120;
+  client_body_temp_path {temp('body')};
+  proxy_temp_path {temp('proxy')};
+  fastcgi_temp_path {temp('fastcgi')};
+  uwsgi_temp_path {temp('uwsgi')};
+  scgi_temp_path {temp('scgi')};
+  server {{ listen 127.0.0.1:{port}; root {www}; location / {{ }} }}
+}}
+""")
+    proc = subprocess.Popen(["taskset", "-c", "0", "nginx", "-c", conf, "-p", workdir])
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}/index.html"
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    sys.exit("nginx did not start; see " + temp("error.log"))
+
+
+def timed(cmd):
+    """Runs cmd pinned to core 1 under GNU time; returns (stdout, cpu_seconds, max_rss_kb)."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        full = ["/usr/bin/time", "-o", t.name, "-f", "%U %S %M", "taskset", "-c", "1"] + cmd
+        out = subprocess.run(full, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{out.stdout}\n{out.stderr}")
+        user, system, rss = t.read().split()[-3:]
+    return out.stdout, float(user) + float(system), int(rss)
+
+
+def to_ms(value, unit):
+    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[unit]
+
+
+def run_wrk(url, connections, seconds):
+    out, cpu, rss = timed(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", url])
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    elapsed = re.search(r"requests in ([\d.]+)(us|ms|s|m)", out)
+    elapsed_s = float(elapsed.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1, "m": 60}[elapsed.group(2)]
+    p50 = re.search(r"50%\s+([\d.]+)(us|ms|s)", out)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)|Socket errors: (.*)", out)
+    if errors:
+        sys.exit(f"wrk saw errors:\n{out}")
+    return dict(requests=requests, rps=requests / elapsed_s, cpu=cpu, rss=rss, p50=to_ms(*p50.groups()))
+
+
+def run_nodelay(url, connections, seconds):
+    out, cpu, rss = timed([NODELAY, "bench", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "-q", "--json", url])
+    report = json.loads(out)
+    if sum(report["errors"].values()):
+        sys.exit(f"nodelay saw errors: {report['errors']}")
+    return dict(requests=report["requests_completed"], rps=report["requests_per_second"], cpu=cpu, rss=rss,
+                p50=report["latency_ms"]["p50"])
+
+
+def run_ab(url, connections, seconds):
+    out, cpu, rss = timed(["ab", "-k", "-q", "-c", str(connections), "-t", str(seconds), "-n", "100000000", url])
+    requests = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
+    rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+    p50 = float(re.search(r"\n\s+50%\s+(\d+)", out).group(1))  # whole ms only
+    return dict(requests=requests, rps=rps, cpu=cpu, rss=rss, p50=p50)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--no-ab", action="store_true")
+    args = parser.parse_args()
+
+    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    workdir = tempfile.mkdtemp(prefix="nodelay-bench-")
+    nginx, url = start_nginx(workdir)
+    tools = {"nodelay": run_nodelay, "wrk": run_wrk}
+    if not args.no_ab and shutil.which("ab"):
+        tools["ab"] = run_ab
+    many = {name: [] for name in tools}
+    single = {name: [] for name in ("nodelay", "wrk")}
+    try:
+        for round_number in range(args.rounds):
+            for name, run in tools.items():
+                many[name].append(run(url, args.connections, args.seconds))
+            for name in single:
+                single[name].append(tools[name](url, 1, args.seconds))
+            print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    finally:
+        nginx.terminate()
+        nginx.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    med = lambda runs, key: statistics.median(r[key] for r in runs)
+    print(f"\nnginx 13-byte file, keep-alive, {args.connections} connections, 1 generator thread, "
+          f"{args.seconds} s x {args.rounds} rounds (medians); nginx on core 0, generator on core 1")
+    print(f"{'tool':<10}{'req/s':>12}{'req/CPU-s':>12}{'peak RSS':>12}{'p50 (c=1)':>12}")
+    for name, runs in many.items():
+        per_cpu = statistics.median(r["requests"] / r["cpu"] for r in runs)
+        p50 = f"{med(single[name], 'p50') * 1000:.1f} us" if name in single else "-"
+        print(f"{name:<10}{med(runs, 'rps'):>12.0f}{per_cpu:>12.0f}{med(runs, 'rss') / 1024:>9.1f} MB{p50:>12}")
+
+    per_cpu = {n: statistics.median(r["requests"] / r["cpu"] for r in many[n]) for n in ("nodelay", "wrk")}
+    ratios = [
+        ("req/CPU-s nodelay/wrk", per_cpu["nodelay"] / per_cpu["wrk"], lambda r: r >= 1.0, ">= 1.00"),
+        ("req/s nodelay/wrk", med(many["nodelay"], "rps") / med(many["wrk"], "rps"), lambda r: r >= 0.95, ">= 0.95"),
+        ("peak RSS nodelay/wrk", med(many["nodelay"], "rss") / med(many["wrk"], "rss"), lambda r: r <= 2.0, "<= 2.00"),
+        ("p50 c=1 nodelay/wrk", med(single["nodelay"], "p50") / med(single["wrk"], "p50"),
+         lambda r: 0.9 <= r <= 1.1, "0.90-1.10"),
+    ]
+    print()
+    failed = False
+    for label, ratio, ok, target in ratios:
+        failed |= not ok(ratio)
+        print(f"{label:<24}{ratio:>6.2f}  (target {target}) {'ok' if ok(ratio) else 'MISSED'}")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

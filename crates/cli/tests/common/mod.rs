@@ -1,0 +1,136 @@
+//! Shared by the integration tests: start real peer servers (which bind port 0 and print
+//! "PORT <n>"), run the real `nodelay` binary, and read its JSON output.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A peer process, killed when dropped.
+pub struct Peer {
+    child: Child,
+    pub port: u16,
+}
+
+impl Peer {
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
+}
+
+pub fn peer_script(name: &str) -> PathBuf {
+    repo_root().join("tests/peers").join(name)
+}
+
+/// Starts `program args...` and waits for its "PORT <n>" line: the peer is listening then,
+/// so no sleep is needed.
+pub fn start_peer(program: &str, args: &[&str]) -> Peer {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("peer stdout");
+    let port = line
+        .trim()
+        .strip_prefix("PORT ")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{program} {args:?} printed {line:?} instead of PORT <n>"));
+    Peer { child, port }
+}
+
+pub fn python_peer(script: &str, args: &[&str]) -> Peer {
+    let path = peer_script(script);
+    let mut all = vec![path.to_str().expect("utf-8 path")];
+    all.extend_from_slice(args);
+    start_peer("python3", &all)
+}
+
+pub struct Run {
+    pub output: Output,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.output.status.code().expect("exited normally, not by a signal")
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.output.stdout).unwrap_or_else(|e| {
+            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout(), self.stderr())
+        })
+    }
+}
+
+/// Runs the nodelay binary with `args`.
+pub fn nodelay(args: &[&str]) -> Run {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run nodelay");
+    Run { output, elapsed: started.elapsed() }
+}
+
+/// A percentile in milliseconds from a bench JSON section such as "latency_ms".
+pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
+    report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
+}
+
+pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) {
+    let path = repo_root().join("schema").join(schema_file);
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file")).expect("schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("schema is a valid JSON Schema");
+    let errors: Vec<String> =
+        validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "output violates {schema_file}:\n{}\n{instance:#}", errors.join("\n"));
+}
+
+/// The values of a text-report table row (`total`, `first byte`, ...) in milliseconds;
+/// panics if any number lacks a unit.
+pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no row {label:?} in:\n{text}"));
+    let words: Vec<&str> = line.trim_start()[label.len()..].split_whitespace().collect();
+    words
+        .chunks(2)
+        .map(|pair| {
+            let value: f64 =
+                pair[0].parse().unwrap_or_else(|_| panic!("{:?} is not a number: {line}", pair[0]));
+            let scale = match pair.get(1).copied() {
+                Some("ns") => 1e-6,
+                Some("µs") => 1e-3,
+                Some("ms") => 1.0,
+                Some("s") => 1e3,
+                other => panic!("number without a unit ({other:?}): {line}"),
+            };
+            value * scale
+        })
+        .collect()
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what nodelay's build, tests and benchmarks need on a fresh Debian machine of this
+# project's kind (Rust, Python 3, Node, Go and a JDK come with the machine). Idempotent: it
+# installs only what is missing. Usage: scripts/setup.sh [--bench]
+set -euo pipefail
+
+need_apt=()
+want() { command -v "$1" >/dev/null 2>&1 || need_apt+=("$2"); }
+
+want python3 python3
+want cc gcc
+if [[ "${1:-}" == "--bench" ]]; then
+  want wrk wrk
+  want nginx nginx-light
+  want ab apache2-utils
+  want taskset util-linux
+  [[ -x /usr/bin/time ]] || need_apt+=(time)
+fi
+
+if ((${#need_apt[@]})); then
+  echo "setup: installing ${need_apt[*]}" >&2
+  sudo_cmd=""
+  [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
+rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt

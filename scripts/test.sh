@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit tests and integration tests against real
+# peers on loopback. This is what CI runs (.ci/run) and what the README names.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
