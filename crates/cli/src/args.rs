@@ -19,7 +19,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
 }
