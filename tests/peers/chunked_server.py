@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """HTTP/1.1 server answering with Transfer-Encoding: chunked (three chunks and a trailer),
-sent in one write with TCP_NODELAY so it is fast. Prints "PORT <n>" once bound."""
+sent in one write with TCP_NODELAY so it is fast. Prints "PORT <n>" once bound and
+"CONNECTED" at its first connection."""
 import socket
 import threading
 
@@ -26,6 +27,10 @@ def serve(conn):
 
 listener = socket.create_server(("127.0.0.1", 0))
 print(f"PORT {listener.getsockname()[1]}", flush=True)
+announced = False
 while True:
     connection, _ = listener.accept()
+    if not announced:  # lets a test act once load is flowing, without sleeping
+        print("CONNECTED", flush=True)
+        announced = True
     threading.Thread(target=serve, args=(connection,), daemon=True).start()

@@ -178,6 +178,43 @@ fn text_output_states_units() {
     assert!(text.contains("tcp_info    connection 0: rtt"), "{text}");
 }
 
+#[test]
+fn ctrl_c_stops_the_run_and_keeps_what_was_measured() {
+    let mut peer = python_peer("chunked_server.py", &[]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["bench", "-c", "1", "-d", "60s", "--json", &peer.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    peer.wait_for_line("CONNECTED");
+    let started = std::time::Instant::now();
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 5, "stopping took {:?}", started.elapsed());
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a report after Ctrl-C");
+    assert_eq!(report["interrupted"], true);
+    assert!(report["elapsed_s"].as_f64().unwrap() < 30.0);
+    validate_against_schema("bench.schema.json", &report);
+}
+
+#[test]
+fn demo_needs_no_arguments_and_shows_stall_and_fix() {
+    let run = nodelay(&["demo"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = run.stdout();
+    let p50_of = |row: &str| {
+        let line = text.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("{row} in {text}"));
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let at = cells.iter().position(|w| ["ns", "µs", "ms", "s"].contains(w)).expect("a unit");
+        text_row_ms(&cells[at - 1..].join(" "), "")[0]
+    };
+    assert!(p50_of("two writes, Nagle on") > 35.0, "{text}");
+    assert!(p50_of("TCP_NODELAY set") < 5.0, "{text}");
+    assert!(run.elapsed.as_secs() < 30, "{:?}", run.elapsed);
+}
+
 // ---- bad input ------------------------------------------------------------------------
 
 fn assert_failed_with(run: &Run, code: i32, needle: &str) {

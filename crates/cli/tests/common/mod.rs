@@ -11,9 +11,24 @@ use std::time::{Duration, Instant};
 pub struct Peer {
     child: Child,
     pub port: u16,
+    /// The rest of the peer's stdout, for peers that announce events.
+    pub stdout: BufReader<std::process::ChildStdout>,
 }
 
 impl Peer {
+    /// Blocks until the peer prints `expected` on a line of its own.
+    pub fn wait_for_line(&mut self, expected: &str) {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.stdout.read_line(&mut line).expect("peer stdout");
+            assert!(n > 0, "peer exited before printing {expected:?}");
+            if line.trim() == expected {
+                return;
+            }
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
@@ -45,14 +60,15 @@ pub fn start_peer(program: &str, args: &[&str]) -> Peer {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
     let stdout = child.stdout.take().expect("piped stdout");
+    let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("peer stdout");
+    stdout.read_line(&mut line).expect("peer stdout");
     let port = line
         .trim()
         .strip_prefix("PORT ")
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{program} {args:?} printed {line:?} instead of PORT <n>"));
-    Peer { child, port }
+    Peer { child, port, stdout }
 }
 
 pub fn python_peer(script: &str, args: &[&str]) -> Peer {
