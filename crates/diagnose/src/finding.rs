@@ -1,0 +1,87 @@
+//! What a diagnosis says: stable ids, evidence with units, the proving experiment, fixes.
+
+use serde::Serialize;
+
+/// Stable finding ids: a public contract (JSON, exit codes, docs). Extend, never rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingId {
+    /// The server's response waits for the client's delayed ACK (Nagle on the server).
+    ServerNagleDelayedAck,
+    /// The client's request waits for the server's delayed ACK (Nagle on the client).
+    ClientNagleDelayedAck,
+    /// Every request pays a TCP handshake because connections are not reused.
+    ConnectionPerRequest,
+    /// The server takes long before it sends anything; no client-side change helps.
+    SlowFirstByte,
+    /// The server pauses in the middle of responses, and no client-side change helps.
+    SlowResponseBody,
+    Healthy,
+}
+
+impl FindingId {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingId::ServerNagleDelayedAck => "server-nagle-delayed-ack",
+            FindingId::ClientNagleDelayedAck => "client-nagle-delayed-ack",
+            FindingId::ConnectionPerRequest => "connection-per-request",
+            FindingId::SlowFirstByte => "slow-first-byte",
+            FindingId::SlowResponseBody => "slow-response-body",
+            FindingId::Healthy => "healthy",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+/// One measured fact. `value` is in `unit` (ms, %, bytes, count, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Evidence {
+    pub what: String,
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+impl Evidence {
+    pub fn new(what: impl Into<String>, value: f64, unit: &'static str) -> Self {
+        Evidence { what: what.into(), value, unit }
+    }
+}
+
+/// The experiment that tested the finding and what it changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Proof {
+    pub experiment: String,
+    pub baseline_p50_ms: f64,
+    pub experiment_p50_ms: f64,
+    /// Whether the experiment removed the symptom.
+    pub removed: bool,
+    pub result: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fix {
+    pub stack: &'static str,
+    pub how: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    pub id: FindingId,
+    pub title: String,
+    /// True when an experiment confirmed the cause; otherwise the finding only says what
+    /// was seen.
+    pub proven: bool,
+    pub confidence: Confidence,
+    pub evidence: Vec<Evidence>,
+    pub proof: Vec<Proof>,
+    /// What to change, in one sentence, then per stack.
+    pub fix_summary: String,
+    pub fix: Vec<Fix>,
+}

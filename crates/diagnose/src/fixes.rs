@@ -1,0 +1,87 @@
+//! Fixes per common stack (FIELD_NOTES §6): where Nagle is on by default and how to turn it
+//! off, how to write a request in one piece, how to keep connections alive.
+
+use crate::finding::Fix;
+
+const fn fix(stack: &'static str, how: &'static str) -> Fix {
+    Fix { stack, how }
+}
+
+/// Set TCP_NODELAY on the server's sockets (or write each response in one send).
+pub fn server_nodelay() -> Vec<Fix> {
+    vec![
+        fix("Python http.server / socketserver", "set disable_nagle_algorithm = True on the handler class"),
+        fix("Node.js net", "socket.setNoDelay(true) on each accepted socket"),
+        fix("Node.js http", "http.createServer({ noDelay: true }) (the default since Node 18)"),
+        fix("Java com.sun.net.httpserver", "run with -Dsun.net.httpserver.nodelay=true"),
+        fix("Java sockets", "socket.setTcpNoDelay(true) on each accepted Socket"),
+        fix("Go net/http", "TCP_NODELAY is the default; remove SetNoDelay(false)"),
+        fix("Erlang gen_tcp", "listen with {nodelay, true}"),
+        fix("libevent evhttp", "setsockopt(TCP_NODELAY) on the bound socket: accepted sockets inherit it"),
+        fix("nginx", "tcp_nodelay on; (the default)"),
+        fix(".NET", "Socket.NoDelay = true (Kestrel sets it by default)"),
+        fix("Ruby Puma", "bind tcp://...?low_latency=true"),
+        fix(
+            "Rust tokio / axum",
+            "TcpStream::set_nodelay(true); axum: serve(...).tap_io(|s| s.set_nodelay(true))",
+        ),
+        fix(
+            "C / any stack",
+            "setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1), or send head and body in one writev()",
+        ),
+    ]
+}
+
+/// Send the request in one write, or set TCP_NODELAY on the client socket.
+pub fn client_single_write() -> Vec<Fix> {
+    vec![
+        fix(
+            "any client",
+            "build the whole request (head and body) in one buffer and send it in one write, or writev()",
+        ),
+        fix("C / any stack", "setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1) on the client socket"),
+        fix(
+            "Java sockets",
+            "socket.setTcpNoDelay(true), or wrap the stream in a BufferedOutputStream and flush once",
+        ),
+        fix("Node.js net", "socket.setNoDelay(true), or socket.write(Buffer.concat([head, body]))"),
+        fix("Python socket", "sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1), or sock.sendall(head + body)"),
+        fix(".NET", "Socket.NoDelay = true"),
+        fix("Rust tokio / hyper-util", "TcpStream::set_nodelay(true); HttpConnector::set_nodelay(true)"),
+        fix("Ruby", "sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)"),
+    ]
+}
+
+/// Reuse connections (HTTP keep-alive).
+pub fn keep_alive() -> Vec<Fix> {
+    vec![
+        fix(
+            "any HTTP/1.1 server",
+            "do not send Connection: close; frame responses with Content-Length or chunked",
+        ),
+        fix(
+            "Python http.server",
+            "set protocol_version = \"HTTP/1.1\" on the handler and send Content-Length",
+        ),
+        fix(
+            "nginx upstream",
+            "keepalive N; in the upstream block, proxy_http_version 1.1; proxy_set_header Connection \"\";",
+        ),
+        fix(
+            "Node.js http",
+            "server.keepAliveTimeout > 0 (default 5 s); clients: new http.Agent({ keepAlive: true })",
+        ),
+        fix("clients", "reuse one client/session object instead of creating one per request"),
+    ]
+}
+
+/// Time spent inside the server.
+pub fn server_work() -> Vec<Fix> {
+    vec![
+        fix("any server", "profile the handler: the time is spent before the first byte is written"),
+        fix(
+            "servers that call other services",
+            "run nodelay doctor against each upstream: a stalled hop shows here as a slow first byte",
+        ),
+    ]
+}

@@ -1,0 +1,17 @@
+//! Diagnosis as pure functions: phases of measured records in, findings out.
+//!
+//! The doctor measures a baseline, asks [`next_experiment`] which experiment would separate
+//! the causes it sees, runs it, and repeats; then [`diagnose`] turns everything into
+//! [`Finding`]s. No I/O and no clock here, so every rule is unit-tested on synthetic records.
+//! The kernel facts behind the rules are in shared/FIELD_NOTES.md.
+
+mod finding;
+mod fixes;
+mod phase;
+mod rules;
+mod timers;
+
+pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof};
+pub use phase::{Experiment, Observations, Phase, PhaseSummary, RequestShape};
+pub use rules::{diagnose, next_experiment};
+pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

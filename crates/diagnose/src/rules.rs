@@ -1,0 +1,525 @@
+//! The diagnosis rules: which experiment to run next, and what the measurements prove.
+//!
+//! A cause is stated only when the experiment that removes it did so; otherwise the finding
+//! says what was seen (`proven: false`) and never names Nagle.
+
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof};
+use crate::fixes;
+use crate::phase::{Experiment, Observations, Phase, PhaseSummary};
+use crate::timers::match_delayed_ack_timer;
+
+/// A median first byte later than this makes the server "slow to answer".
+const SLOW_FIRST_BYTE_MS: f64 = 10.0;
+/// A symptom seen in at least this share of steady responses is worth a finding.
+const SYMPTOM_FRACTION: f64 = 0.25;
+/// An experiment removed a symptom when at most this share still shows it...
+const REMOVED_FRACTION: f64 = 0.1;
+/// ...and the median total fell to at most this share of the baseline's.
+const REMOVED_P50_RATIO: f64 = 0.5;
+
+/// The next experiment that would separate the causes in view, or `None` when the
+/// observations are enough.
+pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
+    let baseline = observations.baseline.summary();
+    if baseline.responses == 0 {
+        return None;
+    }
+    let shape = observations.request?;
+    let done = |experiment| observations.experiment(experiment).is_some();
+    let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
+    let slow = stalls || baseline.first_byte_p50_ms >= SLOW_FIRST_BYTE_MS;
+
+    if slow && !done(Experiment::QuickAck) {
+        return Some(Experiment::QuickAck);
+    }
+    if slow && baseline.reuses_connections && !done(Experiment::NewConnectionPerRequest) {
+        return Some(Experiment::NewConnectionPerRequest);
+    }
+    if shape.baseline_split {
+        // The user's own client writes in pieces: test one write and TCP_NODELAY.
+        if slow && !shape.baseline_nodelay && !done(Experiment::SplitRequestNoDelay) {
+            return Some(Experiment::SplitRequestNoDelay);
+        }
+        if slow && !done(Experiment::SingleWrite) {
+            return Some(Experiment::SingleWrite);
+        }
+    } else if shape.has_body && baseline.reuses_connections {
+        // Would a client that writes head and body separately stall against this server?
+        if !done(Experiment::SplitRequestNagle) {
+            return Some(Experiment::SplitRequestNagle);
+        }
+        let split_stalls = observations
+            .experiment(Experiment::SplitRequestNagle)
+            .map(|p| p.summary())
+            .is_some_and(|split| whole_response_late(&split, &baseline));
+        if split_stalls && !done(Experiment::SplitRequestNoDelay) {
+            return Some(Experiment::SplitRequestNoDelay);
+        }
+    }
+    None
+}
+
+/// Findings from everything measured, most important first; `healthy` when nothing is wrong.
+pub fn diagnose(observations: &Observations) -> Vec<Finding> {
+    let baseline = observations.baseline.summary();
+    if baseline.responses == 0 {
+        return Vec::new();
+    }
+    let mut findings = Vec::new();
+    findings.extend(server_stall(observations, &baseline));
+    let client = client_stall(observations, &baseline);
+    let client_explains_first_byte =
+        client.as_ref().is_some_and(|f| observations.request.is_some_and(|s| s.baseline_split) && f.proven);
+    findings.extend(client);
+    if !client_explains_first_byte {
+        findings.extend(slow_first_byte(observations, &baseline));
+    }
+    findings.extend(connection_per_request(&baseline));
+    if findings.is_empty() {
+        findings.push(healthy(&baseline));
+    }
+    findings
+}
+
+/// Did `experiment` remove the symptom measured by `symptom` (a fraction of responses)?
+fn removed(baseline: &PhaseSummary, experiment: &PhaseSummary, symptom: fn(&PhaseSummary) -> f64) -> bool {
+    experiment.responses > 0
+        && symptom(experiment) <= REMOVED_FRACTION
+        && experiment.total_p50_ms <= baseline.total_p50_ms * REMOVED_P50_RATIO
+}
+
+fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
+    phase.late_first_byte_fraction() >= SYMPTOM_FRACTION
+        && phase.first_byte_p50_ms >= baseline.first_byte_p50_ms + 20.0
+}
+
+/// The share of steady responses that show a symptom.
+type Symptom = fn(&PhaseSummary) -> f64;
+
+fn proof(
+    experiment: Experiment,
+    baseline: &PhaseSummary,
+    phase: &Phase,
+    symptom: Symptom,
+    label: &str,
+) -> Proof {
+    let summary = phase.summary();
+    let gone = removed(baseline, &summary, symptom);
+    let affected = (symptom(&summary) * summary.steady_responses as f64).round();
+    Proof {
+        experiment: experiment.describe().into(),
+        baseline_p50_ms: baseline.total_p50_ms,
+        experiment_p50_ms: summary.total_p50_ms,
+        removed: gone,
+        result: format!(
+            "p50 {:.2} ms -> {:.2} ms; {label} in {affected} of {} responses",
+            baseline.total_p50_ms, summary.total_p50_ms, summary.steady_responses
+        ),
+    }
+}
+
+fn first_byte_late_share(summary: &PhaseSummary) -> f64 {
+    summary.late_first_byte_fraction()
+}
+
+fn tcp_info_evidence(phase: &Phase, evidence: &mut Vec<Evidence>) {
+    if let Some(info) = phase.tcp_info {
+        let ms = |us: u32| f64::from(us) / 1e3;
+        evidence.push(Evidence::new("client TCP_INFO rtt (smoothed)", ms(info.rtt_us), "ms"));
+        evidence.push(Evidence::new("client TCP_INFO min_rtt (true path RTT)", ms(info.min_rtt_us), "ms"));
+        evidence.push(Evidence::new("client TCP_INFO ato (its delayed-ACK timeout)", ms(info.ato_us), "ms"));
+    }
+}
+
+/// Responses pause mid-way: server-side Nagle if the client's quick ACKs remove it.
+fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
+    if baseline.stalled_fraction() < SYMPTOM_FRACTION {
+        return None;
+    }
+    let gap = baseline.stalled_gap_p50_ms.unwrap_or(baseline.read_gap_p50_ms);
+    let timer = match_delayed_ack_timer(gap);
+    let mut evidence = vec![
+        Evidence::new(
+            "keep-alive responses that pause mid-response",
+            baseline.stalled_fraction() * 100.0,
+            "%",
+        ),
+        Evidence::new("median pause within a response", gap, "ms"),
+        Evidence::new("median first byte (arrives on time)", baseline.first_byte_p50_ms, "ms"),
+        Evidence::new("median total", baseline.total_p50_ms, "ms"),
+    ];
+    if let Some(bytes) = baseline.bytes_before_stall {
+        evidence.push(Evidence::new("bytes that arrive before the pause", bytes as f64, "bytes"));
+    }
+    if let Some(first) = baseline.first_request_total_ms {
+        evidence.push(Evidence::new("first request on the fresh connection (quick ACKs)", first, "ms"));
+    }
+    tcp_info_evidence(&observations.baseline, &mut evidence);
+
+    let proofs: Vec<Proof> = [Experiment::QuickAck, Experiment::NewConnectionPerRequest]
+        .into_iter()
+        .filter_map(|e| {
+            Some(proof(e, baseline, observations.experiment(e)?, PhaseSummary::stalled_fraction, "a pause"))
+        })
+        .collect();
+    // Only the client's quick ACKs prove it: a fresh connection also changes the server's state.
+    let quickack_removed =
+        proofs.first().is_some_and(|p| p.removed && p.experiment == Experiment::QuickAck.describe());
+
+    if !quickack_removed {
+        return Some(Finding {
+            id: FindingId::SlowResponseBody,
+            title: format!(
+                "Responses pause {gap:.1} ms mid-way and no client-side change removes it: the server is slow \
+                 to send the rest (not proven to be Nagle)"
+            ),
+            proven: false,
+            confidence: Confidence::Medium,
+            evidence,
+            proof: proofs,
+            fix_summary:
+                "Look at what the server does between writing the first part of a response and the rest."
+                    .into(),
+            fix: fixes::server_work(),
+        });
+    }
+    let quantized = baseline.stalls_are_quantized() && timer.is_some();
+    if let Some(timer) = timer {
+        evidence.push(Evidence::new(format!("the pause matches {}", timer.describe()), gap, "ms"));
+    }
+    let confidence =
+        if quantized && baseline.stalled_fraction() >= 0.75 { Confidence::High } else { Confidence::Medium };
+    Some(Finding {
+        id: FindingId::ServerNagleDelayedAck,
+        title: format!(
+            "The server's responses wait {gap:.0} ms for the client's delayed ACK: Nagle's algorithm on the server \
+             holds the rest of each response"
+        ),
+        proven: true,
+        confidence,
+        evidence,
+        proof: proofs,
+        fix_summary:
+            "Set TCP_NODELAY on the server's sockets, or write each response (head and body) in one send."
+                .into(),
+        fix: fixes::server_nodelay(),
+    })
+}
+
+/// The whole response is late when the client writes its request in pieces.
+fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
+    let shape = observations.request?;
+    let (stalling_phase, stalling, hypothetical) = if shape.baseline_split {
+        (&observations.baseline, baseline.clone(), false)
+    } else {
+        let phase = observations.experiment(Experiment::SplitRequestNagle)?;
+        (phase, phase.summary(), true)
+    };
+    let late = if hypothetical {
+        whole_response_late(&stalling, baseline)
+    } else {
+        stalling.late_first_byte_fraction() >= SYMPTOM_FRACTION
+    };
+    if !late {
+        return None;
+    }
+    let first_byte = stalling.first_byte_p50_ms;
+    let mut evidence = vec![
+        Evidence::new(
+            "responses whose first byte is late (whole response late)",
+            stalling.late_first_byte_fraction() * 100.0,
+            "%",
+        ),
+        Evidence::new("median first byte with the request in pieces", first_byte, "ms"),
+        Evidence::new("median read() calls per response", stalling.read_chunks_mean, "count"),
+    ];
+    if hypothetical {
+        evidence.push(Evidence::new(
+            "median first byte with the request in one write",
+            baseline.first_byte_p50_ms,
+            "ms",
+        ));
+    }
+    if let Some(timer) = match_delayed_ack_timer(first_byte) {
+        evidence.push(Evidence::new(
+            format!("the delay matches the server's {}", timer.describe()),
+            first_byte,
+            "ms",
+        ));
+    }
+    tcp_info_evidence(stalling_phase, &mut evidence);
+
+    let proofs: Vec<Proof> = [Experiment::SplitRequestNoDelay, Experiment::SingleWrite]
+        .into_iter()
+        .filter_map(|e| {
+            Some(proof(e, &stalling, observations.experiment(e)?, first_byte_late_share, "a late first byte"))
+        })
+        .collect();
+    if !proofs.iter().any(|p| p.removed) {
+        // Without the proof this is only a slow server; slow_first_byte reports it.
+        return None;
+    }
+    let title = if hypothetical {
+        format!(
+            "Clients that write the request head and body separately without TCP_NODELAY wait {first_byte:.0} ms per \
+             request on this server: their Nagle holds the body until the server's delayed ACK"
+        )
+    } else {
+        format!(
+            "The client's request waits {first_byte:.0} ms for the server's delayed ACK: Nagle's algorithm on the \
+             client holds the second write"
+        )
+    };
+    Some(Finding {
+        id: FindingId::ClientNagleDelayedAck,
+        title,
+        proven: true,
+        confidence: if stalling.late_first_byte_fraction() >= 0.75 {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+        evidence,
+        proof: proofs,
+        fix_summary: "Send each request in one write (or writev), or set TCP_NODELAY on the client socket."
+            .into(),
+        fix: fixes::client_single_write(),
+    })
+}
+
+/// The first byte itself is late and no client-side experiment helps.
+fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
+    if baseline.first_byte_p50_ms < SLOW_FIRST_BYTE_MS {
+        return None;
+    }
+    let first_byte = baseline.first_byte_p50_ms;
+    let mut evidence = vec![
+        Evidence::new("median first byte", first_byte, "ms"),
+        Evidence::new("first byte, 10th percentile", baseline.first_byte_p10_ms, "ms"),
+        Evidence::new("first byte, 90th percentile", baseline.first_byte_p90_ms, "ms"),
+        Evidence::new("median total", baseline.total_p50_ms, "ms"),
+    ];
+    let proofs: Vec<Proof> = [Experiment::QuickAck, Experiment::NewConnectionPerRequest]
+        .into_iter()
+        .filter_map(|e| {
+            Some(proof(e, baseline, observations.experiment(e)?, first_byte_late_share, "a late first byte"))
+        })
+        .collect();
+    let any_removed = proofs.iter().any(|p| p.removed);
+    let timer = match_delayed_ack_timer(first_byte).filter(|_| baseline.first_bytes_are_quantized());
+    let title = match timer {
+        Some(timer) => {
+            evidence.push(Evidence::new(
+                format!("first bytes cluster like {}", timer.describe()),
+                first_byte,
+                "ms",
+            ));
+            format!(
+                "The server takes {first_byte:.1} ms before its first byte, a steady delay like a delayed-ACK timer: \
+                 it may be waiting on a stalled hop of its own (an upstream service)"
+            )
+        }
+        None => format!("The server takes {first_byte:.1} ms before it sends the first byte of a response"),
+    };
+    Some(Finding {
+        id: FindingId::SlowFirstByte,
+        title,
+        proven: !proofs.is_empty() && !any_removed,
+        confidence: if proofs.is_empty() || any_removed { Confidence::Low } else { Confidence::High },
+        evidence,
+        proof: proofs,
+        fix_summary:
+            "The time is spent in the server before it answers; no client-side TCP change removes it.".into(),
+        fix: fixes::server_work(),
+    })
+}
+
+/// The server closes the connection after every response.
+fn connection_per_request(baseline: &PhaseSummary) -> Option<Finding> {
+    if baseline.reuses_connections || baseline.responses < 3 {
+        return None;
+    }
+    let connect = baseline.connect_p50_ms.unwrap_or(0.0);
+    let share = if baseline.total_p50_ms > 0.0 { connect / baseline.total_p50_ms * 100.0 } else { 0.0 };
+    Some(Finding {
+        id: FindingId::ConnectionPerRequest,
+        title: format!(
+            "The server closes the connection after every response: each request pays a {connect:.2} ms TCP \
+             handshake ({share:.0} % of its time)"
+        ),
+        proven: true,
+        confidence: Confidence::High,
+        evidence: vec![
+            Evidence::new("responses", baseline.responses as f64, "count"),
+            Evidence::new("connections opened per response", 1.0, "count"),
+            Evidence::new("median TCP handshake", connect, "ms"),
+            Evidence::new("median total", baseline.total_p50_ms, "ms"),
+        ],
+        proof: Vec::new(),
+        fix_summary: "Keep connections alive between requests (HTTP/1.1 keep-alive). Note: fresh connections also hide \
+                      Nagle stalls that keep-alive clients would see."
+            .into(),
+        fix: fixes::keep_alive(),
+    })
+}
+
+fn healthy(baseline: &PhaseSummary) -> Finding {
+    Finding {
+        id: FindingId::Healthy,
+        title: format!(
+            "No TCP stall: median {:.3} ms per request, first byte {:.3} ms, no pause within responses",
+            baseline.total_p50_ms, baseline.first_byte_p50_ms
+        ),
+        proven: true,
+        confidence: if baseline.steady_responses >= 20 { Confidence::High } else { Confidence::Medium },
+        evidence: vec![
+            Evidence::new("median total", baseline.total_p50_ms, "ms"),
+            Evidence::new("90th percentile total", baseline.total_p90_ms, "ms"),
+            Evidence::new("median first byte", baseline.first_byte_p50_ms, "ms"),
+            Evidence::new("responses that pause mid-response", baseline.stalled_fraction() * 100.0, "%"),
+            Evidence::new("responses measured", baseline.steady_responses as f64, "count"),
+        ],
+        proof: Vec::new(),
+        fix_summary: "Nothing to fix.".into(),
+        fix: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::RequestShape;
+    use crate::phase::tests::{phase, response};
+
+    const GET: RequestShape = RequestShape { has_body: false, baseline_split: false, baseline_nodelay: true };
+    const POST: RequestShape = RequestShape { has_body: true, baseline_split: false, baseline_nodelay: true };
+
+    fn keep_alive(first_byte_ms: f64, gap_ms: Option<f64>) -> Vec<nodelay_engine::ResponseRecord> {
+        let mut responses = vec![response(0, 0.3, gap_ms.map(|_| 0.1))];
+        responses
+            .extend((1..30).map(|i| response(i, first_byte_ms, gap_ms.map(|g| g + f64::from(i % 3) * 0.2))));
+        responses
+    }
+
+    fn observe(shape: RequestShape, baseline: Vec<nodelay_engine::ResponseRecord>) -> Observations {
+        Observations { request: Some(shape), baseline: phase(None, baseline), experiments: Vec::new() }
+    }
+
+    fn ids(findings: &[Finding]) -> Vec<FindingId> {
+        findings.iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn server_stall_removed_by_quickack_is_server_nagle() {
+        let mut observations = observe(GET, keep_alive(0.2, Some(43.5)));
+        assert_eq!(next_experiment(&observations), Some(Experiment::QuickAck));
+        observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(0.1, None)));
+        assert_eq!(next_experiment(&observations), Some(Experiment::NewConnectionPerRequest));
+        let fresh = (0..30).map(|_| response(0, 0.3, None)).collect();
+        observations.experiments.push(phase(Some(Experiment::NewConnectionPerRequest), fresh));
+        assert_eq!(next_experiment(&observations), None);
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck]);
+        let finding = &findings[0];
+        assert!(finding.proven);
+        assert_eq!(finding.confidence, Confidence::High);
+        assert!(finding.proof.iter().all(|p| p.removed), "{:?}", finding.proof);
+        assert!(finding.evidence.iter().any(|e| e.what.contains("Linux")), "{:?}", finding.evidence);
+        assert!(!finding.fix.is_empty());
+    }
+
+    #[test]
+    fn stall_that_quickack_does_not_remove_is_not_called_nagle() {
+        let mut observations = observe(GET, keep_alive(0.2, Some(43.5)));
+        observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(0.2, Some(43.0))));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody]);
+        assert!(!findings[0].proven);
+    }
+
+    #[test]
+    fn slow_handler_is_slow_first_byte_not_nagle() {
+        let mut observations = observe(GET, keep_alive(40.3, None));
+        assert_eq!(next_experiment(&observations), Some(Experiment::QuickAck));
+        observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(40.2, None)));
+        observations
+            .experiments
+            .push(phase(Some(Experiment::NewConnectionPerRequest), keep_alive(40.4, None)));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::SlowFirstByte]);
+        assert!(findings[0].proven);
+        assert!(findings[0].title.contains("upstream"), "a steady 40 ms first byte hints at a stalled hop");
+    }
+
+    #[test]
+    fn random_delays_are_slow_first_byte_without_timer_hint() {
+        let mut responses = vec![response(0, 5.0, None)];
+        responses.extend((1..30).map(|i| response(i, f64::from(i * 37 % 80) + 2.0, None)));
+        let mut observations = observe(GET, responses.clone());
+        observations.experiments.push(phase(Some(Experiment::QuickAck), responses.clone()));
+        observations.experiments.push(phase(Some(Experiment::NewConnectionPerRequest), responses));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::SlowFirstByte]);
+        assert!(!findings[0].title.contains("upstream"));
+    }
+
+    #[test]
+    fn healthy_server_needs_no_experiment() {
+        let observations = observe(GET, keep_alive(0.1, None));
+        assert_eq!(next_experiment(&observations), None);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+    }
+
+    #[test]
+    fn closing_server_is_connection_per_request() {
+        let fresh = (0..20).map(|_| response(0, 0.2, None)).collect();
+        let observations = observe(GET, fresh);
+        assert_eq!(next_experiment(&observations), None);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::ConnectionPerRequest]);
+    }
+
+    #[test]
+    fn post_checks_split_writing_clients_and_proves_with_nodelay() {
+        let mut observations = observe(POST, keep_alive(0.1, None));
+        assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNagle));
+        observations.experiments.push(phase(Some(Experiment::SplitRequestNagle), keep_alive(41.0, None)));
+        assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNoDelay));
+        observations.experiments.push(phase(Some(Experiment::SplitRequestNoDelay), keep_alive(0.1, None)));
+        assert_eq!(next_experiment(&observations), None);
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::ClientNagleDelayedAck]);
+        assert!(findings[0].title.starts_with("Clients that write"));
+    }
+
+    #[test]
+    fn post_against_a_quick_acking_server_stays_healthy() {
+        let mut observations = observe(POST, keep_alive(0.1, None));
+        observations.experiments.push(phase(Some(Experiment::SplitRequestNagle), keep_alive(0.2, None)));
+        assert_eq!(next_experiment(&observations), None);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+    }
+
+    #[test]
+    fn user_split_client_is_client_nagle_when_one_write_fixes_it() {
+        let shape = RequestShape { has_body: true, baseline_split: true, baseline_nodelay: false };
+        let mut observations = observe(shape, keep_alive(41.0, None));
+        observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(41.0, None)));
+        observations
+            .experiments
+            .push(phase(Some(Experiment::NewConnectionPerRequest), keep_alive(0.3, None)));
+        assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNoDelay));
+        observations.experiments.push(phase(Some(Experiment::SplitRequestNoDelay), keep_alive(0.1, None)));
+        assert_eq!(next_experiment(&observations), Some(Experiment::SingleWrite));
+        observations.experiments.push(phase(Some(Experiment::SingleWrite), keep_alive(0.1, None)));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::ClientNagleDelayedAck], "{findings:#?}");
+        assert!(findings[0].title.starts_with("The client's request waits"));
+    }
+
+    #[test]
+    fn nothing_measured_means_no_findings() {
+        let observations = Observations { request: Some(GET), ..Observations::default() };
+        assert!(diagnose(&observations).is_empty());
+        assert_eq!(next_experiment(&observations), None);
+    }
+}

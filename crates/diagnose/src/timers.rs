@@ -1,0 +1,57 @@
+//! Which delayed-ACK timer a stall length matches. The stall's length names the peer that
+//! delayed its ACK, not the one that held its data (FIELD_NOTES §1).
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DelayedAckTimer {
+    /// Linux (40 ms minimum), FreeBSD since 2020.
+    Linux40ms,
+    /// Solaris (50 ms) or a grown Linux ato.
+    Around50To90ms,
+    /// macOS (100-200 ms).
+    MacOs,
+    /// Windows (200 ms, TcpAckFrequency); also the 200 ms minimum retransmission timeout.
+    Windows200ms,
+}
+
+impl DelayedAckTimer {
+    pub fn describe(self) -> &'static str {
+        match self {
+            DelayedAckTimer::Linux40ms => "Linux's delayed-ACK timer (40 ms minimum; FreeBSD also 40 ms)",
+            DelayedAckTimer::Around50To90ms => {
+                "a delayed-ACK timer of 50-90 ms (Solaris, or a grown Linux ato)"
+            }
+            DelayedAckTimer::MacOs => "macOS's delayed-ACK timer (100-200 ms)",
+            DelayedAckTimer::Windows200ms => {
+                "Windows' delayed-ACK timer (200 ms), or the 200 ms minimum retransmission timeout"
+            }
+        }
+    }
+}
+
+/// The delayed-ACK timer a typical stall of `gap_ms` matches, if any.
+pub fn match_delayed_ack_timer(gap_ms: f64) -> Option<DelayedAckTimer> {
+    match gap_ms {
+        g if (30.0..65.0).contains(&g) => Some(DelayedAckTimer::Linux40ms),
+        g if (65.0..95.0).contains(&g) => Some(DelayedAckTimer::Around50To90ms),
+        g if (95.0..185.0).contains(&g) => Some(DelayedAckTimer::MacOs),
+        g if (185.0..240.0).contains(&g) => Some(DelayedAckTimer::Windows200ms),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_known_timers_only() {
+        assert_eq!(match_delayed_ack_timer(43.9), Some(DelayedAckTimer::Linux40ms));
+        assert_eq!(match_delayed_ack_timer(150.0), Some(DelayedAckTimer::MacOs));
+        assert_eq!(match_delayed_ack_timer(201.0), Some(DelayedAckTimer::Windows200ms));
+        assert_eq!(match_delayed_ack_timer(12.0), None);
+        assert_eq!(match_delayed_ack_timer(500.0), None);
+    }
+}
