@@ -9,7 +9,7 @@ use std::time::Duration;
     name = "nodelay",
     version,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
-    after_help = "Exit status: 0 success, 1 nothing could be measured, 2 bad arguments."
+    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor made a finding."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
     Bench(Box<BenchArgs>),
+    /// Diagnose why requests are slow: measure, run experiments, name the cause, show the fix
+    Doctor(Box<DoctorArgs>),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
 }
@@ -50,17 +52,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "R", value_parser = parse_rate)]
     pub rate: Option<f64>,
 
-    /// HTTP method [default: GET, or POST when --body is given]
-    #[arg(short = 'm', long)]
-    pub method: Option<String>,
-
-    /// Extra request header 'Name: value' (repeatable)
-    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
-    pub headers: Vec<(String, String)>,
-
-    /// Request body; @FILE reads it from a file
-    #[arg(short = 'b', long)]
-    pub body: Option<String>,
+    #[command(flatten)]
+    pub request: RequestArgs,
 
     /// Longest wait for a complete response
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
@@ -85,6 +78,44 @@ pub struct BenchArgs {
     /// No progress bar
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// What to send: shared by every command that sends HTTP requests.
+#[derive(Debug, Clone, Args)]
+pub struct RequestArgs {
+    /// HTTP method [default: GET, or POST when --body is given]
+    #[arg(short = 'm', long)]
+    pub method: Option<String>,
+
+    /// Extra request header 'Name: value' (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    pub headers: Vec<(String, String)>,
+
+    /// Request body; @FILE reads it from a file
+    #[arg(short = 'b', long)]
+    pub body: Option<String>,
+}
+
+/// `nodelay doctor`: measure, experiment, explain.
+#[derive(Debug, Clone, Args)]
+pub struct DoctorArgs {
+    /// Target: http://HOST:PORT/PATH?QUERY
+    pub url: String,
+
+    /// Longest the whole diagnosis may take
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub budget: Duration,
+
+    #[command(flatten)]
+    pub request: RequestArgs,
+
+    /// Longest wait for one response
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub timeout: Duration,
+
+    /// Print the diagnosis as JSON (schema/doctor.schema.json) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

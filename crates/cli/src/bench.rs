@@ -2,33 +2,21 @@
 //! load, and renders the merged statistics.
 
 use crate::args::BenchArgs;
-use crate::exit::{Outcome, UsageError};
+use crate::exit::Outcome;
+use crate::request::build_request;
 use crate::runner::run_engine;
 use crate::target::{check_reachable, parse_http_target};
 use anyhow::{Context, Result};
 use nodelay_engine::{EngineConfig, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, Json, Render, Text};
-use nodelay_wire::HttpRequest;
 use std::time::Duration;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let target = parse_http_target(&args.url)?;
-    let body = read_body(args.body.as_deref())?;
-    let method = match &args.method {
-        Some(method) => method.to_ascii_uppercase(),
-        None if body.is_empty() => "GET".into(),
-        None => "POST".into(),
-    };
-    let request = HttpRequest {
-        method: method.clone(),
-        host: target.host_header.clone(),
-        target: target.request_target.clone(),
-        headers: args.headers.clone(),
-        body,
-        keep_alive: !args.no_keepalive,
-    };
+    let request = build_request(&target, &args.request, !args.no_keepalive)?;
+    let method = request.method.clone();
     let connections = args.connections as usize;
     let threads = args.threads.map_or_else(default_threads, |t| t as usize).min(connections);
     let config = EngineConfig {
@@ -88,17 +76,6 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
 
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-fn read_body(body: Option<&str>) -> Result<Vec<u8>> {
-    match body {
-        None => Ok(Vec::new()),
-        Some(text) => match text.strip_prefix('@') {
-            Some(path) => std::fs::read(path)
-                .map_err(|e| anyhow::Error::new(UsageError(format!("cannot read body file '{path}': {e}")))),
-            None => Ok(text.as_bytes().to_vec()),
-        },
-    }
 }
 
 /// The most common failure and its first message, or why nothing was counted at all.

@@ -1,16 +1,16 @@
-//! `nodelay demo`: starts the embedded servers and measures each the way `bench` would,
-//! so a new user sees the stall and its fix with no setup and no network.
+//! `nodelay demo`: starts the embedded servers and runs the real doctor on each, so a new
+//! user sees a stall, its proof and its fix with no setup and no network.
 
 use crate::demo_servers::{DemoBehaviour, start_demo_server};
+use crate::doctor::examine;
 use crate::exit::Outcome;
-use crate::runner::run_engine;
 use anyhow::{Context, Result};
-use nodelay_engine::{EngineConfig, Stats};
-use nodelay_report::{Percentiles, format_duration_ms};
+use nodelay_report::{DoctorReport, format_duration_ms};
 use nodelay_wire::HttpRequest;
 use std::time::Duration;
 
-const REQUESTS_PER_SERVER: u64 = 25;
+const BUDGET_PER_SERVER: Duration = Duration::from_secs(6);
+const TIMEOUT: Duration = Duration::from_secs(2);
 
 pub fn demo() -> Result<Outcome> {
     let behaviours = [
@@ -20,32 +20,42 @@ pub fn demo() -> Result<Outcome> {
         DemoBehaviour::SlowHandler(Duration::from_millis(40)),
     ];
     println!(
-        "nodelay demo: {} embedded servers on loopback, {REQUESTS_PER_SERVER} requests each",
+        "nodelay demo: diagnosing {} embedded servers on loopback with `nodelay doctor`\n",
         behaviours.len()
     );
-    println!("one keep-alive connection per server\n");
-    println!("  {:<46}{:>12}{:>12}{:>12}", "server", "p50 total", "first byte", "read gap");
+    println!("  {:<44}{:>11}  verdict", "server", "p50");
+    let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
-        let request = HttpRequest::get(&address.to_string(), "/").encode();
-        let config = EngineConfig {
-            max_requests: Some(REQUESTS_PER_SERVER),
-            duration: None,
-            ..EngineConfig::new(address, request)
-        };
-        let finished = run_engine(&config, false, |_| Stats::new(1))?;
-        let stats = &finished.output.sinks[0];
-        let p50 =
-            |histogram| Percentiles::from_ns(histogram).map_or("-".into(), |p| format_duration_ms(p.p50));
+        let url = format!("http://{address}/");
+        let request = HttpRequest::get(&address.to_string(), "/");
+        let report = examine(&url, address, &request, BUDGET_PER_SERVER, TIMEOUT)?;
+        let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         println!(
-            "  {:<46}{:>12}{:>12}{:>12}",
+            "  {:<44}{:>11}  {}",
             behaviour.describe(),
-            p50(&stats.latency_ns),
-            p50(&stats.first_byte_ns),
-            p50(&stats.read_gap_ns)
+            format_duration_ms(baseline_p50(&report)),
+            verdict.join(", ")
         );
+        reports.push(report);
     }
-    println!("\nThe first server's body waits ~40 ms for the client's delayed ACK (Nagle × delayed ACK);");
-    println!("setting TCP_NODELAY on the server (second row) removes the wait.");
+    let (stalled, fixed) = (&reports[0], &reports[1]);
+    println!(
+        "\nbefore/after: {} -> {} per request by setting TCP_NODELAY on the server (row 1 -> row 2)",
+        format_duration_ms(baseline_p50(stalled)),
+        format_duration_ms(baseline_p50(fixed))
+    );
+    if let Some(finding) = stalled.findings.first() {
+        println!("\nrow 1, {}:\n  {}", finding.id.as_str(), finding.title);
+        for proof in &finding.proof {
+            println!("  proof: {}: {}", proof.experiment, proof.result);
+        }
+        println!("  fix: {}", finding.fix_summary);
+    }
+    println!("\nRun `nodelay doctor URL` on your own service for the full report.");
     Ok(Outcome::Success)
+}
+
+fn baseline_p50(report: &DoctorReport) -> f64 {
+    report.phases.first().map_or(0.0, |phase| phase.summary.total_p50_ms)
 }

@@ -22,7 +22,7 @@ impl DemoBehaviour {
     pub fn describe(self) -> String {
         match self {
             DemoBehaviour::SplitWrites => "head and body in two writes, Nagle on".into(),
-            DemoBehaviour::SplitWritesNoDelay => "two writes, TCP_NODELAY set".into(),
+            DemoBehaviour::SplitWritesNoDelay => "the same two writes with TCP_NODELAY set".into(),
             DemoBehaviour::CloseEveryResponse => "closes the connection after each response".into(),
             DemoBehaviour::SlowHandler(think) => {
                 format!("handler thinks {} ms, one write", think.as_millis())

@@ -10,6 +10,8 @@ pub enum Outcome {
     Failed,
     /// Bad arguments (clap uses the same code for its own usage errors).
     Usage,
+    /// `doctor` found something other than `healthy`: CI can gate on it.
+    Findings,
 }
 
 impl Outcome {
@@ -18,6 +20,7 @@ impl Outcome {
             Outcome::Success => 0,
             Outcome::Failed => 1,
             Outcome::Usage => 2,
+            Outcome::Findings => 3,
         }
     }
 }

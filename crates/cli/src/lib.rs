@@ -5,18 +5,21 @@ mod args;
 mod bench;
 mod demo;
 mod demo_servers;
+mod doctor;
 mod exit;
 mod interrupt;
+mod request;
 mod runner;
 mod target;
 
-pub use args::{BenchArgs, Cli, Command};
+pub use args::{BenchArgs, Cli, Command, DoctorArgs, RequestArgs};
 pub use exit::{Outcome, UsageError, outcome_of};
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Bench(args) => bench::bench(&args),
+        Command::Doctor(args) => doctor::doctor(&args),
         Command::Demo => demo::demo(),
     }
 }

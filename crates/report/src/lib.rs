@@ -2,11 +2,14 @@
 //! format behind the [`Render`] trait. Nothing here measures anything.
 
 mod bench;
+mod doctor;
+mod doctor_text;
 mod format;
 mod json;
 mod text;
 
 pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles};
+pub use doctor::{DOCTOR_SCHEMA_ID, DoctorReport, PhaseReport};
 pub use format::{format_bytes, format_duration_ms};
 pub use json::Json;
 pub use text::Text;

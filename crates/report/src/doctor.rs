@@ -1,0 +1,81 @@
+//! The model of a `nodelay doctor` result. Its serde form is the JSON contract described by
+//! `schema/doctor.schema.json`: rename nothing, only add.
+
+use nodelay_diagnose::{Finding, FindingId, Observations, Phase, PhaseSummary};
+use nodelay_engine::TcpInfo;
+use serde::Serialize;
+use std::time::Duration;
+
+pub const DOCTOR_SCHEMA_ID: &str = "nodelay-doctor/1";
+
+/// One measured phase, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PhaseReport {
+    /// `baseline` or the experiment's id (`quick-ack`, `new-connection-per-request`, ...).
+    pub name: String,
+    pub description: String,
+    #[serde(flatten)]
+    pub summary: PhaseSummary,
+    pub client_tcp_info: Option<TcpInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoctorReport {
+    pub schema: &'static str,
+    pub url: String,
+    pub address: String,
+    pub budget_s: f64,
+    pub elapsed_s: f64,
+    /// `healthy`, or `findings` when anything else was found.
+    pub verdict: &'static str,
+    pub phases: Vec<PhaseReport>,
+    pub findings: Vec<Finding>,
+    /// Experiments the budget left no time for.
+    pub skipped_experiments: Vec<String>,
+}
+
+impl PhaseReport {
+    pub fn new(phase: &Phase) -> Self {
+        let (name, description) = match phase.experiment {
+            None => ("baseline".to_string(), "baseline: keep-alive, one connection".to_string()),
+            Some(experiment) => (experiment_id(experiment), format!("experiment: {}", experiment.describe())),
+        };
+        PhaseReport { name, description, summary: phase.summary(), client_tcp_info: phase.tcp_info }
+    }
+}
+
+fn experiment_id(experiment: nodelay_diagnose::Experiment) -> String {
+    serde_json::to_value(experiment).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+impl DoctorReport {
+    pub fn new(
+        url: String,
+        address: String,
+        budget: Duration,
+        elapsed: Duration,
+        observations: &Observations,
+        findings: Vec<Finding>,
+        skipped: &[nodelay_diagnose::Experiment],
+    ) -> Self {
+        let healthy = findings.iter().all(|f| f.id == FindingId::Healthy);
+        DoctorReport {
+            schema: DOCTOR_SCHEMA_ID,
+            url,
+            address,
+            budget_s: budget.as_secs_f64(),
+            elapsed_s: elapsed.as_secs_f64(),
+            verdict: if healthy { "healthy" } else { "findings" },
+            phases: std::iter::once(&observations.baseline)
+                .chain(&observations.experiments)
+                .map(PhaseReport::new)
+                .collect(),
+            findings,
+            skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
+        }
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.verdict == "healthy"
+    }
+}
