@@ -199,22 +199,6 @@ fn ctrl_c_stops_the_run_and_keeps_what_was_measured() {
     validate_against_schema("bench.schema.json", &report);
 }
 
-#[test]
-fn demo_needs_no_arguments_and_shows_stall_and_fix() {
-    let run = nodelay(&["demo"]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
-    let text = run.stdout();
-    let p50_of = |row: &str| {
-        let line = text.lines().find(|l| l.contains(row)).unwrap_or_else(|| panic!("{row} in {text}"));
-        let cells: Vec<&str> = line.split_whitespace().collect();
-        let at = cells.iter().position(|w| ["ns", "µs", "ms", "s"].contains(w)).expect("a unit");
-        text_row_ms(&cells[at - 1..].join(" "), "")[0]
-    };
-    assert!(p50_of("two writes, Nagle on") > 35.0, "{text}");
-    assert!(p50_of("TCP_NODELAY set") < 5.0, "{text}");
-    assert!(run.elapsed.as_secs() < 30, "{:?}", run.elapsed);
-}
-
 // ---- bad input ------------------------------------------------------------------------
 
 fn assert_failed_with(run: &Run, code: i32, needle: &str) {

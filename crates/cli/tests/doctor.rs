@@ -1,0 +1,132 @@
+//! `nodelay doctor` and `nodelay demo` against real servers: verdicts, proof, exit codes and
+//! the JSON contract. Peers in other languages are in tests/peers.rs.
+
+mod common;
+
+use common::*;
+
+fn finding_ids(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .expect("findings array")
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn demo_needs_no_arguments_and_diagnoses_each_server() {
+    let run = nodelay(&["demo"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = run.stdout();
+    let row =
+        |label: &str| text.lines().find(|l| l.contains(label)).unwrap_or_else(|| panic!("{label} in {text}"));
+    let p50 = |label: &str| {
+        let cells: Vec<&str> = row(label).split_whitespace().collect();
+        let unit = cells.iter().position(|w| ["ns", "µs", "ms", "s"].contains(w)).expect("a unit");
+        text_row_ms(&cells[unit - 1..=unit].join(" "), "")[0]
+    };
+    assert!(row("two writes, Nagle on").ends_with("server-nagle-delayed-ack"), "{text}");
+    assert!(p50("two writes, Nagle on") > 35.0, "{text}");
+    assert!(row("TCP_NODELAY set").ends_with("healthy"), "{text}");
+    assert!(p50("TCP_NODELAY set") < 5.0, "{text}");
+    assert!(row("closes the connection").ends_with("connection-per-request"), "{text}");
+    assert!(row("handler thinks").ends_with("slow-first-byte"), "{text}");
+    assert!(text.contains("before/after:"), "{text}");
+    assert!(run.elapsed.as_secs() < 30, "{:?}", run.elapsed);
+}
+
+#[test]
+fn doctor_proves_a_server_stall_and_exits_3() {
+    let peer = python_peer("python_http_server.py", &[]);
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(finding_ids(&report), vec!["server-nagle-delayed-ack"]);
+    let finding = &report["findings"][0];
+    assert_eq!(finding["proven"], true);
+    assert_eq!(finding["confidence"], "high");
+    let proof = &finding["proof"][0];
+    assert_eq!(proof["removed"], true);
+    assert!(proof["experiment_p50_ms"].as_f64().unwrap() < 5.0, "{proof}");
+    assert!(
+        finding["fix"].as_array().unwrap().iter().any(|f| f["stack"].as_str().unwrap().contains("Python"))
+    );
+    assert_eq!(report["verdict"], "findings");
+    assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
+}
+
+#[test]
+fn doctor_text_shows_evidence_proof_and_fix_with_units() {
+    let peer = python_peer("python_http_server.py", &[]);
+    let run = nodelay(&["doctor", &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let text = run.stdout();
+    for needle in [
+        "server-nagle-delayed-ack (proven, high confidence)",
+        "evidence:",
+        "proof:",
+        "client TCP_QUICKACK after every read: p50",
+        "(removed it)",
+        "fix: Set TCP_NODELAY",
+        "disable_nagle_algorithm = True",
+        "first request on the fresh connection:",
+        "verdict: server-nagle-delayed-ack",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    let pause_line = text.lines().find(|l| l.contains("median pause within a response")).unwrap();
+    assert!(pause_line.trim_end().ends_with(" ms"), "{pause_line}");
+}
+
+#[test]
+fn doctor_calls_a_fixed_server_healthy_and_exits_0() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    assert_eq!(run.code(), 0, "{}", run.stdout());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(finding_ids(&report), vec!["healthy"]);
+    assert_eq!(report["verdict"], "healthy");
+}
+
+#[test]
+fn doctor_finds_split_writing_clients_for_requests_with_a_body() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let run = nodelay(&["doctor", "--json", "-b", "name=value", &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stdout());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(finding_ids(&report), vec!["client-nagle-delayed-ack"]);
+    let proof = &report["findings"][0]["proof"][0];
+    assert_eq!(proof["experiment"], "request in two writes, client TCP_NODELAY");
+    assert_eq!(proof["removed"], true);
+}
+
+#[test]
+fn doctor_names_connection_per_request() {
+    let peer = python_peer("python_http_server.py", &["--http10", "--disable-nagle"]);
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stdout());
+    assert_eq!(finding_ids(&run.json()), vec!["connection-per-request"]);
+}
+
+#[test]
+fn doctor_cannot_measure_garbage_or_nothing() {
+    let peer = python_peer("bad_server.py", &["garbage"]);
+    let run = nodelay(&["doctor", "--budget", "2s", &peer.url("/")]);
+    assert_eq!(run.code(), 1, "{}", run.stdout());
+    assert!(run.stderr().contains("could not measure"), "{}", run.stderr());
+    assert!(run.stderr().contains("malformed_response"), "{}", run.stderr());
+    let silent = python_peer("bad_server.py", &["silent"]);
+    let run = nodelay(&["doctor", "--budget", "2s", "--timeout", "500ms", &silent.url("/")]);
+    assert_eq!(run.code(), 1, "{}", run.stdout());
+    assert!(run.elapsed.as_secs() < 5, "{:?}", run.elapsed);
+    let free_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let run = nodelay(&["doctor", &format!("http://127.0.0.1:{free_port}/")]);
+    assert_eq!(run.code(), 1);
+    assert!(run.stderr().contains("cannot connect"), "{}", run.stderr());
+    assert_eq!(nodelay(&["doctor", "https://127.0.0.1/"]).code(), 2);
+    assert_eq!(nodelay(&["doctor", "--budget", "0s", "http://127.0.0.1/"]).code(), 2);
+}
