@@ -9,6 +9,10 @@ want() { command -v "$1" >/dev/null 2>&1 || need_apt+=("$2"); }
 
 want python3 python3
 want cc gcc
+# Peers of the integration tests, one per language users run (tests/peers).
+want node nodejs
+want go golang-go
+want javac default-jdk-headless
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

@@ -7,13 +7,17 @@ documented fix (StreamRequestHandler.disable_nagle_algorithm). Prints "PORT <n>"
 """
 import argparse
 import http.server
+import random
 import socket
 import sys
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--disable-nagle", action="store_true")
 parser.add_argument("--body-bytes", type=int, default=13)
 parser.add_argument("--bind", default="127.0.0.1")
+parser.add_argument("--delay-ms", type=float, default=0, help="think this long before answering")
+parser.add_argument("--random-delay-ms", type=float, default=0, help="think a uniform random 0..N ms")
 parser.add_argument("--http10", action="store_true", help="HTTP/1.0: close after each response, no Content-Length")
 args = parser.parse_args()
 BODY = (b"Hello, world!" * (args.body_bytes // 13 + 1))[: args.body_bytes]
@@ -24,6 +28,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     disable_nagle_algorithm = args.disable_nagle
 
     def do_GET(self):
+        think_ms = args.delay_ms + random.uniform(0, args.random_delay_ms)
+        if think_ms:
+            time.sleep(think_ms / 1000)
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         if not args.http10:

@@ -1,0 +1,162 @@
+//! Accuracy of `nodelay doctor` against real servers written in five languages with their
+//! ordinary APIs, each as shipped and with its fix, on small and ~25 KB responses. The bar
+//! is zero wrong verdicts: every stall is server-nagle-delayed-ack, every fix is healthy,
+//! and slow or randomly delayed handlers are never called Nagle.
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+const SMALL: &str = "13";
+const BLOCK_25K: &str = "25600";
+
+fn build_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
+    std::fs::create_dir_all(&dir).expect("peer build dir");
+    dir
+}
+
+fn must_run(command: &mut Command) {
+    let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Compiled once per test process.
+fn c_server() -> &'static str {
+    static BINARY: OnceLock<String> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let binary = build_dir().join("c_split_server");
+        must_run(
+            Command::new("cc")
+                .args(["-O2", "-pthread", "-o"])
+                .arg(&binary)
+                .arg(peer_script("c_split_server.c")),
+        );
+        binary.to_string_lossy().into_owned()
+    })
+}
+
+fn go_server() -> &'static str {
+    static BINARY: OnceLock<String> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let binary = build_dir().join("go_http_server");
+        must_run(Command::new("go").args(["build", "-o"]).arg(&binary).arg(peer_script("go_http_server.go")));
+        binary.to_string_lossy().into_owned()
+    })
+}
+
+fn java_classes() -> &'static str {
+    static DIR: OnceLock<String> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = build_dir().join("java");
+        must_run(Command::new("javac").arg("-d").arg(&dir).arg(peer_script("JdkHttpServer.java")));
+        dir.to_string_lossy().into_owned()
+    })
+}
+
+fn node_peer(script: &str, args: &[&str]) -> Peer {
+    let path = peer_script(script);
+    let mut all = vec![path.to_str().expect("utf-8 path")];
+    all.extend_from_slice(args);
+    start_peer("node", &all)
+}
+
+fn java_peer(nodelay: bool, body_bytes: &str) -> Peer {
+    let mut args = Vec::new();
+    if nodelay {
+        args.push("-Dsun.net.httpserver.nodelay=true");
+    }
+    args.extend(["-cp", java_classes(), "JdkHttpServer", body_bytes]);
+    start_peer("java", &args)
+}
+
+/// Runs the doctor and checks the exact set of findings and the exit status.
+fn assert_verdict(peer: &Peer, expected: &[&str]) {
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    let report = run.json();
+    let ids: Vec<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected, "report:\n{report:#}");
+    assert_eq!(run.code(), if expected == ["healthy"] { 0 } else { 3 });
+    if expected.contains(&"server-nagle-delayed-ack") {
+        assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
+        assert_eq!(report["findings"][0]["proven"], true);
+    }
+}
+
+const STALL: &[&str] = &["server-nagle-delayed-ack"];
+const HEALTHY: &[&str] = &["healthy"];
+
+macro_rules! verdict {
+    ($name:ident, $peer:expr, $expected:expr) => {
+        #[test]
+        fn $name() {
+            let peer = $peer;
+            assert_verdict(&peer, $expected);
+        }
+    };
+}
+
+// Python http.server, HTTP/1.1: Nagle on as shipped; disable_nagle_algorithm fixes it.
+verdict!(python_small_as_shipped, python_peer("python_http_server.py", &["--body-bytes", SMALL]), STALL);
+verdict!(python_25k_as_shipped, python_peer("python_http_server.py", &["--body-bytes", BLOCK_25K]), STALL);
+verdict!(
+    python_small_fixed,
+    python_peer("python_http_server.py", &["--body-bytes", SMALL, "--disable-nagle"]),
+    HEALTHY
+);
+verdict!(
+    python_25k_fixed,
+    python_peer("python_http_server.py", &["--body-bytes", BLOCK_25K, "--disable-nagle"]),
+    HEALTHY
+);
+
+// Node.js: a `net` server writing head and body separately stalls; setNoDelay fixes it.
+verdict!(node_net_small_as_shipped, node_peer("node_net_server.js", &["--body-bytes", SMALL]), STALL);
+verdict!(node_net_25k_as_shipped, node_peer("node_net_server.js", &["--body-bytes", BLOCK_25K]), STALL);
+verdict!(
+    node_net_small_fixed,
+    node_peer("node_net_server.js", &["--body-bytes", SMALL, "--nodelay"]),
+    HEALTHY
+);
+verdict!(
+    node_net_25k_fixed,
+    node_peer("node_net_server.js", &["--body-bytes", BLOCK_25K, "--nodelay"]),
+    HEALTHY
+);
+// Node.js http.createServer as shipped sets noDelay.
+verdict!(node_http_small_as_shipped, node_peer("node_http_server.js", &["--body-bytes", SMALL]), HEALTHY);
+verdict!(node_http_25k_as_shipped, node_peer("node_http_server.js", &["--body-bytes", BLOCK_25K]), HEALTHY);
+
+// Go net/http: TCP_NODELAY as shipped; SetNoDelay(false) stalls responses over its 4 KB buffer.
+verdict!(go_small_as_shipped, start_peer(go_server(), &["-body-bytes", SMALL]), HEALTHY);
+verdict!(go_25k_as_shipped, start_peer(go_server(), &["-body-bytes", BLOCK_25K]), HEALTHY);
+verdict!(go_25k_nagle_on, start_peer(go_server(), &["-nagle", "-body-bytes", BLOCK_25K]), STALL);
+verdict!(go_small_nagle_on_writes_once, start_peer(go_server(), &["-nagle", "-body-bytes", SMALL]), HEALTHY);
+
+// Java com.sun.net.httpserver: Nagle on as shipped; -Dsun.net.httpserver.nodelay=true fixes it.
+verdict!(java_small_as_shipped, java_peer(false, SMALL), STALL);
+verdict!(java_25k_as_shipped, java_peer(false, BLOCK_25K), STALL);
+verdict!(java_small_fixed, java_peer(true, SMALL), HEALTHY);
+verdict!(java_25k_fixed, java_peer(true, BLOCK_25K), HEALTHY);
+
+// C: two send() calls; TCP_NODELAY on the listening socket (inherited) fixes it.
+verdict!(c_small_as_shipped, start_peer(c_server(), &["--body-bytes", SMALL]), STALL);
+verdict!(c_25k_as_shipped, start_peer(c_server(), &["--body-bytes", BLOCK_25K]), STALL);
+verdict!(c_small_fixed, start_peer(c_server(), &["--nodelay", "--body-bytes", SMALL]), HEALTHY);
+verdict!(c_25k_fixed, start_peer(c_server(), &["--nodelay", "--body-bytes", BLOCK_25K]), HEALTHY);
+
+// Slow servers are not Nagle stalls, however close to 40 ms they are.
+verdict!(
+    slow_handler_40ms_is_not_nagle,
+    python_peer("python_http_server.py", &["--disable-nagle", "--delay-ms", "40"]),
+    &["slow-first-byte"]
+);
+verdict!(
+    random_delay_is_not_nagle,
+    python_peer("python_http_server.py", &["--disable-nagle", "--random-delay-ms", "80"]),
+    &["slow-first-byte"]
+);
