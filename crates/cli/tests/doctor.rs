@@ -72,6 +72,7 @@ fn doctor_text_shows_evidence_proof_and_fix_with_units() {
         "fix: Set TCP_NODELAY",
         "disable_nagle_algorithm = True",
         "first request on the fresh connection:",
+        "escapes the stall",
         "verdict: server-nagle-delayed-ack",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");

@@ -12,6 +12,8 @@ mod rules;
 mod timers;
 
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof};
-pub use phase::{Experiment, Observations, Phase, PhaseSummary, RequestShape};
+pub use phase::{
+    Experiment, LATE_FIRST_BYTE_MS, Observations, Phase, PhaseSummary, RequestShape, STALL_GAP_MS,
+};
 pub use rules::{diagnose, next_experiment};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

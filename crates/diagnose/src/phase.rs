@@ -100,6 +100,8 @@ pub struct PhaseSummary {
     pub connect_p50_ms: Option<f64>,
     /// The very first request of the phase (on a fresh connection).
     pub first_request_total_ms: Option<f64>,
+    /// Its longest pause between two reads.
+    pub first_request_read_gap_ms: Option<f64>,
     pub reuses_connections: bool,
     pub errors: u64,
 }
@@ -194,6 +196,7 @@ impl Phase {
             late_first_byte: first_bytes.iter().filter(|&&t| t >= LATE_FIRST_BYTE_MS).count(),
             connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
+            first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),
             reuses_connections,
             errors: self.errors,
         }

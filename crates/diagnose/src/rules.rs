@@ -152,7 +152,7 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         evidence.push(Evidence::new("bytes that arrive before the pause", bytes as f64, "bytes"));
     }
     if let Some(first) = baseline.first_request_total_ms {
-        evidence.push(Evidence::new("first request on the fresh connection (quick ACKs)", first, "ms"));
+        evidence.push(Evidence::new("first request on the fresh connection", first, "ms"));
     }
     tcp_info_evidence(&observations.baseline, &mut evidence);
 
@@ -424,7 +424,7 @@ mod tests {
         assert!(finding.proven);
         assert_eq!(finding.confidence, Confidence::High);
         assert!(finding.proof.iter().all(|p| p.removed), "{:?}", finding.proof);
-        assert!(finding.evidence.iter().any(|e| e.what.contains("Linux")), "{:?}", finding.evidence);
+        assert!(finding.evidence.iter().any(|e| e.what.contains("Linux/FreeBSD")), "{:?}", finding.evidence);
         assert!(!finding.fix.is_empty());
     }
 

@@ -19,14 +19,10 @@ pub enum DelayedAckTimer {
 impl DelayedAckTimer {
     pub fn describe(self) -> &'static str {
         match self {
-            DelayedAckTimer::Linux40ms => "Linux's delayed-ACK timer (40 ms minimum; FreeBSD also 40 ms)",
-            DelayedAckTimer::Around50To90ms => {
-                "a delayed-ACK timer of 50-90 ms (Solaris, or a grown Linux ato)"
-            }
-            DelayedAckTimer::MacOs => "macOS's delayed-ACK timer (100-200 ms)",
-            DelayedAckTimer::Windows200ms => {
-                "Windows' delayed-ACK timer (200 ms), or the 200 ms minimum retransmission timeout"
-            }
+            DelayedAckTimer::Linux40ms => "the Linux/FreeBSD delayed-ACK timer (40 ms)",
+            DelayedAckTimer::Around50To90ms => "a 50-90 ms delayed-ACK timer (Solaris, grown Linux ato)",
+            DelayedAckTimer::MacOs => "the macOS delayed-ACK timer (100-200 ms)",
+            DelayedAckTimer::Windows200ms => "the Windows delayed-ACK timer (200 ms) or the 200 ms RTO",
         }
     }
 }

@@ -5,7 +5,7 @@ use crate::Render;
 use crate::doctor::DoctorReport;
 use crate::format::format_duration_ms;
 use crate::text::Text;
-use nodelay_diagnose::{Evidence, Finding};
+use nodelay_diagnose::{Evidence, Finding, STALL_GAP_MS};
 use std::fmt::Write;
 
 impl Render<DoctorReport> for Text {
@@ -61,11 +61,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         && baseline.summary.reuses_connections
         && let Some(first) = baseline.summary.first_request_total_ms
     {
-        writeln!(
-            out,
-            "  first request on the fresh connection: {} (a new connection ACKs at once, so it escapes stalls)",
-            format_duration_ms(first)
-        )?;
+        let escaped = baseline.summary.first_request_read_gap_ms.is_some_and(|gap| gap < STALL_GAP_MS)
+            && baseline.summary.stalled > 0;
+        let why = if escaped { " (a fresh connection ACKs at once, so it escapes the stall)" } else { "" };
+        writeln!(out, "  first request on the fresh connection: {}{why}", format_duration_ms(first))?;
     }
     if !r.skipped_experiments.is_empty() {
         writeln!(out, "  skipped for lack of budget: {}", r.skipped_experiments.join(", "))?;
