@@ -28,7 +28,8 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Target: http://HOST:PORT/PATH?QUERY (a name such as localhost, IPv4, or [IPv6])
+    /// Target: http://HOST:PORT/PATH?QUERY (a name such as localhost, IPv4, or [IPv6]), or
+    /// tcp://HOST:PORT with --send and --frame
     pub url: String,
 
     /// Concurrent connections
@@ -80,8 +81,8 @@ pub struct BenchArgs {
     pub quiet: bool,
 }
 
-/// What to send: shared by every command that sends HTTP requests.
-#[derive(Debug, Clone, Args)]
+/// What to send: shared by every command that sends requests.
+#[derive(Debug, Clone, Default, Args)]
 pub struct RequestArgs {
     /// HTTP method [default: GET, or POST when --body is given]
     #[arg(short = 'm', long)]
@@ -94,12 +95,35 @@ pub struct RequestArgs {
     /// Request body; @FILE reads it from a file
     #[arg(short = 'b', long)]
     pub body: Option<String>,
+
+    /// HTTP only: a TOML file of named requests (weighted mix or fixed sequence), sent against
+    /// the URL's host; figures are reported per request name
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["method", "body"])]
+    pub scenario: Option<PathBuf>,
+
+    /// tcp:// only: the request bytes, with escapes such as \r\n and \x00, or @FILE
+    #[arg(long, value_name = "BYTES")]
+    pub send: Option<String>,
+
+    /// tcp:// only: how a response ends: line, crlf, delim:<bytes>, fixed:N, len16be, len32be,
+    /// len32le (length prefixes take :inclusive when the length counts the prefix itself)
+    #[arg(long, value_name = "FRAMING")]
+    pub frame: Option<String>,
+
+    /// tcp:// only: a response longer than this is malformed
+    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
+    pub max_response: u64,
+
+    /// Send each request in several writes with Nagle left on, as many real clients do:
+    /// byte counts of the leading writes, e.g. 40,rest (header then body)
+    #[arg(long, value_name = "SIZES", value_parser = crate::workload::parse_write_split)]
+    pub write_split: Option<crate::workload::WriteSplit>,
 }
 
 /// `nodelay doctor`: measure, experiment, explain.
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
-    /// Target: http://HOST:PORT/PATH?QUERY
+    /// Target: http://HOST:PORT/PATH?QUERY, or tcp://HOST:PORT with --send and --frame
     pub url: String,
 
     /// Longest the whole diagnosis may take

@@ -1,26 +1,27 @@
-//! `nodelay bench`: builds the request and engine settings from the arguments, runs the
+//! `nodelay bench`: builds the workload and engine settings from the arguments, runs the
 //! load, and renders the merged statistics.
 
 use crate::args::BenchArgs;
 use crate::exit::Outcome;
-use crate::request::build_request;
 use crate::runner::run_engine;
-use crate::target::{check_reachable, parse_http_target};
+use crate::target::{check_reachable, parse_target};
+use crate::workload::build_workload;
 use anyhow::{Context, Result};
-use nodelay_engine::{EngineConfig, SocketOptions, Stats};
+use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, Json, Render, Text};
 use std::time::Duration;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
 pub fn bench(args: &BenchArgs) -> Result<Outcome> {
-    let target = parse_http_target(&args.url)?;
-    let request = build_request(&target, &args.request, !args.no_keepalive)?;
-    let method = request.method.clone();
+    let target = parse_target(&args.url)?;
+    let workload = build_workload(&target, &args.request, !args.no_keepalive)?;
     let connections = args.connections as usize;
     let threads = args.threads.map_or_else(default_threads, |t| t as usize).min(connections);
     let config = EngineConfig {
-        request_expects_no_body: request.expects_no_body(),
+        requests: workload.specs(),
+        selection: workload.selection.clone(),
+        framing: workload.framing.clone(),
         connections,
         threads,
         max_requests: args.requests,
@@ -33,30 +34,34 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         timeout: args.timeout,
         connect_timeout: args.connect_timeout,
         keep_alive: !args.no_keepalive,
-        socket: SocketOptions::default(),
-        ..EngineConfig::new(target.address, request.encode())
+        socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
+        ..EngineConfig::new(workload.address, Vec::new())
     };
 
-    check_reachable(target.address, args.connect_timeout)?;
-    let finished = run_engine(&config, !args.quiet, |_| Stats::new(connections))?;
-    let mut stats = Stats::new(connections);
+    check_reachable(workload.address, args.connect_timeout)?;
+    let request_kinds = config.requests.len();
+    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(connections, request_kinds))?;
+    let mut stats = Stats::with_requests(connections, request_kinds);
     for thread_stats in &finished.output.sinks {
         stats.merge(thread_stats);
     }
     let settings = BenchSettings {
-        url: target.url.clone(),
-        address: target.address.to_string(),
-        method,
+        url: workload.url.clone(),
+        address: workload.address.to_string(),
+        method: workload.label.clone(),
+        protocol: if matches!(workload.framing, Framing::Http { .. }) { "http" } else { "tcp" },
         connections,
         threads,
         requests: config.max_requests,
         duration_s: config.duration.map(|d| d.as_secs_f64()),
         rate_per_second: config.rate_per_second,
         keep_alive: config.keep_alive,
+        write_split: args.request.write_split.clone().map(|split| split.0).unwrap_or_default(),
         timeout_s: config.timeout.as_secs_f64(),
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
     };
-    let report = BenchReport::new(settings, &stats, finished.output.elapsed, finished.interrupted);
+    let names: Vec<String> = config.requests.iter().map(|r| r.name.clone()).collect();
+    let report = BenchReport::new(settings, &stats, &names, finished.output.elapsed, finished.interrupted);
 
     if let Some(path) = &args.export_json {
         std::fs::write(path, Json.render(&report))

@@ -1,12 +1,14 @@
 //! `nodelay demo`: starts the embedded servers and runs the real doctor on each, so a new
 //! user sees a stall, its proof and its fix with no setup and no network.
 
+use crate::args::RequestArgs;
 use crate::demo_servers::{DemoBehaviour, start_demo_server};
 use crate::doctor::examine;
 use crate::exit::Outcome;
+use crate::target::parse_target;
+use crate::workload::build_workload;
 use anyhow::{Context, Result};
 use nodelay_report::{DoctorReport, format_duration_ms};
-use nodelay_wire::HttpRequest;
 use std::time::Duration;
 
 const BUDGET_PER_SERVER: Duration = Duration::from_secs(6);
@@ -27,9 +29,9 @@ pub fn demo() -> Result<Outcome> {
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
-        let url = format!("http://{address}/");
-        let request = HttpRequest::get(&address.to_string(), "/");
-        let report = examine(&url, address, &request, BUDGET_PER_SERVER, TIMEOUT)?;
+        let target = parse_target(&format!("http://{address}/"))?;
+        let workload = build_workload(&target, &RequestArgs::default(), true)?;
+        let report = examine(&workload, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         println!(
             "  {:<44}{:>11}  {}",

@@ -1,17 +1,16 @@
 //! `nodelay doctor`: a bounded diagnosis. Measures a keep-alive baseline on one connection,
-//! runs the experiments the rules ask for while the budget lasts, and reports the findings.
+//! runs the experiments the rules ask for while the budget lasts, and reports the findings;
+//! for a scenario, each named request in turn.
 
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
-use crate::request::build_request;
 use crate::runner::run_engine;
-use crate::target::{check_reachable, parse_http_target};
-use anyhow::{Result, bail};
+use crate::target::{check_reachable, parse_target};
+use crate::workload::{Workload, WorkloadRequest, build_workload};
+use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
-use nodelay_engine::{CollectingSink, EngineConfig, SocketOptions};
-use nodelay_report::{DoctorReport, Json, Render, Text};
-use nodelay_wire::HttpRequest;
-use std::net::SocketAddr;
+use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions};
+use nodelay_report::{DoctorReport, DoctorScenarioReport, Json, NamedDoctorReport, Render, Text};
 use std::time::{Duration, Instant};
 
 /// Enough steady responses for stable medians on one connection.
@@ -24,37 +23,50 @@ const EXPERIMENT_SHARE: f64 = 0.2;
 const MIN_PHASE: Duration = Duration::from_millis(300);
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
-    let target = parse_http_target(&args.url)?;
-    let request = build_request(&target, &args.request, true)?;
-    check_reachable(target.address, args.timeout)?;
-    let report = examine(&target.url, target.address, &request, args.budget, args.timeout)?;
-    if args.json {
-        print!("{}", Json.render(&report));
-    } else {
-        print!("{}", Text.render(&report));
+    let target = parse_target(&args.url)?;
+    let workload = build_workload(&target, &args.request, true)?;
+    check_reachable(workload.address, args.timeout)?;
+    if !workload.is_scenario() {
+        let report = examine(&workload, args.budget, args.timeout)?;
+        print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+        return Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings });
     }
+    // A scenario: each named request is diagnosed on its own, sharing the budget.
+    let share = args.budget.div_f64(workload.requests.len() as f64);
+    let mut reports = Vec::new();
+    for request in &workload.requests {
+        let single =
+            Workload { requests: vec![request.clone()], selection: Selection::Sequence, ..workload.clone() };
+        let report = examine(&single, share, args.timeout)
+            .with_context(|| format!("request '{}'", request.spec.name))?;
+        reports.push(NamedDoctorReport { name: request.spec.name.clone(), report });
+    }
+    let report = DoctorScenarioReport::new(workload.url.clone(), reports);
+    print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }
 
-/// The whole diagnosis of one target; fails only when nothing could be measured.
-pub fn examine(
-    url: &str,
-    address: SocketAddr,
-    request: &HttpRequest,
-    budget: Duration,
-    timeout: Duration,
-) -> Result<DoctorReport> {
+/// The whole diagnosis of the workload's first request; fails only when nothing could be
+/// measured.
+pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Result<DoctorReport> {
     let started = Instant::now();
     let deadline = started + budget;
-    let shape =
-        RequestShape { has_body: !request.body.is_empty(), baseline_split: false, baseline_nodelay: true };
+    let request = workload.requests.first().context("no request to diagnose")?;
+    let shape = RequestShape {
+        has_body: request.head_bytes.is_some(),
+        baseline_split: !request.spec.write_split.is_empty(),
+        baseline_nodelay: workload.client_nodelay,
+    };
     let baseline_config = EngineConfig {
-        request_expects_no_body: request.expects_no_body(),
+        requests: vec![request.spec.clone()],
+        framing: workload.framing.clone(),
         max_requests: Some(BASELINE_REQUESTS),
         duration: Some(budget.mul_f64(BASELINE_SHARE)),
         timeout,
-        ..EngineConfig::new(address, request.encode())
+        socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
+        ..EngineConfig::new(workload.address, Vec::new())
     };
+    let url = &workload.url;
     let baseline = run_phase(&baseline_config, None)?;
     if baseline.responses.is_empty() {
         let why = baseline.error_example.as_deref().unwrap_or("no response arrived within the budget");
@@ -70,19 +82,15 @@ pub fn examine(
             observations.experiments.push(Phase { experiment: Some(experiment), ..Phase::default() });
             continue;
         }
-        let config = experiment_config(
-            &baseline_config,
-            request,
-            experiment,
-            left.min(budget.mul_f64(EXPERIMENT_SHARE)),
-        );
+        let duration = left.min(budget.mul_f64(EXPERIMENT_SHARE));
+        let config = experiment_config(&baseline_config, request, experiment, duration);
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || phase.errors > 0);
     let findings = diagnose(&observations);
     Ok(DoctorReport::new(
         url.to_string(),
-        address.to_string(),
+        workload.address.to_string(),
         budget,
         started.elapsed(),
         &observations,
@@ -94,7 +102,7 @@ pub fn examine(
 /// The baseline with exactly one thing changed.
 fn experiment_config(
     baseline: &EngineConfig,
-    request: &HttpRequest,
+    request: &WorkloadRequest,
     experiment: Experiment,
     duration: Duration,
 ) -> EngineConfig {
@@ -103,22 +111,25 @@ fn experiment_config(
         duration: Some(duration),
         ..baseline.clone()
     };
-    let head_bytes = request.encode().len() - request.body.len();
+    let spec = &mut config.requests[0];
+    let baseline_split = spec.write_split.clone();
+    let head_split = request.head_bytes.map(|head| vec![head]).unwrap_or_default();
     match experiment {
         Experiment::QuickAck => config.socket.quickack_after_read = true,
         Experiment::NewConnectionPerRequest => {
             config.keep_alive = false;
-            config.request = HttpRequest { keep_alive: false, ..request.clone() }.encode();
+            spec.bytes = request.closing_bytes.clone();
         }
         Experiment::SplitRequestNagle => {
-            config.write_split = vec![head_bytes];
-            config.socket = SocketOptions { nodelay: false, ..config.socket };
+            spec.write_split = head_split;
+            config.socket.nodelay = false;
         }
         Experiment::SplitRequestNoDelay => {
-            config.write_split = vec![head_bytes];
-            config.socket = SocketOptions { nodelay: true, ..config.socket };
+            spec.write_split = if baseline_split.is_empty() { head_split } else { baseline_split };
+            config.socket.nodelay = true;
         }
-        Experiment::SingleWrite => config.write_split.clear(),
+        // Same client socket options, only the split removed.
+        Experiment::SingleWrite => spec.write_split.clear(),
     }
     config
 }

@@ -10,7 +10,9 @@ mod exit;
 mod interrupt;
 mod request;
 mod runner;
+mod scenario;
 mod target;
+mod workload;
 
 pub use args::{BenchArgs, Cli, Command, DoctorArgs, RequestArgs};
 pub use exit::{Outcome, UsageError, outcome_of};

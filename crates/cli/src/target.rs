@@ -17,6 +17,34 @@ pub struct HttpTarget {
     pub request_target: String,
 }
 
+/// Where to send load: an HTTP URL, or a raw TCP request/response service.
+#[derive(Debug, Clone)]
+pub enum Target {
+    Http(HttpTarget),
+    Tcp { url: String, address: SocketAddr },
+}
+
+/// Parses `http://HOST[:PORT]/PATH` or `tcp://HOST:PORT`.
+pub fn parse_target(text: &str) -> Result<Target> {
+    let Some(rest) = text.strip_prefix("tcp://") else {
+        return parse_http_target(text).map(Target::Http);
+    };
+    let usage = |message: String| anyhow::Error::new(UsageError(message));
+    let host_port = rest.trim_end_matches('/');
+    if host_port.is_empty() || host_port.contains('/') {
+        return Err(usage(format!("invalid target '{text}': use tcp://HOST:PORT")));
+    }
+    let url = Url::parse(&format!("tcp://{host_port}"))
+        .map_err(|e| usage(format!("invalid target '{text}': {e}")))?;
+    if url.port().is_none() {
+        return Err(usage(format!("'{text}' has no port: use tcp://HOST:PORT")));
+    }
+    let addresses =
+        url.socket_addrs(|| None).with_context(|| format!("cannot resolve the host of '{text}'"))?;
+    let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
+    Ok(Target::Tcp { url: format!("tcp://{host_port}"), address })
+}
+
 /// Parses and resolves an `http://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
     let usage = |message: String| anyhow::Error::new(UsageError(message));
@@ -69,6 +97,17 @@ mod tests {
         let t = parse_http_target("http://localhost/").unwrap();
         assert_eq!(t.address.port(), 80);
         assert!(t.address.ip().is_loopback());
+    }
+
+    #[test]
+    fn parses_tcp_targets() {
+        let Target::Tcp { url, address } = parse_target("tcp://127.0.0.1:6379").unwrap() else { panic!() };
+        assert_eq!((url.as_str(), address), ("tcp://127.0.0.1:6379", "127.0.0.1:6379".parse().unwrap()));
+        let Target::Tcp { address, .. } = parse_target("tcp://[::1]:7/").unwrap() else { panic!() };
+        assert_eq!(address, "[::1]:7".parse().unwrap());
+        assert!(parse_target("tcp://127.0.0.1").unwrap_err().to_string().contains("no port"));
+        assert!(parse_target("tcp://h:1/path").unwrap_err().to_string().contains("tcp://HOST:PORT"));
+        assert!(matches!(parse_target("http://127.0.0.1:1/").unwrap(), Target::Http(_)));
     }
 
     #[test]

@@ -214,6 +214,7 @@ pub(crate) mod tests {
         let gap = gap_ms.unwrap_or(0.0);
         ResponseRecord {
             connection: 0,
+            request: 0,
             sequence_on_connection: sequence,
             start_offset: Duration::ZERO,
             connect: (sequence == 0).then(|| d(0.1)),

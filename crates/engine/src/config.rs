@@ -1,15 +1,61 @@
 //! What one engine run does: target, request bytes, concurrency, bounds and socket options.
 
+use nodelay_wire::Framing;
 use std::net::SocketAddr;
 use std::time::Duration;
+
+/// One kind of request a run sends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestSpec {
+    /// Name used in per-request reports.
+    pub name: String,
+    /// The encoded request, sent as-is.
+    pub bytes: Vec<u8>,
+    /// An HTTP HEAD request: responses carry no body.
+    pub expects_no_body: bool,
+    /// Byte counts of the leading writes the request is split into (the rest goes in a last
+    /// write); empty sends it in one write.
+    pub write_split: Vec<usize>,
+}
+
+impl RequestSpec {
+    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
+        RequestSpec { name: name.into(), bytes, expects_no_body: false, write_split: Vec::new() }
+    }
+
+    /// Ends of each write of the request, the last being its length.
+    pub(crate) fn write_ends(&self) -> Vec<usize> {
+        let mut ends = Vec::new();
+        let mut end = 0;
+        for &piece in &self.write_split {
+            end += piece;
+            if end >= self.bytes.len() {
+                break;
+            }
+            ends.push(end);
+        }
+        ends.push(self.bytes.len());
+        ends
+    }
+}
+
+/// Which request a connection sends next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// The requests in order, round and round, on every connection.
+    Sequence,
+    /// At random, in proportion to these weights (one per request; seeded per connection,
+    /// so runs are repeatable).
+    Weighted(Vec<u32>),
+}
 
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     pub address: SocketAddr,
-    /// The encoded request, sent as-is for every request.
-    pub request: Vec<u8>,
-    /// The request is HEAD: responses carry no body.
-    pub request_expects_no_body: bool,
+    /// At least one.
+    pub requests: Vec<RequestSpec>,
+    pub selection: Selection,
+    pub framing: Framing,
     pub connections: usize,
     pub threads: usize,
     /// Stop after this many requests (completed or failed).
@@ -23,10 +69,6 @@ pub struct EngineConfig {
     /// `false`: a new connection for every request.
     pub keep_alive: bool,
     pub socket: SocketOptions,
-    /// Byte counts of the leading writes a request is split into (the rest goes in a last
-    /// write); empty sends every request in one write.
-    pub write_split: Vec<usize>,
-    pub max_head_bytes: usize,
 }
 
 /// Socket options set on every client connection.
@@ -46,12 +88,13 @@ impl Default for SocketOptions {
 }
 
 impl EngineConfig {
-    /// A closed-loop, keep-alive run of `max_requests` on `connections` connections.
+    /// A closed-loop, keep-alive, 10-second HTTP run of one request on one connection.
     pub fn new(address: SocketAddr, request: Vec<u8>) -> Self {
         EngineConfig {
             address,
-            request,
-            request_expects_no_body: false,
+            requests: vec![RequestSpec::new("request", request)],
+            selection: Selection::Sequence,
+            framing: Framing::Http { max_head_bytes: 64 * 1024 },
             connections: 1,
             threads: 1,
             max_requests: None,
@@ -61,24 +104,7 @@ impl EngineConfig {
             connect_timeout: Duration::from_secs(3),
             keep_alive: true,
             socket: SocketOptions::default(),
-            write_split: Vec::new(),
-            max_head_bytes: 64 * 1024,
         }
-    }
-
-    /// Ends of each write of a request, the last being the request's length.
-    pub(crate) fn write_boundaries(&self) -> Vec<usize> {
-        let mut ends = Vec::new();
-        let mut end = 0;
-        for &piece in &self.write_split {
-            end += piece;
-            if end >= self.request.len() {
-                break;
-            }
-            ends.push(end);
-        }
-        ends.push(self.request.len());
-        ends
     }
 }
 
@@ -87,12 +113,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn write_boundaries_end_at_request_length() {
-        let mut config = EngineConfig::new("127.0.0.1:1".parse().unwrap(), vec![0; 100]);
-        assert_eq!(config.write_boundaries(), vec![100]);
-        config.write_split = vec![40];
-        assert_eq!(config.write_boundaries(), vec![40, 100]);
-        config.write_split = vec![40, 30, 500];
-        assert_eq!(config.write_boundaries(), vec![40, 70, 100]);
+    fn write_ends_stop_at_request_length() {
+        let mut request = RequestSpec::new("r", vec![0; 100]);
+        assert_eq!(request.write_ends(), vec![100]);
+        request.write_split = vec![40];
+        assert_eq!(request.write_ends(), vec![40, 100]);
+        request.write_split = vec![40, 30, 500];
+        assert_eq!(request.write_ends(), vec![40, 70, 100]);
     }
 }

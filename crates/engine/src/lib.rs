@@ -8,17 +8,19 @@ mod config;
 mod control;
 mod pacer;
 mod record;
+mod select;
 mod sink;
 mod stats;
 mod tcp_info;
 mod worker;
 
-pub use config::{EngineConfig, SocketOptions};
+pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
+pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
 pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 pub use sink::{CollectingSink, RecordSink};
-pub use stats::Stats;
+pub use stats::{RequestStats, Stats};
 pub use tcp_info::{TcpInfo, read_tcp_info, set_quickack};
 
 use std::time::{Duration, Instant};

@@ -9,6 +9,8 @@ use std::time::Duration;
 pub struct ResponseRecord {
     /// Connection slot (0..connections) that carried it.
     pub connection: u32,
+    /// Index of the request kind in the run's request list.
+    pub request: u16,
     /// 0 for the first request on a TCP connection, then 1, 2, ...
     pub sequence_on_connection: u32,
     /// When the request was due, relative to the run's start.
@@ -87,6 +89,7 @@ impl ErrorKind {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorRecord {
     pub connection: u32,
+    pub request: u16,
     pub kind: ErrorKind,
     pub message: String,
 }

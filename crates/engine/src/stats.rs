@@ -4,6 +4,7 @@
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 use crate::sink::RecordSink;
 use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One hour: longer values are clamped into the top bucket.
@@ -33,6 +34,46 @@ pub struct Stats {
     pub connections_closed: u64,
     /// Requests in flight when the run ended.
     pub unfinished: u64,
+    /// Per request kind, when a run sends more than one (empty otherwise).
+    pub by_request: Vec<RequestStats>,
+}
+
+/// The figures of one request kind in a multi-request run.
+#[derive(Debug, Clone)]
+pub struct RequestStats {
+    pub completed: u64,
+    pub errors: u64,
+    pub response_bytes: u64,
+    pub latency_ns: Histogram<u64>,
+    pub first_byte_ns: Histogram<u64>,
+    pub read_gap_ns: Histogram<u64>,
+    pub status_counts: BTreeMap<u16, u64>,
+}
+
+impl RequestStats {
+    fn new() -> Self {
+        RequestStats {
+            completed: 0,
+            errors: 0,
+            response_bytes: 0,
+            latency_ns: histogram(),
+            first_byte_ns: histogram(),
+            read_gap_ns: histogram(),
+            status_counts: BTreeMap::new(),
+        }
+    }
+
+    fn merge(&mut self, other: &RequestStats) {
+        self.completed += other.completed;
+        self.errors += other.errors;
+        self.response_bytes += other.response_bytes;
+        self.latency_ns.add(&other.latency_ns).expect("histograms share bounds");
+        self.first_byte_ns.add(&other.first_byte_ns).expect("histograms share bounds");
+        self.read_gap_ns.add(&other.read_gap_ns).expect("histograms share bounds");
+        for (code, n) in &other.status_counts {
+            *self.status_counts.entry(*code).or_default() += n;
+        }
+    }
 }
 
 fn histogram() -> Histogram<u64> {
@@ -44,6 +85,16 @@ fn nanos(duration: Duration) -> u64 {
 }
 
 impl Stats {
+    /// Aggregates for a run on `connections` connections sending `request_kinds` kinds of
+    /// request (per-kind figures are kept only when there is more than one).
+    pub fn with_requests(connections: usize, request_kinds: usize) -> Self {
+        let mut stats = Stats::new(connections);
+        if request_kinds > 1 {
+            stats.by_request = (0..request_kinds).map(|_| RequestStats::new()).collect();
+        }
+        stats
+    }
+
     pub fn new(connections: usize) -> Self {
         Stats {
             completed: 0,
@@ -59,12 +110,18 @@ impl Stats {
             connections: vec![None; connections],
             connections_closed: 0,
             unfinished: 0,
+            by_request: Vec::new(),
         }
     }
 
-    /// Status codes seen, ascending, with counts.
+    /// HTTP status codes seen, ascending, with counts (raw protocols have none).
     pub fn status_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
-        self.status_counts.iter().enumerate().filter(|(_, n)| **n > 0).map(|(code, n)| (code as u16, *n))
+        self.status_counts
+            .iter()
+            .enumerate()
+            .skip(1)
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code as u16, *n))
     }
 
     pub fn errors(&self, kind: ErrorKind) -> u64 {
@@ -113,6 +170,9 @@ impl Stats {
         }
         self.connections_closed += other.connections_closed;
         self.unfinished += other.unfinished;
+        for (mine, theirs) in self.by_request.iter_mut().zip(&other.by_request) {
+            mine.merge(theirs);
+        }
     }
 }
 
@@ -129,6 +189,16 @@ impl RecordSink for Stats {
         self.read_chunks += u64::from(record.read_chunks);
         let code = usize::from(record.status);
         self.status_counts[if code < STATUS_CODES { code } else { 0 }] += 1;
+        if let Some(kind) = self.by_request.get_mut(usize::from(record.request)) {
+            kind.completed += 1;
+            kind.response_bytes += record.response_bytes;
+            kind.latency_ns.saturating_record(nanos(record.total));
+            kind.first_byte_ns.saturating_record(nanos(record.first_byte));
+            kind.read_gap_ns.saturating_record(nanos(record.max_read_gap));
+            if record.status > 0 {
+                *kind.status_counts.entry(record.status).or_default() += 1;
+            }
+        }
     }
 
     fn error(&mut self, record: &ErrorRecord) {
@@ -136,6 +206,9 @@ impl RecordSink for Stats {
         self.errors[index] += 1;
         if self.error_examples[index].is_none() {
             self.error_examples[index] = Some(record.message.clone());
+        }
+        if let Some(kind) = self.by_request.get_mut(usize::from(record.request)) {
+            kind.errors += 1;
         }
     }
 
@@ -155,6 +228,7 @@ mod tests {
     fn response(total_ms: u64, status: u16) -> ResponseRecord {
         ResponseRecord {
             connection: 0,
+            request: 1,
             sequence_on_connection: 0,
             start_offset: Duration::ZERO,
             connect: None,
@@ -170,11 +244,16 @@ mod tests {
 
     #[test]
     fn merges_counts_histograms_and_errors() {
-        let mut a = Stats::new(2);
-        let mut b = Stats::new(2);
+        let mut a = Stats::with_requests(2, 2);
+        let mut b = Stats::with_requests(2, 2);
         a.response(&response(40, 200));
         b.response(&response(2, 404));
-        b.error(&ErrorRecord { connection: 1, kind: ErrorKind::Reset, message: "read: reset".into() });
+        b.error(&ErrorRecord {
+            connection: 1,
+            request: 0,
+            kind: ErrorKind::Reset,
+            message: "read: reset".into(),
+        });
         b.connection(&ConnectionRecord {
             connection: 1,
             requests: 1,
@@ -191,5 +270,8 @@ mod tests {
         assert_eq!(a.error_example(ErrorKind::Reset), Some("read: reset"));
         assert_eq!(a.connections().count(), 1);
         assert_eq!(a.unfinished, 1);
+        assert_eq!((a.by_request[0].completed, a.by_request[0].errors), (0, 1));
+        assert_eq!(a.by_request[1].completed, 2);
+        assert_eq!(a.by_request[1].status_counts.len(), 2);
     }
 }

@@ -9,11 +9,12 @@ use crate::config::EngineConfig;
 use crate::control::Control;
 use crate::pacer::{Claim, Pacer};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
+use crate::select::RequestPicker;
 use crate::sink::RecordSink;
 use crate::tcp_info::{read_tcp_info, set_quickack};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use nodelay_wire::{Feed, ResponseParser};
+use nodelay_wire::{Feed, ResponseFramer};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
@@ -38,7 +39,10 @@ struct Connection {
     slot: u32,
     stream: Option<TcpStream>,
     phase: Phase,
-    parser: ResponseParser,
+    parser: ResponseFramer,
+    picker: RequestPicker,
+    /// Index of the request in flight (or last sent).
+    request_index: usize,
     responses_on_stream: u32,
     /// Timeout or due time of the current phase.
     deadline: Instant,
@@ -116,7 +120,8 @@ pub(crate) struct Worker<'a, S> {
     run_deadline: Option<Instant>,
     poll: Poll,
     connections: Vec<Connection>,
-    write_ends: Vec<usize>,
+    /// Per request kind, where each of its writes ends.
+    write_ends: Vec<Vec<usize>>,
     pacer: Pacer,
     active: usize,
     /// No phase deadline falls before this (may be early, never late).
@@ -134,14 +139,19 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         sink: S,
     ) -> io::Result<Self> {
         let connections = (0..plan.connections)
-            .map(|index| Connection {
-                slot: (plan.first_slot + index) as u32,
-                stream: None,
-                phase: Phase::Waiting,
-                parser: ResponseParser::new(config.request_expects_no_body, config.max_head_bytes),
-                responses_on_stream: 0,
-                deadline: run_start,
-                request: RequestTiming::new(run_start),
+            .map(|index| {
+                let slot = (plan.first_slot + index) as u32;
+                Connection {
+                    slot,
+                    stream: None,
+                    phase: Phase::Waiting,
+                    parser: ResponseFramer::new(&config.framing),
+                    picker: RequestPicker::new(&config.selection, config.requests.len(), slot),
+                    request_index: 0,
+                    responses_on_stream: 0,
+                    deadline: run_start,
+                    request: RequestTiming::new(run_start),
+                }
             })
             .collect();
         Ok(Worker {
@@ -152,7 +162,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             run_deadline: config.duration.map(|d| run_start + d),
             poll: Poll::new()?,
             connections,
-            write_ends: config.write_boundaries(),
+            write_ends: config.requests.iter().map(|r| r.write_ends()).collect(),
             pacer: Pacer::new(run_start, plan.rate_per_second, plan.quota),
             active: plan.connections,
             next_timer: run_start,
@@ -232,7 +242,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             Claim::Now(intended) => {
                 let connection = &mut self.connections[index];
                 connection.request = RequestTiming::new(intended);
-                connection.parser.reset();
+                connection.request_index = connection.picker.next();
+                let spec = &self.config.requests[connection.request_index];
+                connection.parser.reset(spec.expects_no_body);
                 if connection.stream.is_some() {
                     self.set_phase(index, Phase::Writing, now + self.config.timeout);
                     self.write_request(index);
@@ -304,8 +316,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     /// Writes the request, one `write()` per piece of the configured split.
     fn write_request(&mut self, index: usize) {
-        let request = &self.config.request;
         let connection = &mut self.connections[index];
+        let request = &self.config.requests[connection.request_index].bytes;
+        let write_ends = &self.write_ends[connection.request_index];
         let Some(stream) = &mut connection.stream else { return };
         loop {
             let written = connection.request.bytes_written;
@@ -313,8 +326,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 connection.phase = Phase::Reading;
                 return;
             }
-            let piece_end =
-                self.write_ends.iter().copied().find(|&end| end > written).unwrap_or(request.len());
+            let piece_end = write_ends.iter().copied().find(|&end| end > written).unwrap_or(request.len());
             match stream.write(&request[written..piece_end]) {
                 Ok(n) => connection.request.bytes_written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -379,6 +391,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let first_read = timing.first_read.unwrap_or(timing.last_read);
         let record = ResponseRecord {
             connection: connection.slot,
+            request: connection.request_index as u16,
             sequence_on_connection: connection.responses_on_stream,
             start_offset: timing.intended_start.saturating_duration_since(self.run_start),
             connect: timing.connect,
@@ -401,8 +414,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     }
 
     fn fail(&mut self, index: usize, kind: ErrorKind, message: String) {
-        let slot = self.connections[index].slot;
-        self.sink.error(&ErrorRecord { connection: slot, kind, message });
+        let connection = &self.connections[index];
+        let (slot, request) = (connection.slot, connection.request_index as u16);
+        self.sink.error(&ErrorRecord { connection: slot, request, kind, message });
         self.close_stream(index);
         self.next_request(index, Instant::now());
     }
@@ -421,9 +435,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             }
         };
         if unsolicited > 0 {
-            let slot = self.connections[index].slot;
+            let connection = &self.connections[index];
+            let (slot, request) = (connection.slot, connection.request_index as u16);
             let message = format!("{unsolicited} unsolicited bytes on an idle connection");
-            self.sink.error(&ErrorRecord { connection: slot, kind: ErrorKind::MalformedResponse, message });
+            self.sink.error(&ErrorRecord {
+                connection: slot,
+                request,
+                kind: ErrorKind::MalformedResponse,
+                message,
+            });
         }
         if closed || unsolicited > 0 {
             self.close_stream(index);

@@ -45,13 +45,18 @@ impl Percentiles {
 pub struct BenchSettings {
     pub url: String,
     pub address: String,
+    /// HTTP method, `scenario`, or the raw framing.
     pub method: String,
+    /// `http` or `tcp`.
+    pub protocol: &'static str,
     pub connections: usize,
     pub threads: usize,
     pub requests: Option<u64>,
     pub duration_s: Option<f64>,
     pub rate_per_second: Option<f64>,
     pub keep_alive: bool,
+    /// Leading write sizes of each request (`--write-split`); empty for one write.
+    pub write_split: Vec<usize>,
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
 }
@@ -62,6 +67,19 @@ pub struct ConnectionReport {
     /// Responses on the last TCP connection of this slot.
     pub requests: u64,
     pub tcp_info: Option<TcpInfo>,
+}
+
+/// Figures for one named request of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestReport {
+    pub name: String,
+    pub requests_completed: u64,
+    pub errors: u64,
+    pub response_bytes: u64,
+    pub latency_ms: Option<Percentiles>,
+    pub first_byte_ms: Option<Percentiles>,
+    pub read_gap_ms: Option<Percentiles>,
+    pub status_counts: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,10 +105,19 @@ pub struct BenchReport {
     pub connections: Vec<ConnectionReport>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
+    /// Per request name, when a scenario sent several kinds of request; otherwise null.
+    pub by_request: Option<Vec<RequestReport>>,
 }
 
 impl BenchReport {
-    pub fn new(settings: BenchSettings, stats: &Stats, elapsed: Duration, interrupted: bool) -> Self {
+    /// `request_names` names the run's request kinds in order.
+    pub fn new(
+        settings: BenchSettings,
+        stats: &Stats,
+        request_names: &[String],
+        elapsed: Duration,
+        interrupted: bool,
+    ) -> Self {
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let per_response =
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
@@ -124,6 +151,23 @@ impl BenchReport {
                 })
                 .collect(),
             interrupted,
+            by_request: (!stats.by_request.is_empty()).then(|| {
+                stats
+                    .by_request
+                    .iter()
+                    .zip(request_names)
+                    .map(|(kind, name)| RequestReport {
+                        name: name.clone(),
+                        requests_completed: kind.completed,
+                        errors: kind.errors,
+                        response_bytes: kind.response_bytes,
+                        latency_ms: Percentiles::from_ns(&kind.latency_ns),
+                        first_byte_ms: Percentiles::from_ns(&kind.first_byte_ns),
+                        read_gap_ms: Percentiles::from_ns(&kind.read_gap_ns),
+                        status_counts: kind.status_counts.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+                    })
+                    .collect()
+            }),
         }
     }
 

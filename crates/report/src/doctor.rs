@@ -79,3 +79,39 @@ impl DoctorReport {
         self.verdict == "healthy"
     }
 }
+
+pub const DOCTOR_SCENARIO_SCHEMA_ID: &str = "nodelay-doctor-scenario/1";
+
+/// The diagnosis of one named request of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedDoctorReport {
+    pub name: String,
+    #[serde(flatten)]
+    pub report: DoctorReport,
+}
+
+/// `nodelay doctor --scenario`: one diagnosis per named request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoctorScenarioReport {
+    pub schema: &'static str,
+    pub url: String,
+    /// `healthy` when every request is, otherwise `findings`.
+    pub verdict: &'static str,
+    pub requests: Vec<NamedDoctorReport>,
+}
+
+impl DoctorScenarioReport {
+    pub fn new(url: String, requests: Vec<NamedDoctorReport>) -> Self {
+        let healthy = requests.iter().all(|r| r.report.is_healthy());
+        DoctorScenarioReport {
+            schema: DOCTOR_SCENARIO_SCHEMA_ID,
+            url,
+            verdict: if healthy { "healthy" } else { "findings" },
+            requests,
+        }
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.verdict == "healthy"
+    }
+}

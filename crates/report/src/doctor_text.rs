@@ -2,7 +2,7 @@
 //! evidence, proof and fix, then the verdict.
 
 use crate::Render;
-use crate::doctor::DoctorReport;
+use crate::doctor::{DoctorReport, DoctorScenarioReport};
 use crate::format::format_duration_ms;
 use crate::text::Text;
 use nodelay_diagnose::{Evidence, Finding, STALL_GAP_MS};
@@ -99,4 +99,20 @@ fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
         writeln!(out, "    {:<36}{}", fix.stack, fix.how)?;
     }
     Ok(())
+}
+
+impl Render<DoctorScenarioReport> for Text {
+    fn render(&self, report: &DoctorScenarioReport) -> String {
+        let mut out =
+            format!("nodelay doctor {}: {} requests of a scenario\n", report.url, report.requests.len());
+        for named in &report.requests {
+            let ids: Vec<&str> = named.report.findings.iter().map(|f| f.id.as_str()).collect();
+            out.push_str(&format!("  {:<32}{}\n", named.name, ids.join(", ")));
+        }
+        for named in &report.requests {
+            out.push_str(&format!("\n=== request '{}' ===\n", named.name));
+            out.push_str(&self.render(&named.report));
+        }
+        out
+    }
 }

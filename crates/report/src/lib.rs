@@ -8,8 +8,11 @@ mod format;
 mod json;
 mod text;
 
-pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles};
-pub use doctor::{DOCTOR_SCHEMA_ID, DoctorReport, PhaseReport};
+pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport};
+pub use doctor::{
+    DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
+    PhaseReport,
+};
 pub use format::{format_bytes, format_duration_ms};
 pub use json::Json;
 pub use text::Text;

@@ -2,7 +2,7 @@
 //! number with its unit.
 
 use crate::Render;
-use crate::bench::{BenchReport, Percentiles};
+use crate::bench::{BenchReport, Percentiles, RequestReport};
 use crate::format::{format_bytes, format_duration_ms};
 use std::fmt::Write;
 
@@ -31,10 +31,16 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         (None, Some(d)) => format!("{d} s"),
         (None, None) => "unbounded".into(),
     };
+    let split = if s.write_split.is_empty() {
+        String::new()
+    } else {
+        let sizes: Vec<String> = s.write_split.iter().map(|n| format!("{n} B")).collect();
+        format!(", each request written as {} then the rest (client Nagle on)", sizes.join(", "))
+    };
     let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
     writeln!(
         out,
-        "  {}, {}, {}, {bound}{pacing}",
+        "  {}, {}, {}, {bound}{pacing}{split}",
         plural(s.connections as u64, "connection", "connections"),
         plural(s.threads as u64, "thread", "threads"),
         if s.keep_alive { "keep-alive" } else { "new connection per request" },
@@ -63,6 +69,9 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
     if r.requests_completed > 0 {
         writeln!(out, "  read() calls per response: {:.2} (mean)", r.read_chunks_per_response)?;
     }
+    if let Some(by_request) = &r.by_request {
+        write_by_request(out, by_request)?;
+    }
     writeln!(out)?;
     let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
     writeln!(
@@ -77,6 +86,32 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         writeln!(out, "  {:<12}{unfinished} still in flight when the run ended", "unfinished")?;
     }
     write_connections(out, r)
+}
+
+fn write_by_request(out: &mut String, by_request: &[RequestReport]) -> std::fmt::Result {
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  {:<24}{:>9}{:>7}{:>11}{:>11}{:>11}{:>11}",
+        "per request", "done", "errors", "p50", "p99", "1st byte", "read gap"
+    )?;
+    for request in by_request {
+        let p = |percentiles: &Option<Percentiles>, pick: fn(&Percentiles) -> f64| {
+            percentiles.as_ref().map_or("-".into(), |p| format_duration_ms(pick(p)))
+        };
+        writeln!(
+            out,
+            "  {:<24}{:>9}{:>7}{:>11}{:>11}{:>11}{:>11}",
+            request.name,
+            request.requests_completed,
+            request.errors,
+            p(&request.latency_ms, |p| p.p50),
+            p(&request.latency_ms, |p| p.p99),
+            p(&request.first_byte_ms, |p| p.p50),
+            p(&request.read_gap_ms, |p| p.p50),
+        )?;
+    }
+    Ok(())
 }
 
 fn write_percentiles(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {

@@ -25,6 +25,10 @@ pub enum ResponseError {
     ClosedEarly,
     #[error("{0} is not supported")]
     Unsupported(&'static str),
+    #[error("response larger than {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("length prefix {length} is {reason}")]
+    BadLengthPrefix { length: u64, reason: &'static str },
 }
 
 impl ResponseError {
@@ -85,6 +89,12 @@ impl ResponseParser {
             close: false,
             seen_bytes: false,
         }
+    }
+
+    /// Ready for the next response, to a request that was HEAD (`no_body`) or not.
+    pub fn reset_for(&mut self, no_body: bool) {
+        self.request_was_head = no_body;
+        self.reset();
     }
 
     /// Ready for the next response on the same connection (keeps buffer capacity).

@@ -1,0 +1,205 @@
+//! Scenario files: a list of named HTTP requests against one base URL, sent in a weighted
+//! mix or as a fixed sequence on every connection. See README "Scenarios".
+//!
+//! ```toml
+//! mode = "weighted"            # or "sequence"
+//! [[request]]
+//! name = "main page"
+//! path = "/"
+//! weight = 5
+//! [[request]]
+//! name = "add job"
+//! method = "POST"              # default: GET, or POST when a body is given
+//! path = "/jobs"
+//! form = { name = "nightly", branch = "main" }   # or json = {...}, or body = "text" / "@file"
+//! headers = { X-Trace = "1" }
+//! ```
+
+use crate::exit::UsageError;
+use anyhow::{Context, Result};
+use nodelay_engine::Selection;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScenarioFile {
+    #[serde(default)]
+    mode: Mode,
+    request: Vec<RequestEntry>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    #[default]
+    Weighted,
+    Sequence,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestEntry {
+    name: String,
+    method: Option<String>,
+    path: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    body: Option<String>,
+    form: Option<BTreeMap<String, String>>,
+    json: Option<toml::Value>,
+    #[serde(default = "default_weight")]
+    weight: u32,
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+/// One named request of a scenario, ready to encode against the base URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScenarioRequest {
+    pub name: String,
+    pub method: String,
+    /// Path and query, starting with `/`.
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub requests: Vec<ScenarioRequest>,
+    pub selection: Selection,
+}
+
+pub fn load_scenario(path: &Path) -> Result<Scenario> {
+    let usage = |message: String| anyhow::Error::new(UsageError(message));
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("cannot read scenario '{}': {e}", path.display())))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    parse_scenario(&text, base).map_err(|e| usage(format!("scenario '{}': {e:#}", path.display())))
+}
+
+/// Parses scenario text; `@file` bodies are read relative to `base`.
+pub fn parse_scenario(text: &str, base: &Path) -> Result<Scenario> {
+    let file: ScenarioFile = toml::from_str(text).context("invalid TOML")?;
+    if file.request.is_empty() {
+        anyhow::bail!("no [[request]] entries");
+    }
+    let mut requests = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    for entry in &file.request {
+        if !names.insert(entry.name.as_str()) {
+            anyhow::bail!("two requests are named '{}'", entry.name);
+        }
+        requests.push(to_request(entry, base).with_context(|| format!("request '{}'", entry.name))?);
+    }
+    let selection = match file.mode {
+        Mode::Sequence => Selection::Sequence,
+        Mode::Weighted => {
+            if file.request.iter().all(|r| r.weight == 0) {
+                anyhow::bail!("every weight is 0");
+            }
+            Selection::Weighted(file.request.iter().map(|r| r.weight).collect())
+        }
+    };
+    Ok(Scenario { requests, selection })
+}
+
+fn to_request(entry: &RequestEntry, base: &Path) -> Result<ScenarioRequest> {
+    if !entry.path.starts_with('/') {
+        anyhow::bail!("path '{}' must start with /", entry.path);
+    }
+    let bodies = [entry.body.is_some(), entry.form.is_some(), entry.json.is_some()];
+    if bodies.iter().filter(|b| **b).count() > 1 {
+        anyhow::bail!("give at most one of body, form and json");
+    }
+    let mut headers: Vec<(String, String)> = entry.headers.clone().into_iter().collect();
+    let mut content_type = |value: &str| {
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+            headers.push(("Content-Type".into(), value.into()));
+        }
+    };
+    let body = if let Some(form) = &entry.form {
+        content_type("application/x-www-form-urlencoded");
+        url::form_urlencoded::Serializer::new(String::new()).extend_pairs(form).finish().into_bytes()
+    } else if let Some(json) = &entry.json {
+        content_type("application/json");
+        serde_json::to_vec(json).context("json body")?
+    } else if let Some(body) = &entry.body {
+        match body.strip_prefix('@') {
+            Some(file) => {
+                let path = base.join(file);
+                std::fs::read(&path).with_context(|| format!("cannot read body file '{}'", path.display()))?
+            }
+            None => body.clone().into_bytes(),
+        }
+    } else {
+        Vec::new()
+    };
+    let method = match &entry.method {
+        Some(method) => method.to_ascii_uppercase(),
+        None if body.is_empty() => "GET".into(),
+        None => "POST".into(),
+    };
+    Ok(ScenarioRequest { name: entry.name.clone(), method, path: entry.path.clone(), headers, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SITE: &str = r#"
+        [[request]]
+        name = "main page"
+        path = "/"
+        weight = 3
+
+        [[request]]
+        name = "add job"
+        path = "/jobs"
+        form = { name = "nightly build", branch = "main" }
+
+        [[request]]
+        name = "api"
+        method = "put"
+        path = "/api/x?y=1"
+        json = { n = 1, tags = ["a"] }
+        headers = { X-Trace = "1" }
+    "#;
+
+    #[test]
+    fn parses_forms_json_weights() {
+        let scenario = parse_scenario(SITE, Path::new(".")).unwrap();
+        assert_eq!(scenario.selection, Selection::Weighted(vec![3, 1, 1]));
+        let [page, job, api] = &scenario.requests[..] else { panic!("three requests") };
+        assert_eq!((page.method.as_str(), page.body.len()), ("GET", 0));
+        assert_eq!(job.method, "POST");
+        assert_eq!(job.body, b"branch=main&name=nightly+build");
+        assert!(job.headers.contains(&("Content-Type".into(), "application/x-www-form-urlencoded".into())));
+        assert_eq!(api.method, "PUT");
+        assert_eq!(api.body, br#"{"n":1,"tags":["a"]}"#);
+        assert!(api.headers.contains(&("X-Trace".into(), "1".into())));
+    }
+
+    #[test]
+    fn sequence_mode_and_errors() {
+        let sequence =
+            parse_scenario("mode = \"sequence\"\n[[request]]\nname = \"a\"\npath = \"/\"", Path::new("."));
+        assert_eq!(sequence.unwrap().selection, Selection::Sequence);
+        let error = |text: &str| format!("{:#}", parse_scenario(text, Path::new(".")).unwrap_err());
+        assert!(error("[[request]]\nname = \"a\"\npath = \"x\"").contains("must start with /"));
+        assert!(
+            error("[[request]]\nname = \"a\"\npath = \"/\"\n[[request]]\nname = \"a\"\npath = \"/\"")
+                .contains("two requests")
+        );
+        assert!(
+            error("[[request]]\nname = \"a\"\npath = \"/\"\nbody = \"x\"\njson = 1").contains("at most one")
+        );
+        assert!(error("[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0").contains("every weight is 0"));
+        assert!(error("request = []").contains("no [[request]]"));
+        assert!(error("[[request]]\nname = \"a\"\npath = \"/\"\nbogus = 1").contains("invalid TOML"));
+    }
+}

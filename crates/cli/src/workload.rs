@@ -1,0 +1,197 @@
+//! What a run sends and how responses are framed, built from the target and the request
+//! options: one HTTP request, a scenario of named HTTP requests, or raw TCP bytes.
+
+use crate::args::RequestArgs;
+use crate::exit::UsageError;
+use crate::request::build_request;
+use crate::scenario::load_scenario;
+use crate::target::{HttpTarget, Target};
+use anyhow::Result;
+use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection};
+use nodelay_wire::{HttpRequest, unescape};
+use std::net::SocketAddr;
+
+const MAX_HTTP_HEAD_BYTES: usize = 64 * 1024;
+
+/// One kind of request with what the doctor's experiments need to vary it.
+#[derive(Debug, Clone)]
+pub struct WorkloadRequest {
+    pub spec: RequestSpec,
+    /// The same request asking the server to close (HTTP `Connection: close`).
+    pub closing_bytes: Vec<u8>,
+    /// Length of the HTTP head when the request has a body: where a split-writing client
+    /// would cut it.
+    pub head_bytes: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub url: String,
+    pub address: SocketAddr,
+    pub requests: Vec<WorkloadRequest>,
+    pub selection: Selection,
+    pub framing: Framing,
+    /// `--write-split` asks for a client that writes in pieces with Nagle on.
+    pub client_nodelay: bool,
+    /// How the request is described in reports: a method, `scenario`, or `raw`.
+    pub label: String,
+}
+
+impl Workload {
+    pub fn specs(&self) -> Vec<RequestSpec> {
+        self.requests.iter().map(|r| r.spec.clone()).collect()
+    }
+
+    pub fn is_scenario(&self) -> bool {
+        self.requests.len() > 1
+    }
+}
+
+fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
+/// Builds the workload; `keep_alive: false` asks HTTP servers to close after each response.
+pub fn build_workload(target: &Target, args: &RequestArgs, keep_alive: bool) -> Result<Workload> {
+    let write_split = args.write_split.clone().map(|split| split.0).unwrap_or_default();
+    let mut workload = match target {
+        Target::Http(http) => http_workload(http, args, keep_alive)?,
+        Target::Tcp { url, address } => tcp_workload(url, *address, args)?,
+    };
+    for request in &mut workload.requests {
+        request.spec.write_split = write_split.clone();
+    }
+    workload.client_nodelay = write_split.is_empty();
+    Ok(workload)
+}
+
+fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> Result<Workload> {
+    if args.send.is_some() || args.frame.is_some() {
+        return Err(usage("--send and --frame are for tcp:// targets; HTTP requests use -m, -H and -b"));
+    }
+    let (requests, selection, label) = match &args.scenario {
+        Some(path) => {
+            let scenario = load_scenario(path)?;
+            let requests: Vec<(String, HttpRequest)> = scenario
+                .requests
+                .into_iter()
+                .map(|r| {
+                    let request = HttpRequest {
+                        method: r.method,
+                        host: target.host_header.clone(),
+                        target: join_path(&target.request_target, &r.path),
+                        headers: [args.headers.clone(), r.headers].concat(),
+                        body: r.body,
+                        keep_alive,
+                    };
+                    (r.name, request)
+                })
+                .collect();
+            (requests, scenario.selection, "scenario".to_string())
+        }
+        None => {
+            let request = build_request(target, args, keep_alive)?;
+            let label = request.method.clone();
+            (vec![(format!("{} {}", request.method, request.target), request)], Selection::Sequence, label)
+        }
+    };
+    let requests = requests
+        .into_iter()
+        .map(|(name, request)| {
+            let bytes = request.encode();
+            let head_bytes = (!request.body.is_empty()).then(|| bytes.len() - request.body.len());
+            let closing_bytes = HttpRequest { keep_alive: false, ..request.clone() }.encode();
+            let spec =
+                RequestSpec { expects_no_body: request.expects_no_body(), ..RequestSpec::new(name, bytes) };
+            WorkloadRequest { spec, closing_bytes, head_bytes }
+        })
+        .collect();
+    Ok(Workload {
+        url: target.url.clone(),
+        address: target.address,
+        requests,
+        selection,
+        framing: Framing::Http { max_head_bytes: MAX_HTTP_HEAD_BYTES },
+        client_nodelay: true,
+        label,
+    })
+}
+
+/// A scenario path under the URL's own path prefix (`http://h/api` + `/items` = `/api/items`).
+fn join_path(base: &str, path: &str) -> String {
+    let base = base.split('?').next().unwrap_or("").trim_end_matches('/');
+    format!("{base}{path}")
+}
+
+fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Workload> {
+    if args.method.is_some() || !args.headers.is_empty() || args.body.is_some() || args.scenario.is_some() {
+        return Err(usage(
+            "-m, -H, -b and --scenario are for http:// targets; tcp:// uses --send and --frame",
+        ));
+    }
+    let (Some(send), Some(frame)) = (&args.send, &args.frame) else {
+        return Err(usage("a tcp:// target needs --send BYTES (or @FILE) and --frame FRAMING"));
+    };
+    let bytes = match send.strip_prefix('@') {
+        Some(path) => {
+            std::fs::read(path).map_err(|e| usage(format!("cannot read --send file '{path}': {e}")))?
+        }
+        None => unescape(send).map_err(|e| usage(format!("--send: {e}")))?,
+    };
+    if bytes.is_empty() {
+        return Err(usage("--send needs at least one byte"));
+    }
+    let framing = RawFraming::parse(frame).map_err(|e| usage(format!("--frame: {e}")))?;
+    let label = format!("raw, --frame {framing}");
+    let spec = RequestSpec::new(format!("{} bytes", bytes.len()), bytes.clone());
+    Ok(Workload {
+        url: url.to_string(),
+        address,
+        requests: vec![WorkloadRequest { spec, closing_bytes: bytes, head_bytes: None }],
+        selection: Selection::Sequence,
+        framing: Framing::Raw { framing, max_response_bytes: args.max_response },
+        client_nodelay: true,
+        label,
+    })
+}
+
+/// Byte counts of the leading writes of a request (`--write-split`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteSplit(pub Vec<usize>);
+
+/// Parses `--write-split`: comma-separated byte counts, optionally ending in `rest`.
+pub fn parse_write_split(text: &str) -> Result<WriteSplit, String> {
+    let mut sizes = Vec::new();
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    for (i, part) in parts.iter().enumerate() {
+        if *part == "rest" && i == parts.len() - 1 && i > 0 {
+            break;
+        }
+        match part.parse::<usize>() {
+            Ok(n) if n > 0 => sizes.push(n),
+            _ => return Err(format!("'{part}' in '{text}': use byte counts such as 40,rest or 4,8,rest")),
+        }
+    }
+    Ok(WriteSplit(sizes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_split_syntax() {
+        assert_eq!(parse_write_split("40,rest"), Ok(WriteSplit(vec![40])));
+        assert_eq!(parse_write_split("4, 8"), Ok(WriteSplit(vec![4, 8])));
+        assert!(parse_write_split("rest").is_err());
+        assert!(parse_write_split("0,rest").is_err());
+        assert!(parse_write_split("4,rest,8").is_err());
+    }
+
+    #[test]
+    fn scenario_paths_join_the_base_path() {
+        assert_eq!(join_path("/", "/items"), "/items");
+        assert_eq!(join_path("/api/", "/items?x=1"), "/api/items?x=1");
+        assert_eq!(join_path("/api?q=1", "/x"), "/api/x");
+    }
+}

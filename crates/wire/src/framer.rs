@@ -1,0 +1,68 @@
+//! One response framer for every protocol the engine speaks, so its loop stays the same.
+
+use crate::raw::{RawFraming, RawResponseParser};
+use crate::response::{Feed, ResponseError, ResponseParser};
+
+/// How responses are delimited on a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Framing {
+    Http { max_head_bytes: usize },
+    Raw { framing: RawFraming, max_response_bytes: u64 },
+}
+
+#[derive(Debug, Clone)]
+pub enum ResponseFramer {
+    Http(ResponseParser),
+    Raw(RawResponseParser),
+}
+
+impl ResponseFramer {
+    pub fn new(framing: &Framing) -> Self {
+        match framing {
+            Framing::Http { max_head_bytes } => {
+                ResponseFramer::Http(ResponseParser::new(false, *max_head_bytes))
+            }
+            Framing::Raw { framing, max_response_bytes } => {
+                ResponseFramer::Raw(RawResponseParser::new(framing.clone(), *max_response_bytes))
+            }
+        }
+    }
+
+    /// Ready for the next response; `no_body`: the HTTP request was HEAD.
+    pub fn reset(&mut self, no_body: bool) {
+        match self {
+            ResponseFramer::Http(parser) => parser.reset_for(no_body),
+            ResponseFramer::Raw(parser) => parser.reset(),
+        }
+    }
+
+    pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
+        match self {
+            ResponseFramer::Http(parser) => parser.feed(data),
+            ResponseFramer::Raw(parser) => parser.feed(data),
+        }
+    }
+
+    /// The peer closed the connection.
+    pub fn finish(&mut self) -> Result<(), ResponseError> {
+        match self {
+            ResponseFramer::Http(parser) => parser.finish(),
+            ResponseFramer::Raw(_) => Err(ResponseError::ClosedEarly),
+        }
+    }
+
+    /// HTTP status of the response; 0 for raw protocols.
+    pub fn status(&self) -> u16 {
+        match self {
+            ResponseFramer::Http(parser) => parser.status(),
+            ResponseFramer::Raw(_) => 0,
+        }
+    }
+
+    pub fn wants_close(&self) -> bool {
+        match self {
+            ResponseFramer::Http(parser) => parser.wants_close(),
+            ResponseFramer::Raw(_) => false,
+        }
+    }
+}
