@@ -13,6 +13,7 @@ want cc gcc
 want node nodejs
 want go golang-go
 want javac default-jdk-headless
+want redis-server redis-server
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

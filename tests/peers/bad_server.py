@@ -3,7 +3,8 @@
 
 Modes: garbage (answers bytes that are not HTTP), close-mid-response (promises 100 bytes,
 sends 10, closes), huge-header (a 10 MB header), silent (reads requests, never answers),
-extra-bytes (a valid response followed by bytes nobody asked for).
+extra-bytes (a valid response followed by bytes nobody asked for); for raw protocols,
+huge-length (a 4-byte length prefix of 4 GB) and no-delimiter (2 MB without a newline).
 Prints "PORT <n>" once bound."""
 import socket
 import sys
@@ -34,6 +35,10 @@ def serve(conn):
                     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA")
                 elif MODE == "silent":
                     pass
+                elif MODE == "huge-length":  # a length prefix announcing 4 GB
+                    conn.sendall(b"\xff\xff\xff\xffpartial")
+                elif MODE == "no-delimiter":  # 2 MB without the newline a line protocol needs
+                    conn.sendall(b"x" * (2 * 1024 * 1024))
             except OSError:
                 return
 

@@ -6,62 +6,20 @@
 mod common;
 
 use common::*;
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 
 const SMALL: &str = "13";
 const BLOCK_25K: &str = "25600";
 
-fn build_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
-    std::fs::create_dir_all(&dir).expect("peer build dir");
-    dir
+fn c_server() -> String {
+    compiled("c_split_server.c")
 }
 
-fn must_run(command: &mut Command) {
-    let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+fn go_server() -> String {
+    compiled("go_http_server.go")
 }
 
-/// Compiled once per test process.
-fn c_server() -> &'static str {
-    static BINARY: OnceLock<String> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let binary = build_dir().join("c_split_server");
-        must_run(
-            Command::new("cc")
-                .args(["-O2", "-pthread", "-o"])
-                .arg(&binary)
-                .arg(peer_script("c_split_server.c")),
-        );
-        binary.to_string_lossy().into_owned()
-    })
-}
-
-fn go_server() -> &'static str {
-    static BINARY: OnceLock<String> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let binary = build_dir().join("go_http_server");
-        must_run(Command::new("go").args(["build", "-o"]).arg(&binary).arg(peer_script("go_http_server.go")));
-        binary.to_string_lossy().into_owned()
-    })
-}
-
-fn java_classes() -> &'static str {
-    static DIR: OnceLock<String> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = build_dir().join("java");
-        must_run(Command::new("javac").arg("-d").arg(&dir).arg(peer_script("JdkHttpServer.java")));
-        dir.to_string_lossy().into_owned()
-    })
-}
-
-fn node_peer(script: &str, args: &[&str]) -> Peer {
-    let path = peer_script(script);
-    let mut all = vec![path.to_str().expect("utf-8 path")];
-    all.extend_from_slice(args);
-    start_peer("node", &all)
+fn java_classes() -> String {
+    compiled("JdkHttpServer.java")
 }
 
 fn java_peer(nodelay: bool, body_bytes: &str) -> Peer {
@@ -69,7 +27,8 @@ fn java_peer(nodelay: bool, body_bytes: &str) -> Peer {
     if nodelay {
         args.push("-Dsun.net.httpserver.nodelay=true");
     }
-    args.extend(["-cp", java_classes(), "JdkHttpServer", body_bytes]);
+    let classes = java_classes();
+    args.extend(["-cp", &classes, "JdkHttpServer", body_bytes]);
     start_peer("java", &args)
 }
 
@@ -132,10 +91,10 @@ verdict!(node_http_small_as_shipped, node_peer("node_http_server.js", &["--body-
 verdict!(node_http_25k_as_shipped, node_peer("node_http_server.js", &["--body-bytes", BLOCK_25K]), HEALTHY);
 
 // Go net/http: TCP_NODELAY as shipped; SetNoDelay(false) stalls responses over its 4 KB buffer.
-verdict!(go_small_as_shipped, start_peer(go_server(), &["-body-bytes", SMALL]), HEALTHY);
-verdict!(go_25k_as_shipped, start_peer(go_server(), &["-body-bytes", BLOCK_25K]), HEALTHY);
-verdict!(go_25k_nagle_on, start_peer(go_server(), &["-nagle", "-body-bytes", BLOCK_25K]), STALL);
-verdict!(go_small_nagle_on_writes_once, start_peer(go_server(), &["-nagle", "-body-bytes", SMALL]), HEALTHY);
+verdict!(go_small_as_shipped, start_peer(&go_server(), &["-body-bytes", SMALL]), HEALTHY);
+verdict!(go_25k_as_shipped, start_peer(&go_server(), &["-body-bytes", BLOCK_25K]), HEALTHY);
+verdict!(go_25k_nagle_on, start_peer(&go_server(), &["-nagle", "-body-bytes", BLOCK_25K]), STALL);
+verdict!(go_small_nagle_on_writes_once, start_peer(&go_server(), &["-nagle", "-body-bytes", SMALL]), HEALTHY);
 
 // Java com.sun.net.httpserver: Nagle on as shipped; -Dsun.net.httpserver.nodelay=true fixes it.
 verdict!(java_small_as_shipped, java_peer(false, SMALL), STALL);
@@ -144,10 +103,10 @@ verdict!(java_small_fixed, java_peer(true, SMALL), HEALTHY);
 verdict!(java_25k_fixed, java_peer(true, BLOCK_25K), HEALTHY);
 
 // C: two send() calls; TCP_NODELAY on the listening socket (inherited) fixes it.
-verdict!(c_small_as_shipped, start_peer(c_server(), &["--body-bytes", SMALL]), STALL);
-verdict!(c_25k_as_shipped, start_peer(c_server(), &["--body-bytes", BLOCK_25K]), STALL);
-verdict!(c_small_fixed, start_peer(c_server(), &["--nodelay", "--body-bytes", SMALL]), HEALTHY);
-verdict!(c_25k_fixed, start_peer(c_server(), &["--nodelay", "--body-bytes", BLOCK_25K]), HEALTHY);
+verdict!(c_small_as_shipped, start_peer(&c_server(), &["--body-bytes", SMALL]), STALL);
+verdict!(c_25k_as_shipped, start_peer(&c_server(), &["--body-bytes", BLOCK_25K]), STALL);
+verdict!(c_small_fixed, start_peer(&c_server(), &["--nodelay", "--body-bytes", SMALL]), HEALTHY);
+verdict!(c_25k_fixed, start_peer(&c_server(), &["--nodelay", "--body-bytes", BLOCK_25K]), HEALTHY);
 
 // Slow servers are not Nagle stalls, however close to 40 ms they are.
 verdict!(

@@ -242,7 +242,7 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     }
     if let Some(timer) = match_delayed_ack_timer(first_byte) {
         evidence.push(Evidence::new(
-            format!("the delay matches the server's {}", timer.describe()),
+            format!("the delay matches {} (server side)", timer.describe()),
             first_byte,
             "ms",
         ));

@@ -74,12 +74,10 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
     }
     writeln!(out)?;
     let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
-    writeln!(
-        out,
-        "  {:<12}{}",
-        "status",
-        if statuses.is_empty() { "none".into() } else { statuses.join(", ") }
-    )?;
+    if r.settings.protocol == "http" {
+        let statuses = if statuses.is_empty() { "none".into() } else { statuses.join(", ") };
+        writeln!(out, "  {:<12}{statuses}", "status")?;
+    }
     write_errors(out, r)?;
     if r.requests_unfinished > 0 {
         let unfinished = plural(r.requests_unfinished, "request", "requests");

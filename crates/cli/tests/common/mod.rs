@@ -2,9 +2,11 @@
 //! "PORT <n>"), run the real `nodelay` binary, and read its JSON output.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// A peer process, killed when dropped.
@@ -69,6 +71,47 @@ pub fn start_peer(program: &str, args: &[&str]) -> Peer {
         .and_then(|p| p.parse().ok())
         .unwrap_or_else(|| panic!("{program} {args:?} printed {line:?} instead of PORT <n>"));
     Peer { child, port, stdout }
+}
+
+pub fn node_peer(script: &str, args: &[&str]) -> Peer {
+    let path = peer_script(script);
+    let mut all = vec![path.to_str().expect("utf-8 path")];
+    all.extend_from_slice(args);
+    start_peer("node", &all)
+}
+
+fn must_run(command: &mut Command) {
+    let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+}
+
+/// Builds a peer from tests/peers once per test process: a C or Go program (returns the
+/// binary) or a Java class (returns the class directory).
+pub fn compiled(source: &str) -> String {
+    static BUILT: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = built.get(source) {
+        return path.clone();
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
+    std::fs::create_dir_all(&dir).expect("peer build dir");
+    let stem = source.rsplit_once('.').map_or(source, |(stem, _)| stem);
+    let output = dir.join(stem);
+    let path = peer_script(source);
+    match source.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("c") => must_run(Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&output).arg(&path)),
+        Some("go") => must_run(Command::new("go").args(["build", "-o"]).arg(&output).arg(&path)),
+        Some("java") => {
+            must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path));
+            let classes = dir.to_string_lossy().into_owned();
+            built.insert(source.to_string(), classes.clone());
+            return classes;
+        }
+        _ => panic!("no rule to build {source}"),
+    }
+    let binary = output.to_string_lossy().into_owned();
+    built.insert(source.to_string(), binary.clone());
+    binary
 }
 
 pub fn python_peer(script: &str, args: &[&str]) -> Peer {
