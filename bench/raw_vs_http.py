@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""nodelay's raw-TCP path vs its HTTP path, on the same trivial peer (bench/canned_peer.c,
+one epoll thread answering canned bytes) pinned to core 0, nodelay pinned to core 1.
+
+Issue 4's target: requests per CPU-second on the raw path within 10 % of the HTTP path.
+Usage: bench/raw_vs_http.py [--rounds 3] [--seconds 5] [--connections 50]
+Exit status 0 when the target is met."""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
+
+
+def start_peer(binary, mode):
+    proc = subprocess.Popen(["taskset", "-c", "0", binary, mode], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("PORT "):
+        sys.exit(f"canned_peer {mode} printed {line!r}")
+    return proc, int(line.split()[1])
+
+
+def run(args, seconds, connections):
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
+        cmd = ["/usr/bin/time", "-o", t.name, "-f", "%U %S %M", "taskset", "-c", "1", NODELAY, "bench", "-t", "1",
+               "-c", str(connections), "-d", f"{seconds}s", "-q", "--json"] + args
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
+        user, system, rss = t.read().split()[-3:]
+    report = json.loads(out.stdout)
+    if sum(report["errors"].values()):
+        sys.exit(f"errors: {report['errors']}")
+    cpu = float(user) + float(system)
+    return dict(rps=report["requests_per_second"], per_cpu=report["requests_completed"] / cpu, rss=int(rss))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=50)
+    args = parser.parse_args()
+    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    workdir = tempfile.mkdtemp(prefix="nodelay-raw-")
+    peer_binary = os.path.join(workdir, "canned_peer")
+    subprocess.run(["cc", "-O2", "-o", peer_binary, os.path.join(ROOT, "bench", "canned_peer.c")], check=True)
+    http_peer, http_port = start_peer(peer_binary, "http")
+    line_peer, line_port = start_peer(peer_binary, "line")
+    results = {"http": [], "raw": []}
+    try:
+        for round_number in range(args.rounds):
+            results["http"].append(run([f"http://127.0.0.1:{http_port}/"], args.seconds, args.connections))
+            results["raw"].append(run(["--send", r"PING\n", "--frame", "line", f"tcp://127.0.0.1:{line_port}"],
+                                      args.seconds, args.connections))
+            print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+    finally:
+        for proc in (http_peer, line_peer):
+            proc.kill()
+    print(f"\ncanned peer (1 epoll thread) on core 0, nodelay -t 1 -c {args.connections} on core 1, "
+          f"{args.seconds} s x {args.rounds} rounds (medians)")
+    print(f"{'path':<8}{'req/s':>12}{'req/CPU-s':>12}{'peak RSS':>12}")
+    med = {}
+    for path, runs in results.items():
+        med[path] = {k: statistics.median(r[k] for r in runs) for k in ("rps", "per_cpu", "rss")}
+        m = med[path]
+        print(f"{path:<8}{m['rps']:>12.0f}{m['per_cpu']:>12.0f}{m['rss'] / 1024:>9.1f} MB")
+    ratio = med["raw"]["per_cpu"] / med["http"]["per_cpu"]
+    ok = ratio >= 0.9
+    print(f"\nreq/CPU-s raw/http {ratio:.2f}  (target >= 0.90) {'ok' if ok else 'MISSED'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
