@@ -22,6 +22,8 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Diagnose why requests are slow: measure, run experiments, name the cause, show the fix
     Doctor(Box<DoctorArgs>),
+    /// Find Nagle × delayed-ACK stalls in a packet capture (pcap or pcapng) taken anywhere
+    Pcap(Box<PcapArgs>),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
 }
@@ -140,6 +142,29 @@ pub struct DoctorArgs {
     /// Print the diagnosis as JSON (schema/doctor.schema.json) on stdout instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `nodelay pcap`: stalls in a capture.
+#[derive(Debug, Clone, Args)]
+pub struct PcapArgs {
+    /// A pcap or pcapng file (tcpdump -w, dumpcap, Wireshark)
+    pub file: PathBuf,
+
+    /// Only flows with this endpoint, IP:PORT (either side), or this pair, IP:PORT-IP:PORT
+    #[arg(long, value_name = "ENDPOINT", value_parser = parse_flow_filter)]
+    pub flow: Option<nodelay_capture::FlowFilter>,
+
+    /// How many flows with stalls to list, most time lost first
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub top: u32,
+
+    /// Print the analysis as JSON (schema/pcap.schema.json) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {
+    nodelay_capture::FlowFilter::parse(text)
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {

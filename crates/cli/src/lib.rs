@@ -8,13 +8,14 @@ mod demo_servers;
 mod doctor;
 mod exit;
 mod interrupt;
+mod pcap;
 mod request;
 mod runner;
 mod scenario;
 mod target;
 mod workload;
 
-pub use args::{BenchArgs, Cli, Command, DoctorArgs, RequestArgs};
+pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs};
 pub use exit::{Outcome, UsageError, outcome_of};
 
 /// Runs one command. Errors carry context for a one-line message.
@@ -22,6 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Bench(args) => bench::bench(&args),
         Command::Doctor(args) => doctor::doctor(&args),
+        Command::Pcap(args) => pcap::pcap(&args),
         Command::Demo => demo::demo(),
     }
 }

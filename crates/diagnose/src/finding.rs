@@ -54,9 +54,21 @@ impl Evidence {
     }
 }
 
-/// The experiment that tested the finding and what it changed.
+/// How a finding was proven.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProofKind {
+    /// A live experiment changed one thing and compared.
+    Experiment,
+    /// A packet capture showed the stall's packet pattern.
+    CaptureRule,
+}
+
+/// The experiment that tested the finding and what it changed (or, from a capture, the
+/// packet pattern that shows it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Proof {
+    pub kind: ProofKind,
     pub experiment: String,
     pub baseline_p50_ms: f64,
     pub experiment_p50_ms: f64,

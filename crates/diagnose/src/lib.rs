@@ -5,13 +5,15 @@
 //! [`Finding`]s. No I/O and no clock here, so every rule is unit-tested on synthetic records.
 //! The kernel facts behind the rules are in shared/FIELD_NOTES.md.
 
+mod capture;
 mod finding;
 mod fixes;
 mod phase;
 mod rules;
 mod timers;
 
-pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof};
+pub use capture::{CaptureStalls, capture_findings};
+pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 pub use phase::{
     Experiment, LATE_FIRST_BYTE_MS, Observations, Phase, PhaseSummary, RequestShape, STALL_GAP_MS,
 };

@@ -3,7 +3,7 @@
 //! A cause is stated only when the experiment that removes it did so; otherwise the finding
 //! says what was seen (`proven: false`) and never names Nagle.
 
-use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof};
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::phase::{Experiment, Observations, Phase, PhaseSummary};
 use crate::timers::match_delayed_ack_timer;
@@ -107,6 +107,7 @@ fn proof(
     let gone = removed(baseline, &summary, symptom);
     let affected = (symptom(&summary) * summary.steady_responses as f64).round();
     Proof {
+        kind: ProofKind::Experiment,
         experiment: experiment.describe().into(),
         baseline_p50_ms: baseline.total_p50_ms,
         experiment_p50_ms: summary.total_p50_ms,

@@ -5,7 +5,7 @@ use crate::Render;
 use crate::doctor::{DoctorReport, DoctorScenarioReport};
 use crate::format::format_duration_ms;
 use crate::text::Text;
-use nodelay_diagnose::{Evidence, Finding, STALL_GAP_MS};
+use nodelay_diagnose::{Evidence, Finding, ProofKind, STALL_GAP_MS};
 use std::fmt::Write;
 
 impl Render<DoctorReport> for Text {
@@ -78,7 +78,7 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
     writeln!(out, "verdict: {}", ids.join(", "))
 }
 
-fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
+pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
     let proven = if f.proven { "proven" } else { "not proven" };
     let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
     writeln!(out, "{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default())?;
@@ -90,7 +90,11 @@ fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
     if !f.proof.is_empty() {
         writeln!(out, "  proof:")?;
         for proof in &f.proof {
-            let verdict = if proof.removed { "removed it" } else { "did not remove it" };
+            let verdict = match (proof.kind, proof.removed) {
+                (ProofKind::CaptureRule, _) => "seen in the capture",
+                (ProofKind::Experiment, true) => "removed it",
+                (ProofKind::Experiment, false) => "did not remove it",
+            };
             writeln!(out, "    {}: {} ({verdict})", proof.experiment, proof.result)?;
         }
     }

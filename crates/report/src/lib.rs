@@ -6,6 +6,8 @@ mod doctor;
 mod doctor_text;
 mod format;
 mod json;
+mod pcap;
+mod pcap_text;
 mod text;
 
 pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport};
@@ -15,6 +17,7 @@ pub use doctor::{
 };
 pub use format::{format_bytes, format_duration_ms};
 pub use json::Json;
+pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
 pub use text::Text;
 
 /// A report format.

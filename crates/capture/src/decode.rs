@@ -1,0 +1,124 @@
+//! From a captured frame to the TCP facts the analysis needs, for the link types captures
+//! are taken with: Ethernet (with VLAN tags), Linux cooked v1 and v2, BSD loopback/null,
+//! OpenBSD loop and raw IP; IPv4 and IPv6. Parsing is etherparse's (lax, so a snap length
+//! that cut the payload still yields the header); lengths come from the IP header, not from
+//! what was captured.
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+pub const LINKTYPE_NULL: u16 = 0;
+pub const LINKTYPE_ETHERNET: u16 = 1;
+pub const LINKTYPE_RAW_12: u16 = 12;
+pub const LINKTYPE_RAW_14: u16 = 14;
+pub const LINKTYPE_RAW: u16 = 101;
+pub const LINKTYPE_LOOP: u16 = 108;
+pub const LINKTYPE_LINUX_SLL: u16 = 113;
+pub const LINKTYPE_IPV4: u16 = 228;
+pub const LINKTYPE_IPV6: u16 = 229;
+pub const LINKTYPE_LINUX_SLL2: u16 = 276;
+
+/// Whether nodelay can decode frames of this link type.
+pub fn link_type_supported(link_type: u16) -> bool {
+    matches!(
+        link_type,
+        LINKTYPE_NULL
+            | LINKTYPE_ETHERNET
+            | LINKTYPE_RAW_12
+            | LINKTYPE_RAW_14
+            | LINKTYPE_RAW
+            | LINKTYPE_LOOP
+            | LINKTYPE_LINUX_SLL
+            | LINKTYPE_IPV4
+            | LINKTYPE_IPV6
+            | LINKTYPE_LINUX_SLL2
+    )
+}
+
+/// One TCP segment as the analysis sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment {
+    pub source: (IpAddr, u16),
+    pub destination: (IpAddr, u16),
+    pub seq: u32,
+    pub ack: u32,
+    pub syn: bool,
+    pub ack_flag: bool,
+    pub fin: bool,
+    pub rst: bool,
+    /// Payload bytes on the wire (from the IP length, even when the capture cut them).
+    pub payload_len: u32,
+    /// The MSS option of a SYN.
+    pub mss_option: Option<u16>,
+    /// The segment carries the timestamps option (12 bytes off every segment's payload).
+    pub timestamps: bool,
+}
+
+/// Decodes a frame; `None` when it is not a TCP segment (ARP, UDP, fragments, runts).
+pub fn decode_tcp(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
+    let sliced = match link_type {
+        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(frame).ok()?,
+        LINKTYPE_NULL | LINKTYPE_LOOP => LaxSlicedPacket::from_ip(frame.get(4..)?).ok()?,
+        LINKTYPE_RAW | LINKTYPE_RAW_12 | LINKTYPE_RAW_14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            LaxSlicedPacket::from_ip(frame).ok()?
+        }
+        LINKTYPE_LINUX_SLL => {
+            let protocol = u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]);
+            LaxSlicedPacket::from_ether_type(EtherType(protocol), frame.get(16..)?)
+        }
+        LINKTYPE_LINUX_SLL2 => {
+            let protocol = u16::from_be_bytes([*frame.first()?, *frame.get(1)?]);
+            LaxSlicedPacket::from_ether_type(EtherType(protocol), frame.get(20..)?)
+        }
+        _ => return None,
+    };
+    let (source_ip, destination_ip, ip_payload_len) = match sliced.net.as_ref()? {
+        LaxNetSlice::Ipv4(ipv4) => {
+            let header = ipv4.header();
+            if header.is_fragmenting_payload() {
+                return None;
+            }
+            let payload = usize::from(header.total_len()).saturating_sub(header.slice().len());
+            (
+                IpAddr::V4(Ipv4Addr::from(header.source())),
+                IpAddr::V4(Ipv4Addr::from(header.destination())),
+                payload,
+            )
+        }
+        LaxNetSlice::Ipv6(ipv6) => {
+            let header = ipv6.header();
+            let extensions = ipv6.extensions().slice().len();
+            let payload = usize::from(header.payload_length()).saturating_sub(extensions);
+            (
+                IpAddr::V6(Ipv6Addr::from(header.source())),
+                IpAddr::V6(Ipv6Addr::from(header.destination())),
+                payload,
+            )
+        }
+        LaxNetSlice::Arp(_) => return None,
+    };
+    let Some(TransportSlice::Tcp(tcp)) = sliced.transport else { return None };
+    let header_len = usize::from(tcp.data_offset()) * 4;
+    let mut mss_option = None;
+    let mut timestamps = false;
+    for option in tcp.options_iterator().flatten() {
+        match option {
+            TcpOptionElement::MaximumSegmentSize(mss) if tcp.syn() => mss_option = Some(mss),
+            TcpOptionElement::Timestamp(_, _) => timestamps = true,
+            _ => {}
+        }
+    }
+    Some(TcpSegment {
+        source: (source_ip, tcp.source_port()),
+        destination: (destination_ip, tcp.destination_port()),
+        seq: tcp.sequence_number(),
+        ack: tcp.acknowledgment_number(),
+        syn: tcp.syn(),
+        ack_flag: tcp.ack(),
+        fin: tcp.fin(),
+        rst: tcp.rst(),
+        payload_len: ip_payload_len.saturating_sub(header_len) as u32,
+        mss_option,
+        timestamps,
+    })
+}

@@ -1,0 +1,12 @@
+//! Packet captures: read pcap/pcapng as a stream, decode TCP, track flows in both
+//! directions and find Nagle × delayed-ACK stalls by the capture rule of FIELD_NOTES §5.
+
+mod analyzer;
+pub mod decode;
+mod flow;
+mod reader;
+
+pub use analyzer::{Analyzer, CaptureSummary, FlowFilter};
+pub use decode::{TcpSegment, decode_tcp, link_type_supported};
+pub use flow::{Endpoint, Flow, FlowSummary, Role, SenderStalls, StallExample};
+pub use reader::{Packet, ReadError, ReadStats, read_packets};

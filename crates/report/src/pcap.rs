@@ -1,0 +1,231 @@
+//! The model of a `nodelay pcap` result. Its serde form is the JSON contract described by
+//! `schema/pcap.schema.json`: rename nothing, only add. Findings share the doctor's types.
+
+use nodelay_capture::{CaptureSummary, FlowSummary, SenderStalls, StallExample};
+use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_ack_timer};
+use serde::Serialize;
+
+pub const PCAP_SCHEMA_ID: &str = "nodelay-pcap/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StallReport {
+    /// `server` or `client`: the side that held its data (the Nagling sender).
+    pub held_by: &'static str,
+    /// Request/response exchange on the connection (1 = first request).
+    pub exchange: u32,
+    /// Seconds since the first packet of the capture.
+    pub at_s: f64,
+    pub segment_bytes: u32,
+    pub held_after_packet: u64,
+    pub ack_packet: u64,
+    pub release_packet: u64,
+    pub ack_delay_ms: f64,
+    pub release_after_ack_us: f64,
+    pub lost_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowReport {
+    pub client: String,
+    pub server: String,
+    /// Roles come from the SYN; without it the side that sent data first is the client.
+    pub roles_from_handshake: bool,
+    pub packets: u64,
+    pub exchanges: u32,
+    pub client_bytes: u64,
+    pub server_bytes: u64,
+    pub retransmissions: u64,
+    pub handshake_rtt_ms: Option<f64>,
+    pub stalls: u64,
+    pub time_lost_ms: f64,
+    /// `server`, `client` or `both`.
+    pub held_by: &'static str,
+    /// The side whose delayed ACK released the data.
+    pub ack_delayed_by: &'static str,
+    pub ack_delay_p50_ms: f64,
+    /// The delayed-ACK timer that delay matches, naming the acking side's stack.
+    pub suggested_stack: Option<String>,
+    pub examples: Vec<StallReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PcapReport {
+    pub schema: &'static str,
+    pub file: String,
+    pub packets: u64,
+    pub tcp_packets: u64,
+    pub other_packets: u64,
+    pub bytes: u64,
+    pub duration_s: f64,
+    pub flows: u64,
+    pub flows_with_stalls: u64,
+    pub stalls: u64,
+    pub time_lost_ms: f64,
+    /// `healthy` or `findings`.
+    pub verdict: &'static str,
+    pub findings: Vec<Finding>,
+    /// The flows with stalls, most time lost first (up to --top).
+    pub top_flows: Vec<FlowReport>,
+    /// Flows with stalls not listed in `top_flows`.
+    pub flows_not_listed: u64,
+    pub warnings: Vec<String>,
+    /// Why reading stopped early, when it did; the figures cover the packets before it.
+    pub error: Option<String>,
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn percentile_ms(values: &[u64], quantile: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let rank = ((quantile * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    ms(sorted[rank - 1])
+}
+
+fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -> StallReport {
+    StallReport {
+        held_by,
+        exchange: example.exchange,
+        at_s: example.at_ns.saturating_sub(origin_ns) as f64 / 1e9,
+        segment_bytes: example.segment_bytes,
+        held_after_packet: example.held_after_packet,
+        ack_packet: example.ack_packet,
+        release_packet: example.release_packet,
+        ack_delay_ms: ms(example.ack_delay_ns),
+        release_after_ack_us: example.release_after_ack_ns as f64 / 1e3,
+        lost_ms: ms(example.lost_ns),
+    }
+}
+
+fn describe_example(held_by: &str, example: &StallExample) -> String {
+    let acker = if held_by == "server" { "client" } else { "server" };
+    format!(
+        "exchange {}: {held_by} segment #{} ({} bytes), {acker}'s pure ACK #{} after {:.1} ms, {held_by}'s next segment #{} \
+         {:.0} µs after that ACK",
+        example.exchange,
+        example.held_after_packet,
+        example.segment_bytes,
+        example.ack_packet,
+        ms(example.ack_delay_ns),
+        example.release_packet,
+        example.release_after_ack_ns as f64 / 1e3
+    )
+}
+
+fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
+    let held_by = match (flow.server_stalls.count > 0, flow.client_stalls.count > 0) {
+        (true, true) => "both",
+        (false, true) => "client",
+        _ => "server",
+    };
+    let delays: Vec<u64> =
+        flow.server_stalls.ack_delays_ns.iter().chain(&flow.client_stalls.ack_delays_ns).copied().collect();
+    let ack_delay_p50_ms = percentile_ms(&delays, 0.5);
+    let mut examples: Vec<StallReport> = flow
+        .server_stalls
+        .examples
+        .iter()
+        .map(|e| stall_report("server", e, origin_ns))
+        .chain(flow.client_stalls.examples.iter().map(|e| stall_report("client", e, origin_ns)))
+        .collect();
+    examples.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    FlowReport {
+        client: format_endpoint(flow.client),
+        server: format_endpoint(flow.server),
+        roles_from_handshake: flow.roles_from_handshake,
+        packets: flow.packets,
+        exchanges: flow.exchanges,
+        client_bytes: flow.client_bytes,
+        server_bytes: flow.server_bytes,
+        retransmissions: flow.retransmissions,
+        handshake_rtt_ms: flow.handshake_rtt_ns.map(ms),
+        stalls: flow.stalls(),
+        time_lost_ms: ms(flow.lost_ns()),
+        held_by,
+        ack_delayed_by: match held_by {
+            "server" => "client",
+            "client" => "server",
+            _ => "both",
+        },
+        ack_delay_p50_ms,
+        suggested_stack: match_delayed_ack_timer(ack_delay_p50_ms).map(|t| t.describe().to_string()),
+        examples,
+    }
+}
+
+fn format_endpoint((ip, port): (std::net::IpAddr, u16)) -> String {
+    std::net::SocketAddr::new(ip, port).to_string()
+}
+
+fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStalls {
+    let held_by = if held_by_server { "server" } else { "client" };
+    CaptureStalls {
+        held_by_server,
+        stalls: stalls.count,
+        flows,
+        time_lost_ms: ms(stalls.lost_ns),
+        ack_delay_p10_ms: percentile_ms(&stalls.ack_delays_ns, 0.1),
+        ack_delay_p50_ms: percentile_ms(&stalls.ack_delays_ns, 0.5),
+        ack_delay_p90_ms: percentile_ms(&stalls.ack_delays_ns, 0.9),
+        release_after_ack_p50_us: percentile_ms(&stalls.releases_ns, 0.5) * 1e3,
+        example: stalls.examples.first().map(|e| describe_example(held_by, e)).unwrap_or_default(),
+    }
+}
+
+impl PcapReport {
+    /// `top`: how many stalling flows to list.
+    pub fn new(
+        file: String,
+        summary: &CaptureSummary,
+        top: usize,
+        warnings: Vec<String>,
+        error: Option<String>,
+    ) -> Self {
+        let origin = summary.first_ns.unwrap_or(0);
+        let count_flows = |server: bool| {
+            summary
+                .flows
+                .iter()
+                .filter(|f| if server { f.server_stalls.count > 0 } else { f.client_stalls.count > 0 })
+                .count() as u64
+        };
+        let groups = [
+            group(&summary.server_stalls, true, count_flows(true)),
+            group(&summary.client_stalls, false, count_flows(false)),
+        ];
+        let findings = capture_findings(&groups, summary.flows_seen);
+        let stalls = summary.server_stalls.count + summary.client_stalls.count;
+        let listed = summary.flows.len().min(top);
+        PcapReport {
+            schema: PCAP_SCHEMA_ID,
+            file,
+            packets: summary.read.packets,
+            tcp_packets: summary.tcp_packets,
+            other_packets: summary.other_packets,
+            bytes: summary.read.bytes,
+            duration_s: match (summary.first_ns, summary.last_ns) {
+                (Some(first), Some(last)) => last.saturating_sub(first) as f64 / 1e9,
+                _ => 0.0,
+            },
+            flows: summary.flows_seen,
+            flows_with_stalls: summary.flows_with_stalls,
+            stalls,
+            time_lost_ms: ms(summary.server_stalls.lost_ns + summary.client_stalls.lost_ns),
+            verdict: if stalls == 0 { "healthy" } else { "findings" },
+            findings,
+            top_flows: summary.flows.iter().take(listed).map(|f| flow_report(f, origin)).collect(),
+            flows_not_listed: summary.flows_with_stalls - listed as u64,
+            warnings,
+            error,
+        }
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.verdict == "healthy"
+    }
+}
