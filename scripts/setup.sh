@@ -14,6 +14,7 @@ want node nodejs
 want go golang-go
 want javac default-jdk-headless
 want redis-server redis-server
+want tcpdump tcpdump
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

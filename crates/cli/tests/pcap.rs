@@ -1,0 +1,265 @@
+//! `nodelay pcap`: committed fixtures for every file format and link type, bad files, and
+//! captures taken by tcpdump of real peers, whose verdicts must match the live doctor's.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn fixture(name: &str) -> String {
+    repo_root().join("tests/fixtures/pcap").join(name).to_string_lossy().into_owned()
+}
+
+fn pcap_json(file: &str) -> (Run, serde_json::Value) {
+    let run = nodelay(&["pcap", "--json", file]);
+    let report = run.json();
+    validate_against_schema("pcap.schema.json", &report);
+    (run, report)
+}
+
+fn ids(report: &serde_json::Value) -> Vec<String> {
+    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn every_format_and_link_type_finds_the_three_server_stalls() {
+    for file in [
+        "ethernet_usec_le.pcap",
+        "ethernet_nsec_be.pcap",
+        "ethernet_vlan.pcap",
+        "linux_sll.pcap",
+        "linux_sll2.pcap",
+        "bsd_null.pcap",
+        "raw_ipv6.pcap",
+        "two_interfaces.pcapng",
+    ] {
+        let (run, report) = pcap_json(&fixture(file));
+        assert_eq!(run.code(), 3, "{file}: {}", run.stderr());
+        assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"], "{file}");
+        assert_eq!(report["stalls"], 3, "{file}");
+        let flow = &report["top_flows"][0];
+        assert_eq!(flow["held_by"], "server", "{file}");
+        assert_eq!(flow["ack_delayed_by"], "client", "{file}");
+        assert_eq!(flow["roles_from_handshake"], true, "{file}");
+        assert_eq!(flow["exchanges"], 3, "{file}");
+        let example = &flow["examples"][0];
+        assert_eq!(example["segment_bytes"], 120, "{file}");
+        assert!((example["ack_delay_ms"].as_f64().unwrap() - 39.95).abs() < 0.01, "{file}: {example}");
+        assert!((example["release_after_ack_us"].as_f64().unwrap() - 20.0).abs() < 0.5, "{file}: {example}");
+        assert!(flow["suggested_stack"].as_str().unwrap().contains("Linux"), "{file}");
+    }
+}
+
+#[test]
+fn pcapng_keeps_each_interface_apart() {
+    let (_, report) = pcap_json(&fixture("two_interfaces.pcapng"));
+    assert_eq!(report["flows"], 2, "a healthy flow on interface 0, the stalling one on interface 1");
+    assert_eq!(report["flows_with_stalls"], 1);
+    // Interface 1 stamps in nanoseconds: the 20 µs release survives exactly.
+    assert_eq!(report["top_flows"][0]["examples"][0]["release_after_ack_us"], 20.0);
+}
+
+#[test]
+fn client_held_requests_and_retransmissions() {
+    let (run, report) = pcap_json(&fixture("client_split.pcap"));
+    assert_eq!(run.code(), 3);
+    assert_eq!(ids(&report), vec!["client-nagle-delayed-ack"]);
+    assert_eq!(report["top_flows"][0]["held_by"], "client");
+    let (run, report) = pcap_json(&fixture("retransmission.pcap"));
+    assert_eq!(run.code(), 0, "a retransmission after a timeout is not a stall");
+    assert_eq!(ids(&report), vec!["healthy"]);
+}
+
+#[test]
+fn text_output_lists_flows_and_units() {
+    let run = nodelay(&["pcap", &fixture("ethernet_usec_le.pcap")]);
+    assert_eq!(run.code(), 3);
+    let text = run.stdout();
+    for needle in [
+        "stalls: 3 in 1 flows, 119.91 ms lost",
+        "10.0.0.1:40000 -> 10.0.0.2:8080",
+        "exchange 1 at",
+        "ACK #",
+        "after 39.95 ms",
+        "server-nagle-delayed-ack (proven, high confidence)",
+        "(seen in the capture)",
+        "verdict: server-nagle-delayed-ack",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?}:\n{text}");
+    }
+}
+
+#[test]
+fn flow_filter_selects_flows() {
+    let (_, report) = pcap_json(&fixture("two_interfaces.pcapng"));
+    assert_eq!(report["flows"], 2);
+    let run = nodelay(&["pcap", "--json", "--flow", "10.0.0.4:9090", &fixture("two_interfaces.pcapng")]);
+    assert_eq!(run.code(), 0);
+    assert_eq!(run.json()["flows"], 1);
+    let run = nodelay(&[
+        "pcap",
+        "--json",
+        "--flow",
+        "10.0.0.1:40000-10.0.0.2:8080",
+        &fixture("two_interfaces.pcapng"),
+    ]);
+    assert_eq!(run.code(), 3);
+    assert_eq!(run.json()["stalls"], 3);
+    let run = nodelay(&["pcap", "--flow", "10.9.9.9:1", &fixture("two_interfaces.pcapng")]);
+    assert_eq!(run.code(), 1);
+    assert!(run.stderr().contains("no TCP flow matches --flow"), "{}", run.stderr());
+    assert_eq!(nodelay(&["pcap", "--flow", "nonsense", &fixture("empty.pcap")]).code(), 2);
+}
+
+#[test]
+fn bad_files_say_what_and_where() {
+    let check = |file: &str, code: i32, needle: &str| {
+        let run = nodelay(&["pcap", &fixture(file)]);
+        assert_eq!(run.code(), code, "{file}: {}", run.stderr());
+        assert!(run.stderr().contains(needle), "{file}: {}", run.stderr());
+        assert!(!run.stderr().contains("panicked"), "{file}: {}", run.stderr());
+    };
+    check("empty.pcap", 1, "the file is empty");
+    check("not_a_capture.pcap", 1, "not a pcap or pcapng file (it starts with 47 45 54 20)");
+    check("udp_only.pcap", 1, "no TCP packets among its 1 packets");
+    check("unknown_link_type.pcap", 1, "link type 147 cannot be decoded");
+    check(
+        "caplen_over_snaplen.pcap",
+        1,
+        "packet #1 at byte offset 24: captured length 58 exceeds the snap length 40",
+    );
+    // Truncated: what was read is reported, and the cut is located.
+    check("truncated.pcap", 3, "packet record #14 at byte offset 1364 is cut short");
+    let (_, report) = pcap_json(&fixture("truncated.pcap"));
+    assert_eq!(report["packets"], 13);
+    assert_eq!(report["stalls"], 2);
+    assert!(report["error"].as_str().unwrap().contains("truncated"));
+    let missing = nodelay(&["pcap", "/nonexistent/capture.pcap"]);
+    assert_eq!(missing.code(), 1);
+    assert!(missing.stderr().contains("cannot open"), "{}", missing.stderr());
+}
+
+#[test]
+fn every_prefix_of_a_fixture_reads_without_panic() {
+    // A cheap, deterministic cousin of the fuzz target (fuzz/): cut a capture at every byte.
+    let bytes = std::fs::read(fixture("two_interfaces.pcapng")).unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("prefixes");
+    std::fs::create_dir_all(&dir).unwrap();
+    for cut in (0..bytes.len()).step_by(97) {
+        let path = dir.join(format!("cut{cut}.pcapng"));
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let run = nodelay(&["pcap", path.to_str().unwrap()]);
+        assert!([0, 1, 3].contains(&run.code()), "cut {cut}: {}", run.stderr());
+        assert!(!run.stderr().contains("panicked"), "cut {cut}: {}", run.stderr());
+    }
+}
+
+// ---- captures of real peers ------------------------------------------------------------
+
+/// tcpdump writing a capture of one port; stops (and flushes) when dropped.
+struct Capture {
+    child: Option<Child>,
+    path: PathBuf,
+}
+
+impl Capture {
+    /// Starts tcpdump and waits until it says it is listening.
+    fn start(name: &str, port: u16, interface: &str, nano: bool) -> Capture {
+        let path =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}.pcap", std::process::id()));
+        let mut command = Command::new("tcpdump");
+        command.args(["-i", interface, "--immediate-mode", "-U", "-Z", "root", "-w"]).arg(&path);
+        if nano {
+            command.args(["--time-stamp-precision", "nano"]);
+        }
+        let mut child = command
+            .arg(format!("tcp port {port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tcpdump (scripts/setup.sh installs it; tests run as root)");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(stderr.read_line(&mut line).unwrap() > 0, "tcpdump exited: {line}");
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        Capture { child: Some(child), path }
+    }
+
+    /// Stops tcpdump; the file is complete afterwards.
+    fn finish(mut self) -> PathBuf {
+        let child = self.child.take().unwrap();
+        let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        child.wait_with_output().unwrap();
+        self.path.clone()
+    }
+}
+
+impl Drop for Capture {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn capture_bench(name: &str, peer: &Peer, interface: &str, nano: bool, bench_args: &[&str]) -> PathBuf {
+    let capture = Capture::start(name, peer.port, interface, nano);
+    let run = nodelay(&[&["bench", "-c", "1", "-n", "10", "-q"], bench_args].concat());
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    capture.finish()
+}
+
+fn doctor_verdict(args: &[&str]) -> Vec<String> {
+    let run = nodelay(&[&["doctor", "--json"], args].concat());
+    ids(&run.json())
+}
+
+fn pcap_file_verdict(path: &Path) -> serde_json::Value {
+    let (_, report) = pcap_json(path.to_str().unwrap());
+    std::fs::remove_file(path).ok();
+    report
+}
+
+#[test]
+fn tcpdump_of_a_stalling_server_matches_the_doctor() {
+    let peer = python_peer("python_http_server.py", &[]);
+    let path = capture_bench("stall", &peer, "lo", false, &[&peer.url("/")]);
+    let report = pcap_file_verdict(&path);
+    assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"]);
+    // Ten keep-alive requests: the first escapes (quick ACKs), the other nine stall.
+    assert_eq!(report["stalls"], 9, "{report:#}");
+    assert_eq!(report["top_flows"][0]["examples"][0]["exchange"], 2);
+    assert_eq!(doctor_verdict(&[&peer.url("/")]), ids(&report));
+}
+
+#[test]
+fn tcpdump_of_the_fixed_server_is_healthy_like_the_doctor() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    // -i any: Linux cooked v2 frames, nanosecond timestamps.
+    let path = capture_bench("fixed", &peer, "any", true, &[&peer.url("/")]);
+    let report = pcap_file_verdict(&path);
+    assert_eq!(ids(&report), vec!["healthy"]);
+    assert!(report["tcp_packets"].as_u64().unwrap() >= 40, "{report:#}");
+    assert_eq!(doctor_verdict(&[&peer.url("/")]), ids(&report));
+}
+
+#[test]
+fn tcpdump_of_a_split_writing_client_matches_the_doctor() {
+    let peer = start_peer(&compiled("go_lenprefix_server.go"), &[]);
+    let url = format!("tcp://127.0.0.1:{}", peer.port);
+    let raw = ["--send", r"\x00\x00\x00\x05hello", "--frame", "len32be", "--write-split", "4,rest"];
+    let path = capture_bench("split", &peer, "lo", false, &[&raw[..], &[url.as_str()]].concat());
+    let report = pcap_file_verdict(&path);
+    assert_eq!(ids(&report), vec!["client-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(report["top_flows"][0]["held_by"], "client");
+    assert_eq!(doctor_verdict(&[&raw[..], &[url.as_str()]].concat()), ids(&report));
+}
