@@ -305,7 +305,7 @@ impl Flow {
             end_seq,
             len: segment.payload_len,
             packet,
-            sub_mss: mss.is_none_or(|mss| segment.payload_len % mss != 0),
+            sub_mss: mss.is_none_or(|mss| !segment.payload_len.is_multiple_of(mss)),
             acked: false,
         });
         // The peer's held bytes, if any, cannot continue a message across this one.
