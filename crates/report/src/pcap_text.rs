@@ -37,8 +37,8 @@ fn write_pcap(out: &mut String, r: &PcapReport) -> std::fmt::Result {
         writeln!(out)?;
         writeln!(
             out,
-            "  {:<46}{:>7}{:>11}{:>8}{:>10}  {}",
-            "flow (client -> server)", "stalls", "lost", "held by", "ACK delay", "ACK delayed by"
+            "  {:<46}{:>7}{:>11}{:>8}{:>10}  ACK delayed by",
+            "flow (client -> server)", "stalls", "lost", "held by", "ACK delay"
         )?;
         for flow in &r.top_flows {
             writeln!(
