@@ -63,7 +63,7 @@ pub struct SenderStalls {
 impl SenderStalls {
     fn add(&mut self, stall: StallExample) {
         self.count += 1;
-        self.lost_ns += stall.lost_ns;
+        self.lost_ns = self.lost_ns.saturating_add(stall.lost_ns);
         if self.ack_delays_ns.len() < SAMPLES_KEPT {
             self.ack_delays_ns.push(stall.ack_delay_ns);
             self.releases_ns.push(stall.release_after_ack_ns);
@@ -75,7 +75,7 @@ impl SenderStalls {
 
     pub fn merge(&mut self, other: &SenderStalls) {
         self.count += other.count;
-        self.lost_ns += other.lost_ns;
+        self.lost_ns = self.lost_ns.saturating_add(other.lost_ns);
         let room = SAMPLES_KEPT.saturating_sub(self.ack_delays_ns.len());
         self.ack_delays_ns.extend(other.ack_delays_ns.iter().take(room));
         self.releases_ns.extend(other.releases_ns.iter().take(room));
@@ -106,7 +106,7 @@ pub struct FlowSummary {
 
 impl FlowSummary {
     pub fn lost_ns(&self) -> u64 {
-        self.client_stalls.lost_ns + self.server_stalls.lost_ns
+        self.client_stalls.lost_ns.saturating_add(self.server_stalls.lost_ns)
     }
 
     pub fn stalls(&self) -> u64 {
@@ -206,7 +206,7 @@ impl Flow {
     fn ack_clock_window_ns(&self) -> u64 {
         // Captured at the receiver, a release shows one RTT after the ACK left.
         let rtt = self.handshake_rtt_ns.unwrap_or(UNKNOWN_RTT_NS);
-        (2 * rtt + 1_000_000).max(ACK_CLOCK_MIN_WINDOW_NS)
+        rtt.saturating_mul(2).saturating_add(1_000_000).max(ACK_CLOCK_MIN_WINDOW_NS)
     }
 
     /// Feeds one segment captured at `time_ns` as packet `packet`.

@@ -9,4 +9,4 @@ mod reader;
 pub use analyzer::{Analyzer, CaptureSummary, FlowFilter};
 pub use decode::{TcpSegment, decode_tcp, link_type_supported};
 pub use flow::{Endpoint, Flow, FlowSummary, Role, SenderStalls, StallExample};
-pub use reader::{Packet, ReadError, ReadStats, read_packets};
+pub use reader::{Packet, ReadError, ReadStats, read_packets, read_packets_buffered};

@@ -67,12 +67,26 @@ struct Interface {
 
 /// Reads every packet of `input` into `on_packet`. On an error, the packets before it were
 /// delivered and `stats` says how far it got.
-pub fn read_packets<R, F>(input: R, stats: &mut ReadStats, mut on_packet: F) -> Result<(), ReadError>
+pub fn read_packets<R, F>(input: R, stats: &mut ReadStats, on_packet: F) -> Result<(), ReadError>
 where
     R: Read + Send,
     F: FnMut(&Packet<'_>),
 {
-    let mut reader = match create_reader(BUFFER_BYTES, input) {
+    read_packets_buffered(input, BUFFER_BYTES, stats, on_packet)
+}
+
+/// [`read_packets`] with a buffer of `buffer_bytes` (records larger than it are malformed).
+pub fn read_packets_buffered<R, F>(
+    input: R,
+    buffer_bytes: usize,
+    stats: &mut ReadStats,
+    mut on_packet: F,
+) -> Result<(), ReadError>
+where
+    R: Read + Send,
+    F: FnMut(&Packet<'_>),
+{
+    let mut reader = match create_reader(buffer_bytes, input) {
         Ok(reader) => reader,
         Err(PcapError::Eof) => return Err(ReadError::Empty),
         Err(PcapError::Incomplete(_)) => return Err(ReadError::Truncated { packet: 0, offset: 0 }),
@@ -83,8 +97,17 @@ where
     let mut legacy: Option<Interface> = None;
     let mut interfaces: Vec<Interface> = Vec::new();
     let mut offset: u64 = 0;
+    let mut pcapng = false;
+    let mut big_endian = false;
     loop {
         let packet_number = stats.packets + 1;
+        if pcapng && let Some(length) = pcapng_block_length(reader.data(), &mut big_endian) {
+            // pcap-parser 0.17 subtracts 12 from shorter lengths and overflows.
+            if length < 12 {
+                let reason = format!("pcapng block length {length} is shorter than a block's 12-byte frame");
+                return Err(ReadError::Malformed { packet: stats.packets, offset, reason });
+            }
+        }
         match reader.next() {
             Ok((consumed, block)) => {
                 let here = offset;
@@ -118,6 +141,7 @@ where
                     PcapBlockOwned::NG(Block::SectionHeader(_)) => {
                         // Interface ids restart in every section.
                         interfaces.clear();
+                        pcapng = true;
                         None
                     }
                     PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
@@ -148,8 +172,10 @@ where
                         let raw = (u128::from(epb.ts_high) << 32) | u128::from(epb.ts_low);
                         let ns = raw * 1_000_000_000 / u128::from(interface.units_per_second);
                         let ns = ns as i128 + i128::from(interface.offset_s) * 1_000_000_000;
+                        // Clamp nonsense timestamps into range rather than wrapping them.
+                        let ns = ns.clamp(0, i128::from(u64::MAX)) as u64;
                         let data = &epb.data[..(epb.caplen as usize).min(epb.data.len())];
-                        Some((ns.max(0) as u64, interface.link_type, data))
+                        Some((ns, interface.link_type, data))
                     }
                     PcapBlockOwned::NG(Block::SimplePacket(_)) => {
                         stats.packets += 1;
@@ -180,7 +206,7 @@ where
                 return Err(ReadError::Malformed {
                     packet: stats.packets,
                     offset,
-                    reason: format!("a record larger than {BUFFER_BYTES} bytes"),
+                    reason: format!("a record larger than {buffer_bytes} bytes"),
                 });
             }
             Err(PcapError::ReadError) => return Err(ReadError::Io("read failed".into())),
@@ -191,4 +217,15 @@ where
             Err(PcapError::HeaderNotRecognized) => return Err(ReadError::NotACapture),
         }
     }
+}
+
+/// The length field of the pcapng block at the start of `data`, in the current section's
+/// byte order (updated when the block is a section header).
+fn pcapng_block_length(data: &[u8], big_endian: &mut bool) -> Option<u32> {
+    const SECTION_HEADER: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+    if data.get(..4) == Some(&SECTION_HEADER[..]) {
+        *big_endian = data.get(8..12)? == [0x1a, 0x2b, 0x3c, 0x4d];
+    }
+    let bytes: [u8; 4] = data.get(4..8)?.try_into().ok()?;
+    Some(if *big_endian { u32::from_be_bytes(bytes) } else { u32::from_le_bytes(bytes) })
 }

@@ -142,6 +142,19 @@ fn bad_files_say_what_and_where() {
 }
 
 #[test]
+fn inputs_the_fuzzer_found_read_without_panic() {
+    // Timestamps near the end of time once overflowed the ACK-clock window arithmetic; a
+    // pcapng block shorter than its frame underflows inside pcap-parser 0.17.
+    for file in ["fuzz_rtt_overflow.pcapng", "fuzz_short_block.pcapng"] {
+        let run = nodelay(&["pcap", &fixture(file)]);
+        assert!([0, 1, 3].contains(&run.code()), "{file}: {}", run.stderr());
+        assert!(!run.stderr().contains("panicked"), "{file}: {}", run.stderr());
+    }
+    let short = nodelay(&["pcap", &fixture("fuzz_short_block.pcapng")]);
+    assert!(short.stderr().contains("shorter than a block's 12-byte frame"), "{}", short.stderr());
+}
+
+#[test]
 fn every_prefix_of_a_fixture_reads_without_panic() {
     // A cheap, deterministic cousin of the fuzz target (fuzz/): cut a capture at every byte.
     let bytes = std::fs::read(fixture("two_interfaces.pcapng")).unwrap();

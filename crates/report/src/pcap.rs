@@ -215,7 +215,7 @@ impl PcapReport {
             flows: summary.flows_seen,
             flows_with_stalls: summary.flows_with_stalls,
             stalls,
-            time_lost_ms: ms(summary.server_stalls.lost_ns + summary.client_stalls.lost_ns),
+            time_lost_ms: ms(summary.server_stalls.lost_ns.saturating_add(summary.client_stalls.lost_ns)),
             verdict: if stalls == 0 { "healthy" } else { "findings" },
             findings,
             top_flows: summary.flows.iter().take(listed).map(|f| flow_report(f, origin)).collect(),
