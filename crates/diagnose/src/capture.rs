@@ -3,6 +3,7 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
+use crate::phase::is_clustered;
 use crate::timers::match_delayed_ack_timer;
 
 /// The stalls a capture showed where one kind of side (server or client) held its data.
@@ -62,33 +63,28 @@ fn finding(group: &CaptureStalls) -> Finding {
             "ms",
         ));
     }
-    let clustered =
-        group.ack_delay_p90_ms - group.ack_delay_p10_ms <= (0.25 * group.ack_delay_p50_ms).max(8.0);
+    let clustered = is_clustered(group.ack_delay_p10_ms, group.ack_delay_p50_ms, group.ack_delay_p90_ms);
     let confidence =
         if group.stalls >= 3 && clustered && timer.is_some() { Confidence::High } else { Confidence::Medium };
-    let (id, title, fix_summary, fix) = if group.held_by_server {
+    let (id, messages, fix_summary, fix) = if group.held_by_server {
         (
             FindingId::ServerNagleDelayedAck,
-            format!(
-                "The server held the rest of its responses until the client's delayed ACK ({:.0} ms): {} stalls, \
-                 {:.1} ms lost",
-                group.ack_delay_p50_ms, group.stalls, group.time_lost_ms
-            ),
-            "Set TCP_NODELAY on the server's sockets, or write each response (head and body) in one send.",
+            "responses",
+            fixes::SERVER_NODELAY_SUMMARY,
             fixes::server_nodelay(),
         )
     } else {
         (
             FindingId::ClientNagleDelayedAck,
-            format!(
-                "The client held the rest of its requests until the server's delayed ACK ({:.0} ms): {} stalls, \
-                 {:.1} ms lost",
-                group.ack_delay_p50_ms, group.stalls, group.time_lost_ms
-            ),
-            "Send each request in one write (or writev), or set TCP_NODELAY on the client socket.",
+            "requests",
+            fixes::CLIENT_SINGLE_WRITE_SUMMARY,
             fixes::client_single_write(),
         )
     };
+    let title = format!(
+        "The {holder} held the rest of its {messages} until the {acker}'s delayed ACK ({:.0} ms): {} stalls, {:.1} ms lost",
+        group.ack_delay_p50_ms, group.stalls, group.time_lost_ms
+    );
     Finding {
         id,
         title,

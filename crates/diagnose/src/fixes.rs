@@ -7,6 +7,11 @@ const fn fix(stack: &'static str, how: &'static str) -> Fix {
     Fix { stack, how }
 }
 
+pub const SERVER_NODELAY_SUMMARY: &str =
+    "Set TCP_NODELAY on the server's sockets, or write each response (head and body) in one send.";
+pub const CLIENT_SINGLE_WRITE_SUMMARY: &str =
+    "Send each request in one write (or writev), or set TCP_NODELAY on the client socket.";
+
 /// Set TCP_NODELAY on the server's sockets (or write each response in one send).
 pub fn server_nodelay() -> Vec<Fix> {
     vec![

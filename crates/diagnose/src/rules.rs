@@ -200,9 +200,7 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         confidence,
         evidence,
         proof: proofs,
-        fix_summary:
-            "Set TCP_NODELAY on the server's sockets, or write each response (head and body) in one send."
-                .into(),
+        fix_summary: fixes::SERVER_NODELAY_SUMMARY.into(),
         fix: fixes::server_nodelay(),
     })
 }
@@ -282,8 +280,7 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         },
         evidence,
         proof: proofs,
-        fix_summary: "Send each request in one write (or writev), or set TCP_NODELAY on the client socket."
-            .into(),
+        fix_summary: fixes::CLIENT_SINGLE_WRITE_SUMMARY.into(),
         fix: fixes::client_single_write(),
     })
 }

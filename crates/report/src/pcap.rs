@@ -2,7 +2,7 @@
 //! `schema/pcap.schema.json`: rename nothing, only add. Findings share the doctor's types.
 
 use nodelay_capture::{CaptureSummary, FlowSummary, SenderStalls, StallExample};
-use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_ack_timer};
+use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_ack_timer, percentile};
 use serde::Serialize;
 
 pub const PCAP_SCHEMA_ID: &str = "nodelay-pcap/1";
@@ -77,14 +77,11 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
-fn percentile_ms(values: &[u64], quantile: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let rank = ((quantile * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    ms(sorted[rank - 1])
+/// Nanosecond samples as milliseconds, sorted for [`percentile`].
+fn sorted_ms(values: impl Iterator<Item = u64>) -> Vec<f64> {
+    let mut sorted: Vec<f64> = values.map(ms).collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted
 }
 
 fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -> StallReport {
@@ -123,9 +120,9 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         (false, true) => "client",
         _ => "server",
     };
-    let delays: Vec<u64> =
-        flow.server_stalls.ack_delays_ns.iter().chain(&flow.client_stalls.ack_delays_ns).copied().collect();
-    let ack_delay_p50_ms = percentile_ms(&delays, 0.5);
+    let delays =
+        sorted_ms(flow.server_stalls.ack_delays_ns.iter().chain(&flow.client_stalls.ack_delays_ns).copied());
+    let ack_delay_p50_ms = percentile(&delays, 0.5);
     let mut examples: Vec<StallReport> = flow
         .server_stalls
         .examples
@@ -164,15 +161,17 @@ fn format_endpoint((ip, port): (std::net::IpAddr, u16)) -> String {
 
 fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStalls {
     let held_by = if held_by_server { "server" } else { "client" };
+    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
+    let releases = sorted_ms(stalls.releases_ns.iter().copied());
     CaptureStalls {
         held_by_server,
         stalls: stalls.count,
         flows,
         time_lost_ms: ms(stalls.lost_ns),
-        ack_delay_p10_ms: percentile_ms(&stalls.ack_delays_ns, 0.1),
-        ack_delay_p50_ms: percentile_ms(&stalls.ack_delays_ns, 0.5),
-        ack_delay_p90_ms: percentile_ms(&stalls.ack_delays_ns, 0.9),
-        release_after_ack_p50_us: percentile_ms(&stalls.releases_ns, 0.5) * 1e3,
+        ack_delay_p10_ms: percentile(&delays, 0.1),
+        ack_delay_p50_ms: percentile(&delays, 0.5),
+        ack_delay_p90_ms: percentile(&delays, 0.9),
+        release_after_ack_p50_us: percentile(&releases, 0.5) * 1e3,
         example: stalls.examples.first().map(|e| describe_example(held_by, e)).unwrap_or_default(),
     }
 }
