@@ -119,10 +119,6 @@ fn proof(
     }
 }
 
-fn first_byte_late_share(summary: &PhaseSummary) -> f64 {
-    summary.late_first_byte_fraction()
-}
-
 fn tcp_info_evidence(phase: &Phase, evidence: &mut Vec<Evidence>) {
     if let Some(info) = phase.tcp_info {
         let ms = |us: u32| f64::from(us) / 1e3;
@@ -157,15 +153,16 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     }
     tcp_info_evidence(&observations.baseline, &mut evidence);
 
-    let proofs: Vec<Proof> = [Experiment::QuickAck, Experiment::NewConnectionPerRequest]
-        .into_iter()
-        .filter_map(|e| {
-            Some(proof(e, baseline, observations.experiment(e)?, PhaseSummary::stalled_fraction, "a pause"))
-        })
-        .collect();
-    // Only the client's quick ACKs prove it: a fresh connection also changes the server's state.
-    let quickack_removed =
-        proofs.first().is_some_and(|p| p.removed && p.experiment == Experiment::QuickAck.describe());
+    let mut proofs = Vec::new();
+    let mut quickack_removed = false;
+    for experiment in [Experiment::QuickAck, Experiment::NewConnectionPerRequest] {
+        if let Some(phase) = observations.experiment(experiment) {
+            let tested = proof(experiment, baseline, phase, PhaseSummary::stalled_fraction, "a pause");
+            // Only the client's quick ACKs prove it: a fresh connection also changes the server's state.
+            quickack_removed |= experiment == Experiment::QuickAck && tested.removed;
+            proofs.push(tested);
+        }
+    }
 
     if !quickack_removed {
         return Some(Finding {
@@ -251,7 +248,13 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     let proofs: Vec<Proof> = [Experiment::SplitRequestNoDelay, Experiment::SingleWrite]
         .into_iter()
         .filter_map(|e| {
-            Some(proof(e, &stalling, observations.experiment(e)?, first_byte_late_share, "a late first byte"))
+            Some(proof(
+                e,
+                &stalling,
+                observations.experiment(e)?,
+                PhaseSummary::late_first_byte_fraction,
+                "a late first byte",
+            ))
         })
         .collect();
     if !proofs.iter().any(|p| p.removed) {
@@ -300,7 +303,13 @@ fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Opti
     let proofs: Vec<Proof> = [Experiment::QuickAck, Experiment::NewConnectionPerRequest]
         .into_iter()
         .filter_map(|e| {
-            Some(proof(e, baseline, observations.experiment(e)?, first_byte_late_share, "a late first byte"))
+            Some(proof(
+                e,
+                baseline,
+                observations.experiment(e)?,
+                PhaseSummary::late_first_byte_fraction,
+                "a late first byte",
+            ))
         })
         .collect();
     let any_removed = proofs.iter().any(|p| p.removed);
