@@ -15,6 +15,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from vs_wrk import timed  # noqa: E402  (GNU time on core 1: stdout, CPU seconds, peak RSS)
 
 
 def start_peer(binary, mode):
@@ -26,18 +28,11 @@ def start_peer(binary, mode):
 
 
 def run(args, seconds, connections):
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
-        cmd = ["/usr/bin/time", "-o", t.name, "-f", "%U %S %M", "taskset", "-c", "1", NODELAY, "bench", "-t", "1",
-               "-c", str(connections), "-d", f"{seconds}s", "-q", "--json"] + args
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        if out.returncode != 0:
-            sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
-        user, system, rss = t.read().split()[-3:]
-    report = json.loads(out.stdout)
+    out, cpu, rss = timed([NODELAY, "bench", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "-q", "--json"] + args)
+    report = json.loads(out)
     if sum(report["errors"].values()):
         sys.exit(f"errors: {report['errors']}")
-    cpu = float(user) + float(system)
-    return dict(rps=report["requests_per_second"], per_cpu=report["requests_completed"] / cpu, rss=int(rss))
+    return dict(rps=report["requests_per_second"], per_cpu=report["requests_completed"] / cpu, rss=rss)
 
 
 def main():
