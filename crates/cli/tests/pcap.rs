@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -194,14 +194,7 @@ impl Capture {
             .spawn()
             .expect("tcpdump (scripts/setup.sh installs it; tests run as root)");
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(stderr.read_line(&mut line).unwrap() > 0, "tcpdump exited: {line}");
-            if line.contains("listening on") {
-                break;
-            }
-        }
+        read_until(&mut stderr, "tcpdump", |line| line.contains("listening on"));
         Capture { child: Some(child), path }
     }
 

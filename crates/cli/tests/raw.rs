@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader};
+use std::io::BufReader;
 use std::process::{Child, Command, Stdio};
 
 const HELLO_LEN32: &str = r"\x00\x00\x00\x05hello";
@@ -93,14 +93,7 @@ fn start_redis() -> Redis {
         .spawn()
         .expect("redis-server (scripts/setup.sh installs it)");
     let mut log = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    loop {
-        line.clear();
-        assert!(log.read_line(&mut line).unwrap() > 0, "redis-server exited before it was ready");
-        if line.contains("Ready to accept connections") {
-            break;
-        }
-    }
+    read_until(&mut log, "redis-server", |line| line.contains("Ready to accept connections"));
     Redis { child, port }
 }
 

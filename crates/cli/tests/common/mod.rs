@@ -20,15 +20,7 @@ pub struct Peer {
 impl Peer {
     /// Blocks until the peer prints `expected` on a line of its own.
     pub fn wait_for_line(&mut self, expected: &str) {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.stdout.read_line(&mut line).expect("peer stdout");
-            assert!(n > 0, "peer exited before printing {expected:?}");
-            if line.trim() == expected {
-                return;
-            }
-        }
+        read_until(&mut self.stdout, "peer", |line| line.trim() == expected);
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -40,6 +32,20 @@ impl Drop for Peer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Reads `who`'s output line by line until `wanted` accepts one: how tests wait for a
+/// process to be ready without sleeping. Panics if the output ends first.
+pub fn read_until(output: &mut impl BufRead, who: &str, wanted: impl Fn(&str) -> bool) {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = output.read_line(&mut line).unwrap_or_else(|e| panic!("reading {who}'s output: {e}"));
+        assert!(n > 0, "{who} exited before it was ready");
+        if wanted(&line) {
+            return;
+        }
     }
 }
 
