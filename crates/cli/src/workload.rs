@@ -95,17 +95,24 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
             (vec![(format!("{} {}", request.method, request.target), request)], Selection::Sequence, label)
         }
     };
+    let scenario = args.scenario.is_some();
     let requests = requests
         .into_iter()
         .map(|(name, request)| {
-            let bytes = request.encode();
+            // Refused here, before anything is sent: no input may inject bytes on the wire.
+            let invalid = |e: nodelay_wire::RequestError| match scenario {
+                true => usage(format!("scenario request '{name}': {e}")),
+                false => usage(format!("cannot send this request: {e}")),
+            };
+            let bytes = request.encode().map_err(invalid)?;
             let head_bytes = (!request.body.is_empty()).then(|| bytes.len() - request.body.len());
-            let closing_bytes = HttpRequest { keep_alive: false, ..request.clone() }.encode();
+            let closing_bytes =
+                HttpRequest { keep_alive: false, ..request.clone() }.encode().map_err(invalid)?;
             let spec =
                 RequestSpec { expects_no_body: request.expects_no_body(), ..RequestSpec::new(name, bytes) };
-            WorkloadRequest { spec, closing_bytes, head_bytes }
+            Ok(WorkloadRequest { spec, closing_bytes, head_bytes })
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     Ok(Workload {
         url: target.url.clone(),
         address: target.address,

@@ -15,5 +15,5 @@ pub use chunked::{ChunkedDecoder, ChunkedError};
 pub use escapes::unescape;
 pub use framer::{Framing, ResponseFramer};
 pub use raw::{RawFraming, RawResponseParser};
-pub use request::HttpRequest;
+pub use request::{HttpRequest, RequestError};
 pub use response::{Feed, ResponseError, ResponseParser};

@@ -1,4 +1,11 @@
 //! Encodes one HTTP/1.1 request into the exact bytes sent, so the engine writes it in one call.
+//!
+//! Every field is validated here, where the bytes are built, so that no input (flag, scenario
+//! file or URL) can put a second request or a forged header on the wire: the method and header
+//! names must be RFC 9110 tokens, the request target visible ASCII, header values free of
+//! control characters (CR, LF and NUL above all).
+
+use thiserror::Error;
 
 /// What to send; encoded once per run and reused for every request.
 #[derive(Debug, Clone)]
@@ -6,13 +13,24 @@ pub struct HttpRequest {
     pub method: String,
     /// Value of the `Host` header (`host[:port]`).
     pub host: String,
-    /// Path and query, starting with `/`.
+    /// Path and query, starting with `/` (or `*`).
     pub target: String,
     /// Extra headers as given by the user; a user `Host` replaces ours.
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     /// `false` adds `Connection: close` (one request per connection).
     pub keep_alive: bool,
+}
+
+/// A request field that cannot be sent as given; the message names the field and the byte.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{field} {shown}: {reason}")]
+pub struct RequestError {
+    /// `method`, `request target`, `header name`, `header 'X-A' value`, ...
+    pub field: String,
+    /// The offending text, escaped so that it prints on one line.
+    pub shown: String,
+    pub reason: String,
 }
 
 impl HttpRequest {
@@ -33,8 +51,22 @@ impl HttpRequest {
         self.method.eq_ignore_ascii_case("HEAD")
     }
 
-    /// The request as one contiguous buffer: head, blank line, body.
-    pub fn encode(&self) -> Vec<u8> {
+    /// Checks every field that goes on the wire; `encode` calls it.
+    pub fn validate(&self) -> Result<(), RequestError> {
+        check_token("method", &self.method)?;
+        check_target(&self.target)?;
+        check_value("Host header value", &self.host)?;
+        for (name, value) in &self.headers {
+            check_token("header name", name)?;
+            check_value(&format!("header '{name}' value"), value)?;
+        }
+        Ok(())
+    }
+
+    /// The request as one contiguous buffer: head, blank line, body; an error if any field
+    /// would break the framing of the request.
+    pub fn encode(&self) -> Result<Vec<u8>, RequestError> {
+        self.validate()?;
         let has = |name: &str| self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
         let mut out = Vec::with_capacity(128 + self.body.len());
         push_line(&mut out, &format!("{} {} HTTP/1.1", self.method, self.target));
@@ -55,7 +87,7 @@ impl HttpRequest {
         }
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.body);
-        out
+        Ok(out)
     }
 }
 
@@ -64,13 +96,89 @@ fn push_line(out: &mut Vec<u8>, line: &str) {
     out.extend_from_slice(b"\r\n");
 }
 
+fn invalid(field: &str, text: &str, reason: String) -> RequestError {
+    RequestError { field: field.into(), shown: format!("'{}'", text.escape_debug()), reason }
+}
+
+/// A byte for an error message: printable as itself, otherwise by name or in hex.
+fn describe(byte: u8) -> String {
+    match byte {
+        b'\r' => "CR (\\r)".into(),
+        b'\n' => "LF (\\n)".into(),
+        0 => "NUL (\\0)".into(),
+        b' ' => "a space".into(),
+        b'\t' => "a tab".into(),
+        0x21..=0x7e => format!("'{}'", byte as char),
+        _ => format!("byte 0x{byte:02x}"),
+    }
+}
+
+/// RFC 9110 §5.6.2: `token = 1*tchar`.
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+fn check_token(field: &str, text: &str) -> Result<(), RequestError> {
+    if text.is_empty() {
+        return Err(invalid(field, text, "must not be empty".into()));
+    }
+    match text.bytes().position(|b| !is_tchar(b)) {
+        None => Ok(()),
+        Some(at) => {
+            let byte = text.as_bytes()[at];
+            Err(invalid(
+                field,
+                text,
+                format!("{} at offset {at} is not allowed in an HTTP token", describe(byte)),
+            ))
+        }
+    }
+}
+
+/// Origin form (`/path?query`) or `*`: visible ASCII only, so non-ASCII and spaces must be
+/// percent-encoded, and no fragment (a client never sends one).
+fn check_target(text: &str) -> Result<(), RequestError> {
+    const FIELD: &str = "request target";
+    if text != "*" && !text.starts_with('/') {
+        return Err(invalid(FIELD, text, "must start with / (or be *)".into()));
+    }
+    match text.bytes().position(|b| !b.is_ascii_graphic() || b == b'#') {
+        None => Ok(()),
+        Some(at) => {
+            let byte = text.as_bytes()[at];
+            let hint = if byte == b'#' { "a fragment is never sent" } else { "percent-encode it" };
+            Err(invalid(FIELD, text, format!("{} at offset {at} is not allowed ({hint})", describe(byte))))
+        }
+    }
+}
+
+/// RFC 9110 §5.5: a field value is visible characters, spaces, tabs and obs-text; CR, LF, NUL
+/// and the other control characters are refused.
+fn check_value(field: &str, text: &str) -> Result<(), RequestError> {
+    match text.bytes().position(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+        None => Ok(()),
+        Some(at) => {
+            let byte = text.as_bytes()[at];
+            Err(invalid(
+                field,
+                text,
+                format!("{} at offset {at} is not allowed in a header value", describe(byte)),
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn encoded(request: &HttpRequest) -> String {
+        String::from_utf8(request.encode().expect("valid request")).expect("ASCII")
+    }
+
     #[test]
     fn get_has_host_and_ends_with_blank_line() {
-        let text = String::from_utf8(HttpRequest::get("127.0.0.1:8080", "/a?b=1").encode()).unwrap();
+        let text = encoded(&HttpRequest::get("127.0.0.1:8080", "/a?b=1"));
         assert!(text.starts_with("GET /a?b=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
         assert!(text.ends_with("\r\n\r\n"));
         assert!(!text.contains("Content-Length"));
@@ -83,7 +191,7 @@ mod tests {
         req.method = "POST".into();
         req.body = b"hello".to_vec();
         req.keep_alive = false;
-        let text = String::from_utf8(req.encode()).unwrap();
+        let text = encoded(&req);
         assert!(text.contains("Content-Length: 5\r\n"));
         assert!(text.contains("Connection: close\r\n"));
         assert!(text.ends_with("\r\n\r\nhello"));
@@ -93,9 +201,50 @@ mod tests {
     fn user_headers_replace_defaults() {
         let mut req = HttpRequest::get("h", "/");
         req.headers = vec![("host".into(), "example".into()), ("User-Agent".into(), "x".into())];
-        let text = String::from_utf8(req.encode()).unwrap();
+        let text = encoded(&req);
         assert_eq!(text.matches("ost:").count(), 1);
         assert!(text.contains("host: example\r\n"));
         assert!(!text.contains("nodelay/"));
+    }
+
+    #[test]
+    fn injected_methods_are_refused_with_the_field_named() {
+        let mut req = HttpRequest::get("h", "/");
+        for method in ["GET /admin HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "", "GET /evil HTTP/1.1", "GE\0T"] {
+            req.method = method.into();
+            let error = req.encode().unwrap_err();
+            assert_eq!(error.field, "method", "{method:?}");
+            assert!(!error.to_string().contains('\n'), "one line: {error}");
+        }
+        req.method = "M-SEARCH".into();
+        assert!(req.encode().is_ok());
+    }
+
+    #[test]
+    fn targets_must_be_visible_ascii_from_a_slash() {
+        let mut req = HttpRequest::get("h", "/");
+        for target in ["/a b", "/x\r\nX-Evil: 1", "relative", "", "/é", "/page#frag"] {
+            req.target = target.into();
+            let error = req.encode().unwrap_err();
+            assert_eq!(error.field, "request target", "{target:?}");
+        }
+        for target in ["*", "/a%20b?q=1&r=[2]", "/~user/!$&'()*+,;=:@"] {
+            req.target = target.into();
+            assert!(req.encode().is_ok(), "{target}");
+        }
+    }
+
+    #[test]
+    fn header_names_and_values_are_checked() {
+        let mut req = HttpRequest::get("h", "/");
+        req.headers = vec![("X-A".into(), "ok\r\nX-Injected: 1".into())];
+        assert!(req.encode().unwrap_err().to_string().starts_with("header 'X-A' value"));
+        req.headers = vec![("X A".into(), "v".into())];
+        assert_eq!(req.encode().unwrap_err().field, "header name");
+        req.headers = vec![("X-A".into(), "tab\tand obs-text \u{e9}".into())];
+        assert!(req.encode().is_ok());
+        req.host = "h\n".into();
+        req.headers.clear();
+        assert_eq!(req.encode().unwrap_err().field, "Host header value");
     }
 }
