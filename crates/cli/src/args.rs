@@ -167,17 +167,31 @@ fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> 
     nodelay_capture::FlowFilter::parse(text)
 }
 
+/// Longest duration any option takes: long enough for any soak test, short enough that no
+/// deadline computed from it can overflow the clock.
+const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+/// Slowest `--rate`: one request every 1000 s.
+const MIN_RATE: f64 = 0.001;
+/// Fastest `--rate`: far beyond any loopback server, still a whole-nanosecond interval.
+const MAX_RATE: f64 = 1e9;
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let duration = humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
     if duration.is_zero() {
         return Err("must be longer than zero".into());
+    }
+    if duration > MAX_DURATION {
+        return Err(format!("'{text}' is too long: at most 365 days"));
     }
     Ok(duration)
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        Ok(rate) if (MIN_RATE..=MAX_RATE).contains(&rate) => Ok(rate),
+        Ok(rate) if rate > 0.0 && rate.is_finite() => {
+            Err(format!("'{text}' is out of range: use {MIN_RATE} to {MAX_RATE:e} requests per second"))
+        }
         _ => Err(format!("'{text}' is not a positive number of requests per second")),
     }
 }
@@ -215,5 +229,11 @@ mod tests {
         assert_eq!(parse_rate("1000"), Ok(1000.0));
         assert!(parse_rate("-1").is_err());
         assert!(parse_rate("inf").is_err());
+        assert!(parse_rate("1e-20").unwrap_err().contains("out of range"));
+        assert!(parse_rate("nan").is_err());
+        for absurd in ["18446744073709551615s", "300000000000y", "366days"] {
+            assert!(parse_duration(absurd).is_err(), "{absurd}");
+        }
+        assert_eq!(parse_duration("365days"), Ok(MAX_DURATION));
     }
 }

@@ -2,7 +2,8 @@
 //! load, and renders the merged statistics.
 
 use crate::args::BenchArgs;
-use crate::exit::Outcome;
+use crate::exit::{Outcome, UsageError};
+use crate::output;
 use crate::runner::run_engine;
 use crate::target::{check_reachable, parse_target};
 use crate::workload::build_workload;
@@ -38,10 +39,13 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         ..EngineConfig::new(workload.address, Vec::new())
     };
 
+    // Before any connection: a run that could never open -c sockets is refused, not started.
+    nodelay_engine::reserve_descriptors(connections as u64, threads as u64)
+        .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))?;
     check_reachable(workload.address, args.connect_timeout)?;
     let request_kinds = config.requests.len();
-    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(connections, request_kinds))?;
-    let mut stats = Stats::with_requests(connections, request_kinds);
+    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
+    let mut stats = Stats::with_requests(request_kinds);
     for thread_stats in &finished.output.sinks {
         stats.merge(thread_stats);
     }
@@ -67,13 +71,9 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         std::fs::write(path, Json.render(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    if args.json {
-        print!("{}", Json.render(&report));
-    } else {
-        print!("{}", Text.render(&report));
-    }
+    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
     if report.requests_completed == 0 {
-        eprintln!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report));
+        output::stderr_line(&format!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report)));
         return Ok(Outcome::Failed);
     }
     Ok(Outcome::Success)

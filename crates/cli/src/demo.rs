@@ -5,6 +5,7 @@ use crate::args::RequestArgs;
 use crate::demo_servers::{DemoBehaviour, start_demo_server};
 use crate::doctor::examine;
 use crate::exit::Outcome;
+use crate::output;
 use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result};
@@ -21,11 +22,11 @@ pub fn demo() -> Result<Outcome> {
         DemoBehaviour::CloseEveryResponse,
         DemoBehaviour::SlowHandler(Duration::from_millis(40)),
     ];
-    println!(
+    output::line(&format!(
         "nodelay demo: diagnosing {} embedded servers on loopback with `nodelay doctor`\n",
         behaviours.len()
-    );
-    println!("  {:<44}{:>11}  verdict", "server", "p50");
+    ))?;
+    output::line(&format!("  {:<44}{:>11}  verdict", "server", "p50"))?;
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
@@ -33,28 +34,28 @@ pub fn demo() -> Result<Outcome> {
         let workload = build_workload(&target, &RequestArgs::default(), true)?;
         let report = examine(&workload, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
-        println!(
+        output::line(&format!(
             "  {:<44}{:>11}  {}",
             behaviour.describe(),
             format_duration_ms(baseline_p50(&report)),
             verdict.join(", ")
-        );
+        ))?;
         reports.push(report);
     }
     let (stalled, fixed) = (&reports[0], &reports[1]);
-    println!(
+    output::line(&format!(
         "\nbefore/after: {} -> {} per request by setting TCP_NODELAY on the server (row 1 -> row 2)",
         format_duration_ms(baseline_p50(stalled)),
         format_duration_ms(baseline_p50(fixed))
-    );
+    ))?;
     if let Some(finding) = stalled.findings.first() {
-        println!("\nrow 1, {}:\n  {}", finding.id.as_str(), finding.title);
+        output::line(&format!("\nrow 1, {}:\n  {}", finding.id.as_str(), finding.title))?;
         for proof in &finding.proof {
-            println!("  proof: {}: {}", proof.experiment, proof.result);
+            output::line(&format!("  proof: {}: {}", proof.experiment, proof.result))?;
         }
-        println!("  fix: {}", finding.fix_summary);
+        output::line(&format!("  fix: {}", finding.fix_summary))?;
     }
-    println!("\nRun `nodelay doctor URL` on your own service for the full report.");
+    output::line("\nRun `nodelay doctor URL` on your own service for the full report.")?;
     Ok(Outcome::Success)
 }
 

@@ -118,7 +118,7 @@ fn experiment_config(
         Experiment::QuickAck => config.socket.quickack_after_read = true,
         Experiment::NewConnectionPerRequest => {
             config.keep_alive = false;
-            spec.bytes = request.closing_bytes.clone();
+            spec.bytes = request.closing_bytes();
         }
         Experiment::SplitRequestNagle => {
             spec.write_split = head_split;

@@ -7,7 +7,9 @@ mod demo;
 mod demo_servers;
 mod doctor;
 mod exit;
+mod input;
 mod interrupt;
+mod output;
 mod pcap;
 mod request;
 mod runner;
@@ -17,6 +19,11 @@ mod workload;
 
 pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs};
 pub use exit::{Outcome, UsageError, outcome_of};
+
+/// Prints the error that ended a command: one line, with its context chain.
+pub fn report_error(error: &anyhow::Error) {
+    output::stderr_line(&format!("nodelay: {error:#}"));
+}
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {

@@ -8,7 +8,7 @@ fn main() -> std::process::ExitCode {
     match nodelay::run(cli) {
         Ok(outcome) => outcome.into(),
         Err(error) => {
-            eprintln!("nodelay: {error:#}");
+            nodelay::report_error(&error);
             nodelay::outcome_of(&error).into()
         }
     }

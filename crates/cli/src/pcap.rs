@@ -3,6 +3,7 @@
 
 use crate::args::PcapArgs;
 use crate::exit::Outcome;
+use crate::output;
 use anyhow::{Result, anyhow, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
 use nodelay_report::{Json, PcapReport, Render, Text};
@@ -25,7 +26,8 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
         }
         Err(e) if summary.read.packets == 0 => bail!("{name}: {e}"),
         Err(e) => {
-            eprintln!("nodelay: {name}: {e}; reporting the {} packets before it", summary.read.packets);
+            let packets = summary.read.packets;
+            output::stderr_line(&format!("nodelay: {name}: {e}; reporting the {packets} packets before it"));
             Some(e.to_string())
         }
     };
@@ -47,7 +49,7 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
         bail!("{name}: no TCP flow matches --flow");
     }
     let report = PcapReport::new(name, &summary, args.top as usize, warnings, error);
-    print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }
 

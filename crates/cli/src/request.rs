@@ -1,10 +1,11 @@
 //! Builds the HTTP request a command sends from the target and the request options.
 
 use crate::args::RequestArgs;
-use crate::exit::UsageError;
+use crate::input::{MAX_BODY_BYTES, read_capped};
 use crate::target::HttpTarget;
 use anyhow::Result;
 use nodelay_wire::HttpRequest;
+use std::path::Path;
 
 pub fn build_request(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> Result<HttpRequest> {
     let body = read_body(args.body.as_deref())?;
@@ -27,8 +28,7 @@ fn read_body(body: Option<&str>) -> Result<Vec<u8>> {
     match body {
         None => Ok(Vec::new()),
         Some(text) => match text.strip_prefix('@') {
-            Some(path) => std::fs::read(path)
-                .map_err(|e| anyhow::Error::new(UsageError(format!("cannot read body file '{path}': {e}")))),
+            Some(path) => read_capped(Path::new(path), "body file", MAX_BODY_BYTES),
             None => Ok(text.as_bytes().to_vec()),
         },
     }

@@ -16,11 +16,15 @@
 //! ```
 
 use crate::exit::UsageError;
+use crate::input::{MAX_BODY_BYTES, MAX_SCENARIO_BYTES, read_capped};
 use anyhow::{Context, Result};
 use nodelay_engine::Selection;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// Most named requests in one scenario.
+pub const MAX_REQUESTS: usize = 10_000;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,8 +80,9 @@ pub struct Scenario {
 
 pub fn load_scenario(path: &Path) -> Result<Scenario> {
     let usage = |message: String| anyhow::Error::new(UsageError(message));
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("cannot read scenario '{}': {e}", path.display())))?;
+    let bytes = read_capped(path, "scenario", MAX_SCENARIO_BYTES)?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| usage(format!("scenario '{}' is not UTF-8 text: {e}", path.display())))?;
     let base = path.parent().unwrap_or(Path::new("."));
     parse_scenario(&text, base).map_err(|e| usage(format!("scenario '{}': {e:#}", path.display())))
 }
@@ -87,6 +92,11 @@ pub fn parse_scenario(text: &str, base: &Path) -> Result<Scenario> {
     let file: ScenarioFile = toml::from_str(text).context("invalid TOML")?;
     if file.request.is_empty() {
         anyhow::bail!("no [[request]] entries");
+    }
+    // Records carry the request's index as a u16; far fewer names already make an unreadable
+    // per-request table.
+    if file.request.len() > MAX_REQUESTS {
+        anyhow::bail!("{} [[request]] entries: at most {MAX_REQUESTS}", file.request.len());
     }
     let mut requests = Vec::new();
     let mut names = std::collections::HashSet::new();
@@ -130,10 +140,7 @@ fn to_request(entry: &RequestEntry, base: &Path) -> Result<ScenarioRequest> {
         serde_json::to_vec(json).context("json body")?
     } else if let Some(body) = &entry.body {
         match body.strip_prefix('@') {
-            Some(file) => {
-                let path = base.join(file);
-                std::fs::read(&path).with_context(|| format!("cannot read body file '{}'", path.display()))?
-            }
+            Some(file) => read_capped(&base.join(file), "body file", MAX_BODY_BYTES)?,
             None => body.clone().into_bytes(),
         }
     } else {

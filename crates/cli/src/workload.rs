@@ -3,6 +3,7 @@
 
 use crate::args::RequestArgs;
 use crate::exit::UsageError;
+use crate::input::{MAX_BODY_BYTES, read_capped};
 use crate::request::build_request;
 use crate::scenario::load_scenario;
 use crate::target::{HttpTarget, Target};
@@ -10,6 +11,8 @@ use anyhow::Result;
 use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection};
 use nodelay_wire::{HttpRequest, unescape};
 use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
 
 const MAX_HTTP_HEAD_BYTES: usize = 64 * 1024;
 
@@ -17,8 +20,9 @@ const MAX_HTTP_HEAD_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone)]
 pub struct WorkloadRequest {
     pub spec: RequestSpec,
-    /// The same request asking the server to close (HTTP `Connection: close`).
-    pub closing_bytes: Vec<u8>,
+    /// The head of the same request asking the server to close (HTTP `Connection: close`);
+    /// empty for raw protocols, which send the request as it is.
+    closing_head: Vec<u8>,
     /// Length of the HTTP head when the request has a body: where a split-writing client
     /// would cut it.
     pub head_bytes: Option<usize>,
@@ -35,6 +39,18 @@ pub struct Workload {
     pub client_nodelay: bool,
     /// How the request is described in reports: a method, `scenario`, or `raw`.
     pub label: String,
+}
+
+impl WorkloadRequest {
+    /// The same request asking the server to close after its response (HTTP); raw requests
+    /// are sent as they are.
+    pub fn closing_bytes(&self) -> Arc<Vec<u8>> {
+        if self.closing_head.is_empty() {
+            return Arc::clone(&self.spec.bytes);
+        }
+        let head_bytes = self.head_bytes.unwrap_or(self.spec.bytes.len());
+        Arc::new([&self.closing_head[..], &self.spec.bytes[head_bytes..]].concat())
+    }
 }
 
 impl Workload {
@@ -104,13 +120,18 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
                 true => usage(format!("scenario request '{name}': {e}")),
                 false => usage(format!("cannot send this request: {e}")),
             };
-            let bytes = request.encode().map_err(invalid)?;
-            let head_bytes = (!request.body.is_empty()).then(|| bytes.len() - request.body.len());
-            let closing_bytes =
-                HttpRequest { keep_alive: false, ..request.clone() }.encode().map_err(invalid)?;
-            let spec =
-                RequestSpec { expects_no_body: request.expects_no_body(), ..RequestSpec::new(name, bytes) };
-            Ok(WorkloadRequest { spec, closing_bytes, head_bytes })
+            let mut request = request;
+            let expects_no_body = request.expects_no_body();
+            let mut bytes = request.encode_head().map_err(invalid)?;
+            request.keep_alive = false;
+            let closing_head = request.encode_head().map_err(invalid)?;
+            // The body is copied once, into the bytes sent; nothing else keeps a copy.
+            let body = std::mem::take(&mut request.body);
+            let head_bytes = (!body.is_empty()).then_some(bytes.len());
+            bytes.extend_from_slice(&body);
+            drop(body);
+            let spec = RequestSpec { expects_no_body, ..RequestSpec::new(name, bytes) };
+            Ok(WorkloadRequest { spec, closing_head, head_bytes })
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Workload {
@@ -140,9 +161,7 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Wo
         return Err(usage("a tcp:// target needs --send BYTES (or @FILE) and --frame FRAMING"));
     };
     let bytes = match send.strip_prefix('@') {
-        Some(path) => {
-            std::fs::read(path).map_err(|e| usage(format!("cannot read --send file '{path}': {e}")))?
-        }
+        Some(path) => read_capped(Path::new(path), "--send file", MAX_BODY_BYTES)?,
         None => unescape(send).map_err(|e| usage(format!("--send: {e}")))?,
     };
     if bytes.is_empty() {
@@ -150,11 +169,11 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Wo
     }
     let framing = RawFraming::parse(frame).map_err(|e| usage(format!("--frame: {e}")))?;
     let label = format!("raw, --frame {framing}");
-    let spec = RequestSpec::new(format!("{} bytes", bytes.len()), bytes.clone());
+    let spec = RequestSpec::new(format!("{} bytes", bytes.len()), bytes);
     Ok(Workload {
         url: url.to_string(),
         address,
-        requests: vec![WorkloadRequest { spec, closing_bytes: bytes, head_bytes: None }],
+        requests: vec![WorkloadRequest { spec, closing_head: Vec::new(), head_bytes: None }],
         selection: Selection::Sequence,
         framing: Framing::Raw { framing, max_response_bytes: args.max_response },
         client_nodelay: true,

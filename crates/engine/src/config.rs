@@ -2,6 +2,7 @@
 
 use nodelay_wire::Framing;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One kind of request a run sends.
@@ -9,8 +10,9 @@ use std::time::Duration;
 pub struct RequestSpec {
     /// Name used in per-request reports.
     pub name: String,
-    /// The encoded request, sent as-is.
-    pub bytes: Vec<u8>,
+    /// The encoded request, sent as-is; shared, because configs are cloned per phase and a
+    /// body may be tens of MiB.
+    pub bytes: Arc<Vec<u8>>,
     /// An HTTP HEAD request: responses carry no body.
     pub expects_no_body: bool,
     /// Byte counts of the leading writes the request is split into (the rest goes in a last
@@ -19,8 +21,13 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
-    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> Self {
-        RequestSpec { name: name.into(), bytes, expects_no_body: false, write_split: Vec::new() }
+    pub fn new(name: impl Into<String>, bytes: impl Into<Arc<Vec<u8>>>) -> Self {
+        RequestSpec {
+            name: name.into(),
+            bytes: bytes.into(),
+            expects_no_body: false,
+            write_split: Vec::new(),
+        }
     }
 
     /// Ends of each write of the request, the last being its length.

@@ -6,22 +6,28 @@
 
 mod config;
 mod control;
+mod limits;
 mod pacer;
 mod record;
 mod select;
 mod sink;
 mod stats;
 mod tcp_info;
+mod time;
 mod worker;
 
 pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
+pub use limits::{
+    DescriptorLimit, DescriptorShortage, descriptor_limit, descriptors_needed, reserve_descriptors,
+};
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
 pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{TcpInfo, read_tcp_info, set_quickack};
+pub use time::later;
 
 use std::time::{Duration, Instant};
 use worker::{Worker, WorkerPlan};

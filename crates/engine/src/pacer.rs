@@ -24,7 +24,9 @@ pub struct Pacer {
 impl Pacer {
     /// `requests_per_second`: `None` for closed loop. `quota`: `None` for unbounded.
     pub fn new(start: Instant, requests_per_second: Option<f64>, quota: Option<u64>) -> Self {
-        let interval = requests_per_second.map(|rate| Duration::from_secs_f64(1.0 / rate));
+        // An absurd rate gives an interval too long to represent: then nothing more is ever due.
+        let interval =
+            requests_per_second.map(|rate| Duration::try_from_secs_f64(1.0 / rate).unwrap_or(Duration::MAX));
         Pacer { interval, next_slot: start, remaining: quota }
     }
 
@@ -38,7 +40,7 @@ impl Pacer {
             Some(_) if self.next_slot > now => return Claim::At(self.next_slot),
             Some(interval) => {
                 let slot = self.next_slot;
-                self.next_slot += interval;
+                self.next_slot = crate::time::later(self.next_slot, interval);
                 slot
             }
         };

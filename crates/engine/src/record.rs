@@ -41,17 +41,20 @@ pub enum ErrorKind {
     Timeout,
     MalformedResponse,
     ClosedEarly,
+    /// The process or the system ran out of file descriptors (EMFILE, ENFILE).
+    OutOfFiles,
     Other,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
         ErrorKind::Timeout,
         ErrorKind::MalformedResponse,
         ErrorKind::ClosedEarly,
+        ErrorKind::OutOfFiles,
         ErrorKind::Other,
     ];
 
@@ -64,6 +67,7 @@ impl ErrorKind {
             ErrorKind::Timeout => "timeout",
             ErrorKind::MalformedResponse => "malformed_response",
             ErrorKind::ClosedEarly => "closed_early",
+            ErrorKind::OutOfFiles => "out_of_files",
             ErrorKind::Other => "other",
         }
     }
@@ -75,6 +79,9 @@ impl ErrorKind {
     /// Classifies a socket error from connect, read or write.
     pub fn from_io(error: &std::io::Error, connecting: bool) -> ErrorKind {
         use std::io::ErrorKind as Io;
+        if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
+            return ErrorKind::OutOfFiles;
+        }
         match error.kind() {
             Io::ConnectionRefused => ErrorKind::ConnectRefused,
             Io::TimedOut if connecting => ErrorKind::ConnectTimeout,

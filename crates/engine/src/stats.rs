@@ -1,5 +1,11 @@
 //! Bounded-memory aggregates of a run: HDR histograms (nanoseconds) and counters, one per
 //! thread, merged at the end. Memory does not grow with the number of requests.
+//!
+//! Memory model, per thread: five run-wide histograms, each growing only as far as the largest
+//! value recorded (16 KiB to ~270 KiB at 3 significant digits); per request name of a scenario,
+//! three 2-significant-digit histograms (about 20 KiB each), made when the name is first seen;
+//! per connection the thread owns, its last TCP_INFO (a few hundred bytes). Nothing is sized
+//! by the total connection count or multiplied by threads × connections.
 
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 use crate::sink::RecordSink;
@@ -7,9 +13,13 @@ use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// One hour: longer values are clamped into the top bucket.
+/// One hour: longer values are clamped to it.
 const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
-const STATUS_CODES: usize = 600;
+/// Run-wide figures: 0.1 % resolution, as wrk and oha print them.
+const RUN_SIGNIFICANT_DIGITS: u8 = 3;
+/// Per request name: 1 % resolution is plenty for a per-name table and costs 8× less memory,
+/// which matters for scenarios of hundreds of names on many threads.
+const PER_NAME_SIGNIFICANT_DIGITS: u8 = 2;
 
 #[derive(Debug, Clone)]
 pub struct Stats {
@@ -24,18 +34,19 @@ pub struct Stats {
     /// TCP handshake, for requests that opened a connection.
     pub connect_ns: Histogram<u64>,
     pub read_chunks: u64,
-    /// Indexed by status code; codes outside 0..600 land in 0.
-    status_counts: Vec<u64>,
+    /// Every status code that parsed, with its count.
+    status_counts: BTreeMap<u16, u64>,
     errors: [u64; ErrorKind::ALL.len()],
     /// The first message seen for each error kind, to tell the user what went wrong.
     error_examples: [Option<String>; ErrorKind::ALL.len()],
-    /// Last closed connection per slot.
-    connections: Vec<Option<ConnectionRecord>>,
+    /// Last closed connection per slot, for the slots this thread used.
+    connections: BTreeMap<u32, ConnectionRecord>,
     pub connections_closed: u64,
     /// Requests in flight when the run ended.
     pub unfinished: u64,
-    /// Per request kind, when a run sends more than one (empty otherwise).
-    pub by_request: Vec<RequestStats>,
+    /// Per request kind, when a run sends more than one (empty otherwise); `None` until the
+    /// kind is first recorded.
+    by_request: Vec<Option<Box<RequestStats>>>,
 }
 
 /// The figures of one request kind in a multi-request run.
@@ -50,15 +61,21 @@ pub struct RequestStats {
     pub status_counts: BTreeMap<u16, u64>,
 }
 
+impl Default for RequestStats {
+    fn default() -> Self {
+        RequestStats::new()
+    }
+}
+
 impl RequestStats {
-    fn new() -> Self {
+    pub fn new() -> Self {
         RequestStats {
             completed: 0,
             errors: 0,
             response_bytes: 0,
-            latency_ns: histogram(),
-            first_byte_ns: histogram(),
-            read_gap_ns: histogram(),
+            latency_ns: histogram(PER_NAME_SIGNIFICANT_DIGITS),
+            first_byte_ns: histogram(PER_NAME_SIGNIFICANT_DIGITS),
+            read_gap_ns: histogram(PER_NAME_SIGNIFICANT_DIGITS),
             status_counts: BTreeMap::new(),
         }
     }
@@ -76,38 +93,51 @@ impl RequestStats {
     }
 }
 
-fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, HISTOGRAM_MAX_NS, 3).expect("static histogram bounds are valid")
+/// A histogram that starts at its smallest size and grows to the largest value recorded.
+fn histogram(significant_digits: u8) -> Histogram<u64> {
+    let mut histogram =
+        Histogram::new_with_bounds(1, 2, significant_digits).expect("static histogram bounds are valid");
+    histogram.auto(true);
+    histogram
+}
+
+/// Records a value, growing the histogram to fit it (values are clamped to an hour first, so
+/// growing cannot fail; clamping is the fallback all the same).
+fn record_ns(histogram: &mut Histogram<u64>, value_ns: u64) {
+    if histogram.record(value_ns).is_err() {
+        histogram.saturating_record(value_ns);
+    }
 }
 
 fn nanos(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX).min(HISTOGRAM_MAX_NS)
 }
 
 impl Stats {
     /// Aggregates for a run on `connections` connections sending `request_kinds` kinds of
     /// request (per-kind figures are kept only when there is more than one).
-    pub fn with_requests(connections: usize, request_kinds: usize) -> Self {
-        let mut stats = Stats::new(connections);
+    pub fn with_requests(request_kinds: usize) -> Self {
+        let mut stats = Stats::new();
         if request_kinds > 1 {
-            stats.by_request = (0..request_kinds).map(|_| RequestStats::new()).collect();
+            stats.by_request = (0..request_kinds).map(|_| None).collect();
         }
         stats
     }
 
-    pub fn new(connections: usize) -> Self {
+    pub fn new() -> Self {
+        let run_histogram = || histogram(RUN_SIGNIFICANT_DIGITS);
         Stats {
             completed: 0,
             response_bytes: 0,
-            latency_ns: histogram(),
-            first_byte_ns: histogram(),
-            read_gap_ns: histogram(),
-            connect_ns: histogram(),
+            latency_ns: run_histogram(),
+            first_byte_ns: run_histogram(),
+            read_gap_ns: run_histogram(),
+            connect_ns: run_histogram(),
             read_chunks: 0,
-            status_counts: vec![0; STATUS_CODES],
+            status_counts: BTreeMap::new(),
             errors: [0; ErrorKind::ALL.len()],
             error_examples: Default::default(),
-            connections: vec![None; connections],
+            connections: BTreeMap::new(),
             connections_closed: 0,
             unfinished: 0,
             by_request: Vec::new(),
@@ -116,12 +146,18 @@ impl Stats {
 
     /// HTTP status codes seen, ascending, with counts (raw protocols have none).
     pub fn status_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
-        self.status_counts
-            .iter()
-            .enumerate()
-            .skip(1)
-            .filter(|(_, n)| **n > 0)
-            .map(|(code, n)| (code as u16, *n))
+        self.status_counts.iter().map(|(code, n)| (*code, *n))
+    }
+
+    /// Per request kind of a scenario, in the run's order (empty for a single request);
+    /// `None` for a kind nothing was recorded for.
+    pub fn by_request(&self) -> impl ExactSizeIterator<Item = Option<&RequestStats>> {
+        self.by_request.iter().map(|kind| kind.as_deref())
+    }
+
+    fn request_kind(&mut self, request: u16) -> Option<&mut RequestStats> {
+        let slot = self.by_request.get_mut(usize::from(request))?;
+        Some(slot.get_or_insert_with(|| Box::new(RequestStats::new())))
     }
 
     pub fn errors(&self, kind: ErrorKind) -> u64 {
@@ -138,7 +174,7 @@ impl Stats {
 
     /// The last TCP_INFO of each connection slot that had one.
     pub fn connections(&self) -> impl Iterator<Item = &ConnectionRecord> {
-        self.connections.iter().flatten()
+        self.connections.values()
     }
 
     /// Adds another thread's aggregates into this one.
@@ -154,8 +190,8 @@ impl Stats {
             mine.add(theirs).expect("histograms share bounds");
         }
         self.read_chunks += other.read_chunks;
-        for (mine, theirs) in self.status_counts.iter_mut().zip(&other.status_counts) {
-            *mine += theirs;
+        for (code, n) in &other.status_counts {
+            *self.status_counts.entry(*code).or_default() += n;
         }
         for kind in ErrorKind::ALL {
             self.errors[kind.index()] += other.errors[kind.index()];
@@ -163,16 +199,27 @@ impl Stats {
                 self.error_examples[kind.index()].clone_from(&other.error_examples[kind.index()]);
             }
         }
-        for (mine, theirs) in self.connections.iter_mut().zip(&other.connections) {
-            if theirs.is_some() {
-                mine.clone_from(theirs);
-            }
+        for (slot, record) in &other.connections {
+            self.connections.insert(*slot, record.clone());
         }
         self.connections_closed += other.connections_closed;
         self.unfinished += other.unfinished;
-        for (mine, theirs) in self.by_request.iter_mut().zip(&other.by_request) {
-            mine.merge(theirs);
+        if self.by_request.len() < other.by_request.len() {
+            self.by_request.resize_with(other.by_request.len(), || None);
         }
+        for (mine, theirs) in self.by_request.iter_mut().zip(&other.by_request) {
+            match (mine.as_deref_mut(), theirs) {
+                (Some(mine), Some(theirs)) => mine.merge(theirs),
+                (None, Some(theirs)) => *mine = Some(theirs.clone()),
+                (_, None) => {}
+            }
+        }
+    }
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
     }
 }
 
@@ -180,21 +227,22 @@ impl RecordSink for Stats {
     fn response(&mut self, record: &ResponseRecord) {
         self.completed += 1;
         self.response_bytes += record.response_bytes;
-        self.latency_ns.saturating_record(nanos(record.total));
-        self.first_byte_ns.saturating_record(nanos(record.first_byte));
-        self.read_gap_ns.saturating_record(nanos(record.max_read_gap));
+        record_ns(&mut self.latency_ns, nanos(record.total));
+        record_ns(&mut self.first_byte_ns, nanos(record.first_byte));
+        record_ns(&mut self.read_gap_ns, nanos(record.max_read_gap));
         if let Some(connect) = record.connect {
-            self.connect_ns.saturating_record(nanos(connect));
+            record_ns(&mut self.connect_ns, nanos(connect));
         }
         self.read_chunks += u64::from(record.read_chunks);
-        let code = usize::from(record.status);
-        self.status_counts[if code < STATUS_CODES { code } else { 0 }] += 1;
-        if let Some(kind) = self.by_request.get_mut(usize::from(record.request)) {
+        if record.status > 0 {
+            *self.status_counts.entry(record.status).or_default() += 1;
+        }
+        if let Some(kind) = self.request_kind(record.request) {
             kind.completed += 1;
             kind.response_bytes += record.response_bytes;
-            kind.latency_ns.saturating_record(nanos(record.total));
-            kind.first_byte_ns.saturating_record(nanos(record.first_byte));
-            kind.read_gap_ns.saturating_record(nanos(record.max_read_gap));
+            record_ns(&mut kind.latency_ns, nanos(record.total));
+            record_ns(&mut kind.first_byte_ns, nanos(record.first_byte));
+            record_ns(&mut kind.read_gap_ns, nanos(record.max_read_gap));
             if record.status > 0 {
                 *kind.status_counts.entry(record.status).or_default() += 1;
             }
@@ -207,7 +255,7 @@ impl RecordSink for Stats {
         if self.error_examples[index].is_none() {
             self.error_examples[index] = Some(record.message.clone());
         }
-        if let Some(kind) = self.by_request.get_mut(usize::from(record.request)) {
+        if let Some(kind) = self.request_kind(record.request) {
             kind.errors += 1;
         }
     }
@@ -215,9 +263,7 @@ impl RecordSink for Stats {
     fn connection(&mut self, record: &ConnectionRecord) {
         self.connections_closed += 1;
         self.unfinished += u64::from(record.abandoned_request);
-        if let Some(slot) = self.connections.get_mut(record.connection as usize) {
-            *slot = Some(record.clone());
-        }
+        self.connections.insert(record.connection, record.clone());
     }
 }
 
@@ -244,8 +290,8 @@ mod tests {
 
     #[test]
     fn merges_counts_histograms_and_errors() {
-        let mut a = Stats::with_requests(2, 2);
-        let mut b = Stats::with_requests(2, 2);
+        let mut a = Stats::with_requests(2);
+        let mut b = Stats::with_requests(2);
         a.response(&response(40, 200));
         b.response(&response(2, 404));
         b.error(&ErrorRecord {
@@ -270,8 +316,46 @@ mod tests {
         assert_eq!(a.error_example(ErrorKind::Reset), Some("read: reset"));
         assert_eq!(a.connections().count(), 1);
         assert_eq!(a.unfinished, 1);
-        assert_eq!((a.by_request[0].completed, a.by_request[0].errors), (0, 1));
-        assert_eq!(a.by_request[1].completed, 2);
-        assert_eq!(a.by_request[1].status_counts.len(), 2);
+        let kinds: Vec<&RequestStats> = a.by_request().map(Option::unwrap).collect();
+        assert_eq!((kinds[0].completed, kinds[0].errors), (0, 1));
+        assert_eq!(kinds[1].completed, 2);
+        assert_eq!(kinds[1].status_counts.len(), 2);
+    }
+
+    #[test]
+    fn every_parsed_status_is_counted() {
+        let mut stats = Stats::new();
+        for status in [200, 999, 600, 101] {
+            stats.response(&response(2, status));
+        }
+        assert_eq!(stats.status_counts().collect::<Vec<_>>(), vec![(101, 1), (200, 1), (600, 1), (999, 1)]);
+    }
+
+    #[test]
+    fn per_name_figures_exist_only_for_names_seen() {
+        let mut a = Stats::with_requests(3);
+        let b = Stats::with_requests(3);
+        a.response(&response(5, 200));
+        a.merge(&b);
+        let seen: Vec<bool> = a.by_request().map(|kind| kind.is_some()).collect();
+        assert_eq!(seen, vec![false, true, false]);
+        let mut c = Stats::with_requests(3);
+        c.merge(&a);
+        assert_eq!(c.by_request().nth(1).flatten().map(|k| k.completed), Some(1));
+    }
+
+    #[test]
+    fn histograms_grow_with_the_values_not_their_bounds() {
+        let fresh = Stats::with_requests(1000);
+        let mut stats = Stats::new();
+        stats.response(&response(45, 200));
+        // An hour-wide 3-digit histogram is ~270 KiB of counts; one that has seen 45 ms is
+        // about half that, and a fresh one 16 KiB.
+        assert!(fresh.latency_ns.distinct_values() <= 2048, "{}", fresh.latency_ns.distinct_values());
+        assert!(stats.latency_ns.distinct_values() < 20_000, "{}", stats.latency_ns.distinct_values());
+        let mut late = response(45, 200);
+        late.total = Duration::from_secs(u64::MAX);
+        stats.response(&late);
+        assert_eq!(stats.latency_ns.max(), stats.latency_ns.highest_equivalent(HISTOGRAM_MAX_NS));
     }
 }

@@ -7,11 +7,13 @@
 
 use crate::config::EngineConfig;
 use crate::control::Control;
+use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
-use crate::select::RequestPicker;
+use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
 use crate::tcp_info::{read_tcp_info, set_quickack};
+use crate::time::later;
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use nodelay_wire::{Feed, ResponseFramer};
@@ -122,6 +124,7 @@ pub(crate) struct Worker<'a, S> {
     connections: Vec<Connection>,
     /// Per request kind, where each of its writes ends.
     write_ends: Vec<Vec<usize>>,
+    mix: RequestMix,
     pacer: Pacer,
     active: usize,
     /// No phase deadline falls before this (may be early, never late).
@@ -138,6 +141,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         run_start: Instant,
         sink: S,
     ) -> io::Result<Self> {
+        let mix = RequestMix::new(&config.selection, config.requests.len());
         let connections = (0..plan.connections)
             .map(|index| {
                 let slot = (plan.first_slot + index) as u32;
@@ -146,7 +150,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     stream: None,
                     phase: Phase::Waiting,
                     parser: ResponseFramer::new(&config.framing),
-                    picker: RequestPicker::new(&config.selection, config.requests.len(), slot),
+                    picker: mix.picker(slot),
                     request_index: 0,
                     responses_on_stream: 0,
                     deadline: run_start,
@@ -159,10 +163,11 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             control,
             thread: plan.thread,
             run_start,
-            run_deadline: config.duration.map(|d| run_start + d),
+            run_deadline: config.duration.map(|d| later(run_start, d)),
             poll: Poll::new()?,
             connections,
             write_ends: config.requests.iter().map(|r| r.write_ends()).collect(),
+            mix,
             pacer: Pacer::new(run_start, plan.rate_per_second, plan.quota),
             active: plan.connections,
             next_timer: run_start,
@@ -179,13 +184,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             self.next_request(index, start);
         }
         while self.active > 0 && !self.control.is_stopped() {
-            let now = Instant::now();
+            let mut now = Instant::now();
             if self.run_deadline.is_some_and(|deadline| now >= deadline) {
                 break;
             }
             if now >= self.next_timer {
+                // Then poll (without blocking if more is due): connections that keep failing
+                // at once must not starve the others' events.
                 self.fire_timers(now);
-                continue;
+                now = Instant::now();
             }
             let mut wake = self.next_timer.min(now + STOP_CHECK_INTERVAL);
             if let Some(deadline) = self.run_deadline {
@@ -242,11 +249,11 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             Claim::Now(intended) => {
                 let connection = &mut self.connections[index];
                 connection.request = RequestTiming::new(intended);
-                connection.request_index = connection.picker.next();
+                connection.request_index = self.mix.next(&mut connection.picker);
                 let spec = &self.config.requests[connection.request_index];
                 connection.parser.reset(spec.expects_no_body);
                 if connection.stream.is_some() {
-                    self.set_phase(index, Phase::Writing, now + self.config.timeout);
+                    self.set_phase(index, Phase::Writing, later(now, self.config.timeout));
                     self.write_request(index);
                 } else {
                     self.open(index, now);
@@ -264,11 +271,21 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     fn open(&mut self, index: usize, now: Instant) {
         self.connections[index].request.connect_started = Some(now);
-        self.set_phase(index, Phase::Connecting, now + self.config.connect_timeout);
+        self.set_phase(index, Phase::Connecting, later(now, self.config.connect_timeout));
         match self.start_connect(index) {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}
-            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
+            Err(e) => {
+                let kind = ErrorKind::from_io(&e, true);
+                let message = match kind {
+                    ErrorKind::OutOfFiles => {
+                        let (connections, threads) = (self.config.connections, self.config.threads);
+                        out_of_descriptors_message(connections as u64, threads as u64, &e)
+                    }
+                    _ => format!("connect: {e}"),
+                };
+                self.fail(index, kind, message);
+            }
         }
     }
 
@@ -310,7 +327,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let now = Instant::now();
         let timing = &mut self.connections[index].request;
         timing.connect = timing.connect_started.map(|started| now - started);
-        self.set_phase(index, Phase::Writing, now + self.config.timeout);
+        self.set_phase(index, Phase::Writing, later(now, self.config.timeout));
         self.write_request(index);
     }
 
@@ -413,12 +430,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         self.next_request(index, timing.last_read);
     }
 
+    /// Records the failure and closes the socket. The next attempt is left to the timer pass
+    /// (due at once) rather than started here: starting it here recursed, connect failing
+    /// into connect, until the stack overflowed when descriptors ran out.
     fn fail(&mut self, index: usize, kind: ErrorKind, message: String) {
         let connection = &self.connections[index];
         let (slot, request) = (connection.slot, connection.request_index as u16);
         self.sink.error(&ErrorRecord { connection: slot, request, kind, message });
         self.close_stream(index);
-        self.next_request(index, Instant::now());
+        self.set_phase(index, Phase::Waiting, Instant::now());
     }
 
     /// An open connection between requests became readable: the server closed it (fine,

@@ -2,7 +2,7 @@
 //! `schema/bench.schema.json`: rename nothing, only add.
 
 use hdrhistogram::Histogram;
-use nodelay_engine::{ErrorKind, Stats, TcpInfo};
+use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -151,20 +151,27 @@ impl BenchReport {
                 })
                 .collect(),
             interrupted,
-            by_request: (!stats.by_request.is_empty()).then(|| {
+            by_request: (stats.by_request().len() > 0).then(|| {
+                let nothing = RequestStats::new();
                 stats
-                    .by_request
-                    .iter()
+                    .by_request()
                     .zip(request_names)
-                    .map(|(kind, name)| RequestReport {
-                        name: name.clone(),
-                        requests_completed: kind.completed,
-                        errors: kind.errors,
-                        response_bytes: kind.response_bytes,
-                        latency_ms: Percentiles::from_ns(&kind.latency_ns),
-                        first_byte_ms: Percentiles::from_ns(&kind.first_byte_ns),
-                        read_gap_ms: Percentiles::from_ns(&kind.read_gap_ns),
-                        status_counts: kind.status_counts.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+                    .map(|(kind, name)| {
+                        let kind = kind.unwrap_or(&nothing);
+                        RequestReport {
+                            name: name.clone(),
+                            requests_completed: kind.completed,
+                            errors: kind.errors,
+                            response_bytes: kind.response_bytes,
+                            latency_ms: Percentiles::from_ns(&kind.latency_ns),
+                            first_byte_ms: Percentiles::from_ns(&kind.first_byte_ns),
+                            read_gap_ms: Percentiles::from_ns(&kind.read_gap_ns),
+                            status_counts: kind
+                                .status_counts
+                                .iter()
+                                .map(|(c, n)| (c.to_string(), *n))
+                                .collect(),
+                        }
                     })
                     .collect()
             }),

@@ -66,6 +66,14 @@ impl HttpRequest {
     /// The request as one contiguous buffer: head, blank line, body; an error if any field
     /// would break the framing of the request.
     pub fn encode(&self) -> Result<Vec<u8>, RequestError> {
+        let mut out = self.encode_head()?;
+        out.extend_from_slice(&self.body);
+        Ok(out)
+    }
+
+    /// The request line and headers up to and including the blank line (the body, if any,
+    /// follows on the wire), so a large body is copied only when the caller joins them.
+    pub fn encode_head(&self) -> Result<Vec<u8>, RequestError> {
         self.validate()?;
         let has = |name: &str| self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
         let mut out = Vec::with_capacity(128 + self.body.len());
@@ -86,7 +94,6 @@ impl HttpRequest {
             push_line(&mut out, "Connection: close");
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&self.body);
         Ok(out)
     }
 }
