@@ -1,0 +1,265 @@
+//! Hostile input through the real binary: descriptor limits, a closed stdout, absurd values,
+//! request injection, endless input files and memory bounds. Each test is a case that crashed,
+//! hung, injected bytes or ran out of memory before.
+
+mod common;
+
+use common::{Peer, compiled, nodelay, start_peer};
+use std::io::Write;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn go_server() -> Peer {
+    start_peer(&compiled("go_http_server.go"), &[])
+}
+
+/// Runs nodelay under `sh -c 'ulimit ...; exec nodelay ARGS'`.
+fn nodelay_with_ulimit(ulimit: &str, args: &[&str]) -> std::process::Output {
+    let script = format!("ulimit {ulimit} && exec \"$0\" \"$@\"");
+    Command::new("sh")
+        .args(["-c", &script, env!("CARGO_BIN_EXE_nodelay")])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sh")
+}
+
+fn assert_no_panic(stderr: &str) {
+    assert!(!stderr.contains("panicked") && !stderr.contains("overflowed"), "{stderr}");
+}
+
+#[test]
+fn connections_beyond_the_hard_descriptor_limit_are_refused_before_the_run() {
+    let peer = go_server();
+    let url = peer.url("/");
+    for (limit, connections, bound) in [("256", "2000", ["-d", "2s"]), ("200", "500", ["-n", "40000"])] {
+        let output = nodelay_with_ulimit(
+            &format!("-n {limit}"),
+            &["bench", &url, "-c", connections, bound[0], bound[1]],
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(&format!("-c {connections} needs about")), "{stderr}");
+        assert!(stderr.contains(&format!("at most {limit}")), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    }
+}
+
+#[test]
+fn a_low_soft_descriptor_limit_is_raised_to_the_hard_one() {
+    let peer = go_server();
+    // Soft 256, hard as it was: 500 connections need more than 256 descriptors.
+    let output =
+        nodelay_with_ulimit("-Sn 256", &["bench", &peer.url("/"), "-c", "500", "-n", "2000", "--json"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(report["requests_completed"], 2000, "{report}");
+    assert_eq!(report["errors"]["out_of_files"], 0);
+}
+
+#[test]
+fn a_closed_stdout_ends_quietly_with_the_commands_own_status() {
+    let peer = go_server();
+    for format in ["--json", "--quiet"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+            .args(["bench", &peer.url("/"), "-c", "2", "-n", "50", format])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run nodelay");
+        // The reader goes away before nodelay writes anything: its write gets EPIPE.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("wait");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_no_panic(&stderr);
+        assert_eq!(output.status.code(), Some(0), "{format}: {stderr}");
+    }
+}
+
+#[test]
+fn absurd_durations_and_rates_are_usage_errors() {
+    let url = "http://127.0.0.1:9/";
+    let huge = "18446744073709551615s";
+    let cases: [&[&str]; 9] = [
+        &["bench", url, "-d", huge],
+        &["bench", url, "-d", "300000000000y"],
+        &["bench", url, "--timeout", huge],
+        &["bench", url, "--connect-timeout", huge],
+        &["bench", url, "--rate", "1e-20"],
+        &["bench", url, "--rate", "NaN"],
+        &["doctor", url, "--budget", huge],
+        &["doctor", url, "--timeout", "300000000000y"],
+        &["bench", url, "-d", "366days"],
+    ];
+    for args in cases {
+        let run = nodelay(args);
+        assert_no_panic(&run.stderr());
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(
+            run.stderr().contains("too long")
+                || run.stderr().contains("rate")
+                || run.stderr().contains("invalid")
+        );
+    }
+}
+
+#[test]
+fn a_year_long_timeout_is_accepted_and_does_not_overflow() {
+    let peer = go_server();
+    let run = nodelay(&[
+        "bench",
+        &peer.url("/"),
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--timeout",
+        "365days",
+        "--connect-timeout",
+        "365days",
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_no_panic(&run.stderr());
+}
+
+/// A listener nobody else uses: after nodelay refused the request, nothing connected to it.
+fn assert_never_connected(listener: &TcpListener) {
+    listener.set_nonblocking(true).expect("nonblocking");
+    let accepted = listener.accept();
+    assert!(accepted.is_err(), "nodelay connected although it refused the request");
+}
+
+#[test]
+fn request_injection_is_refused_naming_the_field_and_nothing_is_sent() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("address"));
+    for (args, field) in [
+        (vec!["-m", "GET /admin HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET"], "method"),
+        (vec!["-m", ""], "method"),
+        (vec!["-m", "GET /evil HTTP/1.1"], "method"),
+        (vec!["-H", "X Bad: 1"], "name"),
+    ] {
+        let mut all = vec!["bench", url.as_str(), "-n", "1"];
+        all.extend(args.iter().copied());
+        let run = nodelay(&all);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        // The message is on the first line (clap's own errors add a --help tip below it).
+        let first = run.stderr().lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(field), "{args:?}: {}", run.stderr());
+    }
+    let dir = tempdir("injection");
+    for (entry, field) in [
+        ("path = \"/a\\r\\nX-Injected: 1\"", "request target"),
+        ("path = \"/\"\nmethod = \"GET / HTTP/1.1\\r\\n\"", "method"),
+        ("path = \"/\"\nheaders = { X-A = \"1\\r\\nX-Injected: 1\" }", "header 'X-A' value"),
+        ("path = \"/\"\nheaders = { \"X:A\" = \"1\" }", "header name"),
+    ] {
+        let file = dir.join("scenario.toml");
+        std::fs::write(&file, format!("[[request]]\nname = \"evil\"\n{entry}\n")).expect("write scenario");
+        let run = nodelay(&["bench", &url, "-n", "1", "--scenario", file.to_str().expect("utf-8")]);
+        assert_eq!(run.code(), 2, "{entry}: {}", run.stderr());
+        assert!(
+            run.stderr().contains("scenario request 'evil'") && run.stderr().contains(field),
+            "{}",
+            run.stderr()
+        );
+    }
+    assert_never_connected(&listener);
+}
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("hardening-{name}"));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn endless_input_files_are_refused_not_read_until_memory_runs_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    let http = format!("http://{address}/");
+    let tcp = format!("tcp://{address}");
+    let cases: [&[&str]; 3] = [
+        &["bench", &http, "-n", "1", "-b", "@/dev/zero"],
+        &["bench", &tcp, "-n", "1", "--frame", "line", "--send", "@/dev/zero"],
+        &["bench", &http, "-n", "1", "--scenario", "/dev/zero"],
+    ];
+    for args in cases {
+        let run = nodelay(args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(run.stderr().contains("is larger than") && run.stderr().contains("MiB"), "{}", run.stderr());
+        assert!(run.elapsed < Duration::from_secs(5), "{args:?} took {:?}", run.elapsed);
+    }
+    let dir = tempdir("endless");
+    let file = dir.join("scenario.toml");
+    std::fs::write(&file, "[[request]]\nname = \"zero\"\npath = \"/\"\nbody = \"@/dev/zero\"\n")
+        .expect("write");
+    let run = nodelay(&["bench", &http, "-n", "1", "--scenario", file.to_str().expect("utf-8")]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("body file '/dev/zero' is larger than"), "{}", run.stderr());
+    assert_never_connected(&listener);
+}
+
+/// Runs nodelay and returns its exit code and peak RSS in MiB (`wait4` on exactly this child,
+/// so parallel tests' processes do not count).
+fn peak_rss_mib(args: &[&str]) -> (i32, f64, String) {
+    let child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run nodelay");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (code, usage.ru_maxrss as f64 / 1024.0, stderr)
+}
+
+#[test]
+fn memory_does_not_grow_with_scenario_names_times_threads() {
+    let peer = go_server();
+    let dir = tempdir("memory");
+    let file = dir.join("thousand.toml");
+    let mut text = String::from("mode = \"weighted\"\n");
+    for i in 0..1000 {
+        text.push_str(&format!("[[request]]\nname = \"r{i}\"\npath = \"/p{i}\"\n"));
+    }
+    std::fs::File::create(&file).and_then(|mut f| f.write_all(text.as_bytes())).expect("write scenario");
+    // Was 2.3 GB: three hour-wide histograms per name per thread, plus the merge.
+    let args = [
+        "bench",
+        &peer.url("/"),
+        "-t",
+        "2",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--scenario",
+        file.to_str().expect("utf-8"),
+    ];
+    let (code, rss, stderr) = peak_rss_mib(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(rss < 200.0, "1000-name scenario at -t 2: peak RSS {rss:.0} MiB");
+}
+
+#[test]
+fn memory_does_not_grow_with_threads_times_connections() {
+    let peer = go_server();
+    // Was 1.17 GB at -t 1024 -c 1024: every thread kept a slot for every connection.
+    let (code, rss, stderr) = peak_rss_mib(&["bench", &peer.url("/"), "-t", "64", "-c", "10000", "-d", "1s"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(rss < 150.0, "-t 64 -c 10000: peak RSS {rss:.0} MiB");
+}
