@@ -4,6 +4,9 @@
 //! The parser is fed each `read()` as it arrives and says when the final response is
 //! complete. Body bytes are counted, never stored; only an incomplete head is buffered, up to
 //! a limit, so a server sending a 10 MB header costs at most that limit.
+//!
+//! A status outside 100-599 is a malformed response (RFC 9110 §15 defines no class for it),
+//! not a completed one: it would otherwise be counted yet appear in no status class.
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use thiserror::Error;
@@ -29,6 +32,8 @@ pub enum ResponseError {
     TooLarge { limit: u64 },
     #[error("length prefix {length} is {reason}")]
     BadLengthPrefix { length: u64, reason: &'static str },
+    #[error("status {0} is outside 100-599")]
+    StatusOutOfRange(u16),
 }
 
 impl ResponseError {
@@ -195,6 +200,8 @@ impl ResponseParser {
 
     fn apply_head(&mut self, info: HeadInfo) -> Result<(), ResponseError> {
         match info.status {
+            // httparse takes any three digits.
+            0..=99 | 600.. => return Err(ResponseError::StatusOutOfRange(info.status)),
             101 => return Err(ResponseError::Unsupported("101 Switching Protocols")),
             // Interim responses: the final one follows on the same connection.
             100..=199 => return Ok(()),
@@ -342,6 +349,19 @@ mod tests {
         assert_eq!(run(conflicting, 100, false).0, Err(ResponseError::InvalidContentLength));
         let negative = b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n";
         assert_eq!(run(negative, 100, false).0, Err(ResponseError::InvalidContentLength));
+    }
+
+    #[test]
+    fn status_outside_100_599_is_malformed() {
+        for status in [0u16, 99, 600, 999] {
+            let bytes = format!("HTTP/1.1 {status:03} X\r\nContent-Length: 0\r\n\r\n");
+            assert_eq!(run(bytes.as_bytes(), 1000, false).0, Err(ResponseError::StatusOutOfRange(status)));
+        }
+        assert_eq!(ResponseError::StatusOutOfRange(999).to_string(), "status 999 is outside 100-599");
+        for status in [100, 599] {
+            let bytes = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
+            assert!(run(bytes.as_bytes(), 1000, false).0.is_ok(), "{status}");
+        }
     }
 
     #[test]
