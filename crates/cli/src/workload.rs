@@ -139,7 +139,7 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
         address: target.address,
         requests,
         selection,
-        framing: Framing::Http { max_head_bytes: MAX_HTTP_HEAD_BYTES },
+        framing: Framing::Http { max_head_bytes: MAX_HTTP_HEAD_BYTES, max_response_bytes: u64::MAX },
         client_nodelay: true,
         label,
     })

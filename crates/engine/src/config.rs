@@ -101,7 +101,7 @@ impl EngineConfig {
             address,
             requests: vec![RequestSpec::new("request", request)],
             selection: Selection::Sequence,
-            framing: Framing::Http { max_head_bytes: 64 * 1024 },
+            framing: Framing::Http { max_head_bytes: 64 * 1024, max_response_bytes: u64::MAX },
             connections: 1,
             threads: 1,
             max_requests: None,

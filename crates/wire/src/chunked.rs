@@ -22,9 +22,9 @@ const MAX_LINE_BYTES: usize = 8 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
-    /// Reading hex digits of a chunk size.
+    /// Reading hex digits of a chunk size; `any`: at least one digit seen.
     Size {
-        digits: u8,
+        any: bool,
     },
     /// Skipping `;extension` up to CR/LF.
     Extension,
@@ -60,7 +60,7 @@ impl Default for ChunkedDecoder {
 
 impl ChunkedDecoder {
     pub fn new() -> Self {
-        ChunkedDecoder { state: State::Size { digits: 0 }, remaining: 0, line_bytes: 0 }
+        ChunkedDecoder { state: State::Size { any: false }, remaining: 0, line_bytes: 0 }
     }
 
     pub fn is_done(&self) -> bool {
@@ -103,20 +103,22 @@ impl ChunkedDecoder {
 
     fn step(&mut self, byte: u8) -> Result<(), ChunkedError> {
         self.state = match self.state {
-            State::Size { digits } => {
+            State::Size { any } => {
+                // The line bound also ends an endless run of leading zeros.
                 self.count_line_byte()?;
                 match byte {
                     b'0'..=b'9' | b'a'..=b'f' | b'A'..=b'F' => {
-                        if digits >= 16 {
+                        // Overflow is about the value, not the digit count: leading zeros are valid.
+                        if self.remaining >> 60 != 0 {
                             return Err(ChunkedError::SizeOverflow);
                         }
                         let nibble = (byte as char).to_digit(16).unwrap_or(0) as u64;
                         self.remaining = (self.remaining << 4) | nibble;
-                        State::Size { digits: digits + 1 }
+                        State::Size { any: true }
                     }
-                    b';' | b' ' | b'\t' if digits > 0 => State::Extension,
-                    b'\r' if digits > 0 => State::SizeLf,
-                    b'\n' if digits > 0 => {
+                    b';' | b' ' | b'\t' if any => State::Extension,
+                    b'\r' if any => State::SizeLf,
+                    b'\n' if any => {
                         self.end_size_line();
                         return Ok(());
                     }
@@ -143,14 +145,14 @@ impl ChunkedDecoder {
             }
             State::DataCr => match byte {
                 b'\r' => State::DataLf,
-                b'\n' => State::Size { digits: 0 },
+                b'\n' => State::Size { any: false },
                 _ => return Err(ChunkedError::MissingCrlf),
             },
             State::DataLf => {
                 if byte != b'\n' {
                     return Err(ChunkedError::MissingCrlf);
                 }
-                State::Size { digits: 0 }
+                State::Size { any: false }
             }
             State::TrailerStart => match byte {
                 b'\r' => State::TrailerLf { empty_line: true },
@@ -222,6 +224,20 @@ mod tests {
         assert_eq!(ChunkedDecoder::new().feed(b"\r\n"), Err(ChunkedError::BadSize));
         assert_eq!(ChunkedDecoder::new().feed(b"11111111111111111\r\n"), Err(ChunkedError::SizeOverflow));
         assert_eq!(ChunkedDecoder::new().feed(b"1\r\nab"), Err(ChunkedError::MissingCrlf));
+    }
+
+    #[test]
+    fn leading_zeros_are_not_overflow() {
+        let body = b"00000000000000002\r\nab\r\n0000000000000000000\r\n\r\n";
+        let mut decoder = ChunkedDecoder::new();
+        assert_eq!(decoder.feed(body), Ok(body.len()));
+        assert!(decoder.is_done());
+        let largest = b"0000ffffffffffffffff\r\n";
+        assert_eq!(ChunkedDecoder::new().feed(largest), Ok(largest.len()));
+        assert_eq!(ChunkedDecoder::new().feed(b"010000000000000000\r\n"), Err(ChunkedError::SizeOverflow));
+        // Endless zeros end at the line bound rather than hang.
+        let zeros = vec![b'0'; MAX_LINE_BYTES + 1];
+        assert_eq!(ChunkedDecoder::new().feed(&zeros), Err(ChunkedError::LineTooLong(MAX_LINE_BYTES)));
     }
 
     #[test]

@@ -6,8 +6,15 @@ use crate::response::{Feed, ResponseError, ResponseParser};
 /// How responses are delimited on a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framing {
-    Http { max_head_bytes: usize },
-    Raw { framing: RawFraming, max_response_bytes: u64 },
+    /// `max_response_bytes`: bound on head and body of one response, `u64::MAX` for none.
+    Http {
+        max_head_bytes: usize,
+        max_response_bytes: u64,
+    },
+    Raw {
+        framing: RawFraming,
+        max_response_bytes: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -19,8 +26,8 @@ pub enum ResponseFramer {
 impl ResponseFramer {
     pub fn new(framing: &Framing) -> Self {
         match framing {
-            Framing::Http { max_head_bytes } => {
-                ResponseFramer::Http(ResponseParser::new(false, *max_head_bytes))
+            Framing::Http { max_head_bytes, max_response_bytes } => {
+                ResponseFramer::Http(ResponseParser::new(false, *max_head_bytes, *max_response_bytes))
             }
             Framing::Raw { framing, max_response_bytes } => {
                 ResponseFramer::Raw(RawResponseParser::new(framing.clone(), *max_response_bytes))

@@ -111,7 +111,31 @@ impl RawResponseParser {
         self.seen_bytes > 0
     }
 
+    /// Consumes bytes of the response. A response longer than `max_response_bytes` is an
+    /// error on the byte past the limit (or on its length prefix, when that says so first),
+    /// so the outcome is the same however reads split it.
     pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
+        let mut pos = 0;
+        while pos < data.len() && !matches!(self.state, State::Done) {
+            let budget = self.max_response_bytes.saturating_sub(self.seen_bytes);
+            if budget == 0 {
+                return Err(ResponseError::TooLarge { limit: self.max_response_bytes });
+            }
+            let rest = &data[pos..];
+            let window = &rest[..usize::try_from(budget).map_or(rest.len(), |b| b.min(rest.len()))];
+            let used = self.step(window)?;
+            pos += used;
+            self.seen_bytes += used as u64;
+        }
+        if matches!(self.state, State::Done) {
+            return Ok(Feed::Complete { used: pos });
+        }
+        Ok(Feed::Partial)
+    }
+
+    /// Advances through `data` until the response ends or `data` does; returns bytes used
+    /// (at least one, as `data` is not empty and the response not done).
+    fn step(&mut self, data: &[u8]) -> Result<usize, ResponseError> {
         let mut pos = 0;
         while pos < data.len() {
             match &mut self.state {
@@ -148,7 +172,7 @@ impl RawResponseParser {
                         } else {
                             value
                         };
-                        if payload + u64::from(bytes) > self.max_response_bytes {
+                        if payload.saturating_add(u64::from(bytes)) > self.max_response_bytes {
                             return Err(ResponseError::TooLarge { limit: self.max_response_bytes });
                         }
                         self.state =
@@ -166,14 +190,7 @@ impl RawResponseParser {
                 State::Done => break,
             }
         }
-        self.seen_bytes += pos as u64;
-        if matches!(self.state, State::Done) {
-            return Ok(Feed::Complete { used: pos });
-        }
-        if self.seen_bytes > self.max_response_bytes {
-            return Err(ResponseError::TooLarge { limit: self.max_response_bytes });
-        }
-        Ok(Feed::Partial)
+        Ok(pos)
     }
 }
 
@@ -231,6 +248,100 @@ mod tests {
         complete_at_every_split("len32le", b"\x04\x00\x00\x00abcd");
         complete_at_every_split("len32be:inclusive", b"\x00\x00\x00\x06ab");
         complete_at_every_split("len16be", b"\x00\x00");
+    }
+
+    /// Every response fed in pieces of `piece` bytes, resetting after each: the total offset
+    /// at which each completed, then the error or `None` when the input ran out mid-response.
+    fn outcomes(
+        framing: &RawFraming,
+        limit: u64,
+        bytes: &[u8],
+        piece: usize,
+    ) -> Vec<Result<usize, ResponseError>> {
+        let mut parser = RawResponseParser::new(framing.clone(), limit);
+        let mut out = Vec::new();
+        let mut offset = 0;
+        for part in bytes.chunks(piece) {
+            let mut part = part;
+            while !part.is_empty() {
+                match parser.feed(part) {
+                    Ok(Feed::Partial) => {
+                        offset += part.len();
+                        part = &[];
+                    }
+                    Ok(Feed::Complete { used }) => {
+                        assert!(used <= part.len(), "used {used} of {}", part.len());
+                        offset += used;
+                        part = &part[used..];
+                        out.push(Ok(offset));
+                        parser.reset();
+                    }
+                    Err(e) => {
+                        out.push(Err(e));
+                        return out;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn same_at_every_split(framing: &RawFraming, limit: u64, bytes: &[u8]) {
+        let whole = outcomes(framing, limit, bytes, bytes.len().max(1));
+        for piece in 1..bytes.len() {
+            assert_eq!(
+                outcomes(framing, limit, bytes, piece),
+                whole,
+                "{framing} limit {limit} piece {piece}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_response_holds_however_the_response_is_split() {
+        let mut line = vec![b'x'; 2001];
+        line.push(b'\n');
+        let line_framing = RawFraming::parse("line").unwrap();
+        assert_eq!(
+            outcomes(&line_framing, 100, &line, line.len()),
+            [Err(ResponseError::TooLarge { limit: 100 })]
+        );
+        let fixed = RawFraming::Fixed(2002);
+        assert_eq!(outcomes(&fixed, 100, &line, line.len()), [Err(ResponseError::TooLarge { limit: 100 })]);
+        // A response exactly at the limit is fine; one byte more is not.
+        assert_eq!(outcomes(&line_framing, 2002, &line, 7), [Ok(2002)]);
+        assert_eq!(
+            outcomes(&line_framing, 2001, &line, 2002),
+            [Err(ResponseError::TooLarge { limit: 2001 })]
+        );
+    }
+
+    #[test]
+    fn every_framing_decides_identically_at_every_split() {
+        // Found by fuzzing whole vs byte by byte.
+        let inputs: [&[u8]; 3] = [
+            b"\x00\x00\x00\x03\x47\x4b\x0d\x4b\x0d\x0a",
+            b"+OK\r\n+PONG\r\n\x00\x02ab\x00\x00",
+            b"\x02\x00\x00\x00hi\x05\x00\x00\x00x",
+        ];
+        let framings = [
+            "line",
+            "crlf",
+            r"delim:K\r",
+            "fixed:1",
+            "fixed:3",
+            "len16be",
+            "len32be",
+            "len32le",
+            "len32be:inclusive",
+        ];
+        for input in inputs {
+            for framing in framings {
+                for limit in 0..=12 {
+                    same_at_every_split(&RawFraming::parse(framing).unwrap(), limit, input);
+                }
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,14 @@
 //! The parser is fed each `read()` as it arrives and says when the final response is
 //! complete. Body bytes are counted, never stored; only an incomplete head is buffered, up to
 //! a limit, so a server sending a 10 MB header costs at most that limit.
+//!
+//! Limits are checked byte by byte, so a response fails or completes at the same byte however
+//! reads split it: the head limit on the first byte past it (httparse never sees further), the
+//! response limit on the first byte past it, or as soon as a head's Content-Length says the
+//! response will be larger. Interim (1xx) heads count towards the response limit.
+//!
+//! A status outside 100-599 is a malformed response (RFC 9110 §15 defines no class for it),
+//! not a completed one: it would otherwise be counted yet appear in no status class.
 
 use crate::chunked::{ChunkedDecoder, ChunkedError};
 use thiserror::Error;
@@ -29,6 +37,8 @@ pub enum ResponseError {
     TooLarge { limit: u64 },
     #[error("length prefix {length} is {reason}")]
     BadLengthPrefix { length: u64, reason: &'static str },
+    #[error("status {0} is outside 100-599")]
+    StatusOutOfRange(u16),
 }
 
 impl ResponseError {
@@ -70,24 +80,28 @@ pub struct ResponseParser {
     head_buf: Vec<u8>,
     body: Body,
     max_head_bytes: usize,
+    /// Bound on head and body bytes of one response, interim heads included.
+    max_response_bytes: u64,
     request_was_head: bool,
     status: u16,
     close: bool,
-    seen_bytes: bool,
+    /// Bytes of this response consumed so far.
+    seen_bytes: u64,
 }
 
 impl ResponseParser {
     /// `request_was_head`: the request was HEAD, so the response has no body whatever its
-    /// headers say.
-    pub fn new(request_was_head: bool, max_head_bytes: usize) -> Self {
+    /// headers say. `max_response_bytes`: `u64::MAX` for no bound.
+    pub fn new(request_was_head: bool, max_head_bytes: usize, max_response_bytes: u64) -> Self {
         ResponseParser {
             head_buf: Vec::new(),
             body: Body::Head,
             max_head_bytes,
+            max_response_bytes,
             request_was_head,
             status: 0,
             close: false,
-            seen_bytes: false,
+            seen_bytes: 0,
         }
     }
 
@@ -103,7 +117,7 @@ impl ResponseParser {
         self.body = Body::Head;
         self.status = 0;
         self.close = false;
-        self.seen_bytes = false;
+        self.seen_bytes = 0;
     }
 
     /// Status of the final response (0 until its head is parsed).
@@ -118,39 +132,59 @@ impl ResponseParser {
 
     /// Whether any byte of this response has arrived.
     pub fn has_started(&self) -> bool {
-        self.seen_bytes
+        self.seen_bytes > 0
     }
 
+    /// Consumes the bytes of one read; see the module doc for where limits decide.
     pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
-        if !data.is_empty() {
-            self.seen_bytes = true;
-        }
+        let too_large = ResponseError::TooLarge { limit: self.max_response_bytes };
         let mut pos = 0;
         loop {
-            match &mut self.body {
-                Body::Head => match self.parse_head(&data[pos..])? {
-                    Some(used) => pos += used,
-                    None => return Ok(Feed::Partial),
-                },
-                Body::Length(remaining) => {
-                    let take = (data.len() - pos).min(usize::try_from(*remaining).unwrap_or(usize::MAX));
-                    pos += take;
-                    *remaining -= take as u64;
-                    if *remaining > 0 {
-                        return Ok(Feed::Partial);
+            if matches!(self.body, Body::Done) {
+                return Ok(Feed::Complete { used: pos });
+            }
+            let rest = &data[pos..];
+            if rest.is_empty() {
+                return Ok(Feed::Partial);
+            }
+            let budget = self.max_response_bytes.saturating_sub(self.seen_bytes);
+            if budget == 0 {
+                return Err(too_large);
+            }
+            // Never look past the limit, so a whole read decides like byte-by-byte reads.
+            let window = &rest[..usize::try_from(budget).map_or(rest.len(), |b| b.min(rest.len()))];
+            let used = match &mut self.body {
+                Body::Head => {
+                    let used = self.parse_head(window)?;
+                    // A known length decides at the end of the head, before the body arrives.
+                    let head_end = self.seen_bytes + used as u64;
+                    if let Body::Length(length) = self.body
+                        && head_end.saturating_add(length) > self.max_response_bytes
+                    {
+                        return Err(too_large);
                     }
-                    self.body = Body::Done;
+                    used
+                }
+                Body::Length(remaining) => {
+                    let take = window.len().min(usize::try_from(*remaining).unwrap_or(usize::MAX));
+                    *remaining -= take as u64;
+                    if *remaining == 0 {
+                        self.body = Body::Done;
+                    }
+                    take
                 }
                 Body::Chunked(decoder) => {
-                    pos += decoder.feed(&data[pos..])?;
-                    if !decoder.is_done() {
-                        return Ok(Feed::Partial);
+                    let used = decoder.feed(window)?;
+                    if decoder.is_done() {
+                        self.body = Body::Done;
                     }
-                    self.body = Body::Done;
+                    used
                 }
-                Body::UntilClose => return Ok(Feed::Partial),
-                Body::Done => return Ok(Feed::Complete { used: pos }),
-            }
+                Body::UntilClose => window.len(),
+                Body::Done => 0,
+            };
+            self.seen_bytes += used as u64;
+            pos += used;
         }
     }
 
@@ -165,36 +199,39 @@ impl ResponseParser {
         }
     }
 
-    /// Parses a head from buffered plus new bytes. Returns how many of `data` it used, or
-    /// `None` when the head is still incomplete.
-    fn parse_head(&mut self, data: &[u8]) -> Result<Option<usize>, ResponseError> {
+    /// Parses a head from buffered plus new bytes; returns how many of `data` it used (all of
+    /// them while the head is incomplete).
+    fn parse_head(&mut self, data: &[u8]) -> Result<usize, ResponseError> {
         let carried = self.head_buf.len();
+        // httparse sees at most max_head_bytes, so a bad byte past the limit cannot decide
+        // the error in one read when the byte past the limit does in another.
+        let take = data.len().min(self.max_head_bytes.saturating_sub(carried));
         let parsed = if carried == 0 {
-            parse_head_info(data)?
+            parse_head_info(&data[..take])?
         } else {
-            self.head_buf.extend_from_slice(data);
+            self.head_buf.extend_from_slice(&data[..take]);
             parse_head_info(&self.head_buf)?
         };
         let Some((head_len, info)) = parsed else {
+            if take < data.len() {
+                return Err(ResponseError::HeadTooLarge { limit: self.max_head_bytes });
+            }
             if carried == 0 {
                 self.head_buf.extend_from_slice(data);
             }
-            if self.head_buf.len() > self.max_head_bytes {
-                return Err(ResponseError::HeadTooLarge { limit: self.max_head_bytes });
-            }
-            return Ok(None);
+            return Ok(data.len());
         };
-        if head_len > self.max_head_bytes {
-            return Err(ResponseError::HeadTooLarge { limit: self.max_head_bytes });
-        }
         self.head_buf.clear();
-        let used = head_len - carried;
+        // The carried bytes parsed as incomplete, so the head ends in `data`.
+        let used = head_len.saturating_sub(carried);
         self.apply_head(info)?;
-        Ok(Some(used))
+        Ok(used)
     }
 
     fn apply_head(&mut self, info: HeadInfo) -> Result<(), ResponseError> {
         match info.status {
+            // httparse takes any three digits.
+            0..=99 | 600.. => return Err(ResponseError::StatusOutOfRange(info.status)),
             101 => return Err(ResponseError::Unsupported("101 Switching Protocols")),
             // Interim responses: the final one follows on the same connection.
             100..=199 => return Ok(()),
@@ -261,7 +298,7 @@ mod tests {
 
     /// Feeds `bytes` in pieces of `piece` bytes; returns the outcome and total bytes used.
     fn run(bytes: &[u8], piece: usize, head_request: bool) -> (Result<Feed, ResponseError>, usize) {
-        let mut parser = ResponseParser::new(head_request, LIMIT);
+        let mut parser = ResponseParser::new(head_request, LIMIT, u64::MAX);
         let mut used = 0;
         for part in bytes.chunks(piece) {
             match parser.feed(part) {
@@ -271,6 +308,99 @@ mod tests {
             }
         }
         (Ok(Feed::Partial), used)
+    }
+
+    /// Every response in `bytes` fed in pieces of `piece` bytes, resetting after each: the
+    /// total offset at which each completed, then the error, or what `finish` says when the
+    /// input ran out mid-response.
+    fn outcomes(
+        bytes: &[u8],
+        piece: usize,
+        head_request: bool,
+        max_head: usize,
+        max_response: u64,
+    ) -> Vec<Result<usize, ResponseError>> {
+        let mut parser = ResponseParser::new(head_request, max_head, max_response);
+        let mut out = Vec::new();
+        let mut offset = 0;
+        for part in bytes.chunks(piece) {
+            let mut part = part;
+            while !part.is_empty() {
+                match parser.feed(part) {
+                    Ok(Feed::Partial) => {
+                        offset += part.len();
+                        part = &[];
+                    }
+                    Ok(Feed::Complete { used }) => {
+                        assert!(used <= part.len(), "used {used} of {}", part.len());
+                        offset += used;
+                        part = &part[used..];
+                        out.push(Ok(offset));
+                        parser.reset();
+                    }
+                    Err(e) => {
+                        out.push(Err(e));
+                        return out;
+                    }
+                }
+            }
+        }
+        if parser.has_started() {
+            out.push(parser.finish().map(|()| offset));
+        }
+        out
+    }
+
+    #[test]
+    fn max_response_holds_however_the_response_is_split() {
+        let mut body = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        body.resize(2002, b'x');
+        let too_large = [Err(ResponseError::TooLarge { limit: 100 })];
+        for piece in [1, 7, 100, 2002] {
+            assert_eq!(outcomes(&body, piece, false, LIMIT, 100), too_large, "piece {piece}");
+        }
+        assert_eq!(outcomes(&body, 2002, false, LIMIT, 2002), [Ok(2002)]);
+        // A known Content-Length fails as soon as the head is parsed, body or not.
+        let head = b"HTTP/1.1 200 OK\r\nContent-Length: 90\r\n\r\n";
+        assert_eq!(outcomes(head, head.len(), false, LIMIT, 100), too_large);
+        assert_eq!(outcomes(head, head.len(), true, LIMIT, 100), [Ok(head.len())]);
+        // Chunked bodies and interim heads count too.
+        let chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n";
+        let mut chunked = chunked.to_vec();
+        chunked.resize(120, b'y');
+        assert_eq!(outcomes(&chunked, 1, false, LIMIT, 100), too_large);
+        let interim = b"HTTP/1.1 100 Continue\r\n\r\n".repeat(10);
+        assert_eq!(outcomes(&interim, 3, false, LIMIT, 100), too_large);
+    }
+
+    #[test]
+    fn decides_identically_at_every_split() {
+        let inputs: [&[u8]; 6] = [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 204 No\r\n\r\nHTTP/1.0 200 OK\r\n\r\nrest",
+            b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n",
+            // Malformed past the head limit: a whole read must not see the bad byte first.
+            b"HTTP/1.1 200 OK\r\n\x01X: y\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            b"HTTP/1.1 999 OK\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\rX",
+        ];
+        for input in inputs {
+            for head_request in [false, true] {
+                for max_head in [0, 10, 17, 18, 30, LIMIT] {
+                    for max_response in [0, 5, 17, 18, 40, 60, 90, u64::MAX] {
+                        let whole = outcomes(input, input.len(), head_request, max_head, max_response);
+                        for piece in 1..input.len() {
+                            let split = outcomes(input, piece, head_request, max_head, max_response);
+                            let context = format!(
+                                "{:?} head {max_head} response {max_response} piece {piece}",
+                                input.escape_ascii().to_string()
+                            );
+                            assert_eq!(split, whole, "{context}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -286,7 +416,7 @@ mod tests {
     #[test]
     fn chunked_body_and_trailing_bytes_reported() {
         let bytes = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nNEXT";
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         assert_eq!(parser.feed(bytes), Ok(Feed::Complete { used: bytes.len() - 4 }));
         assert_eq!(parser.status(), 200);
         assert!(!parser.wants_close());
@@ -295,7 +425,7 @@ mod tests {
     #[test]
     fn interim_responses_are_skipped() {
         let bytes = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         assert_eq!(parser.feed(bytes), Ok(Feed::Complete { used: bytes.len() }));
         assert_eq!(parser.status(), 201);
     }
@@ -312,7 +442,7 @@ mod tests {
 
     #[test]
     fn close_delimited_body_ends_at_finish() {
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         assert_eq!(parser.feed(b"HTTP/1.0 200 OK\r\n\r\nsome body"), Ok(Feed::Partial));
         assert!(parser.wants_close());
         assert_eq!(parser.finish(), Ok(()));
@@ -320,17 +450,17 @@ mod tests {
 
     #[test]
     fn early_close_is_an_error() {
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         assert_eq!(parser.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"), Ok(Feed::Partial));
         assert_eq!(parser.finish(), Err(ResponseError::ClosedEarly));
     }
 
     #[test]
     fn connection_close_and_http10_keep_alive() {
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         parser.feed(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
         assert!(parser.wants_close());
-        let mut parser = ResponseParser::new(false, LIMIT);
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
         parser.feed(b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n").unwrap();
         assert!(!parser.wants_close());
     }
@@ -345,8 +475,21 @@ mod tests {
     }
 
     #[test]
+    fn status_outside_100_599_is_malformed() {
+        for status in [0u16, 99, 600, 999] {
+            let bytes = format!("HTTP/1.1 {status:03} X\r\nContent-Length: 0\r\n\r\n");
+            assert_eq!(run(bytes.as_bytes(), 1000, false).0, Err(ResponseError::StatusOutOfRange(status)));
+        }
+        assert_eq!(ResponseError::StatusOutOfRange(999).to_string(), "status 999 is outside 100-599");
+        for status in [100, 599] {
+            let bytes = format!("HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n");
+            assert!(run(bytes.as_bytes(), 1000, false).0.is_ok(), "{status}");
+        }
+    }
+
+    #[test]
     fn oversized_head_is_bounded() {
-        let mut parser = ResponseParser::new(false, 1024);
+        let mut parser = ResponseParser::new(false, 1024, u64::MAX);
         let mut head = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
         head.resize(600, b'a');
         assert_eq!(parser.feed(&head), Ok(Feed::Partial));
