@@ -112,9 +112,10 @@ pub struct RequestArgs {
     #[arg(long, value_name = "FRAMING")]
     pub frame: Option<String>,
 
-    /// tcp:// only: a response longer than this is malformed
-    #[arg(long, value_name = "BYTES", default_value_t = 1024 * 1024)]
-    pub max_response: u64,
+    /// A response longer than this many bytes (head and body) is malformed [default: 1048576
+    /// for tcp://; unbounded for http://, whose bodies are counted, never stored]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_response: Option<u64>,
 
     /// Send each request in several writes with Nagle left on, as many real clients do:
     /// byte counts of the leading writes, e.g. 40,rest (header then body)

@@ -15,6 +15,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 const MAX_HTTP_HEAD_BYTES: usize = 64 * 1024;
+/// A raw framing that never matches would otherwise read forever.
+const MAX_RAW_RESPONSE_BYTES: u64 = 1024 * 1024;
 
 /// One kind of request with what the doctor's experiments need to vary it.
 #[derive(Debug, Clone)]
@@ -139,7 +141,10 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
         address: target.address,
         requests,
         selection,
-        framing: Framing::Http { max_head_bytes: MAX_HTTP_HEAD_BYTES, max_response_bytes: u64::MAX },
+        framing: Framing::Http {
+            max_head_bytes: MAX_HTTP_HEAD_BYTES,
+            max_response_bytes: args.max_response.unwrap_or(u64::MAX),
+        },
         client_nodelay: true,
         label,
     })
@@ -175,7 +180,10 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Wo
         address,
         requests: vec![WorkloadRequest { spec, closing_head: Vec::new(), head_bytes: None }],
         selection: Selection::Sequence,
-        framing: Framing::Raw { framing, max_response_bytes: args.max_response },
+        framing: Framing::Raw {
+            framing,
+            max_response_bytes: args.max_response.unwrap_or(MAX_RAW_RESPONSE_BYTES),
+        },
         client_nodelay: true,
         label,
     })

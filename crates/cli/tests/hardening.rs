@@ -263,3 +263,95 @@ fn memory_does_not_grow_with_threads_times_connections() {
     assert_eq!(code, 0, "{stderr}");
     assert!(rss < 150.0, "-t 64 -c 10000: peak RSS {rss:.0} MiB");
 }
+
+/// A loopback server (port 0) that answers every request (ended by `request_end`) with
+/// `response`, written in one send. Its threads end when their connection closes.
+fn canned_server(request_end: &'static [u8], response: Vec<u8>) -> String {
+    use std::io::Read;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let response = response.clone();
+            std::thread::spawn(move || {
+                let mut pending = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                    pending.extend_from_slice(&buffer[..n]);
+                    while let Some(end) = pending.windows(request_end.len()).position(|w| w == request_end) {
+                        pending.drain(..end + request_end.len());
+                        if stream.write_all(&response).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    address.to_string()
+}
+
+#[test]
+fn statuses_outside_100_599_are_malformed_not_silently_completed() {
+    for status in ["000", "600", "999"] {
+        let response = format!("HTTP/1.1 {status} Odd\r\nContent-Length: 2\r\n\r\nok").into_bytes();
+        let address = canned_server(b"\r\n\r\n", response);
+        let run = nodelay(&["bench", &format!("http://{address}/"), "-c", "1", "-n", "5", "--json"]);
+        assert_eq!(run.code(), 1, "{status}: {}", run.stderr());
+        let report = run.json();
+        assert_eq!(report["requests_completed"], 0, "{status}: {report}");
+        assert_eq!(report["errors"]["malformed_response"], 5, "{status}: {report}");
+        let example = report["error_examples"]["malformed_response"].as_str().unwrap_or_default();
+        assert!(
+            example
+                .contains(&format!("status {}", status.trim_start_matches('0').parse::<u16>().unwrap_or(0))),
+            "{example}"
+        );
+    }
+}
+
+#[test]
+fn max_response_holds_for_http_and_for_a_raw_response_read_at_once() {
+    let body = vec![b'x'; 2000];
+    let mut response = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    response.extend_from_slice(&body);
+    let http = format!("http://{}/", canned_server(b"\r\n\r\n", response));
+    let bounded = nodelay(&["bench", &http, "-c", "1", "-n", "3", "--max-response", "100", "--json"]);
+    assert_eq!(bounded.json()["errors"]["malformed_response"], 3, "{}", bounded.stdout());
+    let unbounded = nodelay(&["bench", &http, "-c", "1", "-n", "3", "--json"]);
+    assert_eq!(unbounded.json()["requests_completed"], 3, "no default bound on http://");
+
+    // One 2002-byte line, arriving in one read, passed --max-response 100 before.
+    let mut line = vec![b'y'; 2001];
+    line.push(b'\n');
+    let tcp = format!("tcp://{}", canned_server(b"\n", line));
+    let run = nodelay(&[
+        "bench",
+        &tcp,
+        "--send",
+        "PING\\n",
+        "--frame",
+        "line",
+        "-c",
+        "1",
+        "-n",
+        "3",
+        "--max-response",
+        "100",
+        "--json",
+    ]);
+    let report = run.json();
+    assert_eq!(report["requests_completed"], 0, "{report}");
+    assert_eq!(report["errors"]["malformed_response"], 3, "{report}");
+}
+
+#[test]
+fn chunk_sizes_with_leading_zeros_are_valid() {
+    let response =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nok\r\n0\r\n\r\n".to_vec();
+    let address = canned_server(b"\r\n\r\n", response);
+    let run = nodelay(&["bench", &format!("http://{address}/"), "-c", "1", "-n", "5", "--json"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(run.json()["requests_completed"], 5);
+}
