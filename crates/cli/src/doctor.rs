@@ -69,7 +69,9 @@ pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Resu
     let url = &workload.url;
     let baseline = run_phase(&baseline_config, None)?;
     if baseline.responses.is_empty() {
-        let why = baseline.error_example.as_deref().unwrap_or("no response arrived within the budget");
+        let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {
+            format!("{}: {}", e.kind.as_str(), e.message)
+        });
         bail!("could not measure {url}: no request succeeded ({why})");
     }
     let mut observations = Observations { request: Some(shape), baseline, experiments: Vec::new() };
@@ -86,7 +88,7 @@ pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Resu
         let config = experiment_config(&baseline_config, request, experiment, duration);
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
-    observations.experiments.retain(|phase| !phase.responses.is_empty() || phase.errors > 0);
+    observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
     let findings = diagnose(&observations);
     Ok(DoctorReport::new(
         url.to_string(),
@@ -140,10 +142,7 @@ fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Ph
     let mut busiest = 0;
     for sink in finished.output.sinks {
         phase.responses.extend(sink.responses);
-        phase.errors += sink.errors.len() as u64;
-        if phase.error_example.is_none() {
-            phase.error_example = sink.errors.first().map(|e| format!("{}: {}", e.kind.as_str(), e.message));
-        }
+        phase.errors.extend(sink.errors);
         phase.connections_opened += sink.connections.len() as u64;
         for connection in sink.connections {
             if connection.requests >= busiest && connection.tcp_info.is_some() {
