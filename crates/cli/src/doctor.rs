@@ -29,6 +29,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     if !workload.is_scenario() {
         let report = examine(&workload, args.budget, args.timeout)?;
         print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+        if report.is_unreliable() {
+            bail!("could not measure {} reliably: {}", workload.url, failed_baseline(&report));
+        }
         return Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings });
     }
     // A scenario: each named request is diagnosed on its own, sharing the budget.
@@ -43,7 +46,28 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
     print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+    if report.is_unreliable() {
+        let failed: Vec<String> = report
+            .requests
+            .iter()
+            .filter(|named| named.report.is_unreliable())
+            .map(|named| format!("'{}': {}", named.name, failed_baseline(&named.report)))
+            .collect();
+        bail!("could not measure {} reliably: {}", workload.url, failed.join("; "));
+    }
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
+}
+
+/// "14 of 40 baseline requests failed, 12 of them malformed_response", for the one-line
+/// error of an unreliable report.
+fn failed_baseline(report: &DoctorReport) -> String {
+    let Some(baseline) = report.phases.first().map(|phase| &phase.summary) else { return String::new() };
+    let most_common = baseline
+        .most_common_error
+        .as_ref()
+        .map(|e| format!(", {} of them {}", e.count, e.kind))
+        .unwrap_or_default();
+    format!("{} of {} baseline requests failed{most_common}", baseline.errors, baseline.attempts)
 }
 
 /// The whole diagnosis of the workload's first request; fails only when nothing could be
