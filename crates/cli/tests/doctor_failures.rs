@@ -1,9 +1,14 @@
-//! `nodelay doctor` when requests fail: failures are reported per phase and too many of
-//! them give no verdict.
+//! `nodelay doctor` when requests fail or the target never answers: failures are reported
+//! per phase and too many of them give no verdict; every step counts against --budget.
 
 mod common;
 
 use common::*;
+use std::time::Duration;
+
+/// How far past --budget a run may end in these tests: the README states 0.1 s; the rest is
+/// headroom for a machine shared with other builds.
+const SLACK: Duration = Duration::from_millis(1000);
 
 fn finding_ids(report: &serde_json::Value) -> Vec<&str> {
     report["findings"].as_array().expect("findings array").iter().map(|f| f["id"].as_str().unwrap()).collect()
@@ -75,4 +80,52 @@ fn a_healthy_run_reports_no_failures() {
     assert_eq!(baseline["reliable"], true);
     assert_eq!(baseline["errors_by_kind"], serde_json::json!({}));
     assert!(baseline["most_common_error"].is_null(), "{baseline:#}");
+}
+
+/// A budget of 2 s against a server whose accept queue is full: connects hang in SYN-SENT.
+#[test]
+fn the_reachability_probe_counts_against_the_budget() {
+    let peer = python_peer("bad_server.py", &["never-accept"]);
+    let url = peer.url("/");
+    let scenario = repo_root().join("tests/peers/webapp.toml");
+    let scenario = scenario.to_str().unwrap();
+    for extra in [&[][..], &["--timeout", "30s"], &["--scenario", scenario]] {
+        let run = nodelay(&[&["doctor", "--budget", "2s"], extra, &[&url]].concat());
+        assert_eq!(run.code(), 1, "{extra:?}: {}", run.stdout());
+        assert!(run.elapsed < Duration::from_secs(2) + SLACK, "{extra:?} took {:?}", run.elapsed);
+        let stderr = run.stderr();
+        assert_eq!(stderr.lines().count(), 1, "{extra:?}: {stderr}");
+        assert!(stderr.contains("cannot connect") && stderr.contains("2 s budget"), "{extra:?}: {stderr}");
+        assert!(run.stdout().is_empty(), "{}", run.stdout());
+    }
+}
+
+#[test]
+fn each_scenario_request_gets_a_share_of_the_budget() {
+    let peer = python_peer("webapp.py", &[]);
+    let scenario = repo_root().join("tests/peers/webapp.toml");
+    let run = nodelay(&[
+        "doctor",
+        "--json",
+        "--budget",
+        "2s",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        &peer.url("/"),
+    ]);
+    assert!([0, 3].contains(&run.code()), "{}", run.stderr());
+    assert!(run.elapsed < Duration::from_secs(2) + SLACK, "took {:?}", run.elapsed);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    let requests = report["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 4);
+    // The first gets a quarter; what one leaves unused goes to those after it.
+    assert!(requests[0]["budget_s"].as_f64().unwrap() <= 0.5, "{report:#}");
+    let elapsed: f64 = requests.iter().map(|r| r["elapsed_s"].as_f64().unwrap()).sum();
+    assert!(elapsed <= 2.0, "{report:#}");
+    for request in requests {
+        let (budget, elapsed) =
+            (request["budget_s"].as_f64().unwrap(), request["elapsed_s"].as_f64().unwrap());
+        assert!(elapsed <= budget + SLACK.as_secs_f64(), "{request:#}");
+    }
 }

@@ -30,8 +30,12 @@ fn format_evidence(evidence: &Evidence) -> String {
 fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
     writeln!(
         out,
-        "nodelay doctor {} ({}): {:.1} s of a {:.0} s budget",
-        r.url, r.address, r.elapsed_s, r.budget_s
+        "nodelay doctor {} ({}): {:.1} s of a {} s budget",
+        r.url,
+        r.address,
+        r.elapsed_s,
+        // A scenario request's share is rarely whole seconds.
+        format!("{:.2}", r.budget_s).trim_end_matches('0').trim_end_matches('.')
     )?;
     writeln!(out)?;
     writeln!(
