@@ -1,6 +1,7 @@
 //! `nodelay doctor`: a bounded diagnosis. Measures a keep-alive baseline on one connection,
 //! runs the experiments the rules ask for while the budget lasts, and reports the findings;
-//! for a scenario, each named request in turn.
+//! for a scenario, each named request in turn. Every step, the connection probe included,
+//! counts against the budget: the run ends within it plus about 0.1 s (README).
 
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
@@ -11,6 +12,8 @@ use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions};
 use nodelay_report::{DoctorReport, DoctorScenarioReport, Json, NamedDoctorReport, Render, Text};
+use std::io;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 /// Enough steady responses for stable medians on one connection.
@@ -23,34 +26,102 @@ const EXPERIMENT_SHARE: f64 = 0.2;
 const MIN_PHASE: Duration = Duration::from_millis(300);
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
+    // Every step from here counts against the budget: the probe and each phase get at most
+    // what is left of it.
+    let started = Instant::now();
+    let deadline = started + args.budget;
     let target = parse_target(&args.url)?;
     let workload = build_workload(&target, &args.request, true)?;
-    check_reachable(workload.address, args.timeout)?;
+    // No single wait may outlast the whole diagnosis.
+    let timeout = args.timeout.min(args.budget);
+    probe(workload.address, deadline, args.budget, timeout)?;
     if !workload.is_scenario() {
-        let report = examine(&workload, args.budget, args.timeout)?;
+        let report = examine_within(&workload, started, args.budget, timeout)?;
         print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+        if report.is_unreliable() {
+            bail!("could not measure {} reliably: {}", workload.url, failed_baseline(&report));
+        }
         return Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings });
     }
-    // A scenario: each named request is diagnosed on its own, sharing the budget.
-    let share = args.budget.div_f64(workload.requests.len() as f64);
+    // A scenario: each named request is diagnosed on its own, with an equal share of what is
+    // left, so time one request does not use goes to the ones after it.
     let mut reports = Vec::new();
-    for request in &workload.requests {
+    for (index, request) in workload.requests.iter().enumerate() {
+        let now = Instant::now();
+        let share = deadline.saturating_duration_since(now).div_f64((workload.requests.len() - index) as f64);
         let single =
             Workload { requests: vec![request.clone()], selection: Selection::Sequence, ..workload.clone() };
-        let report = examine(&single, share, args.timeout)
+        let report = examine_within(&single, now, share, timeout)
             .with_context(|| format!("request '{}'", request.spec.name))?;
         reports.push(NamedDoctorReport { name: request.spec.name.clone(), report });
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
     print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+    if report.is_unreliable() {
+        let failed: Vec<String> = report
+            .requests
+            .iter()
+            .filter(|named| named.report.is_unreliable())
+            .map(|named| format!("'{}': {}", named.name, failed_baseline(&named.report)))
+            .collect();
+        bail!("could not measure {} reliably: {}", workload.url, failed.join("; "));
+    }
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }
 
-/// The whole diagnosis of the workload's first request; fails only when nothing could be
-/// measured.
+/// "14 of 40 baseline requests failed, 12 of them malformed_response", for the one-line
+/// error of an unreliable report.
+fn failed_baseline(report: &DoctorReport) -> String {
+    let Some(baseline) = report.phases.first().map(|phase| &phase.summary) else { return String::new() };
+    let most_common = baseline
+        .most_common_error
+        .as_ref()
+        .map(|e| format!(", {} of them {}", e.count, e.kind))
+        .unwrap_or_default();
+    format!("{} of {} baseline requests failed{most_common}", baseline.errors, baseline.attempts)
+}
+
+/// One connection attempt before any load, given what is left of the budget; says so when
+/// the budget, not --timeout, cut it short.
+fn probe(address: SocketAddr, deadline: Instant, budget: Duration, timeout: Duration) -> Result<()> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    // A zero timeout is refused by connect_timeout; one millisecond over is within the slack.
+    let limit = timeout.min(left).max(Duration::from_millis(1));
+    check_reachable(address, limit).map_err(|error| {
+        let timed_out = error
+            .root_cause()
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::TimedOut);
+        if timed_out && limit < timeout {
+            error.context(format!("the doctor's {} budget ran out while connecting", format_seconds(budget)))
+        } else {
+            error
+        }
+    })
+}
+
+/// `2 s`, `0.5 s`: a budget as the user wrote it, near enough.
+fn format_seconds(duration: Duration) -> String {
+    let text = format!("{:.3}", duration.as_secs_f64());
+    format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// The whole diagnosis of the workload's first request within `budget` from now; fails only
+/// when nothing could be measured.
 pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Result<DoctorReport> {
-    let started = Instant::now();
+    examine_within(workload, Instant::now(), budget, timeout)
+}
+
+/// The diagnosis, ending by `started + budget`: the budget may have begun before (the
+/// probe), and each phase gets its share of the budget or what is left, the smaller.
+fn examine_within(
+    workload: &Workload,
+    started: Instant,
+    budget: Duration,
+    timeout: Duration,
+) -> Result<DoctorReport> {
     let deadline = started + budget;
+    let left = || deadline.saturating_duration_since(Instant::now());
     let request = workload.requests.first().context("no request to diagnose")?;
     let shape = RequestShape {
         has_body: request.head_bytes.is_some(),
@@ -61,7 +132,7 @@ pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Resu
         requests: vec![request.spec.clone()],
         framing: workload.framing.clone(),
         max_requests: Some(BASELINE_REQUESTS),
-        duration: Some(budget.mul_f64(BASELINE_SHARE)),
+        duration: Some(budget.mul_f64(BASELINE_SHARE).min(left())),
         timeout,
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         ..EngineConfig::new(workload.address, Vec::new())
@@ -69,13 +140,15 @@ pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Resu
     let url = &workload.url;
     let baseline = run_phase(&baseline_config, None)?;
     if baseline.responses.is_empty() {
-        let why = baseline.error_example.as_deref().unwrap_or("no response arrived within the budget");
+        let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {
+            format!("{}: {}", e.kind.as_str(), e.message)
+        });
         bail!("could not measure {url}: no request succeeded ({why})");
     }
     let mut observations = Observations { request: Some(shape), baseline, experiments: Vec::new() };
     let mut skipped = Vec::new();
     while let Some(experiment) = next_experiment(&observations) {
-        let left = deadline.saturating_duration_since(Instant::now());
+        let left = left();
         if left < MIN_PHASE {
             skipped.push(experiment);
             // Record the skip so the planner moves on to what it would ask next.
@@ -86,7 +159,7 @@ pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Resu
         let config = experiment_config(&baseline_config, request, experiment, duration);
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
-    observations.experiments.retain(|phase| !phase.responses.is_empty() || phase.errors > 0);
+    observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
     let findings = diagnose(&observations);
     Ok(DoctorReport::new(
         url.to_string(),
@@ -140,10 +213,7 @@ fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Ph
     let mut busiest = 0;
     for sink in finished.output.sinks {
         phase.responses.extend(sink.responses);
-        phase.errors += sink.errors.len() as u64;
-        if phase.error_example.is_none() {
-            phase.error_example = sink.errors.first().map(|e| format!("{}: {}", e.kind.as_str(), e.message));
-        }
+        phase.errors.extend(sink.errors);
         phase.connections_opened += sink.connections.len() as u64;
         for connection in sink.connections {
             if connection.requests >= busiest && connection.tcp_info.is_some() {

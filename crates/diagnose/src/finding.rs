@@ -17,6 +17,8 @@ pub enum FindingId {
     /// The server pauses in the middle of responses, and no client-side change helps.
     SlowResponseBody,
     Healthy,
+    /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
+    UnreliableMeasurement,
 }
 
 impl FindingId {
@@ -28,6 +30,7 @@ impl FindingId {
             FindingId::SlowFirstByte => "slow-first-byte",
             FindingId::SlowResponseBody => "slow-response-body",
             FindingId::Healthy => "healthy",
+            FindingId::UnreliableMeasurement => "unreliable-measurement",
         }
     }
 }

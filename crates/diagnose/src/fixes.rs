@@ -2,6 +2,7 @@
 //! off, how to write a request in one piece, how to keep connections alive.
 
 use crate::finding::Fix;
+use nodelay_engine::ErrorKind;
 
 const fn fix(stack: &'static str, how: &'static str) -> Fix {
     Fix { stack, how }
@@ -89,4 +90,27 @@ pub fn server_work() -> Vec<Fix> {
             "run nodelay doctor against each upstream: a stalled hop shows here as a slow first byte",
         ),
     ]
+}
+
+/// What to do when too many requests failed to measure, by the most common failure.
+pub fn failures_summary(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::MalformedResponse => {
+            "The server sends bytes the client cannot match to its request (a response nobody asked for, or one \
+             longer than it says): fix how it frames responses, then measure again."
+        }
+        ErrorKind::Timeout => {
+            "Responses did not complete within --timeout: find why the server stops answering (or raise \
+             --timeout), then measure again."
+        }
+        ErrorKind::ConnectRefused | ErrorKind::ConnectTimeout => {
+            "Connections were refused or timed out: check the server's listen backlog and connection limits, then \
+             measure again."
+        }
+        ErrorKind::Reset | ErrorKind::ClosedEarly => {
+            "The server closed or reset connections in the middle of requests: look at its logs, connection \
+             limits and keep-alive timeout, then measure again."
+        }
+        ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.",
+    }
 }

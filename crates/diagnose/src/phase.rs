@@ -1,7 +1,8 @@
 //! Measured phases (the baseline and each experiment) and the figures the rules read.
 
-use nodelay_engine::{ResponseRecord, TcpInfo};
+use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord, TcpInfo};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// A mid-response pause at least this long counts as a stall (the shortest delayed-ACK
@@ -9,6 +10,13 @@ use std::time::Duration;
 pub const STALL_GAP_MS: f64 = 25.0;
 /// A first byte later than this counts as late.
 pub const LATE_FIRST_BYTE_MS: f64 = 25.0;
+/// A phase where more than this share of the attempts failed decides nothing: no verdict
+/// on such a baseline, no proof from such an experiment. The rules call a symptom removed
+/// when at most 10 % of responses still show it (`REMOVED_FRACTION`); failed requests are
+/// responses nobody could time, so once they are more than that, they alone could hide
+/// the symptom or fake its removal. Each failure also closes the connection, so the next
+/// request runs on a fresh one, unlike what a keep-alive client sees.
+pub const MAX_FAILED_SHARE: f64 = 0.10;
 
 /// One change to the client's behaviour, made to separate causes (FIELD_NOTES §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -54,8 +62,8 @@ pub struct Phase {
     /// `None` for the baseline.
     pub experiment: Option<Experiment>,
     pub responses: Vec<ResponseRecord>,
-    pub errors: u64,
-    pub error_example: Option<String>,
+    /// Failed attempts, in the order they happened (a phase is a few dozen requests).
+    pub errors: Vec<ErrorRecord>,
     pub connections_opened: u64,
     /// The client's TCP_INFO on its busiest connection, taken before it closed.
     pub tcp_info: Option<TcpInfo>,
@@ -69,8 +77,14 @@ pub struct Observations {
 }
 
 impl Observations {
+    /// The experiment's phase when it can serve as proof: run, and not too many failures.
     pub fn experiment(&self, experiment: Experiment) -> Option<&Phase> {
-        self.experiments.iter().find(|p| p.experiment == Some(experiment))
+        self.experiments.iter().find(|p| p.experiment == Some(experiment) && p.is_reliable())
+    }
+
+    /// Whether the experiment was run (or skipped), whatever it measured.
+    pub fn has_run(&self, experiment: Experiment) -> bool {
+        self.experiments.iter().any(|p| p.experiment == Some(experiment))
     }
 }
 
@@ -103,7 +117,25 @@ pub struct PhaseSummary {
     /// Its longest pause between two reads.
     pub first_request_read_gap_ms: Option<f64>,
     pub reuses_connections: bool,
+    /// Failed attempts.
     pub errors: u64,
+    /// Attempts that ended, with a response or an error (requests still in flight when the
+    /// phase ended are neither).
+    pub attempts: u64,
+    /// Failed attempts per error kind, only the kinds seen.
+    pub errors_by_kind: BTreeMap<&'static str, u64>,
+    pub most_common_error: Option<ErrorSummary>,
+    /// At most `MAX_FAILED_SHARE` of the attempts failed: the phase can carry a verdict or a
+    /// proof.
+    pub reliable: bool,
+}
+
+/// The most common kind of failure in a phase, with its first message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorSummary {
+    pub kind: &'static str,
+    pub count: u64,
+    pub example: String,
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -132,6 +164,10 @@ impl PhaseSummary {
 
     pub fn late_first_byte_fraction(&self) -> f64 {
         fraction(self.late_first_byte, self.steady_responses)
+    }
+
+    pub fn failed_fraction(&self) -> f64 {
+        if self.attempts == 0 { 0.0 } else { self.errors as f64 / self.attempts as f64 }
     }
 
     /// Stall lengths cluster tightly, as a timer's do (random server work spreads).
@@ -200,8 +236,39 @@ impl Phase {
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
             first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),
             reuses_connections,
-            errors: self.errors,
+            errors: self.errors.len() as u64,
+            attempts: (self.responses.len() + self.errors.len()) as u64,
+            errors_by_kind: self.errors_by_kind().into_iter().map(|(kind, n)| (kind.as_str(), n)).collect(),
+            most_common_error: self.most_common_error(),
+            reliable: self.is_reliable(),
         }
+    }
+
+    /// Whether the phase can carry a verdict or a proof (see `MAX_FAILED_SHARE`).
+    pub fn is_reliable(&self) -> bool {
+        let attempts = self.responses.len() + self.errors.len();
+        self.errors.len() as f64 <= MAX_FAILED_SHARE * attempts as f64
+    }
+
+    fn errors_by_kind(&self) -> BTreeMap<ErrorKind, u64> {
+        let mut counts = BTreeMap::new();
+        for error in &self.errors {
+            *counts.entry(error.kind).or_insert(0) += 1;
+        }
+        counts
+    }
+
+    /// The kind that failed most often (the first seen of equally common ones), how often.
+    pub(crate) fn most_common_error_kind(&self) -> Option<(ErrorKind, u64)> {
+        let first_seen = |kind: ErrorKind| self.errors.iter().position(|e| e.kind == kind);
+        self.errors_by_kind().into_iter().max_by_key(|&(kind, n)| (n, std::cmp::Reverse(first_seen(kind))))
+    }
+
+    fn most_common_error(&self) -> Option<ErrorSummary> {
+        let (kind, count) = self.most_common_error_kind()?;
+        let example =
+            self.errors.iter().find(|e| e.kind == kind).map(|e| e.message.clone()).unwrap_or_default();
+        Some(ErrorSummary { kind: kind.as_str(), count, example })
     }
 }
 
@@ -253,6 +320,35 @@ pub(crate) mod tests {
         let summary = phase(None, responses).summary();
         assert!(summary.stalled > 0);
         assert!(!summary.stalls_are_quantized());
+    }
+
+    pub fn error(kind: ErrorKind, message: &str) -> ErrorRecord {
+        ErrorRecord { connection: 0, request: 0, kind, message: message.into() }
+    }
+
+    #[test]
+    fn failures_are_counted_by_kind_and_the_share_decides_reliability() {
+        let mut phase = phase(None, (0..36).map(|i| response(i, 0.2, None)).collect());
+        phase.errors = vec![
+            error(ErrorKind::Timeout, "no complete response within 5s"),
+            error(ErrorKind::MalformedResponse, "38 bytes after the end of the response"),
+            error(ErrorKind::MalformedResponse, "12 unsolicited bytes on an idle connection"),
+            error(ErrorKind::Timeout, "no complete response within 5s"),
+        ];
+        let summary = phase.summary();
+        assert_eq!((summary.errors, summary.attempts), (4, 40));
+        assert_eq!(summary.errors_by_kind, BTreeMap::from([("malformed_response", 2), ("timeout", 2)]));
+        // Equally common: the kind seen first wins, with its first message.
+        let most = summary.most_common_error.unwrap();
+        assert_eq!(
+            (most.kind, most.count, most.example.as_str()),
+            ("timeout", 2, "no complete response within 5s")
+        );
+        assert!(summary.reliable, "4 of 40 is exactly the share");
+        phase.errors.push(error(ErrorKind::Reset, "read: connection reset by peer"));
+        assert!(!phase.summary().reliable, "5 of 41 is over it");
+        let clean = super::tests::phase(None, vec![response(0, 0.2, None)]).summary();
+        assert!(clean.reliable && clean.most_common_error.is_none() && clean.errors_by_kind.is_empty());
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
-use crate::phase::{Experiment, Observations, Phase, PhaseSummary};
+use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary};
 use crate::timers::match_delayed_ack_timer;
 
 /// A median first byte later than this makes the server "slow to answer".
@@ -21,11 +21,12 @@ const REMOVED_P50_RATIO: f64 = 0.5;
 /// observations are enough.
 pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     let baseline = observations.baseline.summary();
-    if baseline.responses == 0 {
+    // No experiment can rescue a baseline that carries no verdict.
+    if baseline.responses == 0 || !baseline.reliable {
         return None;
     }
     let shape = observations.request?;
-    let done = |experiment| observations.experiment(experiment).is_some();
+    let done = |experiment| observations.has_run(experiment);
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
     let slow = stalls || baseline.first_byte_p50_ms >= SLOW_FIRST_BYTE_MS;
 
@@ -64,6 +65,9 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     let baseline = observations.baseline.summary();
     if baseline.responses == 0 {
         return Vec::new();
+    }
+    if !baseline.reliable {
+        return vec![unreliable_measurement(&observations.baseline, &baseline)];
     }
     let mut findings = Vec::new();
     findings.extend(server_stall(observations, &baseline));
@@ -370,6 +374,42 @@ fn connection_per_request(baseline: &PhaseSummary) -> Option<Finding> {
     })
 }
 
+/// Too many baseline requests failed: whatever the rest shows is no verdict.
+fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
+    let (errors, attempts) = (baseline.errors, baseline.attempts);
+    let mut evidence = vec![
+        Evidence::new("requests attempted", attempts as f64, "count"),
+        Evidence::new("requests that failed", errors as f64, "count"),
+        Evidence::new("share that failed", baseline.failed_fraction() * 100.0, "%"),
+        Evidence::new("most failures allowed for a verdict", MAX_FAILED_SHARE * 100.0, "%"),
+    ];
+    for (kind, count) in &baseline.errors_by_kind {
+        evidence.push(Evidence::new(format!("failed with {kind}"), *count as f64, "count"));
+    }
+    let why = match &baseline.most_common_error {
+        Some(error) => format!(", {} of them {} (\"{}\")", error.count, error.kind, error.example),
+        None => String::new(),
+    };
+    Finding {
+        id: FindingId::UnreliableMeasurement,
+        title: format!(
+            "{errors} of {attempts} baseline requests failed{why}: too many failures for a verdict (more than {:.0} % \
+             failed)",
+            MAX_FAILED_SHARE * 100.0
+        ),
+        // Counted, not inferred: as sure as `connection-per-request`.
+        proven: true,
+        confidence: Confidence::High,
+        evidence,
+        proof: Vec::new(),
+        fix_summary: phase
+            .most_common_error_kind()
+            .map_or("", |(kind, _)| fixes::failures_summary(kind))
+            .into(),
+        fix: Vec::new(),
+    }
+}
+
 fn healthy(baseline: &PhaseSummary) -> Finding {
     Finding {
         id: FindingId::Healthy,
@@ -396,7 +436,7 @@ fn healthy(baseline: &PhaseSummary) -> Finding {
 mod tests {
     use super::*;
     use crate::phase::RequestShape;
-    use crate::phase::tests::{phase, response};
+    use crate::phase::tests::{error, phase, response};
 
     const GET: RequestShape = RequestShape { has_body: false, baseline_split: false, baseline_nodelay: true };
     const POST: RequestShape = RequestShape { has_body: true, baseline_split: false, baseline_nodelay: true };
@@ -521,6 +561,65 @@ mod tests {
         let findings = diagnose(&observations);
         assert_eq!(ids(&findings), vec![FindingId::ClientNagleDelayedAck], "{findings:#?}");
         assert!(findings[0].title.starts_with("The client's request waits"));
+    }
+
+    fn failing(mut phase: Phase, failures: usize) -> Phase {
+        let message = "38 bytes after the end of the response";
+        phase.errors =
+            (0..failures).map(|_| error(nodelay_engine::ErrorKind::MalformedResponse, message)).collect();
+        phase
+    }
+
+    #[test]
+    fn a_baseline_with_too_many_failures_gets_no_verdict() {
+        // What an unsolicited second response does: every other request fails, and the rest
+        // look like a server that closes every connection.
+        let fresh = (0..20).map(|_| response(0, 0.2, None)).collect();
+        let observations = Observations {
+            request: Some(GET),
+            baseline: failing(phase(None, fresh), 20),
+            experiments: Vec::new(),
+        };
+        assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::UnreliableMeasurement]);
+        let finding = &findings[0];
+        assert!(
+            finding.title.starts_with("20 of 40 baseline requests failed, 20 of them malformed_response"),
+            "{}",
+            finding.title
+        );
+        assert!(finding.title.contains("too many failures for a verdict"), "{}", finding.title);
+        assert!(finding.fix_summary.contains("frames"), "{}", finding.fix_summary);
+        assert!(
+            finding.evidence.iter().any(|e| e.what == "failed with malformed_response" && e.value == 20.0)
+        );
+    }
+
+    #[test]
+    fn a_few_failures_leave_the_verdict_standing() {
+        let observations = Observations {
+            request: Some(GET),
+            baseline: failing(phase(None, keep_alive(0.1, None)), 3),
+            experiments: Vec::new(),
+        };
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+    }
+
+    #[test]
+    fn an_experiment_with_too_many_failures_is_no_proof() {
+        let mut observations = observe(GET, keep_alive(0.2, Some(43.5)));
+        // Quick ACKs "remove" the stall from the few responses that came back.
+        let quickack = failing(phase(Some(Experiment::QuickAck), keep_alive(0.1, None)), 10);
+        observations.experiments.push(quickack);
+        assert_eq!(next_experiment(&observations), Some(Experiment::NewConnectionPerRequest), "it was run");
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody], "{findings:#?}");
+        assert!(!findings[0].proven);
+        assert!(findings[0].proof.is_empty(), "{:?}", findings[0].proof);
+        // The same experiment with failures within the share proves it.
+        observations.experiments[0] = failing(phase(Some(Experiment::QuickAck), keep_alive(0.1, None)), 3);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::ServerNagleDelayedAck]);
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub struct DoctorReport {
     pub address: String,
     pub budget_s: f64,
     pub elapsed_s: f64,
-    /// `healthy`, or `findings` when anything else was found.
+    /// `healthy`; `findings` when anything else was found; `unreliable` when too many
+    /// baseline requests failed for a verdict.
     pub verdict: &'static str,
     pub phases: Vec<PhaseReport>,
     pub findings: Vec<Finding>,
@@ -58,14 +59,20 @@ impl DoctorReport {
         findings: Vec<Finding>,
         skipped: &[nodelay_diagnose::Experiment],
     ) -> Self {
-        let healthy = findings.iter().all(|f| f.id == FindingId::Healthy);
+        let verdict = if findings.iter().any(|f| f.id == FindingId::UnreliableMeasurement) {
+            "unreliable"
+        } else if findings.iter().all(|f| f.id == FindingId::Healthy) {
+            "healthy"
+        } else {
+            "findings"
+        };
         DoctorReport {
             schema: DOCTOR_SCHEMA_ID,
             url,
             address,
             budget_s: budget.as_secs_f64(),
             elapsed_s: elapsed.as_secs_f64(),
-            verdict: if healthy { "healthy" } else { "findings" },
+            verdict,
             phases: std::iter::once(&observations.baseline)
                 .chain(&observations.experiments)
                 .map(PhaseReport::new)
@@ -77,6 +84,11 @@ impl DoctorReport {
 
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
+    }
+
+    /// Too many baseline requests failed: the report carries no verdict.
+    pub fn is_unreliable(&self) -> bool {
+        self.verdict == "unreliable"
     }
 }
 
@@ -95,23 +107,29 @@ pub struct NamedDoctorReport {
 pub struct DoctorScenarioReport {
     pub schema: &'static str,
     pub url: String,
-    /// `healthy` when every request is, otherwise `findings`.
+    /// `unreliable` when any request's is (the diagnosis is incomplete), else `healthy`
+    /// when every request is, otherwise `findings`.
     pub verdict: &'static str,
     pub requests: Vec<NamedDoctorReport>,
 }
 
 impl DoctorScenarioReport {
     pub fn new(url: String, requests: Vec<NamedDoctorReport>) -> Self {
-        let healthy = requests.iter().all(|r| r.report.is_healthy());
-        DoctorScenarioReport {
-            schema: DOCTOR_SCENARIO_SCHEMA_ID,
-            url,
-            verdict: if healthy { "healthy" } else { "findings" },
-            requests,
-        }
+        let verdict = if requests.iter().any(|r| r.report.is_unreliable()) {
+            "unreliable"
+        } else if requests.iter().all(|r| r.report.is_healthy()) {
+            "healthy"
+        } else {
+            "findings"
+        };
+        DoctorScenarioReport { schema: DOCTOR_SCENARIO_SCHEMA_ID, url, verdict, requests }
     }
 
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
+    }
+
+    pub fn is_unreliable(&self) -> bool {
+        self.verdict == "unreliable"
     }
 }

@@ -2,10 +2,10 @@
 //! evidence, proof and fix, then the verdict.
 
 use crate::Render;
-use crate::doctor::{DoctorReport, DoctorScenarioReport};
+use crate::doctor::{DoctorReport, DoctorScenarioReport, PhaseReport};
 use crate::format::format_duration_ms;
 use crate::text::Text;
-use nodelay_diagnose::{Evidence, Finding, ProofKind, STALL_GAP_MS};
+use nodelay_diagnose::{Evidence, Finding, MAX_FAILED_SHARE, ProofKind, STALL_GAP_MS};
 use std::fmt::Write;
 
 impl Render<DoctorReport> for Text {
@@ -30,14 +30,18 @@ fn format_evidence(evidence: &Evidence) -> String {
 fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
     writeln!(
         out,
-        "nodelay doctor {} ({}): {:.1} s of a {:.0} s budget",
-        r.url, r.address, r.elapsed_s, r.budget_s
+        "nodelay doctor {} ({}): {:.1} s of a {} s budget",
+        r.url,
+        r.address,
+        r.elapsed_s,
+        // A scenario request's share is rarely whole seconds.
+        format!("{:.2}", r.budget_s).trim_end_matches('0').trim_end_matches('.')
     )?;
     writeln!(out)?;
     writeln!(
         out,
-        "  {:<56}{:>6}{:>12}{:>12}{:>12}{:>8}",
-        "measured", "resp.", "p50 total", "1st byte", "read gap", "paused"
+        "  {:<56}{:>6}{:>7}{:>12}{:>12}{:>12}{:>8}",
+        "measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"
     )?;
     for phase in &r.phases {
         let s = &phase.summary;
@@ -48,9 +52,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         };
         writeln!(
             out,
-            "  {:<56}{:>6}{:>12}{:>12}{:>12}{:>8}",
+            "  {:<56}{:>6}{:>7}{:>12}{:>12}{:>12}{:>8}",
             phase.description,
             s.responses,
+            s.errors,
             format_duration_ms(s.total_p50_ms),
             format_duration_ms(s.first_byte_p50_ms),
             format_duration_ms(s.read_gap_p50_ms),
@@ -66,6 +71,9 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         let why = if escaped { " (a fresh connection ACKs at once, so it escapes the stall)" } else { "" };
         writeln!(out, "  first request on the fresh connection: {}{why}", format_duration_ms(first))?;
     }
+    for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {
+        write_failures(out, phase)?;
+    }
     if !r.skipped_experiments.is_empty() {
         writeln!(out, "  skipped for lack of budget: {}", r.skipped_experiments.join(", "))?;
     }
@@ -76,6 +84,29 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
     writeln!(out)?;
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
     writeln!(out, "verdict: {}", ids.join(", "))
+}
+
+/// `baseline: 14 of 40 requests failed, 12 of them malformed_response ("..."); too many
+/// failures for a verdict (more than 10 % failed)`.
+fn write_failures(out: &mut String, phase: &PhaseReport) -> std::fmt::Result {
+    let s = &phase.summary;
+    let label = match phase.description.strip_prefix("experiment: ") {
+        Some(experiment) => format!("experiment '{experiment}'"),
+        None => phase.name.clone(),
+    };
+    write!(out, "  {label}: {} of {} requests failed", s.errors, s.attempts)?;
+    if let Some(error) = &s.most_common_error {
+        write!(out, ", {} of them {} (\"{}\")", error.count, error.kind, error.example)?;
+    }
+    if !s.reliable {
+        let consequence = if phase.name == "baseline" { "for a verdict" } else { "to count as proof" };
+        write!(
+            out,
+            "; too many failures {consequence} (more than {:.0} % failed)",
+            MAX_FAILED_SHARE * 100.0
+        )?;
+    }
+    writeln!(out)
 }
 
 pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
@@ -118,5 +149,108 @@ impl Render<DoctorScenarioReport> for Text {
             out.push_str(&self.render(&named.report));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodelay_diagnose::{Experiment, Observations, Phase, diagnose};
+    use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord};
+    use std::time::Duration;
+
+    fn responses(count: u32) -> Vec<ResponseRecord> {
+        let d = Duration::from_micros(100);
+        (0..count)
+            .map(|sequence| ResponseRecord {
+                connection: 0,
+                request: 0,
+                sequence_on_connection: sequence,
+                start_offset: Duration::ZERO,
+                connect: None,
+                first_byte: d,
+                total: d,
+                read_chunks: 1,
+                max_read_gap: Duration::ZERO,
+                bytes_before_max_gap: 0,
+                response_bytes: 40,
+                status: 200,
+            })
+            .collect()
+    }
+
+    fn failures(kind: ErrorKind, message: &str, count: usize) -> Vec<ErrorRecord> {
+        (0..count).map(|_| ErrorRecord { connection: 0, request: 0, kind, message: message.into() }).collect()
+    }
+
+    fn render(observations: &Observations) -> String {
+        let findings = diagnose(observations);
+        let report = DoctorReport::new(
+            "http://h/".into(),
+            "127.0.0.1:1".into(),
+            Duration::from_secs(10),
+            Duration::from_secs(1),
+            observations,
+            findings,
+            &[],
+        );
+        Text.render(&report)
+    }
+
+    #[test]
+    fn failures_are_reported_per_phase_with_what_they_decide() {
+        let mut timeouts = failures(ErrorKind::Timeout, "no complete response within 5s", 9);
+        timeouts.extend(failures(ErrorKind::Reset, "read: connection reset by peer", 1));
+        let observations = Observations {
+            request: None,
+            baseline: Phase {
+                responses: responses(38),
+                errors: failures(ErrorKind::Reset, "reset", 2),
+                ..Phase::default()
+            },
+            experiments: vec![Phase {
+                experiment: Some(Experiment::QuickAck),
+                responses: responses(20),
+                errors: timeouts,
+                ..Phase::default()
+            }],
+        };
+        let text = render(&observations);
+        let lines: Vec<&str> = text.lines().collect();
+        let baseline_row = lines.iter().find(|l| l.trim_start().starts_with("baseline: keep-alive")).unwrap();
+        assert_eq!(baseline_row.split_whitespace().nth(5), Some("2"), "failed column: {text}");
+        assert!(
+            lines.contains(&r#"  baseline: 2 of 40 requests failed, 2 of them reset ("reset")"#),
+            "within the share, no warning:\n{text}"
+        );
+        assert!(
+            lines.contains(
+                &r#"  experiment 'client TCP_QUICKACK after every read': 10 of 30 requests failed, 9 of them timeout ("no complete response within 5s"); too many failures to count as proof (more than 10 % failed)"#
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("verdict: healthy\n"), "{text}");
+    }
+
+    #[test]
+    fn too_many_baseline_failures_make_the_verdict_unreliable() {
+        let observations = Observations {
+            request: None,
+            baseline: Phase {
+                responses: responses(20),
+                errors: failures(ErrorKind::MalformedResponse, "40 bytes after the end of the response", 20),
+                ..Phase::default()
+            },
+            experiments: Vec::new(),
+        };
+        let text = render(&observations);
+        assert!(
+            text.contains(
+                r#"  baseline: 20 of 40 requests failed, 20 of them malformed_response ("40 bytes after the end of the response"); too many failures for a verdict (more than 10 % failed)"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains("unreliable-measurement (proven, high confidence)"), "{text}");
+        assert!(text.ends_with("verdict: unreliable-measurement\n"), "{text}");
     }
 }
