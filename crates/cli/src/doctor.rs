@@ -5,12 +5,13 @@
 
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
+use crate::output;
 use crate::runner::run_engine;
 use crate::target::{check_reachable, parse_target};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
-use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions};
+use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
 use nodelay_report::{DoctorReport, DoctorScenarioReport, Json, NamedDoctorReport, Render, Text};
 use std::io;
 use std::net::SocketAddr;
@@ -29,7 +30,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     // Every step from here counts against the budget: the probe and each phase get at most
     // what is left of it.
     let started = Instant::now();
-    let deadline = started + args.budget;
+    let deadline = later(started, args.budget);
     let target = parse_target(&args.url)?;
     let workload = build_workload(&target, &args.request, true)?;
     // No single wait may outlast the whole diagnosis.
@@ -37,7 +38,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     probe(workload.address, deadline, args.budget, timeout)?;
     if !workload.is_scenario() {
         let report = examine_within(&workload, started, args.budget, timeout)?;
-        print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+        output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
         if report.is_unreliable() {
             bail!("could not measure {} reliably: {}", workload.url, failed_baseline(&report));
         }
@@ -56,7 +57,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         reports.push(NamedDoctorReport { name: request.spec.name.clone(), report });
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
-    print!("{}", if args.json { Json.render(&report) } else { Text.render(&report) });
+    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
     if report.is_unreliable() {
         let failed: Vec<String> = report
             .requests
@@ -120,7 +121,7 @@ fn examine_within(
     budget: Duration,
     timeout: Duration,
 ) -> Result<DoctorReport> {
-    let deadline = started + budget;
+    let deadline = later(started, budget);
     let left = || deadline.saturating_duration_since(Instant::now());
     let request = workload.requests.first().context("no request to diagnose")?;
     let shape = RequestShape {

@@ -111,6 +111,10 @@ pub fn failures_summary(kind: ErrorKind) -> &'static str {
             "The server closed or reset connections in the middle of requests: look at its logs, connection \
              limits and keep-alive timeout, then measure again."
         }
+        ErrorKind::OutOfFiles => {
+            "nodelay ran out of file descriptors: raise ulimit -n (or close what else holds them), then measure \
+             again."
+        }
         ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.",
     }
 }
