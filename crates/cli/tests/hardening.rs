@@ -205,24 +205,26 @@ fn endless_input_files_are_refused_not_read_until_memory_runs_out() {
 
 /// Runs nodelay and returns its exit code and peak RSS in MiB (`wait4` on exactly this child,
 /// so parallel tests' processes do not count).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child does not know
 fn peak_rss_mib(args: &[&str]) -> (i32, f64, String) {
-    let child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run nodelay");
+    // Drained to its end (the child's exit) first, so a full pipe can never block the child.
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+    }
     let pid = child.id() as libc::pid_t;
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(waited, pid, "wait4");
-    let mut stderr = String::new();
-    if let Some(mut pipe) = child.stderr {
-        let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-    }
     let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
     (code, usage.ru_maxrss as f64 / 1024.0, stderr)
 }
