@@ -42,8 +42,9 @@ pub struct BenchArgs {
     #[arg(short = 'n', long, conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     pub requests: Option<u64>,
 
-    /// Stop after this long, e.g. 10s, 500ms, 1m [default: 10s unless -n is given]
-    #[arg(short = 'd', long, value_parser = parse_duration)]
+    /// Stop after this long, e.g. 10s, 500ms, 1m; a bare number is seconds, as in wrk (-z as in
+    /// hey and oha) [default: 10s unless -n is given]
+    #[arg(short = 'd', long, visible_short_alias = 'z', value_parser = parse_duration)]
     pub duration: Option<Duration>,
 
     /// Worker threads, each with its own event loop [default: number of cores]
@@ -177,7 +178,14 @@ const MIN_RATE: f64 = 0.001;
 const MAX_RATE: f64 = 1e9;
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let duration = humantime::parse_duration(text).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
+    // A bare number is seconds, as wrk's -d 10 means.
+    let with_unit = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{text}s")
+    } else {
+        text.to_string()
+    };
+    let duration =
+        humantime::parse_duration(&with_unit).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
     if duration.is_zero() {
         return Err("must be longer than zero".into());
     }
@@ -209,9 +217,26 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
     Ok((name.to_string(), value.trim().to_string()))
 }
 
+/// A hint for a flag typed from another tool's habit, which clap alone would answer with
+/// a bare "unexpected argument": hey's and oha's `-q N` is a rate, ours is --quiet.
+pub fn habit_hint(args: &[String]) -> Option<String> {
+    let quiet = args.iter().position(|a| a == "-q")?;
+    let next = args.get(quiet + 1)?;
+    next.parse::<f64>().is_ok().then(|| {
+        format!("-q means --quiet here; for a request rate (oha's -q, hey's -q per worker) use --rate {next} (requests/s in total)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numeric_q_gets_a_rate_hint() {
+        let args = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
+        assert!(habit_hint(&args("nodelay bench -q 100 http://h/")).unwrap().contains("--rate 100"));
+        assert_eq!(habit_hint(&args("nodelay bench -q http://h/")), None);
+    }
 
     #[test]
     fn cli_definition_is_consistent() {
@@ -225,6 +250,8 @@ mod tests {
         assert!(parse_header("no colon").is_err());
         assert!(parse_header(": v").is_err());
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert!(parse_duration("0").is_err());
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("ten").is_err());
         assert_eq!(parse_rate("1000"), Ok(1000.0));

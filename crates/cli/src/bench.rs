@@ -10,6 +10,7 @@ use crate::workload::build_workload;
 use anyhow::{Context, Result};
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, Json, Render, Text};
+use std::io::Write;
 use std::time::Duration;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -39,6 +40,15 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         ..EngineConfig::new(workload.address, Vec::new())
     };
 
+    // Opened (created) before the run, so that a bad path costs no measurement.
+    let export = match &args.export_json {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| UsageError(format!("--export-json: cannot write {}: {e}", path.display())))?;
+            Some((path, file))
+        }
+        None => None,
+    };
     // Before any connection: a run that could never open -c sockets is refused, not started.
     nodelay_engine::reserve_descriptors(connections as u64, threads as u64)
         .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))?;
@@ -67,8 +77,8 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let names: Vec<String> = config.requests.iter().map(|r| r.name.clone()).collect();
     let report = BenchReport::new(settings, &stats, &names, finished.output.elapsed, finished.interrupted);
 
-    if let Some(path) = &args.export_json {
-        std::fs::write(path, Json.render(&report))
+    if let Some((path, mut file)) = export {
+        file.write_all(Json.render(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;

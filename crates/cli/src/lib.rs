@@ -17,7 +17,7 @@ mod scenario;
 mod target;
 mod workload;
 
-pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs};
+pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs, habit_hint};
 pub use exit::{Outcome, UsageError, outcome_of};
 
 /// Prints the error that ended a command: one line, with its context chain.

@@ -4,6 +4,11 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(hint) = nodelay::habit_hint(&args) {
+        nodelay::report_error(&anyhow::anyhow!(hint));
+        return nodelay::Outcome::Usage.into();
+    }
     let cli = nodelay::Cli::parse();
     match nodelay::run(cli) {
         Ok(outcome) => outcome.into(),

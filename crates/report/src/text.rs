@@ -55,7 +55,13 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         format_bytes(r.transfer_bytes_per_second),
         if r.interrupted { " (interrupted)" } else { "" },
     )?;
-    writeln!(out, "  {:<12}{:>11}{:>11}{:>11}{:>11}{:>11}", "", "p50", "p90", "p99", "p99.9", "max")?;
+    let rows = [&r.latency_ms, &r.first_byte_ms, &r.read_gap_ms, &r.connect_ms];
+    if rows.iter().all(|p| p.is_none()) {
+        // No header over an empty table: say what happened instead.
+        writeln!(out, "  no response completed")?;
+    } else {
+        writeln!(out, "  {:<12}{:>11}{:>11}{:>11}{:>11}{:>11}", "", "p50", "p90", "p99", "p99.9", "max")?;
+    }
     for (label, percentiles) in [
         ("total", &r.latency_ms),
         ("first byte", &r.first_byte_ms),
