@@ -26,6 +26,26 @@ pub enum Command {
     Pcap(Box<PcapArgs>),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
+    /// Print the JSON Schema of a command's --json output
+    Schema {
+        #[arg(value_enum)]
+        command: SchemaName,
+    },
+    /// Print a shell completion script: nodelay completions bash > /etc/bash_completion.d/nodelay
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): nodelay man > nodelay.1
+    Man,
+}
+
+/// Commands whose --json output has a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaName {
+    Bench,
+    Doctor,
+    Pcap,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -71,7 +91,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_keepalive: bool,
 
-    /// Print the result as JSON (schema/bench.schema.json) on stdout instead of text
+    /// Print the result as JSON (its JSON Schema: nodelay schema bench) on stdout instead of text
     #[arg(long)]
     pub json: bool,
 
@@ -141,7 +161,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub timeout: Duration,
 
-    /// Print the diagnosis as JSON (schema/doctor.schema.json) on stdout instead of text
+    /// Print the diagnosis as JSON (its JSON Schema: nodelay schema doctor) on stdout instead of text
     #[arg(long)]
     pub json: bool,
 }
@@ -160,7 +180,7 @@ pub struct PcapArgs {
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub top: u32,
 
-    /// Print the analysis as JSON (schema/pcap.schema.json) on stdout instead of text
+    /// Print the analysis as JSON (its JSON Schema: nodelay schema pcap) on stdout instead of text
     #[arg(long)]
     pub json: bool,
 }

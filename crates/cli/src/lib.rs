@@ -14,6 +14,7 @@ mod pcap;
 mod request;
 mod runner;
 mod scenario;
+mod self_docs;
 mod target;
 mod workload;
 
@@ -37,5 +38,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Pcap(args) => pcap::pcap(&args),
         Command::Demo => demo::demo(),
+        Command::Schema { command } => self_docs::schema(command),
+        Command::Completions { shell } => self_docs::completions(shell),
+        Command::Man => self_docs::man(),
     }
 }

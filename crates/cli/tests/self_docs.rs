@@ -1,0 +1,49 @@
+//! An installed binary documents itself: schemas, completions and a man page.
+
+mod common;
+
+use common::{nodelay, repo_root};
+use std::process::Command;
+
+#[test]
+fn schemas_are_embedded_and_equal_the_files() {
+    for name in ["bench", "doctor", "pcap"] {
+        let run = nodelay(&["schema", name]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let file =
+            std::fs::read_to_string(repo_root().join(format!("schema/{name}.schema.json"))).expect("schema");
+        assert_eq!(run.stdout(), file, "{name}");
+        assert!(run.json()["$schema"].is_string());
+    }
+    assert_eq!(nodelay(&["schema", "nonsense"]).code(), 2);
+    let help = nodelay(&["bench", "--help"]).stdout();
+    assert!(help.contains("nodelay schema bench") && !help.contains("schema/bench.schema.json"), "{help}");
+}
+
+#[test]
+fn bash_completion_loads_and_completes_subcommands() {
+    let script = nodelay(&["completions", "bash"]).stdout();
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let path = dir.join("nodelay.bash");
+    std::fs::write(&path, script).expect("write completion script");
+    let check = format!(
+        "source {} && COMP_WORDS=(nodelay do) COMP_CWORD=1 && _nodelay nodelay do nodelay && echo \"${{COMPREPLY[@]}}\"",
+        path.display()
+    );
+    let output = Command::new("bash").args(["-c", &check]).output().expect("bash");
+    let replies = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        replies.split_whitespace().any(|w| w == "doctor"),
+        "{replies} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn man_page_is_roff_with_every_command() {
+    let page = nodelay(&["man"]).stdout();
+    assert!(page.contains(".TH nodelay 1"), "{page}");
+    for command in ["bench", "doctor", "pcap", "demo"] {
+        assert!(page.contains(command), "{command}");
+    }
+}
