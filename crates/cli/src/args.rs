@@ -91,6 +91,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_keepalive: bool,
 
+    /// HTTP statuses that count as success, as classes and codes, e.g. 2xx,3xx,404; the others
+    /// are counted apart as non-success (an error page)
+    #[arg(long, value_name = "LIST", default_value = "2xx,3xx", value_parser = nodelay_report::SuccessStatuses::parse)]
+    pub success_status: nodelay_report::SuccessStatuses,
+
     /// Print the result as JSON (its JSON Schema: nodelay schema bench) on stdout instead of text
     #[arg(long)]
     pub json: bool,

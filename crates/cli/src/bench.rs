@@ -9,7 +9,7 @@ use crate::target::{check_reachable, parse_target};
 use crate::workload::build_workload;
 use anyhow::{Context, Result};
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
-use nodelay_report::{BenchReport, BenchSettings, Json, Render, Text};
+use nodelay_report::{BenchReport, BenchSettings, Json, Render, RunEnd, Text};
 use std::io::Write;
 use std::time::Duration;
 
@@ -73,9 +73,15 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         write_split: args.request.write_split.clone().map(|split| split.0).unwrap_or_default(),
         timeout_s: config.timeout.as_secs_f64(),
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
+        success_status: args.success_status.to_string(),
     };
     let names: Vec<String> = config.requests.iter().map(|r| r.name.clone()).collect();
-    let report = BenchReport::new(settings, &stats, &names, finished.output.elapsed, finished.interrupted);
+    let end = RunEnd {
+        elapsed: finished.output.elapsed,
+        interrupted: finished.interrupted,
+        due_not_sent: finished.output.due_not_sent,
+    };
+    let report = BenchReport::new(settings, &args.success_status, &stats, &names, end);
 
     if let Some((path, mut file)) = export {
         file.write_all(Json.render(&report).as_bytes())
@@ -84,6 +90,16 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
     if report.requests_completed == 0 {
         output::stderr_line(&format!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report)));
+        return Ok(Outcome::Failed);
+    }
+    if report.non_success_responses == report.requests_completed {
+        let statuses: Vec<String> =
+            report.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
+        output::stderr_line(&format!(
+            "nodelay: no request succeeded: every response was outside {} ({}); --success-status changes what counts",
+            report.settings.success_status,
+            statuses.join(", ")
+        ));
         return Ok(Outcome::Failed);
     }
     Ok(Outcome::Success)

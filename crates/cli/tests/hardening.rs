@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Peer, compiled, nodelay, start_peer};
+use common::{Peer, canned_server, compiled, nodelay, start_peer};
 use std::io::Write;
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
@@ -264,34 +264,6 @@ fn memory_does_not_grow_with_threads_times_connections() {
     let (code, rss, stderr) = peak_rss_mib(&["bench", &peer.url("/"), "-t", "64", "-c", "10000", "-d", "1s"]);
     assert_eq!(code, 0, "{stderr}");
     assert!(rss < 150.0, "-t 64 -c 10000: peak RSS {rss:.0} MiB");
-}
-
-/// A loopback server (port 0) that answers every request (ended by `request_end`) with
-/// `response`, written in one send. Its threads end when their connection closes.
-fn canned_server(request_end: &'static [u8], response: Vec<u8>) -> String {
-    use std::io::Read;
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let address = listener.local_addr().expect("address");
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { return };
-            let response = response.clone();
-            std::thread::spawn(move || {
-                let mut pending = Vec::new();
-                let mut buffer = [0u8; 4096];
-                while let Ok(n @ 1..) = stream.read(&mut buffer) {
-                    pending.extend_from_slice(&buffer[..n]);
-                    while let Some(end) = pending.windows(request_end.len()).position(|w| w == request_end) {
-                        pending.drain(..end + request_end.len());
-                        if stream.write_all(&response).is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-        }
-    });
-    address.to_string()
 }
 
 #[test]

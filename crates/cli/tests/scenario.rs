@@ -59,7 +59,8 @@ fn bench_text_lists_routes() {
         let cells: Vec<&str> = line.trim_start()[name.len()..].split_whitespace().collect();
         assert!(cells[0].parse::<u64>().unwrap() > 0, "done count: {line}");
         assert_eq!(cells[1], "0", "errors: {line}");
-        let timed = text_row_ms(&cells[2..].join(" "), "");
+        assert_eq!(cells[2], "0", "non-ok (4xx/5xx): {line}");
+        let timed = text_row_ms(&cells[3..].join(" "), "");
         assert_eq!(timed.len(), 4, "p50, p99, first byte, read gap, each with a unit: {line}");
     }
 }

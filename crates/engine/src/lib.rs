@@ -36,6 +36,9 @@ use worker::{Worker, WorkerPlan};
 pub struct RunOutput<S> {
     pub sinks: Vec<S>,
     pub elapsed: Duration,
+    /// Open loop (`--rate`): requests that fell due but were never sent because every
+    /// connection was busy; 0 in closed loop.
+    pub due_not_sent: u64,
 }
 
 /// Runs the configured load. `make_sink(thread)` builds each thread's sink; `control` lets
@@ -47,7 +50,7 @@ where
 {
     let threads = config.threads.clamp(1, config.connections.max(1));
     let start = Instant::now();
-    let results: Vec<std::io::Result<S>> = std::thread::scope(|scope| {
+    let results: Vec<std::io::Result<worker::WorkerOutput<S>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
                 let plan = plan_for_thread(config, thread, threads);
@@ -58,8 +61,10 @@ where
         handles.into_iter().map(|h| h.join().expect("engine worker panicked")).collect()
     });
     let elapsed = start.elapsed();
-    let sinks = results.into_iter().collect::<std::io::Result<Vec<S>>>()?;
-    Ok(RunOutput { sinks, elapsed })
+    let outputs = results.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+    let due_not_sent = outputs.iter().map(|output| output.due_not_sent).sum();
+    let sinks = outputs.into_iter().map(|output| output.sink).collect();
+    Ok(RunOutput { sinks, elapsed, due_not_sent })
 }
 
 /// Splits connections, request quota and rate across threads in proportion, so that the

@@ -53,6 +53,18 @@ impl Pacer {
     pub fn is_exhausted(&self) -> bool {
         self.remaining == Some(0)
     }
+
+    /// Open loop: how many slots were due by `now` and never claimed (every connection was
+    /// busy); 0 in closed loop. Bounded by what is left of the quota.
+    pub fn overdue(&self, now: Instant) -> u64 {
+        let Some(interval) = self.interval else { return 0 };
+        if self.next_slot > now || interval.is_zero() {
+            return 0;
+        }
+        let behind = (now - self.next_slot).as_nanos() / interval.as_nanos() + 1;
+        let behind = u64::try_from(behind).unwrap_or(u64::MAX);
+        self.remaining.map_or(behind, |remaining| behind.min(remaining))
+    }
 }
 
 #[cfg(test)]
@@ -84,5 +96,19 @@ mod tests {
         assert_eq!(pacer.claim(late), Claim::Now(t0 + ms(20)));
         assert_eq!(pacer.claim(late), Claim::Now(t0 + ms(30)));
         assert_eq!(pacer.claim(late), Claim::At(t0 + ms(40)));
+    }
+
+    #[test]
+    fn overdue_counts_slots_nobody_claimed() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        let mut pacer = Pacer::new(t0, Some(100.0), None);
+        assert_eq!(pacer.claim(t0), Claim::Now(t0));
+        assert_eq!(pacer.overdue(t0 + ms(5)), 0);
+        // Slots at 10, 20, 30 ms were due by 35 ms and never claimed.
+        assert_eq!(pacer.overdue(t0 + ms(35)), 3);
+        let limited = Pacer::new(t0, Some(100.0), Some(2));
+        assert_eq!(limited.overdue(t0 + ms(1000)), 2, "never more than the quota left");
+        assert_eq!(Pacer::new(t0, None, None).overdue(t0 + ms(1000)), 0, "closed loop owes nothing");
     }
 }

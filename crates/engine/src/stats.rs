@@ -34,6 +34,9 @@ pub struct Stats {
     /// TCP handshake, for requests that opened a connection.
     pub connect_ns: Histogram<u64>,
     pub read_chunks: u64,
+    /// Responses that arrived on a connection that had already carried one (keep-alive
+    /// reuse, as ab's "Keep-Alive requests").
+    pub reused_connection_responses: u64,
     /// Every status code that parsed, with its count.
     status_counts: BTreeMap<u16, u64>,
     errors: [u64; ErrorKind::ALL.len()],
@@ -134,6 +137,7 @@ impl Stats {
             read_gap_ns: run_histogram(),
             connect_ns: run_histogram(),
             read_chunks: 0,
+            reused_connection_responses: 0,
             status_counts: BTreeMap::new(),
             errors: [0; ErrorKind::ALL.len()],
             error_examples: Default::default(),
@@ -190,6 +194,7 @@ impl Stats {
             mine.add(theirs).expect("histograms share bounds");
         }
         self.read_chunks += other.read_chunks;
+        self.reused_connection_responses += other.reused_connection_responses;
         for (code, n) in &other.status_counts {
             *self.status_counts.entry(*code).or_default() += n;
         }
@@ -234,6 +239,7 @@ impl RecordSink for Stats {
             record_ns(&mut self.connect_ns, nanos(connect));
         }
         self.read_chunks += u64::from(record.read_chunks);
+        self.reused_connection_responses += u64::from(record.sequence_on_connection > 0);
         if record.status > 0 {
             *self.status_counts.entry(record.status).or_default() += 1;
         }

@@ -107,6 +107,13 @@ pub(crate) struct WorkerPlan {
     pub rate_per_second: Option<f64>,
 }
 
+/// What a thread hands back when its loop ends.
+pub(crate) struct WorkerOutput<S> {
+    pub sink: S,
+    /// Open loop: requests that fell due and were never sent, every connection being busy.
+    pub due_not_sent: u64,
+}
+
 enum ReadOutcome {
     /// Nothing more to do until the next event.
     Pending,
@@ -177,7 +184,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     }
 
     /// Runs until the quota is spent, the duration is over or the caller stops it.
-    pub fn run(mut self) -> io::Result<S> {
+    pub fn run(mut self) -> io::Result<WorkerOutput<S>> {
         let mut events = Events::with_capacity(1024);
         let start = Instant::now();
         for index in 0..self.connections.len() {
@@ -216,7 +223,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         for index in 0..self.connections.len() {
             self.close_stream_at(index, true);
         }
-        Ok(self.sink)
+        let end = self.run_deadline.map_or_else(Instant::now, |deadline| deadline.min(Instant::now()));
+        Ok(WorkerOutput { sink: self.sink, due_not_sent: self.pacer.overdue(end) })
     }
 
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {

@@ -1,6 +1,7 @@
 //! The model of a `nodelay bench` result. Its serde form *is* the JSON contract described by
 //! `schema/bench.schema.json`: rename nothing, only add.
 
+use crate::status::SuccessStatuses;
 use hdrhistogram::Histogram;
 use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
 use serde::Serialize;
@@ -59,6 +60,18 @@ pub struct BenchSettings {
     pub write_split: Vec<usize>,
     pub timeout_s: f64,
     pub connect_timeout_s: f64,
+    /// Statuses counted as success (`--success-status`), e.g. `2xx,3xx`.
+    pub success_status: String,
+}
+
+/// How the run ended, besides its records.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunEnd {
+    pub elapsed: Duration,
+    /// Stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// Open loop: requests that fell due but were never sent (every connection busy).
+    pub due_not_sent: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -80,6 +93,8 @@ pub struct RequestReport {
     pub first_byte_ms: Option<Percentiles>,
     pub read_gap_ms: Option<Percentiles>,
     pub status_counts: BTreeMap<String, u64>,
+    /// Completed with a status outside `settings.success_status` (an error page).
+    pub non_success_responses: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -87,6 +102,14 @@ pub struct BenchReport {
     pub schema: &'static str,
     pub settings: BenchSettings,
     pub requests_completed: u64,
+    /// Completed with a status outside `settings.success_status` (4xx/5xx by default): counted
+    /// in `requests_completed` and in the latencies, and apart here, as wrk does.
+    pub non_success_responses: u64,
+    /// Responses on a connection that had already carried one (keep-alive reuse).
+    pub reused_connection_responses: u64,
+    /// Open loop (`--rate`): requests that fell due but were never sent because every
+    /// connection was busy; 0 in closed loop.
+    pub requests_due_not_sent: u64,
     /// Requests still in flight when the run ended: neither completed nor failed.
     pub requests_unfinished: u64,
     pub elapsed_s: f64,
@@ -113,18 +136,25 @@ impl BenchReport {
     /// `request_names` names the run's request kinds in order.
     pub fn new(
         settings: BenchSettings,
+        success: &SuccessStatuses,
         stats: &Stats,
         request_names: &[String],
-        elapsed: Duration,
-        interrupted: bool,
+        end: RunEnd,
     ) -> Self {
+        let RunEnd { elapsed, interrupted, due_not_sent } = end;
         let seconds = elapsed.as_secs_f64().max(1e-9);
+        let non_success = |counts: &mut dyn Iterator<Item = (u16, u64)>| {
+            counts.filter(|(code, _)| !success.is_success(*code)).map(|(_, n)| n).sum::<u64>()
+        };
         let per_response =
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
         BenchReport {
             schema: BENCH_SCHEMA_ID,
             settings,
             requests_completed: stats.completed,
+            non_success_responses: non_success(&mut stats.status_counts()),
+            reused_connection_responses: stats.reused_connection_responses,
+            requests_due_not_sent: due_not_sent,
             requests_unfinished: stats.unfinished,
             elapsed_s: elapsed.as_secs_f64(),
             requests_per_second: stats.completed as f64 / seconds,
@@ -171,6 +201,9 @@ impl BenchReport {
                                 .iter()
                                 .map(|(c, n)| (c.to_string(), *n))
                                 .collect(),
+                            non_success_responses: non_success(
+                                &mut kind.status_counts.iter().map(|(code, n)| (*code, *n)),
+                            ),
                         }
                     })
                     .collect()

@@ -1,9 +1,11 @@
 //! The model of a `nodelay doctor` result. Its serde form is the JSON contract described by
 //! `schema/doctor.schema.json`: rename nothing, only add.
 
+use crate::status::SuccessStatuses;
 use nodelay_diagnose::{Finding, FindingId, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub const DOCTOR_SCHEMA_ID: &str = "nodelay-doctor/1";
@@ -33,6 +35,37 @@ pub struct DoctorReport {
     pub findings: Vec<Finding>,
     /// Experiments the budget left no time for.
     pub skipped_experiments: Vec<String>,
+    /// Baseline responses with a status outside 2xx/3xx: the diagnosis is of an error page,
+    /// not of what the user meant to measure. Null when every response succeeded.
+    pub error_page: Option<ErrorPage>,
+}
+
+/// What the baseline got instead of a successful response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorPage {
+    /// Baseline responses outside 2xx/3xx.
+    pub responses: u64,
+    /// Of this many baseline responses.
+    pub of: u64,
+    pub status_counts: BTreeMap<String, u64>,
+}
+
+impl ErrorPage {
+    fn from_baseline(baseline: &Phase) -> Option<Self> {
+        let success = SuccessStatuses::default();
+        let mut status_counts = BTreeMap::new();
+        for response in baseline.responses.iter().filter(|r| r.status > 0 && !success.is_success(r.status)) {
+            *status_counts.entry(response.status.to_string()).or_insert(0) += 1;
+        }
+        let responses = status_counts.values().sum();
+        (responses > 0).then(|| ErrorPage { responses, of: baseline.responses.len() as u64, status_counts })
+    }
+
+    /// `404 ×40`.
+    pub fn statuses(&self) -> String {
+        let parts: Vec<String> = self.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
+        parts.join(", ")
+    }
 }
 
 impl PhaseReport {
@@ -79,6 +112,7 @@ impl DoctorReport {
                 .collect(),
             findings,
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
+            error_page: ErrorPage::from_baseline(&observations.baseline),
         }
     }
 

@@ -77,13 +77,30 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
     if !r.skipped_experiments.is_empty() {
         writeln!(out, "  skipped for lack of budget: {}", r.skipped_experiments.join(", "))?;
     }
+    if let Some(page) = &r.error_page {
+        writeln!(
+            out,
+            "  note: {} of {} baseline responses were not 2xx/3xx ({}): this diagnoses an error page; check the URL",
+            page.responses,
+            page.of,
+            page.statuses()
+        )?;
+    }
     for finding in &r.findings {
         writeln!(out)?;
         write_finding(out, finding)?;
     }
     writeln!(out)?;
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
-    writeln!(out, "verdict: {}", ids.join(", "))
+    // Never "healthy" alone when what was measured is an error page.
+    let of_what = match &r.error_page {
+        Some(page) if page.responses == page.of => format!(" (of an error page: {})", page.statuses()),
+        Some(page) => {
+            format!(" ({} of {} responses an error page: {})", page.responses, page.of, page.statuses())
+        }
+        None => String::new(),
+    };
+    writeln!(out, "verdict: {}{of_what}", ids.join(", "))
 }
 
 /// `baseline: 14 of 40 requests failed, 12 of them malformed_response ("..."); too many

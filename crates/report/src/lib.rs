@@ -8,9 +8,10 @@ mod format;
 mod json;
 mod pcap;
 mod pcap_text;
+mod status;
 mod text;
 
-pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport};
+pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport, RunEnd};
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
     PhaseReport,
@@ -18,6 +19,7 @@ pub use doctor::{
 pub use format::{format_bytes, format_duration_ms};
 pub use json::Json;
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
+pub use status::SuccessStatuses;
 pub use text::Text;
 
 /// A report format.

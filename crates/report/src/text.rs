@@ -43,7 +43,7 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         "  {}, {}, {}, {bound}{pacing}{split}",
         plural(s.connections as u64, "connection", "connections"),
         plural(s.threads as u64, "thread", "threads"),
-        if s.keep_alive { "keep-alive" } else { "new connection per request" },
+        connection_mode(r),
     )?;
     writeln!(out)?;
     writeln!(
@@ -55,6 +55,7 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         format_bytes(r.transfer_bytes_per_second),
         if r.interrupted { " (interrupted)" } else { "" },
     )?;
+    write_missed_rate(out, r)?;
     let rows = [&r.latency_ms, &r.first_byte_ms, &r.read_gap_ms, &r.connect_ms];
     if rows.iter().all(|p| p.is_none()) {
         // No header over an empty table: say what happened instead.
@@ -84,6 +85,26 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         let statuses = if statuses.is_empty() { "none".into() } else { statuses.join(", ") };
         writeln!(out, "  {:<12}{statuses}", "status")?;
     }
+    if r.non_success_responses > 0 {
+        writeln!(
+            out,
+            "  {:<12}{} of {} are not {} (the figures above include them: an error page?)",
+            "non-success",
+            r.non_success_responses,
+            plural(r.requests_completed, "response", "responses"),
+            s.success_status,
+        )?;
+    }
+    if s.keep_alive && r.requests_completed > 0 {
+        writeln!(
+            out,
+            "  {:<12}{} of {} reused a connection; {} opened",
+            "keep-alive",
+            r.reused_connection_responses,
+            plural(r.requests_completed, "response", "responses"),
+            plural(r.connections_opened, "connection", "connections"),
+        )?;
+    }
     write_errors(out, r)?;
     if r.requests_unfinished > 0 {
         let unfinished = plural(r.requests_unfinished, "request", "requests");
@@ -92,12 +113,49 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
     write_connections(out, r)
 }
 
+/// "keep-alive" only when connections were really reused: a server that closes each one
+/// makes every request pay a handshake, whatever the client asked for.
+fn connection_mode(r: &BenchReport) -> &'static str {
+    match (r.settings.keep_alive, r.reused_connection_responses) {
+        (false, _) => "new connection per request",
+        (true, 0) if r.requests_completed > 1 => "keep-alive asked, but the server closed every connection",
+        (true, _) => "keep-alive",
+    }
+}
+
+/// Open loop that fell behind: how far, and what would keep up. Every connection was busy,
+/// so each spent connections / achieved rate per request (not the latency, which counts the
+/// queueing from when each request was due); Little's law then gives the connections needed.
+fn write_missed_rate(out: &mut String, r: &BenchReport) -> std::fmt::Result {
+    let Some(rate) = r.settings.rate_per_second else { return Ok(()) };
+    if r.requests_due_not_sent == 0 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  missed rate: {} fell due and were never sent, every connection being busy ({:.1} of {rate} req/s)",
+        plural(r.requests_due_not_sent, "request", "requests"),
+        r.requests_per_second,
+    )?;
+    if r.requests_per_second <= 0.0 {
+        return writeln!(out, "  raise -c, or look at why no response completed");
+    }
+    let connections = r.settings.connections as f64;
+    let busy_s = connections / r.requests_per_second;
+    let needed = (rate * busy_s).ceil().max(connections + 1.0) as u64;
+    writeln!(
+        out,
+        "  raise -c: each connection was busy {} per request, so {rate} req/s needs about {needed}",
+        format_duration_ms(busy_s * 1e3)
+    )
+}
+
 fn write_by_request(out: &mut String, by_request: &[RequestReport]) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "  {:<24}{:>9}{:>7}{:>11}{:>11}{:>11}{:>11}",
-        "per request", "done", "errors", "p50", "p99", "1st byte", "read gap"
+        "  {:<24}{:>9}{:>7}{:>8}{:>11}{:>11}{:>11}{:>11}",
+        "per request", "done", "errors", "non-ok", "p50", "p99", "1st byte", "read gap"
     )?;
     for request in by_request {
         let p = |percentiles: &Option<Percentiles>, pick: fn(&Percentiles) -> f64| {
@@ -105,10 +163,11 @@ fn write_by_request(out: &mut String, by_request: &[RequestReport]) -> std::fmt:
         };
         writeln!(
             out,
-            "  {:<24}{:>9}{:>7}{:>11}{:>11}{:>11}{:>11}",
+            "  {:<24}{:>9}{:>7}{:>8}{:>11}{:>11}{:>11}{:>11}",
             request.name,
             request.requests_completed,
             request.errors,
+            request.non_success_responses,
             p(&request.latency_ms, |p| p.p50),
             p(&request.latency_ms, |p| p.p99),
             p(&request.first_byte_ms, |p| p.p50),

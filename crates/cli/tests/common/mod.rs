@@ -199,3 +199,31 @@ pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
         })
         .collect()
 }
+
+/// A loopback server (port 0) that answers every request (ended by `request_end`) with
+/// `response`, written in one send. Its threads end when their connection closes.
+pub fn canned_server(request_end: &'static [u8], response: Vec<u8>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let response = response.clone();
+            std::thread::spawn(move || {
+                let mut pending = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                    pending.extend_from_slice(&buffer[..n]);
+                    while let Some(end) = pending.windows(request_end.len()).position(|w| w == request_end) {
+                        pending.drain(..end + request_end.len());
+                        if stream.write_all(&response).is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    address.to_string()
+}
