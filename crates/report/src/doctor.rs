@@ -58,7 +58,7 @@ impl ErrorPage {
             *status_counts.entry(response.status.to_string()).or_insert(0) += 1;
         }
         let responses = status_counts.values().sum();
-        (responses > 0).then(|| ErrorPage { responses, of: baseline.responses.len() as u64, status_counts })
+        (responses > 0).then_some(ErrorPage { responses, of: baseline.responses.len() as u64, status_counts })
     }
 
     /// `404 ×40`.
