@@ -18,7 +18,7 @@ pub fn build_request(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) 
         method,
         host: target.host_header.clone(),
         target: target.request_target.clone(),
-        headers: args.headers.clone(),
+        headers: target.headers_with_auth(&args.headers),
         body,
         keep_alive,
     })

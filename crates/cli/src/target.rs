@@ -15,6 +15,23 @@ pub struct HttpTarget {
     pub host_header: String,
     /// Path and query.
     pub request_target: String,
+    /// `Authorization` value for credentials written in the URL (`http://user:pw@host/`),
+    /// sent as curl does; the URL shown anywhere has the password replaced by `***`.
+    pub basic_auth: Option<String>,
+}
+
+impl HttpTarget {
+    /// The user's headers plus the URL's credentials, unless an Authorization header was
+    /// given: that one wins, as in curl.
+    pub fn headers_with_auth(&self, headers: &[(String, String)]) -> Vec<(String, String)> {
+        let mut all = headers.to_vec();
+        if let Some(auth) = &self.basic_auth
+            && !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        {
+            all.push(("Authorization".into(), auth.clone()));
+        }
+        all
+    }
 }
 
 /// Where to send load: an HTTP URL, or a raw TCP request/response service.
@@ -69,7 +86,29 @@ pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
     let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
     let host_header = url[url::Position::BeforeHost..url::Position::AfterPort].to_string();
     let request_target = url[url::Position::BeforePath..url::Position::AfterQuery].to_string();
-    Ok(HttpTarget { url: url.to_string(), address, host_header, request_target })
+    let basic_auth = basic_auth(&url).map_err(usage)?;
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        // Never printed, in text or JSON: the password stays in the header only.
+        let _ = shown.set_password(Some("***"));
+    }
+    Ok(HttpTarget { url: shown.to_string(), address, host_header, request_target, basic_auth })
+}
+
+/// `Basic base64(user:password)` from the URL's percent-decoded credentials, if any.
+fn basic_auth(url: &Url) -> Result<Option<String>, String> {
+    use base64::Engine;
+    if url.username().is_empty() && url.password().is_none() {
+        return Ok(None);
+    }
+    let decode = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8()
+            .map(|text| text.into_owned())
+            .map_err(|_| "the credentials in the URL are not UTF-8 once percent-decoded".to_string())
+    };
+    let credentials = format!("{}:{}", decode(url.username())?, decode(url.password().unwrap_or(""))?);
+    Ok(Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials))))
 }
 
 /// One connection attempt, so that an unreachable target is one clear error instead of a
@@ -97,6 +136,20 @@ mod tests {
         let t = parse_http_target("http://localhost/").unwrap();
         assert_eq!(t.address.port(), 80);
         assert!(t.address.ip().is_loopback());
+    }
+
+    #[test]
+    fn url_credentials_become_basic_auth_and_are_never_shown() {
+        let t = parse_http_target("http://alice:s%3Acret@127.0.0.1:8080/x").unwrap();
+        // base64("alice:s:cret")
+        assert_eq!(t.basic_auth.as_deref(), Some("Basic YWxpY2U6czpjcmV0"));
+        assert_eq!(t.url, "http://alice:***@127.0.0.1:8080/x");
+        assert_eq!(t.host_header, "127.0.0.1:8080");
+        let user_only = parse_http_target("http://bob@127.0.0.1/").unwrap();
+        assert_eq!(user_only.basic_auth.as_deref(), Some("Basic Ym9iOg=="));
+        let given = vec![("authorization".to_string(), "Bearer t".to_string())];
+        assert_eq!(t.headers_with_auth(&given), given, "a user Authorization header wins");
+        assert_eq!(parse_http_target("http://127.0.0.1/").unwrap().basic_auth, None);
     }
 
     #[test]

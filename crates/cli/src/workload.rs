@@ -98,7 +98,7 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
                         method: r.method,
                         host: target.host_header.clone(),
                         target: join_path(&target.request_target, &r.path),
-                        headers: [args.headers.clone(), r.headers].concat(),
+                        headers: target.headers_with_auth(&[args.headers.clone(), r.headers].concat()),
                         body: r.body,
                         keep_alive,
                     };

@@ -118,3 +118,27 @@ fn keep_alive_reuse_is_shown_and_a_server_closing_every_connection_is_not_called
         "{text}"
     );
 }
+
+#[test]
+fn url_credentials_are_sent_as_basic_auth_and_never_printed() {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://alice:s%3Acret@{}/private", listener.local_addr().expect("address"));
+    let client = std::thread::spawn(move || nodelay(&["bench", &url, "-c", "1", "-n", "1", "--json"]));
+    let (mut stream, _) = listener.accept().expect("nodelay connects");
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buffer).expect("read request");
+        assert!(n > 0, "request ended early");
+        request.extend_from_slice(&buffer[..n]);
+    }
+    stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").expect("respond");
+    let run = client.join().expect("nodelay thread");
+    let request = String::from_utf8_lossy(&request);
+    assert!(request.contains("\r\nAuthorization: Basic YWxpY2U6czpjcmV0\r\n"), "{request}");
+    assert!(request.starts_with("GET /private HTTP/1.1\r\n"), "{request}");
+    let printed = format!("{}{}", run.stdout(), run.stderr());
+    assert!(!printed.contains("cret"), "the password was printed: {printed}");
+    assert!(run.json()["settings"]["url"].as_str().unwrap_or_default().contains("alice:***@"), "{printed}");
+}
