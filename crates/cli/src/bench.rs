@@ -5,9 +5,9 @@ use crate::args::BenchArgs;
 use crate::exit::{Outcome, UsageError};
 use crate::output;
 use crate::runner::run_engine;
-use crate::target::{check_reachable, parse_target};
+use crate::target::parse_target;
 use crate::workload::build_workload;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, Json, Render, RunEnd, Text};
 use std::io::Write;
@@ -52,9 +52,12 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     // Before any connection: a run that could never open -c sockets is refused, not started.
     nodelay_engine::reserve_descriptors(connections as u64, threads as u64)
         .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))?;
-    check_reachable(workload.address, args.connect_timeout)?;
     let request_kinds = config.requests.len();
     let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
+    if let Some(why) = &finished.unreachable {
+        // The run's own first connection failed: one clear error, as before any load.
+        bail!("cannot connect to {}: {why}", workload.address);
+    }
     let mut stats = Stats::with_requests(request_kinds);
     for thread_stats in &finished.output.sinks {
         stats.merge(thread_stats);

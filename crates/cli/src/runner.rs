@@ -13,6 +13,8 @@ const UI_TICK: Duration = Duration::from_millis(100);
 pub struct Finished<S> {
     pub output: RunOutput<S>,
     pub interrupted: bool,
+    /// The run's first connect failed before any succeeded: why.
+    pub unreachable: Option<String>,
 }
 
 pub fn run_engine<S, F>(
@@ -56,7 +58,8 @@ where
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    Ok(Finished { output: output?, interrupted: interrupt::interrupted() })
+    let unreachable = control.unreachable().map(str::to_string);
+    Ok(Finished { output: output?, interrupted: interrupt::interrupted(), unreachable })
 }
 
 fn progress_bar(config: &EngineConfig) -> ProgressBar {

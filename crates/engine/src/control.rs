@@ -1,6 +1,9 @@
 //! Shared between the engine's threads and its caller: a stop flag (Ctrl-C, caller's
-//! deadline) and per-thread completion counters for a progress display.
+//! deadline), per-thread completion counters for a progress display, and whether the target
+//! was reachable at all (the run's own first connection tells, so no probe connection is
+//! made before it).
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// A counter on its own cache line so threads do not slow each other down.
@@ -11,6 +14,10 @@ struct PaddedCounter(AtomicU64);
 pub struct Control {
     stop: AtomicBool,
     completed: Box<[PaddedCounter]>,
+    /// Some connection of this run has opened.
+    connected: AtomicBool,
+    /// Why the target could not be reached: a connect failed before any ever succeeded.
+    unreachable: OnceLock<String>,
 }
 
 impl Control {
@@ -18,6 +25,25 @@ impl Control {
         Control {
             stop: AtomicBool::new(false),
             completed: (0..threads).map(|_| Default::default()).collect(),
+            connected: AtomicBool::new(false),
+            unreachable: OnceLock::new(),
+        }
+    }
+
+    /// Why the target was unreachable, when the run stopped for that.
+    pub fn unreachable(&self) -> Option<&str> {
+        self.unreachable.get().map(String::as_str)
+    }
+
+    pub(crate) fn mark_connected(&self) {
+        self.connected.store(true, Ordering::Relaxed);
+    }
+
+    /// A connect failed: if none ever succeeded, the target is unreachable and the run stops
+    /// with one clear reason instead of going on full of failures.
+    pub(crate) fn connect_failed(&self, reason: &str) {
+        if !self.connected.load(Ordering::Relaxed) && self.unreachable.set(reason.to_string()).is_ok() {
+            self.stop();
         }
     }
 

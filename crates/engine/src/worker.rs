@@ -292,6 +292,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     }
                     _ => format!("connect: {e}"),
                 };
+                self.control.connect_failed(&e.to_string());
                 self.fail(index, kind, message);
             }
         }
@@ -327,11 +328,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         match result {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}
-            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
+            Err(e) => {
+                self.control.connect_failed(&e.to_string());
+                self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}"));
+            }
         }
     }
 
     fn on_connected(&mut self, index: usize) {
+        self.control.mark_connected();
         let now = Instant::now();
         let timing = &mut self.connections[index].request;
         timing.connect = timing.connect_started.map(|started| now - started);
@@ -513,6 +518,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 Phase::Waiting => self.next_request(index, now),
                 Phase::Connecting => {
                     let message = format!("connect timed out after {:?}", self.config.connect_timeout);
+                    self.control.connect_failed(&message);
                     self.fail(index, ErrorKind::ConnectTimeout, message);
                 }
                 _ => {
