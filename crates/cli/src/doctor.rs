@@ -27,6 +27,9 @@ const EXPERIMENT_SHARE: f64 = 0.2;
 const MIN_PHASE: Duration = Duration::from_millis(300);
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
+    if !nodelay_engine::KERNEL_TCP_FIGURES {
+        bail!("nodelay doctor needs Linux: its experiments use TCP_QUICKACK and its evidence TCP_INFO");
+    }
     // Every step from here counts against the budget: the probe and each phase get at most
     // what is left of it.
     let started = Instant::now();

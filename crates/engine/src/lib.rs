@@ -26,7 +26,7 @@ pub use pacer::{Claim, Pacer};
 pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
-pub use tcp_info::{TcpInfo, read_tcp_info, set_quickack};
+pub use tcp_info::{KERNEL_TCP_FIGURES, TcpInfo, read_tcp_info, set_quickack};
 pub use time::later;
 
 use std::time::{Duration, Instant};

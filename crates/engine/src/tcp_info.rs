@@ -1,5 +1,8 @@
 //! Reads the kernel's TCP_INFO for a socket. libc's glibc struct stops before `tcpi_min_rtt`,
 //! so the kernel layout (include/uapi/linux/tcp.h) is declared here up to the fields we use.
+//!
+//! Linux only: elsewhere TCP_INFO reads as `None` and TCP_QUICKACK is an "unsupported" error,
+//! so the rest of nodelay builds and `bench` runs (without kernel figures) on other Unixes.
 
 use serde::Serialize;
 use std::os::fd::AsRawFd;
@@ -24,6 +27,7 @@ pub struct TcpInfo {
     pub segments_in: u32,
 }
 
+#[cfg(target_os = "linux")]
 #[repr(C)]
 #[derive(Default)]
 struct KernelTcpInfo {
@@ -71,7 +75,14 @@ struct KernelTcpInfo {
     data_segs_out: u32,
 }
 
+/// TCP_INFO is Linux's; other systems report no kernel figures.
+#[cfg(not(target_os = "linux"))]
+pub fn read_tcp_info(_socket: &impl AsRawFd) -> Option<TcpInfo> {
+    None
+}
+
 /// TCP_INFO of a connected socket, or `None` where the kernel refuses (not TCP, closed).
+#[cfg(target_os = "linux")]
 pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
     let mut raw = KernelTcpInfo::default();
     let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
@@ -104,22 +115,21 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
 
 /// Leaves pingpong (delayed-ACK) mode once and flushes a pending ACK. Not sticky: the
 /// kernel re-enters pingpong, so callers set it again after every read.
-pub fn set_quickack(socket: &impl AsRawFd) -> std::io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: passes a valid int of the advertised size.
-    let rc = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_QUICKACK,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+#[cfg(target_os = "linux")]
+pub fn set_quickack(socket: &(impl AsRawFd + std::os::fd::AsFd)) -> std::io::Result<()> {
+    socket2::SockRef::from(socket).set_tcp_quickack(true)
 }
 
-#[cfg(test)]
+/// TCP_QUICKACK is Linux's.
+#[cfg(not(target_os = "linux"))]
+pub fn set_quickack(_socket: &(impl AsRawFd + std::os::fd::AsFd)) -> std::io::Result<()> {
+    Err(std::io::Error::new(std::io::ErrorKind::Unsupported, "TCP_QUICKACK needs Linux"))
+}
+
+/// Whether this system has TCP_INFO and TCP_QUICKACK, which the doctor's experiments need.
+pub const KERNEL_TCP_FIGURES: bool = cfg!(target_os = "linux");
+
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use std::net::{TcpListener, TcpStream};
