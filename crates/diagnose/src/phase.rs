@@ -1,6 +1,6 @@
 //! Measured phases (the baseline and each experiment) and the figures the rules read.
 
-use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord, TcpInfo};
+use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord, TcpInfo, distribution_ns, quantile_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -142,13 +142,11 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
-/// Nearest-rank percentile of values sorted ascending (0 for none).
-pub fn percentile(sorted: &[f64], quantile: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((quantile * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
+/// The percentile of millisecond values, by nodelay's one definition (`nodelay_engine::
+/// quantile_ms`, as bench computes its own), so doctor, pcap and bench never round apart.
+pub fn percentile(values_ms: &[f64], quantile: f64) -> f64 {
+    let histogram = distribution_ns(values_ms.iter().map(|&ms| (ms * 1e6).round() as u64));
+    quantile_ms(&histogram, quantile)
 }
 
 fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
@@ -352,10 +350,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn percentile_is_nearest_rank() {
+    fn percentile_is_nearest_rank_like_bench() {
         let values = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&values, 0.5), 2.0);
-        assert_eq!(percentile(&values, 0.9), 4.0);
+        assert!((percentile(&values, 0.5) - 2.0).abs() <= 0.002);
+        assert!((percentile(&values, 0.9) - 4.0).abs() <= 0.004);
         assert_eq!(percentile(&[], 0.5), 0.0);
+        // The very numbers bench reports for the same samples.
+        let ns: Vec<u64> = values.iter().map(|ms| (ms * 1e6) as u64).collect();
+        assert_eq!(percentile(&values, 0.5), quantile_ms(&distribution_ns(ns), 0.5));
     }
 }

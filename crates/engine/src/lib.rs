@@ -8,6 +8,7 @@ mod config;
 mod control;
 mod limits;
 mod pacer;
+mod quantile;
 mod record;
 mod select;
 mod sink;
@@ -23,6 +24,7 @@ pub use limits::{
 };
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
+pub use quantile::{distribution_ns, quantile_ms};
 pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 /// One hour: longer values are clamped to it.
 const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
-/// Run-wide figures: 0.1 % resolution, as wrk and oha print them.
-const RUN_SIGNIFICANT_DIGITS: u8 = 3;
+/// Run-wide figures: the one resolution every percentile in nodelay has.
+const RUN_SIGNIFICANT_DIGITS: u8 = crate::quantile::SIGNIFICANT_DIGITS;
 /// Per request name: 1 % resolution is plenty for a per-name table and costs 8× less memory,
 /// which matters for scenarios of hundreds of names on many threads.
 const PER_NAME_SIGNIFICANT_DIGITS: u8 = 2;
@@ -96,13 +96,7 @@ impl RequestStats {
     }
 }
 
-/// A histogram that starts at its smallest size and grows to the largest value recorded.
-fn histogram(significant_digits: u8) -> Histogram<u64> {
-    let mut histogram =
-        Histogram::new_with_bounds(1, 2, significant_digits).expect("static histogram bounds are valid");
-    histogram.auto(true);
-    histogram
-}
+use crate::quantile::histogram;
 
 /// Records a value, growing the histogram to fit it (values are clamped to an hour first, so
 /// growing cannot fail; clamping is the fallback all the same).

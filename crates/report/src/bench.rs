@@ -3,7 +3,7 @@
 
 use crate::status::SuccessStatuses;
 use hdrhistogram::Histogram;
-use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
+use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo, quantile_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,10 +30,10 @@ impl Percentiles {
         }
         let ms = |ns: u64| ns as f64 / 1e6;
         Some(Percentiles {
-            p50: ms(histogram.value_at_quantile(0.50)),
-            p90: ms(histogram.value_at_quantile(0.90)),
-            p99: ms(histogram.value_at_quantile(0.99)),
-            p999: ms(histogram.value_at_quantile(0.999)),
+            p50: quantile_ms(histogram, 0.50),
+            p90: quantile_ms(histogram, 0.90),
+            p99: quantile_ms(histogram, 0.99),
+            p999: quantile_ms(histogram, 0.999),
             max: ms(histogram.max()),
             min: ms(histogram.min()),
             mean: histogram.mean() / 1e6,
