@@ -92,6 +92,20 @@ pub fn server_work() -> Vec<Fix> {
     ]
 }
 
+/// A pause after the first bytes of a response that is not Nagle: the server's own pace.
+pub fn slow_body() -> Vec<Fix> {
+    vec![
+        fix(
+            "any server",
+            "profile what runs between the first write and the rest: streaming from a slow source, a flush per chunk",
+        ),
+        fix(
+            "servers that call other services",
+            "run nodelay doctor against each upstream: a proxy that relays as it receives passes its stall on",
+        ),
+    ]
+}
+
 /// What to do when too many requests failed to measure, by the most common failure.
 pub fn failures_summary(kind: ErrorKind) -> &'static str {
     match kind {

@@ -5,8 +5,8 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
-use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary};
-use crate::timers::match_delayed_ack_timer;
+use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
+use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 
 /// A median first byte later than this makes the server "slow to answer".
 const SLOW_FIRST_BYTE_MS: f64 = 10.0;
@@ -168,12 +168,31 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         }
     }
 
+    let quickack_ran = observations.experiment(Experiment::QuickAck).is_some();
+    if !quickack_ran {
+        // Nothing was tried that could tell Nagle from a slow server: say that, claim nothing.
+        return Some(Finding {
+            id: FindingId::SlowResponseBody,
+            title: format!(
+                "Responses pause {gap:.1} ms mid-way; the experiment that tells Nagle from a slow server (client \
+                 TCP_QUICKACK) did not run: the budget was too small"
+            ),
+            proven: false,
+            confidence: Confidence::Low,
+            evidence,
+            proof: proofs,
+            fix_summary:
+                "Run the doctor again with a larger --budget (the default 10 s is enough) to find the cause."
+                    .into(),
+            fix: Vec::new(),
+        });
+    }
     if !quickack_removed {
         return Some(Finding {
             id: FindingId::SlowResponseBody,
             title: format!(
-                "Responses pause {gap:.1} ms mid-way and no client-side change removes it: the server is slow \
-                 to send the rest (not proven to be Nagle)"
+                "Responses pause {gap:.1} ms mid-way and the client's quick ACKs do not remove it: the server is \
+                 slow to send the rest (not Nagle)"
             ),
             proven: false,
             confidence: Confidence::Medium,
@@ -182,7 +201,7 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
             fix_summary:
                 "Look at what the server does between writing the first part of a response and the rest."
                     .into(),
-            fix: fixes::server_work(),
+            fix: fixes::slow_body(),
         });
     }
     let quantized = baseline.stalls_are_quantized() && timer.is_some();
@@ -317,7 +336,9 @@ fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Opti
         })
         .collect();
     let any_removed = proofs.iter().any(|p| p.removed);
-    let timer = match_delayed_ack_timer(first_byte).filter(|_| baseline.first_bytes_are_quantized());
+    // Only where a stalled upstream really lands (timer plus a few ms of work), so a steady
+    // 50 ms handler is not called a timer.
+    let timer = hop_stall_timer(first_byte).filter(|_| baseline.first_bytes_are_quantized());
     let title = match timer {
         Some(timer) => {
             evidence.push(Evidence::new(
@@ -411,10 +432,19 @@ fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
 }
 
 fn healthy(baseline: &PhaseSummary) -> Finding {
+    // The same figures as the table's row, so the title never contradicts it.
+    let pauses = if baseline.read_gap_p50_ms > 0.0 {
+        format!(
+            "median pause within a response {:.3} ms, none as long as a stall ({STALL_GAP_MS:.0} ms)",
+            baseline.read_gap_p50_ms
+        )
+    } else {
+        "no pause within responses".to_string()
+    };
     Finding {
         id: FindingId::Healthy,
         title: format!(
-            "No TCP stall: median {:.3} ms per request, first byte {:.3} ms, no pause within responses",
+            "No TCP stall: median {:.3} ms per request, first byte {:.3} ms, {pauses}",
             baseline.total_p50_ms, baseline.first_byte_p50_ms
         ),
         proven: true,
@@ -454,6 +484,39 @@ mod tests {
 
     fn ids(findings: &[Finding]) -> Vec<FindingId> {
         findings.iter().map(|f| f.id).collect()
+    }
+
+    #[test]
+    fn a_stall_whose_experiment_never_ran_claims_nothing() {
+        // The budget left no time for client TCP_QUICKACK: nothing tells Nagle from a slow server.
+        let observations = observe(GET, keep_alive(0.2, Some(43.5)));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody]);
+        let finding = &findings[0];
+        assert!(!finding.proven && finding.confidence == Confidence::Low);
+        assert!(finding.title.contains("did not run: the budget was too small"), "{}", finding.title);
+        assert!(!finding.title.contains("removes it"), "{}", finding.title);
+        assert!(finding.fix_summary.contains("larger --budget"), "{}", finding.fix_summary);
+    }
+
+    #[test]
+    fn a_steady_50_ms_handler_is_not_called_a_timer_but_44_ms_is() {
+        for (first_byte, timer_like) in [(50.2, false), (44.0, true)] {
+            let mut observations = observe(GET, keep_alive(first_byte, None));
+            observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(first_byte, None)));
+            let findings = diagnose(&observations);
+            let finding = findings.iter().find(|f| f.id == FindingId::SlowFirstByte).expect("slow-first-byte");
+            assert_eq!(finding.title.contains("delayed-ACK timer"), timer_like, "{first_byte}: {}", finding.title);
+        }
+    }
+
+    #[test]
+    fn healthy_quotes_the_pause_the_table_shows() {
+        let findings = diagnose(&observe(GET, keep_alive(0.2, Some(5.0))));
+        assert_eq!(ids(&findings), vec![FindingId::Healthy]);
+        let title = &findings[0].title;
+        assert!(title.contains("median pause within a response 5."), "{title}");
+        assert!(!title.contains("no pause"), "{title}");
     }
 
     #[test]

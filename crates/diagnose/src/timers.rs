@@ -27,6 +27,18 @@ impl DelayedAckTimer {
     }
 }
 
+/// The timer a steady first-byte delay matches when it is an upstream hop's stall: the
+/// timer plus a few milliseconds of round trips and work (an nginx front on a stalling Linux
+/// backend shows 44 ms). Narrower than `match_delayed_ack_timer`: a handler that simply takes
+/// 50 ms is no timer.
+pub fn hop_stall_timer(first_byte_ms: f64) -> Option<DelayedAckTimer> {
+    match first_byte_ms {
+        t if (40.0..=48.0).contains(&t) => Some(DelayedAckTimer::Linux40ms),
+        t if (200.0..=215.0).contains(&t) => Some(DelayedAckTimer::Windows200ms),
+        _ => None,
+    }
+}
+
 /// The delayed-ACK timer a typical stall of `gap_ms` matches, if any.
 pub fn match_delayed_ack_timer(gap_ms: f64) -> Option<DelayedAckTimer> {
     match gap_ms {
