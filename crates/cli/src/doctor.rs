@@ -220,6 +220,9 @@ fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Ph
         phase.errors.extend(sink.errors);
         phase.connections_opened += sink.connections.len() as u64;
         for connection in sink.connections {
+            if phase.server_header.is_none() {
+                phase.server_header.clone_from(&connection.server_header);
+            }
             if connection.requests >= busiest && connection.tcp_info.is_some() {
                 busiest = connection.requests;
                 phase.tcp_info = connection.tcp_info;

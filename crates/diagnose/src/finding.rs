@@ -84,6 +84,8 @@ pub struct Proof {
 pub struct Fix {
     pub stack: &'static str,
     pub how: &'static str,
+    /// This is the stack the server runs (from its `Server` header); listed first.
+    pub detected: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,7 +5,33 @@ use crate::finding::Fix;
 use nodelay_engine::ErrorKind;
 
 const fn fix(stack: &'static str, how: &'static str) -> Fix {
-    Fix { stack, how }
+    Fix { stack, how, detected: false }
+}
+
+/// The fix-list stack a `Server` header names, for the stacks whose header is telling.
+/// Stacks that send none (Go, Node, the JDK server, evhttp) are not guessed.
+pub fn stack_of_server_header(server: &str) -> Option<&'static str> {
+    let server = server.to_ascii_lowercase();
+    let known: [(&str, &str); 8] = [
+        ("basehttp", "Python http.server / socketserver"),
+        ("simplehttp", "Python http.server / socketserver"),
+        ("werkzeug", "Python http.server / socketserver"),
+        ("nginx", "nginx"),
+        ("kestrel", ".NET"),
+        ("microsoft-", ".NET"),
+        ("puma", "Ruby Puma"),
+        ("inets", "Erlang gen_tcp"),
+    ];
+    known.iter().find(|(token, _)| server.contains(token)).map(|(_, stack)| *stack)
+}
+
+/// Puts the detected stack's fixes first and marks them, keeping the others in order.
+pub fn detected_first(fixes: &mut [Fix], stack: &str) {
+    for fix in fixes.iter_mut() {
+        fix.detected = fix.stack == stack;
+    }
+    // A stable sort keeps the rest as written.
+    fixes.sort_by_key(|fix| !fix.detected);
 }
 
 pub const SERVER_NODELAY_SUMMARY: &str =
@@ -29,7 +55,8 @@ pub fn server_nodelay() -> Vec<Fix> {
         fix("Ruby Puma", "bind tcp://...?low_latency=true"),
         fix(
             "Rust tokio / axum",
-            "TcpStream::set_nodelay(true); axum: serve(...).tap_io(|s| s.set_nodelay(true))",
+            "TcpStream::set_nodelay(true); axum 0.8: serve(listener.tap_io(|s| { let _ = s.set_nodelay(true); }), app) \
+             with axum::serve::ListenerExt in scope",
         ),
         fix(
             "C / any stack",
@@ -130,5 +157,34 @@ pub fn failures_summary(kind: ErrorKind) -> &'static str {
              again."
         }
         ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_headers_name_stacks_and_their_fix_goes_first() {
+        assert_eq!(
+            stack_of_server_header("BaseHTTP/0.6 Python/3.12.3"),
+            Some("Python http.server / socketserver")
+        );
+        assert_eq!(stack_of_server_header("nginx/1.26.0"), Some("nginx"));
+        assert_eq!(stack_of_server_header("Go-http-client"), None);
+        let mut fixes = server_nodelay();
+        let before: Vec<&str> = fixes.iter().map(|f| f.stack).collect();
+        detected_first(&mut fixes, "nginx");
+        assert_eq!((fixes[0].stack, fixes[0].detected), ("nginx", true));
+        assert_eq!(fixes.iter().filter(|f| f.detected).count(), 1);
+        let rest: Vec<&str> = fixes[1..].iter().map(|f| f.stack).collect();
+        let expected: Vec<&str> = before.into_iter().filter(|s| *s != "nginx").collect();
+        assert_eq!(rest, expected, "the others keep their order");
+    }
+
+    #[test]
+    fn the_axum_fix_uses_listener_ext() {
+        let axum = server_nodelay().into_iter().find(|f| f.stack.contains("axum")).expect("axum");
+        assert!(axum.how.contains("listener.tap_io") && axum.how.contains("ListenerExt"), "{}", axum.how);
     }
 }

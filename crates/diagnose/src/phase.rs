@@ -67,6 +67,8 @@ pub struct Phase {
     pub connections_opened: u64,
     /// The client's TCP_INFO on its busiest connection, taken before it closed.
     pub tcp_info: Option<TcpInfo>,
+    /// The server's `Server` header, when it sends one: names its stack for the fixes.
+    pub server_header: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -82,6 +82,13 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if findings.is_empty() {
         findings.push(healthy(&baseline));
     }
+    if let Some(stack) =
+        observations.baseline.server_header.as_deref().and_then(fixes::stack_of_server_header)
+    {
+        for finding in &mut findings {
+            fixes::detected_first(&mut finding.fix, stack);
+        }
+    }
     findings
 }
 
@@ -505,8 +512,14 @@ mod tests {
             let mut observations = observe(GET, keep_alive(first_byte, None));
             observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(first_byte, None)));
             let findings = diagnose(&observations);
-            let finding = findings.iter().find(|f| f.id == FindingId::SlowFirstByte).expect("slow-first-byte");
-            assert_eq!(finding.title.contains("delayed-ACK timer"), timer_like, "{first_byte}: {}", finding.title);
+            let finding =
+                findings.iter().find(|f| f.id == FindingId::SlowFirstByte).expect("slow-first-byte");
+            assert_eq!(
+                finding.title.contains("delayed-ACK timer"),
+                timer_like,
+                "{first_byte}: {}",
+                finding.title
+            );
         }
     }
 

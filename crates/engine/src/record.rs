@@ -110,4 +110,6 @@ pub struct ConnectionRecord {
     /// A request was still in flight on it when the run ended (not counted as done or failed).
     pub abandoned_request: bool,
     pub tcp_info: Option<TcpInfo>,
+    /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack.
+    pub server_header: Option<String>,
 }

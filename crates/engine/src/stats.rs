@@ -305,6 +305,7 @@ mod tests {
             requests: 1,
             abandoned_request: true,
             tcp_info: None,
+            server_header: None,
         });
         a.merge(&b);
         assert_eq!(a.completed, 2);

@@ -494,6 +494,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 abandoned_request: at_run_end
                     && matches!(connection.phase, Phase::Connecting | Phase::Writing | Phase::Reading),
                 tcp_info: read_tcp_info(&stream),
+                server_header: connection.parser.server_header().map(str::to_string),
             };
             connection.responses_on_stream = 0;
             self.sink.connection(&record);

@@ -35,6 +35,8 @@ pub struct DoctorReport {
     pub findings: Vec<Finding>,
     /// Experiments the budget left no time for.
     pub skipped_experiments: Vec<String>,
+    /// The server's `Server` header (printable ASCII), which names its stack when it sends one.
+    pub server: Option<String>,
     /// Baseline responses with a status outside 2xx/3xx: the diagnosis is of an error page,
     /// not of what the user meant to measure. Null when every response succeeded.
     pub error_page: Option<ErrorPage>,
@@ -112,6 +114,7 @@ impl DoctorReport {
                 .collect(),
             findings,
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
+            server: observations.baseline.server_header.clone(),
             error_page: ErrorPage::from_baseline(&observations.baseline),
         }
     }

@@ -147,6 +147,18 @@ pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
         }
     }
     writeln!(out, "  fix: {}", f.fix_summary)?;
+    // The server's own stack, when its Server header named it, and the others folded.
+    let detected: Vec<_> = f.fix.iter().filter(|fix| fix.detected).collect();
+    if !detected.is_empty() {
+        let others = f.fix.len() - detected.len();
+        for fix in detected {
+            writeln!(out, "    {:<36}{} (your server, by its Server header)", fix.stack, fix.how)?;
+        }
+        if others > 0 {
+            writeln!(out, "    (fixes for {others} other stacks: --json lists them)")?;
+        }
+        return Ok(());
+    }
     for fix in &f.fix {
         writeln!(out, "    {:<36}{}", fix.stack, fix.how)?;
     }

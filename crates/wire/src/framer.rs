@@ -66,6 +66,14 @@ impl ResponseFramer {
         }
     }
 
+    /// The first HTTP `Server` header seen (none for raw protocols).
+    pub fn server_header(&self) -> Option<&str> {
+        match self {
+            ResponseFramer::Http(parser) => parser.server_header(),
+            ResponseFramer::Raw(_) => None,
+        }
+    }
+
     pub fn wants_close(&self) -> bool {
         match self {
             ResponseFramer::Http(parser) => parser.wants_close(),

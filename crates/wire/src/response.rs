@@ -72,7 +72,12 @@ struct HeadInfo {
     close: bool,
     chunked: bool,
     content_length: Option<u64>,
+    /// The `Server` header, when asked for (printable ASCII only, bounded).
+    server: Option<String>,
 }
+
+/// Longest `Server` value kept: enough for any product token and version.
+const MAX_SERVER_HEADER_CHARS: usize = 128;
 
 #[derive(Debug, Clone)]
 pub struct ResponseParser {
@@ -87,6 +92,9 @@ pub struct ResponseParser {
     close: bool,
     /// Bytes of this response consumed so far.
     seen_bytes: u64,
+    /// The first `Server` header this parser saw: kept across responses, so it is copied
+    /// once per connection slot, not per response. It names the stack for the doctor.
+    server: Option<String>,
 }
 
 impl ResponseParser {
@@ -102,6 +110,7 @@ impl ResponseParser {
             status: 0,
             close: false,
             seen_bytes: 0,
+            server: None,
         }
     }
 
@@ -118,6 +127,11 @@ impl ResponseParser {
         self.status = 0;
         self.close = false;
         self.seen_bytes = 0;
+    }
+
+    /// The first `Server` header seen on this parser, printable ASCII only.
+    pub fn server_header(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     /// Status of the final response (0 until its head is parsed).
@@ -206,11 +220,12 @@ impl ResponseParser {
         // httparse sees at most max_head_bytes, so a bad byte past the limit cannot decide
         // the error in one read when the byte past the limit does in another.
         let take = data.len().min(self.max_head_bytes.saturating_sub(carried));
+        let want_server = self.server.is_none();
         let parsed = if carried == 0 {
-            parse_head_info(&data[..take])?
+            parse_head_info(&data[..take], want_server)?
         } else {
             self.head_buf.extend_from_slice(&data[..take]);
-            parse_head_info(&self.head_buf)?
+            parse_head_info(&self.head_buf, want_server)?
         };
         let Some((head_len, info)) = parsed else {
             if take < data.len() {
@@ -229,6 +244,9 @@ impl ResponseParser {
     }
 
     fn apply_head(&mut self, info: HeadInfo) -> Result<(), ResponseError> {
+        if self.server.is_none() {
+            self.server = info.server;
+        }
         match info.status {
             // httparse takes any three digits.
             0..=99 | 600.. => return Err(ResponseError::StatusOutOfRange(info.status)),
@@ -253,7 +271,18 @@ impl ResponseParser {
     }
 }
 
-fn parse_head_info(bytes: &[u8]) -> Result<Option<(usize, HeadInfo)>, ResponseError> {
+/// A header value safe to print: printable ASCII (a terminal escape or a newline becomes '?'),
+/// at most `MAX_SERVER_HEADER_CHARS`.
+fn printable(value: &[u8]) -> String {
+    value
+        .trim_ascii()
+        .iter()
+        .take(MAX_SERVER_HEADER_CHARS)
+        .map(|&b| if b == b' ' || b.is_ascii_graphic() { b as char } else { '?' })
+        .collect()
+}
+
+fn parse_head_info(bytes: &[u8], want_server: bool) -> Result<Option<(usize, HeadInfo)>, ResponseError> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut response = httparse::Response::new(&mut headers);
     let head_len = match response.parse(bytes) {
@@ -262,8 +291,13 @@ fn parse_head_info(bytes: &[u8]) -> Result<Option<(usize, HeadInfo)>, ResponseEr
         Err(e) => return Err(ResponseError::InvalidHead(e)),
     };
     let http10 = response.version == Some(0);
-    let mut info =
-        HeadInfo { status: response.code.unwrap_or(0), close: http10, chunked: false, content_length: None };
+    let mut info = HeadInfo {
+        status: response.code.unwrap_or(0),
+        close: http10,
+        chunked: false,
+        content_length: None,
+        server: None,
+    };
     for header in response.headers.iter() {
         if header.name.eq_ignore_ascii_case("content-length") {
             let text = std::str::from_utf8(header.value).map_err(|_| ResponseError::InvalidContentLength)?;
@@ -276,6 +310,8 @@ fn parse_head_info(bytes: &[u8]) -> Result<Option<(usize, HeadInfo)>, ResponseEr
             // Chunked frames the body only when it is the last coding applied.
             let last = header.value.rsplit(|&b| b == b',').next().unwrap_or(b"");
             info.chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+        } else if want_server && info.server.is_none() && header.name.eq_ignore_ascii_case("server") {
+            info.server = Some(printable(header.value));
         } else if header.name.eq_ignore_ascii_case("connection") {
             for token in header.value.split(|&b| b == b',') {
                 let token = token.trim_ascii();
@@ -420,6 +456,21 @@ mod tests {
         assert_eq!(parser.feed(bytes), Ok(Feed::Complete { used: bytes.len() - 4 }));
         assert_eq!(parser.status(), 200);
         assert!(!parser.wants_close());
+    }
+
+    #[test]
+    fn the_first_server_header_is_kept_printable_across_responses() {
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
+        assert_eq!(parser.server_header(), None);
+        parser
+            .feed(
+                b"HTTP/1.1 200 OK\r\nServer: BaseHTTP/0.6 Python/3.12 \xe9t\xe9\r\nContent-Length: 0\r\n\r\n",
+            )
+            .unwrap();
+        assert_eq!(parser.server_header(), Some("BaseHTTP/0.6 Python/3.12 ?t?"));
+        parser.reset();
+        parser.feed(b"HTTP/1.1 200 OK\r\nServer: other\r\nContent-Length: 0\r\n\r\n").unwrap();
+        assert_eq!(parser.server_header(), Some("BaseHTTP/0.6 Python/3.12 ?t?"), "kept, not copied again");
     }
 
     #[test]
