@@ -125,21 +125,32 @@ fn is_tchar(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
-fn check_token(field: &str, text: &str) -> Result<(), RequestError> {
-    if text.is_empty() {
-        return Err(invalid(field, text, "must not be empty".into()));
-    }
-    match text.bytes().position(|b| !is_tchar(b)) {
+/// The first byte of `text` that `refused` rejects, as an error naming the byte, where it
+/// is, and why (`reason` completes "… at offset N is not allowed").
+fn refuse_first(
+    field: &str,
+    text: &str,
+    refused: impl Fn(u8) -> bool,
+    reason: impl Fn(u8) -> String,
+) -> Result<(), RequestError> {
+    match text.bytes().position(refused) {
         None => Ok(()),
         Some(at) => {
             let byte = text.as_bytes()[at];
             Err(invalid(
                 field,
                 text,
-                format!("{} at offset {at} is not allowed in an HTTP token", describe(byte)),
+                format!("{} at offset {at} is not allowed {}", describe(byte), reason(byte)),
             ))
         }
     }
+}
+
+fn check_token(field: &str, text: &str) -> Result<(), RequestError> {
+    if text.is_empty() {
+        return Err(invalid(field, text, "must not be empty".into()));
+    }
+    refuse_first(field, text, |b| !is_tchar(b), |_| "in an HTTP token".into())
 }
 
 /// Origin form (`/path?query`) or `*`: visible ASCII only, so non-ASCII and spaces must be
@@ -149,30 +160,18 @@ fn check_target(text: &str) -> Result<(), RequestError> {
     if text != "*" && !text.starts_with('/') {
         return Err(invalid(FIELD, text, "must start with / (or be *)".into()));
     }
-    match text.bytes().position(|b| !b.is_ascii_graphic() || b == b'#') {
-        None => Ok(()),
-        Some(at) => {
-            let byte = text.as_bytes()[at];
-            let hint = if byte == b'#' { "a fragment is never sent" } else { "percent-encode it" };
-            Err(invalid(FIELD, text, format!("{} at offset {at} is not allowed ({hint})", describe(byte))))
-        }
-    }
+    refuse_first(
+        FIELD,
+        text,
+        |b| !b.is_ascii_graphic() || b == b'#',
+        |b| if b == b'#' { "(a fragment is never sent)".into() } else { "(percent-encode it)".into() },
+    )
 }
 
 /// RFC 9110 §5.5: a field value is visible characters, spaces, tabs and obs-text; CR, LF, NUL
 /// and the other control characters are refused.
 fn check_value(field: &str, text: &str) -> Result<(), RequestError> {
-    match text.bytes().position(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
-        None => Ok(()),
-        Some(at) => {
-            let byte = text.as_bytes()[at];
-            Err(invalid(
-                field,
-                text,
-                format!("{} at offset {at} is not allowed in a header value", describe(byte)),
-            ))
-        }
-    }
+    refuse_first(field, text, |b| (b < 0x20 && b != b'\t') || b == 0x7f, |_| "in a header value".into())
 }
 
 #[cfg(test)]
