@@ -151,6 +151,15 @@ fn json_output_matches_the_schema() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let report = run.json();
     validate_against_schema("bench.schema.json", &report);
+    let latency = &report["latency_ms"];
+    assert!(latency["p95"].as_f64().unwrap() >= latency["p90"].as_f64().unwrap(), "{latency}");
+    assert!(latency["stdev"].as_f64().unwrap() >= 0.0, "{latency}");
+    let buckets = report["latency_histogram"].as_array().expect("histogram buckets");
+    assert!((1..=10).contains(&buckets.len()), "{buckets:?}");
+    let counted: u64 = buckets.iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 50, "every response in a bucket: {buckets:?}");
+    let last = buckets.last().unwrap()["up_to_ms"].as_f64().unwrap();
+    assert!((last - latency["max"].as_f64().unwrap()).abs() < 1e-9, "the last bucket ends at the max");
     let exported: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
     std::fs::remove_file(&export).ok();

@@ -11,7 +11,10 @@ mod pcap_text;
 mod status;
 mod text;
 
-pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport, RunEnd};
+pub use bench::{
+    BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, Percentiles, RequestReport,
+    RunEnd, histogram_buckets,
+};
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
     PhaseReport,
