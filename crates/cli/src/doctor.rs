@@ -6,13 +6,13 @@
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
 use crate::output;
-use crate::runner::run_engine;
+use crate::runner::{run_engine, text_width};
 use crate::target::{check_reachable, parse_target};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
-use nodelay_report::{DoctorReport, DoctorScenarioReport, Json, NamedDoctorReport, Render, Text};
+use nodelay_report::{DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render};
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -36,9 +36,10 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     // No single wait may outlast the whole diagnosis.
     let timeout = args.timeout.min(args.budget);
     probe(workload.address, deadline, args.budget, timeout)?;
+    let text = FittedText::new(text_width());
     if !workload.is_scenario() {
         let report = examine_within(&workload, started, args.budget, timeout)?;
-        output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+        output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
         if report.is_unreliable() {
             bail!("could not measure {} reliably: {}", workload.url, failed_baseline(&report));
         }
@@ -57,7 +58,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         reports.push(NamedDoctorReport { name: request.spec.name.clone(), report });
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
-    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+    output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
     if report.is_unreliable() {
         let failed: Vec<String> = report
             .requests

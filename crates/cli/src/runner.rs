@@ -1,9 +1,11 @@
 //! Runs the engine on a background thread while the calling thread forwards Ctrl-C and
-//! draws a progress bar on stderr (only when stderr is a terminal).
+//! draws a progress bar on stderr (only when stderr is a terminal); tells the text
+//! renderers how wide stdout is.
 
 use crate::interrupt;
 use indicatif::{ProgressBar, ProgressStyle};
 use nodelay_engine::{Control, EngineConfig, RecordSink, RunOutput};
+use nodelay_report::DEFAULT_WIDTH;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -13,6 +15,19 @@ const UI_TICK: Duration = Duration::from_millis(100);
 pub struct Finished<S> {
     pub output: RunOutput<S>,
     pub interrupted: bool,
+}
+
+/// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
+/// set (a pipe to a pager the user sized), else 80.
+pub fn text_width() -> usize {
+    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok().filter(|&c| c > 0);
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        && let Some((terminal_size::Width(width), _)) = terminal_size::terminal_size_of(&stdout)
+    {
+        return usize::from(width);
+    }
+    columns().unwrap_or(DEFAULT_WIDTH)
 }
 
 pub fn run_engine<S, F>(

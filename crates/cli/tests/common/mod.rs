@@ -149,11 +149,13 @@ impl Run {
     }
 }
 
-/// Runs the nodelay binary with `args`.
+/// Runs the nodelay binary with `args`; its text is 80 columns wide, whatever `COLUMNS` the
+/// tests were started with.
 pub fn nodelay(args: &[&str]) -> Run {
     let started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
         .args(args)
+        .env_remove("COLUMNS")
         .stdin(Stdio::null())
         .output()
         .expect("run nodelay");
@@ -175,7 +177,7 @@ pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) 
     assert!(errors.is_empty(), "output violates {schema_file}:\n{}\n{instance:#}", errors.join("\n"));
 }
 
-/// The values of a text-report table row (`total`, `first byte`, ...) in milliseconds;
+/// The values of a text-report table row (the line starting with `label`) in milliseconds;
 /// panics if any number lacks a unit.
 pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
     let line = text
@@ -198,6 +200,45 @@ pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
             value * scale
         })
         .collect()
+}
+
+/// The statistics of the bench latency table, top to bottom.
+pub const LATENCY_STATISTICS: [&str; 9] =
+    ["min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "stdev"];
+
+/// One column of the bench latency table (`total`, `first byte`, `read gap`, `connect`): its
+/// value per statistic, in milliseconds, in [`LATENCY_STATISTICS`] order; panics if a number
+/// lacks its unit. The header names the columns, two spaces or more apart.
+pub fn latency_column_ms(text: &str, column: &str) -> Vec<f64> {
+    let header = text
+        .lines()
+        .find(|l| l.split("  ").any(|cell| cell.trim() == "total"))
+        .unwrap_or_else(|| panic!("no latency table in:\n{text}"));
+    let columns: Vec<&str> = header.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    let index =
+        columns.iter().position(|c| *c == column).unwrap_or_else(|| panic!("no column {column:?}: {header}"));
+    LATENCY_STATISTICS
+        .iter()
+        .map(|statistic| {
+            let row = text
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(statistic))
+                .unwrap_or_else(|| panic!("no row {statistic:?} in:\n{text}"));
+            text_row_ms(row, statistic)[index]
+        })
+        .collect()
+}
+
+/// One figure of the bench latency table, in milliseconds: `latency_ms(text, "total", "p50")`.
+pub fn latency_ms(text: &str, column: &str, statistic: &str) -> f64 {
+    let row = LATENCY_STATISTICS.iter().position(|s| *s == statistic).expect("a statistic of the table");
+    latency_column_ms(text, column)[row]
+}
+
+/// The text with every run of white space made one space: sentences read the same however
+/// the width wrapped them and the tables aligned them.
+pub fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A loopback server (port 0) that answers every request (ended by `request_end`) with
