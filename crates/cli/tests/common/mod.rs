@@ -268,3 +268,49 @@ pub fn canned_server(request_end: &'static [u8], response: Vec<u8>) -> String {
     });
     address.to_string()
 }
+
+/// A loopback server (port 0) that answers each HTTP request after `delay` (slow, but in one
+/// write with TCP_NODELAY: no stall), and counts the responses it sent, so a test can act
+/// once a run is under way without sleeping. Returns the URL and the count.
+pub fn slow_server(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    let answered = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = answered.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_nodelay(true);
+                let mut pending = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                    pending.extend_from_slice(&buffer[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        // The server's own think time: what the test measures, not a wait.
+                        std::thread::sleep(delay);
+                        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                            return;
+                        }
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{address}/"), answered)
+}
+
+/// Polls `done` until it holds or `within` has passed (then panics with `what`): how tests
+/// wait for another thread or process without guessing a sleep.
+pub fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what} after {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
