@@ -306,8 +306,8 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
             ),
         ));
         // A server that closes each connection makes every request pay a handshake, whatever
-        // the client asked for.
-        if r.reused_connection_responses == 0 && r.requests_completed > 1 {
+        // the client asked for. With errors, the client closed them itself: nothing to say.
+        if r.reused_connection_responses == 0 && r.requests_completed > 1 && r.total_errors() == 0 {
             rows.push(("", "keep-alive asked, but the server closed every connection".into()));
         }
     }
