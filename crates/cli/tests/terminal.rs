@@ -14,7 +14,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 
 /// A tmux server of its own (its own socket) with one detached session running nodelay.
 struct Screen {
-    socket: String,
+    /// The server's socket, removed with it: tmux leaves the file behind.
+    socket: std::path::PathBuf,
     width: usize,
 }
 
@@ -24,8 +25,8 @@ impl Screen {
     /// screen can still be read.
     fn start(width: u16, height: u16, args: &[&str]) -> Screen {
         static SESSIONS: AtomicU32 = AtomicU32::new(0);
-        let socket =
-            format!("nodelay-test-{}-{}", std::process::id(), SESSIONS.fetch_add(1, Ordering::SeqCst));
+        let name = format!("nodelay-tmux-{}-{}", std::process::id(), SESSIONS.fetch_add(1, Ordering::SeqCst));
+        let socket = std::env::temp_dir().join(name);
         let mut command = vec![quote(env!("CARGO_BIN_EXE_nodelay"))];
         command.extend(args.iter().map(|arg| quote(arg)));
         // The shell survives Ctrl-C (a trap, reset for nodelay, which gets it as usual).
@@ -47,7 +48,8 @@ impl Screen {
 
     fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
-            .args(["-L", &self.socket])
+            .arg("-S")
+            .arg(&self.socket)
             .args(args)
             .output()
             .unwrap_or_else(|e| panic!("cannot run tmux (scripts/setup.sh installs it): {e}"));
@@ -101,7 +103,8 @@ impl Screen {
 
 impl Drop for Screen {
     fn drop(&mut self) {
-        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+        let _ = Command::new("tmux").arg("-S").arg(&self.socket).arg("kill-server").output();
+        let _ = std::fs::remove_file(&self.socket);
     }
 }
 
