@@ -15,6 +15,8 @@ want go golang-go
 want javac default-jdk-headless
 want redis-server redis-server
 want tcpdump tcpdump
+# The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/terminal.rs).
+want tmux tmux
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

@@ -4,12 +4,12 @@
 use crate::args::BenchArgs;
 use crate::exit::{Outcome, UsageError};
 use crate::output;
-use crate::runner::run_engine;
+use crate::runner::{run_engine, text_width};
 use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result, bail};
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
-use nodelay_report::{BenchReport, BenchSettings, Json, Render, RunEnd, Text};
+use nodelay_report::{BenchReport, BenchSettings, FittedText, Json, Render, RunEnd};
 use std::io::Write;
 use std::time::Duration;
 
@@ -52,16 +52,6 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     // Before any connection: a run that could never open -c sockets is refused, not started.
     nodelay_engine::reserve_descriptors(connections as u64, threads as u64)
         .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))?;
-    let request_kinds = config.requests.len();
-    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
-    if let Some(why) = &finished.unreachable {
-        // The run's own first connection failed: one clear error, as before any load.
-        bail!("cannot connect to {}: {why}", workload.address);
-    }
-    let mut stats = Stats::with_requests(request_kinds);
-    for thread_stats in &finished.output.sinks {
-        stats.merge(thread_stats);
-    }
     let settings = BenchSettings {
         url: workload.url.clone(),
         address: workload.address.to_string(),
@@ -78,6 +68,21 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
         success_status: args.success_status.to_string(),
     };
+    let text = FittedText::new(text_width());
+    if !args.json {
+        // What is about to run, before it runs: a long run is not a blank screen.
+        output::stdout(&text.render(&settings))?;
+    }
+    let request_kinds = config.requests.len();
+    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
+    if let Some(why) = &finished.unreachable {
+        // The run's own first connection failed: one clear error, as before any load.
+        bail!("cannot connect to {}: {why}", workload.address);
+    }
+    let mut stats = Stats::with_requests(request_kinds);
+    for thread_stats in &finished.output.sinks {
+        stats.merge(thread_stats);
+    }
     let names: Vec<String> = config.requests.iter().map(|r| r.name.clone()).collect();
     let end = RunEnd {
         elapsed: finished.output.elapsed,
@@ -90,7 +95,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         file.write_all(Json.render(&report).as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+    output::stdout(&if args.json { Json.render(&report) } else { text.bench_results(&report) })?;
     if report.requests_completed == 0 {
         output::stderr_line(&format!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report)));
         return Ok(Outcome::Failed);

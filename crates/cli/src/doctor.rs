@@ -5,14 +5,15 @@
 
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
+use crate::interrupt;
 use crate::output;
-use crate::runner::run_engine;
+use crate::runner::{DoctorProgress, PhaseProgress, run_engine, text_width};
 use crate::target::{check_reachable, parse_target};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
-use nodelay_report::{DoctorReport, DoctorScenarioReport, Json, NamedDoctorReport, Render, Text};
+use nodelay_report::{DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render};
 use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -38,10 +39,20 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     let workload = build_workload(&target, &args.request, true)?;
     // No single wait may outlast the whole diagnosis.
     let timeout = args.timeout.min(args.budget);
+    let progress = DoctorProgress::start(args.budget);
+    let progress = progress.as_ref();
+    if let Some(progress) = progress {
+        progress.phase(&format!("connecting to {}", workload.address));
+    }
     probe(workload.address, deadline, args.budget, timeout)?;
+    let text = FittedText::new(text_width());
     if !workload.is_scenario() {
-        let report = examine_within(&workload, started, args.budget, timeout)?;
-        output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+        let whole = progress.map(DoctorProgress::whole);
+        let report = examine_within(&workload, started, args.budget, timeout, whole.as_ref())?;
+        if let Some(progress) = progress {
+            progress.finish();
+        }
+        output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
         if report.is_unreliable() {
             bail!("could not measure {} reliably: {}", workload.url, failed_baseline(&report));
         }
@@ -55,12 +66,24 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         let share = deadline.saturating_duration_since(now).div_f64((workload.requests.len() - index) as f64);
         let single =
             Workload { requests: vec![request.clone()], selection: Selection::Sequence, ..workload.clone() };
-        let report = examine_within(&single, now, share, timeout)
-            .with_context(|| format!("request '{}'", request.spec.name))?;
-        reports.push(NamedDoctorReport { name: request.spec.name.clone(), report });
+        let name = &request.spec.name;
+        let named = progress.map(|p| p.named(name));
+        let report = match examine_within(&single, now, share, timeout, named.as_ref()) {
+            // Stopped before this request measured anything: report the ones before it.
+            Err(_) if interrupt::interrupted() && !reports.is_empty() => break,
+            result => result.with_context(|| format!("request '{name}'"))?,
+        };
+        let stop = report.interrupted;
+        reports.push(NamedDoctorReport { name: name.clone(), report });
+        if stop {
+            break;
+        }
+    }
+    if let Some(progress) = progress {
+        progress.finish();
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
-    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+    output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
     if report.is_unreliable() {
         let failed: Vec<String> = report
             .requests
@@ -113,16 +136,18 @@ fn format_seconds(duration: Duration) -> String {
 /// The whole diagnosis of the workload's first request within `budget` from now; fails only
 /// when nothing could be measured.
 pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Result<DoctorReport> {
-    examine_within(workload, Instant::now(), budget, timeout)
+    examine_within(workload, Instant::now(), budget, timeout, None)
 }
 
 /// The diagnosis, ending by `started + budget`: the budget may have begun before (the
-/// probe), and each phase gets its share of the budget or what is left, the smaller.
+/// probe), and each phase gets its share of the budget or what is left, the smaller. A
+/// Ctrl-C stops the phase running; the report then rests on what was measured and says so.
 fn examine_within(
     workload: &Workload,
     started: Instant,
     budget: Duration,
     timeout: Duration,
+    progress: Option<&PhaseProgress>,
 ) -> Result<DoctorReport> {
     let deadline = later(started, budget);
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -142,7 +167,13 @@ fn examine_within(
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let url = &workload.url;
+    if let Some(progress) = progress {
+        progress.phase("baseline: keep-alive, one connection");
+    }
     let baseline = run_phase(&baseline_config, None)?;
+    if baseline.responses.is_empty() && interrupt::interrupted() {
+        bail!("could not measure {url}: interrupted (Ctrl-C) before any response arrived");
+    }
     if baseline.responses.is_empty() {
         let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {
             format!("{}: {}", e.kind.as_str(), e.message)
@@ -152,6 +183,9 @@ fn examine_within(
     let mut observations = Observations { request: Some(shape), baseline, experiments: Vec::new() };
     let mut skipped = Vec::new();
     while let Some(experiment) = next_experiment(&observations) {
+        if interrupt::interrupted() {
+            break;
+        }
         let left = left();
         if left < MIN_PHASE {
             skipped.push(experiment);
@@ -161,11 +195,14 @@ fn examine_within(
         }
         let duration = left.min(budget.mul_f64(EXPERIMENT_SHARE));
         let config = experiment_config(&baseline_config, request, experiment, duration);
+        if let Some(progress) = progress {
+            progress.phase(&format!("experiment: {}", experiment.describe()));
+        }
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
     let findings = diagnose(&observations);
-    Ok(DoctorReport::new(
+    let mut report = DoctorReport::new(
         url.to_string(),
         workload.address.to_string(),
         budget,
@@ -173,7 +210,9 @@ fn examine_within(
         &observations,
         findings,
         &skipped,
-    ))
+    );
+    report.interrupted = interrupt::interrupted();
+    Ok(report)
 }
 
 /// The baseline with exactly one thing changed.

@@ -1,20 +1,42 @@
-//! Runs the engine on a background thread while the calling thread forwards Ctrl-C and
-//! draws a progress bar on stderr (only when stderr is a terminal).
+//! The terminal around a run: runs the engine on a background thread while the calling
+//! thread forwards Ctrl-C and draws progress on stderr (only when stderr is a terminal), and
+//! tells the text renderers how wide stdout is.
 
 use crate::interrupt;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use nodelay_engine::{Control, EngineConfig, RecordSink, RunOutput};
+use nodelay_report::DEFAULT_WIDTH;
+use std::collections::VecDeque;
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the progress bar and the Ctrl-C flag are looked at.
 const UI_TICK: Duration = Duration::from_millis(100);
+/// The live rate is taken over this much of the recent past: one tick's count jumps about.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
+/// Columns left free at the end of a progress line: room for the `^C` a terminal echoes.
+const ECHO_ROOM: u16 = 3;
+/// Redraws per second at most, as indicatif's own stderr target.
+const REFRESH_HZ: u8 = 20;
 
 pub struct Finished<S> {
     pub output: RunOutput<S>,
     pub interrupted: bool,
     /// The run's first connect failed before any succeeded: why.
     pub unreachable: Option<String>,
+}
+
+/// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
+/// set (a pipe to a pager the user sized), else 80.
+pub fn text_width() -> usize {
+    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok().filter(|&c| c > 0);
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        && let Some((terminal_size::Width(width), _)) = terminal_size::terminal_size_of(&stdout)
+    {
+        return usize::from(width);
+    }
+    columns().unwrap_or(DEFAULT_WIDTH)
 }
 
 pub fn run_engine<S, F>(
@@ -29,6 +51,8 @@ where
     interrupt::install();
     let control = Control::new(config.threads.max(1));
     let bar = (show_progress && std::io::stderr().is_terminal()).then(|| progress_bar(config));
+    let started = Instant::now();
+    let mut rate = RateWindow::default();
     let output = std::thread::scope(|scope| {
         let control = &control;
         let make_sink = &make_sink;
@@ -41,15 +65,26 @@ where
         while !engine.is_finished() {
             if interrupt::interrupted() {
                 control.stop();
+                // Gone at once, not when the engine has wound down: the terminal is the
+                // user's again as soon as they asked for it.
+                if let Some(bar) = &bar {
+                    bar.finish_and_clear();
+                }
             }
-            if let Some(bar) = &bar {
-                let elapsed = bar.elapsed();
+            if let Some(bar) = bar.as_ref().filter(|bar| !bar.is_finished()) {
+                let elapsed = started.elapsed();
                 let done = control.completed();
                 match config.max_requests {
                     Some(_) => bar.set_position(done),
                     None => bar.set_position(elapsed.as_millis() as u64),
                 }
-                bar.set_message(format!("{done} responses"));
+                let per_second = rate.per_second(elapsed, done);
+                bar.set_message(progress_message(
+                    config.max_requests.is_none(),
+                    done,
+                    per_second,
+                    control.errors(),
+                ));
             }
             std::thread::park_timeout(UI_TICK);
         }
@@ -62,15 +97,228 @@ where
     Ok(Finished { output: output?, interrupted: interrupt::interrupted(), unreachable })
 }
 
+/// `1200 responses, 598 req/s, 3 errors` (the count only when the bar does not show it).
+fn progress_message(count_responses: bool, done: u64, per_second: f64, errors: u64) -> String {
+    let responses = if count_responses { format!("{done} responses, ") } else { String::new() };
+    let errors = if errors == 1 { "1 error".to_string() } else { format!("{errors} errors") };
+    format!("{responses}{per_second:.0} req/s, {errors}")
+}
+
 fn progress_bar(config: &EngineConfig) -> ProgressBar {
+    // `wide_bar` takes what the text leaves of the terminal's width, so the line never wraps.
     let (length, template) = match (config.max_requests, config.duration) {
-        (Some(n), _) => (n, "{bar:40} {pos}/{len} requests, {msg}"),
-        (None, Some(d)) => (d.as_millis() as u64, "{bar:40} {elapsed} of the run, {msg}"),
+        (Some(n), _) => (n, "{wide_bar} {pos}/{len} requests, {msg}"),
+        (None, Some(d)) => (d.as_millis() as u64, "{wide_bar} {elapsed} of {duration}, {msg}"),
         (None, None) => (0, "{spinner} {msg}"),
     };
-    let bar = ProgressBar::new(length);
-    if let Ok(style) = ProgressStyle::with_template(template) {
+    let bar = ProgressBar::with_draw_target(Some(length), stderr_target());
+    let seconds = config.duration.map_or(0, |d| d.as_secs());
+    let style = ProgressStyle::with_template(template).map(|style| {
+        style.with_key("duration", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{seconds}s");
+        })
+    });
+    if let Ok(style) = style {
         bar.set_style(style);
     }
     bar
+}
+
+fn stderr_target() -> ProgressDrawTarget {
+    ProgressDrawTarget::term_like_with_hz(Box::new(Stderr(console::Term::stderr())), REFRESH_HZ)
+}
+
+/// stderr as the progress lines see it: [`ECHO_ROOM`] columns narrower than the terminal. A
+/// line that fills the last column leaves the cursor waiting to wrap, and the `^C` echoed at
+/// Ctrl-C then starts a new line, where clearing the bar's line no longer reaches the bar.
+#[derive(Debug)]
+struct Stderr(console::Term);
+
+impl TermLike for Stderr {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(ECHO_ROOM).max(1)
+    }
+
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_str(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Completions per second over the last [`RATE_WINDOW`], from the samples of each tick;
+/// time is an input, so it is tested without waiting.
+#[derive(Default)]
+struct RateWindow {
+    samples: VecDeque<(Duration, u64)>,
+}
+
+impl RateWindow {
+    fn per_second(&mut self, at: Duration, done: u64) -> f64 {
+        self.samples.push_back((at, done));
+        // Keep the newest sample at least a window old, so the window is always full.
+        while self.samples.len() > 2 && self.samples.get(1).is_some_and(|(t, _)| at - *t >= RATE_WINDOW) {
+            self.samples.pop_front();
+        }
+        let Some(&(since, before)) = self.samples.front() else { return 0.0 };
+        let span = (at - since).as_secs_f64();
+        if span > 0.0 { done.saturating_sub(before) as f64 / span } else { 0.0 }
+    }
+}
+
+/// The doctor's line on stderr: which phase runs and how much of the budget is spent. It
+/// redraws itself (indicatif's steady tick), so it moves during the connection probe too.
+pub struct DoctorProgress {
+    bar: ProgressBar,
+}
+
+impl DoctorProgress {
+    /// `None` when stderr is not a terminal: nothing is drawn into a file or a pipe.
+    pub fn start(budget: Duration) -> Option<Self> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let bar = ProgressBar::with_draw_target(None, stderr_target());
+        let style = ProgressStyle::with_template("{budget_bar} {budget} {wide_msg}").map(|style| {
+            style
+                .with_key("budget_bar", move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{}", budget_bar(state.elapsed(), budget));
+                })
+                .with_key("budget", move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ =
+                        write!(w, "{:.1} s of {} s", state.elapsed().as_secs_f64(), budget_seconds(budget));
+                })
+        });
+        if let Ok(style) = style {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(UI_TICK);
+        Some(DoctorProgress { bar })
+    }
+
+    /// Names the step now running.
+    pub fn phase(&self, what: &str) {
+        self.bar.set_message(what.to_string());
+    }
+
+    /// The phases of the whole diagnosis.
+    pub fn whole(&self) -> PhaseProgress<'_> {
+        PhaseProgress { progress: self, request: None }
+    }
+
+    /// The phases of one named request of a scenario.
+    pub fn named(&self, request: &str) -> PhaseProgress<'_> {
+        PhaseProgress { progress: self, request: Some(request.to_string()) }
+    }
+
+    /// Clears the line before the report is printed, or at Ctrl-C.
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Drop for DoctorProgress {
+    fn drop(&mut self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// One diagnosis's view of the doctor's line: its phases, after the request's name in a
+/// scenario.
+pub struct PhaseProgress<'a> {
+    progress: &'a DoctorProgress,
+    request: Option<String>,
+}
+
+impl PhaseProgress<'_> {
+    pub fn phase(&self, what: &str) {
+        match &self.request {
+            Some(request) => self.progress.phase(&format!("'{request}', {what}")),
+            None => self.progress.phase(what),
+        }
+    }
+}
+
+/// Bar cells for the share of the budget spent.
+const BUDGET_BAR: usize = 20;
+
+/// `██████··············`: the share of `budget` that `elapsed` is.
+fn budget_bar(elapsed: Duration, budget: Duration) -> String {
+    let share = if budget.is_zero() { 1.0 } else { (elapsed.as_secs_f64() / budget.as_secs_f64()).min(1.0) };
+    let full = (share * BUDGET_BAR as f64).round() as usize;
+    format!("{}{}", "█".repeat(full), "·".repeat(BUDGET_BAR - full))
+}
+
+/// `10`, `2.5`: the budget as the user wrote it, near enough.
+fn budget_seconds(budget: Duration) -> String {
+    let text = format!("{:.2}", budget.as_secs_f64());
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_taken_over_the_last_second() {
+        let mut window = RateWindow::default();
+        let ms = Duration::from_millis;
+        assert_eq!(window.per_second(ms(0), 0), 0.0);
+        assert_eq!(window.per_second(ms(100), 50), 500.0);
+        for tick in 2..=20 {
+            window.per_second(ms(100 * tick), 50 * tick);
+        }
+        // 2 s at 500/s, then a stall: the rate falls within the window, not over the run.
+        for tick in 21..=30 {
+            window.per_second(ms(100 * tick), 1000);
+        }
+        assert_eq!(window.per_second(ms(3100), 1000), 0.0);
+        assert_eq!(window.per_second(ms(3200), 1100), 100.0 / 1.0);
+    }
+
+    #[test]
+    fn the_message_says_rate_and_errors() {
+        assert_eq!(progress_message(true, 1200, 598.4, 3), "1200 responses, 598 req/s, 3 errors");
+        assert_eq!(progress_message(false, 1200, 598.4, 1), "598 req/s, 1 error");
+    }
+
+    #[test]
+    fn the_budget_bar_fills_with_the_time_spent() {
+        let s = Duration::from_secs;
+        assert_eq!(budget_bar(s(0), s(10)), "·".repeat(BUDGET_BAR));
+        assert_eq!(budget_bar(s(5), s(10)), format!("{}{}", "█".repeat(10), "·".repeat(10)));
+        assert_eq!(budget_bar(s(30), s(10)), "█".repeat(BUDGET_BAR));
+        assert_eq!(budget_seconds(Duration::from_millis(2500)), "2.5");
+        assert_eq!(budget_seconds(s(10)), "10");
+    }
 }

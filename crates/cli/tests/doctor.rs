@@ -65,6 +65,8 @@ fn doctor_text_shows_evidence_proof_and_fix_with_units() {
     let run = nodelay(&["doctor", &peer.url("/")]);
     assert_eq!(run.code(), 3, "{}", run.stderr());
     let text = run.stdout();
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "80 columns when not a terminal:\n{text}");
+    let squeezed = squeeze(&text);
     for needle in [
         "server-nagle-delayed-ack (proven, high confidence)",
         "evidence:",
@@ -78,7 +80,7 @@ fn doctor_text_shows_evidence_proof_and_fix_with_units() {
         "escapes the stall",
         "verdict: server-nagle-delayed-ack",
     ] {
-        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+        assert!(squeezed.contains(needle), "missing {needle:?} in:\n{text}");
     }
     let pause_line = text.lines().find(|l| l.contains("median pause within a response")).unwrap();
     assert!(pause_line.trim_end().ends_with(" ms"), "{pause_line}");
@@ -133,4 +135,47 @@ fn doctor_cannot_measure_garbage_or_nothing() {
     assert!(run.stderr().contains("cannot connect"), "{}", run.stderr());
     assert_eq!(nodelay(&["doctor", "https://127.0.0.1/"]).code(), 2);
     assert_eq!(nodelay(&["doctor", "--budget", "0s", "http://127.0.0.1/"]).code(), 2);
+}
+
+/// Ctrl-C during the baseline: the phase stops, the report of what was measured follows,
+/// marked interrupted in JSON and in text, well before the budget is spent.
+#[test]
+fn ctrl_c_stops_the_doctor_and_marks_the_report_interrupted() {
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
+    // 40 baseline requests at 50 ms each: about 2 s to interrupt.
+    let (url, answered) = slow_server(Duration::from_millis(50));
+    for json in [true, false] {
+        let before = answered.load(Ordering::SeqCst);
+        let args: &[&str] = if json { &["doctor", "--json", &url] } else { &["doctor", &url] };
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_nodelay"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until("three baseline responses", Duration::from_secs(10), || {
+            answered.load(Ordering::SeqCst) >= before + 3
+        });
+        let status =
+            std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        assert!(status.success());
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_ne!(output.status.code(), Some(1), "a report, not a failure:\n{stdout}\n{stderr}");
+        if json {
+            let report: serde_json::Value =
+                serde_json::from_str(&stdout).expect("a JSON report after Ctrl-C");
+            validate_against_schema("doctor.schema.json", &report);
+            assert_eq!(report["interrupted"], true, "{report:#}");
+            let baseline = &report["phases"][0];
+            assert!(baseline["responses"].as_u64().unwrap() < 40, "the baseline was cut short: {baseline:#}");
+            assert!(report["elapsed_s"].as_f64().unwrap() < 2.0, "{report:#}");
+        } else {
+            let text = squeeze(&stdout);
+            assert!(text.contains("interrupted (Ctrl-C) during the last phase above"), "{stdout}");
+            assert!(text.contains("(interrupted)") && text.contains("verdict: "), "{stdout}");
+        }
+    }
 }

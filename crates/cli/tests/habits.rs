@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{canned_server, compiled, nodelay, python_peer, start_peer};
+use common::{canned_server, compiled, nodelay, python_peer, squeeze, start_peer};
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -61,7 +61,11 @@ fn error_pages_are_counted_apart_and_fail_the_run_when_nothing_else_came() {
     let url = not_found_server();
     let run = nodelay(&["bench", &url, "-c", "1", "-n", "50"]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
-    assert!(run.stdout().contains("non-success 50 of 50 responses are not 2xx,3xx"), "{}", run.stdout());
+    assert!(
+        squeeze(&run.stdout()).contains("non-success 50 of 50 responses are not 2xx,3xx"),
+        "{}",
+        run.stdout()
+    );
     assert!(run.stderr().contains("every response was outside 2xx,3xx (404 ×50)"), "{}", run.stderr());
     let json = nodelay(&["bench", &url, "-c", "1", "-n", "50", "--json"]).json();
     assert_eq!(json["non_success_responses"], 50);
@@ -76,7 +80,7 @@ fn error_pages_are_counted_apart_and_fail_the_run_when_nothing_else_came() {
 fn the_doctor_says_it_diagnosed_an_error_page() {
     let url = not_found_server();
     let run = nodelay(&["doctor", &url, "--budget", "3s"]);
-    let text = run.stdout();
+    let text = squeeze(&run.stdout());
     assert!(text.contains("baseline responses were not 2xx/3xx (404 ×"), "{text}");
     assert!(text.contains("verdict: healthy (of an error page: 404 ×"), "{text}");
     let json = nodelay(&["doctor", &url, "--budget", "3s", "--json"]).json();
@@ -89,10 +93,14 @@ fn an_open_loop_that_cannot_keep_up_says_so_and_how_to_fix_it() {
     // 50 ms per response on 2 connections: at most 40 req/s of the 100 asked.
     let peer = python_peer("python_http_server.py", &["--delay-ms", "50", "--disable-nagle"]);
     let run = nodelay(&["bench", &peer.url("/"), "-c", "2", "--rate", "100", "-d", "2s"]);
-    let text = run.stdout();
+    let text = squeeze(&run.stdout());
     assert!(text.contains("missed rate:") && text.contains("never sent"), "{text}");
-    let advice = text.lines().find(|l| l.contains("raise -c:")).unwrap_or_else(|| panic!("{text}"));
-    let needed: u64 = advice.rsplit(' ').next().and_then(|n| n.parse().ok()).expect("a count");
+    let advice = text.split("raise -c:").nth(1).unwrap_or_else(|| panic!("{text}"));
+    let needed: u64 = advice
+        .split("needs about ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+        .expect("a count");
     // About 50 ms per request: 100 req/s needs about 5-6 connections, not hundreds.
     assert!((4..=9).contains(&needed), "{advice}");
     let json = nodelay(&["bench", &peer.url("/"), "-c", "2", "--rate", "100", "-d", "2s", "--json"]).json();
@@ -105,16 +113,16 @@ fn an_open_loop_that_cannot_keep_up_says_so_and_how_to_fix_it() {
 #[test]
 fn keep_alive_reuse_is_shown_and_a_server_closing_every_connection_is_not_called_keep_alive() {
     let peer = start_peer(&compiled("go_http_server.go"), &[]);
-    let text = nodelay(&["bench", &peer.url("/"), "-c", "1", "-n", "50"]).stdout();
+    let text = squeeze(&nodelay(&["bench", &peer.url("/"), "-c", "1", "-n", "50"]).stdout());
     assert!(
-        text.contains("keep-alive  49 of 50 responses reused a connection; 1 connection opened"),
+        text.contains("keep-alive 49 of 50 responses reused a connection; 1 connection opened"),
         "{text}"
     );
     let closing = python_peer("python_http_server.py", &["--http10", "--disable-nagle"]);
-    let text = nodelay(&["bench", &closing.url("/"), "-c", "1", "-n", "20"]).stdout();
+    let text = squeeze(&nodelay(&["bench", &closing.url("/"), "-c", "1", "-n", "20"]).stdout());
     assert!(text.contains("keep-alive asked, but the server closed every connection"), "{text}");
     assert!(
-        text.contains("keep-alive  0 of 20 responses reused a connection; 20 connections opened"),
+        text.contains("keep-alive 0 of 20 responses reused a connection; 20 connections opened"),
         "{text}"
     );
 }

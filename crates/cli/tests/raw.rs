@@ -69,7 +69,7 @@ fn line_protocol_in_text_output() {
     assert!(text.contains("300 responses in"), "{text}");
     assert!(text.contains("raw, --frame line"), "{text}");
     assert!(!text.contains("status "), "raw protocols have no status line: {text}");
-    assert_eq!(text_row_ms(&text, "total").len(), 5);
+    assert_eq!(latency_column_ms(&text, "total").len(), 9);
 }
 
 /// A real Redis on a free port; reads its log until it accepts connections.

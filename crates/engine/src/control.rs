@@ -1,19 +1,23 @@
 //! Shared between the engine's threads and its caller: a stop flag (Ctrl-C, caller's
-//! deadline), per-thread completion counters for a progress display, and whether the target
-//! was reachable at all (the run's own first connection tells, so no probe connection is
-//! made before it).
+//! deadline), per-thread counters of completions and errors for a progress display, and
+//! whether the target was reachable at all (the run's own first connection tells, so no probe
+//! connection is made before it).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// A counter on its own cache line so threads do not slow each other down.
+/// One thread's counters, on a cache line of their own so threads do not slow each other
+/// down; only their owner writes them.
 #[repr(align(64))]
 #[derive(Default)]
-struct PaddedCounter(AtomicU64);
+struct ThreadCounters {
+    completed: AtomicU64,
+    errors: AtomicU64,
+}
 
 pub struct Control {
     stop: AtomicBool,
-    completed: Box<[PaddedCounter]>,
+    threads: Box<[ThreadCounters]>,
     /// Some connection of this run has opened.
     connected: AtomicBool,
     /// Why the target could not be reached: a connect failed before any ever succeeded.
@@ -24,7 +28,7 @@ impl Control {
     pub fn new(threads: usize) -> Self {
         Control {
             stop: AtomicBool::new(false),
-            completed: (0..threads).map(|_| Default::default()).collect(),
+            threads: (0..threads).map(|_| Default::default()).collect(),
             connected: AtomicBool::new(false),
             unreachable: OnceLock::new(),
         }
@@ -58,12 +62,39 @@ impl Control {
 
     /// Responses completed so far, over all threads.
     pub fn completed(&self) -> u64 {
-        self.completed.iter().map(|c| c.0.load(Ordering::Relaxed)).sum()
+        self.threads.iter().map(|c| c.completed.load(Ordering::Relaxed)).sum()
+    }
+
+    /// Requests failed so far (each error record counted once), over all threads.
+    pub fn errors(&self) -> u64 {
+        self.threads.iter().map(|c| c.errors.load(Ordering::Relaxed)).sum()
     }
 
     pub(crate) fn add_completed(&self, thread: usize) {
-        if let Some(counter) = self.completed.get(thread) {
-            counter.0.fetch_add(1, Ordering::Relaxed);
+        if let Some(counters) = self.threads.get(thread) {
+            counters.completed.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    pub(crate) fn add_error(&self, thread: usize) {
+        if let Some(counters) = self.threads.get(thread) {
+            counters.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_add_up_over_threads() {
+        let control = Control::new(2);
+        control.add_completed(0);
+        control.add_completed(1);
+        control.add_error(1);
+        // A thread index past the end is ignored, not a panic.
+        control.add_error(7);
+        assert_eq!((control.completed(), control.errors()), (2, 1));
     }
 }

@@ -450,6 +450,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let connection = &self.connections[index];
         let (slot, request) = (connection.slot, connection.request_index as u16);
         self.sink.error(&ErrorRecord { connection: slot, request, kind, message });
+        self.control.add_error(self.thread);
         self.close_stream(index);
         self.set_phase(index, Phase::Waiting, Instant::now());
     }
@@ -477,6 +478,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 kind: ErrorKind::MalformedResponse,
                 message,
             });
+            self.control.add_error(self.thread);
         }
         if closed || unsolicited > 0 {
             self.close_stream(index);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 pub const BENCH_SCHEMA_ID: &str = "nodelay-bench/1";
 
-/// Latency percentiles in milliseconds.
+/// Latency percentiles and moments in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
     pub p50: f64,
@@ -20,6 +20,9 @@ pub struct Percentiles {
     pub max: f64,
     pub min: f64,
     pub mean: f64,
+    pub p95: f64,
+    /// Standard deviation (of the population: every value was recorded).
+    pub stdev: f64,
 }
 
 impl Percentiles {
@@ -37,8 +40,48 @@ impl Percentiles {
             max: ms(histogram.max()),
             min: ms(histogram.min()),
             mean: histogram.mean() / 1e6,
+            p95: ms(histogram.value_at_quantile(0.95)),
+            stdev: histogram.stdev() / 1e6,
         })
     }
+}
+
+/// Bars in the latency histogram: about what oha and hey show.
+pub const HISTOGRAM_BUCKETS: usize = 10;
+
+/// One bar of a latency histogram: the values above the previous bucket's bound (the first
+/// bucket starts at the minimum) and at most `up_to_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HistogramBucket {
+    pub up_to_ms: f64,
+    pub count: u64,
+}
+
+/// `buckets` equal-width buckets from the minimum to the maximum of a nanosecond histogram
+/// (one when every value is alike; none when it is empty), as hey and oha draw theirs. Each
+/// recorded value counts where the lowest value it stands for falls (so one on a bound is in
+/// the bucket it bounds), and the counts add up to the histogram's.
+pub fn histogram_buckets(histogram: &Histogram<u64>, buckets: usize) -> Vec<HistogramBucket> {
+    if histogram.is_empty() || buckets == 0 {
+        return Vec::new();
+    }
+    let (min, max) = (histogram.min(), histogram.max());
+    // min() and max() are a bucket's lowest and highest equivalents: alike values differ there.
+    let buckets = if histogram.equivalent(min, max) { 1 } else { buckets };
+    let step = (max - min) as f64 / buckets as f64;
+    let bound = |i: usize| if i + 1 == buckets { max as f64 } else { min as f64 + step * (i + 1) as f64 };
+    let mut counts = vec![0u64; buckets];
+    for value in histogram.iter_recorded() {
+        let above_min = histogram.lowest_equivalent(value.value_iterated_to()).saturating_sub(min) as f64;
+        // The bucket whose upper bound is the first at or above the value.
+        let index = if step > 0.0 { (above_min / step).ceil() as usize } else { 1 };
+        counts[index.clamp(1, buckets) - 1] += value.count_at_value();
+    }
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, count)| HistogramBucket { up_to_ms: bound(i) / 1e6, count })
+        .collect()
 }
 
 /// What the run was asked to do.
@@ -120,6 +163,9 @@ pub struct BenchReport {
     pub first_byte_ms: Option<Percentiles>,
     pub read_gap_ms: Option<Percentiles>,
     pub connect_ms: Option<Percentiles>,
+    /// `latency_ms` in equal-width buckets from its min to its max; empty when nothing
+    /// completed.
+    pub latency_histogram: Vec<HistogramBucket>,
     pub read_chunks_per_response: f64,
     pub status_counts: BTreeMap<String, u64>,
     pub errors: BTreeMap<&'static str, u64>,
@@ -164,6 +210,7 @@ impl BenchReport {
             first_byte_ms: Percentiles::from_ns(&stats.first_byte_ns),
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
             connect_ms: Percentiles::from_ns(&stats.connect_ns),
+            latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
             read_chunks_per_response: per_response(stats.read_chunks),
             status_counts: stats.status_counts().map(|(code, n)| (code.to_string(), n)).collect(),
             errors: ErrorKind::ALL.iter().map(|&kind| (kind.as_str(), stats.errors(kind))).collect(),
@@ -213,5 +260,48 @@ impl BenchReport {
 
     pub fn total_errors(&self) -> u64 {
         self.errors.values().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn histogram_of(values_ns: &[u64]) -> Histogram<u64> {
+        let mut histogram = Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for value in values_ns {
+            histogram.record(*value).unwrap();
+        }
+        histogram
+    }
+
+    #[test]
+    fn buckets_span_min_to_max_and_count_every_value() {
+        // 1 ms to 10 ms, one value per millisecond, and a second 10 ms.
+        let values: Vec<u64> = (1..=10).map(|ms| ms * 1_000_000).chain([10_000_000]).collect();
+        let buckets = histogram_buckets(&histogram_of(&values), 3);
+        assert_eq!(buckets.len(), 3);
+        assert_eq!(buckets.iter().map(|b| b.count).sum::<u64>(), 11);
+        assert!((buckets[0].up_to_ms - 4.0).abs() < 0.01, "{buckets:?}");
+        assert!((buckets[2].up_to_ms - 10.0).abs() < 0.01, "{buckets:?}");
+        // 1-4 ms, 5-7 ms, 8-10 ms and the second 10 ms.
+        assert_eq!(buckets.iter().map(|b| b.count).collect::<Vec<_>>(), [4, 3, 4], "{buckets:?}");
+    }
+
+    #[test]
+    fn alike_values_make_one_bucket_and_none_make_none() {
+        let buckets = histogram_buckets(&histogram_of(&[5_000_000; 7]), HISTOGRAM_BUCKETS);
+        assert_eq!(buckets.len(), 1);
+        assert_eq!(buckets[0].count, 7);
+        assert!(histogram_buckets(&histogram_of(&[]), HISTOGRAM_BUCKETS).is_empty());
+    }
+
+    #[test]
+    fn percentiles_include_p95_and_stdev() {
+        let values: Vec<u64> = (1..=100).map(|ms| ms * 1_000_000).collect();
+        let p = Percentiles::from_ns(&histogram_of(&values)).unwrap();
+        assert!((p.p95 - 95.0).abs() < 0.1, "{p:?}");
+        assert!((p.stdev - 28.87).abs() < 0.1, "{p:?}");
+        assert!((p.min - 1.0).abs() < 0.01 && (p.max - 100.0).abs() < 0.1, "{p:?}");
     }
 }

@@ -40,6 +40,9 @@ pub struct DoctorReport {
     /// Baseline responses with a status outside 2xx/3xx: the diagnosis is of an error page,
     /// not of what the user meant to measure. Null when every response succeeded.
     pub error_page: Option<ErrorPage>,
+    /// Stopped early (Ctrl-C): the last phase was cut short and no later one was run, so the
+    /// findings rest on less than planned.
+    pub interrupted: bool,
 }
 
 /// What the baseline got instead of a successful response.
@@ -116,6 +119,7 @@ impl DoctorReport {
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
             server: observations.baseline.server_header.clone(),
             error_page: ErrorPage::from_baseline(&observations.baseline),
+            interrupted: false,
         }
     }
 
@@ -148,6 +152,8 @@ pub struct DoctorScenarioReport {
     /// when every request is, otherwise `findings`.
     pub verdict: &'static str,
     pub requests: Vec<NamedDoctorReport>,
+    /// Stopped early (Ctrl-C): the requests after the interrupted one were not diagnosed.
+    pub interrupted: bool,
 }
 
 impl DoctorScenarioReport {
@@ -159,7 +165,8 @@ impl DoctorScenarioReport {
         } else {
             "findings"
         };
-        DoctorScenarioReport { schema: DOCTOR_SCENARIO_SCHEMA_ID, url, verdict, requests }
+        let interrupted = requests.iter().any(|r| r.report.interrupted);
+        DoctorScenarioReport { schema: DOCTOR_SCENARIO_SCHEMA_ID, url, verdict, requests, interrupted }
     }
 
     pub fn is_healthy(&self) -> bool {

@@ -3,22 +3,30 @@
 
 use crate::Render;
 use crate::doctor::{DoctorReport, DoctorScenarioReport, PhaseReport};
-use crate::format::format_duration_ms;
-use crate::text::Text;
+use crate::format::{DurationScale, format_duration_ms};
+use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
+use crate::text::{FittedText, Text};
 use nodelay_diagnose::{Evidence, Finding, MAX_FAILED_SHARE, ProofKind, STALL_GAP_MS};
 use std::fmt::Write;
 
 impl Render<DoctorReport> for Text {
     fn render(&self, report: &DoctorReport) -> String {
+        FittedText::default().render(report)
+    }
+}
+
+impl Render<DoctorReport> for FittedText {
+    fn render(&self, report: &DoctorReport) -> String {
         let mut out = String::new();
-        write_doctor(&mut out, report).expect("writing to a String cannot fail");
+        write_doctor(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
         out
     }
 }
 
-fn format_evidence(evidence: &Evidence) -> String {
+/// Evidence values, the milliseconds in the finding's one unit.
+fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
     match evidence.unit {
-        "ms" => format_duration_ms(evidence.value),
+        "ms" => scale.format(evidence.value),
         "%" => format!("{:.0} %", evidence.value),
         "bytes" => format!("{:.0} bytes", evidence.value),
         "count" if evidence.value.fract() == 0.0 => format!("{:.0}", evidence.value),
@@ -27,22 +35,26 @@ fn format_evidence(evidence: &Evidence) -> String {
     }
 }
 
-fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
-    writeln!(
-        out,
+fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::Result {
+    let header = format!(
         "nodelay doctor {} ({}): {:.1} s of a {} s budget",
         r.url,
         r.address,
         r.elapsed_s,
         // A scenario request's share is rarely whole seconds.
         format!("{:.2}", r.budget_s).trim_end_matches('0').trim_end_matches('.')
-    )?;
+    );
+    out.push_str(&wrap(&header, width, "", "  "));
     writeln!(out)?;
-    writeln!(
-        out,
-        "  {:<56}{:>6}{:>7}{:>12}{:>12}{:>12}{:>8}",
-        "measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"
-    )?;
+    // One unit per column: each compares one figure across the phases.
+    let column = |pick: fn(&PhaseReport) -> f64| DurationScale::for_ms(r.phases.iter().map(pick));
+    let total = column(|p| p.summary.total_p50_ms);
+    let first_byte = column(|p| p.summary.first_byte_p50_ms);
+    let read_gap = column(|p| p.summary.read_gap_p50_ms);
+    let mut columns = vec![Col::Hanging];
+    columns.extend([Col::Right; 6]);
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(["measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"]);
     for phase in &r.phases {
         let s = &phase.summary;
         let paused = if s.steady_responses == 0 {
@@ -50,18 +62,17 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         } else {
             format!("{:.0} %", s.stalled_fraction() * 100.0)
         };
-        writeln!(
-            out,
-            "  {:<56}{:>6}{:>7}{:>12}{:>12}{:>12}{:>8}",
-            phase.description,
-            s.responses,
-            s.errors,
-            format_duration_ms(s.total_p50_ms),
-            format_duration_ms(s.first_byte_p50_ms),
-            format_duration_ms(s.read_gap_p50_ms),
+        table.row([
+            phase.description.clone(),
+            s.responses.to_string(),
+            s.errors.to_string(),
+            total.format(s.total_p50_ms),
+            first_byte.format(s.first_byte_p50_ms),
+            read_gap.format(s.read_gap_p50_ms),
             paused,
-        )?;
+        ]);
     }
+    out.push_str(&table.render());
     if let Some(baseline) = r.phases.first()
         && baseline.summary.reuses_connections
         && let Some(first) = baseline.summary.first_request_total_ms
@@ -69,26 +80,33 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         let escaped = baseline.summary.first_request_read_gap_ms.is_some_and(|gap| gap < STALL_GAP_MS)
             && baseline.summary.stalled > 0;
         let why = if escaped { " (a fresh connection ACKs at once, so it escapes the stall)" } else { "" };
-        writeln!(out, "  first request on the fresh connection: {}{why}", format_duration_ms(first))?;
+        let line = format!("first request on the fresh connection: {}{why}", format_duration_ms(first));
+        out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {
-        write_failures(out, phase)?;
+        out.push_str(&wrap(&failures(phase), width, "  ", "    "));
     }
     if !r.skipped_experiments.is_empty() {
-        writeln!(out, "  skipped for lack of budget: {}", r.skipped_experiments.join(", "))?;
+        let line = format!("skipped for lack of budget: {}", r.skipped_experiments.join(", "));
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    if r.interrupted {
+        let line = "interrupted (Ctrl-C) during the last phase above: no later experiment was run, and the \
+                    findings rest on what was measured until then";
+        out.push_str(&wrap(line, width, "  ", "    "));
     }
     if let Some(page) = &r.error_page {
-        writeln!(
-            out,
-            "  note: {} of {} baseline responses were not 2xx/3xx ({}): this diagnoses an error page; check the URL",
+        let note = format!(
+            "note: {} of {} baseline responses were not 2xx/3xx ({}): this diagnoses an error page; check the URL",
             page.responses,
             page.of,
             page.statuses()
-        )?;
+        );
+        out.push_str(&wrap(&note, width, "  ", "    "));
     }
     for finding in &r.findings {
         writeln!(out)?;
-        write_finding(out, finding)?;
+        write_finding_fitted(out, finding, width)?;
     }
     writeln!(out)?;
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
@@ -100,32 +118,84 @@ fn write_doctor(out: &mut String, r: &DoctorReport) -> std::fmt::Result {
         }
         None => String::new(),
     };
-    writeln!(out, "verdict: {}{of_what}", ids.join(", "))
+    let interrupted = if r.interrupted { " (interrupted)" } else { "" };
+    out.push_str(&wrap(&format!("verdict: {}{of_what}{interrupted}", ids.join(", ")), width, "", "  "));
+    Ok(())
 }
 
 /// `baseline: 14 of 40 requests failed, 12 of them malformed_response ("..."); too many
 /// failures for a verdict (more than 10 % failed)`.
-fn write_failures(out: &mut String, phase: &PhaseReport) -> std::fmt::Result {
+fn failures(phase: &PhaseReport) -> String {
     let s = &phase.summary;
     let label = match phase.description.strip_prefix("experiment: ") {
         Some(experiment) => format!("experiment '{experiment}'"),
         None => phase.name.clone(),
     };
-    write!(out, "  {label}: {} of {} requests failed", s.errors, s.attempts)?;
+    let mut line = format!("{label}: {} of {} requests failed", s.errors, s.attempts);
     if let Some(error) = &s.most_common_error {
-        write!(out, ", {} of them {} (\"{}\")", error.count, error.kind, error.example)?;
+        line += &format!(", {} of them {} (\"{}\")", error.count, error.kind, error.example);
     }
     if !s.reliable {
         let consequence = if phase.name == "baseline" { "for a verdict" } else { "to count as proof" };
-        write!(
-            out,
+        line += &format!(
             "; too many failures {consequence} (more than {:.0} % failed)",
             MAX_FAILED_SHARE * 100.0
-        )?;
+        );
     }
-    writeln!(out)
+    line
 }
 
+/// A finding laid out for `width` columns: the title and proofs wrap with a hanging indent,
+/// the evidence and the fixes are tables whose text wraps beside its label.
+fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt::Result {
+    let proven = if f.proven { "proven" } else { "not proven" };
+    let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
+    let heading = format!("{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default());
+    out.push_str(&wrap(&heading, width, "", "  "));
+    out.push_str(&wrap(&f.title, width, "  ", "    "));
+    writeln!(out, "  evidence:")?;
+    let scale = DurationScale::for_ms(f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
+    let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
+    for item in &f.evidence {
+        evidence.row([item.what.clone(), format_evidence(item, &scale)]);
+    }
+    out.push_str(&evidence.render());
+    if !f.proof.is_empty() {
+        writeln!(out, "  proof:")?;
+        for proof in &f.proof {
+            let line = format!("{}: {} ({})", proof.experiment, proof.result, proof_verdict(proof));
+            out.push_str(&wrap(&line, width, "    ", "      "));
+        }
+    }
+    out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
+    // The server's own stack, when its Server header named it, and the others folded.
+    let detected = f.fix.iter().filter(|fix| fix.detected).count();
+    let mut fixes = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
+    for fix in f.fix.iter().filter(|fix| detected == 0 || fix.detected) {
+        if fix.detected {
+            fixes.row([fix.stack.to_string(), format!("{} (your server, by its Server header)", fix.how)]);
+        } else {
+            fixes.row([fix.stack.to_string(), fix.how.to_string()]);
+        }
+    }
+    out.push_str(&fixes.render());
+    let others = f.fix.len() - detected;
+    if detected > 0 && others > 0 {
+        out.push_str(&wrap(&format!("(fixes for {others} other stacks: --json lists them)"), width, "    ", "      "));
+    }
+    Ok(())
+}
+
+fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
+    match (proof.kind, proof.removed) {
+        (ProofKind::CaptureRule, _) => "seen in the capture",
+        (ProofKind::Experiment, true) => "removed it",
+        (ProofKind::Experiment, false) => "did not remove it",
+    }
+}
+
+/// A finding as `nodelay pcap` prints it, unchanged: that renderer has its own owner, and
+/// moves to the fitted layout above when it is ready to.
 pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
     let proven = if f.proven { "proven" } else { "not proven" };
     let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
@@ -133,32 +203,19 @@ pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
     writeln!(out, "  {}", f.title)?;
     writeln!(out, "  evidence:")?;
     for evidence in &f.evidence {
-        writeln!(out, "    {:<58}{:>12}", evidence.what, format_evidence(evidence))?;
+        let value = match evidence.unit {
+            "ms" => format_duration_ms(evidence.value),
+            _ => format_evidence(evidence, &DurationScale::for_ms([])),
+        };
+        writeln!(out, "    {:<58}{:>12}", evidence.what, value)?;
     }
     if !f.proof.is_empty() {
         writeln!(out, "  proof:")?;
         for proof in &f.proof {
-            let verdict = match (proof.kind, proof.removed) {
-                (ProofKind::CaptureRule, _) => "seen in the capture",
-                (ProofKind::Experiment, true) => "removed it",
-                (ProofKind::Experiment, false) => "did not remove it",
-            };
-            writeln!(out, "    {}: {} ({verdict})", proof.experiment, proof.result)?;
+            writeln!(out, "    {}: {} ({})", proof.experiment, proof.result, proof_verdict(proof))?;
         }
     }
     writeln!(out, "  fix: {}", f.fix_summary)?;
-    // The server's own stack, when its Server header named it, and the others folded.
-    let detected: Vec<_> = f.fix.iter().filter(|fix| fix.detected).collect();
-    if !detected.is_empty() {
-        let others = f.fix.len() - detected.len();
-        for fix in detected {
-            writeln!(out, "    {:<36}{} (your server, by its Server header)", fix.stack, fix.how)?;
-        }
-        if others > 0 {
-            writeln!(out, "    (fixes for {others} other stacks: --json lists them)")?;
-        }
-        return Ok(());
-    }
     for fix in &f.fix {
         writeln!(out, "    {:<36}{}", fix.stack, fix.how)?;
     }
@@ -167,14 +224,29 @@ pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
 
 impl Render<DoctorScenarioReport> for Text {
     fn render(&self, report: &DoctorScenarioReport) -> String {
-        let mut out =
-            format!("nodelay doctor {}: {} requests of a scenario\n", report.url, report.requests.len());
+        FittedText::default().render(report)
+    }
+}
+
+impl Render<DoctorScenarioReport> for FittedText {
+    fn render(&self, report: &DoctorScenarioReport) -> String {
+        let width = self.width.max(MIN_WIDTH);
+        let heading =
+            format!("nodelay doctor {}: {} requests of a scenario", report.url, report.requests.len());
+        let mut out = wrap(&heading, width, "", "  ");
+        let mut table = TextTable::new(width, 2, &[Col::Text, Col::Text]);
         for named in &report.requests {
             let ids: Vec<&str> = named.report.findings.iter().map(|f| f.id.as_str()).collect();
-            out.push_str(&format!("  {:<32}{}\n", named.name, ids.join(", ")));
+            table.row([named.name.clone(), ids.join(", ")]);
+        }
+        out.push_str(&table.render());
+        if report.interrupted {
+            let line = "interrupted (Ctrl-C): the requests after the last one below were not diagnosed";
+            out.push_str(&wrap(line, width, "  ", "    "));
         }
         for named in &report.requests {
-            out.push_str(&format!("\n=== request '{}' ===\n", named.name));
+            out.push('\n');
+            out.push_str(&wrap(&format!("=== request '{}' ===", named.name), width, "", "  "));
             out.push_str(&self.render(&named.report));
         }
         out
@@ -184,6 +256,7 @@ impl Render<DoctorScenarioReport> for Text {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doctor::NamedDoctorReport;
     use nodelay_diagnose::{Experiment, Observations, Phase, diagnose};
     use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord};
     use std::time::Duration;
@@ -212,9 +285,17 @@ mod tests {
         (0..count).map(|_| ErrorRecord { connection: 0, request: 0, kind, message: message.into() }).collect()
     }
 
+    /// Every line fits 80 columns; the text returned is laid out wide, each sentence on one
+    /// line, as the assertions below want it.
     fn render(observations: &Observations) -> String {
+        let narrow = render_at(observations, 80);
+        assert!(narrow.lines().all(|l| l.chars().count() <= 80), "{narrow}");
+        render_at(observations, 400)
+    }
+
+    fn report(observations: &Observations) -> DoctorReport {
         let findings = diagnose(observations);
-        let report = DoctorReport::new(
+        DoctorReport::new(
             "http://h/".into(),
             "127.0.0.1:1".into(),
             Duration::from_secs(10),
@@ -222,8 +303,11 @@ mod tests {
             observations,
             findings,
             &[],
-        );
-        Text.render(&report)
+        )
+    }
+
+    fn render_at(observations: &Observations, width: usize) -> String {
+        FittedText::new(width).render(&report(observations))
     }
 
     #[test]
@@ -281,5 +365,62 @@ mod tests {
         );
         assert!(text.contains("unreliable-measurement (proven, high confidence)"), "{text}");
         assert!(text.ends_with("verdict: unreliable-measurement\n"), "{text}");
+    }
+
+    fn healthy() -> Observations {
+        Observations {
+            request: None,
+            baseline: Phase { responses: responses(40), ..Phase::default() },
+            experiments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn long_lines_wrap_with_a_hanging_indent_at_any_width() {
+        let report = report(&healthy());
+        for width in [60, 80, 132] {
+            let text = FittedText::new(width).render(&report);
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{width}:\n{text}");
+        }
+        let text = FittedText::new(60).render(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        let title = lines.iter().position(|l| l.starts_with("  No TCP stall:")).expect("the title");
+        assert!(lines[title + 1].starts_with("    ") && !lines[title + 1].starts_with("     "), "{text}");
+        // The phase table's description hangs below its row, the numbers on the first line.
+        let row = lines.iter().position(|l| l.starts_with("  baseline:")).expect("the baseline row");
+        assert!(lines[row].ends_with(" %") && lines[row + 1].starts_with("    "), "{text}");
+    }
+
+    #[test]
+    fn an_interrupted_diagnosis_says_so_before_its_findings_and_in_its_verdict() {
+        let mut report = report(&healthy());
+        report.interrupted = true;
+        let text = FittedText::new(400).render(&report);
+        let interrupted =
+            text.find("  interrupted (Ctrl-C) during the last phase above: no later experiment was run");
+        let findings = text.find("healthy (proven");
+        assert!(interrupted.is_some() && interrupted < findings, "{text}");
+        assert!(text.ends_with("verdict: healthy (interrupted)\n"), "{text}");
+        report.interrupted = false;
+        assert!(!FittedText::default().render(&report).contains("interrupted"));
+    }
+
+    #[test]
+    fn a_scenario_lists_its_requests_then_each_diagnosis() {
+        let named = |name: &str| NamedDoctorReport { name: name.into(), report: report(&healthy()) };
+        let mut first = named("a request whose name goes on and on and on and on and on");
+        first.report.interrupted = true;
+        let scenario = DoctorScenarioReport::new("http://h/".into(), vec![first]);
+        assert!(scenario.interrupted);
+        let text = Text.render(&scenario);
+        assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+        assert!(
+            text.contains("interrupted (Ctrl-C): the requests after the last one below were not diagnosed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("=== request 'a request whose name goes on and on and on and on and on' ==="),
+            "{text}"
+        );
     }
 }

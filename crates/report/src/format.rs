@@ -14,6 +14,50 @@ pub fn format_duration_ms(ms: f64) -> String {
     }
 }
 
+/// One unit and one number of decimals for a set of durations (a table's column), so that
+/// its numbers line up and never mix `1700.6 ms` with `1.70 s`. The unit keeps the largest
+/// value under 1000; the decimals are the unit's usual ones (ns 0, µs 1, ms and s 2), one
+/// more when the smallest non-zero value is under 0.1 of the unit, so it does not read as 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DurationScale {
+    unit: &'static str,
+    /// Units per millisecond.
+    per_ms: f64,
+    decimals: usize,
+}
+
+impl DurationScale {
+    /// The scale for these values, in milliseconds; milliseconds when there are none.
+    pub fn for_ms(values: impl IntoIterator<Item = f64>) -> Self {
+        let values: Vec<f64> = values.into_iter().filter(|v| v.is_finite() && *v >= 0.0).collect();
+        let largest = values.iter().copied().fold(0.0, f64::max);
+        let (unit, per_ms) = if largest == 0.0 || (1.0..1000.0).contains(&largest) {
+            ("ms", 1.0)
+        } else if largest >= 1000.0 {
+            ("s", 1e-3)
+        } else if largest >= 0.001 {
+            ("µs", 1e3)
+        } else {
+            ("ns", 1e6)
+        };
+        let smallest = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
+        let decimals = match unit {
+            // Nanoseconds are the clocks' resolution: no fraction to show.
+            "ns" => 0,
+            "µs" if smallest * per_ms < 0.1 => 2,
+            "µs" => 1,
+            _ if smallest * per_ms < 0.1 => 3,
+            _ => 2,
+        };
+        DurationScale { unit, per_ms, decimals }
+    }
+
+    /// `44.01 ms`.
+    pub fn format(&self, ms: f64) -> String {
+        format!("{:.*} {}", self.decimals, ms * self.per_ms, self.unit)
+    }
+}
+
 /// Bytes with a binary prefix: `512 B`, `24.4 KiB`, `1.20 MiB`.
 pub fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -40,6 +84,23 @@ mod tests {
         assert_eq!(format_duration_ms(0.0123), "12.3 µs");
         assert_eq!(format_duration_ms(44.012), "44.01 ms");
         assert_eq!(format_duration_ms(2500.0), "2.50 s");
+    }
+
+    #[test]
+    fn a_scale_takes_its_unit_from_the_largest_value_and_its_decimals_from_the_smallest() {
+        let scale = DurationScale::for_ms([1700.6, 44.012, 0.0]);
+        assert_eq!((scale.format(1700.6), scale.format(44.012)), ("1.701 s".into(), "0.044 s".into()));
+        assert_eq!(scale.format(0.0), "0.000 s");
+        let scale = DurationScale::for_ms([44.012, 0.4183]);
+        assert_eq!((scale.format(44.012), scale.format(0.4183)), ("44.01 ms".into(), "0.42 ms".into()));
+        let scale = DurationScale::for_ms([44.0, 0.007]);
+        assert_eq!((scale.format(44.0), scale.format(0.007)), ("44.000 ms".into(), "0.007 ms".into()));
+        let scale = DurationScale::for_ms([0.5, 0.0205]);
+        assert_eq!((scale.format(0.5), scale.format(0.0205)), ("500.0 µs".into(), "20.5 µs".into()));
+        let scale = DurationScale::for_ms([0.00085]);
+        assert_eq!(scale.format(0.00085), "850 ns");
+        assert_eq!(DurationScale::for_ms([]).format(1.0), "1.00 ms");
+        assert_eq!(DurationScale::for_ms([0.0]).format(0.0), "0.00 ms");
     }
 
     #[test]

@@ -6,21 +6,26 @@ mod doctor;
 mod doctor_text;
 mod format;
 mod json;
+mod layout;
 mod pcap;
 mod pcap_text;
 mod status;
 mod text;
 
-pub use bench::{BenchReport, BenchSettings, ConnectionReport, Percentiles, RequestReport, RunEnd};
+pub use bench::{
+    BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, Percentiles,
+    RequestReport, RunEnd, histogram_buckets,
+};
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
     PhaseReport,
 };
-pub use format::{format_bytes, format_duration_ms};
+pub use format::{DurationScale, format_bytes, format_duration_ms};
 pub use json::Json;
+pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
 pub use status::SuccessStatuses;
-pub use text::Text;
+pub use text::{FittedText, Text};
 
 /// A report format.
 pub trait Render<Report: ?Sized> {

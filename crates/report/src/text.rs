@@ -1,12 +1,33 @@
-//! Human-readable text renderer, in the spirit of wrk's summary: figures first, every
-//! number with its unit.
+//! Human-readable text renderers, in the spirit of wrk's and oha's summaries: figures first,
+//! every number with its unit, one unit per table, and no line wider than the width given.
 
 use crate::Render;
-use crate::bench::{BenchReport, Percentiles, RequestReport};
-use crate::format::{format_bytes, format_duration_ms};
+use crate::bench::{BenchReport, BenchSettings, HistogramBucket, Percentiles, RequestReport};
+use crate::format::{DurationScale, format_bytes, format_duration_ms};
+use crate::layout::{Col, DEFAULT_WIDTH, MIN_WIDTH, TextTable, wrap};
+use nodelay_engine::TcpInfo;
 use std::fmt::Write;
 
+/// Text at the default width (80 columns): what is written to a pipe or a file.
 pub struct Text;
+
+/// Text laid out for a terminal of `width` columns (at least [`MIN_WIDTH`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FittedText {
+    pub width: usize,
+}
+
+impl Default for FittedText {
+    fn default() -> Self {
+        FittedText { width: DEFAULT_WIDTH }
+    }
+}
+
+impl FittedText {
+    pub fn new(width: usize) -> Self {
+        FittedText { width: width.max(MIN_WIDTH) }
+    }
+}
 
 /// Share of due requests never sent past which an open-loop run is said to miss its rate.
 const MISSED_RATE_SHARE: f64 = 0.05;
@@ -14,21 +35,65 @@ const MISSED_RATE_SHARE: f64 = 0.05;
 /// Connections listed one by one up to this many; beyond, a summary line.
 const CONNECTIONS_LISTED: usize = 4;
 
+/// Longest histogram bar: longer ones are no easier to compare.
+const HISTOGRAM_BAR: usize = 40;
+
+/// Picks one statistic out of a set of percentiles.
+type Statistic = fn(&Percentiles) -> f64;
+
+/// The rows of the latency table, in the order read: the spread, then the moments.
+const STATISTICS: [(&str, Statistic); 9] = [
+    ("min", |p| p.min),
+    ("p50", |p| p.p50),
+    ("p90", |p| p.p90),
+    ("p95", |p| p.p95),
+    ("p99", |p| p.p99),
+    ("p99.9", |p| p.p999),
+    ("max", |p| p.max),
+    ("mean", |p| p.mean),
+    ("stdev", |p| p.stdev),
+];
+
 impl Render<BenchReport> for Text {
     fn render(&self, report: &BenchReport) -> String {
+        FittedText::default().render(report)
+    }
+}
+
+/// What the run is about to do: printed before it starts.
+impl Render<BenchSettings> for FittedText {
+    fn render(&self, settings: &BenchSettings) -> String {
+        bench_header(settings, self.width)
+    }
+}
+
+/// The settings, then the results.
+impl Render<BenchReport> for FittedText {
+    fn render(&self, report: &BenchReport) -> String {
+        bench_header(&report.settings, self.width) + &self.bench_results(report)
+    }
+}
+
+impl FittedText {
+    /// What the run measured, without the settings (printed before the run).
+    pub fn bench_results(&self, report: &BenchReport) -> String {
         let mut out = String::new();
-        write_bench(&mut out, report).expect("writing to a String cannot fail");
+        write_bench_results(&mut out, report, self.width.max(MIN_WIDTH))
+            .expect("writing to a String cannot fail");
         out
     }
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
-    let s = &r.settings;
-    writeln!(out, "nodelay bench {} {} ({})", s.method, s.url, s.address)?;
+/// `0.88 s`, `3.83 ms`: a run's length, in milliseconds only when it was that short.
+fn format_elapsed(seconds: f64) -> String {
+    if seconds >= 0.1 { format!("{seconds:.2} s") } else { format_duration_ms(seconds * 1e3) }
+}
+
+fn bench_header(s: &BenchSettings, width: usize) -> String {
     let bound = match (s.requests, s.duration_s) {
         (Some(n), _) => plural(n, "request", "requests"),
         (None, Some(d)) => format!("{d} s"),
@@ -41,95 +106,52 @@ fn write_bench(out: &mut String, r: &BenchReport) -> std::fmt::Result {
         format!(", each request written as {} then the rest (client Nagle on)", sizes.join(", "))
     };
     let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
-    writeln!(
-        out,
-        "  {}, {}, {}, {bound}{pacing}{split}",
+    let mode = if s.keep_alive { "keep-alive" } else { "new connection per request" };
+    let run = format!(
+        "{}, {}, {mode}, {bound}{pacing}{split}",
         plural(s.connections as u64, "connection", "connections"),
         plural(s.threads as u64, "thread", "threads"),
-        connection_mode(r),
-    )?;
+    );
+    wrap(&format!("nodelay bench {} {} ({})", s.method, s.url, s.address), width, "", "  ")
+        + &wrap(&run, width, "  ", "    ")
+}
+
+fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
     writeln!(out)?;
-    writeln!(
-        out,
-        "  {} in {:.2} s: {:.1} req/s, {}/s read{}",
+    let summary = format!(
+        "{} in {}: {:.1} req/s; {} read, {}/s",
         plural(r.requests_completed, "response", "responses"),
-        r.elapsed_s,
+        format_elapsed(r.elapsed_s),
         r.requests_per_second,
+        format_bytes(r.response_bytes as f64),
         format_bytes(r.transfer_bytes_per_second),
-        if r.interrupted { " (interrupted)" } else { "" },
-    )?;
-    write_missed_rate(out, r)?;
-    let rows = [&r.latency_ms, &r.first_byte_ms, &r.read_gap_ms, &r.connect_ms];
-    if rows.iter().all(|p| p.is_none()) {
-        // No header over an empty table: say what happened instead.
-        writeln!(out, "  no response completed")?;
-    } else {
-        writeln!(out, "  {:<12}{:>11}{:>11}{:>11}{:>11}{:>11}", "", "p50", "p90", "p99", "p99.9", "max")?;
+    );
+    out.push_str(&wrap(&summary, width, "  ", "    "));
+    if r.interrupted {
+        let interrupted = format!(
+            "interrupted (Ctrl-C) after {}: the figures cover what completed until then",
+            format_elapsed(r.elapsed_s)
+        );
+        out.push_str(&wrap(&interrupted, width, "  ", "    "));
     }
-    for (label, percentiles) in [
-        ("total", &r.latency_ms),
-        ("first byte", &r.first_byte_ms),
-        ("read gap", &r.read_gap_ms),
-        ("connect", &r.connect_ms),
-    ] {
-        if let Some(p) = percentiles {
-            write_percentiles(out, label, p)?;
-        }
-    }
+    write_missed_rate(out, r, width)?;
+    write_latency_table(out, r, width)?;
     if r.requests_completed > 0 {
         writeln!(out, "  read() calls per response: {:.2} (mean)", r.read_chunks_per_response)?;
     }
+    write_histogram(out, &r.latency_histogram, width)?;
     if let Some(by_request) = &r.by_request {
-        write_by_request(out, by_request)?;
+        write_by_request(out, by_request, width)?;
     }
     writeln!(out)?;
-    let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
-    if r.settings.protocol == "http" {
-        let statuses = if statuses.is_empty() { "none".into() } else { statuses.join(", ") };
-        writeln!(out, "  {:<12}{statuses}", "status")?;
-    }
-    if r.non_success_responses > 0 {
-        writeln!(
-            out,
-            "  {:<12}{} of {} are not {} (the figures above include them: an error page?)",
-            "non-success",
-            r.non_success_responses,
-            plural(r.requests_completed, "response", "responses"),
-            s.success_status,
-        )?;
-    }
-    if s.keep_alive && r.requests_completed > 0 {
-        writeln!(
-            out,
-            "  {:<12}{} of {} reused a connection; {} opened",
-            "keep-alive",
-            r.reused_connection_responses,
-            plural(r.requests_completed, "response", "responses"),
-            plural(r.connections_opened, "connection", "connections"),
-        )?;
-    }
-    write_errors(out, r)?;
-    if r.requests_unfinished > 0 {
-        let unfinished = plural(r.requests_unfinished, "request", "requests");
-        writeln!(out, "  {:<12}{unfinished} still in flight when the run ended", "unfinished")?;
-    }
-    write_connections(out, r)
-}
-
-/// "keep-alive" only when connections were really reused: a server that closes each one
-/// makes every request pay a handshake, whatever the client asked for.
-fn connection_mode(r: &BenchReport) -> &'static str {
-    match (r.settings.keep_alive, r.reused_connection_responses) {
-        (false, _) => "new connection per request",
-        (true, 0) if r.requests_completed > 1 => "keep-alive asked, but the server closed every connection",
-        (true, _) => "keep-alive",
-    }
+    write_outcomes(out, r, width);
+    write_connections(out, r, width)
 }
 
 /// Open loop that fell behind: how far, and what would keep up. Every connection was busy,
 /// so each spent connections / achieved rate per request (not the latency, which counts the
 /// queueing from when each request was due); Little's law then gives the connections needed.
-fn write_missed_rate(out: &mut String, r: &BenchReport) -> std::fmt::Result {
+fn write_missed_rate(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
     let Some(rate) = r.settings.rate_per_second else { return Ok(()) };
     // A few slots falling due in the last instant while every connection is busy is the end of
     // the run, not a missed rate: the text speaks past this share (the JSON counts them all).
@@ -137,108 +159,578 @@ fn write_missed_rate(out: &mut String, r: &BenchReport) -> std::fmt::Result {
     if (r.requests_due_not_sent as f64) <= MISSED_RATE_SHARE * due as f64 {
         return Ok(());
     }
-    writeln!(
-        out,
-        "  missed rate: {} fell due and were never sent, every connection being busy ({:.1} of {rate} req/s)",
+    let missed = format!(
+        "missed rate: {} fell due and were never sent, every connection being busy ({:.1} of {rate} req/s)",
         plural(r.requests_due_not_sent, "request", "requests"),
         r.requests_per_second,
-    )?;
-    if r.requests_per_second <= 0.0 {
-        return writeln!(out, "  raise -c, or look at why no response completed");
-    }
-    let connections = r.settings.connections as f64;
-    let busy_s = connections / r.requests_per_second;
-    let needed = (rate * busy_s).ceil().max(connections + 1.0) as u64;
-    writeln!(
-        out,
-        "  raise -c: each connection was busy {} per request, so {rate} req/s needs about {needed}",
-        format_duration_ms(busy_s * 1e3)
-    )
+    );
+    out.push_str(&wrap(&missed, width, "  ", "    "));
+    let advice = if r.requests_per_second <= 0.0 {
+        "raise -c, or look at why no response completed".to_string()
+    } else {
+        let connections = r.settings.connections as f64;
+        let busy_s = connections / r.requests_per_second;
+        let needed = (rate * busy_s).ceil().max(connections + 1.0) as u64;
+        format!(
+            "raise -c: each connection was busy {} per request, so {rate} req/s needs about {needed}",
+            format_duration_ms(busy_s * 1e3)
+        )
+    };
+    out.push_str(&wrap(&advice, width, "  ", "    "));
+    Ok(())
 }
 
-fn write_by_request(out: &mut String, by_request: &[RequestReport]) -> std::fmt::Result {
+/// One column per measured figure (total, first byte, ...), one row per statistic: nine
+/// statistics fit 80 columns this way round. Each column has its own unit: its figures
+/// compare with each other, and a connect time in nanoseconds keeps its digits beside a
+/// total in seconds.
+fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
+    let measured: Vec<(&str, &Percentiles)> = [
+        ("total", &r.latency_ms),
+        ("first byte", &r.first_byte_ms),
+        ("read gap", &r.read_gap_ms),
+        ("connect", &r.connect_ms),
+    ]
+    .into_iter()
+    .filter_map(|(label, p)| Some((label, p.as_ref()?)))
+    .collect();
+    if measured.is_empty() {
+        // No header over an empty table: say what happened instead.
+        return writeln!(out, "  no response completed");
+    }
     writeln!(out)?;
-    writeln!(
-        out,
-        "  {:<24}{:>9}{:>7}{:>8}{:>11}{:>11}{:>11}{:>11}",
-        "per request", "done", "errors", "non-ok", "p50", "p99", "1st byte", "read gap"
-    )?;
+    let scales: Vec<DurationScale> = measured
+        .iter()
+        .map(|(_, p)| DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(p))))
+        .collect();
+    let mut columns = vec![Col::Left];
+    columns.extend(measured.iter().map(|_| Col::Right));
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(std::iter::once("").chain(measured.iter().map(|(label, _)| *label)));
+    for (statistic, pick) in STATISTICS {
+        let values = measured.iter().zip(&scales).map(|((_, p), scale)| scale.format(pick(p)));
+        table.row(std::iter::once(statistic.to_string()).chain(values));
+    }
+    out.push_str(&table.render());
+    Ok(())
+}
+
+/// The total latency in equal-width buckets, as oha and hey draw it: the bound, the count
+/// and a bar proportional to it.
+fn write_histogram(out: &mut String, buckets: &[HistogramBucket], width: usize) -> std::fmt::Result {
+    let Some(most) = buckets.iter().map(|b| b.count).max().filter(|&n| n > 0) else { return Ok(()) };
+    // The step between bounds counts too: adjacent bounds must not read alike.
+    let step = match buckets {
+        [first, second, ..] => second.up_to_ms - first.up_to_ms,
+        _ => 0.0,
+    };
+    let scale = DurationScale::for_ms(buckets.iter().map(|b| b.up_to_ms).chain([step]));
+    let bounds: Vec<String> = buckets.iter().map(|b| format!("≤ {}", scale.format(b.up_to_ms))).collect();
+    let counts: Vec<String> = buckets.iter().map(|b| b.count.to_string()).collect();
+    let widest = |cells: &[String]| cells.iter().map(|c| c.chars().count()).max().unwrap_or(0);
+    // Indent, two columns and their gaps; the bar takes what is left, up to its cap.
+    let bar_room =
+        width.saturating_sub(4 + widest(&bounds) + 2 + widest(&counts) + 2).clamp(1, HISTOGRAM_BAR);
+    writeln!(out)?;
+    writeln!(out, "  total latency histogram (responses per bucket):")?;
+    let mut table = TextTable::new(width, 4, &[Col::Right, Col::Right, Col::Left]);
+    for ((bucket, bound), count) in buckets.iter().zip(bounds).zip(counts) {
+        let share = bucket.count as f64 / most as f64;
+        // Never an empty bar for a bucket that holds something: one outlier is worth seeing.
+        let length = if bucket.count == 0 { 0 } else { ((share * bar_room as f64).round() as usize).max(1) };
+        table.row([bound, count, "█".repeat(length)]);
+    }
+    out.push_str(&table.render());
+    Ok(())
+}
+
+fn write_by_request(out: &mut String, by_request: &[RequestReport], width: usize) -> std::fmt::Result {
+    writeln!(out)?;
+    type Pick = fn(&RequestReport) -> Option<f64>;
+    let timed: [Pick; 4] = [
+        |r| r.latency_ms.map(|p| p.p50),
+        |r| r.latency_ms.map(|p| p.p99),
+        |r| r.first_byte_ms.map(|p| p.p50),
+        |r| r.read_gap_ms.map(|p| p.p50),
+    ];
+    let scales = timed.map(|pick| DurationScale::for_ms(by_request.iter().filter_map(pick)));
+    let mut columns = vec![Col::Hanging];
+    columns.extend([Col::Right; 7]);
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(["per request", "done", "errors", "non-ok", "p50", "p99", "1st byte", "read gap"]);
     for request in by_request {
-        let p = |percentiles: &Option<Percentiles>, pick: fn(&Percentiles) -> f64| {
-            percentiles.as_ref().map_or("-".into(), |p| format_duration_ms(pick(p)))
-        };
-        writeln!(
-            out,
-            "  {:<24}{:>9}{:>7}{:>8}{:>11}{:>11}{:>11}{:>11}",
-            request.name,
-            request.requests_completed,
-            request.errors,
-            request.non_success_responses,
-            p(&request.latency_ms, |p| p.p50),
-            p(&request.latency_ms, |p| p.p99),
-            p(&request.first_byte_ms, |p| p.p50),
-            p(&request.read_gap_ms, |p| p.p50),
-        )?;
+        let mut cells = vec![
+            request.name.clone(),
+            request.requests_completed.to_string(),
+            request.errors.to_string(),
+            request.non_success_responses.to_string(),
+        ];
+        cells.extend(
+            timed
+                .iter()
+                .zip(&scales)
+                .map(|(pick, scale)| pick(request).map_or("-".into(), |ms| scale.format(ms))),
+        );
+        table.row(cells);
     }
+    out.push_str(&table.render());
     Ok(())
 }
 
-fn write_percentiles(out: &mut String, label: &str, p: &Percentiles) -> std::fmt::Result {
-    write!(out, "  {label:<12}")?;
-    for value in [p.p50, p.p90, p.p99, p.p999, p.max] {
-        write!(out, "{:>11}", format_duration_ms(value))?;
+/// Statuses, error pages, connection reuse, errors and what was left in flight: a label and
+/// its sentence, wrapped beside the label.
+fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
+    let s = &r.settings;
+    let mut rows: Vec<(&str, String)> = Vec::new();
+    if s.protocol == "http" {
+        let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
+        rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses.join(", ") }));
     }
-    writeln!(out)
-}
-
-fn write_errors(out: &mut String, r: &BenchReport) -> std::fmt::Result {
-    let nonzero: Vec<_> = r.errors.iter().filter(|(_, n)| **n > 0).collect();
-    if nonzero.is_empty() {
-        return writeln!(out, "  {:<12}none", "errors");
+    let responses = plural(r.requests_completed, "response", "responses");
+    if r.non_success_responses > 0 {
+        rows.push((
+            "non-success",
+            format!(
+                "{} of {responses} are not {} (the figures above include them: an error page?)",
+                r.non_success_responses, s.success_status,
+            ),
+        ));
     }
-    for (i, (kind, n)) in nonzero.into_iter().enumerate() {
-        let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
-        writeln!(out, "  {:<12}{kind} ×{n}{example}", if i == 0 { "errors" } else { "" })?;
-    }
-    Ok(())
-}
-
-fn write_connections(out: &mut String, r: &BenchReport) -> std::fmt::Result {
-    let with_info: Vec<_> = r.connections.iter().filter_map(|c| Some((c, c.tcp_info?))).collect();
-    if with_info.is_empty() {
-        return Ok(());
-    }
-    let ms = |us: u32| format_duration_ms(f64::from(us) / 1000.0);
-    if with_info.len() <= CONNECTIONS_LISTED {
-        for (c, info) in with_info {
-            writeln!(
-                out,
-                "  {:<12}connection {}: rtt {} (min {}), ato {}, mss {} B out / {} B in, {}",
-                "tcp_info",
-                c.connection,
-                ms(info.rtt_us),
-                ms(info.min_rtt_us),
-                ms(info.ato_us),
-                info.snd_mss_bytes,
-                info.rcv_mss_bytes,
-                plural(u64::from(info.total_retransmits), "retransmit", "retransmits"),
-            )?;
+    if s.keep_alive && r.requests_completed > 0 {
+        rows.push((
+            "keep-alive",
+            format!(
+                "{} of {responses} reused a connection; {} opened",
+                r.reused_connection_responses,
+                plural(r.connections_opened, "connection", "connections"),
+            ),
+        ));
+        // A server that closes each connection makes every request pay a handshake, whatever
+        // the client asked for. With errors, the client closed them itself: nothing to say.
+        if r.reused_connection_responses == 0 && r.requests_completed > 1 && r.total_errors() == 0 {
+            rows.push(("", "keep-alive asked, but the server closed every connection".into()));
         }
+    }
+    let failed: Vec<_> = r.errors.iter().filter(|(_, n)| **n > 0).collect();
+    if failed.is_empty() {
+        rows.push(("errors", "none".into()));
+    }
+    for (i, (kind, n)) in failed.into_iter().enumerate() {
+        let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
+        rows.push((if i == 0 { "errors" } else { "" }, format!("{kind} ×{n}{example}")));
+    }
+    if r.requests_unfinished > 0 {
+        // A timed run ends with requests on the wire: normal, and said so, not hidden.
+        let when = if r.interrupted {
+            "the run was stopped"
+        } else if s.duration_s.is_some() {
+            "the time was up"
+        } else {
+            "the run ended"
+        };
+        let were = if r.requests_unfinished == 1 { "was" } else { "were" };
+        rows.push((
+            "in flight",
+            format!(
+                "{} {were} still running when {when} (not counted)",
+                plural(r.requests_unfinished, "request", "requests")
+            ),
+        ));
+    }
+    if let Some(summary) = connections_summary(r) {
+        rows.push(("tcp_info", summary));
+    }
+    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Text]);
+    for (label, text) in rows {
+        table.row([label.to_string(), text]);
+    }
+    out.push_str(&table.render());
+}
+
+fn ms_of_us(us: u32) -> f64 {
+    f64::from(us) / 1000.0
+}
+
+/// Up to [`CONNECTIONS_LISTED`] connections, a table of their TCP_INFO, one unit per column.
+fn write_connections(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
+    let with_info: Vec<_> = r.connections.iter().filter_map(|c| Some((c, c.tcp_info?))).collect();
+    if with_info.is_empty() || with_info.len() > CONNECTIONS_LISTED {
         return Ok(());
     }
-    let mut rtts: Vec<u32> = with_info.iter().map(|(_, i)| i.rtt_us).collect();
+    let column =
+        |pick: fn(&TcpInfo) -> u32| DurationScale::for_ms(with_info.iter().map(|(_, i)| ms_of_us(pick(i))));
+    let (rtt, min_rtt, ato) = (column(|i| i.rtt_us), column(|i| i.min_rtt_us), column(|i| i.ato_us));
+    let mut columns = vec![Col::Text];
+    columns.extend([Col::Right; 6]);
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(["tcp_info", "rtt", "min rtt", "ato", "mss out", "mss in", "retransmits"]);
+    for (c, info) in with_info {
+        table.row([
+            format!("connection {}", c.connection),
+            rtt.format(ms_of_us(info.rtt_us)),
+            min_rtt.format(ms_of_us(info.min_rtt_us)),
+            ato.format(ms_of_us(info.ato_us)),
+            format!("{} B", info.snd_mss_bytes),
+            format!("{} B", info.rcv_mss_bytes),
+            info.total_retransmits.to_string(),
+        ]);
+    }
+    writeln!(out)?;
+    out.push_str(&table.render());
+    Ok(())
+}
+
+/// Beyond [`CONNECTIONS_LISTED`] connections, one sentence for them all.
+fn connections_summary(r: &BenchReport) -> Option<String> {
+    let infos: Vec<TcpInfo> = r.connections.iter().filter_map(|c| c.tcp_info).collect();
+    if infos.len() <= CONNECTIONS_LISTED {
+        return None;
+    }
+    let mut rtts: Vec<u32> = infos.iter().map(|i| i.rtt_us).collect();
     rtts.sort_unstable();
-    let min_rtt = with_info.iter().map(|(_, i)| i.min_rtt_us).min().unwrap_or(0);
-    let max_ato = with_info.iter().map(|(_, i)| i.ato_us).max().unwrap_or(0);
-    let retransmits: u64 = with_info.iter().map(|(_, i)| u64::from(i.total_retransmits)).sum();
-    writeln!(
-        out,
-        "  {:<12}{} connections: rtt median {} (lowest min_rtt {}), highest ato {}, {} in total",
-        "tcp_info",
-        with_info.len(),
-        ms(rtts[rtts.len() / 2]),
-        ms(min_rtt),
-        ms(max_ato),
+    let rtt = rtts[rtts.len() / 2];
+    let min_rtt = infos.iter().map(|i| i.min_rtt_us).min().unwrap_or(0);
+    let max_ato = infos.iter().map(|i| i.ato_us).max().unwrap_or(0);
+    let retransmits: u64 = infos.iter().map(|i| u64::from(i.total_retransmits)).sum();
+    let scale = DurationScale::for_ms([rtt, min_rtt, max_ato].map(ms_of_us));
+    Some(format!(
+        "{} connections: rtt median {} (lowest min_rtt {}), highest ato {}, {} in total",
+        infos.len(),
+        scale.format(ms_of_us(rtt)),
+        scale.format(ms_of_us(min_rtt)),
+        scale.format(ms_of_us(max_ato)),
         plural(retransmits, "retransmit", "retransmits"),
-    )
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::{ConnectionReport, RequestReport};
+    use std::collections::BTreeMap;
+
+    /// Percentiles from `min` to `max` milliseconds.
+    fn spread(min: f64, max: f64) -> Percentiles {
+        let at = |share: f64| min + (max - min) * share;
+        Percentiles {
+            min,
+            p50: at(0.5),
+            p90: at(0.9),
+            p95: at(0.95),
+            p99: at(0.99),
+            p999: at(0.999),
+            max,
+            mean: at(0.5),
+            stdev: (max - min) / 4.0,
+        }
+    }
+
+    fn settings() -> BenchSettings {
+        BenchSettings {
+            url: "http://127.0.0.1:8080/".into(),
+            address: "127.0.0.1:8080".into(),
+            method: "GET".into(),
+            protocol: "http",
+            connections: 1,
+            threads: 1,
+            requests: Some(20),
+            duration_s: None,
+            rate_per_second: None,
+            keep_alive: true,
+            write_split: Vec::new(),
+            timeout_s: 5.0,
+            connect_timeout_s: 5.0,
+            success_status: "2xx,3xx".into(),
+        }
+    }
+
+    fn tcp_info(rtt_us: u32, min_rtt_us: u32, ato_us: u32) -> TcpInfo {
+        TcpInfo {
+            rtt_us,
+            rttvar_us: 0,
+            min_rtt_us,
+            ato_us,
+            rto_us: 204_000,
+            snd_mss_bytes: 32741,
+            rcv_mss_bytes: 536,
+            unacked_segments: 0,
+            notsent_bytes: 0,
+            total_retransmits: 0,
+            segments_out: 41,
+            segments_in: 40,
+        }
+    }
+
+    /// A Nagle stall: totals in milliseconds, first bytes in microseconds, connects in
+    /// nanoseconds' range, 20 responses on one connection.
+    fn stalled() -> BenchReport {
+        BenchReport {
+            schema: crate::bench::BENCH_SCHEMA_ID,
+            settings: settings(),
+            requests_completed: 20,
+            non_success_responses: 0,
+            reused_connection_responses: 19,
+            requests_due_not_sent: 0,
+            requests_unfinished: 0,
+            elapsed_s: 0.8812,
+            requests_per_second: 22.7,
+            response_bytes: 2680,
+            transfer_bytes_per_second: 3041.0,
+            latency_ms: Some(spread(43.62, 44.17)),
+            first_byte_ms: Some(spread(0.2614, 1.17)),
+            read_gap_ms: Some(spread(43.2, 43.68)),
+            connect_ms: Some(spread(0.000_85, 0.000_85)),
+            latency_histogram: (0..10)
+                .map(|i| HistogramBucket {
+                    up_to_ms: 43.62 + 0.055 * f64::from(i + 1),
+                    count: [1, 2, 0, 9, 4, 1, 0, 2, 0, 1][i as usize],
+                })
+                .collect(),
+            read_chunks_per_response: 2.0,
+            status_counts: BTreeMap::from([("200".into(), 20)]),
+            errors: nodelay_engine::ErrorKind::ALL.iter().map(|k| (k.as_str(), 0)).collect(),
+            error_examples: BTreeMap::new(),
+            connections_opened: 1,
+            connections: vec![ConnectionReport {
+                connection: 0,
+                requests: 20,
+                tcp_info: Some(tcp_info(363, 7, 40_000)),
+            }],
+            interrupted: false,
+            by_request: None,
+        }
+    }
+
+    /// Everything that makes lines long: a long URL, errors with long messages, a missed rate,
+    /// a scenario with a long name, many connections, an interrupted timed run.
+    fn busy() -> BenchReport {
+        let mut r = stalled();
+        r.settings.url = format!("http://127.0.0.1:8080/{}", "very/long/path/".repeat(8));
+        r.settings.requests = None;
+        r.settings.duration_s = Some(10.0);
+        r.settings.rate_per_second = Some(2000.0);
+        r.settings.connections = 12;
+        r.settings.write_split = vec![40, 2];
+        r.requests_due_not_sent = 900;
+        r.requests_unfinished = 2;
+        r.non_success_responses = 3;
+        r.interrupted = true;
+        r.latency_ms = Some(spread(0.02, 1700.6));
+        r.errors.insert("timeout", 4);
+        r.errors.insert("malformed_response", 1);
+        r.error_examples.insert("timeout", "no complete response within 5s".into());
+        r.error_examples.insert("malformed_response", "bytes after the end of the response ".repeat(4));
+        r.connections = (0..12)
+            .map(|c| ConnectionReport {
+                connection: c,
+                requests: 2,
+                tcp_info: Some(tcp_info(900, 20, 40_000)),
+            })
+            .collect();
+        r.by_request = Some(vec![
+            RequestReport {
+                name: "a request whose name is far too long for any column".into(),
+                requests_completed: 12,
+                errors: 1,
+                response_bytes: 100,
+                latency_ms: Some(spread(0.05, 2.0)),
+                first_byte_ms: Some(spread(0.05, 1.0)),
+                read_gap_ms: None,
+                status_counts: BTreeMap::new(),
+                non_success_responses: 3,
+            },
+            RequestReport {
+                name: "main page".into(),
+                requests_completed: 8,
+                errors: 0,
+                response_bytes: 100,
+                latency_ms: Some(spread(0.05, 1.0)),
+                first_byte_ms: Some(spread(0.05, 1.0)),
+                read_gap_ms: Some(spread(0.0, 0.0)),
+                status_counts: BTreeMap::new(),
+                non_success_responses: 0,
+            },
+        ]);
+        r
+    }
+
+    fn nothing_completed() -> BenchReport {
+        let mut r = stalled();
+        r.requests_completed = 0;
+        r.reused_connection_responses = 0;
+        r.latency_ms = None;
+        r.first_byte_ms = None;
+        r.read_gap_ms = None;
+        r.connect_ms = None;
+        r.latency_histogram = Vec::new();
+        r.status_counts.clear();
+        r.errors.insert("timeout", 1);
+        r.connections.clear();
+        r
+    }
+
+    /// Each line at most `width` columns, and every decimal number followed by a unit.
+    fn assert_fits_with_units(text: &str, width: usize) {
+        for line in text.lines() {
+            assert!(line.chars().count() <= width, "wider than {width}: {line:?}\n{text}");
+            let words: Vec<&str> = line.split_whitespace().collect();
+            for (i, word) in words.iter().enumerate() {
+                let decimal = word.contains('.') && word.trim_end_matches(',').parse::<f64>().is_ok();
+                if decimal && *word != "2.00" {
+                    let unit = words.get(i + 1).map(|u| u.trim_end_matches([',', ';', ':', ')', '/']));
+                    let known = ["s", "ms", "µs", "ns", "req/s", "KiB", "KiB/s", "B", "MiB"];
+                    assert!(unit.is_some_and(|u| known.contains(&u)), "{word} without a unit: {line:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_line_fits_and_every_number_has_its_unit() {
+        for report in [stalled(), busy(), nothing_completed()] {
+            for width in [MIN_WIDTH, 80, 132] {
+                assert_fits_with_units(&FittedText::new(width).render(&report), width);
+            }
+        }
+    }
+
+    /// The latency table's cells, by column header and row label.
+    fn latency_cell(text: &str, column: &str, row: &str) -> String {
+        let header = text.lines().find(|l| l.contains("total") && l.contains("first byte")).expect("header");
+        let columns: Vec<&str> = header.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        let index = columns.iter().position(|c| *c == column).expect("column");
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(row)).expect("row");
+        let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+        words[index * 2..index * 2 + 2].join(" ")
+    }
+
+    #[test]
+    fn the_latency_table_has_every_statistic_and_one_unit_per_column() {
+        let text = Text.render(&stalled());
+        let unit = |cell: String| cell.rsplit(' ').next().map(str::to_string);
+        for row in ["min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "stdev"] {
+            for (column, expected) in
+                [("total", "ms"), ("first byte", "ms"), ("read gap", "ms"), ("connect", "ns")]
+            {
+                assert_eq!(
+                    unit(latency_cell(&text, column, row)).as_deref(),
+                    Some(expected),
+                    "{row} {column}:\n{text}"
+                );
+            }
+        }
+        assert_eq!(latency_cell(&text, "total", "p50"), "43.89 ms", "{text}");
+        assert_eq!(latency_cell(&text, "first byte", "min"), "0.26 ms", "{text}");
+        // Past a second the whole column is in seconds: never 1700.6 ms beside 1.70 s.
+        let text = Text.render(&busy());
+        assert_eq!(latency_cell(&text, "total", "max"), "1.701 s", "{text}");
+        assert_eq!(latency_cell(&text, "total", "p50"), "0.850 s", "{text}");
+        assert_eq!(latency_cell(&text, "first byte", "max"), "1.17 ms", "{text}");
+    }
+
+    #[test]
+    fn the_histogram_draws_bars_in_proportion_with_bounds_and_counts() {
+        let text = Text.render(&stalled());
+        let start = text.find("total latency histogram").expect("a histogram");
+        let rows: Vec<&str> = text[start..].lines().skip(1).take(10).collect();
+        let bar = |row: &str| row.chars().filter(|&c| c == '█').count();
+        assert!(rows[0].trim_start().starts_with("≤ 43.675 ms") && rows[0].contains(" 1 "), "{text}");
+        assert_eq!(bar(rows[3]), HISTOGRAM_BAR, "the fullest bucket has the longest bar:\n{text}");
+        assert_eq!(bar(rows[4]), 18, "4 of 9: {text}");
+        assert_eq!(bar(rows[0]), 4, "{text}");
+        assert_eq!(bar(rows[2]), 0, "an empty bucket has no bar:\n{text}");
+        assert!(rows[9].trim_start().starts_with("≤ 44.170 ms"), "{text}");
+    }
+
+    #[test]
+    fn the_settings_come_before_the_run_and_the_results_after() {
+        let header = FittedText::default().render(&settings());
+        assert_eq!(
+            header,
+            "nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)\n  1 connection, 1 thread, keep-alive, 20 requests\n"
+        );
+        let report = stalled();
+        let results = FittedText::default().bench_results(&report);
+        assert!(!results.contains("nodelay bench"), "{results}");
+        assert_eq!(FittedText::default().render(&report), header + &results);
+    }
+
+    #[test]
+    fn requests_in_flight_at_the_end_of_a_timed_run_are_normal_and_said_so() {
+        let mut report = stalled();
+        report.settings.requests = None;
+        report.settings.duration_s = Some(10.0);
+        report.requests_unfinished = 2;
+        let text = Text.render(&report);
+        assert!(
+            text.contains("in flight   2 requests were still running when the time was up (not counted)"),
+            "{text}"
+        );
+        report.interrupted = true;
+        let text = Text.render(&report);
+        assert!(text.contains("interrupted (Ctrl-C) after 0.88 s"), "{text}");
+        assert!(text.contains("still running when the run was stopped"), "{text}");
+    }
+
+    #[test]
+    fn nothing_completed_prints_no_table_and_no_histogram() {
+        let text = Text.render(&nothing_completed());
+        assert!(text.contains("no response completed"), "{text}");
+        assert!(!text.contains("p50") && !text.contains("histogram"), "{text}");
+    }
+
+    /// The whole layout at 80 columns, for review: a fixed model, so nothing to redact.
+    #[test]
+    fn a_stalled_run_at_80_columns() {
+        let expected = "\
+nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)
+  1 connection, 1 thread, keep-alive, 20 requests
+
+  20 responses in 0.88 s: 22.7 req/s; 2.62 KiB read, 2.97 KiB/s
+
+            total  first byte  read gap  connect
+  min    43.62 ms     0.26 ms  43.20 ms   850 ns
+  p50    43.89 ms     0.72 ms  43.44 ms   850 ns
+  p90    44.12 ms     1.08 ms  43.63 ms   850 ns
+  p95    44.14 ms     1.12 ms  43.66 ms   850 ns
+  p99    44.16 ms     1.16 ms  43.68 ms   850 ns
+  p99.9  44.17 ms     1.17 ms  43.68 ms   850 ns
+  max    44.17 ms     1.17 ms  43.68 ms   850 ns
+  mean   43.89 ms     0.72 ms  43.44 ms   850 ns
+  stdev   0.14 ms     0.23 ms   0.12 ms     0 ns
+  read() calls per response: 2.00 (mean)
+
+  total latency histogram (responses per bucket):
+    ≤ 43.675 ms  1  ████
+    ≤ 43.730 ms  2  █████████
+    ≤ 43.785 ms  0
+    ≤ 43.840 ms  9  ████████████████████████████████████████
+    ≤ 43.895 ms  4  ██████████████████
+    ≤ 43.950 ms  1  ████
+    ≤ 44.005 ms  0
+    ≤ 44.060 ms  2  █████████
+    ≤ 44.115 ms  0
+    ≤ 44.170 ms  1  ████
+
+  status      200 ×20
+  keep-alive  19 of 20 responses reused a connection; 1 connection opened
+  errors      none
+
+  tcp_info           rtt  min rtt       ato  mss out  mss in  retransmits
+  connection 0  363.0 µs   7.0 µs  40.00 ms  32741 B   536 B            0
+";
+        assert_eq!(Text.render(&stalled()), expected);
+    }
+
+    /// `cargo test -p nodelay-report show_layouts -- --ignored --nocapture` prints the fixed
+    /// models at three widths, to look at them.
+    #[test]
+    #[ignore]
+    fn show_layouts() {
+        for report in [stalled(), busy(), nothing_completed()] {
+            for width in [MIN_WIDTH, 80, 132] {
+                println!("{}\n{}", "-".repeat(width), FittedText::new(width).render(&report));
+            }
+        }
+    }
 }

@@ -149,11 +149,13 @@ impl Run {
     }
 }
 
-/// Runs the nodelay binary with `args`.
+/// Runs the nodelay binary with `args`; its text is 80 columns wide, whatever `COLUMNS` the
+/// tests were started with.
 pub fn nodelay(args: &[&str]) -> Run {
     let started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
         .args(args)
+        .env_remove("COLUMNS")
         .stdin(Stdio::null())
         .output()
         .expect("run nodelay");
@@ -175,7 +177,7 @@ pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) 
     assert!(errors.is_empty(), "output violates {schema_file}:\n{}\n{instance:#}", errors.join("\n"));
 }
 
-/// The values of a text-report table row (`total`, `first byte`, ...) in milliseconds;
+/// The values of a text-report table row (the line starting with `label`) in milliseconds;
 /// panics if any number lacks a unit.
 pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
     let line = text
@@ -198,6 +200,45 @@ pub fn text_row_ms(text: &str, label: &str) -> Vec<f64> {
             value * scale
         })
         .collect()
+}
+
+/// The statistics of the bench latency table, top to bottom.
+pub const LATENCY_STATISTICS: [&str; 9] =
+    ["min", "p50", "p90", "p95", "p99", "p99.9", "max", "mean", "stdev"];
+
+/// One column of the bench latency table (`total`, `first byte`, `read gap`, `connect`): its
+/// value per statistic, in milliseconds, in [`LATENCY_STATISTICS`] order; panics if a number
+/// lacks its unit. The header names the columns, two spaces or more apart.
+pub fn latency_column_ms(text: &str, column: &str) -> Vec<f64> {
+    let header = text
+        .lines()
+        .find(|l| l.split("  ").any(|cell| cell.trim() == "total"))
+        .unwrap_or_else(|| panic!("no latency table in:\n{text}"));
+    let columns: Vec<&str> = header.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    let index =
+        columns.iter().position(|c| *c == column).unwrap_or_else(|| panic!("no column {column:?}: {header}"));
+    LATENCY_STATISTICS
+        .iter()
+        .map(|statistic| {
+            let row = text
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(statistic))
+                .unwrap_or_else(|| panic!("no row {statistic:?} in:\n{text}"));
+            text_row_ms(row, statistic)[index]
+        })
+        .collect()
+}
+
+/// One figure of the bench latency table, in milliseconds: `latency_ms(text, "total", "p50")`.
+pub fn latency_ms(text: &str, column: &str, statistic: &str) -> f64 {
+    let row = LATENCY_STATISTICS.iter().position(|s| *s == statistic).expect("a statistic of the table");
+    latency_column_ms(text, column)[row]
+}
+
+/// The text with every run of white space made one space: sentences read the same however
+/// the width wrapped them and the tables aligned them.
+pub fn squeeze(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A loopback server (port 0) that answers every request (ended by `request_end`) with
@@ -226,4 +267,50 @@ pub fn canned_server(request_end: &'static [u8], response: Vec<u8>) -> String {
         }
     });
     address.to_string()
+}
+
+/// A loopback server (port 0) that answers each HTTP request after `delay` (slow, but in one
+/// write with TCP_NODELAY: no stall), and counts the responses it sent, so a test can act
+/// once a run is under way without sleeping. Returns the URL and the count.
+pub fn slow_server(delay: Duration) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    let answered = std::sync::Arc::new(AtomicU64::new(0));
+    let counter = answered.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let counter = counter.clone();
+            std::thread::spawn(move || {
+                let _ = stream.set_nodelay(true);
+                let mut pending = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buffer) {
+                    pending.extend_from_slice(&buffer[..n]);
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        pending.drain(..end + 4);
+                        // The server's own think time: what the test measures, not a wait.
+                        std::thread::sleep(delay);
+                        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                            return;
+                        }
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
+    });
+    (format!("http://{address}/"), answered)
+}
+
+/// Polls `done` until it holds or `within` has passed (then panics with `what`): how tests
+/// wait for another thread or process without guessing a sleep.
+pub fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "gave up waiting for {what} after {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
