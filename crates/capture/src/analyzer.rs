@@ -9,32 +9,51 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-/// `--flow`: one endpoint (either side of a flow) or an exact pair.
+/// `--flow`: a port (either side of any flow), one endpoint (either side of a flow) or an
+/// exact pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FlowFilter {
-    first: Endpoint,
-    second: Option<Endpoint>,
+pub struct FlowFilter(FlowMatch);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum FlowMatch {
+    Port(u16),
+    Endpoint(Endpoint),
+    Pair(Endpoint, Endpoint),
 }
 
+/// What `--flow` accepts, for error messages.
+const FLOW_FORMS: &str = "PORT, IP:PORT or IP:PORT-IP:PORT (IPv6 as [::1]:80)";
+
 impl FlowFilter {
-    /// Parses `IP:PORT` or `IP:PORT-IP:PORT` (IPv6 as `[::1]:80`).
+    /// Parses `PORT`, `IP:PORT` or `IP:PORT-IP:PORT` (IPv6 as `[::1]:80`); ports are 1-65535
+    /// (port 0 never appears on a TCP flow, so a filter on it would match nothing).
     pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+            return match text.parse::<u16>() {
+                Ok(port) if port > 0 => Ok(FlowFilter(FlowMatch::Port(port))),
+                _ => Err(format!("port {text} is out of range (1-65535)")),
+            };
+        }
         let endpoint = |part: &str| {
-            part.trim()
-                .parse::<SocketAddr>()
-                .map(|a| (a.ip(), a.port()))
-                .map_err(|_| format!("'{part}' is not IP:PORT (IPv6 as [::1]:80)"))
+            let address =
+                part.trim().parse::<SocketAddr>().map_err(|_| format!("'{text}' is not {FLOW_FORMS}"))?;
+            if address.port() == 0 {
+                return Err(format!("port 0 in '{}' is out of range (1-65535)", part.trim()));
+            }
+            Ok((address.ip(), address.port()))
         };
         match text.split_once('-') {
-            Some((a, b)) => Ok(FlowFilter { first: endpoint(a)?, second: Some(endpoint(b)?) }),
-            None => Ok(FlowFilter { first: endpoint(text)?, second: None }),
+            Some((a, b)) => Ok(FlowFilter(FlowMatch::Pair(endpoint(a)?, endpoint(b)?))),
+            None => Ok(FlowFilter(FlowMatch::Endpoint(endpoint(text)?))),
         }
     }
 
     fn matches(&self, a: Endpoint, b: Endpoint) -> bool {
-        match self.second {
-            None => self.first == a || self.first == b,
-            Some(second) => (self.first, second) == (a, b) || (self.first, second) == (b, a),
+        match self.0 {
+            FlowMatch::Port(port) => a.1 == port || b.1 == port,
+            FlowMatch::Endpoint(end) => end == a || end == b,
+            FlowMatch::Pair(first, second) => (first, second) == (a, b) || (first, second) == (b, a),
         }
     }
 }
@@ -152,5 +171,57 @@ impl Analyzer {
         self.trim_kept();
         self.summary.read = read;
         self.summary
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    const CLIENT: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 40000);
+    const SERVER: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 8080);
+
+    fn matches(filter: &str) -> bool {
+        FlowFilter::parse(filter).unwrap().matches(CLIENT, SERVER)
+    }
+
+    #[test]
+    fn a_bare_port_matches_either_side() {
+        assert!(matches("8080"));
+        assert!(matches("40000"));
+        assert!(matches(" 8080 "));
+        assert!(!matches("80"));
+    }
+
+    #[test]
+    fn endpoints_and_pairs_still_match() {
+        assert!(matches("10.0.0.2:8080"));
+        assert!(matches("10.0.0.1:40000"));
+        assert!(!matches("10.0.0.3:8080"));
+        assert!(matches("10.0.0.1:40000-10.0.0.2:8080"));
+        assert!(matches("10.0.0.2:8080-10.0.0.1:40000"));
+        assert!(!matches("10.0.0.2:8080-10.0.0.3:40000"));
+        let v6 = FlowFilter::parse("[fd00::2]:8080").unwrap();
+        assert!(v6.matches((IpAddr::V6(Ipv6Addr::LOCALHOST), 1), ("fd00::2".parse().unwrap(), 8080)));
+    }
+
+    #[test]
+    fn bad_filters_say_why_in_one_line() {
+        let error = |text: &str| FlowFilter::parse(text).unwrap_err();
+        assert_eq!(error("0"), "port 0 is out of range (1-65535)");
+        assert_eq!(error("65536"), "port 65536 is out of range (1-65535)");
+        assert_eq!(
+            error("99999999999999999999999"),
+            "port 99999999999999999999999 is out of range (1-65535)"
+        );
+        assert_eq!(error("10.0.0.1:0"), "port 0 in '10.0.0.1:0' is out of range (1-65535)");
+        assert_eq!(error("nonsense"), format!("'nonsense' is not {FLOW_FORMS}"));
+        assert_eq!(error(""), format!("'' is not {FLOW_FORMS}"));
+        assert_eq!(error("80-"), format!("'80-' is not {FLOW_FORMS}"));
+        assert_eq!(error("10.0.0.1:80-x"), format!("'10.0.0.1:80-x' is not {FLOW_FORMS}"));
+        for text in ["0", "65536", "nonsense", "", "80-", "1.2.3.4:5-"] {
+            assert!(!error(text).contains('\n'), "{text:?}");
+        }
     }
 }

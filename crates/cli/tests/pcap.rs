@@ -114,6 +114,28 @@ fn flow_filter_selects_flows() {
 }
 
 #[test]
+fn flow_filter_takes_a_bare_port_for_either_side() {
+    let file = fixture("two_interfaces.pcapng");
+    for (port, code, flows) in [("8080", 3, 1), ("40000", 3, 1), ("9090", 0, 1), ("40001", 0, 1)] {
+        let run = nodelay(&["pcap", "--json", "--flow", port, &file]);
+        assert_eq!(run.code(), code, "--flow {port}: {}", run.stderr());
+        assert_eq!(run.json()["flows"], flows, "--flow {port}");
+    }
+    let run = nodelay(&["pcap", "--flow", "1", &file]);
+    assert_eq!(run.code(), 1);
+    assert!(run.stderr().contains("no TCP flow matches --flow"), "{}", run.stderr());
+    for (bad, why) in
+        [("0", "port 0 is out of range (1-65535)"), ("65536", "port 65536 is out of range (1-65535)")]
+    {
+        let run = nodelay(&["pcap", "--flow", bad, &file]);
+        assert_eq!(run.code(), 2, "--flow {bad}");
+        // clap's own hint follows on later lines; the error is the first.
+        let first = run.stderr().lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(why), "--flow {bad}: {}", run.stderr());
+    }
+}
+
+#[test]
 fn bad_files_say_what_and_where() {
     let check = |file: &str, code: i32, needle: &str| {
         let run = nodelay(&["pcap", &fixture(file)]);
