@@ -169,7 +169,8 @@ pub struct DoctorArgs {
 /// `nodelay pcap`: stalls in a capture.
 #[derive(Debug, Clone, Args)]
 pub struct PcapArgs {
-    /// A pcap or pcapng file (tcpdump -w, dumpcap, Wireshark)
+    /// A pcap or pcapng file (tcpdump -w, dumpcap, Wireshark), gzip-compressed or not; - reads
+    /// standard input (tcpdump -U -w - ... | nodelay pcap -)
     pub file: PathBuf,
 
     /// Only flows with this port on either side (PORT), this endpoint on either side

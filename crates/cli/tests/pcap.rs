@@ -4,9 +4,10 @@
 mod common;
 
 use common::*;
-use std::io::BufReader;
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Instant;
 
 fn fixture(name: &str) -> String {
     repo_root().join("tests/fixtures/pcap").join(name).to_string_lossy().into_owned()
@@ -17,6 +18,25 @@ fn pcap_json(file: &str) -> (Run, serde_json::Value) {
     let report = run.json();
     validate_against_schema("pcap.schema.json", &report);
     (run, report)
+}
+
+/// Runs `nodelay args...` with `input` written to its stdin through a pipe.
+fn nodelay_stdin(args: &[&str], input: &[u8]) -> Run {
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run nodelay");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // A writer thread: the pipe holds only so much while nodelay's stdout fills too.
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let output = child.wait_with_output().expect("wait for nodelay");
+    writer.join().unwrap().expect("nodelay read all of its stdin");
+    Run { output, elapsed: started.elapsed() }
 }
 
 fn ids(report: &serde_json::Value) -> Vec<String> {
@@ -143,7 +163,7 @@ fn bad_files_say_what_and_where() {
         assert!(run.stderr().contains(needle), "{file}: {}", run.stderr());
         assert!(!run.stderr().contains("panicked"), "{file}: {}", run.stderr());
     };
-    check("empty.pcap", 1, "the file is empty");
+    check("empty.pcap", 1, "it is empty (0 bytes)");
     check("not_a_capture.pcap", 1, "not a pcap or pcapng file (it starts with 47 45 54 20)");
     check("udp_only.pcap", 1, "no TCP packets among its 1 packets");
     check("unknown_link_type.pcap", 1, "link type 147 cannot be decoded");
@@ -161,6 +181,85 @@ fn bad_files_say_what_and_where() {
     let missing = nodelay(&["pcap", "/nonexistent/capture.pcap"]);
     assert_eq!(missing.code(), 1);
     assert!(missing.stderr().contains("cannot open"), "{}", missing.stderr());
+}
+
+#[test]
+fn a_capture_on_stdin_reads_like_the_file() {
+    let bytes = std::fs::read(fixture("ethernet_usec_le.pcap")).unwrap();
+    let run = nodelay_stdin(&["pcap", "--json", "-"], &bytes);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("pcap.schema.json", &report);
+    assert_eq!(report["file"], "stdin");
+    assert_eq!((report["packets"].as_u64(), report["stalls"].as_u64()), (Some(21), Some(3)));
+    // Errors name it stdin, and show its first bytes though it cannot be read again.
+    let not_a_capture = std::fs::read(fixture("not_a_capture.pcap")).unwrap();
+    let run = nodelay_stdin(&["pcap", "-"], &not_a_capture);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr().contains("nodelay: stdin: not a pcap or pcapng file (it starts with 47 45 54 20)"),
+        "{}",
+        run.stderr()
+    );
+    let run = nodelay_stdin(&["pcap", "-"], &bytes[..1400]);
+    assert_eq!(run.code(), 3);
+    assert!(run.stderr().contains("stdin: truncated: packet record #14"), "{}", run.stderr());
+    let run = nodelay_stdin(&["pcap", "-"], b"");
+    assert_eq!(run.code(), 1);
+    assert!(run.stderr().contains("nodelay: stdin: it is empty (0 bytes)"), "{}", run.stderr());
+}
+
+#[test]
+fn tcpdump_writes_into_nodelay_through_a_pipe() {
+    // The documented use: tcpdump -w - ... | nodelay pcap -
+    let mut tcpdump = Command::new("tcpdump")
+        .args(["-r", &fixture("linux_sll2.pcap"), "-w", "-"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("tcpdump (scripts/setup.sh installs it)");
+    let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["pcap", "--json", "-"])
+        .stdin(tcpdump.stdout.take().unwrap())
+        .output()
+        .unwrap();
+    tcpdump.wait().unwrap();
+    let run = Run { output, elapsed: Default::default() };
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    assert_eq!(run.json()["stalls"], 3);
+}
+
+#[test]
+fn gzip_captures_are_read_whatever_their_name() {
+    let gz = fixture("ethernet_usec_le.pcap.gz");
+    let (run, report) = pcap_json(&gz);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    assert_eq!((report["packets"].as_u64(), report["stalls"].as_u64()), (Some(21), Some(3)));
+    assert_eq!(report["bytes"], pcap_json(&fixture("ethernet_usec_le.pcap")).1["bytes"]);
+    // Found by its magic number: the same bytes named .pcap, and on stdin.
+    let bytes = std::fs::read(&gz).unwrap();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gzip");
+    std::fs::create_dir_all(&dir).unwrap();
+    let renamed = dir.join("capture.pcap");
+    std::fs::write(&renamed, &bytes).unwrap();
+    assert_eq!(pcap_json(renamed.to_str().unwrap()).1["stalls"], 3);
+    let run = nodelay_stdin(&["pcap", "--json", "-"], &bytes);
+    assert_eq!(run.json()["stalls"], 3, "{}", run.stderr());
+    // Cut short: the packets before the cut are reported, and the cut is named.
+    let cut = dir.join("cut.pcap.gz");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 4]).unwrap();
+    let run = nodelay(&["pcap", "--json", cut.to_str().unwrap()]);
+    assert!([0, 3].contains(&run.code()), "{}", run.stderr());
+    assert!(run.stderr().contains("the gzip stream is cut short; reporting the"), "{}", run.stderr());
+    assert_eq!(run.json()["error"], "the gzip stream is cut short");
+    // Decompressed content that is no capture says so, and what it starts with.
+    let run = nodelay(&["pcap", &fixture("not_a_capture.pcap.gz")]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr().contains("(decompressed): not a pcap or pcapng file (it starts with 47 45 54 20)"),
+        "{}",
+        run.stderr()
+    );
 }
 
 #[test]
