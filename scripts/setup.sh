@@ -15,6 +15,8 @@ want go golang-go
 want javac default-jdk-headless
 want redis-server redis-server
 want tcpdump tcpdump
+# Checks nodelay pcap's tcp.stream numbers against Wireshark's (crates/cli/tests/pcap.rs).
+want tshark tshark
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

@@ -1,13 +1,24 @@
-//! Runs every packet of a capture through flow tracking: a table of live flows (memory grows
+//! Runs every packet of a capture through flow tracking: a table of conversations, each
+//! with its Wireshark `tcp.stream` number and nodelay's flow while one is open (memory grows
 //! with concurrent connections, not with the file), finished flows folded into totals, and
 //! the flows with stalls kept for the report, the worst first, up to a bound.
 
-use crate::decode::{decode_tcp, link_type_supported};
+use crate::decode::{TcpSegment, decode_tcp, link_type_supported};
 use crate::flow::{Endpoint, Flow, FlowSummary, SenderStalls};
 use crate::reader::{Packet, ReadStats};
+use crate::stream::Stream;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
+use std::collections::hash_map::Entry;
 use std::net::SocketAddr;
+
+/// How long a closed conversation's number is kept for packets that trail it: twice the
+/// maximum segment lifetime (RFC 9293: 2 minutes), after which no segment of it can still
+/// be in the network. Later packets on its 4-tuple without a new SYN (which Wireshark would
+/// still count in it) get a new number.
+const CLOSED_KEPT_NS: u64 = 4 * 60 * 1_000_000_000;
+/// The table is swept of expired conversations when it has doubled, and not below this.
+const SWEEP_AT_LEAST: usize = 4096;
 
 /// `--flow`: a port (either side of any flow), one endpoint (either side of a flow) or an
 /// exact pair.
@@ -82,8 +93,43 @@ pub struct CaptureSummary {
 
 type FlowKey = (Endpoint, Endpoint);
 
+/// A 4-tuple seen in the capture: its Wireshark stream, and nodelay's flow while one is open.
+struct Conversation {
+    stream: Stream,
+    flow: Option<Flow>,
+    fins: [bool; 2],
+    /// Both FINs or a RST: its number is kept only a while longer (see [`CLOSED_KEPT_NS`]).
+    closed: bool,
+    last_ns: u64,
+}
+
+impl Conversation {
+    fn new(stream: u64, time_ns: u64) -> Self {
+        Conversation {
+            stream: Stream::new(stream),
+            flow: None,
+            fins: [false; 2],
+            closed: false,
+            last_ns: time_ns,
+        }
+    }
+
+    fn note_close(&mut self, direction: usize, segment: &TcpSegment) {
+        self.fins[direction] |= segment.fin;
+        self.closed |= segment.rst || self.fins == [true, true];
+    }
+
+    fn expired(&self, now_ns: u64) -> bool {
+        self.flow.is_none() && self.closed && now_ns.saturating_sub(self.last_ns) > CLOSED_KEPT_NS
+    }
+}
+
 pub struct Analyzer {
-    flows: FxHashMap<FlowKey, Flow>,
+    conversations: FxHashMap<FlowKey, Conversation>,
+    next_stream: u64,
+    /// The latest capture time seen, for expiry.
+    now_ns: u64,
+    sweep_at: usize,
     filter: Option<FlowFilter>,
     max_kept: usize,
     summary: CaptureSummary,
@@ -93,7 +139,10 @@ impl Analyzer {
     /// `max_kept`: how many stalling flows to keep in detail.
     pub fn new(filter: Option<FlowFilter>, max_kept: usize) -> Self {
         Analyzer {
-            flows: FxHashMap::default(),
+            conversations: FxHashMap::default(),
+            next_stream: 0,
+            now_ns: 0,
+            sweep_at: SWEEP_AT_LEAST,
             filter,
             max_kept: max_kept.max(1),
             summary: CaptureSummary::default(),
@@ -112,29 +161,81 @@ impl Analyzer {
             return;
         };
         summary.tcp_packets += 1;
+        self.now_ns = self.now_ns.max(packet.timestamp_ns);
         let key = if segment.source <= segment.destination {
             (segment.source, segment.destination)
         } else {
             (segment.destination, segment.source)
         };
-        let flow = match self.flows.get_mut(&key) {
-            Some(flow) => flow,
-            None => {
-                // Trailing ACKs of a closed flow, or traffic outside the filter, open nothing.
-                let opens = segment.syn || segment.payload_len > 0;
-                if !opens || self.filter.as_ref().is_some_and(|f| !f.matches(key.0, key.1)) {
-                    return;
-                }
-                self.summary.flows_seen += 1;
-                self.flows.entry(key).or_insert_with(|| Flow::new([key.0, key.1], packet.timestamp_ns))
-            }
-        };
-        flow.segment(packet.number, packet.timestamp_ns, &segment);
-        if flow.is_closed()
-            && let Some(flow) = self.flows.remove(&key)
-        {
+        let direction = usize::from(segment.source != key.0);
+        let (reused, finished) = self.track(key, direction, packet, &segment);
+        // The flow a new connection on the same 4-tuple cut off, and the flow this closed.
+        for flow in [reused, finished].into_iter().flatten() {
             self.finish_flow(flow);
         }
+    }
+
+    /// Feeds `segment` to its conversation and flow; returns the flow a reused 4-tuple
+    /// ended and the flow this segment closed.
+    fn track(
+        &mut self,
+        key: FlowKey,
+        direction: usize,
+        packet: &Packet<'_>,
+        segment: &TcpSegment,
+    ) -> (Option<Flow>, Option<Flow>) {
+        let time_ns = packet.timestamp_ns;
+        let mut reused = None;
+        let conversation = match self.conversations.entry(key) {
+            Entry::Occupied(entry) => {
+                let conversation = entry.into_mut();
+                if conversation.stream.starts_new(direction, segment) {
+                    let old = std::mem::replace(conversation, Conversation::new(self.next_stream, time_ns));
+                    self.next_stream += 1;
+                    conversation.stream.starts_new(direction, segment);
+                    reused = old.flow;
+                }
+                conversation
+            }
+            Entry::Vacant(entry) => {
+                let conversation = entry.insert(Conversation::new(self.next_stream, time_ns));
+                self.next_stream += 1;
+                conversation.stream.starts_new(direction, segment);
+                conversation
+            }
+        };
+        conversation.note_close(direction, segment);
+        conversation.last_ns = conversation.last_ns.max(time_ns);
+        if conversation.flow.is_none() {
+            // Trailing ACKs of a closed flow, or traffic outside the filter, open nothing.
+            let opens = segment.syn || segment.payload_len > 0;
+            if !opens || self.filter.as_ref().is_some_and(|f| !f.matches(key.0, key.1)) {
+                self.sweep();
+                return (reused, None);
+            }
+            self.summary.flows_seen += 1;
+            conversation.flow = Some(Flow::new([key.0, key.1], time_ns, conversation.stream.index));
+        }
+        let mut finished = None;
+        if let Some(flow) = conversation.flow.as_mut() {
+            flow.segment(packet.number, time_ns, segment);
+            if flow.is_closed() {
+                finished = conversation.flow.take();
+            }
+        }
+        self.sweep();
+        (reused, finished)
+    }
+
+    /// Forgets the conversations closed long ago, once the table has doubled since the last
+    /// sweep: the cost per packet stays constant whatever the table holds.
+    fn sweep(&mut self) {
+        if self.conversations.len() < self.sweep_at {
+            return;
+        }
+        let now = self.now_ns;
+        self.conversations.retain(|_, conversation| !conversation.expired(now));
+        self.sweep_at = (self.conversations.len() * 2).max(SWEEP_AT_LEAST);
     }
 
     fn finish_flow(&mut self, flow: Flow) {
@@ -163,7 +264,7 @@ impl Analyzer {
 
     /// Ends every live flow and returns the totals.
     pub fn finish(mut self, read: ReadStats) -> CaptureSummary {
-        let mut live: Vec<Flow> = self.flows.drain().map(|(_, flow)| flow).collect();
+        let mut live: Vec<Flow> = self.conversations.drain().filter_map(|(_, c)| c.flow).collect();
         live.sort_by_key(|flow| flow.summary_first_ns());
         for flow in live {
             self.finish_flow(flow);
@@ -177,7 +278,137 @@ impl Analyzer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::LINKTYPE_RAW;
+    use etherparse::PacketBuilder;
     use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    const SYN: u8 = 1;
+    const ACK: u8 = 2;
+    const FIN: u8 = 4;
+    const RST: u8 = 8;
+    const SECOND: u64 = 1_000_000_000;
+
+    /// Feeds raw IPv4 TCP packets to an analyzer, numbering them.
+    struct Feed {
+        analyzer: Analyzer,
+        number: u64,
+    }
+
+    impl Feed {
+        fn new(filter: Option<&str>) -> Self {
+            Feed { analyzer: Analyzer::new(filter.map(|f| FlowFilter::parse(f).unwrap()), 100), number: 0 }
+        }
+
+        /// From host `a` (10.0.0.a) port `pa` to 10.0.0.b port `pb`.
+        fn send(
+            &mut self,
+            at_ns: u64,
+            (a, pa): (u8, u16),
+            (b, pb): (u8, u16),
+            seq: u32,
+            flags: u8,
+            payload: &[u8],
+        ) {
+            let mut builder = PacketBuilder::ipv4([10, 0, 0, a], [10, 0, 0, b], 64).tcp(pa, pb, seq, 65535);
+            for (flag, set) in [(SYN, 0), (FIN, 1), (RST, 2)] {
+                if flags & flag != 0 {
+                    builder = match set {
+                        0 => builder.syn(),
+                        1 => builder.fin(),
+                        _ => builder.rst(),
+                    };
+                }
+            }
+            if flags & ACK != 0 {
+                builder = builder.ack(1);
+            }
+            let mut frame = Vec::new();
+            builder.write(&mut frame, payload).unwrap();
+            self.number += 1;
+            let packet = Packet {
+                number: self.number,
+                offset: 0,
+                timestamp_ns: at_ns,
+                link_type: LINKTYPE_RAW,
+                data: &frame,
+            };
+            self.analyzer.packet(&packet);
+        }
+
+        fn conversations(&self) -> usize {
+            self.analyzer.conversations.len()
+        }
+
+        /// The stream index of each conversation still in the table, by 4-tuple.
+        fn stream_of(&self, a: (u8, u16), b: (u8, u16)) -> Option<u64> {
+            let end = |(host, port): (u8, u16)| (IpAddr::V4(Ipv4Addr::new(10, 0, 0, host)), port);
+            let (a, b) = (end(a), end(b));
+            let key = if a <= b { (a, b) } else { (b, a) };
+            self.analyzer.conversations.get(&key).map(|c| c.stream.index)
+        }
+    }
+
+    const C: (u8, u16) = (1, 40000);
+    const S: (u8, u16) = (2, 8080);
+
+    #[test]
+    fn streams_are_numbered_by_first_appearance_of_any_tcp_packet() {
+        let mut feed = Feed::new(None);
+        feed.send(0, (9, 5555), (2, 22), 100, ACK, b""); // a bare ACK opens no flow, but counts
+        feed.send(1, C, S, 1000, SYN, b"");
+        feed.send(2, (3, 40001), S, 1, ACK, b"x");
+        feed.send(3, S, C, 5000, SYN | ACK, b"");
+        assert_eq!(feed.stream_of((9, 5555), (2, 22)), Some(0));
+        assert_eq!(feed.stream_of(C, S), Some(1));
+        assert_eq!(feed.stream_of((3, 40001), S), Some(2));
+        // --flow keeps the numbers of the whole file.
+        let mut filtered = Feed::new(Some("40001"));
+        filtered.send(0, (9, 5555), (2, 22), 100, ACK, b"");
+        filtered.send(1, C, S, 1000, SYN, b"");
+        filtered.send(2, (3, 40001), S, 1, ACK, b"x");
+        assert_eq!(filtered.stream_of((3, 40001), S), Some(2));
+        assert_eq!(filtered.analyzer.summary.flows_seen, 1);
+    }
+
+    #[test]
+    fn a_new_syn_on_a_used_4_tuple_is_a_new_stream_and_ends_the_old_flow() {
+        let mut feed = Feed::new(None);
+        feed.send(0, C, S, 1000, SYN, b"");
+        feed.send(1, S, C, 5000, SYN | ACK, b"");
+        feed.send(2, C, S, 1001, ACK, b"hello");
+        feed.send(3, C, S, 1006, FIN | ACK, b"");
+        feed.send(4, S, C, 5001, FIN | ACK, b"");
+        feed.send(5, C, S, 1007, ACK, b""); // trails the closed flow: same stream, no flow
+        assert_eq!(feed.stream_of(C, S), Some(0));
+        feed.send(6, C, S, 9000, SYN, b"");
+        feed.send(7, C, S, 9000, SYN, b""); // retransmitted
+        assert_eq!(feed.stream_of(C, S), Some(1));
+        // Reused while the flow was open (its end was not captured): the flow ends.
+        feed.send(8, C, S, 12345, SYN, b"");
+        assert_eq!(feed.stream_of(C, S), Some(2));
+        assert_eq!(feed.analyzer.summary.flows_seen, 3);
+    }
+
+    #[test]
+    fn closed_conversations_are_forgotten_after_twice_the_segment_lifetime() {
+        let mut feed = Feed::new(None);
+        let mut at = 0;
+        for port in 1..=SWEEP_AT_LEAST as u16 + 1 {
+            feed.send(at, (1, port), S, 1, ACK, b"x");
+            feed.send(at, S, (1, port), 1, RST, b"");
+            at += SECOND / 10;
+        }
+        // The sweep kept what closed within the last 4 minutes of capture time.
+        let kept = feed.conversations();
+        assert!(kept < SWEEP_AT_LEAST && kept as u64 >= CLOSED_KEPT_NS / (SECOND / 10), "{kept}");
+        // Open conversations are never forgotten, however old.
+        let mut feed = Feed::new(None);
+        for port in 1..=SWEEP_AT_LEAST as u16 + 1 {
+            feed.send(u64::from(port) * 10 * SECOND, (1, port), S, 1, ACK, b"");
+        }
+        assert_eq!(feed.conversations(), SWEEP_AT_LEAST + 1);
+        assert_eq!(feed.stream_of((1, 1), S), Some(0));
+    }
 
     const CLIENT: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 40000);
     const SERVER: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 8080);

@@ -155,6 +155,71 @@ fn flow_filter_takes_a_bare_port_for_either_side() {
     }
 }
 
+/// tshark's `tcp.stream` of every frame of `file`, by frame number.
+fn tshark_streams(file: &str) -> std::collections::BTreeMap<u64, u64> {
+    let fields = tshark(&["-r", file, "-T", "fields", "-e", "frame.number", "-e", "tcp.stream"]);
+    fields
+        .iter()
+        .map(|line| {
+            let (frame, stream) = line.split_once('\t').unwrap_or_else(|| panic!("tshark printed {line:?}"));
+            (frame.parse().unwrap(), stream.parse().unwrap())
+        })
+        .collect()
+}
+
+/// tshark's output lines.
+fn tshark(args: &[&str]) -> Vec<String> {
+    let output = Command::new("tshark")
+        .args(args)
+        .output()
+        .expect("tshark (scripts/setup.sh installs it) to check the tcp.stream numbers");
+    assert!(output.status.success(), "tshark {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap().lines().map(str::to_string).collect()
+}
+
+#[test]
+fn flows_carry_wiresharks_tcp_stream_and_a_filter_that_shows_them() {
+    let file = fixture("several_flows.pcap");
+    let streams = tshark_streams(&file);
+    let (_, report) = pcap_json(&file);
+    let flows = report["top_flows"].as_array().unwrap();
+    // Streams 0 (bare ACKs) and 2 (a handshake) have no stall; 5 reuses stream 1's 4-tuple.
+    let mut numbers: Vec<u64> = flows.iter().map(|f| f["tcp_stream"].as_u64().unwrap()).collect();
+    numbers.sort();
+    assert_eq!(numbers, [1, 3, 4, 5]);
+    for flow in flows {
+        let stream = flow["tcp_stream"].as_u64().unwrap();
+        for example in flow["examples"].as_array().unwrap() {
+            for packet in ["held_after_packet", "ack_packet", "release_packet"] {
+                let frame = example[packet].as_u64().unwrap();
+                assert_eq!(streams[&frame], stream, "tshark's tcp.stream of frame {frame} in {flow:#}");
+            }
+        }
+        // The display filter shows exactly that stream's frames.
+        let filter = flow["wireshark_filter"].as_str().unwrap();
+        let shown: Vec<u64> = tshark(&["-r", &file, "-Y", filter, "-T", "fields", "-e", "frame.number"])
+            .iter()
+            .map(|f| f.parse().unwrap())
+            .collect();
+        let expected: Vec<u64> = streams.iter().filter(|(_, s)| **s == stream).map(|(f, _)| *f).collect();
+        assert_eq!(shown, expected, "{filter}");
+    }
+    let loopback = flows.iter().find(|f| f["tcp_stream"] == 4).unwrap();
+    assert_eq!(
+        loopback["wireshark_filter"],
+        "tcp.stream eq 4 && ip.addr==127.0.0.1 && tcp.port==46043 && tcp.port==51234"
+    );
+    // --flow leaves out flows, not numbers.
+    let run = nodelay(&["pcap", "--json", "--flow", "8080", &file]);
+    let numbers: Vec<u64> = run.json()["top_flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["tcp_stream"].as_u64().unwrap())
+        .collect();
+    assert_eq!(numbers, [1, 5]);
+}
+
 #[test]
 fn bad_files_say_what_and_where() {
     let check = |file: &str, code: i32, needle: &str| {
