@@ -6,7 +6,7 @@ use crate::exit::Outcome;
 use crate::output;
 use anyhow::{Result, anyhow, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
-use nodelay_report::{Json, PcapReport, Render, Text};
+use nodelay_report::{Json, PcapReport, Render};
 use std::io::{IsTerminal, Read};
 use std::path::Path;
 
@@ -56,7 +56,7 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
         bail!("{name}: no TCP flow matches --flow");
     }
     let report = PcapReport::new(name, &summary, args.top as usize, warnings, error);
-    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+    output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }
 
@@ -75,4 +75,21 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
     let name = path.display().to_string();
     let file = std::fs::File::open(path).map_err(|e| anyhow!("cannot open {name}: {e}"))?;
     Ok((name, Box::new(file)))
+}
+
+/// Columns for the text report: the terminal's when stdout is one; otherwise (a file, a
+/// pipe) COLUMNS when it is a number, as ls does, else 80.
+fn text_width() -> usize {
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        && let Some((terminal_size::Width(columns), _)) = terminal_size::terminal_size_of(&stdout)
+        && columns > 0
+    {
+        return usize::from(columns);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.trim().parse::<usize>().ok())
+        .filter(|columns| *columns > 0)
+        .unwrap_or(PcapReport::DEFAULT_TEXT_WIDTH)
 }

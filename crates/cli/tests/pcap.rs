@@ -96,7 +96,8 @@ fn client_held_requests_and_retransmissions() {
 fn text_output_lists_flows_and_units() {
     let run = nodelay(&["pcap", &fixture("ethernet_usec_le.pcap")]);
     assert_eq!(run.code(), 3);
-    let text = run.stdout();
+    // Prose wraps at the width: compare with its words on one line.
+    let text = run.stdout().split_whitespace().collect::<Vec<_>>().join(" ");
     for needle in [
         "stalls: 3 in 1 flows, 119.91 ms lost",
         "10.0.0.1:40000 -> 10.0.0.2:8080",
@@ -106,9 +107,89 @@ fn text_output_lists_flows_and_units() {
         "server-nagle-delayed-ack (proven, high confidence)",
         "(seen in the capture)",
         "verdict: server-nagle-delayed-ack",
+        "stream 0: 10.0.0.1:40000 -> 10.0.0.2:8080",
+        "Wireshark: tcp.stream eq 0 && ip.addr==10.0.0.1 && ip.addr==10.0.0.2 && tcp.port==40000 && tcp.port==8080",
+        "ACKs delayed by the client: the Linux/FreeBSD delayed-ACK timer (40 ms)",
     ] {
         assert!(text.contains(needle), "missing {needle:?}:\n{text}");
     }
+}
+
+/// `nodelay pcap FILE` text with stdout a pipe, COLUMNS set or not.
+fn pcap_text(file: &str, columns: Option<&str>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodelay"));
+    command.args(["pcap", file]).stdin(Stdio::null()).env_remove("COLUMNS");
+    if let Some(columns) = columns {
+        command.env("COLUMNS", columns);
+    }
+    let run = Run { output: command.output().expect("run nodelay"), elapsed: Default::default() };
+    assert!([0, 3].contains(&run.code()), "{file}: {}", run.stderr());
+    run.stdout()
+}
+
+/// The units of the numbers in `lines`, a number being a word that parses as one and is
+/// followed by a word (counts and packet numbers have none and are left out).
+fn duration_units<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut units = Vec::new();
+    for line in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2) {
+            if pair[0].parse::<f64>().is_ok() && ["ns", "µs", "ms", "s"].contains(&pair[1]) {
+                units.push(pair[1].to_string());
+            }
+        }
+    }
+    units
+}
+
+#[test]
+fn text_fits_80_columns_when_piped_and_each_table_has_one_unit() {
+    for file in [
+        "several_flows.pcap",
+        "raw_ipv6.pcap",
+        "client_split.pcap",
+        "two_interfaces.pcapng",
+        "retransmission.pcap",
+        "truncated.pcap",
+        "ethernet_usec_le.pcap.gz",
+    ] {
+        let text = pcap_text(&fixture(file), None);
+        for line in text.lines() {
+            assert!(line.chars().count() <= 80, "{file}: {} columns: {line:?}\n{text}", line.chars().count());
+        }
+        // The flow table: from its header to the blank line after it.
+        let table = text.lines().skip_while(|l| !l.starts_with("stream  ")).take_while(|l| !l.is_empty());
+        let units = duration_units(table);
+        if file != "retransmission.pcap" {
+            assert!(!units.is_empty(), "{file}: no durations in the flow table:\n{text}");
+        }
+        assert!(units.iter().all(|u| u == "ms"), "{file}: flow table units {units:?}:\n{text}");
+        // Each finding's evidence table.
+        let mut lines = text.lines();
+        while lines.any(|l| l == "  evidence:") {
+            let evidence: Vec<&str> = lines.clone().take_while(|l| l.starts_with("    ")).collect();
+            let units = duration_units(evidence.iter().copied());
+            assert!(units.iter().all(|u| u == "ms"), "{file}: evidence units {units:?}:\n{text}");
+        }
+    }
+    // The long IPv6 flow keeps its addresses whole in its details, the ACK delay its unit.
+    let text = pcap_text(&fixture("several_flows.pcap"), None);
+    assert!(text.contains("\nstream 3: [fd12:3456:789a:bcde:f012:3456:789a:bcd1]:40002 ->\n"), "{text}");
+    assert!(text.contains("  && ipv6.addr==fd12:3456:789a:bcde:f012:3456:789a:bcd2"), "{text}");
+}
+
+#[test]
+fn text_follows_columns_when_piped() {
+    let file = fixture("several_flows.pcap");
+    for (columns, limit) in [("60", 60), ("132", 132), ("20", 50), ("0", 80), ("wide", 80)] {
+        let text = pcap_text(&file, Some(columns));
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= limit, "COLUMNS={columns}: a line of {widest} columns:\n{text}");
+        assert!(text.contains("verdict: "), "COLUMNS={columns}");
+    }
+    // 132 columns leave room for whole flows in the table.
+    let text = pcap_text(&file, Some("132"));
+    assert!(text.contains("     1  10.0.0.1:40000 -> 10.0.0.2:8080  "), "{text}");
 }
 
 #[test]
