@@ -90,17 +90,27 @@ pub fn wrap_atoms<'a>(
 
 /// [`wrap_atoms`] of the words of `text`, a unit kept with its number (`40 ms)` is one atom).
 pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
-    let mut atoms: Vec<String> = Vec::new();
+    let glued = glue_units(text);
+    let lines = wrap_atoms(glued.split(' '), width, first, rest);
+    lines.into_iter().map(|line| line.replace(NO_BREAK, " ")).collect()
+}
+
+/// The space that keeps a number with its unit in [`glue_units`].
+pub const NO_BREAK: char = '\u{a0}';
+
+/// `text` with its words one space apart, but a number and its unit joined by [`NO_BREAK`]
+/// (`40\u{a0}ms)`): for text that something else wraps at spaces, such as a table cell;
+/// replace it with a space once laid out.
+pub fn glue_units(text: &str) -> String {
+    let mut glued = String::with_capacity(text.len());
     for word in text.split_whitespace() {
-        match atoms.last_mut() {
-            Some(number) if is_unit(word) && number.ends_with(|c: char| c.is_ascii_digit()) => {
-                number.push(' ');
-                number.push_str(word);
-            }
-            _ => atoms.push(word.to_string()),
+        if !glued.is_empty() {
+            let after_number = glued.ends_with(|c: char| c.is_ascii_digit());
+            glued.push(if after_number && is_unit(word) { NO_BREAK } else { ' ' });
         }
+        glued.push_str(word);
     }
-    wrap_atoms(atoms.iter().map(String::as_str), width, first, rest)
+    glued
 }
 
 /// A unit word as the reports write them, punctuation after it allowed (`ms),`).
@@ -169,6 +179,7 @@ mod tests {
             ["captured", "4.65 KiB,", "delay (40 ms):", "lost"]
         );
         assert_eq!(display_width("20.0 µs"), 7);
+        assert_eq!(glue_units("timer (40 ms)  of 3 packets"), "timer (40\u{a0}ms) of 3\u{a0}packets");
     }
 
     #[test]

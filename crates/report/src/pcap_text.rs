@@ -5,7 +5,8 @@
 
 use crate::Render;
 use crate::format::{
-    display_width, format_bytes, format_duration_ms, format_ms, ms_decimals, wrap_atoms, wrap_words,
+    NO_BREAK, display_width, format_bytes, format_duration_ms, format_ms, glue_units, ms_decimals,
+    wrap_atoms, wrap_words,
 };
 use crate::pcap::{FlowReport, PcapReport, StallReport};
 use crate::text::Text;
@@ -66,9 +67,10 @@ impl Lines {
         self.lines.extend(wrap_words(text, self.width, first, rest));
     }
 
-    /// A table's lines, behind `indent`.
+    /// A table's lines, behind `indent` (cells may hold [`glue_units`] text).
     fn table(&mut self, indent: &str, table: &Table) {
-        self.lines.extend(table.lines().map(|line| format!("{indent}{}", line.trim_end())));
+        self.lines
+            .extend(table.lines().map(|line| format!("{indent}{}", line.trim_end().replace(NO_BREAK, " "))));
     }
 }
 
@@ -289,7 +291,7 @@ fn write_finding(out: &mut Lines, f: &Finding) {
     let decimals = ms_decimals(f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
     let mut evidence = table(out.width - 4, None);
     for e in &f.evidence {
-        evidence.add_row(vec![e.what.clone(), evidence_value(e, decimals)]);
+        evidence.add_row(vec![glue_units(&e.what), evidence_value(e, decimals)]);
     }
     align(&mut evidence, &[0], &[0]);
     out.table("    ", &evidence);
@@ -308,7 +310,7 @@ fn write_finding(out: &mut Lines, f: &Finding) {
     if !f.fix.is_empty() {
         let mut fixes = table(out.width - 4, None);
         for fix in &f.fix {
-            fixes.add_row(vec![fix.stack, fix.how]);
+            fixes.add_row(vec![glue_units(fix.stack), glue_units(fix.how)]);
         }
         align(&mut fixes, &[0, 1], &[0, 1]);
         out.table("    ", &fixes);
@@ -397,6 +399,7 @@ mod tests {
                     assert!(display_width(line) <= limit, "{name} at {width}: {line:?}\n{text}");
                 }
                 assert!(text.contains("verdict: "), "{name} at {width}");
+                assert!(!text.contains(NO_BREAK), "{name} at {width}: a no-break space left in");
             }
         }
     }
