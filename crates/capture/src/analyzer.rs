@@ -1,7 +1,9 @@
-//! Runs every packet of a capture through flow tracking: a table of conversations, each
+//! Runs every packet of a capture through flow tracking: a table of open conversations, each
 //! with its Wireshark `tcp.stream` number and nodelay's flow while one is open (memory grows
-//! with concurrent connections, not with the file), finished flows folded into totals, and
-//! the flows with stalls kept for the report, the worst first, up to a bound.
+//! with concurrent connections, not with the file), a compact table of the conversations
+//! closed in the last minutes (their numbers, for the packets that trail them), finished
+//! flows folded into totals, and the flows with stalls kept for the report, the worst first,
+//! up to a bound.
 
 use crate::decode::{TcpSegment, decode_tcp, link_type_supported};
 use crate::flow::{Endpoint, Flow, FlowSummary, SenderStalls};
@@ -17,7 +19,7 @@ use std::net::SocketAddr;
 /// be in the network. Later packets on its 4-tuple without a new SYN (which Wireshark would
 /// still count in it) get a new number.
 const CLOSED_KEPT_NS: u64 = 4 * 60 * 1_000_000_000;
-/// The table is swept of expired conversations when it has doubled, and not below this.
+/// The closed table is swept when it has doubled since the last sweep, and not below this.
 const SWEEP_AT_LEAST: usize = 4096;
 
 /// `--flow`: a port (either side of any flow), one endpoint (either side of a flow) or an
@@ -93,25 +95,22 @@ pub struct CaptureSummary {
 
 type FlowKey = (Endpoint, Endpoint);
 
-/// A 4-tuple seen in the capture: its Wireshark stream, and nodelay's flow while one is open.
+/// A 4-tuple whose connection has not closed: its Wireshark stream, and nodelay's flow while
+/// one is open.
 struct Conversation {
     stream: Stream,
-    flow: Option<Flow>,
+    /// Boxed: many open conversations have no flow (bare ACKs, outside --flow), and a flow
+    /// inline would make each of them 600 bytes instead of 50.
+    flow: Option<Box<Flow>>,
     fins: [bool; 2],
-    /// Both FINs or a RST: its number is kept only a while longer (see [`CLOSED_KEPT_NS`]).
+    /// Both FINs or a RST: once its flow is done it moves to the closed table.
     closed: bool,
     last_ns: u64,
 }
 
 impl Conversation {
-    fn new(stream: u64, time_ns: u64) -> Self {
-        Conversation {
-            stream: Stream::new(stream),
-            flow: None,
-            fins: [false; 2],
-            closed: false,
-            last_ns: time_ns,
-        }
+    fn new(stream: Stream, time_ns: u64) -> Self {
+        Conversation { stream, flow: None, fins: [false; 2], closed: false, last_ns: time_ns }
     }
 
     fn note_close(&mut self, direction: usize, segment: &TcpSegment) {
@@ -119,13 +118,94 @@ impl Conversation {
         self.closed |= segment.rst || self.fins == [true, true];
     }
 
-    fn expired(&self, now_ns: u64) -> bool {
-        self.flow.is_none() && self.closed && now_ns.saturating_sub(self.last_ns) > CLOSED_KEPT_NS
+    /// Feeds `segment` to the conversation and its flow (opening one when `opens`); a SYN
+    /// that starts a new conversation on the 4-tuple takes the next number from `fed`,
+    /// which gets back the flow that ended.
+    fn feed(
+        &mut self,
+        key: FlowKey,
+        direction: usize,
+        packet: &Packet<'_>,
+        segment: &TcpSegment,
+        opens: bool,
+        fed: &mut Fed<'_>,
+    ) {
+        let time_ns = packet.timestamp_ns;
+        if self.stream.starts_new(direction, segment) {
+            let next = Stream::new(*fed.next_stream);
+            *fed.next_stream += 1;
+            fed.reused = std::mem::replace(self, Conversation::new(next, time_ns)).flow;
+            // Sets the direction's base for the new number.
+            self.stream.starts_new(direction, segment);
+        }
+        self.note_close(direction, segment);
+        self.last_ns = self.last_ns.max(time_ns);
+        if self.flow.is_none() && opens {
+            *fed.flows_seen += 1;
+            self.flow = Some(Box::new(Flow::new([key.0, key.1], time_ns, self.stream.index)));
+        }
+        if let Some(flow) = self.flow.as_mut() {
+            flow.segment(packet.number, time_ns, segment);
+            if flow.is_closed() {
+                fed.finished = self.flow.take();
+            }
+        }
     }
 }
 
+/// A closed conversation, kept for the packets that trail it (the last ACK, a retransmitted
+/// FIN): its number, and its sequence bases, which tell a new SYN on the 4-tuple.
+struct Closed {
+    stream: Stream,
+    last_ns: u64,
+}
+
+/// What feeding a conversation needs from the analyzer, and the flows it ended.
+struct Fed<'a> {
+    reused: Option<Box<Flow>>,
+    finished: Option<Box<Flow>>,
+    next_stream: &'a mut u64,
+    flows_seen: &'a mut u64,
+}
+
+/// What a packet on a 4-tuple with no open conversation is to the 4-tuple's closed one.
+enum AfterClose {
+    /// It trails it (the last ACK, a retransmitted FIN): counted there, nothing more to do.
+    Trails,
+    /// It goes on under the same number (data to open a flow on).
+    Continues(Stream),
+    /// A new number is due: a 4-tuple never seen (or closed long ago), or a new SYN on it.
+    New,
+}
+
+fn after_close(
+    closed: &mut FxHashMap<FlowKey, Closed>,
+    key: FlowKey,
+    direction: usize,
+    segment: &TcpSegment,
+    opens: bool,
+    now_ns: u64,
+) -> AfterClose {
+    let Some(conversation) = closed.get_mut(&key) else { return AfterClose::New };
+    if conversation.stream.starts_new(direction, segment) {
+        closed.remove(&key);
+        return AfterClose::New;
+    }
+    conversation.last_ns = conversation.last_ns.max(now_ns);
+    if !opens {
+        return AfterClose::Trails;
+    }
+    let stream = conversation.stream;
+    closed.remove(&key);
+    AfterClose::Continues(stream)
+}
+
 pub struct Analyzer {
-    conversations: FxHashMap<FlowKey, Conversation>,
+    /// Open conversations: every packet looks here first, so it stays small (live
+    /// connections) and in cache.
+    open: FxHashMap<FlowKey, Conversation>,
+    /// Closed ones, until [`CLOSED_KEPT_NS`] after their last packet.
+    closed: FxHashMap<FlowKey, Closed>,
     next_stream: u64,
     /// The latest capture time seen, for expiry.
     now_ns: u64,
@@ -139,7 +219,8 @@ impl Analyzer {
     /// `max_kept`: how many stalling flows to keep in detail.
     pub fn new(filter: Option<FlowFilter>, max_kept: usize) -> Self {
         Analyzer {
-            conversations: FxHashMap::default(),
+            open: FxHashMap::default(),
+            closed: FxHashMap::default(),
             next_stream: 0,
             now_ns: 0,
             sweep_at: SWEEP_AT_LEAST,
@@ -168,74 +249,55 @@ impl Analyzer {
             (segment.destination, segment.source)
         };
         let direction = usize::from(segment.source != key.0);
-        let (reused, finished) = self.track(key, direction, packet, &segment);
-        // The flow a new connection on the same 4-tuple cut off, and the flow this closed.
-        for flow in [reused, finished].into_iter().flatten() {
-            self.finish_flow(flow);
-        }
-    }
-
-    /// Feeds `segment` to its conversation and flow; returns the flow a reused 4-tuple
-    /// ended and the flow this segment closed.
-    fn track(
-        &mut self,
-        key: FlowKey,
-        direction: usize,
-        packet: &Packet<'_>,
-        segment: &TcpSegment,
-    ) -> (Option<Flow>, Option<Flow>) {
-        let time_ns = packet.timestamp_ns;
-        let mut reused = None;
-        let conversation = match self.conversations.entry(key) {
-            Entry::Occupied(entry) => {
-                let conversation = entry.into_mut();
-                if conversation.stream.starts_new(direction, segment) {
-                    let old = std::mem::replace(conversation, Conversation::new(self.next_stream, time_ns));
-                    self.next_stream += 1;
-                    conversation.stream.starts_new(direction, segment);
-                    reused = old.flow;
-                }
-                conversation
-            }
+        // A segment that would open a flow: trailing ACKs of a closed flow, or traffic
+        // outside the filter, open nothing.
+        let opens = (segment.syn || segment.payload_len > 0)
+            && self.filter.as_ref().is_none_or(|f| f.matches(key.0, key.1));
+        // One lookup for a packet of an open conversation, nearly every packet.
+        let conversation = match self.open.entry(key) {
+            Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {
-                let conversation = entry.insert(Conversation::new(self.next_stream, time_ns));
-                self.next_stream += 1;
-                conversation.stream.starts_new(direction, segment);
-                conversation
+                let stream = match after_close(&mut self.closed, key, direction, &segment, opens, self.now_ns)
+                {
+                    AfterClose::Trails => return,
+                    AfterClose::Continues(stream) => stream,
+                    AfterClose::New => {
+                        self.next_stream += 1;
+                        Stream::new(self.next_stream - 1)
+                    }
+                };
+                entry.insert(Conversation::new(stream, packet.timestamp_ns))
             }
         };
-        conversation.note_close(direction, segment);
-        conversation.last_ns = conversation.last_ns.max(time_ns);
-        if conversation.flow.is_none() {
-            // Trailing ACKs of a closed flow, or traffic outside the filter, open nothing.
-            let opens = segment.syn || segment.payload_len > 0;
-            if !opens || self.filter.as_ref().is_some_and(|f| !f.matches(key.0, key.1)) {
-                self.sweep();
-                return (reused, None);
-            }
-            self.summary.flows_seen += 1;
-            conversation.flow = Some(Flow::new([key.0, key.1], time_ns, conversation.stream.index));
+        let mut fed = Fed {
+            reused: None,
+            finished: None,
+            next_stream: &mut self.next_stream,
+            flows_seen: &mut self.summary.flows_seen,
+        };
+        conversation.feed(key, direction, packet, &segment, opens, &mut fed);
+        let Fed { reused, finished, .. } = fed;
+        if conversation.closed && conversation.flow.is_none() {
+            let closed = Closed { stream: conversation.stream, last_ns: conversation.last_ns };
+            self.open.remove(&key);
+            self.closed.insert(key, closed);
+            self.sweep();
         }
-        let mut finished = None;
-        if let Some(flow) = conversation.flow.as_mut() {
-            flow.segment(packet.number, time_ns, segment);
-            if flow.is_closed() {
-                finished = conversation.flow.take();
-            }
+        // The flow a new connection on the same 4-tuple cut off, and the flow this closed.
+        for flow in [reused, finished].into_iter().flatten() {
+            self.finish_flow(*flow);
         }
-        self.sweep();
-        (reused, finished)
     }
 
-    /// Forgets the conversations closed long ago, once the table has doubled since the last
-    /// sweep: the cost per packet stays constant whatever the table holds.
+    /// Forgets the conversations closed long ago, once the closed table has doubled since
+    /// the last sweep: the cost per packet stays constant whatever the table holds.
     fn sweep(&mut self) {
-        if self.conversations.len() < self.sweep_at {
+        if self.closed.len() < self.sweep_at {
             return;
         }
         let now = self.now_ns;
-        self.conversations.retain(|_, conversation| !conversation.expired(now));
-        self.sweep_at = (self.conversations.len() * 2).max(SWEEP_AT_LEAST);
+        self.closed.retain(|_, closed| now.saturating_sub(closed.last_ns) <= CLOSED_KEPT_NS);
+        self.sweep_at = (self.closed.len() * 2).max(SWEEP_AT_LEAST);
     }
 
     fn finish_flow(&mut self, flow: Flow) {
@@ -264,10 +326,10 @@ impl Analyzer {
 
     /// Ends every live flow and returns the totals.
     pub fn finish(mut self, read: ReadStats) -> CaptureSummary {
-        let mut live: Vec<Flow> = self.conversations.drain().filter_map(|(_, c)| c.flow).collect();
+        let mut live: Vec<Box<Flow>> = self.open.drain().filter_map(|(_, c)| c.flow).collect();
         live.sort_by_key(|flow| flow.summary_first_ns());
         for flow in live {
-            self.finish_flow(flow);
+            self.finish_flow(*flow);
         }
         self.trim_kept();
         self.summary.read = read;
@@ -336,7 +398,7 @@ mod tests {
         }
 
         fn conversations(&self) -> usize {
-            self.analyzer.conversations.len()
+            self.analyzer.open.len() + self.analyzer.closed.len()
         }
 
         /// The stream index of each conversation still in the table, by 4-tuple.
@@ -344,7 +406,8 @@ mod tests {
             let end = |(host, port): (u8, u16)| (IpAddr::V4(Ipv4Addr::new(10, 0, 0, host)), port);
             let (a, b) = (end(a), end(b));
             let key = if a <= b { (a, b) } else { (b, a) };
-            self.analyzer.conversations.get(&key).map(|c| c.stream.index)
+            let open = self.analyzer.open.get(&key).map(|c| c.stream.index);
+            open.or_else(|| self.analyzer.closed.get(&key).map(|c| c.stream.index))
         }
     }
 
@@ -380,13 +443,18 @@ mod tests {
         feed.send(4, S, C, 5001, FIN | ACK, b"");
         feed.send(5, C, S, 1007, ACK, b""); // trails the closed flow: same stream, no flow
         assert_eq!(feed.stream_of(C, S), Some(0));
+        assert_eq!(feed.analyzer.summary.flows_seen, 1);
+        assert!(feed.analyzer.open.is_empty(), "a closed conversation leaves the open table");
+        feed.send(5, C, S, 1007, ACK, b"late"); // data without a SYN: a flow, same stream
+        assert_eq!(feed.stream_of(C, S), Some(0));
+        assert_eq!(feed.analyzer.summary.flows_seen, 2);
         feed.send(6, C, S, 9000, SYN, b"");
         feed.send(7, C, S, 9000, SYN, b""); // retransmitted
         assert_eq!(feed.stream_of(C, S), Some(1));
         // Reused while the flow was open (its end was not captured): the flow ends.
         feed.send(8, C, S, 12345, SYN, b"");
         assert_eq!(feed.stream_of(C, S), Some(2));
-        assert_eq!(feed.analyzer.summary.flows_seen, 3);
+        assert_eq!(feed.analyzer.summary.flows_seen, 4);
     }
 
     #[test]
