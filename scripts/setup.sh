@@ -17,6 +17,8 @@ want redis-server redis-server
 want tcpdump tcpdump
 # The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/terminal.rs).
 want tmux tmux
+# Checks nodelay pcap's tcp.stream numbers against Wireshark's (crates/cli/tests/pcap.rs).
+want tshark tshark
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light

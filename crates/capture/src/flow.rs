@@ -87,6 +87,8 @@ impl SenderStalls {
 /// A finished flow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FlowSummary {
+    /// Wireshark's `tcp.stream` of the conversation the flow belongs to.
+    pub stream: u64,
     pub client: Endpoint,
     pub server: Endpoint,
     /// Roles come from the SYN; otherwise the side that sent data first is the client.
@@ -154,6 +156,7 @@ fn seq_after(a: u32, b: u32) -> bool {
 
 #[derive(Debug, Clone)]
 pub struct Flow {
+    stream: u64,
     ends: [Endpoint; 2],
     sides: [Side; 2],
     syn_ns: Option<u64>,
@@ -169,8 +172,10 @@ pub struct Flow {
 }
 
 impl Flow {
-    pub fn new(ends: [Endpoint; 2], first_ns: u64) -> Self {
+    /// `stream`: Wireshark's `tcp.stream` of the conversation, for the report.
+    pub fn new(ends: [Endpoint; 2], first_ns: u64, stream: u64) -> Self {
         Flow {
+            stream,
             ends,
             sides: Default::default(),
             syn_ns: None,
@@ -319,6 +324,7 @@ impl Flow {
         let [a, b] = self.sides;
         let (client_side, server_side) = if client == 0 { (a, b) } else { (b, a) };
         FlowSummary {
+            stream: self.stream,
             client: self.ends[client],
             server: self.ends[server],
             roles_from_handshake: self.client.is_some(),
@@ -355,7 +361,8 @@ mod tests {
 
     impl Conversation {
         fn new() -> Self {
-            let mut c = Conversation { flow: Flow::new([CLIENT, SERVER], 0), packet: 0, seq: [1000, 5000] };
+            let mut c =
+                Conversation { flow: Flow::new([CLIENT, SERVER], 0, 0), packet: 0, seq: [1000, 5000] };
             c.syn(0, 0, false);
             c.syn(1, 20 * US, true);
             c.ack(0, 40 * US);
@@ -488,7 +495,7 @@ mod tests {
 
     #[test]
     fn roles_without_handshake_come_from_first_data() {
-        let mut flow = Flow::new([SERVER, CLIENT], 0);
+        let mut flow = Flow::new([SERVER, CLIENT], 0, 0);
         let segment = |source, destination, seq, payload| TcpSegment {
             source,
             destination,

@@ -1,10 +1,12 @@
 //! Packet captures: read pcap/pcapng as a stream, decode TCP, track flows in both
-//! directions and find Nagle × delayed-ACK stalls by the capture rule of FIELD_NOTES §5.
+//! directions (numbered like Wireshark's `tcp.stream`) and find Nagle × delayed-ACK stalls
+//! by the capture rule of FIELD_NOTES §5.
 
 mod analyzer;
 pub mod decode;
 mod flow;
 mod reader;
+mod stream;
 
 pub use analyzer::{Analyzer, CaptureSummary, FlowFilter};
 pub use decode::{TcpSegment, decode_tcp, link_type_supported};

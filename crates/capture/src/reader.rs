@@ -1,14 +1,36 @@
 //! Streaming reader for pcap (both byte orders, µs and ns timestamps) and pcapng (several
-//! interfaces, each with its own link type and timestamp resolution), built on pcap-parser.
-//! One packet at a time through a callback: memory does not depend on the file size.
+//! interfaces, each with its own link type and timestamp resolution), built on pcap-parser,
+//! from any `Read` (a file, a pipe), gzip-compressed or not. One packet at a time through a
+//! callback: memory does not depend on the file size.
 
+use flate2::read::MultiGzDecoder;
 use pcap_parser::pcapng::Block;
 use pcap_parser::{PcapBlockOwned, PcapError, create_reader};
-use std::io::Read;
+use std::io::{self, Cursor, ErrorKind, Read};
 use thiserror::Error;
 
 /// Bytes of file buffered at once; a packet must fit (snap lengths are at most 256 KiB).
 const BUFFER_BYTES: usize = 4 * 1024 * 1024;
+/// The first two bytes of every gzip member (RFC 1952).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+/// Bytes kept from the start of the capture: enough for the longest header pcap-parser
+/// reads first (a pcapng section header without options: 28 bytes).
+const HEAD_BYTES: usize = 32;
+/// Bytes of them shown for a file that is not a capture.
+const SHOWN_BYTES: usize = 4;
+/// Magic numbers of pcap (µs and ns, both byte orders, and the modified format) and pcapng.
+const CAPTURE_MAGICS: [[u8; 4]; 7] = [
+    [0xd4, 0xc3, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0xc3, 0xd4],
+    [0x4d, 0x3c, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0x3c, 0x4d],
+    [0x34, 0xcd, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0xcd, 0x34],
+    [0x0a, 0x0d, 0x0d, 0x0a],
+];
+/// The shortest pcap file header, and pcapng section header.
+const SHORTEST_HEADER: usize = 24;
+const SHORTEST_SECTION_HEADER: usize = 28;
 
 /// One captured packet, valid during the callback.
 #[derive(Debug, Clone, Copy)]
@@ -27,11 +49,14 @@ pub struct Packet<'a> {
 /// Why reading stopped before the end of the file.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReadError {
-    #[error("the file is empty")]
+    #[error("it is empty (0 bytes)")]
     Empty,
-    #[error("not a pcap or pcapng file (no known magic number at byte offset 0)")]
-    NotACapture,
-    #[error("the file is truncated: packet record #{packet} at byte offset {offset} is cut short")]
+    /// `first_bytes`: the first bytes of the input (after decompression), in hex.
+    #[error("not a pcap or pcapng file (it starts with {first_bytes})")]
+    NotACapture { first_bytes: String },
+    #[error("truncated: the file header is cut short ({bytes} bytes)")]
+    TruncatedHeader { bytes: usize },
+    #[error("truncated: packet record #{packet} at byte offset {offset} is cut short")]
     Truncated { packet: u64, offset: u64 },
     #[error(
         "packet #{packet} at byte offset {offset}: captured length {caplen} exceeds the snap length {snaplen}"
@@ -43,7 +68,8 @@ pub enum ReadError {
     UnknownInterface { packet: u64, offset: u64, interface: u32 },
     #[error("malformed record at byte offset {offset} (after packet #{packet}): {reason}")]
     Malformed { packet: u64, offset: u64, reason: String },
-    #[error("cannot read the file: {0}")]
+    /// Why reading failed, in words (`cannot read it: ...`, `the gzip stream is cut short`).
+    #[error("{0}")]
     Io(String),
 }
 
@@ -54,6 +80,8 @@ pub struct ReadStats {
     pub bytes: u64,
     /// Packets without a timestamp (pcapng simple packet blocks), skipped.
     pub untimed_packets: u64,
+    /// The input was gzip-compressed (byte offsets in errors count decompressed bytes).
+    pub gzip: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,18 +108,138 @@ pub fn read_packets_buffered<R, F>(
     input: R,
     buffer_bytes: usize,
     stats: &mut ReadStats,
-    mut on_packet: F,
+    on_packet: F,
 ) -> Result<(), ReadError>
 where
     R: Read + Send,
     F: FnMut(&Packet<'_>),
 {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    let mut failure = None;
+    let result = match Source::open(input, &mut head, &mut failure) {
+        Ok((source, gzip)) => {
+            stats.gzip = gzip;
+            read_records(source, buffer_bytes, stats, on_packet)
+        }
+        Err(e) => Err(ReadError::Io(describe_io_error(&e, false))),
+    };
+    // The input ended at an I/O error: that error, not what its end looked like, is why.
+    if let Some(failure) = failure {
+        return Err(ReadError::Io(describe_io_error(&failure, stats.gzip)));
+    }
+    // pcap-parser says only that the header is unknown or short: the source kept what the
+    // input starts with (a pipe cannot be read again to find out).
+    result.map_err(|error| match error {
+        ReadError::NotACapture { .. } | ReadError::TruncatedHeader { .. } => header_error(&head),
+        other => other,
+    })
+}
+
+/// Why the start of the input is no capture: a header cut short, or no known magic number.
+fn header_error(head: &[u8]) -> ReadError {
+    let magic = &head[..head.len().min(4)];
+    let known = CAPTURE_MAGICS.iter().find(|m| m.starts_with(magic));
+    let shortest = if known == Some(&CAPTURE_MAGICS[6]) { SHORTEST_SECTION_HEADER } else { SHORTEST_HEADER };
+    if known.is_some() && head.len() < shortest {
+        return ReadError::TruncatedHeader { bytes: head.len() };
+    }
+    let shown = &head[..head.len().min(SHOWN_BYTES)];
+    ReadError::NotACapture {
+        first_bytes: shown.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
+    }
+}
+
+fn describe_io_error(error: &io::Error, gzip: bool) -> String {
+    match error.kind() {
+        ErrorKind::UnexpectedEof if gzip => "the gzip stream is cut short".into(),
+        ErrorKind::InvalidInput | ErrorKind::InvalidData if gzip => {
+            format!("the gzip stream is corrupt ({error})")
+        }
+        _ => format!("cannot read it: {error}"),
+    }
+}
+
+/// What pcap-parser reads from: the input, decompressed when it starts with the gzip magic.
+/// Each read fills the buffer unless the input ends, because a pipe hands over what has
+/// been written so far and pcap-parser takes a short first read for a bad header. It keeps
+/// the first bytes it hands over, for the "not a capture" error.
+///
+/// An I/O error ends the input as if it were the end of the file, and is kept: pcap-parser
+/// would drop the bytes read before it (a cut gzip stream still yields the packets before
+/// the cut) and would say only that a read failed, not why.
+struct Source<'a> {
+    inner: Box<dyn Read + Send + 'a>,
+    head: &'a mut Vec<u8>,
+    failure: &'a mut Option<io::Error>,
+}
+
+impl<'a> Source<'a> {
+    /// Reads the first two bytes to tell gzip from the rest; returns whether it is gzip.
+    fn open<R: Read + Send + 'a>(
+        mut input: R,
+        head: &'a mut Vec<u8>,
+        failure: &'a mut Option<io::Error>,
+    ) -> io::Result<(Self, bool)> {
+        let mut magic = [0u8; 2];
+        let (got, error) = read_full(&mut input, &mut magic);
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let input = Cursor::new(magic[..got].to_vec()).chain(input);
+        let gzip = magic[..got] == GZIP_MAGIC;
+        // Multi-member: `cat a.gz b.gz` is a valid gzip file too.
+        let inner: Box<dyn Read + Send + 'a> =
+            if gzip { Box::new(MultiGzDecoder::new(input)) } else { Box::new(input) };
+        Ok((Source { inner, head, failure }, gzip))
+    }
+}
+
+impl Read for Source<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        if self.failure.is_some() {
+            return Ok(0);
+        }
+        let (filled, error) = read_full(&mut self.inner, buffer);
+        if error.is_some() {
+            *self.failure = error;
+        }
+        let room = HEAD_BYTES.saturating_sub(self.head.len()).min(filled);
+        self.head.extend_from_slice(&buffer[..room]);
+        Ok(filled)
+    }
+}
+
+/// Reads until `buffer` is full or the input ends; returns how much it read and the error
+/// that stopped it, if any.
+fn read_full(input: &mut impl Read, buffer: &mut [u8]) -> (usize, Option<io::Error>) {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match input.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return (filled, Some(e)),
+        }
+    }
+    (filled, None)
+}
+
+/// The records of a capture, from its header on.
+fn read_records<F>(
+    input: Source<'_>,
+    buffer_bytes: usize,
+    stats: &mut ReadStats,
+    mut on_packet: F,
+) -> Result<(), ReadError>
+where
+    F: FnMut(&Packet<'_>),
+{
     let mut reader = match create_reader(buffer_bytes, input) {
         Ok(reader) => reader,
         Err(PcapError::Eof) => return Err(ReadError::Empty),
-        Err(PcapError::Incomplete(_)) => return Err(ReadError::Truncated { packet: 0, offset: 0 }),
-        Err(PcapError::ReadError) => return Err(ReadError::Io("read failed".into())),
-        Err(_) => return Err(ReadError::NotACapture),
+        Err(PcapError::Incomplete(_)) => return Err(ReadError::TruncatedHeader { bytes: 0 }),
+        Err(PcapError::ReadError) => return Err(ReadError::Io("cannot read it".into())),
+        Err(_) => return Err(ReadError::NotACapture { first_bytes: String::new() }),
     };
     // Legacy pcap: one interface from the file header.
     let mut legacy: Option<Interface> = None;
@@ -197,7 +345,7 @@ where
                 if reader.reader_exhausted() {
                     return Err(ReadError::Truncated { packet: packet_number, offset });
                 }
-                reader.refill().map_err(|e| ReadError::Io(format!("{e:?}")))?;
+                reader.refill().map_err(|_| ReadError::Io("cannot read it".into()))?;
             }
             Err(PcapError::UnexpectedEof) => {
                 return Err(ReadError::Truncated { packet: packet_number, offset });
@@ -209,12 +357,14 @@ where
                     reason: format!("a record larger than {buffer_bytes} bytes"),
                 });
             }
-            Err(PcapError::ReadError) => return Err(ReadError::Io("read failed".into())),
+            Err(PcapError::ReadError) => return Err(ReadError::Io("cannot read it".into())),
             Err(PcapError::NomError(_, kind)) | Err(PcapError::OwnedNomError(_, kind)) => {
                 let reason = format!("the record does not parse ({})", kind.description());
                 return Err(ReadError::Malformed { packet: stats.packets, offset, reason });
             }
-            Err(PcapError::HeaderNotRecognized) => return Err(ReadError::NotACapture),
+            Err(PcapError::HeaderNotRecognized) => {
+                return Err(ReadError::NotACapture { first_bytes: String::new() });
+            }
         }
     }
 }
@@ -228,4 +378,116 @@ fn pcapng_block_length(data: &[u8], big_endian: &mut bool) -> Option<u32> {
     }
     let bytes: [u8; 4] = data.get(4..8)?.try_into().ok()?;
     Some(if *big_endian { u32::from_be_bytes(bytes) } else { u32::from_le_bytes(bytes) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::Compression;
+    use flate2::write::GzEncoder;
+    use std::io::Write;
+
+    /// A little-endian µs pcap of raw IP frames, one packet per payload.
+    fn pcap(payloads: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for field in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 101] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        for (second, payload) in payloads.iter().enumerate() {
+            let length = payload.len() as u32;
+            for field in [second as u32, 0, length, length] {
+                out.extend_from_slice(&field.to_le_bytes());
+            }
+            out.extend_from_slice(payload);
+        }
+        out
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// Packet numbers read, and how reading ended.
+    fn read(input: impl Read + Send) -> (Vec<u64>, ReadStats, Result<(), ReadError>) {
+        let mut numbers = Vec::new();
+        let mut stats = ReadStats::default();
+        let result = read_packets(input, &mut stats, |packet| numbers.push(packet.number));
+        (numbers, stats, result)
+    }
+
+    /// Hands over one byte per read, and is interrupted between bytes: a slow pipe.
+    struct Trickle {
+        bytes: Vec<u8>,
+        at: usize,
+        interrupt: bool,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            self.interrupt = !self.interrupt;
+            if self.interrupt {
+                return Err(io::Error::from(ErrorKind::Interrupted));
+            }
+            let Some(byte) = self.bytes.get(self.at) else { return Ok(0) };
+            buffer[0] = *byte;
+            self.at += 1;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn gzip_is_found_by_its_magic_and_read_like_the_plain_file() {
+        let plain = pcap(&[b"one", b"two", b"three"]);
+        let (numbers, stats, result) = read(&plain[..]);
+        assert_eq!((numbers, stats.gzip, result), (vec![1, 2, 3], false, Ok(())));
+        let (numbers, stats, result) = read(&gzip(&plain)[..]);
+        assert_eq!((numbers, stats.gzip, result), (vec![1, 2, 3], true, Ok(())));
+        assert_eq!(stats.bytes, 11, "captured bytes count the decompressed packets");
+        // Two gzip members (`cat a.gz b.gz`) are one stream.
+        let (first, second) = plain.split_at(40);
+        let (numbers, _, result) = read(&[gzip(first), gzip(second)].concat()[..]);
+        assert_eq!((numbers, result), (vec![1, 2, 3], Ok(())));
+    }
+
+    #[test]
+    fn a_slow_interrupted_pipe_reads_like_a_file() {
+        let plain = pcap(&[b"one", b"two"]);
+        let (numbers, _, result) = read(Trickle { bytes: plain, at: 0, interrupt: false });
+        assert_eq!((numbers, result), (vec![1, 2], Ok(())));
+    }
+
+    #[test]
+    fn a_cut_gzip_stream_keeps_the_packets_before_the_cut() {
+        let payloads: Vec<Vec<u8>> = (0..200u32).map(|i| i.to_le_bytes().repeat(50)).collect();
+        let payloads: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+        let compressed = gzip(&pcap(&payloads));
+        let (numbers, stats, result) = read(&compressed[..compressed.len() / 2]);
+        assert!(!numbers.is_empty() && numbers.len() < 200, "{} packets", numbers.len());
+        assert!(stats.gzip);
+        assert_eq!(result, Err(ReadError::Io("the gzip stream is cut short".into())));
+        let mut corrupt = compressed.clone();
+        for byte in &mut corrupt[20..60] {
+            *byte ^= 0x5a;
+        }
+        let (_, _, result) = read(&corrupt[..]);
+        let Err(ReadError::Io(why)) = result else { panic!("{result:?}") };
+        assert!(why.starts_with("the gzip stream is corrupt"), "{why}");
+    }
+
+    #[test]
+    fn the_first_bytes_say_what_a_non_capture_is() {
+        let not_a_capture =
+            |first_bytes: &str| Err(ReadError::NotACapture { first_bytes: first_bytes.into() });
+        assert_eq!(read(&b"GET / HTTP/1.1\r\n"[..]).2, not_a_capture("47 45 54 20"));
+        assert_eq!(read(&gzip(b"GET / HTTP/1.1\r\n")[..]).2, not_a_capture("47 45 54 20"));
+        assert_eq!(read(&b"G"[..]).2, not_a_capture("47"));
+        assert_eq!(read(&b""[..]).2, Err(ReadError::Empty));
+        assert_eq!(read(&gzip(b"")[..]).2, Err(ReadError::Empty));
+        // A capture's magic number with too few bytes after it is a cut header.
+        let plain = pcap(&[b"one"]);
+        assert_eq!(read(&plain[..10]).2, Err(ReadError::TruncatedHeader { bytes: 10 }));
+        assert_eq!(read(&[0x0a, 0x0d, 0x0d][..]).2, Err(ReadError::TruncatedHeader { bytes: 3 }));
+    }
 }

@@ -174,11 +174,13 @@ pub struct DoctorArgs {
 /// `nodelay pcap`: stalls in a capture.
 #[derive(Debug, Clone, Args)]
 pub struct PcapArgs {
-    /// A pcap or pcapng file (tcpdump -w, dumpcap, Wireshark)
+    /// A pcap or pcapng file (tcpdump -w, dumpcap, Wireshark), gzip-compressed or not; - reads
+    /// standard input (tcpdump -U -w - ... | nodelay pcap -)
     pub file: PathBuf,
 
-    /// Only flows with this endpoint, IP:PORT (either side), or this pair, IP:PORT-IP:PORT
-    #[arg(long, value_name = "ENDPOINT", value_parser = parse_flow_filter)]
+    /// Only flows with this port on either side (PORT), this endpoint on either side
+    /// (IP:PORT, IPv6 as [::1]:80) or this pair (IP:PORT-IP:PORT)
+    #[arg(long, value_name = "FLOW", value_parser = parse_flow_filter)]
     pub flow: Option<nodelay_capture::FlowFilter>,
 
     /// How many flows with stalls to list, most time lost first

@@ -1,33 +1,40 @@
-//! `nodelay pcap FILE`: streams a capture through the flow analyzer and reports the stalls
-//! with the doctor's finding vocabulary.
+//! `nodelay pcap FILE`: streams a capture (a file, or stdin for `-`; gzip-compressed or not)
+//! through the flow analyzer and reports the stalls with the doctor's finding vocabulary.
 
 use crate::args::PcapArgs;
 use crate::exit::Outcome;
 use crate::output;
 use anyhow::{Result, anyhow, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
-use nodelay_report::{Json, PcapReport, Render, Text};
-use std::io::Read;
+use nodelay_report::{Json, PcapReport, Render};
+use std::io::{IsTerminal, Read};
+use std::path::Path;
 
 /// Stalling flows kept in detail while reading, whatever --top asks to print.
 const FLOWS_KEPT: usize = 1000;
 
 pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
-    let name = args.file.display().to_string();
-    let file = std::fs::File::open(&args.file).map_err(|e| anyhow!("cannot open {name}: {e}"))?;
+    let (name, input) = open(&args.file)?;
     let mut analyzer = Analyzer::new(args.flow.clone(), FLOWS_KEPT.max(args.top as usize));
     let mut stats = ReadStats::default();
-    let outcome = read_packets(file, &mut stats, |packet| analyzer.packet(packet));
+    let outcome = read_packets(input, &mut stats, |packet| analyzer.packet(packet));
     let summary = analyzer.finish(stats);
     let error = match outcome {
         Ok(()) => None,
-        Err(ReadError::NotACapture) => {
-            bail!("{name}: not a pcap or pcapng file (it starts with {})", first_bytes(args))
-        }
-        Err(e) if summary.read.packets == 0 => bail!("{name}: {e}"),
         Err(e) => {
+            // What an error says about the content (offsets, first bytes) is about the
+            // decompressed bytes of a gzip file.
+            let about_content = !matches!(e, ReadError::Io(_));
+            let label = if summary.read.gzip && about_content {
+                format!("{name} (decompressed)")
+            } else {
+                name.clone()
+            };
+            if summary.read.packets == 0 {
+                bail!("{label}: {e}");
+            }
             let packets = summary.read.packets;
-            output::stderr_line(&format!("nodelay: {name}: {e}; reporting the {packets} packets before it"));
+            output::stderr_line(&format!("nodelay: {label}: {e}; reporting the {packets} packets before it"));
             Some(e.to_string())
         }
     };
@@ -49,13 +56,40 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
         bail!("{name}: no TCP flow matches --flow");
     }
     let report = PcapReport::new(name, &summary, args.top as usize, warnings, error);
-    output::stdout(&if args.json { Json.render(&report) } else { Text.render(&report) })?;
+    output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }
 
-/// The file's first bytes in hex, to show what it is instead.
-fn first_bytes(args: &PcapArgs) -> String {
-    let mut magic = [0u8; 4];
-    let read = std::fs::File::open(&args.file).and_then(|mut f| f.read(&mut magic)).unwrap_or(0);
-    magic[..read].iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+/// The capture's name for messages and its bytes: `-` is standard input, named `stdin`.
+fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
+    if path.as_os_str() == "-" {
+        let stdin = std::io::stdin();
+        // Nobody types a capture: waiting on a terminal would look like a hang.
+        if stdin.is_terminal() {
+            bail!(
+                "stdin is a terminal: pipe a capture in, e.g. tcpdump -U -w - 'tcp port 80' | nodelay pcap -"
+            );
+        }
+        return Ok(("stdin".into(), Box::new(stdin)));
+    }
+    let name = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| anyhow!("cannot open {name}: {e}"))?;
+    Ok((name, Box::new(file)))
+}
+
+/// Columns for the text report: the terminal's when stdout is one; otherwise (a file, a
+/// pipe) COLUMNS when it is a number, as ls does, else 80.
+fn text_width() -> usize {
+    let stdout = std::io::stdout();
+    if stdout.is_terminal()
+        && let Some((terminal_size::Width(columns), _)) = terminal_size::terminal_size_of(&stdout)
+        && columns > 0
+    {
+        return usize::from(columns);
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.trim().parse::<usize>().ok())
+        .filter(|columns| *columns > 0)
+        .unwrap_or(PcapReport::DEFAULT_TEXT_WIDTH)
 }

@@ -147,7 +147,7 @@ fn failures(phase: &PhaseReport) -> String {
 
 /// A finding laid out for `width` columns: the title and proofs wrap with a hanging indent,
 /// the evidence and the fixes are tables whose text wraps beside its label.
-fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt::Result {
+pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt::Result {
     let proven = if f.proven { "proven" } else { "not proven" };
     let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
     let heading = format!("{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default());
@@ -181,7 +181,12 @@ fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt
     out.push_str(&fixes.render());
     let others = f.fix.len() - detected;
     if detected > 0 && others > 0 {
-        out.push_str(&wrap(&format!("(fixes for {others} other stacks: --json lists them)"), width, "    ", "      "));
+        out.push_str(&wrap(
+            &format!("(fixes for {others} other stacks: --json lists them)"),
+            width,
+            "    ",
+            "      ",
+        ));
     }
     Ok(())
 }
@@ -192,34 +197,6 @@ fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
         (ProofKind::Experiment, true) => "removed it",
         (ProofKind::Experiment, false) => "did not remove it",
     }
-}
-
-/// A finding as `nodelay pcap` prints it, unchanged: that renderer has its own owner, and
-/// moves to the fitted layout above when it is ready to.
-pub(crate) fn write_finding(out: &mut String, f: &Finding) -> std::fmt::Result {
-    let proven = if f.proven { "proven" } else { "not proven" };
-    let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
-    writeln!(out, "{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default())?;
-    writeln!(out, "  {}", f.title)?;
-    writeln!(out, "  evidence:")?;
-    for evidence in &f.evidence {
-        let value = match evidence.unit {
-            "ms" => format_duration_ms(evidence.value),
-            _ => format_evidence(evidence, &DurationScale::for_ms([])),
-        };
-        writeln!(out, "    {:<58}{:>12}", evidence.what, value)?;
-    }
-    if !f.proof.is_empty() {
-        writeln!(out, "  proof:")?;
-        for proof in &f.proof {
-            writeln!(out, "    {}: {} ({})", proof.experiment, proof.result, proof_verdict(proof))?;
-        }
-    }
-    writeln!(out, "  fix: {}", f.fix_summary)?;
-    for fix in &f.fix {
-        writeln!(out, "    {:<36}{}", fix.stack, fix.how)?;
-    }
-    Ok(())
 }
 
 impl Render<DoctorScenarioReport> for Text {

@@ -74,6 +74,108 @@ pub fn format_bytes(bytes: f64) -> String {
     format!("{value:.digits$} {}", UNITS[unit])
 }
 
+/// Milliseconds always in ms, with `decimals` decimals: `0.020 ms`, `1700.60 ms`. A table's
+/// durations all use it, with [`ms_decimals`] of the whole column, so they share one unit.
+pub fn format_ms(ms: f64, decimals: usize) -> String {
+    format!("{ms:.decimals$} ms")
+}
+
+/// Decimals for milliseconds such that the smallest nonzero value keeps two significant
+/// digits, from 2 (`39.95 ms`) to 3 (`0.020 ms`: the microsecond is the finest shown).
+pub fn ms_decimals(values: impl IntoIterator<Item = f64>) -> usize {
+    let smallest = values.into_iter().filter(|v| v.is_finite() && *v > 0.0).fold(f64::INFINITY, f64::min);
+    if smallest.is_finite() { (1.0 - smallest.log10().floor()).clamp(2.0, 3.0) as usize } else { 2 }
+}
+
+/// Columns `text` takes on a terminal (µ takes one, most CJK characters two).
+pub fn display_width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// Lays `atoms` out on lines of at most `width` columns, one space between atoms, the first
+/// line starting with `first` and the others with `rest`. An atom is a word, or a group that
+/// should stay whole (`&& tcp.port==80`); one longer than a line is cut where it must be.
+pub fn wrap_atoms<'a>(
+    atoms: impl IntoIterator<Item = &'a str>,
+    width: usize,
+    first: &str,
+    rest: &str,
+) -> Vec<String> {
+    let mut lines = vec![first.to_string()];
+    let mut empty = true;
+    for atom in atoms {
+        let line = lines.last_mut().expect("never empty");
+        let used = display_width(line);
+        if !empty && used + 1 + display_width(atom) <= width {
+            line.push(' ');
+            line.push_str(atom);
+            continue;
+        }
+        if !empty {
+            lines.push(rest.to_string());
+        }
+        empty = false;
+        // A new line: cut the atom if even a line of its own is too short for it.
+        let mut left = atom;
+        loop {
+            let line = lines.last_mut().expect("never empty");
+            let room = width.saturating_sub(display_width(line)).max(1);
+            let (head, tail) = split_at_width(left, room);
+            line.push_str(head);
+            if tail.is_empty() {
+                break;
+            }
+            lines.push(rest.to_string());
+            left = tail;
+        }
+    }
+    lines
+}
+
+/// [`wrap_atoms`] of the words of `text`, a unit kept with its number (`40 ms)` is one atom).
+pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let glued = glue_units(text);
+    let lines = wrap_atoms(glued.split(' '), width, first, rest);
+    lines.into_iter().map(|line| line.replace(NO_BREAK, " ")).collect()
+}
+
+/// The space that keeps a number with its unit in [`glue_units`].
+pub const NO_BREAK: char = '\u{a0}';
+
+/// `text` with its words one space apart, but a number and its unit joined by [`NO_BREAK`]
+/// (`40\u{a0}ms)`): for text that something else wraps at spaces, such as a table cell;
+/// replace it with a space once laid out.
+pub fn glue_units(text: &str) -> String {
+    let mut glued = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !glued.is_empty() {
+            let after_number = glued.ends_with(|c: char| c.is_ascii_digit());
+            glued.push(if after_number && is_unit(word) { NO_BREAK } else { ' ' });
+        }
+        glued.push_str(word);
+    }
+    glued
+}
+
+/// A unit word as the reports write them, punctuation after it allowed (`ms),`).
+fn is_unit(word: &str) -> bool {
+    const UNITS: [&str; 12] =
+        ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB", "bytes", "%", "packets"];
+    UNITS.contains(&word.trim_end_matches([')', ',', '.', ';', ':']))
+}
+
+/// `text` cut after at most `width` columns, at least one character.
+fn split_at_width(text: &str, width: usize) -> (&str, &str) {
+    let mut used = 0;
+    for (index, c) in text.char_indices() {
+        used += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used > width && index > 0 {
+            return text.split_at(index);
+        }
+    }
+    (text, "")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +203,44 @@ mod tests {
         assert_eq!(scale.format(0.00085), "850 ns");
         assert_eq!(DurationScale::for_ms([]).format(1.0), "1.00 ms");
         assert_eq!(DurationScale::for_ms([0.0]).format(0.0), "0.00 ms");
+    }
+
+    #[test]
+    fn a_column_of_milliseconds_shares_its_unit_and_decimals() {
+        assert_eq!(ms_decimals([119.91, 39.95]), 2);
+        assert_eq!(ms_decimals([119.91, 0.02, 0.0]), 3);
+        assert_eq!(ms_decimals([0.0004]), 3);
+        assert_eq!(ms_decimals([]), 2);
+        assert_eq!(format_ms(1700.6, 2), "1700.60 ms");
+        assert_eq!(format_ms(0.02, 3), "0.020 ms");
+    }
+
+    #[test]
+    fn wrapping_keeps_lines_within_the_width() {
+        let text = "capture rule: a partial segment from the server, the client's pure ACK after its delay";
+        let lines = wrap_words(text, 30, "    ", "      ");
+        assert_eq!(lines[0], "    capture rule: a partial");
+        assert!(lines[1..].iter().all(|l| l.starts_with("      ") && !l.starts_with("       ")));
+        assert!(lines.iter().all(|l| display_width(l) <= 30), "{lines:#?}");
+        assert_eq!(lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" "), text);
+        // Atoms stay whole; one longer than a line is cut.
+        let atoms = ["tcp.stream eq 1", "&& ip.addr==10.0.0.1", "&& tcp.port==40000"];
+        assert_eq!(
+            wrap_atoms(atoms, 40, "", "  "),
+            ["tcp.stream eq 1 && ip.addr==10.0.0.1", "  && tcp.port==40000"]
+        );
+        let long = "[fd12:3456:789a:bcde:f012:3456:789a:bcd1]:40002";
+        let lines = wrap_atoms([long], 20, "> ", "  ");
+        assert!(lines.iter().all(|l| display_width(l) <= 20), "{lines:#?}");
+        assert_eq!(lines.iter().map(|l| &l[2..]).collect::<String>(), long);
+        assert_eq!(wrap_words("", 10, "x", "y"), ["x"]);
+        // A number keeps its unit on its line.
+        assert_eq!(
+            wrap_words("captured 4.65 KiB, delay (40 ms): lost", 14, "", ""),
+            ["captured", "4.65 KiB,", "delay (40 ms):", "lost"]
+        );
+        assert_eq!(display_width("20.0 µs"), 7);
+        assert_eq!(glue_units("timer (40 ms)  of 3 packets"), "timer (40\u{a0}ms) of 3\u{a0}packets");
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The model of a `nodelay pcap` result. Its serde form is the JSON contract described by
 //! `schema/pcap.schema.json`: rename nothing, only add. Findings share the doctor's types.
 
-use nodelay_capture::{CaptureSummary, FlowSummary, SenderStalls, StallExample};
+use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, SenderStalls, StallExample};
 use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_ack_timer, percentile};
 use serde::Serialize;
+use std::net::IpAddr;
 
 pub const PCAP_SCHEMA_ID: &str = "nodelay-pcap/1";
 
@@ -26,6 +27,10 @@ pub struct StallReport {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FlowReport {
+    /// Wireshark's `tcp.stream` index of the flow's conversation.
+    pub tcp_stream: u64,
+    /// A Wireshark display filter that shows this flow.
+    pub wireshark_filter: String,
     pub client: String,
     pub server: String,
     /// Roles come from the SYN; without it the side that sent data first is the client.
@@ -132,6 +137,8 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         .collect();
     examples.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     FlowReport {
+        tcp_stream: flow.stream,
+        wireshark_filter: wireshark_filter(flow.stream, flow.client, flow.server),
         client: format_endpoint(flow.client),
         server: format_endpoint(flow.server),
         roles_from_handshake: flow.roles_from_handshake,
@@ -155,8 +162,29 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
     }
 }
 
-fn format_endpoint((ip, port): (std::net::IpAddr, u16)) -> String {
+fn format_endpoint((ip, port): (IpAddr, u16)) -> String {
     std::net::SocketAddr::new(ip, port).to_string()
+}
+
+/// `tcp.stream eq N` and the flow's addresses and ports (`ip.addr==127.0.0.1 &&
+/// tcp.port==46043 && tcp.port==51234`): the addresses make the filter readable, and should
+/// Wireshark number the capture differently (TCP that nodelay does not decode, such as
+/// tunnels), it shows nothing rather than another flow.
+fn wireshark_filter(
+    stream: u64,
+    (client_ip, client_port): Endpoint,
+    (server_ip, server_port): Endpoint,
+) -> String {
+    let field = if client_ip.is_ipv4() { "ip.addr" } else { "ipv6.addr" };
+    let mut terms = vec![format!("tcp.stream eq {stream}"), format!("{field}=={client_ip}")];
+    if server_ip != client_ip {
+        terms.push(format!("{field}=={server_ip}"));
+    }
+    terms.push(format!("tcp.port=={client_port}"));
+    if server_port != client_port {
+        terms.push(format!("tcp.port=={server_port}"));
+    }
+    terms.join(" && ")
 }
 
 fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStalls {
@@ -226,5 +254,31 @@ impl PcapReport {
 
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(text: &str) -> Endpoint {
+        let address: std::net::SocketAddr = text.parse().unwrap();
+        (address.ip(), address.port())
+    }
+
+    #[test]
+    fn wireshark_filters_name_the_stream_and_both_ends() {
+        assert_eq!(
+            wireshark_filter(7, end("127.0.0.1:46043"), end("127.0.0.1:51234")),
+            "tcp.stream eq 7 && ip.addr==127.0.0.1 && tcp.port==46043 && tcp.port==51234"
+        );
+        assert_eq!(
+            wireshark_filter(0, end("10.0.0.1:40000"), end("10.0.0.2:8080")),
+            "tcp.stream eq 0 && ip.addr==10.0.0.1 && ip.addr==10.0.0.2 && tcp.port==40000 && tcp.port==8080"
+        );
+        assert_eq!(
+            wireshark_filter(12, end("[fd00::1]:179"), end("[fd00::2]:179")),
+            "tcp.stream eq 12 && ipv6.addr==fd00::1 && ipv6.addr==fd00::2 && tcp.port==179"
+        );
     }
 }
