@@ -132,11 +132,9 @@ pub fn wrap_atoms<'a>(
     lines
 }
 
-/// [`wrap_atoms`] of the words of `text`, a unit kept with its number (`40 ms)` is one atom).
+/// `text` wrapped at spaces with a hanging indent, a unit kept with its number.
 pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
-    let glued = glue_units(text);
-    let lines = wrap_atoms(glued.split(' '), width, first, rest);
-    lines.into_iter().map(|line| line.replace(NO_BREAK, " ")).collect()
+    crate::layout::wrap_lines(text, width, first, rest)
 }
 
 /// The space that keeps a number with its unit in [`glue_units`].
@@ -159,8 +157,10 @@ pub fn glue_units(text: &str) -> String {
 
 /// A unit word as the reports write them, punctuation after it allowed (`ms),`).
 fn is_unit(word: &str) -> bool {
-    const UNITS: [&str; 12] =
-        ["ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB", "bytes", "%", "packets"];
+    const UNITS: [&str; 19] = [
+        "ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB", "B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s",
+        "req/s", "%", "bytes", "packets", "count",
+    ];
     UNITS.contains(&word.trim_end_matches([')', ',', '.', ';', ':']))
 }
 

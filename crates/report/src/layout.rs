@@ -1,6 +1,7 @@
 //! Terminal layout: tables and wrapped prose that fit a given width. The text renderers build
 //! every line through these, so that none is wider than the width they were given.
 
+use crate::format::{NO_BREAK, glue_units};
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width, presets};
 use textwrap::core::display_width;
 
@@ -150,31 +151,6 @@ fn fixed_width(width: usize) -> Width {
     Width::Fixed(u16::try_from(width).unwrap_or(u16::MAX))
 }
 
-/// Units a number may stand before in prose: [`wrap`] never parts them.
-const UNITS: [&str; 17] = [
-    "ns", "µs", "ms", "s", "B", "KiB", "MiB", "GiB", "TiB", "B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s",
-    "req/s", "%", "bytes",
-];
-
-/// A no-break space: textwrap breaks lines at ASCII spaces only.
-const GLUE: char = '\u{a0}';
-
-/// `text` with a no-break space between each number and its unit.
-fn glue_units(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut previous: Option<&str> = None;
-    for word in text.split(' ') {
-        if let Some(before) = previous {
-            let number = before.trim_start_matches(['(', '[']).parse::<f64>().is_ok();
-            let unit = UNITS.contains(&word.trim_end_matches([',', ';', ':', ')', '.']));
-            out.push(if number && unit { GLUE } else { ' ' });
-        }
-        out.push_str(word);
-        previous = Some(word);
-    }
-    out
-}
-
 /// `text` wrapped at `width`, the first line after `first`, the others after `rest` (a
 /// hanging indent); each line ends in a newline. A number stays on the line of its unit;
 /// words longer than a line are broken.
@@ -188,9 +164,12 @@ pub(crate) fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String 
 }
 
 /// The lines of [`wrap`], at any width.
-fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+pub(crate) fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let options = textwrap::Options::new(width.max(1)).initial_indent(first).subsequent_indent(rest);
-    textwrap::wrap(&glue_units(text), options).iter().map(|line| line.trim_end().replace(GLUE, " ")).collect()
+    textwrap::wrap(&glue_units(text), options)
+        .iter()
+        .map(|line| line.trim_end().replace(NO_BREAK, " "))
+        .collect()
 }
 
 #[cfg(test)]
@@ -227,7 +206,7 @@ mod tests {
         let text = format!("{} 12.5 ms, (3 %) and 2.97 KiB/s; 7 things", "x".repeat(MIN_WIDTH - 7));
         let wrapped = wrap(&text, MIN_WIDTH, "", "");
         assert_eq!(wrapped.lines().nth(1), Some("12.5 ms, (3 %) and 2.97 KiB/s; 7 things"), "{wrapped}");
-        assert!(!wrapped.contains(GLUE));
+        assert!(!wrapped.contains(NO_BREAK));
     }
 
     #[test]
