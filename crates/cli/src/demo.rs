@@ -6,10 +6,11 @@ use crate::demo_servers::{DemoBehaviour, start_demo_server};
 use crate::doctor::examine;
 use crate::exit::Outcome;
 use crate::output;
+use crate::runner::text_width;
 use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result};
-use nodelay_report::{DoctorReport, format_duration_ms};
+use nodelay_report::{DoctorReport, format_duration_ms, wrap_words};
 use std::time::Duration;
 
 const BUDGET_PER_SERVER: Duration = Duration::from_secs(6);
@@ -26,7 +27,8 @@ pub fn demo() -> Result<Outcome> {
         "nodelay demo: diagnosing {} embedded servers on loopback with `nodelay doctor`\n",
         behaviours.len()
     ))?;
-    output::line(&format!("  {:<44}{:>11}  verdict", "server", "p50"))?;
+    // 2 + 40 + 10 + 2 + 24 columns: the longest verdict fits 80.
+    output::line(&format!("  {:<40}{:>10}  verdict", "server", "p50"))?;
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
@@ -35,7 +37,7 @@ pub fn demo() -> Result<Outcome> {
         let report = examine(&workload, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         output::line(&format!(
-            "  {:<44}{:>11}  {}",
+            "  {:<40}{:>10}  {}",
             behaviour.describe(),
             format_duration_ms(baseline_p50(&report)),
             verdict.join(", ")
@@ -43,17 +45,27 @@ pub fn demo() -> Result<Outcome> {
         reports.push(report);
     }
     let (stalled, fixed) = (&reports[0], &reports[1]);
-    output::line(&format!(
-        "\nbefore/after: {} -> {} per request by setting TCP_NODELAY on the server (row 1 -> row 2)",
-        format_duration_ms(baseline_p50(stalled)),
-        format_duration_ms(baseline_p50(fixed))
-    ))?;
+    let width = text_width();
+    let say = |first: &str, rest: &str, text: &str| {
+        output::stdout(&(wrap_words(text, width, first, rest).join("\n") + "\n"))
+    };
+    output::line("")?;
+    say(
+        "",
+        "  ",
+        &format!(
+            "before/after: {} -> {} per request by setting TCP_NODELAY on the server (row 1 -> row 2)",
+            format_duration_ms(baseline_p50(stalled)),
+            format_duration_ms(baseline_p50(fixed))
+        ),
+    )?;
     if let Some(finding) = stalled.findings.first() {
-        output::line(&format!("\nrow 1, {}:\n  {}", finding.id.as_str(), finding.title))?;
+        output::line(&format!("\nrow 1, {}:", finding.id.as_str()))?;
+        say("  ", "    ", &finding.title)?;
         for proof in &finding.proof {
-            output::line(&format!("  proof: {}: {}", proof.experiment, proof.result))?;
+            say("  ", "    ", &format!("proof: {}: {}", proof.experiment, proof.result))?;
         }
-        output::line(&format!("  fix: {}", finding.fix_summary))?;
+        say("  ", "    ", &format!("fix: {}", finding.fix_summary))?;
     }
     output::line("\nRun `nodelay doctor URL` on your own service for the full report.")?;
     Ok(Outcome::Success)

@@ -23,7 +23,7 @@ impl DemoBehaviour {
         match self {
             DemoBehaviour::SplitWrites => "head and body in two writes, Nagle on".into(),
             DemoBehaviour::SplitWritesNoDelay => "the same two writes with TCP_NODELAY set".into(),
-            DemoBehaviour::CloseEveryResponse => "closes the connection after each response".into(),
+            DemoBehaviour::CloseEveryResponse => "closes the connection after each reply".into(),
             DemoBehaviour::SlowHandler(think) => {
                 format!("handler thinks {} ms, one write", think.as_millis())
             }

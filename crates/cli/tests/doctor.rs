@@ -33,6 +33,8 @@ fn demo_needs_no_arguments_and_diagnoses_each_server() {
     assert!(row("closes the connection").ends_with("connection-per-request"), "{text}");
     assert!(row("handler thinks").ends_with("slow-first-byte"), "{text}");
     assert!(text.contains("before/after:"), "{text}");
+    // Not a terminal: 80 columns, the README's first command fits them.
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "a line wider than 80 columns:\n{text}");
     assert!(run.elapsed.as_secs() < 30, "{:?}", run.elapsed);
 }
 
