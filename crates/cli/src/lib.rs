@@ -20,6 +20,7 @@ mod workload;
 
 pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs, habit_hint};
 pub use exit::{Outcome, UsageError, outcome_of};
+pub use scenario::parse_scenario;
 
 /// Prints the error that ended a command: one line, with its context chain.
 pub fn report_error(error: &anyhow::Error) {
