@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Writes the committed seed inputs, fuzz/corpus/<target>/seed-*, from the wire and scenario
+unit tests, with each target's header bytes (limits, framing, piece sizes) in front.
+Run from anywhere: python3 fuzz/seed_corpus.py"""
+
+from pathlib import Path
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+PIECES = bytes([0, 2, 6, 12])  # piece sizes 1, 3, 7, 13
+
+HTTP = {
+    "content-length": b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!",
+    "chunked-then-next": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    b"HTTP/1.1 204 No Content\r\n\r\n",
+    "interim": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",
+    "not-modified": b"HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n",
+    "http10-close": b"HTTP/1.0 200 OK\r\n\r\nsome body",
+    "early-close": b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+    "keep-alive": b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"
+    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
+    "garbage": b"SSH-2.0-OpenSSH\r\n\r\n",
+    "conflicting-length": b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+    "status-999": b"HTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n",
+    "chunked-ext-trailer": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+    b"5\r\nhello\r\n1a;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n",
+}
+# [0] HEAD bit, [1] head limit / 2, [2..4] response limit (0xffff: none), [4..8] pieces.
+HTTP_HEADERS = [bytes([0, 255, 0xFF, 0xFF]), bytes([0, 20, 0, 90]), bytes([1, 255, 0, 60])]
+
+RAW = {  # name: (framing byte, argument bytes [1..6], stream)
+    "line": (0, b"\0" * 5, b"+PONG\n+PONG\n"),
+    "crlf": (1, b"\0" * 5, b"+OK\r\n-ERR x\r\n"),
+    "delim": (2, b"\x03ND\r\n", b"VALUE x 0 1\r\nEENEND\r\nEND\r\n"),
+    "fixed": (3, b"\x00\x04\0\0\0", b"abcdeabcde"),
+    "len16be": (4, b"\0" * 5, b"\x00\x03abc\x00\x00"),
+    "len32be": (5, b"\0" * 5, b"\x00\x00\x00\x04abcd"),
+    "len32le": (6, b"\0" * 5, b"\x04\x00\x00\x00abcd"),
+    "len32be-inclusive": (5 | 0x80, b"\0" * 5, b"\x00\x00\x00\x06ab"),
+    "issue-split": (5, b"\0" * 5, bytes.fromhex("0000000347 4b0d4b0d0a")),
+}
+RAW_LIMITS = [b"\xff\xff", b"\x00\x08"]
+
+CHUNKED = {
+    "ext-trailer": b"5\r\nhello\r\n1a;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n",
+    "extra": b"0\r\n\r\nEXTRA",
+    "bad-size": b"zz\r\n",
+    "overflow": b"11111111111111111\r\n",
+    "missing-crlf": b"1\r\nab",
+    "leading-zeros": b"00000000000000002\r\nab\r\n0\r\n\r\n",
+}
+
+SCENARIO = {
+    "site": b"""[[request]]
+name = "main page"
+path = "/"
+weight = 3
+
+[[request]]
+name = "add job"
+path = "/jobs"
+form = { name = "nightly build", branch = "main" }
+
+[[request]]
+name = "api"
+method = "put"
+path = "/api/x?y=1"
+json = { n = 1, tags = ["a"] }
+headers = { X-Trace = "1" }
+""",
+    "sequence": b'mode = "sequence"\n[[request]]\nname = "a"\npath = "/"\nbody = "x"\n',
+    "errors": b'[[request]]\nname = "a"\npath = "x"\nbody = "@missing"\nbogus = 1\n',
+}
+
+
+def write(target: str, name: str, data: bytes) -> None:
+    directory = CORPUS / target
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / f"seed-{name}").write_bytes(data)
+
+
+def main() -> None:
+    for name, stream in HTTP.items():
+        for i, header in enumerate(HTTP_HEADERS):
+            write("http_response", f"{name}-{i}", header + PIECES + stream)
+    for name, (kind, argument, stream) in RAW.items():
+        for i, limit in enumerate(RAW_LIMITS):
+            write("raw_response", f"{name}-{i}", bytes([kind]) + argument + limit + PIECES + stream)
+    for name, stream in CHUNKED.items():
+        write("chunked", name, PIECES + stream)
+    for name, text in SCENARIO.items():
+        write("scenario", name, text)
+
+
+if __name__ == "__main__":
+    main()
