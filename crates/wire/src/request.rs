@@ -3,7 +3,7 @@
 //! Every field is validated here, where the bytes are built, so that no input (flag, scenario
 //! file or URL) can put a second request or a forged header on the wire: the method and header
 //! names must be RFC 9110 tokens, the request target visible ASCII, header values free of
-//! control characters (CR, LF and NUL above all).
+//! control characters (CR, LF and NUL above all) and of whitespace at either end.
 
 use thiserror::Error;
 
@@ -169,9 +169,24 @@ fn check_target(text: &str) -> Result<(), RequestError> {
 }
 
 /// RFC 9110 §5.5: a field value is visible characters, spaces, tabs and obs-text; CR, LF, NUL
-/// and the other control characters are refused.
+/// and the other control characters are refused. Whitespace at either end is refused too:
+/// receivers strip it, so the server would see another value than the one given.
 fn check_value(field: &str, text: &str) -> Result<(), RequestError> {
-    refuse_first(field, text, |b| (b < 0x20 && b != b'\t') || b == 0x7f, |_| "in a header value".into())
+    refuse_first(field, text, |b| (b < 0x20 && b != b'\t') || b == 0x7f, |_| "in a header value".into())?;
+    let bytes = text.as_bytes();
+    let edge = match (bytes.first(), bytes.last()) {
+        (Some(&first @ (b' ' | b'\t')), _) => Some(("starts", first)),
+        (_, Some(&last @ (b' ' | b'\t'))) => Some(("ends", last)),
+        _ => None,
+    };
+    match edge {
+        Some((side, byte)) => Err(invalid(
+            field,
+            text,
+            format!("{side} with {}, which receivers strip (RFC 9110 §5.5)", describe(byte)),
+        )),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -252,5 +267,24 @@ mod tests {
         req.host = "h\n".into();
         req.headers.clear();
         assert_eq!(req.encode().unwrap_err().field, "Host header value");
+    }
+
+    #[test]
+    fn values_with_edge_whitespace_are_refused() {
+        // Found by fuzzing: a receiver strips it, so the server would see "/" for " /".
+        let mut req = HttpRequest::get(" /", "//$");
+        req.method = "$#".into();
+        req.body = b".".to_vec();
+        assert_eq!(
+            req.encode().unwrap_err().to_string(),
+            "Host header value ' /': starts with a space, which receivers strip (RFC 9110 §5.5)"
+        );
+        req.host = "h".into();
+        for value in ["a ", "\ta", " ", "a\t"] {
+            req.headers = vec![("X-A".into(), value.into())];
+            assert_eq!(req.encode().unwrap_err().field, "header 'X-A' value", "{value:?}");
+        }
+        req.headers = vec![("X-A".into(), "a b\tc".into()), ("X-B".into(), String::new())];
+        assert!(req.encode().is_ok());
     }
 }
