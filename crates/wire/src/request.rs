@@ -3,8 +3,10 @@
 //! Every field is validated here, where the bytes are built, so that no input (flag, scenario
 //! file or URL) can put a second request or a forged header on the wire: the method and header
 //! names must be RFC 9110 tokens, the request target visible ASCII, header values free of
-//! control characters (CR, LF and NUL above all) and of whitespace at either end.
+//! control characters (CR, LF and NUL above all) and of whitespace at either end, and a user's
+//! Content-Length or Transfer-Encoding must frame exactly the body.
 
+use crate::chunked::ChunkedDecoder;
 use thiserror::Error;
 
 /// What to send; encoded once per run and reused for every request.
@@ -60,7 +62,7 @@ impl HttpRequest {
             check_token("header name", name)?;
             check_value(&format!("header '{name}' value"), value)?;
         }
-        Ok(())
+        check_framing(&self.headers, &self.body)
     }
 
     /// The request as one contiguous buffer: head, blank line, body; an error if any field
@@ -189,6 +191,41 @@ fn check_value(field: &str, text: &str) -> Result<(), RequestError> {
     }
 }
 
+/// User Content-Length and Transfer-Encoding headers replace ours, so they must frame exactly
+/// the body: a server reading more waits forever, one reading less takes the rest for a second
+/// request (RFC 9112 §6.3).
+fn check_framing(headers: &[(String, String)], body: &[u8]) -> Result<(), RequestError> {
+    let named =
+        |wanted: &'static str| headers.iter().filter(move |(name, _)| name.eq_ignore_ascii_case(wanted));
+    if let Some((name, coding)) = named("transfer-encoding").next_back() {
+        if let Some((length_name, value)) = named("content-length").next() {
+            let reason = "cannot be sent with Transfer-Encoding (RFC 9112 §6.2)".into();
+            return Err(invalid(&format!("header '{length_name}'"), value, reason));
+        }
+        let last = coding.rsplit(',').next().unwrap_or("").trim();
+        if !last.eq_ignore_ascii_case("chunked") {
+            let reason = "must end with chunked, or the server cannot tell where the body ends".into();
+            return Err(invalid(&format!("header '{name}' value"), coding, reason));
+        }
+        let mut decoder = ChunkedDecoder::new();
+        let reason = match decoder.feed(body) {
+            Err(e) => format!("is not chunked as Transfer-Encoding says: {e}"),
+            Ok(_) if !decoder.is_done() => "ends inside its chunked encoding".into(),
+            Ok(used) if used < body.len() => format!("has {} bytes after its last chunk", body.len() - used),
+            Ok(_) => return Ok(()),
+        };
+        return Err(RequestError { field: "body".into(), shown: format!("of {} bytes", body.len()), reason });
+    }
+    for (name, value) in named("content-length") {
+        // 1*DIGIT only: Rust's parse would also take "+5".
+        if !value.bytes().all(|b| b.is_ascii_digit()) || value.parse::<usize>() != Ok(body.len()) {
+            let reason = format!("must be the body length, {}", body.len());
+            return Err(invalid(&format!("header '{name}' value"), value, reason));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +304,38 @@ mod tests {
         req.host = "h\n".into();
         req.headers.clear();
         assert_eq!(req.encode().unwrap_err().field, "Host header value");
+    }
+
+    #[test]
+    fn user_framing_headers_must_frame_exactly_the_body() {
+        let with = |headers: &[(&str, &str)], body: &[u8]| {
+            let mut req = HttpRequest::get("h", "/");
+            req.headers = headers.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            req.body = body.to_vec();
+            req.encode()
+        };
+        // Found by fuzzing: an empty Content-Length went on the wire.
+        let error = with(&[("Content-Length", "")], b"").unwrap_err();
+        assert_eq!(error.to_string(), "header 'Content-Length' value '': must be the body length, 0");
+        assert_eq!(
+            with(&[("content-length", "5")], b"a").unwrap_err().field,
+            "header 'content-length' value"
+        );
+        assert!(with(&[("Content-Length", "+1")], b"a").is_err());
+        assert!(with(&[("Content-Length", "1"), ("Content-Length", "1")], b"a").is_ok());
+        let chunked = b"1\r\na\r\n0\r\n\r\n";
+        assert!(with(&[("Transfer-Encoding", "gzip, chunked")], chunked).is_ok());
+        let smuggled = [&chunked[..], b"GET /admin HTTP/1.1\r\n\r\n"].concat();
+        let error = with(&[("Transfer-Encoding", "chunked")], &smuggled).unwrap_err();
+        assert_eq!(error.to_string(), "body of 34 bytes: has 23 bytes after its last chunk");
+        assert!(with(&[("Transfer-Encoding", "chunked")], b"").is_err());
+        assert!(with(&[("Transfer-Encoding", "chunked")], b"zz").is_err());
+        assert_eq!(
+            with(&[("Transfer-Encoding", "gzip")], b"x").unwrap_err().field,
+            "header 'Transfer-Encoding' value"
+        );
+        let both = with(&[("Transfer-Encoding", "chunked"), ("Content-Length", "15")], chunked);
+        assert_eq!(both.unwrap_err().field, "header 'Content-Length'");
     }
 
     #[test]
