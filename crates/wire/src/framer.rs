@@ -81,3 +81,48 @@ impl ResponseFramer {
         }
     }
 }
+
+/// Every response in `bytes` fed to `framer` in pieces of `piece` bytes, resetting after
+/// each (for a request that was HEAD when `no_body`): the total offset at which each
+/// completed, then the error; with `finish_at_end`, what `finish` says when the input ran out
+/// mid-response. How the framers' tests check that any split decides alike.
+#[cfg(test)]
+pub(crate) fn outcomes_in_pieces(
+    mut framer: ResponseFramer,
+    no_body: bool,
+    bytes: &[u8],
+    piece: usize,
+    finish_at_end: bool,
+) -> Vec<Result<usize, ResponseError>> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut started = false;
+    for part in bytes.chunks(piece) {
+        let mut part = part;
+        while !part.is_empty() {
+            started = true;
+            match framer.feed(part) {
+                Ok(Feed::Partial) => {
+                    offset += part.len();
+                    part = &[];
+                }
+                Ok(Feed::Complete { used }) => {
+                    assert!(used <= part.len(), "used {used} of {}", part.len());
+                    offset += used;
+                    part = &part[used..];
+                    out.push(Ok(offset));
+                    framer.reset(no_body);
+                    started = false;
+                }
+                Err(e) => {
+                    out.push(Err(e));
+                    return out;
+                }
+            }
+        }
+    }
+    if finish_at_end && started {
+        out.push(framer.finish().map(|()| offset));
+    }
+    out
+}

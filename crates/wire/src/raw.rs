@@ -216,6 +216,7 @@ fn next_match(delimiter: &[u8], matched: usize, byte: u8) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framer::{ResponseFramer, outcomes_in_pieces};
 
     fn complete_at_every_split(framing: &str, bytes: &[u8]) {
         for piece in 1..=bytes.len() {
@@ -258,32 +259,8 @@ mod tests {
         bytes: &[u8],
         piece: usize,
     ) -> Vec<Result<usize, ResponseError>> {
-        let mut parser = RawResponseParser::new(framing.clone(), limit);
-        let mut out = Vec::new();
-        let mut offset = 0;
-        for part in bytes.chunks(piece) {
-            let mut part = part;
-            while !part.is_empty() {
-                match parser.feed(part) {
-                    Ok(Feed::Partial) => {
-                        offset += part.len();
-                        part = &[];
-                    }
-                    Ok(Feed::Complete { used }) => {
-                        assert!(used <= part.len(), "used {used} of {}", part.len());
-                        offset += used;
-                        part = &part[used..];
-                        out.push(Ok(offset));
-                        parser.reset();
-                    }
-                    Err(e) => {
-                        out.push(Err(e));
-                        return out;
-                    }
-                }
-            }
-        }
-        out
+        let framer = ResponseFramer::Raw(RawResponseParser::new(framing.clone(), limit));
+        outcomes_in_pieces(framer, false, bytes, piece, false)
     }
 
     fn same_at_every_split(framing: &RawFraming, limit: u64, bytes: &[u8]) {

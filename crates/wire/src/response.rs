@@ -329,6 +329,7 @@ fn parse_head_info(bytes: &[u8], want_server: bool) -> Result<Option<(usize, Hea
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::framer::{ResponseFramer, outcomes_in_pieces};
 
     const LIMIT: usize = 64 * 1024;
 
@@ -356,35 +357,8 @@ mod tests {
         max_head: usize,
         max_response: u64,
     ) -> Vec<Result<usize, ResponseError>> {
-        let mut parser = ResponseParser::new(head_request, max_head, max_response);
-        let mut out = Vec::new();
-        let mut offset = 0;
-        for part in bytes.chunks(piece) {
-            let mut part = part;
-            while !part.is_empty() {
-                match parser.feed(part) {
-                    Ok(Feed::Partial) => {
-                        offset += part.len();
-                        part = &[];
-                    }
-                    Ok(Feed::Complete { used }) => {
-                        assert!(used <= part.len(), "used {used} of {}", part.len());
-                        offset += used;
-                        part = &part[used..];
-                        out.push(Ok(offset));
-                        parser.reset();
-                    }
-                    Err(e) => {
-                        out.push(Err(e));
-                        return out;
-                    }
-                }
-            }
-        }
-        if parser.has_started() {
-            out.push(parser.finish().map(|()| offset));
-        }
-        out
+        let framer = ResponseFramer::Http(ResponseParser::new(head_request, max_head, max_response));
+        outcomes_in_pieces(framer, head_request, bytes, piece, true)
     }
 
     #[test]
