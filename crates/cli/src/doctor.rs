@@ -8,13 +8,12 @@ use crate::exit::Outcome;
 use crate::interrupt;
 use crate::output;
 use crate::runner::{DoctorProgress, PhaseProgress, run_engine, text_width};
-use crate::target::{check_reachable, parse_target};
+use crate::target::parse_target;
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
 use nodelay_report::{DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render};
-use std::io;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -44,11 +43,11 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     if let Some(progress) = progress {
         progress.phase(&format!("connecting to {}", workload.address));
     }
-    probe(workload.address, deadline, args.budget, timeout)?;
     let text = FittedText::new(text_width());
     if !workload.is_scenario() {
         let whole = progress.map(DoctorProgress::whole);
-        let report = examine_within(&workload, started, args.budget, timeout, whole.as_ref())?;
+        let report = examine_within(&workload, started, args.budget, timeout, whole.as_ref())
+            .map_err(|error| with_budget(error, args.budget))?;
         if let Some(progress) = progress {
             progress.finish();
         }
@@ -71,7 +70,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         let report = match examine_within(&single, now, share, timeout, named.as_ref()) {
             // Stopped before this request measured anything: report the ones before it.
             Err(_) if interrupt::interrupted() && !reports.is_empty() => break,
-            result => result.with_context(|| format!("request '{name}'"))?,
+            result => result
+                .with_context(|| format!("request '{name}'"))
+                .map_err(|e| with_budget(e, args.budget))?,
         };
         let stop = report.interrupted;
         reports.push(NamedDoctorReport { name: name.clone(), report });
@@ -108,23 +109,34 @@ fn failed_baseline(report: &DoctorReport) -> String {
     format!("{} of {} baseline requests failed{most_common}", baseline.errors, baseline.attempts)
 }
 
-/// One connection attempt before any load, given what is left of the budget; says so when
-/// the budget, not --timeout, cut it short.
-fn probe(address: SocketAddr, deadline: Instant, budget: Duration, timeout: Duration) -> Result<()> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    // A zero timeout is refused by connect_timeout; one millisecond over is within the slack.
-    let limit = timeout.min(left).max(Duration::from_millis(1));
-    check_reachable(address, limit).map_err(|error| {
-        let timed_out = error
-            .root_cause()
-            .downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::TimedOut);
-        if timed_out && limit < timeout {
-            error.context(format!("the doctor's {} budget ran out while connecting", format_seconds(budget)))
-        } else {
-            error
-        }
-    })
+/// The baseline's connection never opened before its share of the budget ran out (a server
+/// that does not accept): the doctor names its budget when it reports this.
+#[derive(Debug)]
+struct NeverConnected {
+    address: SocketAddr,
+    waited: Duration,
+}
+
+impl std::fmt::Display for NeverConnected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cannot connect to {}: no answer to the connection within {}",
+            self.address,
+            format_seconds(self.waited)
+        )
+    }
+}
+
+impl std::error::Error for NeverConnected {}
+
+/// Adds the budget to an error that the budget caused.
+fn with_budget(error: anyhow::Error, budget: Duration) -> anyhow::Error {
+    if error.chain().any(|cause| cause.is::<NeverConnected>()) {
+        error.context(format!("the doctor's {} budget ran out while connecting", format_seconds(budget)))
+    } else {
+        error
+    }
 }
 
 /// `2 s`, `0.5 s`: a budget as the user wrote it, near enough.
@@ -163,6 +175,8 @@ fn examine_within(
         max_requests: Some(BASELINE_REQUESTS),
         duration: Some(budget.mul_f64(BASELINE_SHARE).min(left())),
         timeout,
+        // As long as a response may take, and never past the budget.
+        connect_timeout: timeout.min(left()).max(Duration::from_millis(1)),
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         ..EngineConfig::new(workload.address, Vec::new())
     };
@@ -170,7 +184,20 @@ fn examine_within(
     if let Some(progress) = progress {
         progress.phase("baseline: keep-alive, one connection");
     }
-    let baseline = run_phase(&baseline_config, None)?;
+    // The baseline's own first connection tells whether the server is reachable: no probe
+    // connection is opened before it (servers and captures would see an empty one).
+    let (baseline, reach) = run_phase_reaching(&baseline_config, None)?;
+    if let Some(why) = reach.unreachable {
+        bail!("cannot connect to {}: {why}", workload.address);
+    }
+    if baseline.responses.is_empty()
+        && baseline.errors.is_empty()
+        && !reach.connected
+        && !interrupt::interrupted()
+    {
+        let waited = baseline_config.duration.unwrap_or_default();
+        return Err(anyhow::Error::new(NeverConnected { address: workload.address, waited }));
+    }
     if baseline.responses.is_empty() && interrupt::interrupted() {
         bail!("could not measure {url}: interrupted (Ctrl-C) before any response arrived");
     }
@@ -250,8 +277,19 @@ fn experiment_config(
     config
 }
 
+/// Whether a phase reached the server at all.
+struct Reach {
+    unreachable: Option<String>,
+    connected: bool,
+}
+
 fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Phase> {
+    run_phase_reaching(config, experiment).map(|(phase, _)| phase)
+}
+
+fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> Result<(Phase, Reach)> {
     let finished = run_engine(config, false, |_| CollectingSink::default())?;
+    let reach = Reach { unreachable: finished.unreachable.clone(), connected: finished.connected };
     let mut phase = Phase { experiment, ..Phase::default() };
     let mut busiest = 0;
     for sink in finished.output.sinks {
@@ -268,5 +306,5 @@ fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Ph
             }
         }
     }
-    Ok(phase)
+    Ok((phase, reach))
 }

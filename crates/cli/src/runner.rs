@@ -24,6 +24,8 @@ pub struct Finished<S> {
     pub interrupted: bool,
     /// The run's first connect failed before any succeeded: why.
     pub unreachable: Option<String>,
+    /// Some connection of the run opened.
+    pub connected: bool,
 }
 
 /// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
@@ -94,7 +96,8 @@ where
         bar.finish_and_clear();
     }
     let unreachable = control.unreachable().map(str::to_string);
-    Ok(Finished { output: output?, interrupted: interrupt::interrupted(), unreachable })
+    let connected = control.connected();
+    Ok(Finished { output: output?, interrupted: interrupt::interrupted(), unreachable, connected })
 }
 
 /// `1200 responses, 598 req/s, 3 errors` (the count only when the bar does not show it).

@@ -3,8 +3,7 @@
 
 use crate::exit::UsageError;
 use anyhow::{Context, Result};
-use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::net::SocketAddr;
 use url::Url;
 
 #[derive(Debug, Clone)]
@@ -109,14 +108,6 @@ fn basic_auth(url: &Url) -> Result<Option<String>, String> {
     };
     let credentials = format!("{}:{}", decode(url.username())?, decode(url.password().unwrap_or(""))?);
     Ok(Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(credentials))))
-}
-
-/// One connection attempt, so that an unreachable target is one clear error instead of a
-/// run full of failures.
-pub fn check_reachable(address: SocketAddr, timeout: Duration) -> Result<()> {
-    TcpStream::connect_timeout(&address, timeout)
-        .map(drop)
-        .with_context(|| format!("cannot connect to {address}"))
 }
 
 #[cfg(test)]

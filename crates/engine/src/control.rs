@@ -34,6 +34,12 @@ impl Control {
         }
     }
 
+    /// Some connection of this run opened (false when every connect was still pending or
+    /// failed when the run ended).
+    pub fn connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+
     /// Why the target was unreachable, when the run stopped for that.
     pub fn unreachable(&self) -> Option<&str> {
         self.unreachable.get().map(String::as_str)
