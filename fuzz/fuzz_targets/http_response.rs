@@ -1,6 +1,7 @@
 //! Fuzzes the HTTP response framer: a stream of responses must frame identically whole, in
-//! uneven pieces and byte by byte (same ends, statuses, errors, verdict on close), with small
-//! head and response limits so that the limit paths are exercised too.
+//! uneven pieces and byte by byte (same ends, statuses, close flags, Server headers, errors,
+//! verdict on close), with small head and response limits so that the limit paths are
+//! exercised too.
 //!
 //! Input: `[0]` bit 0 = the request was HEAD; `[1]` head limit (x2, 255 = 64 KiB); `[2..4]`
 //! response limit, big-endian (0xffff = unbounded); `[4..8]` piece sizes; then the stream.
@@ -18,13 +19,13 @@ struct Http {
 
 impl splits::Framer for Http {
     type Error = ResponseError;
-    type About = (u16, bool);
+    type About = (u16, bool, Option<String>);
 
     fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
         self.framer.feed(data)
     }
-    fn about(&self) -> (u16, bool) {
-        (self.framer.status(), self.framer.wants_close())
+    fn about(&self) -> (u16, bool, Option<String>) {
+        (self.framer.status(), self.framer.wants_close(), self.framer.server_header().map(str::to_string))
     }
     fn reset(&mut self) {
         self.framer.reset(self.head_request);
