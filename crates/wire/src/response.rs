@@ -72,6 +72,8 @@ struct HeadInfo {
     close: bool,
     chunked: bool,
     content_length: Option<u64>,
+    /// A Transfer-Encoding header was present (chunked last or not).
+    transfer_encoded: bool,
     /// The `Server` header, when asked for (printable ASCII only, bounded).
     server: Option<String>,
 }
@@ -261,6 +263,11 @@ impl ResponseParser {
             Body::Done
         } else if info.chunked {
             Body::Chunked(ChunkedDecoder::new())
+        } else if info.transfer_encoded {
+            // RFC 9112 §6.3: chunked is not the final coding, so the body ends at close,
+            // whatever a Content-Length says.
+            self.close = true;
+            Body::UntilClose
         } else if let Some(length) = info.content_length {
             if length == 0 { Body::Done } else { Body::Length(length) }
         } else {
@@ -296,12 +303,18 @@ fn parse_head_info(bytes: &[u8], want_server: bool) -> Result<Option<(usize, Hea
         close: http10,
         chunked: false,
         content_length: None,
+        transfer_encoded: false,
         server: None,
     };
     for header in response.headers.iter() {
         if header.name.eq_ignore_ascii_case("content-length") {
             let text = std::str::from_utf8(header.value).map_err(|_| ResponseError::InvalidContentLength)?;
-            let length: u64 = text.trim().parse().map_err(|_| ResponseError::InvalidContentLength)?;
+            // 1*DIGIT (RFC 9110 §8.6): u64's parser would also take "+5".
+            let text = text.trim();
+            if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(ResponseError::InvalidContentLength);
+            }
+            let length: u64 = text.parse().map_err(|_| ResponseError::InvalidContentLength)?;
             if info.content_length.is_some_and(|earlier| earlier != length) {
                 return Err(ResponseError::InvalidContentLength);
             }
@@ -310,6 +323,7 @@ fn parse_head_info(bytes: &[u8], want_server: bool) -> Result<Option<(usize, Hea
             // Chunked frames the body only when it is the last coding applied.
             let last = header.value.rsplit(|&b| b == b',').next().unwrap_or(b"");
             info.chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+            info.transfer_encoded = true;
         } else if want_server && info.server.is_none() && header.name.eq_ignore_ascii_case("server") {
             info.server = Some(printable(header.value));
         } else if header.name.eq_ignore_ascii_case("connection") {
@@ -445,6 +459,17 @@ mod tests {
         parser.reset();
         parser.feed(b"HTTP/1.1 200 OK\r\nServer: other\r\nContent-Length: 0\r\n\r\n").unwrap();
         assert_eq!(parser.server_header(), Some("BaseHTTP/0.6 Python/3.12 ?t?"), "kept, not copied again");
+    }
+
+    #[test]
+    fn content_length_is_digits_and_a_final_coding_other_than_chunked_reads_to_close() {
+        let plus = b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello";
+        assert_eq!(run(plus, 100, false).0, Err(ResponseError::InvalidContentLength));
+        let gzip = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcdef";
+        let mut parser = ResponseParser::new(false, LIMIT, u64::MAX);
+        assert_eq!(parser.feed(gzip), Ok(Feed::Partial), "not done after 2 bytes");
+        assert!(parser.wants_close());
+        assert_eq!(parser.finish(), Ok(()));
     }
 
     #[test]
