@@ -1,5 +1,5 @@
-//! Turns the user's URL into an address to connect to and the request's Host and target,
-//! (whether it is reachable, the run's own first connection tells: see engine::Control).
+//! Turns the user's URL into an address to connect to and the request's Host and target.
+//! Whether it is reachable, the run's own first connection tells (see engine::Control).
 
 use crate::exit::UsageError;
 use anyhow::{Context, Result};
