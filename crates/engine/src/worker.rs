@@ -292,7 +292,6 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     }
                     _ => format!("connect: {e}"),
                 };
-                self.control.connect_failed(&e.to_string());
                 self.fail(index, kind, message);
             }
         }
@@ -328,10 +327,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         match result {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}
-            Err(e) => {
-                self.control.connect_failed(&e.to_string());
-                self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}"));
-            }
+            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
         }
     }
 
@@ -449,6 +445,11 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     fn fail(&mut self, index: usize, kind: ErrorKind, message: String) {
         let connection = &self.connections[index];
         let (slot, request) = (connection.slot, connection.request_index as u16);
+        // A connect that failed before any succeeded: the target is unreachable. Running out of
+        // descriptors is this machine's problem, not the target's.
+        if connection.phase == Phase::Connecting && kind != ErrorKind::OutOfFiles {
+            self.control.connect_failed(message.strip_prefix("connect: ").unwrap_or(&message));
+        }
         self.sink.error(&ErrorRecord { connection: slot, request, kind, message });
         self.control.add_error(self.thread);
         self.close_stream(index);
@@ -521,7 +522,6 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 Phase::Waiting => self.next_request(index, now),
                 Phase::Connecting => {
                     let message = format!("connect timed out after {:?}", self.config.connect_timeout);
-                    self.control.connect_failed(&message);
                     self.fail(index, ErrorKind::ConnectTimeout, message);
                 }
                 _ => {
