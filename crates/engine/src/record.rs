@@ -110,6 +110,7 @@ pub struct ConnectionRecord {
     /// A request was still in flight on it when the run ended (not counted as done or failed).
     pub abandoned_request: bool,
     pub tcp_info: Option<TcpInfo>,
-    /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack.
+    /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack;
+    /// on the slot's first record that has one, `None` on the later ones.
     pub server_header: Option<String>,
 }

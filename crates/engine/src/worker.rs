@@ -46,6 +46,9 @@ struct Connection {
     /// Index of the request in flight (or last sent).
     request_index: usize,
     responses_on_stream: u32,
+    /// The slot's `Server` header went out in a ConnectionRecord already: it is sent once,
+    /// not copied at every close (a new connection per request would allocate each time).
+    server_reported: bool,
     /// Timeout or due time of the current phase.
     deadline: Instant,
     request: RequestTiming,
@@ -160,6 +163,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     picker: mix.picker(slot),
                     request_index: 0,
                     responses_on_stream: 0,
+                    server_reported: false,
                     deadline: run_start,
                     request: RequestTiming::new(run_start),
                 }
@@ -497,9 +501,14 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 abandoned_request: at_run_end
                     && matches!(connection.phase, Phase::Connecting | Phase::Writing | Phase::Reading),
                 tcp_info: read_tcp_info(&stream),
-                server_header: connection.parser.server_header().map(str::to_string),
+                server_header: if connection.server_reported {
+                    None
+                } else {
+                    connection.parser.server_header().map(str::to_string)
+                },
             };
             connection.responses_on_stream = 0;
+            connection.server_reported |= record.server_header.is_some();
             self.sink.connection(&record);
         }
     }
