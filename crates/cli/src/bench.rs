@@ -9,7 +9,7 @@ use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result, bail};
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
-use nodelay_report::{BenchReport, BenchSettings, FittedText, Json, Render, RunEnd};
+use nodelay_report::{BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, format_status_counts};
 use std::io::Write;
 use std::time::Duration;
 
@@ -101,12 +101,10 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         return Ok(Outcome::Failed);
     }
     if report.non_success_responses == report.requests_completed {
-        let statuses: Vec<String> =
-            report.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
         output::stderr_line(&format!(
             "nodelay: no request succeeded: every response was outside {} ({}); --success-status changes what counts",
             report.settings.success_status,
-            statuses.join(", ")
+            format_status_counts(&report.status_counts)
         ));
         return Ok(Outcome::Failed);
     }

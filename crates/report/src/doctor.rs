@@ -68,8 +68,7 @@ impl ErrorPage {
 
     /// `404 ×40`.
     pub fn statuses(&self) -> String {
-        let parts: Vec<String> = self.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
-        parts.join(", ")
+        crate::format::format_status_counts(&self.status_counts)
     }
 }
 

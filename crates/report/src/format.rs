@@ -137,6 +137,12 @@ pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<Stri
     crate::layout::wrap_lines(text, width, first, rest)
 }
 
+/// Status counts as people read them: `404 ×40, 200 ×3` (empty for none).
+pub fn format_status_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
+    let parts: Vec<String> = counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
+    parts.join(", ")
+}
+
 /// The space that keeps a number with its unit in [`glue_units`].
 pub const NO_BREAK: char = '\u{a0}';
 

@@ -3,7 +3,7 @@
 
 use crate::Render;
 use crate::bench::{BenchReport, BenchSettings, HistogramBucket, Percentiles, RequestReport};
-use crate::format::{DurationScale, format_bytes, format_duration_ms};
+use crate::format::{DurationScale, format_bytes, format_duration_ms, format_status_counts};
 use crate::layout::{Col, DEFAULT_WIDTH, MIN_WIDTH, TextTable, wrap};
 use nodelay_engine::TcpInfo;
 use std::fmt::Write;
@@ -283,8 +283,8 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     let s = &r.settings;
     let mut rows: Vec<(&str, String)> = Vec::new();
     if s.protocol == "http" {
-        let statuses: Vec<String> = r.status_counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
-        rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses.join(", ") }));
+        let statuses = format_status_counts(&r.status_counts);
+        rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses }));
     }
     let responses = plural(r.requests_completed, "response", "responses");
     if r.non_success_responses > 0 {
