@@ -13,7 +13,9 @@ use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
-use nodelay_report::{DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render};
+use nodelay_report::{
+    DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render, format_seconds,
+};
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
@@ -30,8 +32,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     if !nodelay_engine::KERNEL_TCP_FIGURES {
         bail!("nodelay doctor needs Linux: its experiments use TCP_QUICKACK and its evidence TCP_INFO");
     }
-    // Every step from here counts against the budget: the probe and each phase get at most
-    // what is left of it.
+    // Every step from here counts against the budget: each phase, the baseline's first
+    // connection included, gets at most what is left of it.
     let started = Instant::now();
     let deadline = later(started, args.budget);
     let target = parse_target(&args.url)?;
@@ -123,7 +125,7 @@ impl std::fmt::Display for NeverConnected {
             f,
             "cannot connect to {}: no answer to the connection within {}",
             self.address,
-            format_seconds(self.waited)
+            format_seconds(self.waited.as_secs_f64())
         )
     }
 }
@@ -133,16 +135,13 @@ impl std::error::Error for NeverConnected {}
 /// Adds the budget to an error that the budget caused.
 fn with_budget(error: anyhow::Error, budget: Duration) -> anyhow::Error {
     if error.chain().any(|cause| cause.is::<NeverConnected>()) {
-        error.context(format!("the doctor's {} budget ran out while connecting", format_seconds(budget)))
+        error.context(format!(
+            "the doctor's {} budget ran out while connecting",
+            format_seconds(budget.as_secs_f64())
+        ))
     } else {
         error
     }
-}
-
-/// `2 s`, `0.5 s`: a budget as the user wrote it, near enough.
-fn format_seconds(duration: Duration) -> String {
-    let text = format!("{:.3}", duration.as_secs_f64());
-    format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
 /// The whole diagnosis of the workload's first request within `budget` from now; fails only

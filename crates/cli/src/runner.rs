@@ -5,7 +5,7 @@
 use crate::interrupt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use nodelay_engine::{Control, EngineConfig, RecordSink, RunOutput};
-use nodelay_report::DEFAULT_WIDTH;
+use nodelay_report::{DEFAULT_WIDTH, format_seconds};
 use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -218,8 +218,12 @@ impl DoctorProgress {
                     let _ = write!(w, "{}", budget_bar(state.elapsed(), budget));
                 })
                 .with_key("budget", move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
-                    let _ =
-                        write!(w, "{:.1} s of {} s", state.elapsed().as_secs_f64(), budget_seconds(budget));
+                    let _ = write!(
+                        w,
+                        "{:.1} s of {}",
+                        state.elapsed().as_secs_f64(),
+                        format_seconds(budget.as_secs_f64())
+                    );
                 })
         });
         if let Ok(style) = style {
@@ -282,12 +286,6 @@ fn budget_bar(elapsed: Duration, budget: Duration) -> String {
     format!("{}{}", "█".repeat(full), "·".repeat(BUDGET_BAR - full))
 }
 
-/// `10`, `2.5`: the budget as the user wrote it, near enough.
-fn budget_seconds(budget: Duration) -> String {
-    let text = format!("{:.2}", budget.as_secs_f64());
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,7 +319,5 @@ mod tests {
         assert_eq!(budget_bar(s(0), s(10)), "·".repeat(BUDGET_BAR));
         assert_eq!(budget_bar(s(5), s(10)), format!("{}{}", "█".repeat(10), "·".repeat(10)));
         assert_eq!(budget_bar(s(30), s(10)), "█".repeat(BUDGET_BAR));
-        assert_eq!(budget_seconds(Duration::from_millis(2500)), "2.5");
-        assert_eq!(budget_seconds(s(10)), "10");
     }
 }

@@ -37,12 +37,12 @@ fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
 
 fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::Result {
     let header = format!(
-        "nodelay doctor {} ({}): {:.1} s of a {} s budget",
+        "nodelay doctor {} ({}): {:.1} s of a {} budget",
         r.url,
         r.address,
         r.elapsed_s,
         // A scenario request's share is rarely whole seconds.
-        format!("{:.2}", r.budget_s).trim_end_matches('0').trim_end_matches('.')
+        crate::format::format_seconds(r.budget_s)
     );
     out.push_str(&wrap(&header, width, "", "  "));
     writeln!(out)?;

@@ -137,6 +137,12 @@ pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<Stri
     crate::layout::wrap_lines(text, width, first, rest)
 }
 
+/// A budget or a wait as the user wrote it, near enough: `10 s`, `2.5 s`, `0.67 s`.
+pub fn format_seconds(seconds: f64) -> String {
+    let text = format!("{seconds:.2}");
+    format!("{} s", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// Status counts as people read them: `404 ×40, 200 ×3` (empty for none).
 pub fn format_status_counts(counts: &std::collections::BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = counts.iter().map(|(code, n)| format!("{code} ×{n}")).collect();
@@ -209,6 +215,13 @@ mod tests {
         assert_eq!(scale.format(0.00085), "850 ns");
         assert_eq!(DurationScale::for_ms([]).format(1.0), "1.00 ms");
         assert_eq!(DurationScale::for_ms([0.0]).format(0.0), "0.00 ms");
+    }
+
+    #[test]
+    fn seconds_are_written_as_typed() {
+        assert_eq!(format_seconds(2.5), "2.5 s");
+        assert_eq!(format_seconds(10.0), "10 s");
+        assert_eq!(format_seconds(2.0 / 3.0), "0.67 s");
     }
 
     #[test]

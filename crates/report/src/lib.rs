@@ -20,7 +20,9 @@ pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
     PhaseReport,
 };
-pub use format::{DurationScale, format_bytes, format_duration_ms, format_status_counts, wrap_words};
+pub use format::{
+    DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, wrap_words,
+};
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
