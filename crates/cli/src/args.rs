@@ -8,6 +8,8 @@ use std::time::Duration;
 #[command(
     name = "nodelay",
     version,
+    // Help fits 80 columns, as every other output does when not on a wider terminal.
+    max_term_width = 80,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
     after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor made a finding."
 )]

@@ -47,3 +47,21 @@ fn man_page_is_roff_with_every_command() {
         assert!(page.contains(command), "{command}");
     }
 }
+
+#[test]
+fn every_help_fits_80_columns() {
+    for command in
+        [&[][..], &["bench"], &["doctor"], &["pcap"], &["demo"], &["schema"], &["completions"], &["man"]]
+    {
+        let run = nodelay(&[command, &["--help"]].concat());
+        assert_eq!(run.code(), 0, "{command:?}");
+        let wide: Vec<&str> = run
+            .output
+            .stdout
+            .split(|&b| b == b'\n')
+            .filter_map(|l| std::str::from_utf8(l).ok())
+            .filter(|l| l.chars().count() > 80)
+            .collect();
+        assert!(wide.is_empty(), "{command:?} --help has lines over 80 columns: {wide:#?}");
+    }
+}
