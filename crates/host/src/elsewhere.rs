@@ -1,0 +1,26 @@
+//! Other systems have neither /proc nor pidfd_getfd: every call says so.
+
+use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Target};
+use std::net::SocketAddr;
+
+const WHY: &str = "reading another process's sockets needs Linux (pidfd_getfd)";
+
+pub fn inspect(_target: Target) -> Result<Inspection, HostError> {
+    Err(HostError::Unsupported(WHY))
+}
+
+pub fn set_nodelay(_target: Target, _dry_run: bool) -> Result<NodelayChange, HostError> {
+    Err(HostError::Unsupported(WHY))
+}
+
+pub fn restore(_change: &NodelayChange) -> Result<usize, HostError> {
+    Err(HostError::Unsupported(WHY))
+}
+
+pub fn force_nodelay(_pid: i32) -> Result<usize, HostError> {
+    Err(HostError::Unsupported(WHY))
+}
+
+pub fn listeners_of(_address: SocketAddr) -> Result<Vec<ProcessInfo>, HostError> {
+    Err(HostError::Unsupported(WHY))
+}

@@ -1,0 +1,34 @@
+//! What can go wrong when reading another process's sockets, each as one line for the user.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum HostError {
+    #[error("no process with PID {0}")]
+    NoSuchProcess(i32),
+    #[error("nothing listens on TCP port {0} on this machine")]
+    NobodyListens(u16),
+    #[error(
+        "TCP port {port} is listened on by uid {uid}, but no process of it can be read here: \
+         another user's /proc/PID/fd needs root or CAP_SYS_PTRACE"
+    )]
+    PortOwnerHidden { port: u16, uid: u32 },
+    /// `why` says which permission is missing, in words.
+    #[error("no permission to take the sockets of PID {pid} ({command}): {why}; `nodelay exec` needs none")]
+    NoPermission { pid: i32, command: String, why: String },
+    #[error("{0}")]
+    Unsupported(&'static str),
+    #[error("{what}: {source}")]
+    Io { what: String, source: std::io::Error },
+}
+
+impl HostError {
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        HostError::Io { what: what.into(), source }
+    }
+
+    /// Errors that mean "you may not", as opposed to "there is nothing there".
+    pub fn is_permission(&self) -> bool {
+        matches!(self, HostError::NoPermission { .. } | HostError::PortOwnerHidden { .. })
+    }
+}

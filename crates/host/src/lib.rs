@@ -1,0 +1,32 @@
+//! This machine's processes and their TCP sockets, for `nodelay inspect`, `nodelay fix`,
+//! `exec`'s fallback and `doctor --try-fix`: which process owns a local port (the socket's
+//! inode in /proc/net/tcp{,6}, found again in /proc/PID/fd), copies of its socket descriptors
+//! (`pidfd_open` + `pidfd_getfd`, Linux ≥ 5.6), and their TCP_NODELAY, TCP_CORK and TCP_INFO.
+//!
+//! A copy taken with `pidfd_getfd` is the same socket as the process's own descriptor, so an
+//! option set on it is set for the process, and connections a listening socket accepts later
+//! inherit TCP_NODELAY from it. Copies are closed as soon as they have been read or set: a
+//! copy held open would keep a connection alive after the process closed it.
+//!
+//! Linux only: elsewhere every call returns [`HostError::Unsupported`].
+
+mod error;
+mod target;
+mod types;
+
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "linux")]
+mod pidfd;
+
+pub use error::HostError;
+pub use target::Target;
+pub use types::{Inspection, NodelayChange, ProcessInfo, SocketState, SocketView};
+
+#[cfg(target_os = "linux")]
+pub use linux::{force_nodelay, inspect, listeners_of, restore, set_nodelay};
+
+#[cfg(not(target_os = "linux"))]
+mod elsewhere;
+#[cfg(not(target_os = "linux"))]
+pub use elsewhere::{force_nodelay, inspect, listeners_of, restore, set_nodelay};

@@ -1,0 +1,92 @@
+//! What this crate reports about processes and their sockets (serialized as-is in JSON).
+
+use nodelay_engine::TcpInfo;
+use serde::Serialize;
+use std::net::SocketAddr;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessInfo {
+    pub pid: i32,
+    /// The kernel's name for it (`comm`, at most 15 bytes).
+    pub command: String,
+    pub uid: u32,
+}
+
+/// A TCP socket's state as `ss` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SocketState {
+    Listen,
+    Established,
+    SynSent,
+    SynRecv,
+    FinWait1,
+    FinWait2,
+    TimeWait,
+    Close,
+    CloseWait,
+    LastAck,
+    Closing,
+}
+
+impl SocketState {
+    /// `ss`'s abbreviation, for tables.
+    pub fn short(self) -> &'static str {
+        match self {
+            SocketState::Listen => "LISTEN",
+            SocketState::Established => "ESTAB",
+            SocketState::SynSent => "SYN-SENT",
+            SocketState::SynRecv => "SYN-RECV",
+            SocketState::FinWait1 => "FIN-WAIT-1",
+            SocketState::FinWait2 => "FIN-WAIT-2",
+            SocketState::TimeWait => "TIME-WAIT",
+            SocketState::Close => "CLOSE",
+            SocketState::CloseWait => "CLOSE-WAIT",
+            SocketState::LastAck => "LAST-ACK",
+            SocketState::Closing => "CLOSING",
+        }
+    }
+}
+
+/// One TCP socket of a process, as read through a copy of its descriptor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SocketView {
+    pub pid: i32,
+    /// The descriptor number in that process.
+    pub fd: i32,
+    /// The socket's inode: the same socket shared by several processes has one inode.
+    pub inode: u64,
+    pub state: SocketState,
+    pub local: SocketAddr,
+    /// `None` for a listening socket.
+    pub peer: Option<SocketAddr>,
+    pub nodelay: bool,
+    pub cork: bool,
+    /// Only for connected sockets.
+    pub tcp_info: Option<TcpInfo>,
+}
+
+/// The TCP sockets of a target: its processes and one entry per socket (shared sockets
+/// once, under the first process that holds them).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Inspection {
+    pub processes: Vec<ProcessInfo>,
+    pub sockets: Vec<SocketView>,
+}
+
+/// What setting TCP_NODELAY did (or, on a dry run, would do).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodelayChange {
+    pub processes: Vec<ProcessInfo>,
+    pub dry_run: bool,
+    /// The sockets whose TCP_NODELAY was off, as they were before (`nodelay: false`).
+    pub changed: Vec<SocketView>,
+    /// Sockets that had it on already.
+    pub already_on: usize,
+}
+
+impl NodelayChange {
+    pub fn listening_changed(&self) -> usize {
+        self.changed.iter().filter(|s| s.state == SocketState::Listen).count()
+    }
+}

@@ -1,0 +1,93 @@
+//! The host crate against real sockets: this test process's own (pidfd_getfd works on
+//! oneself) and a child process's, found by its port.
+#![cfg(target_os = "linux")]
+
+use nodelay_host::{HostError, SocketState, Target, inspect, listeners_of, restore, set_nodelay};
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+
+fn own() -> Target {
+    Target::Pid(std::process::id() as i32)
+}
+
+#[test]
+fn a_listener_and_its_connection_are_listed_set_and_restored() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (accepted, _) = listener.accept().unwrap();
+    let mine = |inspection: &nodelay_host::Inspection| {
+        inspection
+            .sockets
+            .iter()
+            .filter(|s| s.local.port() == port)
+            .map(|s| (s.state, s.nodelay))
+            .collect::<Vec<_>>()
+    };
+    let before = inspect(Target::Port(port)).unwrap();
+    assert_eq!(before.processes[0].pid, std::process::id() as i32);
+    let mut states = mine(&before);
+    states.sort_by_key(|(state, _)| *state as u8);
+    assert_eq!(states, [(SocketState::Listen, false), (SocketState::Established, false)]);
+    let established = before.sockets.iter().find(|s| s.state == SocketState::Established).unwrap();
+    assert_eq!(established.peer, Some(client.local_addr().unwrap()));
+    assert!(established.tcp_info.is_some());
+
+    let dry = set_nodelay(Target::Port(port), true).unwrap();
+    assert_eq!(dry.changed.len(), 2);
+    assert!(!accepted.nodelay().unwrap(), "a dry run changes nothing");
+
+    let change = set_nodelay(Target::Port(port), false).unwrap();
+    assert_eq!((change.changed.len(), change.listening_changed(), change.already_on), (2, 1, 0));
+    assert!(accepted.nodelay().unwrap());
+    // The client side (another local port) is not part of "port N".
+    assert!(!client.nodelay().unwrap());
+    let (late_client, late) =
+        (TcpStream::connect(("127.0.0.1", port)).unwrap(), listener.accept().unwrap().0);
+    assert!(late.nodelay().unwrap(), "connections accepted afterwards inherit it");
+
+    assert_eq!(restore(&change).unwrap(), 2);
+    assert!(!accepted.nodelay().unwrap());
+    let after = inspect(Target::Port(port)).unwrap();
+    let listening = after.sockets.iter().find(|s| s.state == SocketState::Listen).unwrap();
+    assert!(!listening.nodelay);
+    drop((late_client, late));
+}
+
+#[test]
+fn the_owner_of_a_port_is_found_in_another_process() {
+    let mut child = Command::new("python3")
+        .args(["-c", "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nsys.stdin.read()"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port: u16 = line.trim().parse().unwrap();
+    let owners = listeners_of(([127, 0, 0, 1], port).into()).unwrap();
+    assert_eq!(owners.iter().map(|p| p.pid).collect::<Vec<_>>(), [child.id() as i32]);
+    assert_eq!(owners[0].command, "python3");
+    // The same port on an address the listener is not bound to is someone else's.
+    assert!(
+        matches!(listeners_of(([127, 0, 0, 2], port).into()), Err(HostError::NobodyListens(p)) if p == port)
+    );
+    let change = set_nodelay(Target::Pid(child.id() as i32), false).unwrap();
+    assert_eq!(change.listening_changed(), 1);
+    drop(child.stdin.take());
+    child.wait().unwrap();
+}
+
+#[test]
+fn nobody_and_nothing_are_clear_errors() {
+    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let error = inspect(Target::Port(free)).unwrap_err();
+    assert_eq!(error.to_string(), format!("nothing listens on TCP port {free} on this machine"));
+    // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).
+    let error = inspect(Target::Pid(i32::MAX)).unwrap_err();
+    assert_eq!(error.to_string(), format!("no process with PID {}", i32::MAX));
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sockets = inspect(own()).unwrap().sockets;
+    assert!(sockets.iter().all(|s| s.local != udp.local_addr().unwrap()), "UDP sockets are not listed");
+}
