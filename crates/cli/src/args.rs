@@ -26,6 +26,10 @@ pub enum Command {
     Doctor(Box<DoctorArgs>),
     /// Find Nagle × delayed-ACK stalls in a packet capture (pcap or pcapng) taken anywhere
     Pcap(Box<PcapArgs>),
+    /// A running program's TCP sockets: TCP_NODELAY, TCP_CORK, RTT, delayed-ACK timeout
+    Inspect(SocketsArgs),
+    /// Set TCP_NODELAY on a running program's sockets, without a restart
+    Fix(FixArgs),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
     /// Print the JSON Schema of a command's --json output
@@ -48,6 +52,8 @@ pub enum SchemaName {
     Bench,
     Doctor,
     Pcap,
+    Inspect,
+    Fix,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -192,6 +198,33 @@ pub struct PcapArgs {
     /// Print the analysis as JSON (its JSON Schema: nodelay schema pcap) on stdout instead of text
     #[arg(long)]
     pub json: bool,
+}
+
+/// `nodelay inspect`: which process, and how to print.
+#[derive(Debug, Clone, Args)]
+pub struct SocketsArgs {
+    /// A process ID, or :PORT for the processes listening on that local TCP port (the
+    /// listening sockets and the connections they accepted). Needs root, CAP_SYS_PTRACE or
+    /// the process's own user (pidfd_getfd, Linux 5.6 or later)
+    #[arg(value_name = "PID|:PORT")]
+    pub target: nodelay_host::Target,
+
+    /// Print JSON (its JSON Schema: nodelay schema inspect / fix) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `nodelay fix`.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "The change lasts as long as the sockets: until the program restarts. \
+                        `nodelay exec` starts a program with TCP_NODELAY on every socket.")]
+pub struct FixArgs {
+    #[command(flatten)]
+    pub sockets: SocketsArgs,
+
+    /// Only say which sockets would change
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {

@@ -15,6 +15,7 @@ mod request;
 mod runner;
 mod scenario;
 mod self_docs;
+mod sockets;
 mod target;
 mod workload;
 
@@ -38,6 +39,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Bench(args) => bench::bench(&args),
         Command::Doctor(args) => doctor::doctor(&args),
         Command::Pcap(args) => pcap::pcap(&args),
+        Command::Inspect(args) => sockets::inspect(&args),
+        Command::Fix(args) => sockets::fix(&args),
         Command::Demo => demo::demo(),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),

@@ -10,12 +10,15 @@ use clap::CommandFactory;
 const BENCH_SCHEMA: &str = include_str!("../../../schema/bench.schema.json");
 const DOCTOR_SCHEMA: &str = include_str!("../../../schema/doctor.schema.json");
 const PCAP_SCHEMA: &str = include_str!("../../../schema/pcap.schema.json");
+/// One schema for `inspect` and `fix`: they share the socket's description.
+const SOCKETS_SCHEMA: &str = include_str!("../../../schema/inspect.schema.json");
 
 pub fn schema(name: SchemaName) -> Result<Outcome> {
     output::stdout(match name {
         SchemaName::Bench => BENCH_SCHEMA,
         SchemaName::Doctor => DOCTOR_SCHEMA,
         SchemaName::Pcap => PCAP_SCHEMA,
+        SchemaName::Inspect | SchemaName::Fix => SOCKETS_SCHEMA,
     })?;
     Ok(Outcome::Success)
 }

@@ -7,11 +7,18 @@ use std::process::Command;
 
 #[test]
 fn schemas_are_embedded_and_equal_the_files() {
-    for name in ["bench", "doctor", "pcap"] {
+    // inspect and fix share one schema.
+    for (name, file) in [
+        ("bench", "bench"),
+        ("doctor", "doctor"),
+        ("pcap", "pcap"),
+        ("inspect", "inspect"),
+        ("fix", "inspect"),
+    ] {
         let run = nodelay(&["schema", name]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
         let file =
-            std::fs::read_to_string(repo_root().join(format!("schema/{name}.schema.json"))).expect("schema");
+            std::fs::read_to_string(repo_root().join(format!("schema/{file}.schema.json"))).expect("schema");
         assert_eq!(run.stdout(), file, "{name}");
         assert!(run.json()["$schema"].is_string());
     }
@@ -43,16 +50,25 @@ fn bash_completion_loads_and_completes_subcommands() {
 fn man_page_is_roff_with_every_command() {
     let page = nodelay(&["man"]).stdout();
     assert!(page.contains(".TH nodelay 1"), "{page}");
-    for command in ["bench", "doctor", "pcap", "demo"] {
+    for command in ["bench", "doctor", "pcap", "demo", "inspect", "fix"] {
         assert!(page.contains(command), "{command}");
     }
 }
 
 #[test]
 fn every_help_fits_80_columns() {
-    for command in
-        [&[][..], &["bench"], &["doctor"], &["pcap"], &["demo"], &["schema"], &["completions"], &["man"]]
-    {
+    for command in [
+        &[][..],
+        &["bench"],
+        &["doctor"],
+        &["pcap"],
+        &["inspect"],
+        &["fix"],
+        &["demo"],
+        &["schema"],
+        &["completions"],
+        &["man"],
+    ] {
         let run = nodelay(&[command, &["--help"]].concat());
         assert_eq!(run.code(), 0, "{command:?}");
         let wide: Vec<&str> = run

@@ -10,7 +10,7 @@ pub enum HostError {
     NobodyListens(u16),
     #[error(
         "TCP port {port} is listened on by uid {uid}, but no process of it can be read here: \
-         another user's /proc/PID/fd needs root or CAP_SYS_PTRACE"
+         another user's /proc/PID/fd needs root or CAP_SYS_PTRACE; `nodelay exec` needs none"
     )]
     PortOwnerHidden { port: u16, uid: u32 },
     /// `why` says which permission is missing, in words.

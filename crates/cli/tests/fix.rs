@@ -1,0 +1,160 @@
+//! `nodelay inspect` and `nodelay fix` on running servers: the stall goes away without a
+//! restart, an existing connection keeps working (and is fixed too), and a user without the
+//! permission gets one clear line.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The verdict ids of `nodelay doctor` on `url`.
+fn verdict(url: &str) -> Vec<String> {
+    let report = nodelay(&["doctor", "--json", url]).json();
+    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
+}
+
+/// One keep-alive GET on `stream`, read to the end of its 13-byte body; how long it took.
+fn get(stream: &mut TcpStream) -> Duration {
+    let started = Instant::now();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut response = Vec::new();
+    let mut buffer = [0; 4096];
+    while !(response.windows(4).any(|w| w == b"\r\n\r\n") && response.ends_with(b"Hello, world!")) {
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        response.extend_from_slice(&buffer[..n]);
+    }
+    started.elapsed()
+}
+
+/// The slowest of a few requests after the first (a fresh connection ACKs quickly).
+fn steady_slowest(stream: &mut TcpStream) -> Duration {
+    get(stream);
+    (0..4).map(|_| get(stream)).max().unwrap()
+}
+
+fn sockets_json(args: &[&str]) -> serde_json::Value {
+    let run = nodelay(args);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("inspect.schema.json", &report);
+    report
+}
+
+#[test]
+fn fix_removes_the_stall_of_a_running_python_server_without_a_restart() {
+    let mut peer = python_peer("python_http_server.py", &[]);
+    let pid = peer.pid();
+    let port = format!(":{}", peer.port);
+    let mut existing = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    assert!(steady_slowest(&mut existing) >= Duration::from_millis(30), "the server must stall as shipped");
+    assert_eq!(verdict(&peer.url("/")), ["server-nagle-delayed-ack"]);
+
+    let before = sockets_json(&["inspect", "--json", &port]);
+    assert_eq!(before["processes"][0]["pid"], pid);
+    let listening: Vec<_> =
+        before["sockets"].as_array().unwrap().iter().filter(|s| s["state"] == "listen").collect();
+    assert_eq!(listening.len(), 1);
+    assert_eq!(listening[0]["nodelay"], false);
+
+    let dry = sockets_json(&["fix", "--dry-run", "--json", &port]);
+    assert_eq!((dry["dry_run"].as_bool(), dry["listening_changed"].as_u64()), (Some(true), Some(1)));
+    assert_eq!(verdict(&peer.url("/")), ["server-nagle-delayed-ack"], "a dry run changes nothing");
+
+    let run = nodelay(&["fix", &port]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = squeeze(&run.stdout());
+    assert!(
+        text.contains(&format!("PID {pid} (python3"))
+            && text.contains("set TCP_NODELAY on 1 listening socket"),
+        "{text}"
+    );
+    // The connection opened before the fix was fixed too, and still works.
+    assert!(steady_slowest(&mut existing) < Duration::from_millis(20), "existing connection still stalls");
+    assert_eq!(verdict(&peer.url("/")), ["healthy"]);
+    assert!(peer.is_running() && peer.pid() == pid, "the server was not restarted");
+
+    let after = sockets_json(&["inspect", "--json", &pid.to_string()]);
+    assert!(after["sockets"].as_array().unwrap().iter().all(|s| s["nodelay"] == true), "{after:#}");
+    let again = nodelay(&["fix", &port]);
+    assert!(
+        squeeze(&again.stdout()).contains("every TCP socket already has TCP_NODELAY"),
+        "{}",
+        again.stdout()
+    );
+}
+
+#[test]
+fn inspect_shows_one_row_per_socket_with_its_options() {
+    let peer = python_peer("python_http_server.py", &[]);
+    let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    get(&mut stream);
+    let run = nodelay(&["inspect", &format!(":{}", peer.port)]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = run.stdout();
+    assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+    let client = stream.local_addr().unwrap();
+    let row =
+        text.lines().find(|line| line.contains(&format!("from {client}"))).expect("the connection's row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells[1..5], ["ESTAB", "from", &client.to_string(), "off"], "{text}");
+    assert!(text.contains("LISTEN") && text.contains(&format!("`nodelay fix :{}`", peer.port)), "{text}");
+}
+
+#[test]
+fn unknown_processes_ports_and_nonsense_are_clear_errors() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    for (args, code, message) in [
+        (
+            vec!["fix".to_string(), format!(":{free}")],
+            1,
+            format!("nodelay: nothing listens on TCP port {free}"),
+        ),
+        (vec!["inspect".into(), "2147483647".into()], 1, "nodelay: no process with PID 2147483647".into()),
+        (vec!["fix".into(), ":http".into()], 2, "':http' is not a port".into()),
+        (vec!["inspect".into(), "-5".into()], 2, "unexpected argument '-5'".into()),
+        (vec!["inspect".into(), "0".into()], 2, "'0' is neither a PID".into()),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = nodelay(&args);
+        assert_eq!(run.code(), code, "{args:?}: {}", run.stderr());
+        assert!(run.stderr().contains(&message), "{args:?}: {}", run.stderr());
+        assert!(run.stdout().is_empty());
+    }
+}
+
+/// `setpriv` runs nodelay as `nobody` against a server of root's: neither its descriptors nor
+/// its /proc/PID/fd may be read.
+#[test]
+fn without_permission_fix_says_which_permission_is_missing() {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to start a server another user may not touch");
+        return;
+    }
+    let peer = python_peer("python_http_server.py", &[]);
+    for target in [peer.pid().to_string(), format!(":{}", peer.port)] {
+        let output = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_nodelay"))
+            .args(["fix", &target])
+            .output()
+            .expect("setpriv (util-linux)");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{target}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        let expected = if target.starts_with(':') {
+            "is listened on by uid 0, but no process of it can be read here"
+        } else {
+            "no permission to take the sockets of PID"
+        };
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(stderr.contains("root or CAP_SYS_PTRACE"), "{stderr}");
+    }
+    // Nothing changed.
+    let report = sockets_json(&["inspect", "--json", &format!(":{}", peer.port)]);
+    assert!(report["sockets"].as_array().unwrap().iter().all(|s| s["nodelay"] == false));
+}

@@ -1,0 +1,230 @@
+//! The models of `nodelay inspect` and `nodelay fix` (a running program's TCP sockets and
+//! what setting TCP_NODELAY on them changed) and their text. The serde forms are the JSON
+//! contract of `schema/inspect.schema.json`: rename nothing, only add.
+
+use crate::Render;
+use crate::format::DurationScale;
+use crate::format::display_width;
+use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
+use crate::text::FittedText;
+use nodelay_engine::TcpInfo;
+use nodelay_host::{Inspection, NodelayChange, ProcessInfo, SocketState, SocketView};
+use serde::Serialize;
+use std::fmt::Write;
+use std::net::{IpAddr, SocketAddr};
+
+pub const INSPECT_SCHEMA_ID: &str = "nodelay-inspect/1";
+pub const FIX_SCHEMA_ID: &str = "nodelay-fix/1";
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InspectReport {
+    pub schema: &'static str,
+    /// What the user named: `PID 4242` or `port 8080`.
+    pub target: String,
+    pub processes: Vec<ProcessInfo>,
+    pub sockets: Vec<SocketView>,
+}
+
+impl InspectReport {
+    pub fn new(target: String, inspection: Inspection) -> Self {
+        InspectReport {
+            schema: INSPECT_SCHEMA_ID,
+            target,
+            processes: inspection.processes,
+            sockets: inspection.sockets,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FixReport {
+    pub schema: &'static str,
+    pub target: String,
+    pub processes: Vec<ProcessInfo>,
+    /// Nothing was changed: `changed` lists what would have been.
+    pub dry_run: bool,
+    /// The sockets whose TCP_NODELAY was off, as they were before the fix.
+    pub changed: Vec<SocketView>,
+    pub listening_changed: usize,
+    pub already_on: usize,
+}
+
+impl FixReport {
+    pub fn new(target: String, change: NodelayChange) -> Self {
+        FixReport {
+            schema: FIX_SCHEMA_ID,
+            target,
+            listening_changed: change.listening_changed(),
+            processes: change.processes,
+            dry_run: change.dry_run,
+            changed: change.changed,
+            already_on: change.already_on,
+        }
+    }
+}
+
+/// "PID 4242 (python3, uid 1000)", each process of the target.
+pub fn describe_processes(processes: &[ProcessInfo]) -> String {
+    let each: Vec<String> =
+        processes.iter().map(|p| format!("PID {} ({}, uid {})", p.pid, p.command, p.uid)).collect();
+    each.join(", ")
+}
+
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+impl Render<InspectReport> for FittedText {
+    fn render(&self, report: &InspectReport) -> String {
+        let mut out = wrap(
+            &format!(
+                "{}: {}",
+                subject(&report.target, &report.processes),
+                plural(report.sockets.len(), "TCP socket", "TCP sockets")
+            ),
+            self.width,
+            "",
+            "  ",
+        );
+        if report.sockets.is_empty() {
+            return out;
+        }
+        out.push('\n');
+        out.push_str(&socket_table(&report.sockets, report.processes.len() > 1, None, self.width));
+        let off = report.sockets.iter().filter(|s| !s.nodelay).count();
+        if off > 0 {
+            let fix = match report.target.strip_prefix("port ") {
+                Some(port) => format!("nodelay fix :{port}"),
+                None => format!("nodelay fix {}", report.processes.first().map_or(0, |p| p.pid)),
+            };
+            out.push('\n');
+            out.push_str(&wrap(
+                &format!(
+                    "TCP_NODELAY is off on {}: `{fix}` sets it without a restart (connections a listening \
+                     socket accepts afterwards inherit it).",
+                    plural(off, "socket", "sockets")
+                ),
+                self.width,
+                "",
+                "",
+            ));
+        }
+        out
+    }
+}
+
+impl Render<FixReport> for FittedText {
+    fn render(&self, report: &FixReport) -> String {
+        let connections = report.changed.len() - report.listening_changed;
+        let who = subject(&report.target, &report.processes);
+        let summary = if report.changed.is_empty() {
+            format!(
+                "{who}: every TCP socket already has TCP_NODELAY ({}); nothing to change.",
+                plural(report.already_on, "socket", "sockets")
+            )
+        } else {
+            let verb = if report.dry_run { "would set" } else { "set" };
+            let mut text = format!(
+                "{who}: {verb} TCP_NODELAY on {} and {}",
+                plural(report.listening_changed, "listening socket", "listening sockets"),
+                plural(connections, "connection", "connections"),
+            );
+            if report.already_on > 0 {
+                let _ = write!(text, "; {} had it already", plural(report.already_on, "socket", "sockets"));
+            }
+            text.push_str(if report.dry_run {
+                ". Dry run: nothing was changed."
+            } else if report.listening_changed > 0 {
+                ". Connections accepted from now on inherit it; it lasts until the program restarts."
+            } else {
+                ". It lasts as long as these connections."
+            });
+            text
+        };
+        let mut out = wrap(&summary, self.width, "", "  ");
+        if !report.changed.is_empty() {
+            out.push('\n');
+            // A dry run's header says nothing changed; the column shows what would.
+            out.push_str(&socket_table(
+                &report.changed,
+                report.processes.len() > 1,
+                Some("off → on"),
+                self.width,
+            ));
+        }
+        out
+    }
+}
+
+/// "PID 4242 (python3, uid 1000)", or for a port "port 8080: PID ...", each process.
+fn subject(target: &str, processes: &[ProcessInfo]) -> String {
+    let processes = describe_processes(processes);
+    if target.starts_with("PID ") { processes } else { format!("{target}: {processes}") }
+}
+
+/// One row per socket: where it listens or whom it talks to, its options and, for a
+/// connection, the kernel's RTT, delayed-ACK timeout and unacknowledged segments.
+/// `nodelay_change` replaces the NODELAY column's values (what `fix` did to them).
+fn socket_table(
+    sockets: &[SocketView],
+    with_pid: bool,
+    nodelay_change: Option<&str>,
+    width: usize,
+) -> String {
+    let infos: Vec<_> = sockets.iter().filter_map(|s| s.tcp_info).collect();
+    let rtt = DurationScale::for_ms(infos.iter().map(|i| f64::from(i.rtt_us) / 1e3));
+    let ato = DurationScale::for_ms(infos.iter().map(|i| f64::from(i.ato_us) / 1e3));
+    let listening_ports: Vec<(i32, u16)> =
+        sockets.iter().filter(|s| s.state == SocketState::Listen).map(|s| (s.pid, s.local.port())).collect();
+    let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+    // Each column: its header, alignment, and cells; those after the first five are dropped,
+    // the last first, when the table would not fit (JSON has them all).
+    let mut columns: Vec<(&str, Col, Vec<String>)> = Vec::new();
+    let mut column = |header, align, cell: &dyn Fn(&SocketView) -> String| {
+        columns.push((header, align, sockets.iter().map(cell).collect()));
+    };
+    if with_pid {
+        column("PID", Col::Right, &|s| s.pid.to_string());
+    }
+    column("FD", Col::Right, &|s| s.fd.to_string());
+    column("STATE", Col::Left, &|s| s.state.short().to_string());
+    column("ADDRESS", Col::Left, &|s| match s.peer {
+        None => address(s.local),
+        Some(peer) if listening_ports.contains(&(s.pid, s.local.port())) => format!("from {}", address(peer)),
+        Some(peer) => format!("to {}", address(peer)),
+    });
+    column("NODELAY", Col::Left, &|s| nodelay_change.map_or_else(|| on_off(s.nodelay), str::to_string));
+    // Kernel figures exist for connections only.
+    let kernel =
+        |s: &SocketView, figure: &dyn Fn(&TcpInfo) -> String| s.tcp_info.as_ref().map_or("-".into(), figure);
+    column("RTT", Col::Right, &|s| kernel(s, &|i| rtt.format(f64::from(i.rtt_us) / 1e3)));
+    column("ATO", Col::Right, &|s| kernel(s, &|i| ato.format(f64::from(i.ato_us) / 1e3)));
+    column("UNACKED", Col::Right, &|s| kernel(s, &|i| i.unacked_segments.to_string()));
+    column("CORK", Col::Left, &|s| on_off(s.cork));
+    let natural = |columns: &[(&str, Col, Vec<String>)]| -> usize {
+        let widest = |(header, _, cells): &(&str, Col, Vec<String>)| {
+            cells.iter().map(|c| display_width(c)).chain([display_width(header)]).max().unwrap_or(0)
+        };
+        2 + columns.iter().map(widest).sum::<usize>() + 2 * columns.len().saturating_sub(1)
+    };
+    let keep = if with_pid { 5 } else { 4 };
+    while columns.len() > keep && natural(&columns) > width.max(MIN_WIDTH) {
+        columns.pop();
+    }
+    let mut table = TextTable::new(width, 2, &columns.iter().map(|(_, align, _)| *align).collect::<Vec<_>>());
+    table.header(columns.iter().map(|(header, _, _)| *header));
+    for row in 0..sockets.len() {
+        table.row(columns.iter().map(|(_, _, cells)| cells[row].clone()));
+    }
+    table.render()
+}
+
+/// An address as people write it: IPv4-mapped IPv6 addresses as IPv4.
+fn address(address: SocketAddr) -> String {
+    match address.ip() {
+        IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some() => {
+            SocketAddr::new(IpAddr::V4(v6.to_ipv4_mapped().expect("checked")), address.port()).to_string()
+        }
+        _ => address.to_string(),
+    }
+}
