@@ -177,6 +177,15 @@ pub struct DoctorArgs {
     /// Print the diagnosis as JSON (its JSON Schema: nodelay schema doctor) on stdout instead of text
     #[arg(long)]
     pub json: bool,
+
+    /// After a proven server-side Nagle stall on a server of this machine, set TCP_NODELAY on
+    /// its sockets (as nodelay fix does), measure again, then restore the original setting
+    #[arg(long)]
+    pub try_fix: bool,
+
+    /// With --try-fix: leave TCP_NODELAY on afterwards
+    #[arg(long, requires = "try_fix")]
+    pub keep_fix: bool,
 }
 
 /// `nodelay pcap`: stalls in a capture.

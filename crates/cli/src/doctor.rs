@@ -9,12 +9,14 @@ use crate::interrupt;
 use crate::output;
 use crate::runner::{DoctorProgress, PhaseProgress, run_engine, text_width};
 use crate::target::parse_target;
+use crate::try_fix::{FixPolicy, try_fix, worth_trying};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
 use nodelay_report::{
-    DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render, format_seconds,
+    DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render, TryFixReport,
+    format_seconds,
 };
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -46,9 +48,10 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         progress.phase(&format!("connecting to {}", workload.address));
     }
     let text = FittedText::new(text_width());
+    let fix = if args.try_fix { FixPolicy::Try { keep: args.keep_fix } } else { FixPolicy::Describe };
     if !workload.is_scenario() {
         let whole = progress.map(DoctorProgress::whole);
-        let report = examine_within(&workload, started, args.budget, timeout, whole.as_ref())
+        let report = examine_within(&workload, started, args.budget, timeout, fix, whole.as_ref())
             .map_err(|error| with_budget(error, args.budget))?;
         if let Some(progress) = progress {
             progress.finish();
@@ -69,7 +72,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
             Workload { requests: vec![request.clone()], selection: Selection::Sequence, ..workload.clone() };
         let name = &request.spec.name;
         let named = progress.map(|p| p.named(name));
-        let report = match examine_within(&single, now, share, timeout, named.as_ref()) {
+        let report = match examine_within(&single, now, share, timeout, fix, named.as_ref()) {
             // Stopped before this request measured anything: report the ones before it.
             Err(_) if interrupt::interrupted() && !reports.is_empty() => break,
             result => result
@@ -147,7 +150,7 @@ fn with_budget(error: anyhow::Error, budget: Duration) -> anyhow::Error {
 /// The whole diagnosis of the workload's first request within `budget` from now; fails only
 /// when nothing could be measured.
 pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Result<DoctorReport> {
-    examine_within(workload, Instant::now(), budget, timeout, None)
+    examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None)
 }
 
 /// The diagnosis, ending by `started + budget`: the budget may have begun before (the
@@ -158,6 +161,7 @@ fn examine_within(
     started: Instant,
     budget: Duration,
     timeout: Duration,
+    fix: FixPolicy,
     progress: Option<&PhaseProgress>,
 ) -> Result<DoctorReport> {
     let deadline = later(started, budget);
@@ -206,7 +210,8 @@ fn examine_within(
         });
         bail!("could not measure {url}: no request succeeded ({why})");
     }
-    let mut observations = Observations { request: Some(shape), baseline, experiments: Vec::new() };
+    let mut observations =
+        Observations { request: Some(shape), baseline, experiments: Vec::new(), fix_trial: None };
     let mut skipped = Vec::new();
     while let Some(experiment) = next_experiment(&observations) {
         if interrupt::interrupted() {
@@ -227,6 +232,31 @@ fn examine_within(
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
+    let try_fix_report = match fix {
+        FixPolicy::Describe => None,
+        FixPolicy::Try { keep } => Some(match worth_trying(&observations) {
+            Err(why) => TryFixReport::not_applied(why.into(), Vec::new()),
+            Ok(()) if interrupt::interrupted() => {
+                TryFixReport::not_applied("not applied: interrupted".into(), Vec::new())
+            }
+            Ok(()) if left() < MIN_PHASE => TryFixReport::not_applied(
+                "not applied: the budget left no time to measure with the fix; raise --budget".into(),
+                Vec::new(),
+            ),
+            Ok(()) => {
+                if let Some(progress) = progress {
+                    progress.phase("try-fix: TCP_NODELAY on the server's sockets, measuring again");
+                }
+                let config = EngineConfig {
+                    duration: Some(left().min(budget.mul_f64(BASELINE_SHARE))),
+                    ..baseline_config.clone()
+                };
+                let (trial, report) = try_fix(&config, keep)?;
+                observations.fix_trial = trial;
+                report
+            }
+        }),
+    };
     let findings = diagnose(&observations);
     let mut report = DoctorReport::new(
         url.to_string(),
@@ -238,6 +268,7 @@ fn examine_within(
         &skipped,
     );
     report.interrupted = interrupt::interrupted();
+    report.try_fix = try_fix_report;
     Ok(report)
 }
 
@@ -282,7 +313,7 @@ struct Reach {
     connected: bool,
 }
 
-fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Phase> {
+pub(crate) fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -> Result<Phase> {
     run_phase_reaching(config, experiment).map(|(phase, _)| phase)
 }
 

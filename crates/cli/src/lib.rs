@@ -17,6 +17,7 @@ mod scenario;
 mod self_docs;
 mod sockets;
 mod target;
+mod try_fix;
 mod workload;
 
 pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs, habit_hint};

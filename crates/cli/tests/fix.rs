@@ -158,3 +158,56 @@ fn without_permission_fix_says_which_permission_is_missing() {
     let report = sockets_json(&["inspect", "--json", &format!(":{}", peer.port)]);
     assert!(report["sockets"].as_array().unwrap().iter().all(|s| s["nodelay"] == false));
 }
+
+fn listener_nodelay(port: u16) -> bool {
+    let report = sockets_json(&["inspect", "--json", &format!(":{port}")]);
+    let sockets = report["sockets"].as_array().unwrap();
+    let listening: Vec<_> = sockets.iter().filter(|s| s["state"] == "listen").collect();
+    assert_eq!(listening.len(), 1, "{report:#}");
+    listening[0]["nodelay"].as_bool().unwrap()
+}
+
+#[test]
+fn doctor_try_fix_proves_the_fix_on_the_server_and_restores_it() {
+    let mut peer = python_peer("python_http_server.py", &[]);
+    let pid = peer.pid();
+    let run = nodelay(&["doctor", "--json", "--try-fix", &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    let finding = &report["findings"][0];
+    assert_eq!(finding["id"], "server-nagle-delayed-ack", "{report:#}");
+    let proofs = finding["proof"].as_array().unwrap();
+    let applied = proofs.iter().find(|p| p["kind"] == "fix-applied").expect("a fix-applied proof");
+    assert_eq!(applied["experiment"], format!("TCP_NODELAY set on PID {pid} (python3)"));
+    assert_eq!(applied["removed"], true, "{applied:#}");
+    assert!(applied["baseline_p50_ms"].as_f64().unwrap() > 30.0);
+    assert!(applied["experiment_p50_ms"].as_f64().unwrap() < 5.0);
+    let try_fix = &report["try_fix"];
+    assert_eq!((try_fix["applied"].as_bool(), try_fix["kept"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(try_fix["sockets_changed"], try_fix["sockets_restored"]);
+    assert_eq!(report["phases"].as_array().unwrap().last().unwrap()["name"], "try-fix");
+    assert!(!listener_nodelay(peer.port), "the original setting is restored");
+    assert_eq!(verdict(&peer.url("/")), ["server-nagle-delayed-ack"]);
+
+    let kept = nodelay(&["doctor", "--try-fix", "--keep-fix", &peer.url("/")]);
+    assert_eq!(kept.code(), 3, "{}", kept.stderr());
+    let text = squeeze(&kept.stdout());
+    assert!(text.contains(&format!("try-fix: TCP_NODELAY set on PID {pid} (python3)")), "{text}");
+    assert!(text.contains("kept on (--keep-fix)"), "{text}");
+    assert!(listener_nodelay(peer.port));
+    assert_eq!(verdict(&peer.url("/")), ["healthy"]);
+    assert!(peer.is_running());
+}
+
+#[test]
+fn doctor_try_fix_leaves_a_healthy_server_alone() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let report = nodelay(&["doctor", "--json", "--try-fix", &peer.url("/")]).json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(report["findings"][0]["id"], "healthy");
+    assert_eq!(report["try_fix"]["applied"], false);
+    assert!(report["try_fix"]["outcome"].as_str().unwrap().contains("no server-side Nagle stall was proven"));
+    assert!(!listener_nodelay(peer.port), "untouched");
+    assert_eq!(nodelay(&["doctor", "--keep-fix", &peer.url("/")]).code(), 2, "--keep-fix needs --try-fix");
+}

@@ -65,6 +65,8 @@ pub enum ProofKind {
     Experiment,
     /// A packet capture showed the stall's packet pattern.
     CaptureRule,
+    /// The fix itself was applied to the running server and the baseline measured again.
+    FixApplied,
 }
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the

@@ -15,8 +15,8 @@ mod timers;
 pub use capture::{CaptureStalls, capture_findings};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 pub use phase::{
-    ErrorSummary, Experiment, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary,
-    RequestShape, STALL_GAP_MS, percentile,
+    ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
+    PhaseSummary, RequestShape, STALL_GAP_MS, percentile,
 };
 pub use rules::{diagnose, next_experiment};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

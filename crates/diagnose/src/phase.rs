@@ -76,6 +76,17 @@ pub struct Observations {
     pub request: Option<RequestShape>,
     pub baseline: Phase,
     pub experiments: Vec<Phase>,
+    /// The fix tried on the server itself (`doctor --try-fix`), once a stall was proven.
+    pub fix_trial: Option<FixTrial>,
+}
+
+/// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again
+/// on a fresh keep-alive connection: the strongest proof, on the user's own server.
+#[derive(Debug, Clone)]
+pub struct FixTrial {
+    /// What was changed, for the proof: "TCP_NODELAY set on PID 4242 (python3)".
+    pub applied: String,
+    pub phase: Phase,
 }
 
 impl Observations {

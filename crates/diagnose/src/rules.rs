@@ -114,12 +114,24 @@ fn proof(
     symptom: Symptom,
     label: &str,
 ) -> Proof {
+    proof_of(ProofKind::Experiment, experiment.describe().into(), baseline, phase, symptom, label)
+}
+
+/// What changing one thing (`what`) did to the symptom, against the baseline.
+fn proof_of(
+    kind: ProofKind,
+    what: String,
+    baseline: &PhaseSummary,
+    phase: &Phase,
+    symptom: Symptom,
+    label: &str,
+) -> Proof {
     let summary = phase.summary();
     let gone = removed(baseline, &summary, symptom);
     let affected = (symptom(&summary) * summary.steady_responses as f64).round();
     Proof {
-        kind: ProofKind::Experiment,
-        experiment: experiment.describe().into(),
+        kind,
+        experiment: what,
         baseline_p50_ms: baseline.total_p50_ms,
         experiment_p50_ms: summary.total_p50_ms,
         removed: gone,
@@ -210,6 +222,18 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
                     .into(),
             fix: fixes::slow_body(),
         });
+    }
+    // The fix applied to the server itself, when the user asked for it (`--try-fix`).
+    if let Some(trial) = observations.fix_trial.as_ref().filter(|trial| trial.phase.is_reliable()) {
+        let applied = trial.applied.clone();
+        proofs.push(proof_of(
+            ProofKind::FixApplied,
+            applied,
+            baseline,
+            &trial.phase,
+            PhaseSummary::stalled_fraction,
+            "a pause",
+        ));
     }
     let quantized = baseline.stalls_are_quantized() && timer.is_some();
     if let Some(timer) = timer {
@@ -486,7 +510,12 @@ mod tests {
     }
 
     fn observe(shape: RequestShape, baseline: Vec<nodelay_engine::ResponseRecord>) -> Observations {
-        Observations { request: Some(shape), baseline: phase(None, baseline), experiments: Vec::new() }
+        Observations {
+            request: Some(shape),
+            baseline: phase(None, baseline),
+            experiments: Vec::new(),
+            fix_trial: None,
+        }
     }
 
     fn ids(findings: &[Finding]) -> Vec<FindingId> {
@@ -655,6 +684,7 @@ mod tests {
             request: Some(GET),
             baseline: failing(phase(None, fresh), 20),
             experiments: Vec::new(),
+            fix_trial: None,
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -678,6 +708,7 @@ mod tests {
             request: Some(GET),
             baseline: failing(phase(None, keep_alive(0.1, None)), 3),
             experiments: Vec::new(),
+            fix_trial: None,
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

@@ -91,11 +91,14 @@ pub fn force_nodelay(pid: i32) -> Result<usize, HostError> {
 /// The processes listening on `address`, a target this machine may serve: a listener bound
 /// to that address, or to the wildcard address when `address` is one of this machine's.
 pub fn listeners_of(address: SocketAddr) -> Result<Vec<ProcessInfo>, HostError> {
+    port_owners(address.port(), accepting(address))
+}
+
+/// Whether a listener bound to an address (on the target's port) accepts connections to
+/// `address`.
+fn accepting(address: SocketAddr) -> impl Fn(&SocketAddr) -> bool {
     let local = is_local_ip(address.ip());
-    port_owners(address.port(), |bound| {
-        bound.ip() == address.ip()
-            || (local && (bound.ip().is_unspecified() || mapped(bound.ip()) == address.ip()))
-    })
+    move |bound| mapped(bound.ip()) == mapped(address.ip()) || (local && bound.ip().is_unspecified())
 }
 
 /// Whether this machine owns `ip`: only then can a socket bind to it.
@@ -122,21 +125,37 @@ fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostErr
             listed.retain(|socket| seen.insert(socket.inode));
             Ok((vec![info], listed))
         }
-        Target::Port(port) => {
-            let owners = port_owners(port, |_| true)?;
-            let mut seen = HashSet::new();
-            let mut listed = Vec::new();
-            for owner in &owners {
-                let process = open_process(owner.pid)?;
-                for socket in listed_sockets(&process, owner)? {
-                    if socket.entry.local_address.port() == port && seen.insert(socket.inode) {
-                        listed.push(socket);
-                    }
-                }
-            }
-            Ok((owners, listed))
+        Target::Port(port) => listeners_and_accepted(port, |_| true, |local| local.port() == port),
+        Target::Address(address) => {
+            let accepted = |local: &SocketAddr| mapped(local.ip()) == mapped(address.ip());
+            listeners_and_accepted(address.port(), accepting(address), accepted)
         }
     }
+}
+
+/// The listening sockets on `port` whose bound address `listens`, in every process that holds
+/// one, and those processes' connections on `port` whose local address `accepted` (a
+/// connection's local address is the one its client connected to).
+fn listeners_and_accepted(
+    port: u16,
+    listens: impl Fn(&SocketAddr) -> bool,
+    accepted: impl Fn(&SocketAddr) -> bool,
+) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostError> {
+    let owners = port_owners(port, &listens)?;
+    let mut seen = HashSet::new();
+    let mut listed = Vec::new();
+    for owner in &owners {
+        let process = open_process(owner.pid)?;
+        for socket in listed_sockets(&process, owner)? {
+            let local = &socket.entry.local_address;
+            let wanted =
+                if socket.entry.state == TcpState::Listen { listens(local) } else { accepted(local) };
+            if local.port() == port && wanted && seen.insert(socket.inode) {
+                listed.push(socket);
+            }
+        }
+    }
+    Ok((owners, listed))
 }
 
 /// Opens a pidfd per process and hands each listed socket's copy to `action`; the copy is

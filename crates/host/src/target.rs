@@ -1,12 +1,19 @@
-//! What the user names on the command line: a process (`4242`) or a local port (`:8080`).
+//! Which sockets to read or change: a process's (`4242`), a local port's (`:8080`), or those
+//! of the server behind one address (the doctor's target).
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::str::FromStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
+    /// Every TCP socket of the process.
     Pid(i32),
+    /// The sockets listening on this port (any address) and the connections they accepted.
     Port(u16),
+    /// The sockets that accept connections to this address and the connections they
+    /// accepted on it: what a client of exactly that address talks to.
+    Address(SocketAddr),
 }
 
 impl FromStr for Target {
@@ -31,6 +38,7 @@ impl fmt::Display for Target {
         match self {
             Target::Pid(pid) => write!(f, "PID {pid}"),
             Target::Port(port) => write!(f, "port {port}"),
+            Target::Address(address) => write!(f, "address {address}"),
         }
     }
 }

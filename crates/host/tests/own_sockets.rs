@@ -36,6 +36,9 @@ fn a_listener_and_its_connection_are_listed_set_and_restored() {
 
     let dry = set_nodelay(Target::Port(port), true).unwrap();
     assert_eq!(dry.changed.len(), 2);
+    // The doctor's target: the same two, named by the address the client connected to.
+    let by_address = set_nodelay(Target::Address(([127, 0, 0, 1], port).into()), true).unwrap();
+    assert_eq!(by_address.changed, dry.changed);
     assert!(!accepted.nodelay().unwrap(), "a dry run changes nothing");
 
     let change = set_nodelay(Target::Port(port), false).unwrap();

@@ -2,8 +2,9 @@
 //! `schema/doctor.schema.json`: rename nothing, only add.
 
 use crate::status::SuccessStatuses;
-use nodelay_diagnose::{Finding, FindingId, Observations, Phase, PhaseSummary};
+use nodelay_diagnose::{Finding, FindingId, FixTrial, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
+use nodelay_host::ProcessInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -43,6 +44,43 @@ pub struct DoctorReport {
     /// Stopped early (Ctrl-C): the last phase was cut short and no later one was run, so the
     /// findings rest on less than planned.
     pub interrupted: bool,
+    /// What `--try-fix` did; null without it.
+    pub try_fix: Option<TryFixReport>,
+}
+
+/// `doctor --try-fix`: the fix applied to the server's own sockets, or why it was not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TryFixReport {
+    /// TCP_NODELAY was set on the server's sockets and the server measured again (the phase
+    /// named `try-fix`, and a proof of kind `fix-applied` in the finding).
+    pub applied: bool,
+    /// One sentence: what was done, or why nothing was.
+    pub outcome: String,
+    /// The server's processes, when they were found.
+    pub processes: Vec<ProcessInfo>,
+    /// Sockets whose TCP_NODELAY was turned on.
+    pub sockets_changed: usize,
+    /// Of them, listening sockets (connections accepted meanwhile inherited it).
+    pub listening_changed: usize,
+    /// Sockets turned back to TCP_NODELAY off afterwards: all that still exist, unless kept.
+    pub sockets_restored: usize,
+    /// `--keep-fix`: the change was left in place.
+    pub kept: bool,
+}
+
+impl TryFixReport {
+    /// Nothing was changed, for the reason given.
+    pub fn not_applied(outcome: String, processes: Vec<ProcessInfo>) -> Self {
+        TryFixReport {
+            applied: false,
+            outcome,
+            processes,
+            sockets_changed: 0,
+            listening_changed: 0,
+            sockets_restored: 0,
+            kept: false,
+        }
+    }
 }
 
 /// What the baseline got instead of a successful response.
@@ -82,6 +120,18 @@ impl PhaseReport {
     }
 }
 
+impl PhaseReport {
+    /// The baseline measured again with the fix applied to the server.
+    pub fn fix_trial(trial: &FixTrial) -> Self {
+        PhaseReport {
+            name: "try-fix".into(),
+            description: format!("with the fix: {}", trial.applied),
+            summary: trial.phase.summary(),
+            client_tcp_info: trial.phase.tcp_info,
+        }
+    }
+}
+
 fn experiment_id(experiment: nodelay_diagnose::Experiment) -> String {
     serde_json::to_value(experiment).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
@@ -113,12 +163,14 @@ impl DoctorReport {
             phases: std::iter::once(&observations.baseline)
                 .chain(&observations.experiments)
                 .map(PhaseReport::new)
+                .chain(observations.fix_trial.as_ref().map(PhaseReport::fix_trial))
                 .collect(),
             findings,
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
             server: observations.baseline.server_header.clone(),
             error_page: ErrorPage::from_baseline(&observations.baseline),
             interrupted: false,
+            try_fix: None,
         }
     }
 

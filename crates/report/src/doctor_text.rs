@@ -108,6 +108,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         writeln!(out)?;
         write_finding_fitted(out, finding, width)?;
     }
+    if let Some(try_fix) = &r.try_fix {
+        writeln!(out)?;
+        out.push_str(&wrap(&format!("try-fix: {}", try_fix.outcome), width, "", "  "));
+    }
     writeln!(out)?;
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
     // Never "healthy" alone when what was measured is an error page.
@@ -194,8 +198,8 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
 fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
     match (proof.kind, proof.removed) {
         (ProofKind::CaptureRule, _) => "seen in the capture",
-        (ProofKind::Experiment, true) => "removed it",
-        (ProofKind::Experiment, false) => "did not remove it",
+        (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
+        (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
     }
 }
 
@@ -304,6 +308,7 @@ mod tests {
                 errors: timeouts,
                 ..Phase::default()
             }],
+            fix_trial: None,
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();
@@ -331,7 +336,7 @@ mod tests {
                 errors: failures(ErrorKind::MalformedResponse, "40 bytes after the end of the response", 20),
                 ..Phase::default()
             },
-            experiments: Vec::new(),
+            ..Observations::default()
         };
         let text = render(&observations);
         assert!(
@@ -348,7 +353,7 @@ mod tests {
         Observations {
             request: None,
             baseline: Phase { responses: responses(40), ..Phase::default() },
-            experiments: Vec::new(),
+            ..Observations::default()
         }
     }
 

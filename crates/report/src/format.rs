@@ -58,6 +58,11 @@ impl DurationScale {
     }
 }
 
+/// "1 socket", "3 sockets".
+pub fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
 /// Bytes with a binary prefix: `512 B`, `24.4 KiB`, `1.20 MiB`.
 pub fn format_bytes(bytes: f64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];

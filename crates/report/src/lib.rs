@@ -19,10 +19,10 @@ pub use bench::{
 };
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
-    PhaseReport,
+    PhaseReport, TryFixReport,
 };
 pub use format::{
-    DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, wrap_words,
+    DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, plural, wrap_words,
 };
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};

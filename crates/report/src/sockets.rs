@@ -3,8 +3,8 @@
 //! contract of `schema/inspect.schema.json`: rename nothing, only add.
 
 use crate::Render;
-use crate::format::DurationScale;
 use crate::format::display_width;
+use crate::format::{DurationScale, plural};
 use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
 use crate::text::FittedText;
 use nodelay_engine::TcpInfo;
@@ -68,10 +68,6 @@ pub fn describe_processes(processes: &[ProcessInfo]) -> String {
     let each: Vec<String> =
         processes.iter().map(|p| format!("PID {} ({}, uid {})", p.pid, p.command, p.uid)).collect();
     each.join(", ")
-}
-
-fn plural(count: usize, one: &str, many: &str) -> String {
-    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 impl Render<InspectReport> for FittedText {

@@ -1,0 +1,110 @@
+//! `doctor --try-fix`: once a server-side Nagle stall is proven on a server of this machine,
+//! set TCP_NODELAY on the server's own sockets (crates/host), measure the baseline again on a
+//! fresh keep-alive connection, and put the original setting back unless `--keep-fix`.
+
+use crate::doctor::run_phase;
+use anyhow::Result;
+use nodelay_diagnose::{FindingId, FixTrial, Observations, diagnose};
+use nodelay_engine::EngineConfig;
+use nodelay_host::{NodelayChange, ProcessInfo, Target};
+use nodelay_report::{TryFixReport, plural};
+
+/// What the user asked the doctor to do with a fix it proves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixPolicy {
+    /// Only say what to change.
+    Describe,
+    /// Apply it to the server and measure; restore the original setting unless `keep`.
+    Try { keep: bool },
+}
+
+/// Whether the findings so far call for the trial, and why not when they do not.
+pub fn worth_trying(observations: &Observations) -> Result<(), &'static str> {
+    let findings = diagnose(observations);
+    if findings.iter().any(|f| f.id == FindingId::ServerNagleDelayedAck && f.proven) {
+        Ok(())
+    } else {
+        Err("nothing to try: no server-side Nagle stall was proven")
+    }
+}
+
+/// "PID 4242 (python3)", each process.
+fn processes(processes: &[ProcessInfo]) -> String {
+    let each: Vec<String> = processes.iter().map(|p| format!("PID {} ({})", p.pid, p.command)).collect();
+    each.join(", ")
+}
+
+/// Applies the fix to the server behind `config.address`, runs `config` once more, restores.
+/// Returns the measured trial, if any, and what was done.
+pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, TryFixReport)> {
+    let address = config.address;
+    let change = match nodelay_host::set_nodelay(Target::Address(address), false) {
+        Ok(change) => change,
+        Err(error) => {
+            let outcome = format!("not applied: the server's sockets could not be changed: {error}");
+            return Ok((None, TryFixReport::not_applied(outcome, Vec::new())));
+        }
+    };
+    let who = processes(&change.processes);
+    if change.changed.is_empty() {
+        let outcome = format!(
+            "not applied: every socket of {who} behind {address} has TCP_NODELAY already, so the program turns it \
+             off per connection; only its own setting (see the fixes) or `nodelay exec` can change that"
+        );
+        return Ok((None, TryFixReport::not_applied(outcome, change.processes)));
+    }
+    let applied = format!("TCP_NODELAY set on {who}");
+    // Measure, then restore whatever happened while measuring.
+    let measured = run_phase(config, None);
+    let restored = if keep { Ok(0) } else { nodelay_host::restore(&change) };
+    let phase = measured?;
+    let report = report(&change, &applied, keep, restored);
+    Ok((Some(FixTrial { applied, phase }), report))
+}
+
+fn report(
+    change: &NodelayChange,
+    applied: &str,
+    keep: bool,
+    restored: Result<usize, nodelay_host::HostError>,
+) -> TryFixReport {
+    let changed = change.changed.len();
+    let listening = change.listening_changed();
+    let sockets = match (listening, changed - listening) {
+        (0, connections) => plural(connections, "connection", "connections"),
+        (listening, 0) => plural(listening, "listening socket", "listening sockets"),
+        (listening, connections) => format!(
+            "{} and {}",
+            plural(listening, "listening socket", "listening sockets"),
+            plural(connections, "connection", "connections")
+        ),
+    };
+    let (sockets_restored, afterwards) = match (keep, restored) {
+        (true, _) => (0, "kept on (--keep-fix): it lasts until the program restarts".to_string()),
+        (false, Ok(restored)) => (
+            restored,
+            if restored == changed {
+                "then set back to off; connections accepted meanwhile keep it until they close".to_string()
+            } else {
+                format!(
+                    "then set back to off on {restored} of {changed} sockets (the others had closed); connections \
+                     accepted meanwhile keep it until they close"
+                )
+            },
+        ),
+        (false, Err(error)) => {
+            (0, format!("but could NOT be set back to off: {error}; `nodelay inspect` shows them"))
+        }
+    };
+    TryFixReport {
+        applied: true,
+        outcome: format!(
+            "{applied}: {sockets}; measured again on a fresh keep-alive connection; {afterwards}."
+        ),
+        processes: change.processes.clone(),
+        sockets_changed: changed,
+        listening_changed: listening,
+        sockets_restored,
+        kept: keep,
+    }
+}
