@@ -9,6 +9,9 @@ use nodelay_engine::EngineConfig;
 use nodelay_host::{NodelayChange, ProcessInfo, Target};
 use nodelay_report::{TryFixReport, plural};
 
+/// A trial where at least this share of responses still pause did not fix the server.
+const STILL_STALLS: f64 = 0.5;
+
 /// What the user asked the doctor to do with a fix it proves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FixPolicy {
@@ -58,7 +61,13 @@ pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, T
     let measured = run_phase(config, None);
     let restored = if keep { Ok(0) } else { nodelay_host::restore(&change) };
     let phase = measured?;
-    let report = report(&change, &applied, keep, restored);
+    let mut report = report(&change, &applied, keep, restored);
+    if phase.summary().stalled_fraction() >= STILL_STALLS {
+        report.outcome.push_str(
+            " The stall remained: the program turns TCP_NODELAY off on each connection it accepts (as Go's \
+             SetNoDelay(false) does), which only its own setting can change.",
+        );
+    }
     Ok((Some(FixTrial { applied, phase }), report))
 }
 

@@ -211,3 +211,17 @@ fn doctor_try_fix_leaves_a_healthy_server_alone() {
     assert!(!listener_nodelay(peer.port), "untouched");
     assert_eq!(nodelay(&["doctor", "--keep-fix", &peer.url("/")]).code(), 2, "--keep-fix needs --try-fix");
 }
+
+/// Go sets TCP_NODELAY on every accepted connection; this peer turns it off again per
+/// connection, so a fix on the listening socket cannot reach the connections to come.
+#[test]
+fn doctor_try_fix_says_when_the_program_turns_nodelay_off_per_connection() {
+    let peer = start_peer(&compiled("go_http_server.go"), &["-nagle", "-body-bytes", "25600"]);
+    let report = nodelay(&["doctor", "--json", "--try-fix", &peer.url("/")]).json();
+    validate_against_schema("doctor.schema.json", &report);
+    let finding = &report["findings"][0];
+    assert_eq!(finding["id"], "server-nagle-delayed-ack", "{report:#}");
+    let applied = finding["proof"].as_array().unwrap().iter().find(|p| p["kind"] == "fix-applied").unwrap();
+    assert_eq!(applied["removed"], false, "{applied:#}");
+    assert!(report["try_fix"]["outcome"].as_str().unwrap().contains("The stall remained"), "{report:#}");
+}
