@@ -214,6 +214,38 @@ pub fn nodelay(args: &[&str]) -> Run {
     Run { output, elapsed: started.elapsed() }
 }
 
+/// The findings of a Nagle stall, and of a healthy server, for [`assert_verdict`].
+pub const STALL: &[&str] = &["server-nagle-delayed-ack"];
+pub const HEALTHY: &[&str] = &["healthy"];
+
+/// Runs `nodelay doctor --json` against the peer and checks the exact list of findings and
+/// the exit status (0 when healthy, 3 otherwise); a stall must be proven within 10 s.
+pub fn assert_verdict(peer: &Peer, expected: &[&str]) {
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    let report = run.json();
+    let ids: Vec<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected, "report:\n{report:#}");
+    assert_eq!(run.code(), if expected == HEALTHY { 0 } else { 3 });
+    if expected.contains(&"server-nagle-delayed-ack") {
+        assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
+        assert_eq!(report["findings"][0]["proven"], true);
+    }
+}
+
+/// `verdict!(test_name, peer_expression, expected_findings)`: a test that starts the peer
+/// and checks the doctor's verdict on it with [`assert_verdict`].
+#[macro_export]
+macro_rules! verdict {
+    ($name:ident, $peer:expr, $expected:expr) => {
+        #[test]
+        fn $name() {
+            let peer = $peer;
+            $crate::common::assert_verdict(&peer, $expected);
+        }
+    };
+}
+
 /// A percentile in milliseconds from a bench JSON section such as "latency_ms".
 pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
     report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
