@@ -6,6 +6,8 @@ set -euo pipefail
 
 need_apt=()
 want() { command -v "$1" >/dev/null 2>&1 || need_apt+=("$2"); }
+# For packages without a command: a file they install.
+want_file() { [[ -e "$1" ]] || need_apt+=("$2"); }
 
 want python3 python3
 want cc gcc
@@ -14,6 +16,14 @@ want node nodejs
 want go golang-go
 want javac default-jdk-headless
 want redis-server redis-server
+# Unmodified servers that stall as shipped (crates/cli/tests/unmodified_peers.rs): Ruby
+# WEBrick (no longer in Ruby's standard library, and a package without a command), Erlang's
+# escript, libevent's evhttp, and glibc's static libc for a peer LD_PRELOAD cannot reach.
+want ruby ruby
+ruby -e 'require "webrick"' >/dev/null 2>&1 || need_apt+=(ruby-webrick)
+want escript erlang-base
+want_file /usr/include/event2/http.h libevent-dev
+want_file /usr/lib/x86_64-linux-gnu/libc.a libc6-dev
 want tcpdump tcpdump
 # The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/terminal.rs).
 want tmux tmux

@@ -32,33 +32,6 @@ fn java_peer(nodelay: bool, body_bytes: &str) -> Peer {
     start_peer("java", &args)
 }
 
-/// Runs the doctor and checks the exact set of findings and the exit status.
-fn assert_verdict(peer: &Peer, expected: &[&str]) {
-    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
-    let report = run.json();
-    let ids: Vec<&str> =
-        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, expected, "report:\n{report:#}");
-    assert_eq!(run.code(), if expected == ["healthy"] { 0 } else { 3 });
-    if expected.contains(&"server-nagle-delayed-ack") {
-        assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
-        assert_eq!(report["findings"][0]["proven"], true);
-    }
-}
-
-const STALL: &[&str] = &["server-nagle-delayed-ack"];
-const HEALTHY: &[&str] = &["healthy"];
-
-macro_rules! verdict {
-    ($name:ident, $peer:expr, $expected:expr) => {
-        #[test]
-        fn $name() {
-            let peer = $peer;
-            assert_verdict(&peer, $expected);
-        }
-    };
-}
-
 // Python http.server, HTTP/1.1: Nagle on as shipped; disable_nagle_algorithm fixes it.
 verdict!(python_small_as_shipped, python_peer("python_http_server.py", &["--body-bytes", SMALL]), STALL);
 verdict!(python_25k_as_shipped, python_peer("python_http_server.py", &["--body-bytes", BLOCK_25K]), STALL);

@@ -69,13 +69,18 @@ pub fn peer_script(name: &str) -> PathBuf {
 /// Starts `program args...` and waits for its "PORT <n>" line: the peer is listening then,
 /// so no sleep is needed.
 pub fn start_peer(program: &str, args: &[&str]) -> Peer {
-    let mut child = Command::new(program)
-        .args(args)
+    start_command(Command::new(program).args(args))
+}
+
+/// Starts a prepared command line (a peer, or a wrapper such as `nodelay exec -- peer...`
+/// that passes the peer's stdout through) and waits for its "PORT <n>" line.
+pub fn start_command(command: &mut Command) -> Peer {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
+        .unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
     let stdout = child.stdout.take().expect("piped stdout");
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
@@ -84,15 +89,37 @@ pub fn start_peer(program: &str, args: &[&str]) -> Peer {
         .trim()
         .strip_prefix("PORT ")
         .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("{program} {args:?} printed {line:?} instead of PORT <n>"));
+        .unwrap_or_else(|| panic!("{command:?} printed {line:?} instead of PORT <n>"));
     Peer { child, port, stdout }
 }
 
+/// The command line that runs a script of tests/peers with its interpreter.
+pub fn script_command(interpreter: &str, script: &str, args: &[&str]) -> (String, Vec<String>) {
+    let path = peer_script(script).to_str().expect("utf-8 path").to_string();
+    let all = std::iter::once(path).chain(args.iter().map(|a| a.to_string())).collect();
+    (interpreter.to_string(), all)
+}
+
+/// Starts a script of tests/peers with its interpreter: `script_peer("ruby", "x.rb", &[])`.
+pub fn script_peer(interpreter: &str, script: &str, args: &[&str]) -> Peer {
+    let (program, args) = script_command(interpreter, script, args);
+    start_command(Command::new(program).args(args))
+}
+
+pub fn python_peer(script: &str, args: &[&str]) -> Peer {
+    script_peer("python3", script, args)
+}
+
 pub fn node_peer(script: &str, args: &[&str]) -> Peer {
-    let path = peer_script(script);
-    let mut all = vec![path.to_str().expect("utf-8 path")];
-    all.extend_from_slice(args);
-    start_peer("node", &all)
+    script_peer("node", script, args)
+}
+
+pub fn ruby_peer(script: &str, args: &[&str]) -> Peer {
+    script_peer("ruby", script, args)
+}
+
+pub fn escript_peer(script: &str, args: &[&str]) -> Peer {
+    script_peer("escript", script, args)
 }
 
 fn must_run(command: &mut Command) {
@@ -101,39 +128,64 @@ fn must_run(command: &mut Command) {
 }
 
 /// Builds a peer from tests/peers once per test process: a C or Go program (returns the
-/// binary) or a Java class (returns the class directory).
+/// binary) or a Java class (returns the class directory). A C source names the libraries it
+/// needs on a comment line of its own, ` * link: -levent`; they go after the source.
 pub fn compiled(source: &str) -> String {
-    static BUILT: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    build_once(source, false)
+}
+
+/// Builds a C peer of tests/peers statically linked (`cc -static`, glibc's libc.a): a
+/// program without a dynamic loader, which LD_PRELOAD cannot reach. Returns the binary.
+pub fn compiled_static(source: &str) -> String {
+    assert!(source.ends_with(".c"), "only C peers link statically: {source}");
+    build_once(source, true)
+}
+
+fn build_once(source: &str, static_link: bool) -> String {
+    static BUILT: OnceLock<Mutex<HashMap<(String, bool), String>>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.get(source) {
+    let key = (source.to_string(), static_link);
+    if let Some(path) = built.get(&key) {
         return path.clone();
     }
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("peer build dir");
     let stem = source.rsplit_once('.').map_or(source, |(stem, _)| stem);
-    let output = dir.join(stem);
+    let output = dir.join(if static_link { format!("{stem}-static") } else { stem.to_string() });
     let path = peer_script(source);
-    match source.rsplit_once('.').map(|(_, ext)| ext) {
-        Some("c") => must_run(Command::new("cc").args(["-O2", "-pthread", "-o"]).arg(&output).arg(&path)),
-        Some("go") => must_run(Command::new("go").args(["build", "-o"]).arg(&output).arg(&path)),
+    let result = match source.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("c") => {
+            let mut cc = Command::new("cc");
+            cc.args(["-O2", "-pthread"]);
+            if static_link {
+                cc.arg("-static");
+            }
+            must_run(cc.arg("-o").arg(&output).arg(&path).args(link_flags(&path)));
+            output.to_string_lossy().into_owned()
+        }
+        Some("go") => {
+            must_run(Command::new("go").args(["build", "-o"]).arg(&output).arg(&path));
+            output.to_string_lossy().into_owned()
+        }
         Some("java") => {
             must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path));
-            let classes = dir.to_string_lossy().into_owned();
-            built.insert(source.to_string(), classes.clone());
-            return classes;
+            dir.to_string_lossy().into_owned()
         }
         _ => panic!("no rule to build {source}"),
-    }
-    let binary = output.to_string_lossy().into_owned();
-    built.insert(source.to_string(), binary.clone());
-    binary
+    };
+    built.insert(key, result.clone());
+    result
 }
 
-pub fn python_peer(script: &str, args: &[&str]) -> Peer {
-    let path = peer_script(script);
-    let mut all = vec![path.to_str().expect("utf-8 path")];
-    all.extend_from_slice(args);
-    start_peer("python3", &all)
+/// The linker flags a C source asks for on its ` * link: ...` comment line.
+fn link_flags(path: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|line| {
+            line.trim_start().trim_start_matches(['/', '*']).trim_start().strip_prefix("link:")
+        })
+        .flat_map(|flags| flags.trim_end().trim_end_matches("*/").split_whitespace().map(str::to_string))
+        .collect()
 }
 
 pub struct Run {
@@ -169,6 +221,38 @@ pub fn nodelay(args: &[&str]) -> Run {
         .output()
         .expect("run nodelay");
     Run { output, elapsed: started.elapsed() }
+}
+
+/// The findings of a Nagle stall, and of a healthy server, for [`assert_verdict`].
+pub const STALL: &[&str] = &["server-nagle-delayed-ack"];
+pub const HEALTHY: &[&str] = &["healthy"];
+
+/// Runs `nodelay doctor --json` against the peer and checks the exact list of findings and
+/// the exit status (0 when healthy, 3 otherwise); a stall must be proven within 10 s.
+pub fn assert_verdict(peer: &Peer, expected: &[&str]) {
+    let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+    let report = run.json();
+    let ids: Vec<&str> =
+        report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, expected, "report:\n{report:#}");
+    assert_eq!(run.code(), if expected == HEALTHY { 0 } else { 3 });
+    if expected.contains(&"server-nagle-delayed-ack") {
+        assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
+        assert_eq!(report["findings"][0]["proven"], true);
+    }
+}
+
+/// `verdict!(test_name, peer_expression, expected_findings)`: a test that starts the peer
+/// and checks the doctor's verdict on it with [`assert_verdict`].
+#[macro_export]
+macro_rules! verdict {
+    ($name:ident, $peer:expr, $expected:expr) => {
+        #[test]
+        fn $name() {
+            let peer = $peer;
+            $crate::common::assert_verdict(&peer, $expected);
+        }
+    };
 }
 
 /// A percentile in milliseconds from a bench JSON section such as "latency_ms".
