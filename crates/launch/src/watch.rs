@@ -29,6 +29,10 @@ const FAST_PERIOD: Duration = Duration::from_millis(200);
 /// ...and this often afterwards.
 const SLOW_INTERVAL: Duration = Duration::from_millis(50);
 
+/// After a failed scan, how long the program may take to be seen ending before the failure
+/// is reported as one.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
 /// How long to wait before the next scan, `since_exec` after the program started.
 pub fn interval(since_exec: Duration) -> Duration {
     if since_exec < FAST_PERIOD { FAST_INTERVAL } else { SLOW_INTERVAL }
@@ -101,8 +105,10 @@ fn watcher(
             return;
         }
         if let Err(e) = nodelay_host::force_nodelay(pid) {
-            // A program that ended mid-scan is not an error worth a line.
-            if !has_ended(pidfd, Duration::ZERO) {
+            // A program that ended mid-scan is not an error worth a line. A dying program with
+            // threads is already gone from /proc while its pidfd waits for the last thread.
+            let ending = matches!(e, nodelay_host::HostError::NoSuchProcess(_));
+            if !ending && !has_ended(pidfd, EXIT_GRACE) {
                 on_error(&scan_failed(program, &e));
             }
             return;
