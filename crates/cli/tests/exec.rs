@@ -237,6 +237,11 @@ fn a_static_server_is_told_and_made_healthy_from_outside() {
         "{}",
         peer.notice
     );
+    // Once a scan has set it on the listening socket, every connection inherits it; waiting for
+    // that keeps the doctor's first connection from racing the first scan.
+    wait_until("the watcher to set TCP_NODELAY on the listening socket", Duration::from_secs(10), || {
+        listener_nodelay(peer.port) == Some(true)
+    });
     assert_eq!(peer.verdict(), "healthy");
     // Having nothing to report, the watcher said nothing.
     assert_eq!(peer.stop(), "");
@@ -250,6 +255,13 @@ fn connection_with_a_response(port: u16) -> TcpStream {
     let mut first = [0u8; 1];
     client.read_exact(&mut first).expect("a response starts");
     client
+}
+
+/// TCP_NODELAY of the socket listening on `port`, as `nodelay inspect :PORT` reads it.
+fn listener_nodelay(port: u16) -> Option<bool> {
+    let report = nodelay(&["inspect", &format!(":{port}"), "--json"]).json();
+    let sockets = report["sockets"].as_array().expect("sockets");
+    sockets.iter().find(|s| s["state"] == "listen").and_then(|s| s["nodelay"].as_bool())
 }
 
 /// TCP_NODELAY of the server's side of `client`, as `nodelay inspect :PORT` reads it.
