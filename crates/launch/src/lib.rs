@@ -18,7 +18,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[cfg(target_os = "linux")]
 mod inspect;
@@ -170,11 +170,6 @@ pub struct Launch {
 impl Launch {
     pub fn method(&self) -> &Method {
         &self.method
-    }
-
-    /// The file that will be executed (PROGRAM as found in PATH).
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Replaces this process with the program; returns only if that failed. With
