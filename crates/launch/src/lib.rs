@@ -158,6 +158,8 @@ fn strip_os_error_code(error: &io::Error) -> String {
 /// A program ready to be started: found, inspected, and the way to force TCP_NODELAY on it
 /// chosen (the library written if it is the preload).
 #[derive(Debug)]
+// Elsewhere than Linux no Launch is ever made: its fields are read only by the Linux exec.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub struct Launch {
     /// As the user typed it: the program's argv[0] and the name in messages.
     name: OsString,
