@@ -128,6 +128,7 @@ impl fmt::Display for LaunchError {
 
 impl std::error::Error for LaunchError {}
 
+#[cfg(target_os = "linux")]
 impl LaunchError {
     /// The error `execve` (or a look-up before it) gave for `program`, as a shell words it.
     pub(crate) fn from_exec(program: &OsStr, error: &io::Error) -> LaunchError {
@@ -147,6 +148,7 @@ impl LaunchError {
 }
 
 /// "Exec format error (os error 8)" → "Exec format error".
+#[cfg(target_os = "linux")]
 fn strip_os_error_code(error: &io::Error) -> String {
     let text = error.to_string();
     match text.rfind(" (os error ") {
