@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive). Defaults are stated in each option's help.
 
 use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use std::time::Duration;
     // Help fits 80 columns, as every other output does when not on a wider terminal.
     max_term_width = 80,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
-    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor made a finding."
+    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor made a finding; exec: the program's own, 126 or 127 if it cannot be run."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -32,6 +33,8 @@ pub enum Command {
     Fix(FixArgs),
     /// Start embedded servers on loopback and show a Nagle stall next to its fix (no arguments)
     Demo,
+    /// Run a program with TCP_NODELAY forced on every TCP socket it opens or accepts
+    Exec(ExecArgs),
     /// Print the JSON Schema of a command's --json output
     Schema {
         #[arg(value_enum)]
@@ -236,6 +239,28 @@ pub struct FixArgs {
     pub dry_run: bool,
 }
 
+/// `nodelay exec`: run a program with TCP_NODELAY forced on.
+#[derive(Debug, Clone, Args)]
+#[command(
+    override_usage = "nodelay exec [--quiet] [--] PROGRAM [ARGS]...",
+    after_help = "An embedded LD_PRELOAD library sets TCP_NODELAY on every TCP socket the program \
+creates or accepts and turns setsockopt(TCP_NODELAY, 0) into 1; other sockets and options are \
+left alone. nodelay then becomes the program: same PID, stdio, signals and exit status.\n\n\
+A statically linked, set-ID or Go program cannot be preloaded: nodelay says so and sets \
+TCP_NODELAY on the program's sockets from outside (pidfd_getfd) while it runs.\n\n\
+Exit status: the program's; 126 if it cannot be executed, 127 if it is not found."
+)]
+pub struct ExecArgs {
+    /// No line before the program starts; the notice that a preload cannot work (and
+    /// TCP_NODELAY is set from outside) is printed all the same
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+
+    /// The program, found in PATH as a shell would, and its arguments
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
 fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {
     nodelay_capture::FlowFilter::parse(text)
 }
@@ -291,6 +316,10 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 /// A hint for a flag typed from another tool's habit, which clap alone would answer with
 /// a bare "unexpected argument": hey's and oha's `-q N` is a rate, ours is --quiet.
 pub fn habit_hint(args: &[String]) -> Option<String> {
+    // After `exec` every word may be the program's own (`nodelay exec -- tool -q 5`).
+    if args.get(1).is_some_and(|command| command == "exec") {
+        return None;
+    }
     let quiet = args.iter().position(|a| a == "-q")?;
     let next = args.get(quiet + 1)?;
     next.parse::<f64>().is_ok().then(|| {
@@ -307,6 +336,8 @@ mod tests {
         let args = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
         assert!(habit_hint(&args("nodelay bench -q 100 http://h/")).unwrap().contains("--rate 100"));
         assert_eq!(habit_hint(&args("nodelay bench -q http://h/")), None);
+        assert_eq!(habit_hint(&args("nodelay exec -- tool -q 5")), None);
+        assert_eq!(habit_hint(&args("nodelay exec -q tool 5")), None);
     }
 
     #[test]

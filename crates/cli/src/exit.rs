@@ -12,6 +12,10 @@ pub enum Outcome {
     Usage,
     /// `doctor` found something other than `healthy`: CI can gate on it.
     Findings,
+    /// `exec`: the program exists but cannot be executed (a shell's 126).
+    CannotExecute,
+    /// `exec`: no such program (a shell's 127).
+    NotFound,
 }
 
 impl Outcome {
@@ -21,6 +25,8 @@ impl Outcome {
             Outcome::Failed => 1,
             Outcome::Usage => 2,
             Outcome::Findings => 3,
+            Outcome::CannotExecute => 126,
+            Outcome::NotFound => 127,
         }
     }
 }
@@ -28,6 +34,18 @@ impl Outcome {
 impl From<Outcome> for ExitCode {
     fn from(outcome: Outcome) -> Self {
         ExitCode::from(outcome.code())
+    }
+}
+
+/// Why `exec` could not run the program, as a shell's status; otherwise the program's own.
+impl From<&nodelay_launch::LaunchError> for Outcome {
+    fn from(error: &nodelay_launch::LaunchError) -> Self {
+        use nodelay_launch::LaunchError;
+        match error {
+            LaunchError::NotFound { .. } => Outcome::NotFound,
+            LaunchError::NotExecutable { .. } => Outcome::CannotExecute,
+            LaunchError::Watcher(_) | LaunchError::Unsupported => Outcome::Failed,
+        }
     }
 }
 

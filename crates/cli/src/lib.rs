@@ -6,6 +6,7 @@ mod bench;
 mod demo;
 mod demo_servers;
 mod doctor;
+mod exec;
 mod exit;
 mod input;
 mod interrupt;
@@ -20,7 +21,7 @@ mod target;
 mod try_fix;
 mod workload;
 
-pub use args::{BenchArgs, Cli, Command, DoctorArgs, PcapArgs, RequestArgs, habit_hint};
+pub use args::{BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, RequestArgs, habit_hint};
 pub use exit::{Outcome, UsageError, outcome_of};
 pub use scenario::parse_scenario;
 
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Inspect(args) => sockets::inspect(&args),
         Command::Fix(args) => sockets::fix(&args),
         Command::Demo => demo::demo(),
+        Command::Exec(args) => exec::exec(&args),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),
         Command::Man => self_docs::man(),

@@ -47,10 +47,23 @@ fn bash_completion_loads_and_completes_subcommands() {
 }
 
 #[test]
+fn bash_completion_knows_exec() {
+    let script = nodelay(&["completions", "bash"]).stdout();
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nodelay-exec.bash");
+    std::fs::write(&path, script).expect("write completion script");
+    let check = format!(
+        "source {} && COMP_WORDS=(nodelay ex) COMP_CWORD=1 && _nodelay nodelay ex nodelay && echo \"${{COMPREPLY[@]}}\"",
+        path.display()
+    );
+    let output = Command::new("bash").args(["-c", &check]).output().expect("bash");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "exec");
+}
+
+#[test]
 fn man_page_is_roff_with_every_command() {
     let page = nodelay(&["man"]).stdout();
     assert!(page.contains(".TH nodelay 1"), "{page}");
-    for command in ["bench", "doctor", "pcap", "demo", "inspect", "fix"] {
+    for command in ["bench", "doctor", "pcap", "demo", "inspect", "fix", "exec"] {
         assert!(page.contains(command), "{command}");
     }
 }
@@ -65,6 +78,7 @@ fn every_help_fits_80_columns() {
         &["inspect"],
         &["fix"],
         &["demo"],
+        &["exec"],
         &["schema"],
         &["completions"],
         &["man"],

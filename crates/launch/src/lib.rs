@@ -1,0 +1,237 @@
+//! `nodelay exec`: run an unmodified program with TCP_NODELAY forced on every TCP socket it
+//! creates or accepts.
+//!
+//! The usual way is the shim (`shim/nodelay_shim.c`), compiled by the build and embedded in
+//! the binary: [`prepare`] writes it once to a private, content-addressed file, and
+//! [`Launch::exec`] adds it to `LD_PRELOAD` and *replaces* the current process with the
+//! program, so the PID, stdio, signals and exit status are the program's own.
+//!
+//! Where a preload cannot work (a statically linked program, a set-ID one, a Go program that
+//! makes its own system calls, another architecture), [`prepare`] says why before anything
+//! starts, and [`Launch::exec`] starts a watcher process that sets TCP_NODELAY on the
+//! program's sockets from outside (`nodelay_host::force_nodelay`) until it ends; the program
+//! still replaces the current process. This crate never prints: its caller words the lines,
+//! and the watcher, which has nobody to return to, reports through a function it is given.
+//!
+//! Linux only; elsewhere [`prepare`] answers [`LaunchError::Unsupported`].
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+#[cfg(target_os = "linux")]
+mod inspect;
+#[cfg(target_os = "linux")]
+mod library;
+#[cfg(target_os = "linux")]
+mod resolve;
+#[cfg(target_os = "linux")]
+mod watch;
+
+/// How TCP_NODELAY will be forced on the program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Method {
+    /// The shim, through `LD_PRELOAD`: this library file.
+    Preload { library: PathBuf },
+    /// A watcher setting it on the program's sockets from outside, because of `reason`.
+    FromOutside { reason: NoPreload },
+}
+
+/// Why a preload cannot work for this program.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoPreload {
+    /// `file` (the program, or the interpreter of its `#!` line) has no ELF interpreter
+    /// (PT_INTERP): no dynamic loader runs, so nothing reads `LD_PRELOAD`.
+    StaticallyLinked { file: PathBuf },
+    /// `file` is set-user-ID or set-group-ID to someone else: the loader runs it in secure
+    /// mode and ignores a preload path with a slash.
+    SetId { file: PathBuf },
+    /// `file` carries file capabilities: secure mode again.
+    Capabilities { file: PathBuf },
+    /// `file` is a Go program: its runtime makes its own system calls, past any libc wrapper.
+    Go { file: PathBuf },
+    /// `file` is built for another architecture or word size than the embedded shim.
+    OtherArchitecture { file: PathBuf },
+    /// No directory could hold the library (each candidate's reason, joined).
+    NoLibraryDirectory { why: String },
+}
+
+impl fmt::Display for NoPreload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoPreload::StaticallyLinked { file } => write!(f, "{} is statically linked", file.display()),
+            NoPreload::SetId { file } => {
+                write!(
+                    f,
+                    "{} is set-user-ID or set-group-ID, and the loader ignores LD_PRELOAD for it",
+                    file.display()
+                )
+            }
+            NoPreload::Capabilities { file } => {
+                write!(
+                    f,
+                    "{} has file capabilities, and the loader ignores LD_PRELOAD for it",
+                    file.display()
+                )
+            }
+            NoPreload::Go { file } => {
+                write!(
+                    f,
+                    "{} is a Go program, whose runtime makes its own system calls, past LD_PRELOAD",
+                    file.display()
+                )
+            }
+            NoPreload::OtherArchitecture { file } => {
+                write!(
+                    f,
+                    "{} is built for another architecture than nodelay's LD_PRELOAD library",
+                    file.display()
+                )
+            }
+            NoPreload::NoLibraryDirectory { why } => {
+                write!(f, "no directory can hold the LD_PRELOAD library ({why})")
+            }
+        }
+    }
+}
+
+/// Why the program could not be started. The shell's exit statuses apply: 127 for
+/// [`NotFound`](LaunchError::NotFound), 126 for [`NotExecutable`](LaunchError::NotExecutable).
+#[derive(Debug)]
+pub enum LaunchError {
+    /// No such program: `message` is the shell's wording ("command not found" for a name
+    /// searched in PATH, "No such file or directory" for a path).
+    NotFound { program: OsString, message: String },
+    /// The program exists but cannot be executed (permission, a directory, a bad format).
+    NotExecutable { program: OsString, message: String },
+    /// The fallback could not start its watcher: the program was not started.
+    Watcher(io::Error),
+    /// Not on Linux.
+    Unsupported,
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::NotFound { program, message } | LaunchError::NotExecutable { program, message } => {
+                write!(f, "{}: {message}", program.to_string_lossy())
+            }
+            LaunchError::Watcher(e) => write!(
+                f,
+                "cannot start the watcher that sets TCP_NODELAY from outside ({e}); the program was not started"
+            ),
+            LaunchError::Unsupported => f.write_str("exec needs Linux (LD_PRELOAD and pidfd_getfd)"),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+#[cfg(target_os = "linux")]
+impl LaunchError {
+    /// The error `execve` (or a look-up before it) gave for `program`, as a shell words it.
+    pub(crate) fn from_exec(program: &OsStr, error: &io::Error) -> LaunchError {
+        let message = match error.raw_os_error() {
+            Some(libc::EACCES) => "Permission denied".to_string(),
+            Some(libc::EISDIR) => "Is a directory".to_string(),
+            Some(libc::ENOENT) => "No such file or directory".to_string(),
+            _ => strip_os_error_code(error),
+        };
+        let program = program.to_os_string();
+        if error.raw_os_error() == Some(libc::ENOENT) {
+            LaunchError::NotFound { program, message }
+        } else {
+            LaunchError::NotExecutable { program, message }
+        }
+    }
+}
+
+/// "Exec format error (os error 8)" → "Exec format error".
+#[cfg(target_os = "linux")]
+fn strip_os_error_code(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}
+
+/// A program ready to be started: found, inspected, and the way to force TCP_NODELAY on it
+/// chosen (the library written if it is the preload).
+#[derive(Debug)]
+// Elsewhere than Linux no Launch is ever made: its fields are read only by the Linux exec.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub struct Launch {
+    /// As the user typed it: the program's argv[0] and the name in messages.
+    name: OsString,
+    /// Where it was found.
+    path: PathBuf,
+    args: Vec<OsString>,
+    method: Method,
+}
+
+impl Launch {
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// Replaces this process with the program; returns only if that failed. With
+    /// [`Method::FromOutside`] a watcher is started first; it reports its one error (if any)
+    /// through `on_watcher_error` and then stops.
+    pub fn exec(self, on_watcher_error: impl FnOnce(&str)) -> LaunchError {
+        #[cfg(target_os = "linux")]
+        {
+            exec_linux(self, on_watcher_error)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (self, on_watcher_error);
+            LaunchError::Unsupported
+        }
+    }
+}
+
+/// Finds `program` as a shell would (PATH unless the name has a slash), inspects it, and
+/// chooses how TCP_NODELAY will be forced: the preload when it can work, else from outside.
+pub fn prepare(program: &OsStr, args: &[OsString]) -> Result<Launch, LaunchError> {
+    #[cfg(target_os = "linux")]
+    {
+        let path = resolve::find_program(program, std::env::var_os("PATH").as_deref())?;
+        let method = match inspect::why_no_preload(&path) {
+            Some(reason) => Method::FromOutside { reason },
+            None => match library::install() {
+                Ok(library) => Method::Preload { library },
+                Err(why) => Method::FromOutside { reason: NoPreload::NoLibraryDirectory { why } },
+            },
+        };
+        Ok(Launch { name: program.to_os_string(), path, args: args.to_vec(), method })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (program, args);
+        Err(LaunchError::Unsupported)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn exec_linux(launch: Launch, on_watcher_error: impl FnOnce(&str)) -> LaunchError {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(&launch.path);
+    command.arg0(&launch.name).args(&launch.args);
+    match &launch.method {
+        Method::Preload { library } => {
+            command.env(
+                "LD_PRELOAD",
+                library::preload_value(library, std::env::var_os("LD_PRELOAD").as_deref()),
+            );
+        }
+        Method::FromOutside { .. } => {
+            if let Err(e) = watch::start(launch.name.to_string_lossy().into_owned(), on_watcher_error) {
+                return LaunchError::Watcher(e);
+            }
+        }
+    }
+    let error = command.exec();
+    LaunchError::from_exec(&launch.name, &error)
+}
