@@ -4,15 +4,12 @@
 
 mod common;
 
-use common::{
-    Peer, compiled, nodelay, peer_script, read_until, start_peer, start_peer_under_exec, wait_until,
-};
+use common::{Peer, compiled, compiled_static, nodelay, read_until, start_peer, wait_until};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 const NODELAY: &str = env!("CARGO_BIN_EXE_nodelay");
@@ -142,37 +139,6 @@ fn verdict(peer: &Peer) -> String {
     let run = nodelay(&["doctor", "--json", &peer.url("/")]);
     let report = run.json();
     report["verdict"].as_str().unwrap_or_else(|| panic!("no verdict: {report}")).to_string()
-}
-
-#[test]
-fn python_http_server_is_healthy_under_exec() {
-    // As shipped it stalls 40 ms per response (doctor.rs proves that finding); under exec the
-    // preloaded shim sets TCP_NODELAY on its listening and accepted sockets.
-    let script = peer_script("python_http_server.py");
-    let peer = start_peer_under_exec("python3", &[script.to_str().expect("utf-8")]);
-    assert_eq!(verdict(&peer), "healthy");
-}
-
-/// Builds a peer from tests/peers statically linked (`cc -static`), once per test process.
-fn compiled_static(source: &str) -> String {
-    static BUILT: OnceLock<Mutex<Option<String>>> = OnceLock::new();
-    let mut built = BUILT.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(path) = built.as_ref() {
-        return path.clone();
-    }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers-static");
-    std::fs::create_dir_all(&dir).expect("build dir");
-    let output = dir.join(source.trim_end_matches(".c"));
-    let status = Command::new("cc")
-        .args(["-static", "-O2", "-pthread", "-o"])
-        .arg(&output)
-        .arg(peer_script(source))
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc -static {source} failed (is libc.a installed?)");
-    let path = output.to_string_lossy().into_owned();
-    *built = Some(path.clone());
-    path
 }
 
 /// A server started under `nodelay exec --quiet` whose stderr is read: the notice line that

@@ -1,11 +1,11 @@
 //! Unmodified servers of six stacks, and a statically linked C server, that stall as
 //! started normally (Nagle on, head and body in separate writes, the client's delayed ACK):
 //! `nodelay doctor` must call each one server-nagle-delayed-ack, and healthy once the stack's
-//! own fix turns TCP_NODELAY on. They are the ground truth for `nodelay exec -- PROGRAM ARGS`,
-//! which must make the as-shipped command lines healthy without their fix. An exec test is
-//! one line per peer over [`peer`]'s command line, e.g.
-//! `verdict!(ruby_exec_is_healthy, start_exec(RubyWebrick), HEALTHY);`. The static C peer
-//! has no dynamic loader, so LD_PRELOAD cannot reach it: it must still stall under exec.
+//! own fix turns TCP_NODELAY on. Then the same as-shipped command line under
+//! `nodelay exec -- PROGRAM ARGS` must be healthy, without the stack's fix: the preloaded shim
+//! sets TCP_NODELAY (Erlang even calls setsockopt(TCP_NODELAY, 0) on every accepted socket,
+//! which the shim turns into 1). The static C peer has no dynamic loader, so no preload
+//! reaches it: `nodelay exec` falls back to fixing it from outside (tests/exec.rs).
 
 mod common;
 
@@ -76,6 +76,14 @@ fn start(kind: PeerKind, fixed: bool) -> Peer {
     start_command(Command::new(program).args(args))
 }
 
+/// The peer as shipped, started under `nodelay exec --quiet --`.
+fn start_exec(kind: PeerKind) -> Peer {
+    let (program, args) = peer(kind, false);
+    start_command(
+        Command::new(env!("CARGO_BIN_EXE_nodelay")).args(["exec", "--quiet", "--", &program]).args(args),
+    )
+}
+
 verdict!(python_http_server_as_shipped_stalls, start(PythonHttpServer, false), STALL);
 verdict!(python_http_server_fixed_is_healthy, start(PythonHttpServer, true), HEALTHY);
 verdict!(jdk_httpserver_as_shipped_stalls, start(JdkHttpServer, false), STALL);
@@ -88,6 +96,12 @@ verdict!(node_net_as_shipped_stalls, start(NodeNet, false), STALL);
 verdict!(node_net_fixed_is_healthy, start(NodeNet, true), HEALTHY);
 verdict!(erlang_gen_tcp_as_shipped_stalls, start(ErlangGenTcp, false), STALL);
 verdict!(erlang_gen_tcp_fixed_is_healthy, start(ErlangGenTcp, true), HEALTHY);
+verdict!(python_http_server_under_exec_is_healthy, start_exec(PythonHttpServer), HEALTHY);
+verdict!(jdk_httpserver_under_exec_is_healthy, start_exec(JdkHttpServer), HEALTHY);
+verdict!(ruby_webrick_under_exec_is_healthy, start_exec(RubyWebrick), HEALTHY);
+verdict!(evhttp_under_exec_is_healthy, start_exec(Evhttp), HEALTHY);
+verdict!(node_net_under_exec_is_healthy, start_exec(NodeNet), HEALTHY);
+verdict!(erlang_gen_tcp_under_exec_is_healthy, start_exec(ErlangGenTcp), HEALTHY);
 verdict!(static_c_split_as_shipped_stalls, start(StaticCSplit, false), STALL);
 verdict!(static_c_split_fixed_is_healthy, start(StaticCSplit, true), HEALTHY);
 

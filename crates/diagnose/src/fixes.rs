@@ -34,8 +34,9 @@ pub fn detected_first(fixes: &mut [Fix], stack: &str) {
     fixes.sort_by_key(|fix| !fix.detected);
 }
 
-pub const SERVER_NODELAY_SUMMARY: &str =
-    "Set TCP_NODELAY on the server's sockets, or write each response (head and body) in one send.";
+pub const SERVER_NODELAY_SUMMARY: &str = "Set TCP_NODELAY on the server's sockets, or write each response (head \
+     and body) in one send. Without a code change (Linux): start it with `nodelay exec -- PROGRAM ARGS`, or run \
+     `nodelay fix :PORT` while it runs.";
 pub const CLIENT_SINGLE_WRITE_SUMMARY: &str =
     "Send each request in one write (or writev), or set TCP_NODELAY on the client socket.";
 

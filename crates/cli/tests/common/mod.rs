@@ -407,11 +407,3 @@ pub fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
-
-/// Starts `program args...` under `nodelay exec --quiet`: the program replaces nodelay, so
-/// the peer's PID, stdout and exit are the program's own.
-pub fn start_peer_under_exec(program: &str, args: &[&str]) -> Peer {
-    let mut all = vec!["exec", "--quiet", "--", program];
-    all.extend_from_slice(args);
-    start_peer(env!("CARGO_BIN_EXE_nodelay"), &all)
-}
