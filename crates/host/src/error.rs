@@ -23,6 +23,8 @@ pub enum HostError {
 }
 
 impl HostError {
+    // Only the Linux implementation meets I/O failures; elsewhere every call is Unsupported.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         HostError::Io { what: what.into(), source }
     }
