@@ -51,8 +51,8 @@ pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, T
     let who = processes(&change.processes);
     if change.changed.is_empty() {
         let outcome = format!(
-            "not applied: every socket of {who} behind {address} has TCP_NODELAY already, so the program turns it \
-             off per connection; only its own setting (see the fixes) or `nodelay exec` can change that"
+            "not applied: the listening socket of {who} at {address} has TCP_NODELAY already, so the program \
+             turns it off per connection; only its own setting (see the fixes) or `nodelay exec` can change that"
         );
         return Ok((None, TryFixReport::not_applied(outcome, change.processes)));
     }

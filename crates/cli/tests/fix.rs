@@ -194,6 +194,9 @@ fn listener_nodelay(port: u16) -> bool {
 fn doctor_try_fix_proves_the_fix_on_the_server_and_restores_it() {
     let mut peer = python_peer("python_http_server.py", &[]);
     let pid = peer.pid();
+    // Another client's connection: the trial needs only the listening socket, and leaves it be.
+    let mut other_client = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    get(&mut other_client);
     let run = nodelay(&["doctor", "--json", "--try-fix", &peer.url("/")]);
     assert_eq!(run.code(), 3, "{}", run.stderr());
     let report = run.json();
@@ -221,6 +224,11 @@ fn doctor_try_fix_proves_the_fix_on_the_server_and_restores_it() {
     assert!(listener_nodelay(peer.port));
     assert_eq!(verdict(&peer.url("/")), ["healthy"]);
     assert!(peer.is_running());
+    let sockets = sockets_json(&["inspect", "--json", &format!(":{}", peer.port)]);
+    let other = other_client.local_addr().unwrap().to_string();
+    let row = sockets["sockets"].as_array().unwrap().iter().find(|s| s["peer"] == other.as_str()).cloned();
+    assert_eq!(row.expect("the other client's connection")["nodelay"], false, "{sockets:#}");
+    get(&mut other_client);
 }
 
 #[test]

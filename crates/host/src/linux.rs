@@ -126,10 +126,7 @@ fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostErr
             Ok((vec![info], listed))
         }
         Target::Port(port) => listeners_and_accepted(port, |_| true, |local| local.port() == port),
-        Target::Address(address) => {
-            let accepted = |local: &SocketAddr| mapped(local.ip()) == mapped(address.ip());
-            listeners_and_accepted(address.port(), accepting(address), accepted)
-        }
+        Target::Address(address) => listeners_and_accepted(address.port(), accepting(address), |_| false),
     }
 }
 

@@ -11,8 +11,8 @@ pub enum Target {
     Pid(i32),
     /// The sockets listening on this port (any address) and the connections they accepted.
     Port(u16),
-    /// The sockets that accept connections to this address and the connections they
-    /// accepted on it: what a client of exactly that address talks to.
+    /// The listening sockets that accept connections to this address: what every new
+    /// connection to it inherits (the doctor's `--try-fix`, which needs no more than that).
     Address(SocketAddr),
 }
 

@@ -125,7 +125,7 @@ impl PhaseReport {
     pub fn fix_trial(trial: &FixTrial) -> Self {
         PhaseReport {
             name: "try-fix".into(),
-            description: format!("with the fix: {}", trial.applied),
+            description: "try-fix: TCP_NODELAY on the server".into(),
             summary: trial.phase.summary(),
             client_tcp_info: trial.phase.tcp_info,
         }
