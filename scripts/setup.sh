@@ -24,6 +24,8 @@ ruby -e 'require "webrick"' >/dev/null 2>&1 || need_apt+=(ruby-webrick)
 want escript erlang-base
 want_file /usr/include/event2/http.h libevent-dev
 want_file /usr/lib/x86_64-linux-gnu/libc.a libc6-dev
+# The permission tests run a listener as nobody, who cannot reach a python3 under /root (pyenv).
+want_file /usr/bin/python3 python3
 want tcpdump tcpdump
 # The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/terminal.rs).
 want tmux tmux

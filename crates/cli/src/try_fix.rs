@@ -3,10 +3,11 @@
 //! fresh keep-alive connection, and put the original setting back unless `--keep-fix`.
 
 use crate::doctor::run_phase;
-use anyhow::Result;
+use crate::interrupt;
+use anyhow::{Context, Result};
 use nodelay_diagnose::{FindingId, FixTrial, Observations, diagnose};
 use nodelay_engine::EngineConfig;
-use nodelay_host::{NodelayChange, ProcessInfo, Target};
+use nodelay_host::{NodelayChange, ProcessInfo, Restored, Target};
 use nodelay_report::{TryFixReport, plural};
 
 /// A trial where at least this share of responses still pause did not fix the server.
@@ -57,11 +58,31 @@ pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, T
         return Ok((None, TryFixReport::not_applied(outcome, change.processes)));
     }
     let applied = format!("TCP_NODELAY set on {who}");
-    // Measure, then restore whatever happened while measuring.
-    let measured = run_phase(config, None);
-    let restored = if keep { Ok(0) } else { nodelay_host::restore(&change) };
-    let phase = measured?;
-    let mut report = report(&change, &applied, keep, restored);
+    // Measure, then restore whatever happened while measuring; a second Ctrl-C or SIGTERM
+    // that exits at once still restores. A failed measurement restores even with --keep-fix:
+    // there is nothing to keep a fix for.
+    let undo = change.clone();
+    let (measured, restored) = interrupt::undoing(
+        move || {
+            if !keep {
+                nodelay_host::restore(&undo);
+            }
+        },
+        || {
+            let measured = run_phase(config, None);
+            let restored = (!keep || measured.is_err()).then(|| nodelay_host::restore(&change));
+            (measured, restored)
+        },
+    );
+    let phase = measured.with_context(|| match &restored {
+        Some(restored) if restored.failed.is_empty() => "measuring with TCP_NODELAY set on the server failed; \
+                                                        it was set back to off"
+            .to_string(),
+        _ => "measuring with TCP_NODELAY set on the server failed; it could NOT be set back to off everywhere: \
+              `nodelay inspect` shows the sockets"
+            .to_string(),
+    })?;
+    let mut report = report(&change, &applied, restored);
     if phase.summary().stalled_fraction() >= STILL_STALLS {
         report.outcome.push_str(
             " The stall remained: the program turns TCP_NODELAY off on each connection it accepts (as Go's \
@@ -71,12 +92,8 @@ pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, T
     Ok((Some(FixTrial { applied, phase }), report))
 }
 
-fn report(
-    change: &NodelayChange,
-    applied: &str,
-    keep: bool,
-    restored: Result<usize, nodelay_host::HostError>,
-) -> TryFixReport {
+/// What was done: `restored` is `None` when the fix was kept.
+fn report(change: &NodelayChange, applied: &str, restored: Option<Restored>) -> TryFixReport {
     let changed = change.changed.len();
     let listening = change.listening_changed();
     let sockets = match (listening, changed - listening) {
@@ -88,23 +105,25 @@ fn report(
             plural(connections, "connection", "connections")
         ),
     };
-    let (sockets_restored, afterwards) = match (keep, restored) {
-        (true, _) => (0, "kept on (--keep-fix): it lasts until the program restarts".to_string()),
-        (false, Ok(restored)) => (
-            restored,
-            if restored == changed {
-                "then set back to off; connections accepted meanwhile keep it until they close".to_string()
-            } else {
-                format!(
-                    "then set back to off on {restored} of {changed} sockets (the others had closed); connections \
-                     accepted meanwhile keep it until they close"
-                )
-            },
+    let afterwards = match &restored {
+        None => "kept on (--keep-fix): it lasts until the program restarts".to_string(),
+        Some(restored) if !restored.failed.is_empty() => format!(
+            "but it could NOT be set back to off on {} ({}); `nodelay inspect` shows them",
+            plural(restored.failed.len(), "socket", "sockets"),
+            restored.failed.join("; ")
         ),
-        (false, Err(error)) => {
-            (0, format!("but could NOT be set back to off: {error}; `nodelay inspect` shows them"))
+        Some(restored) if restored.gone > 0 => format!(
+            "then set back to off on {} of {changed} (the others had closed); connections accepted meanwhile \
+             keep it until they close",
+            restored.restored
+        ),
+        Some(_) => {
+            "then set back to off; connections accepted meanwhile keep it until they close".to_string()
         }
     };
+    let kept = restored.is_none();
+    let (sockets_restored, restore_failed) =
+        restored.map_or((0, Vec::new()), |restored| (restored.restored, restored.failed));
     TryFixReport {
         applied: true,
         outcome: format!(
@@ -114,6 +133,7 @@ fn report(
         sockets_changed: changed,
         listening_changed: listening,
         sockets_restored,
-        kept: keep,
+        restore_failed,
+        kept,
     }
 }

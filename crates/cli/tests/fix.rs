@@ -180,6 +180,39 @@ fn without_permission_fix_says_which_permission_is_missing() {
     // Nothing changed.
     let report = sockets_json(&["inspect", "--json", &format!(":{}", peer.port)]);
     assert!(report["sockets"].as_array().unwrap().iter().all(|s| s["nodelay"] == false));
+
+    // nobody's own listener on the same port beside root's: fixing "the port" as nobody would
+    // reach only half of it, so nothing is changed and the error names the other owner.
+    let mut own = Command::new("setpriv")
+        // /usr/bin: a python3 under root's home (pyenv) is out of nobody's reach.
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", "-c"])
+        .arg(format!(
+            "import socket,sys\ns=socket.socket(socket.AF_INET6)\ns.bind(('::1',{}))\ns.listen()\n\
+             print('PORT',{},flush=True)\nsys.stdin.read()",
+            peer.port, peer.port
+        ))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    read_until(&mut std::io::BufReader::new(own.stdout.take().unwrap()), "nobody's listener", |l| {
+        l.starts_with("PORT")
+    });
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["fix", &format!(":{}", peer.port)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is listened on by uid 0, but no process of it can be read here"), "{stderr}");
+    let report = sockets_json(&["inspect", "--json", &format!(":{}", peer.port)]);
+    let listening = report["sockets"].as_array().unwrap().iter().filter(|s| s["state"] == "listen");
+    assert_eq!(listening.clone().count(), 2, "{report:#}");
+    assert!(listening.into_iter().all(|s| s["nodelay"] == false), "{report:#}");
+    drop(own.stdin.take());
+    own.wait().unwrap();
 }
 
 fn listener_nodelay(port: u16) -> bool {
@@ -255,4 +288,28 @@ fn doctor_try_fix_says_when_the_program_turns_nodelay_off_per_connection() {
     let applied = finding["proof"].as_array().unwrap().iter().find(|p| p["kind"] == "fix-applied").unwrap();
     assert_eq!(applied["removed"], false, "{applied:#}");
     assert!(report["try_fix"]["outcome"].as_str().unwrap().contains("The stall remained"), "{report:#}");
+}
+
+/// SIGTERM during the trial (here a Go peer, whose stall the fix cannot remove, so the trial
+/// lasts ~2 s): the doctor stops, restores the listener and reports, marked interrupted. (A
+/// second signal exits at once and restores too; two signals sent together merge into one,
+/// so that path is not tested here.)
+#[test]
+fn doctor_try_fix_restores_when_terminated_mid_trial() {
+    let peer = start_peer(&compiled("go_http_server.go"), &["-nagle", "-body-bytes", "25600"]);
+    let doctor = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["doctor", "--json", "--budget", "30s", "--try-fix", &peer.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the trial to set TCP_NODELAY", Duration::from_secs(20), || listener_nodelay(peer.port));
+    // SAFETY: kill with a valid PID and signal.
+    unsafe { libc::kill(doctor.id() as i32, libc::SIGTERM) };
+    let output = doctor.wait_with_output().unwrap();
+    assert!(!listener_nodelay(peer.port), "the listener was not restored");
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["interrupted"], true);
+    assert_eq!(report["try_fix"]["sockets_restored"], 1, "{report:#}");
 }

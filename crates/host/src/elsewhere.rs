@@ -1,6 +1,6 @@
 //! Other systems have neither /proc nor pidfd_getfd: every call says so.
 
-use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Target};
+use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, Target};
 use std::net::SocketAddr;
 
 const WHY: &str = "reading another process's sockets needs Linux (pidfd_getfd)";
@@ -13,8 +13,9 @@ pub fn set_nodelay(_target: Target, _dry_run: bool) -> Result<NodelayChange, Hos
     Err(HostError::Unsupported(WHY))
 }
 
-pub fn restore(_change: &NodelayChange) -> Result<usize, HostError> {
-    Err(HostError::Unsupported(WHY))
+/// Nothing was ever changed here.
+pub fn restore(_change: &NodelayChange) -> Restored {
+    Restored::default()
 }
 
 pub fn force_nodelay(_pid: i32) -> Result<usize, HostError> {

@@ -18,15 +18,20 @@ pub enum HostError {
     NoPermission { pid: i32, command: String, why: String },
     #[error("{0}")]
     Unsupported(&'static str),
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    #[error("{tid} is a thread of PID {pid}, not a process: name PID {pid}")]
+    Thread { tid: i32, pid: i32 },
+    #[error("PID {0} has exited (a zombie its parent has not reaped): it has no sockets")]
+    Exited(i32),
+    /// Not a `source`: the message carries it, once.
+    #[error("{what}: {error}")]
+    Io { what: String, error: std::io::Error },
 }
 
 impl HostError {
     // Only the Linux implementation meets I/O failures; elsewhere every call is Unsupported.
     #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> Self {
-        HostError::Io { what: what.into(), source }
+        HostError::Io { what: what.into(), error: source }
     }
 
     /// Errors that mean "you may not", as opposed to "there is nothing there".

@@ -21,7 +21,7 @@ mod pidfd;
 
 pub use error::HostError;
 pub use target::Target;
-pub use types::{Inspection, NodelayChange, ProcessInfo, SocketState, SocketView};
+pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
 
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, listeners_of, restore, set_nodelay};

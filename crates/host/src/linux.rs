@@ -1,7 +1,7 @@
 //! The Linux implementation: /proc for ports, processes and descriptors, pidfd for copies.
 
 use crate::pidfd::{self, PidFd};
-use crate::{HostError, Inspection, NodelayChange, ProcessInfo, SocketState, SocketView, Target};
+use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView, Target};
 use procfs::ProcError;
 use procfs::net::{TcpNetEntry, TcpState};
 use procfs::process::{FDTarget, Process};
@@ -25,61 +25,96 @@ struct Listed {
 /// The TCP sockets of the target, read through copies of their descriptors.
 pub fn inspect(target: Target) -> Result<Inspection, HostError> {
     let (processes, listed) = sockets_of(target)?;
-    let mut sockets = Vec::new();
-    for_each_taken(&processes, listed, |socket, copy| {
-        sockets.push(view(socket, &copy)?);
-        Ok(())
-    })?;
+    let sockets = take_all(&processes, listed)?
+        .iter()
+        .map(|(socket, copy)| view(socket, copy))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Inspection { processes, sockets })
 }
 
 /// Sets TCP_NODELAY on every socket of the target that lacks it (on a dry run, only says
-/// which). For a port: its listening sockets and the connections they accepted.
+/// which). All copies are taken before anything is changed, so a process that may not be
+/// read changes nothing; a socket that refuses the option undoes the ones set before it.
 pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostError> {
-    let (processes, listed) = sockets_of(target)?;
-    let mut changed = Vec::new();
+    let (mut processes, listed) = sockets_of(target)?;
+    let mut taken = take_all(&processes, listed)?;
+    if let Target::Address(address) = target
+        && address.is_ipv4()
+    {
+        // A wildcard IPv6 listener with IPV6_V6ONLY does not accept the IPv4 target.
+        taken.retain(|(socket, copy)| !(socket.entry.local_address.is_ipv6() && pidfd::v6only(copy)));
+        processes.retain(|process| taken.iter().any(|(socket, _)| socket.pid == process.pid));
+    }
+    let mut changed: Vec<(SocketView, &OwnedFd)> = Vec::new();
     let mut already_on = 0;
-    for_each_taken(&processes, listed, |socket, copy| {
-        let before = view(socket, &copy)?;
+    for (socket, copy) in &taken {
+        let before = view(socket, copy)?;
         if before.nodelay {
             already_on += 1;
-            return Ok(());
+            continue;
         }
-        if !dry_run {
-            pidfd::set_tcp_nodelay(&copy, true).map_err(|e| socket_error("set TCP_NODELAY on", socket, e))?;
+        if !dry_run && let Err(error) = pidfd::set_tcp_nodelay(copy, true) {
+            for (_, done) in &changed {
+                let _ = pidfd::set_tcp_nodelay(done, false);
+            }
+            return Err(socket_error("set TCP_NODELAY on", socket, error));
         }
-        changed.push(before);
-        Ok(())
-    })?;
+        changed.push((before, copy));
+    }
+    let changed = changed.into_iter().map(|(before, _)| before).collect();
     Ok(NodelayChange { processes, dry_run, changed, already_on })
 }
 
 /// Turns TCP_NODELAY off again on the sockets `change` turned it on, those that still exist
-/// (same process, descriptor and inode). Returns how many it restored.
-pub fn restore(change: &NodelayChange) -> Result<usize, HostError> {
+/// (same process, descriptor and inode). Goes on past a failure and lists each.
+pub fn restore(change: &NodelayChange) -> Restored {
+    let mut outcome = Restored::default();
     if change.dry_run {
-        return Ok(0);
+        return outcome;
     }
-    let mut restored = 0;
     let mut by_pid: BTreeMap<i32, Vec<&SocketView>> = BTreeMap::new();
     for socket in &change.changed {
         by_pid.entry(socket.pid).or_default().push(socket);
     }
     for (pid, sockets) in by_pid {
-        // A process that ended took its sockets with it: nothing to restore there.
-        let Ok(handle) = PidFd::open(pid) else { continue };
-        for socket in sockets {
-            let Ok(copy) = handle.take(socket.fd) else { continue };
-            if pidfd::inode(&copy).ok() != Some(socket.inode) {
+        let handle = match PidFd::open(pid) {
+            Ok(handle) => handle,
+            // The process ended and took its sockets with it.
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {
+                outcome.gone += sockets.len();
                 continue;
             }
-            pidfd::set_tcp_nodelay(&copy, false).map_err(|e| {
-                HostError::io(format!("restoring TCP_NODELAY on PID {pid} fd {}", socket.fd), e)
-            })?;
-            restored += 1;
+            Err(e) => {
+                outcome
+                    .failed
+                    .extend(sockets.iter().map(|s| format!("PID {pid} fd {}: pidfd_open: {e}", s.fd)));
+                continue;
+            }
+        };
+        for socket in sockets {
+            let copy = match handle.take(socket.fd) {
+                Ok(copy) if pidfd::inode(&copy).ok() == Some(socket.inode) => copy,
+                // Closed, or the number now names something else.
+                Ok(_) => {
+                    outcome.gone += 1;
+                    continue;
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EBADF | libc::ESRCH)) => {
+                    outcome.gone += 1;
+                    continue;
+                }
+                Err(e) => {
+                    outcome.failed.push(format!("PID {pid} fd {}: pidfd_getfd: {e}", socket.fd));
+                    continue;
+                }
+            };
+            match pidfd::set_tcp_nodelay(&copy, false) {
+                Ok(()) => outcome.restored += 1,
+                Err(e) => outcome.failed.push(format!("PID {pid} fd {}: setsockopt: {e}", socket.fd)),
+            }
         }
     }
-    Ok(restored)
+    outcome
 }
 
 /// `nodelay exec`'s fallback: TCP_NODELAY on every TCP socket of `pid` that lacks it;
@@ -95,10 +130,15 @@ pub fn listeners_of(address: SocketAddr) -> Result<Vec<ProcessInfo>, HostError> 
 }
 
 /// Whether a listener bound to an address (on the target's port) accepts connections to
-/// `address`.
+/// `address`: an IPv4 target is accepted by 0.0.0.0 and by a dual-stack [::] (IPV6_V6ONLY is
+/// checked on the socket itself, later); an IPv6 target only by [::].
 fn accepting(address: SocketAddr) -> impl Fn(&SocketAddr) -> bool {
     let local = is_local_ip(address.ip());
-    move |bound| mapped(bound.ip()) == mapped(address.ip()) || (local && bound.ip().is_unspecified())
+    let target = mapped(address.ip());
+    move |bound| {
+        mapped(bound.ip()) == target
+            || (local && bound.ip().is_unspecified() && (target.is_ipv4() || bound.is_ipv6()))
+    }
 }
 
 /// Whether this machine owns `ip`: only then can a socket bind to it.
@@ -142,7 +182,12 @@ fn listeners_and_accepted(
     let mut seen = HashSet::new();
     let mut listed = Vec::new();
     for owner in &owners {
-        let process = open_process(owner.pid)?;
+        let process = match open_process(owner.pid) {
+            Ok(process) => process,
+            // A worker that ended since the scan: its sockets went with it.
+            Err(HostError::NoSuchProcess(_)) => continue,
+            Err(error) => return Err(error),
+        };
         for socket in listed_sockets(&process, owner)? {
             let local = &socket.entry.local_address;
             let wanted =
@@ -155,29 +200,29 @@ fn listeners_and_accepted(
     Ok((owners, listed))
 }
 
-/// Opens a pidfd per process and hands each listed socket's copy to `action`; the copy is
-/// closed right after. Sockets closed meanwhile are skipped.
-fn for_each_taken(
-    processes: &[ProcessInfo],
-    listed: Vec<Listed>,
-    mut action: impl FnMut(&Listed, OwnedFd) -> Result<(), HostError>,
-) -> Result<(), HostError> {
-    let mut handles: HashMap<i32, PidFd> = HashMap::new();
-    for socket in &listed {
+/// Copies of the listed sockets, one pidfd per process. Sockets closed and processes ended
+/// since they were listed are left out; a process that may not be read is an error.
+fn take_all(processes: &[ProcessInfo], listed: Vec<Listed>) -> Result<Vec<(Listed, OwnedFd)>, HostError> {
+    let mut handles: HashMap<i32, Option<PidFd>> = HashMap::new();
+    let mut taken = Vec::new();
+    for socket in listed {
         let info = processes
             .iter()
             .find(|p| p.pid == socket.pid)
             .expect("listed sockets belong to listed processes");
         let handle = match handles.entry(socket.pid) {
             Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => {
-                entry.insert(PidFd::open(socket.pid).map_err(|e| match e.raw_os_error() {
-                    Some(libc::ESRCH) => HostError::NoSuchProcess(socket.pid),
-                    Some(libc::ENOSYS) => HostError::Unsupported(NEEDS_PIDFD),
-                    _ => HostError::io(format!("pidfd_open of PID {}", socket.pid), e),
-                })?)
-            }
+            Entry::Vacant(entry) => entry.insert(match PidFd::open(socket.pid) {
+                Ok(handle) => Some(handle),
+                // Ended since it was listed: its sockets went with it.
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => None,
+                Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
+                    return Err(HostError::Unsupported(NEEDS_PIDFD));
+                }
+                Err(e) => return Err(HostError::io(format!("pidfd_open of PID {}", socket.pid), e)),
+            }),
         };
+        let Some(handle) = handle else { continue };
         let copy = match handle.take(socket.fd) {
             Ok(copy) => copy,
             // Closed since it was listed, or the process ended.
@@ -186,15 +231,14 @@ fn for_each_taken(
             Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
                 return Err(HostError::Unsupported(NEEDS_PIDFD));
             }
-            Err(e) => return Err(socket_error("take", socket, e)),
+            Err(e) => return Err(socket_error("take", &socket, e)),
         };
         // The number may have been reused for something else since it was listed.
-        if pidfd::inode(&copy).ok() != Some(socket.inode) {
-            continue;
+        if pidfd::inode(&copy).ok() == Some(socket.inode) {
+            taken.push((socket, copy));
         }
-        action(socket, copy)?;
     }
-    Ok(())
+    Ok(taken)
 }
 
 fn socket_error(what: &str, socket: &Listed, error: io::Error) -> HostError {
@@ -237,17 +281,23 @@ fn state(state: &TcpState) -> SocketState {
 
 fn open_process(pid: i32) -> Result<Process, HostError> {
     let process = Process::new(pid).map_err(|e| proc_error(e, pid, None))?;
-    // Process::new only opens /proc/PID: a zombie or a thread id is not a process to fix.
-    match process.stat() {
-        Ok(stat) if stat.state == 'Z' => Err(HostError::NoSuchProcess(pid)),
-        Ok(_) => Ok(process),
-        Err(e) => Err(proc_error(e, pid, None)),
+    // Process::new only opens /proc/PID, which threads have too (unlisted).
+    let status = process.status().map_err(|e| proc_error(e, pid, None))?;
+    if status.tgid != pid {
+        return Err(HostError::Thread { tid: pid, pid: status.tgid });
     }
+    // A zombie whose other threads still run (its main thread called pthread_exit) is alive.
+    if status.state.starts_with('Z') && status.threads <= 1 {
+        return Err(HostError::Exited(pid));
+    }
+    Ok(process)
 }
 
 fn process_info(process: &Process) -> Result<ProcessInfo, HostError> {
     let pid = process.pid;
     let command = process.stat().map_err(|e| proc_error(e, pid, None))?.comm;
+    // A program names itself: never let it put escape sequences on the user's terminal.
+    let command = command.chars().map(|c| if c.is_control() { '?' } else { c }).collect();
     let uid = process.uid().map_err(|e| proc_error(e, pid, None))?;
     Ok(ProcessInfo { pid, command, uid })
 }
@@ -315,22 +365,35 @@ fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<P
         })
         .map(|(&inode, entry)| (inode, entry))
         .collect();
-    let Some(any) = listening.values().next() else { return Err(HostError::NobodyListens(port)) };
+    if listening.is_empty() {
+        return Err(HostError::NobodyListens(port));
+    }
     let mut owners = Vec::new();
+    let mut found = HashSet::new();
     let processes = procfs::process::all_processes()
         .map_err(|e| HostError::io("listing /proc", io::Error::other(e.to_string())))?;
     for process in processes.filter_map(Result::ok) {
         // Another user's descriptors are unreadable without privilege: skip, say so below.
         let Ok(fds) = process.fd() else { continue };
-        let holds = fds
+        let held: Vec<u64> = fds
             .filter_map(Result::ok)
-            .any(|fd| matches!(fd.target, FDTarget::Socket(inode) if listening.contains_key(&inode)));
-        if holds && let Ok(info) = process_info(&process) {
+            .filter_map(|fd| match fd.target {
+                FDTarget::Socket(inode) if listening.contains_key(&inode) => Some(inode),
+                _ => None,
+            })
+            .collect();
+        if !held.is_empty()
+            && let Ok(info) = process_info(&process)
+        {
+            found.extend(held);
             owners.push(info);
         }
     }
-    if owners.is_empty() {
-        return Err(HostError::PortOwnerHidden { port, uid: any.uid });
+    // Every listener must be found: fixing some and silently skipping the others (of a user
+    // whose processes cannot be read) would claim more than was done.
+    if let Some(hidden) = listening.iter().find(|(inode, _)| !found.contains(*inode)).map(|(_, entry)| entry)
+    {
+        return Err(HostError::PortOwnerHidden { port, uid: hidden.uid });
     }
     Ok(owners)
 }

@@ -42,22 +42,25 @@ pub fn inode(fd: &OwnedFd) -> io::Result<u64> {
 }
 
 pub fn tcp_flag(fd: &OwnedFd, option: libc::c_int) -> io::Result<bool> {
+    int_option(fd, libc::IPPROTO_TCP, option).map(|value| value != 0)
+}
+
+/// Whether an IPv6 socket refuses IPv4 (IPV6_V6ONLY); false when it cannot be read.
+pub fn v6only(fd: &OwnedFd) -> bool {
+    int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY).is_ok_and(|value| value != 0)
+}
+
+fn int_option(fd: &OwnedFd, level: libc::c_int, option: libc::c_int) -> io::Result<libc::c_int> {
     let mut value: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `value`.
     let rc = unsafe {
-        libc::getsockopt(
-            fd.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            option,
-            (&mut value as *mut libc::c_int).cast(),
-            &mut len,
-        )
+        libc::getsockopt(fd.as_raw_fd(), level, option, (&mut value as *mut libc::c_int).cast(), &mut len)
     };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(value != 0)
+    Ok(value)
 }
 
 pub fn set_tcp_nodelay(fd: &OwnedFd, on: bool) -> io::Result<()> {

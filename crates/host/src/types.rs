@@ -90,3 +90,14 @@ impl NodelayChange {
         self.changed.iter().filter(|s| s.state == SocketState::Listen).count()
     }
 }
+
+/// What restoring a [`NodelayChange`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Restored {
+    /// Sockets set back to TCP_NODELAY off.
+    pub restored: usize,
+    /// Sockets that no longer exist (closed, or their process ended): nothing to restore.
+    pub gone: usize,
+    /// Sockets that exist but could not be set back, each with why.
+    pub failed: Vec<String>,
+}

@@ -51,7 +51,7 @@ fn a_listener_and_its_connection_are_listed_set_and_restored() {
         (TcpStream::connect(("127.0.0.1", port)).unwrap(), listener.accept().unwrap().0);
     assert!(late.nodelay().unwrap(), "connections accepted afterwards inherit it");
 
-    assert_eq!(restore(&change).unwrap(), 2);
+    assert_eq!(restore(&change), nodelay_host::Restored { restored: 2, gone: 0, failed: Vec::new() });
     assert!(!accepted.nodelay().unwrap());
     let after = inspect(Target::Port(port)).unwrap();
     let listening = after.sockets.iter().find(|s| s.state == SocketState::Listen).unwrap();
@@ -94,4 +94,48 @@ fn nobody_and_nothing_are_clear_errors() {
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let sockets = inspect(own()).unwrap().sockets;
     assert!(sockets.iter().all(|s| s.local != udp.local_addr().unwrap()), "UDP sockets are not listed");
+}
+
+/// The doctor's `--try-fix` names the server by the address its client connected to: a
+/// listener of the other address family, or one that refuses IPv4, is someone else's.
+#[test]
+fn an_address_target_changes_only_the_listener_that_accepts_it() {
+    use socket2::{Domain, Socket, Type};
+    let ipv6 = TcpListener::bind("[::1]:0").unwrap();
+    let port = ipv6.local_addr().unwrap().port();
+    let ipv4_any = TcpListener::bind(("0.0.0.0", port)).unwrap();
+    let changes = |address: &str| {
+        let change = set_nodelay(Target::Address(address.parse().unwrap()), true).unwrap();
+        change.changed.iter().map(|s| s.local.to_string()).collect::<Vec<_>>()
+    };
+    assert_eq!(changes(&format!("[::1]:{port}")), [format!("[::1]:{port}")]);
+    assert_eq!(changes(&format!("127.0.0.1:{port}")), [format!("0.0.0.0:{port}")]);
+    drop((ipv6, ipv4_any));
+
+    // [::] with IPV6_V6ONLY beside 0.0.0.0 on one port: an IPv4 client reaches only the latter.
+    let v6only = Socket::new(Domain::IPV6, Type::STREAM, None).unwrap();
+    v6only.set_only_v6(true).unwrap();
+    v6only.bind(&"[::]:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+    v6only.listen(8).unwrap();
+    let port = v6only.local_addr().unwrap().as_socket().unwrap().port();
+    let _ipv4_any = TcpListener::bind(("0.0.0.0", port)).unwrap();
+    assert_eq!(changes(&format!("127.0.0.1:{port}")), [format!("0.0.0.0:{port}")]);
+    assert_eq!(changes(&format!("[::1]:{port}")), [format!("[::]:{port}")]);
+}
+
+#[test]
+fn a_thread_is_not_a_process() {
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        sender.send(unsafe { libc::gettid() }).unwrap();
+        let _ = stopped.recv();
+    });
+    let tid = receiver.recv().unwrap();
+    let pid = std::process::id() as i32;
+    let error = inspect(Target::Pid(tid)).unwrap_err();
+    assert_eq!(error.to_string(), format!("{tid} is a thread of PID {pid}, not a process: name PID {pid}"));
+    stop.send(()).unwrap();
+    thread.join().unwrap();
 }

@@ -64,6 +64,8 @@ pub struct TryFixReport {
     pub listening_changed: usize,
     /// Sockets turned back to TCP_NODELAY off afterwards: all that still exist, unless kept.
     pub sockets_restored: usize,
+    /// Sockets that still exist but could not be turned back, each with why.
+    pub restore_failed: Vec<String>,
     /// `--keep-fix`: the change was left in place.
     pub kept: bool,
 }
@@ -78,6 +80,7 @@ impl TryFixReport {
             sockets_changed: 0,
             listening_changed: 0,
             sockets_restored: 0,
+            restore_failed: Vec::new(),
             kept: false,
         }
     }

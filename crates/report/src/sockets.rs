@@ -113,7 +113,9 @@ impl Render<FixReport> for FittedText {
     fn render(&self, report: &FixReport) -> String {
         let connections = report.changed.len() - report.listening_changed;
         let who = subject(&report.target, &report.processes);
-        let summary = if report.changed.is_empty() {
+        let summary = if report.changed.is_empty() && report.already_on == 0 {
+            format!("{who}: no TCP socket to change.")
+        } else if report.changed.is_empty() {
             format!(
                 "{who}: every TCP socket already has TCP_NODELAY ({}); nothing to change.",
                 plural(report.already_on, "socket", "sockets")
