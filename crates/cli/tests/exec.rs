@@ -5,8 +5,10 @@
 mod common;
 
 use common::{Peer, compiled, compiled_static, nodelay, read_until, start_peer, wait_until};
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -58,6 +60,19 @@ fn the_exit_status_is_the_programs() {
     assert_eq!(run.code(), 7);
     assert_eq!(run.stderr(), "", "--quiet prints nothing");
     assert_eq!(nodelay(&["exec", "-q", "true"]).code(), 0);
+}
+
+#[test]
+fn arguments_that_are_not_utf8_reach_the_program_byte_for_byte() {
+    // They panicked before clap saw them (exit 101): main read them as Strings.
+    let odd = OsStr::from_bytes(b"caf\xe9 \xff");
+    let output = exec_command(&["-q", "--", "sh", "-c", "printf %s \"$1\"", "sh"])
+        .arg(odd)
+        .output()
+        .expect("run nodelay exec");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(output.stdout, odd.as_bytes(), "{output:?}");
+    assert_eq!(output.stderr, b"", "{output:?}");
 }
 
 #[test]
