@@ -257,7 +257,9 @@ pub struct ExecArgs {
     pub quiet: bool,
 
     /// The program, found in PATH as a shell would, and its arguments
-    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    // Not allow_hyphen_values: a mistyped option before PROGRAM (--quite) is then a usage
+    // error, not a program that is not found; after PROGRAM every word is the program's.
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 

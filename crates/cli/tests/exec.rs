@@ -76,6 +76,23 @@ fn arguments_that_are_not_utf8_reach_the_program_byte_for_byte() {
 }
 
 #[test]
+fn an_unknown_option_before_the_program_is_a_usage_error() {
+    // It was taken for the program: "--quite: command not found", exit 127.
+    for args in [&["exec", "--quite", "--", "true"][..], &["exec", "-x", "true"]] {
+        let run = nodelay(args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        let first = run.stderr().lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(&format!("unexpected argument '{}'", args[1])), "{}", run.stderr());
+    }
+    // After PROGRAM every word is the program's, options and `--` too, with or without `--`.
+    for args in [&["exec", "-q", "sh"][..], &["exec", "-q", "--", "sh"]] {
+        let script = ["-c", "printf '%s ' \"$@\"", "sh", "-x", "--quiet", "--", "-q"];
+        let run = nodelay(&[args, &script[..]].concat());
+        assert_eq!((run.code(), run.stdout()), (0, "-x --quiet -- -q ".to_string()), "{}", run.stderr());
+    }
+}
+
+#[test]
 fn a_program_killed_by_a_signal_is_seen_killed_by_it() {
     // nodelay became the program, so its parent sees the signal itself...
     let output = exec_command(&["-q", "--", "sh", "-c", "kill -TERM $$"]).output().expect("run");
