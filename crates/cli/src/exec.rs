@@ -21,8 +21,14 @@ pub fn exec(args: &ExecArgs) -> Result<Outcome> {
     let name = program.to_string_lossy();
     match launch.method() {
         Method::Preload { .. } => {
+            // The programs it starts inherit LD_PRELOAD, and the same limits: under a shell or
+            // another wrapper, a statically linked server is not reached, and the line says so
+            // rather than promise every socket of the process tree.
             if !args.quiet {
-                tell(&format!("TCP_NODELAY forced on every TCP socket of {name} (LD_PRELOAD)"));
+                tell(&format!(
+                    "TCP_NODELAY forced (LD_PRELOAD) on every TCP socket of {name} and of the programs \
+                     it starts, unless statically linked, set-ID or Go"
+                ));
             }
         }
         // Printed even with --quiet: the guarantee is weaker than the command promises, and a
