@@ -257,7 +257,9 @@ pub struct ExecArgs {
     pub quiet: bool,
 
     /// The program, found in PATH as a shell would, and its arguments
-    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    // Not allow_hyphen_values: a mistyped option before PROGRAM (--quite) is then a usage
+    // error, not a program that is not found; after PROGRAM every word is the program's.
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 
@@ -314,30 +316,55 @@ fn parse_header(text: &str) -> Result<(String, String), String> {
 }
 
 /// A hint for a flag typed from another tool's habit, which clap alone would answer with
-/// a bare "unexpected argument": hey's and oha's `-q N` is a rate, ours is --quiet.
-pub fn habit_hint(args: &[String]) -> Option<String> {
-    // After `exec` every word may be the program's own (`nodelay exec -- tool -q 5`).
+/// a bare "unexpected argument": hey's and oha's `-q N` is a rate, ours is --quiet. Only
+/// nodelay's own words are read: none past `--`, and none of exec's, whose words after its
+/// --quiet are the program's own (`nodelay exec -- tool -q 5`).
+pub fn habit_hint(args: &[OsString]) -> Option<String> {
     if args.get(1).is_some_and(|command| command == "exec") {
         return None;
     }
-    let quiet = args.iter().position(|a| a == "-q")?;
-    let next = args.get(quiet + 1)?;
+    let ours = args.iter().position(|a| a == "--").map_or(args, |end| &args[..end]);
+    let quiet = ours.iter().position(|a| a == "-q")?;
+    let next = ours.get(quiet + 1)?.to_string_lossy();
     next.parse::<f64>().is_ok().then(|| {
         format!("-q means --quiet here; for a request rate (oha's -q, hey's -q per worker) use --rate {next} (requests/s in total)")
     })
 }
 
+/// The error for an argument clap refused because it is not UTF-8: which one, its bytes
+/// escaped as Rust writes them (`"\xFF"`). Only exec's PROGRAM and ARGS may be any bytes.
+pub fn not_utf8(args: &[OsString]) -> String {
+    match args.iter().skip(1).find(|arg| arg.to_str().is_none()) {
+        Some(arg) => format!("argument {arg:?} is not UTF-8 text"),
+        None => "an argument is not UTF-8 text".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStringExt;
 
     #[test]
     fn numeric_q_gets_a_rate_hint() {
-        let args = |line: &str| line.split(' ').map(String::from).collect::<Vec<_>>();
+        let args = |line: &str| line.split(' ').map(OsString::from).collect::<Vec<_>>();
         assert!(habit_hint(&args("nodelay bench -q 100 http://h/")).unwrap().contains("--rate 100"));
         assert_eq!(habit_hint(&args("nodelay bench -q http://h/")), None);
         assert_eq!(habit_hint(&args("nodelay exec -- tool -q 5")), None);
         assert_eq!(habit_hint(&args("nodelay exec -q tool 5")), None);
+        assert_eq!(habit_hint(&args("nodelay bench http://h/ -- -q 5")), None);
+        // Not UTF-8: no hint and no panic; clap then says what is wrong.
+        let with_odd = |line: &str| [args(line), vec![OsString::from_vec(b"\xff".to_vec())]].concat();
+        assert_eq!(habit_hint(&with_odd("nodelay inspect")), None);
+        assert_eq!(habit_hint(&with_odd("nodelay bench -q")), None);
+    }
+
+    #[test]
+    fn a_non_utf8_argument_is_named() {
+        let args = ["nodelay", "inspect"].map(OsString::from).to_vec();
+        let odd = [args.clone(), vec![OsString::from_vec(b"a\xffb".to_vec())]].concat();
+        assert_eq!(not_utf8(&odd), r#"argument "a\xFFb" is not UTF-8 text"#);
+        assert_eq!(not_utf8(&args), "an argument is not UTF-8 text");
     }
 
     #[test]

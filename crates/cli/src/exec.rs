@@ -1,12 +1,14 @@
-//! `nodelay exec -- PROGRAM ARGS...`: says in one line how TCP_NODELAY will be forced, then
-//! becomes the program (the logic is in nodelay-launch). Returns only when the program could
-//! not be started, with a shell's status for it.
+//! `nodelay exec -- PROGRAM ARGS...`: says how TCP_NODELAY will be forced (wrapped to stderr's
+//! width), then becomes the program (the logic is in nodelay-launch). Returns only when the
+//! program could not be started, with a shell's status for it, said in one line.
 
 use crate::args::ExecArgs;
 use crate::exit::Outcome;
 use crate::output;
+use crate::runner::stderr_width;
 use anyhow::Result;
 use nodelay_launch::{LaunchError, Method};
+use nodelay_report::wrap_words;
 
 pub fn exec(args: &ExecArgs) -> Result<Outcome> {
     let Some((program, rest)) = args.command.split_first() else {
@@ -19,13 +21,19 @@ pub fn exec(args: &ExecArgs) -> Result<Outcome> {
     let name = program.to_string_lossy();
     match launch.method() {
         Method::Preload { .. } => {
+            // The programs it starts inherit LD_PRELOAD, and the same limits: under a shell or
+            // another wrapper, a statically linked server is not reached, and the line says so
+            // rather than promise every socket of the process tree.
             if !args.quiet {
-                say(&format!("TCP_NODELAY forced on every TCP socket of {name} (LD_PRELOAD)"));
+                tell(&format!(
+                    "TCP_NODELAY forced (LD_PRELOAD) on every TCP socket of {name} and of the programs \
+                     it starts, unless statically linked, set-ID or Go"
+                ));
             }
         }
         // Printed even with --quiet: the guarantee is weaker than the command promises, and a
         // script that silenced the usual line must still learn that.
-        Method::FromOutside { reason } => say(&format!(
+        Method::FromOutside { reason } => tell(&format!(
             "{reason}; setting TCP_NODELAY on {name}'s sockets from outside instead, every 50 ms \
              (2 ms at start), which can miss a connection accepted between two scans if {name} \
              turns NODELAY off per connection"
@@ -35,6 +43,12 @@ pub fn exec(args: &ExecArgs) -> Result<Outcome> {
     Ok(cannot_run(&error))
 }
 
+/// Says what will happen: a paragraph wrapped to stderr's width, its later lines indented.
+fn tell(text: &str) {
+    output::stderr_line(&wrap_words(text, stderr_width(), "nodelay exec: ", "  ").join("\n"));
+}
+
+/// Says what went wrong: one line, as every error.
 fn say(text: &str) {
     output::stderr_line(&format!("nodelay exec: {text}"));
 }

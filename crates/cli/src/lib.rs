@@ -21,7 +21,7 @@ mod target;
 mod try_fix;
 mod workload;
 
-pub use args::{BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, RequestArgs, habit_hint};
+pub use args::{BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, RequestArgs, habit_hint, not_utf8};
 pub use exit::{Outcome, UsageError, outcome_of};
 pub use scenario::parse_scenario;
 

@@ -4,12 +4,22 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().collect();
+    // As the OS gave them: `std::env::args` panics on an argument that is not UTF-8, and
+    // exec passes its program's arguments on byte for byte.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(hint) = nodelay::habit_hint(&args) {
         nodelay::report_error(&anyhow::anyhow!(hint));
         return nodelay::Outcome::Usage.into();
     }
-    let cli = nodelay::Cli::parse();
+    let cli = match nodelay::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        // clap's own words name no argument and add the usage; one line names the bytes.
+        Err(error) if error.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            nodelay::report_error(&anyhow::anyhow!(nodelay::not_utf8(&args)));
+            return nodelay::Outcome::Usage.into();
+        }
+        Err(error) => error.exit(),
+    };
     match nodelay::run(cli) {
         Ok(outcome) => outcome.into(),
         Err(error) => {

@@ -5,11 +5,14 @@
 mod common;
 
 use common::{Peer, compiled, compiled_static, nodelay, read_until, start_peer, wait_until};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 const NODELAY: &str = env!("CARGO_BIN_EXE_nodelay");
@@ -18,6 +21,29 @@ fn exec_command(args: &[&str]) -> Command {
     let mut command = Command::new(NODELAY);
     command.arg("exec").args(args).env_remove("COLUMNS");
     command
+}
+
+/// What nodelay exec said, without the line breaks (and indents) of its wrapping: all
+/// whitespace goes, since a path wider than a line is cut where the line ends.
+fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect()
+}
+
+/// The line before a preloaded program starts: it names the program and, since LD_PRELOAD
+/// reaches them the same way, the programs it starts, with the ones it cannot reach.
+fn start_line(program: &str) -> String {
+    format!(
+        "nodelay exec: TCP_NODELAY forced (LD_PRELOAD) on every TCP socket of {program} and of the \
+         programs it starts, unless statically linked, set-ID or Go"
+    )
+}
+
+/// Every line of `text` fits `width` columns, and a message's later lines are indented.
+fn assert_fits(text: &str, width: usize) {
+    for line in text.lines() {
+        assert!(line.chars().count() <= width, "wider than {width} columns: {line:?} in\n{text}");
+        assert!(line.starts_with("nodelay exec: ") || line.starts_with("  "), "{text}");
+    }
 }
 
 /// Lines of the checker's report that say FAIL, by check name.
@@ -37,10 +63,8 @@ fn the_shim_does_its_checks_inside_a_real_program() {
     let stdout = run.stdout();
     assert!(stdout.lines().filter(|l| l.starts_with("ok ")).count() >= 20, "{stdout}");
     assert!(stdout.contains("ok [shim] loaded"), "{stdout}");
-    assert_eq!(
-        run.stderr(),
-        format!("nodelay exec: TCP_NODELAY forced on every TCP socket of {checker} (LD_PRELOAD)\n")
-    );
+    assert_fits(&run.stderr(), 80);
+    assert_eq!(unwrapped(&run.stderr()), unwrapped(&start_line(&checker)));
 
     // Without the shim, exactly the checks that depend on it fail: the checker can fail.
     let without = Command::new(&checker).output().expect("run the checker");
@@ -53,11 +77,63 @@ fn the_shim_does_its_checks_inside_a_real_program() {
 }
 
 #[test]
+fn what_exec_says_is_wrapped_to_columns_when_stderr_is_not_a_terminal() {
+    let output = exec_command(&["--", "true"]).env("COLUMNS", "30").output().expect("run nodelay exec");
+    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_fits(&stderr, 30);
+    assert_eq!(unwrapped(&stderr), unwrapped(&start_line("true")));
+}
+
+#[test]
+fn under_a_shell_the_start_line_does_not_promise_a_static_child() {
+    // `sh -c './static-server'`: sh is preloaded, the static server it starts is not, and the
+    // line said "every TCP socket of sh" as if that covered it.
+    let server = compiled_static("c_split_server.c");
+    let script = format!("test -x '{server}'");
+    let run = nodelay(&["exec", "--", "sh", "-c", &script]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let said = unwrapped(&run.stderr());
+    assert_eq!(said, unwrapped(&start_line("sh")));
+    assert!(said.contains(&unwrapped("and of the programs it starts, unless statically linked")), "{said}");
+}
+
+#[test]
 fn the_exit_status_is_the_programs() {
     let run = nodelay(&["exec", "--quiet", "--", "sh", "-c", "exit 7"]);
     assert_eq!(run.code(), 7);
     assert_eq!(run.stderr(), "", "--quiet prints nothing");
     assert_eq!(nodelay(&["exec", "-q", "true"]).code(), 0);
+}
+
+#[test]
+fn arguments_that_are_not_utf8_reach_the_program_byte_for_byte() {
+    // They panicked before clap saw them (exit 101): main read them as Strings.
+    let odd = OsStr::from_bytes(b"caf\xe9 \xff");
+    let output = exec_command(&["-q", "--", "sh", "-c", "printf %s \"$1\"", "sh"])
+        .arg(odd)
+        .output()
+        .expect("run nodelay exec");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(output.stdout, odd.as_bytes(), "{output:?}");
+    assert_eq!(output.stderr, b"", "{output:?}");
+}
+
+#[test]
+fn an_unknown_option_before_the_program_is_a_usage_error() {
+    // It was taken for the program: "--quite: command not found", exit 127.
+    for args in [&["exec", "--quite", "--", "true"][..], &["exec", "-x", "true"]] {
+        let run = nodelay(args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        let first = run.stderr().lines().next().unwrap_or_default().to_string();
+        assert!(first.contains(&format!("unexpected argument '{}'", args[1])), "{}", run.stderr());
+    }
+    // After PROGRAM every word is the program's, options and `--` too, with or without `--`.
+    for args in [&["exec", "-q", "sh"][..], &["exec", "-q", "--", "sh"]] {
+        let script = ["-c", "printf '%s ' \"$@\"", "sh", "-x", "--quiet", "--", "-q"];
+        let run = nodelay(&[args, &script[..]].concat());
+        assert_eq!((run.code(), run.stdout()), (0, "-x --quiet -- -q ".to_string()), "{}", run.stderr());
+    }
 }
 
 #[test]
@@ -141,13 +217,13 @@ fn verdict(peer: &Peer) -> String {
     report["verdict"].as_str().unwrap_or_else(|| panic!("no verdict: {report}")).to_string()
 }
 
-/// A server started under `nodelay exec --quiet` whose stderr is read: the notice line that
-/// comes before the program starts, and after the program the watcher's (if any).
+/// A server started under `nodelay exec --quiet` whose stderr is read: the notice that comes
+/// before the program starts, and after the program the watcher's lines (if any).
 struct Announced {
     child: Child,
     notice: String,
     port: u16,
-    stderr: BufReader<std::process::ChildStderr>,
+    stderr: ChildStderr,
 }
 
 impl Announced {
@@ -158,13 +234,14 @@ impl Announced {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start nodelay exec");
-        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut notice = String::new();
-        stderr.read_line(&mut notice).expect("read the notice");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
         stdout.read_line(&mut line).expect("PORT line");
         let port = line.trim().strip_prefix("PORT ").and_then(|p| p.parse().ok()).expect("PORT <n>");
+        // The program runs, so nodelay wrote all it had to say before the exec: the notice is
+        // what the pipe holds now, however many lines its wrapping made.
+        let mut stderr = child.stderr.take().expect("stderr");
+        let notice = already_written(&mut stderr);
         Announced { child, notice, port, stderr }
     }
 
@@ -193,16 +270,16 @@ fn a_static_server_is_told_and_made_healthy_from_outside() {
 
     // --quiet does not silence the notice: the guarantee is weaker than the usual one.
     let peer = Announced::start(&server, &[]);
+    // One paragraph, wrapped to 80 columns (stderr is a pipe): it was one 240-column line.
+    assert_fits(&peer.notice, 80);
+    assert_eq!(peer.notice.matches("nodelay exec: ").count(), 1, "{}", peer.notice);
+    let notice = unwrapped(&peer.notice);
     assert!(
-        peer.notice.starts_with(&format!("nodelay exec: {server} is statically linked; ")),
-        "{}",
-        peer.notice
+        notice.starts_with(&unwrapped(&format!("nodelay exec: {server} is statically linked; "))),
+        "{notice}"
     );
-    assert!(
-        peer.notice.contains("from outside") && peer.notice.contains("between two scans"),
-        "{}",
-        peer.notice
-    );
+    let end = format!("between two scans if {server} turns NODELAY off per connection");
+    assert!(notice.contains("fromoutside") && notice.ends_with(&unwrapped(&end)), "{notice}");
     // Once a scan has set it on the listening socket, every connection inherits it; waiting for
     // that keeps the doctor's first connection from racing the first scan.
     wait_until("the watcher to set TCP_NODELAY on the listening socket", Duration::from_secs(10), || {
@@ -211,6 +288,28 @@ fn a_static_server_is_told_and_made_healthy_from_outside() {
     assert_eq!(peer.verdict(), "healthy");
     // Having nothing to report, the watcher said nothing.
     assert_eq!(peer.stop(), "");
+}
+
+/// What `pipe` holds now, read without waiting for more.
+fn already_written(pipe: &mut ChildStderr) -> String {
+    let fd = pipe.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; the flags are restored before returning.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    assert!(flags >= 0 && unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } == 0);
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => panic!("reading stderr: {e}"),
+        }
+    }
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::fcntl(fd, libc::F_SETFL, flags) }, 0);
+    String::from_utf8(bytes).expect("UTF-8")
 }
 
 /// Opens a keep-alive connection to a local server and has one response started on it, so
@@ -252,7 +351,9 @@ fn a_go_server_that_turns_nodelay_off_is_told_and_fixed_from_outside() {
     drop((client, plain));
 
     let peer = Announced::start(&server, &args);
-    assert!(peer.notice.starts_with(&format!("nodelay exec: {server} is a Go program")), "{}", peer.notice);
+    assert_fits(&peer.notice, 80);
+    let start = unwrapped(&format!("nodelay exec: {server} is a Go program"));
+    assert!(unwrapped(&peer.notice).starts_with(&start), "{}", peer.notice);
     // The watcher's next scan turns it back on. How soon is the fallback's stated limit (a
     // doctor run racing the scans is healthy on an idle machine, not always on a busy one), so
     // this waits for the scan rather than timing requests.

@@ -5,8 +5,10 @@
 mod common;
 
 use common::{Peer, canned_server, compiled, nodelay, start_peer};
+use std::ffi::OsStr;
 use std::io::Write;
 use std::net::TcpListener;
+use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -27,6 +29,23 @@ fn nodelay_with_ulimit(ulimit: &str, args: &[&str]) -> std::process::Output {
 
 fn assert_no_panic(stderr: &str) {
     assert!(!stderr.contains("panicked") && !stderr.contains("overflowed"), "{stderr}");
+}
+
+#[test]
+fn an_argument_that_is_not_utf8_is_a_one_line_usage_error() {
+    // It panicked (exit 101, a backtrace) before clap saw it.
+    for command in ["inspect", "fix"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+            .arg(command)
+            .arg(OsStr::from_bytes(b"\xff"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run nodelay");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_no_panic(&stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr, "nodelay: argument \"\\xFF\" is not UTF-8 text\n");
+    }
 }
 
 #[test]
