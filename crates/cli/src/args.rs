@@ -182,7 +182,7 @@ pub struct DoctorArgs {
     pub json: bool,
 
     /// After a proven server-side Nagle stall on a server of this machine, set TCP_NODELAY on
-    /// its sockets (as nodelay fix does), measure again, then restore the original setting
+    /// its listening socket, measure again on a fresh connection, then set it back
     #[arg(long)]
     pub try_fix: bool,
 
