@@ -232,9 +232,10 @@ fn examine_within(
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
+    let mut findings = diagnose(&observations);
     let try_fix_report = match fix {
         FixPolicy::Describe => None,
-        FixPolicy::Try { keep } => Some(match worth_trying(&observations) {
+        FixPolicy::Try { keep } => Some(match worth_trying(&findings) {
             Err(why) => TryFixReport::not_applied(why.into(), Vec::new()),
             Ok(()) if interrupt::interrupted() => {
                 TryFixReport::not_applied("not applied: interrupted".into(), Vec::new())
@@ -253,11 +254,12 @@ fn examine_within(
                 };
                 let (trial, report) = try_fix(&config, keep)?;
                 observations.fix_trial = trial;
+                // The trial adds its proof to the findings.
+                findings = diagnose(&observations);
                 report
             }
         }),
     };
-    let findings = diagnose(&observations);
     let mut report = DoctorReport::new(
         url.to_string(),
         workload.address.to_string(),

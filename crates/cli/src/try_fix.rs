@@ -5,7 +5,7 @@
 use crate::doctor::run_phase;
 use crate::interrupt;
 use anyhow::{Context, Result};
-use nodelay_diagnose::{FindingId, FixTrial, Observations, diagnose};
+use nodelay_diagnose::{Finding, FindingId, FixTrial};
 use nodelay_engine::EngineConfig;
 use nodelay_host::{NodelayChange, ProcessInfo, Restored, Target};
 use nodelay_report::{TryFixReport, plural};
@@ -23,8 +23,7 @@ pub enum FixPolicy {
 }
 
 /// Whether the findings so far call for the trial, and why not when they do not.
-pub fn worth_trying(observations: &Observations) -> Result<(), &'static str> {
-    let findings = diagnose(observations);
+pub fn worth_trying(findings: &[Finding]) -> Result<(), &'static str> {
     if findings.iter().any(|f| f.id == FindingId::ServerNagleDelayedAck && f.proven) {
         Ok(())
     } else {

@@ -1,7 +1,6 @@
 //! Other systems have neither /proc nor pidfd_getfd: every call says so.
 
-use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, Target};
-use std::net::SocketAddr;
+use crate::{HostError, Inspection, NodelayChange, Restored, Target};
 
 const WHY: &str = "reading another process's sockets needs Linux (pidfd_getfd)";
 
@@ -19,9 +18,5 @@ pub fn restore(_change: &NodelayChange) -> Restored {
 }
 
 pub fn force_nodelay(_pid: i32) -> Result<usize, HostError> {
-    Err(HostError::Unsupported(WHY))
-}
-
-pub fn listeners_of(_address: SocketAddr) -> Result<Vec<ProcessInfo>, HostError> {
     Err(HostError::Unsupported(WHY))
 }

@@ -24,9 +24,9 @@ pub use target::Target;
 pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
 
 #[cfg(target_os = "linux")]
-pub use linux::{force_nodelay, inspect, listeners_of, restore, set_nodelay};
+pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 
 #[cfg(not(target_os = "linux"))]
 mod elsewhere;
 #[cfg(not(target_os = "linux"))]
-pub use elsewhere::{force_nodelay, inspect, listeners_of, restore, set_nodelay};
+pub use elsewhere::{force_nodelay, inspect, restore, set_nodelay};

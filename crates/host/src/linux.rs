@@ -123,12 +123,6 @@ pub fn force_nodelay(pid: i32) -> Result<usize, HostError> {
     set_nodelay(Target::Pid(pid), false).map(|change| change.changed.len())
 }
 
-/// The processes listening on `address`, a target this machine may serve: a listener bound
-/// to that address, or to the wildcard address when `address` is one of this machine's.
-pub fn listeners_of(address: SocketAddr) -> Result<Vec<ProcessInfo>, HostError> {
-    port_owners(address.port(), accepting(address))
-}
-
 /// Whether a listener bound to an address (on the target's port) accepts connections to
 /// `address`: an IPv4 target is accepted by 0.0.0.0 and by a dual-stack [::] (IPV6_V6ONLY is
 /// checked on the socket itself, later); an IPv6 target only by [::].

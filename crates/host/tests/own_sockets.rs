@@ -2,7 +2,7 @@
 //! oneself) and a child process's, found by its port.
 #![cfg(target_os = "linux")]
 
-use nodelay_host::{HostError, SocketState, Target, inspect, listeners_of, restore, set_nodelay};
+use nodelay_host::{HostError, SocketState, Target, inspect, restore, set_nodelay};
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
@@ -70,12 +70,12 @@ fn the_owner_of_a_port_is_found_in_another_process() {
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let port: u16 = line.trim().parse().unwrap();
-    let owners = listeners_of(([127, 0, 0, 1], port).into()).unwrap();
+    let owners = inspect(Target::Address(([127, 0, 0, 1], port).into())).unwrap().processes;
     assert_eq!(owners.iter().map(|p| p.pid).collect::<Vec<_>>(), [child.id() as i32]);
     assert_eq!(owners[0].command, "python3");
     // The same port on an address the listener is not bound to is someone else's.
     assert!(
-        matches!(listeners_of(([127, 0, 0, 2], port).into()), Err(HostError::NobodyListens(p)) if p == port)
+        matches!(inspect(Target::Address(([127, 0, 0, 2], port).into())), Err(HostError::NobodyListens(p)) if p == port)
     );
     let change = set_nodelay(Target::Pid(child.id() as i32), false).unwrap();
     assert_eq!(change.listening_changed(), 1);

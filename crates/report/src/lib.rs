@@ -27,7 +27,7 @@ pub use format::{
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
-pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport, describe_processes};
+pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use status::SuccessStatuses;
 pub use text::{FittedText, Text};
 

@@ -64,7 +64,7 @@ impl FixReport {
 }
 
 /// "PID 4242 (python3, uid 1000)", each process of the target.
-pub fn describe_processes(processes: &[ProcessInfo]) -> String {
+fn describe_processes(processes: &[ProcessInfo]) -> String {
     let each: Vec<String> =
         processes.iter().map(|p| format!("PID {} ({}, uid {})", p.pid, p.command, p.uid)).collect();
     each.join(", ")
