@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes the committed seed inputs, fuzz/corpus/<target>/seed-*, from the wire and scenario
-unit tests, with each target's header bytes (limits, framing, piece sizes) in front.
+"""Writes the committed seed inputs, fuzz/corpus/<target>/seed-*, from the wire, scenario and
+host unit tests, with each target's header bytes (limits, framing, piece sizes) in front.
 Run from anywhere: python3 fuzz/seed_corpus.py"""
 
 from pathlib import Path
@@ -71,6 +71,9 @@ headers = { X-Trace = "1" }
     "errors": b'[[request]]\nname = "a"\npath = "x"\nbody = "@missing"\nbogus = 1\n',
 }
 
+# nodelay inspect / fix arguments, as the host crate's unit test spells them.
+SOCKET_TARGET = {"pid": b"4242", "port": b":8080", "port-zero": b":0", "too-big": b":65536", "word": b"abc"}
+
 
 def write(target: str, name: str, data: bytes) -> None:
     directory = CORPUS / target
@@ -89,6 +92,8 @@ def main() -> None:
         write("chunked", name, PIECES + stream)
     for name, text in SCENARIO.items():
         write("scenario", name, text)
+    for name, text in SOCKET_TARGET.items():
+        write("socket_target", name, text)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,17 @@ pub fn why_no_preload(program: &Path) -> Option<NoPreload> {
     inspect(program, 0)
 }
 
+/// The verdict on an ELF image already in memory, named `file` in the reason: the parser of
+/// untrusted bytes behind [`why_no_preload`], without the file system (the fuzz target's
+/// entry). Not ELF, or not an executable: `None`, the preload is tried.
+pub fn why_no_preload_in_elf(image: &[u8], file: PathBuf) -> Option<NoPreload> {
+    match FileKind::parse(image) {
+        Ok(FileKind::Elf32) => inspect_elf::<elf::FileHeader32<Endianness>, _>(image, file),
+        Ok(FileKind::Elf64) => inspect_elf::<elf::FileHeader64<Endianness>, _>(image, file),
+        _ => None,
+    }
+}
+
 fn inspect(path: &Path, depth: u32) -> Option<NoPreload> {
     let metadata = std::fs::metadata(path).ok()?;
     let file = path.to_path_buf();
@@ -53,8 +64,8 @@ fn inspect(path: &Path, depth: u32) -> Option<NoPreload> {
     }
     let data = ReadCache::new(opened);
     match FileKind::parse(&data) {
-        Ok(FileKind::Elf32) => inspect_elf::<elf::FileHeader32<Endianness>>(&data, file),
-        Ok(FileKind::Elf64) => inspect_elf::<elf::FileHeader64<Endianness>>(&data, file),
+        Ok(FileKind::Elf32) => inspect_elf::<elf::FileHeader32<Endianness>, _>(&data, file),
+        Ok(FileKind::Elf64) => inspect_elf::<elf::FileHeader64<Endianness>, _>(&data, file),
         _ => None,
     }
 }
@@ -126,8 +137,8 @@ fn own_identity() -> Option<Identity> {
     }
 }
 
-fn inspect_elf<Elf: FileHeader<Endian = Endianness>>(
-    data: &ReadCache<File>,
+fn inspect_elf<'data, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'data>>(
+    data: R,
     file: PathBuf,
 ) -> Option<NoPreload> {
     let header = Elf::parse(data).ok()?;
@@ -194,6 +205,24 @@ mod tests {
         let sh = crate::resolve::find_program(OsStr::new("sh"), Some(OsStr::new("/bin:/usr/bin"))).unwrap();
         assert_eq!(why_no_preload(&sh), None);
         assert_eq!(why_no_preload(Path::new("/proc/self/exe")), None);
+    }
+
+    #[test]
+    fn an_image_in_memory_is_judged_like_its_file_and_cut_images_do_not_panic() {
+        let image = std::fs::read("/proc/self/exe").unwrap();
+        assert_eq!(why_no_preload_in_elf(&image, PathBuf::from("self")), None);
+        // A static image: the ELF header says "executable" and no program header is PT_INTERP.
+        let mut header_only = image[..64].to_vec();
+        header_only[16] = elf::ET_EXEC as u8; // e_type, little-endian
+        header_only[56] = 0; // e_phnum = 0
+        header_only[57] = 0;
+        assert_eq!(
+            why_no_preload_in_elf(&header_only, PathBuf::from("cut")),
+            Some(NoPreload::StaticallyLinked { file: PathBuf::from("cut") })
+        );
+        for length in [0, 4, 20, 63, 64, 65, 200, 4096] {
+            let _ = why_no_preload_in_elf(&image[..length.min(image.len())], PathBuf::from("cut"));
+        }
     }
 
     #[test]

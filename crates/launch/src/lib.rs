@@ -23,6 +23,8 @@ use std::path::PathBuf;
 #[cfg(target_os = "linux")]
 mod inspect;
 #[cfg(target_os = "linux")]
+pub use inspect::why_no_preload_in_elf;
+#[cfg(target_os = "linux")]
 mod library;
 #[cfg(target_os = "linux")]
 mod resolve;
