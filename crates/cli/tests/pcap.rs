@@ -7,7 +7,7 @@ use common::*;
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 fn fixture(name: &str) -> String {
     repo_root().join("tests/fixtures/pcap").join(name).to_string_lossy().into_owned()
@@ -465,8 +465,13 @@ impl Capture {
         Capture { child: Some(child), path }
     }
 
-    /// Stops tcpdump; the file is complete afterwards.
-    fn finish(mut self) -> PathBuf {
+    /// Stops tcpdump once the file holds at least `packets` records; the file is complete
+    /// afterwards. Waiting first matters: on SIGINT tcpdump leaves its loop and drops what
+    /// is still queued in the kernel's capture ring, so a run's last packets could be lost.
+    fn finish(mut self, packets: usize) -> PathBuf {
+        wait_until("tcpdump to write the run's packets", Duration::from_secs(10), || {
+            records_in(&self.path) >= packets
+        });
         let child = self.child.take().unwrap();
         let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
         assert!(status.success());
@@ -484,11 +489,27 @@ impl Drop for Capture {
     }
 }
 
+/// Complete packet records in a classic pcap file that tcpdump may still be writing.
+fn records_in(path: &Path) -> usize {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let (mut offset, mut records) = (24, 0);
+    while offset + 16 <= bytes.len() {
+        let captured = u32::from_le_bytes(bytes[offset + 8..offset + 12].try_into().unwrap()) as usize;
+        offset += 16 + captured;
+        if offset > bytes.len() {
+            break;
+        }
+        records += 1;
+    }
+    records
+}
+
 fn capture_bench(name: &str, peer: &Peer, interface: &str, nano: bool, bench_args: &[&str]) -> PathBuf {
     let capture = Capture::start(name, peer.port, interface, nano);
     let run = nodelay(&[&["bench", "-c", "1", "-n", "10", "-q"], bench_args].concat());
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    capture.finish()
+    // Ten requests and ten responses, the handshake and both FINs: at least 25 packets.
+    capture.finish(25)
 }
 
 fn doctor_verdict(args: &[&str]) -> Vec<String> {
