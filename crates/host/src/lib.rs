@@ -11,8 +11,10 @@
 //! Linux only: elsewhere every call returns [`HostError::Unsupported`].
 
 mod error;
+mod server_view;
 mod target;
 mod types;
+mod watch;
 
 #[cfg(target_os = "linux")]
 mod linux;
@@ -20,8 +22,10 @@ mod linux;
 mod pidfd;
 
 pub use error::HostError;
+pub use server_view::{CpuPressure, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
 pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
+pub use watch::ServerWatch;
 
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};

@@ -1,0 +1,83 @@
+//! The server's side of a run, for a target on this machine: what the processes behind a
+//! listening port spent on CPU, which of their threads were busy or waiting for a CPU, the
+//! outgoing connections they opened (their upstreams), and the machine's CPU pressure.
+//! Read from /proc at the start and end of a run (plus a light sample during it to learn
+//! where the server connects); serialized as-is in JSON.
+
+use crate::ProcessInfo;
+use serde::Serialize;
+use std::net::SocketAddr;
+
+/// One thread of the server and how it spent the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ThreadLoad {
+    pub pid: i32,
+    pub tid: i32,
+    /// The thread's name (`comm`).
+    pub name: String,
+    /// Time on a CPU during the run (`/proc/PID/task/TID/schedstat`, first field).
+    pub on_cpu_us: u64,
+    /// Time runnable but waiting for a CPU (second field): cores taken by someone else.
+    pub waiting_for_cpu_us: u64,
+}
+
+/// A destination the server connects to (it held a connection to it whose local port is not
+/// one of its listening ports), and what the run did there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Upstream {
+    pub destination: SocketAddr,
+    /// TCP connections to `destination` that appeared during the run (new 4-tuples in
+    /// /proc/net/tcp{,6} in any state, TIME-WAIT included, between the start and the end).
+    pub opened: u64,
+    /// Connections from the server to `destination` established at the end of the run.
+    pub open_at_end: u64,
+    /// Segments the server sent on connections to `destination` that existed both at the
+    /// start and at the end (a keep-alive pool): traffic without new connections.
+    pub pooled_segments_out: u64,
+}
+
+impl Upstream {
+    /// Whether the run sent anything there.
+    pub fn carried_traffic(&self) -> bool {
+        self.opened > 0 || self.pooled_segments_out > 0
+    }
+}
+
+/// Share of the run during which at least one task on this machine waited for a CPU
+/// (`/proc/pressure/cpu`, the `some` line's `total`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CpuPressure {
+    pub some_waiting_share: f64,
+}
+
+/// The server's side of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerView {
+    /// Every process that holds the listening socket (nginx: master and workers).
+    pub processes: Vec<ProcessInfo>,
+    /// From start to finish of the watch.
+    pub wall_us: u64,
+    /// CPU time of all the processes during the run, exited threads included.
+    pub cpu_user_us: u64,
+    pub cpu_system_us: u64,
+    /// Threads that ran during the run, busiest first (at most 16).
+    pub threads: Vec<ThreadLoad>,
+    /// Destinations the server connects to, most connections opened first.
+    pub upstreams: Vec<Upstream>,
+    /// `None` where the kernel has no PSI (/proc/pressure/cpu absent).
+    pub cpu_pressure: Option<CpuPressure>,
+    /// CPUs this machine has online.
+    pub online_cpus: u32,
+    /// Parts that could not be read, each said in a few words (a process that ended, ...).
+    pub unread: Vec<String>,
+}
+
+impl ServerView {
+    pub fn cpu_us(&self) -> u64 {
+        self.cpu_user_us + self.cpu_system_us
+    }
+
+    pub fn busiest_thread(&self) -> Option<&ThreadLoad> {
+        self.threads.first()
+    }
+}
