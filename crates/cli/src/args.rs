@@ -115,9 +115,26 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     pub export_json: Option<PathBuf>,
 
+    #[command(flatten)]
+    pub server_view: ServerViewArgs,
+
     /// No progress bar
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// Whether and how to read the server's side of a run (bench, doctor).
+#[derive(Debug, Clone, Default, Args)]
+pub struct ServerViewArgs {
+    /// The server's process ID, for its CPU, threads and upstream connections [default: the
+    /// process listening on the target's port, when the target is on this machine]
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(i32).range(1..))]
+    pub pid: Option<i32>,
+
+    /// Do not read the server's side of the run from /proc (CPU per request, busy threads,
+    /// upstream connections, CPU pressure)
+    #[arg(long, conflicts_with = "pid")]
+    pub no_server_view: bool,
 }
 
 /// What to send: shared by every command that sends requests.
@@ -189,6 +206,9 @@ pub struct DoctorArgs {
     /// With --try-fix: leave TCP_NODELAY on afterwards
     #[arg(long, requires = "try_fix")]
     pub keep_fix: bool,
+
+    #[command(flatten)]
+    pub server_view: ServerViewArgs,
 }
 
 /// `nodelay pcap`: stalls in a capture.

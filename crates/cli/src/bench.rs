@@ -5,9 +5,11 @@ use crate::args::BenchArgs;
 use crate::exit::{Outcome, UsageError};
 use crate::output;
 use crate::runner::{run_engine, text_width};
+use crate::server_view;
 use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result, bail};
+use nodelay_diagnose::server_findings;
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, format_status_counts};
 use std::io::Write;
@@ -74,6 +76,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         output::stdout(&text.render(&settings))?;
     }
     let request_kinds = config.requests.len();
+    let watching = server_view::watch(workload.address, &args.server_view);
     let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
     if let Some(why) = &finished.unreachable {
         // The run's own first connection failed: one clear error, as before any load.
@@ -89,7 +92,11 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         interrupted: finished.interrupted,
         due_not_sent: finished.output.due_not_sent,
     };
-    let report = BenchReport::new(settings, &args.success_status, &stats, &names, end);
+    let mut report = BenchReport::new(settings, &args.success_status, &stats, &names, end);
+    if let (Some(view_report), view) = watching.finish(stats.completed) {
+        let findings = view.map(|view| server_findings(&view, stats.completed)).unwrap_or_default();
+        report = report.with_server_view(view_report, findings);
+    }
 
     if let Some((path, mut file)) = export {
         file.write_all(Json.render(&report).as_bytes())

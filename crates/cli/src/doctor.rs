@@ -210,8 +210,7 @@ fn examine_within(
         });
         bail!("could not measure {url}: no request succeeded ({why})");
     }
-    let mut observations =
-        Observations { request: Some(shape), baseline, experiments: Vec::new(), fix_trial: None };
+    let mut observations = Observations { request: Some(shape), baseline, ..Observations::default() };
     let mut skipped = Vec::new();
     while let Some(experiment) = next_experiment(&observations) {
         if interrupt::interrupted() {

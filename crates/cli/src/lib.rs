@@ -16,6 +16,7 @@ mod request;
 mod runner;
 mod scenario;
 mod self_docs;
+mod server_view;
 mod sockets;
 mod target;
 mod try_fix;

@@ -16,6 +16,14 @@ pub enum FindingId {
     SlowFirstByte,
     /// The server pauses in the middle of responses, and no client-side change helps.
     SlowResponseBody,
+    /// A hop behind a proxy (the target's upstream) is where the time goes; the upstream's
+    /// own diagnosis names the cause.
+    ProxyHopStall,
+    /// The server's busiest thread (or all its cores) was on CPU nearly the whole run: it is
+    /// slow because it works, not because it waits.
+    ServerCpuBound,
+    /// The server opened a new TCP connection to its upstream for (nearly) every request.
+    UpstreamConnectionPerRequest,
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
@@ -29,6 +37,9 @@ impl FindingId {
             FindingId::ConnectionPerRequest => "connection-per-request",
             FindingId::SlowFirstByte => "slow-first-byte",
             FindingId::SlowResponseBody => "slow-response-body",
+            FindingId::ProxyHopStall => "proxy-hop-stall",
+            FindingId::ServerCpuBound => "server-cpu-bound",
+            FindingId::UpstreamConnectionPerRequest => "upstream-connection-per-request",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }
@@ -67,6 +78,10 @@ pub enum ProofKind {
     CaptureRule,
     /// The fix itself was applied to the running server and the baseline measured again.
     FixApplied,
+    /// Read from the server's own counters during the run (/proc: CPU, schedstat, sockets).
+    ServerView,
+    /// The hop's own diagnosis, run on the upstream address directly.
+    UpstreamDiagnosis,
 }
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the

@@ -189,3 +189,72 @@ mod tests {
         assert!(axum.how.contains("listener.tap_io") && axum.how.contains("ListenerExt"), "{}", axum.how);
     }
 }
+
+/// The fix-list stack a process's command name (`comm`) names, for the server view.
+pub fn stack_of_command(command: &str) -> Option<&'static str> {
+    let known: [(&str, &str); 8] = [
+        ("node", "Node.js"),
+        ("python", "Python"),
+        ("gunicorn", "Python"),
+        ("uwsgi", "Python"),
+        ("nginx", "nginx"),
+        ("haproxy", "HAProxy"),
+        ("java", "Java"),
+        ("beam.smp", "Erlang"),
+    ];
+    known.iter().find(|(token, _)| command.starts_with(token)).map(|(_, stack)| *stack)
+}
+
+/// Reuse connections to the upstream instead of opening one per request.
+pub fn upstream_keep_alive() -> Vec<Fix> {
+    vec![
+        fix(
+            "Node.js",
+            "pass agent: new http.Agent({ keepAlive: true }) (the global agent's default only since Node 19); with \
+             the request module also forever: true",
+        ),
+        fix(
+            "nginx",
+            "proxy_http_version 1.1; proxy_set_header Connection \"\"; and keepalive N; in the upstream block",
+        ),
+        fix(
+            "HAProxy",
+            "keep option http-keep-alive (the default) and http-reuse safe; drop option httpclose",
+        ),
+        fix(
+            "Python",
+            "one requests.Session() (or aiohttp.ClientSession) for all calls, not requests.get per call",
+        ),
+        fix(
+            "Go",
+            "one shared http.Client; read every response body to EOF and Close it; raise \
+             Transport.MaxIdleConnsPerHost (default 2)",
+        ),
+        fix("Java", "one shared java.net.http.HttpClient (or a pooled Apache/OkHttp client)"),
+        fix("Erlang", "a pooled client (hackney pool, gun) rather than a connection per call"),
+    ]
+}
+
+/// A CPU-bound server: find where the time goes, then do less or use more cores.
+pub fn cpu_bound() -> Vec<Fix> {
+    vec![
+        fix(
+            "Node.js",
+            "profile with node --cpu-prof; one process per core (cluster, or pm2 -i max); reuse upstream \
+             connections (a keep-alive agent halves a proxy's CPU)",
+        ),
+        fix(
+            "Python",
+            "profile with py-spy top --pid PID; more worker processes (gunicorn -w, uWSGI processes)",
+        ),
+        fix(
+            "nginx",
+            "worker_processes auto; look for costly modules (gzip level, regex rewrites, TLS ciphers)",
+        ),
+        fix("HAProxy", "nbthread matching the cores; keep connections alive to cut handshakes"),
+        fix("Java", "profile with async-profiler; size the worker pool to the cores"),
+        fix("Go", "profile with net/http/pprof; check GOMAXPROCS"),
+        fix("Erlang", "profile with eprof or fprof; spread the work over more processes"),
+        fix("any", "perf top -p PID shows where its CPU goes"),
+    ]
+}

@@ -8,15 +8,22 @@
 mod capture;
 mod finding;
 mod fixes;
+mod hops;
 mod phase;
 mod rules;
+mod server;
 mod timers;
 
 pub use capture::{CaptureStalls, capture_findings};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
+pub use hops::{HopDiagnosis, proxy_hop_stall};
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
     PhaseSummary, RequestShape, STALL_GAP_MS, percentile,
 };
 pub use rules::{diagnose, next_experiment};
+pub use server::{
+    CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare, server_findings,
+    server_load, server_warnings,
+};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

@@ -78,6 +78,8 @@ pub struct Observations {
     pub experiments: Vec<Phase>,
     /// The fix tried on the server itself (`doctor --try-fix`), once a stall was proven.
     pub fix_trial: Option<FixTrial>,
+    /// The server's own counters over the baseline, when it runs on this machine.
+    pub server_view: Option<nodelay_host::ServerView>,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again
@@ -102,7 +104,7 @@ impl Observations {
 }
 
 /// The figures of a phase that the rules and reports use (milliseconds).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PhaseSummary {
     pub responses: usize,
     /// Responses the figures below are taken over: all but the first on each connection

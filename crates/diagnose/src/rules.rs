@@ -6,6 +6,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
+use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 
 /// A median first byte later than this makes the server "slow to answer".
@@ -87,6 +88,15 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     {
         for finding in &mut findings {
             fixes::detected_first(&mut finding.fix, stack);
+        }
+    }
+    // What the server's own counters showed during the baseline (they name their stack by
+    // the process, so they come after the Server header's pass).
+    if let Some(view) = &observations.server_view {
+        let server = server_findings(view, baseline.responses as u64);
+        if !server.is_empty() {
+            findings.retain(|f| f.id != FindingId::Healthy);
+            findings.extend(server);
         }
     }
     findings
@@ -515,6 +525,7 @@ mod tests {
             baseline: phase(None, baseline),
             experiments: Vec::new(),
             fix_trial: None,
+            server_view: None,
         }
     }
 
@@ -685,6 +696,7 @@ mod tests {
             baseline: failing(phase(None, fresh), 20),
             experiments: Vec::new(),
             fix_trial: None,
+            server_view: None,
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -709,6 +721,7 @@ mod tests {
             baseline: failing(phase(None, keep_alive(0.1, None)), 3),
             experiments: Vec::new(),
             fix_trial: None,
+            server_view: None,
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

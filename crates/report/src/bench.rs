@@ -1,8 +1,10 @@
 //! The model of a `nodelay bench` result. Its serde form *is* the JSON contract described by
 //! `schema/bench.schema.json`: rename nothing, only add.
 
+use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
 use hdrhistogram::Histogram;
+use nodelay_diagnose::Finding;
 use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo, quantile_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -176,6 +178,12 @@ pub struct BenchReport {
     pub interrupted: bool,
     /// Per request name, when a scenario sent several kinds of request; otherwise null.
     pub by_request: Option<Vec<RequestReport>>,
+    /// The server's side of the run when it runs on this machine; null when not looked at
+    /// (a remote target, or --no-server-view).
+    pub server_view: Option<ServerViewReport>,
+    /// What the server view shows (`server-cpu-bound`, `upstream-connection-per-request`);
+    /// empty when nothing, or when the server was not looked at.
+    pub findings: Vec<Finding>,
 }
 
 impl BenchReport {
@@ -255,7 +263,16 @@ impl BenchReport {
                     })
                     .collect()
             }),
+            server_view: None,
+            findings: Vec::new(),
         }
+    }
+
+    /// Adds the server's side of the run and what it shows.
+    pub fn with_server_view(mut self, view: ServerViewReport, findings: Vec<Finding>) -> Self {
+        self.server_view = Some(view);
+        self.findings = findings;
+        self
     }
 
     pub fn total_errors(&self) -> u64 {

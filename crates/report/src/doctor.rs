@@ -1,6 +1,7 @@
 //! The model of a `nodelay doctor` result. Its serde form is the JSON contract described by
 //! `schema/doctor.schema.json`: rename nothing, only add.
 
+use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
 use nodelay_diagnose::{Finding, FindingId, FixTrial, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
@@ -46,6 +47,24 @@ pub struct DoctorReport {
     pub interrupted: bool,
     /// What `--try-fix` did; null without it.
     pub try_fix: Option<TryFixReport>,
+    /// The server's side of the baseline when it runs on this machine; null when not looked
+    /// at (a remote target, or --no-server-view).
+    pub server_view: Option<ServerViewReport>,
+    /// The upstreams the server used during the baseline, each diagnosed in turn (the chain
+    /// the doctor followed, at most 3 hops deep); empty when it did not follow any.
+    pub hops: Vec<HopReport>,
+}
+
+/// One hop of the chain: the server's upstream, diagnosed directly.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HopReport {
+    /// The upstream address the server connected to.
+    pub address: String,
+    /// What the server's view said about it: `1.00 new connections per request` or `pooled`.
+    pub how_used: String,
+    /// The upstream's diagnosis, or why it could not be made.
+    pub report: Option<Box<DoctorReport>>,
+    pub error: Option<String>,
 }
 
 /// `doctor --try-fix`: the fix applied to the server's own sockets, or why it was not.
@@ -174,6 +193,8 @@ impl DoctorReport {
             error_page: ErrorPage::from_baseline(&observations.baseline),
             interrupted: false,
             try_fix: None,
+            server_view: None,
+            hops: Vec::new(),
         }
     }
 

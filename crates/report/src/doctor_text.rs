@@ -29,6 +29,8 @@ fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
         "ms" => scale.format(evidence.value),
         "%" => format!("{:.0} %", evidence.value),
         "bytes" => format!("{:.0} bytes", evidence.value),
+        "cores" => format!("{:.2} cores", evidence.value),
+        "requests/s" => format!("{:.0} requests/s", evidence.value),
         "count" if evidence.value.fract() == 0.0 => format!("{:.0}", evidence.value),
         "count" => format!("{:.2}", evidence.value),
         unit => format!("{} {unit}", evidence.value),
@@ -198,6 +200,9 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
 fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
     match (proof.kind, proof.removed) {
         (ProofKind::CaptureRule, _) => "seen in the capture",
+        (ProofKind::ServerView, _) => "read on the server",
+        (ProofKind::UpstreamDiagnosis, true) => "removed it on that hop",
+        (ProofKind::UpstreamDiagnosis, false) => "seen on that hop",
         (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
         (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
     }
@@ -309,6 +314,7 @@ mod tests {
                 ..Phase::default()
             }],
             fix_trial: None,
+            server_view: None,
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();

@@ -9,6 +9,7 @@ mod json;
 mod layout;
 mod pcap;
 mod pcap_text;
+mod server_view;
 mod sockets;
 mod status;
 mod text;
@@ -18,8 +19,8 @@ pub use bench::{
     RequestReport, RunEnd, histogram_buckets,
 };
 pub use doctor::{
-    DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, NamedDoctorReport,
-    PhaseReport, TryFixReport,
+    DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
+    NamedDoctorReport, PhaseReport, TryFixReport,
 };
 pub use format::{
     DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, plural, wrap_words,
@@ -27,6 +28,7 @@ pub use format::{
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
+pub use server_view::{ServerViewReport, ThreadReport, UpstreamReport};
 pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use status::SuccessStatuses;
 pub use text::{FittedText, Text};

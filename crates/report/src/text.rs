@@ -3,8 +3,10 @@
 
 use crate::Render;
 use crate::bench::{BenchReport, BenchSettings, HistogramBucket, Percentiles, RequestReport};
+use crate::doctor_text::write_finding_fitted;
 use crate::format::{DurationScale, format_bytes, format_duration_ms, format_status_counts};
 use crate::layout::{Col, DEFAULT_WIDTH, MIN_WIDTH, TextTable, wrap};
+use crate::server_view::write_server_view;
 use nodelay_engine::TcpInfo;
 use std::fmt::Write;
 
@@ -145,7 +147,16 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
     }
     writeln!(out)?;
     write_outcomes(out, r, width);
-    write_connections(out, r, width)
+    write_connections(out, r, width)?;
+    if let Some(view) = &r.server_view {
+        writeln!(out)?;
+        write_server_view(out, view, width)?;
+    }
+    for finding in &r.findings {
+        writeln!(out)?;
+        write_finding_fitted(out, finding, width)?;
+    }
+    Ok(())
 }
 
 /// Open loop that fell behind: how far, and what would keep up. Every connection was busy,
@@ -498,6 +509,8 @@ mod tests {
             }],
             interrupted: false,
             by_request: None,
+            server_view: None,
+            findings: Vec::new(),
         }
     }
 

@@ -1,0 +1,48 @@
+//! Reading the server's side of a run: which process to watch (the one behind a local
+//! target, or `--pid`), and its view or, in one line, why there is none.
+
+use crate::args::ServerViewArgs;
+use nodelay_host::{ServerView, ServerWatch, Target};
+use nodelay_report::ServerViewReport;
+use std::net::{SocketAddr, UdpSocket};
+
+/// A watch in progress, or why there is none.
+pub enum Watching {
+    /// Not looked at: a remote target, or --no-server-view.
+    Off,
+    On(ServerWatch),
+    Unavailable(String),
+}
+
+/// Starts watching the server behind `address` (or `--pid`), when it runs on this machine.
+pub fn watch(address: SocketAddr, args: &ServerViewArgs) -> Watching {
+    let target = match args.pid {
+        _ if args.no_server_view => return Watching::Off,
+        Some(pid) => Target::Pid(pid),
+        None if is_this_machine(address) => Target::Address(address),
+        None => return Watching::Off,
+    };
+    match ServerWatch::start(target) {
+        Ok(watch) => Watching::On(watch),
+        Err(error) => Watching::Unavailable(error.to_string()),
+    }
+}
+
+impl Watching {
+    /// Ends the watch: the report (unless off) and the view behind it (when read).
+    pub fn finish(self, requests: u64) -> (Option<ServerViewReport>, Option<ServerView>) {
+        match self {
+            Watching::Off => (None, None),
+            Watching::Unavailable(why) => (Some(ServerViewReport::unavailable(why)), None),
+            Watching::On(watch) => match watch.finish() {
+                Ok(view) => (Some(ServerViewReport::new(&view, requests)), Some(view)),
+                Err(error) => (Some(ServerViewReport::unavailable(error.to_string())), None),
+            },
+        }
+    }
+}
+
+/// Whether `address` is one of this machine's: loopback, or an address a socket can bind.
+pub fn is_this_machine(address: SocketAddr) -> bool {
+    address.ip().is_loopback() || UdpSocket::bind(SocketAddr::new(address.ip(), 0)).is_ok()
+}

@@ -1,0 +1,162 @@
+//! The chain behind a proxy: when the target's process used upstreams during the baseline and
+//! each was diagnosed directly, `proxy-hop-stall` names the hop where the time goes, with
+//! that hop's own proof and fix. Pure: the front's summary and the hops' findings in.
+
+use crate::finding::{Evidence, Finding, FindingId, Proof, ProofKind};
+use crate::phase::PhaseSummary;
+use std::net::SocketAddr;
+
+/// The front must be at least this slow (median total) for a hop to be blamed.
+const SLOW_FRONT_MS: f64 = 10.0;
+/// A hop explains the front when its own median total is at least this share of the front's.
+const EXPLAINED_SHARE: f64 = 0.5;
+
+/// One upstream of the target, diagnosed on its own address.
+#[derive(Debug, Clone)]
+pub struct HopDiagnosis<'a> {
+    pub address: SocketAddr,
+    /// The process behind it, when the server view read it: `python3 (PID 4242)`.
+    pub process: Option<String>,
+    pub baseline: PhaseSummary,
+    pub findings: &'a [Finding],
+}
+
+/// Findings of a hop that account for time: a stall or a slow server, not `healthy`.
+fn is_cause(id: FindingId) -> bool {
+    matches!(
+        id,
+        FindingId::ServerNagleDelayedAck
+            | FindingId::ClientNagleDelayedAck
+            | FindingId::ProxyHopStall
+            | FindingId::SlowFirstByte
+            | FindingId::SlowResponseBody
+            | FindingId::ServerCpuBound
+    )
+}
+
+/// The hop that explains a slow front, as a finding on the front; `None` when the front is
+/// not slow or no hop accounts for its time.
+pub fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Finding> {
+    if front.responses == 0 || front.total_p50_ms < SLOW_FRONT_MS {
+        return None;
+    }
+    let (hop, cause) = hops.iter().find_map(|hop| {
+        let explains = hop.baseline.total_p50_ms >= EXPLAINED_SHARE * front.total_p50_ms;
+        let cause =
+            hop.findings.iter().filter(|f| is_cause(f.id)).max_by_key(|f| (f.proven, f.confidence))?;
+        explains.then_some((hop, cause))
+    })?;
+    let who = match &hop.process {
+        Some(process) => format!("{process} at {}", hop.address),
+        None => hop.address.to_string(),
+    };
+    let proven_there = if cause.proven { "proven there" } else { "seen there, not proven" };
+    let explained = hop.baseline.total_p50_ms / front.total_p50_ms * 100.0;
+    let proof = cause
+        .proof
+        .iter()
+        .map(|p| Proof {
+            kind: ProofKind::UpstreamDiagnosis,
+            experiment: format!("on {}: {}", hop.address, p.experiment),
+            baseline_p50_ms: p.baseline_p50_ms,
+            experiment_p50_ms: p.experiment_p50_ms,
+            removed: p.removed,
+            result: p.result.clone(),
+        })
+        .collect();
+    Some(Finding {
+        id: FindingId::ProxyHopStall,
+        title: format!(
+            "The time goes at the hop to {who}: {} ({proven_there}). {}",
+            cause.id.as_str(),
+            cause.title
+        ),
+        proven: cause.proven,
+        confidence: cause.confidence,
+        evidence: vec![
+            Evidence::new("median total through the front", front.total_p50_ms, "ms"),
+            Evidence::new("median first byte through the front", front.first_byte_p50_ms, "ms"),
+            Evidence::new(
+                format!("median total of {} on its own", hop.address),
+                hop.baseline.total_p50_ms,
+                "ms",
+            ),
+            Evidence::new("share of the front's time the hop accounts for", explained.min(100.0), "%"),
+        ],
+        proof,
+        fix_summary: format!("Fix the hop at {}: {}", hop.address, cause.fix_summary),
+        fix: cause.fix.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Confidence;
+
+    fn summary(total_p50_ms: f64) -> PhaseSummary {
+        PhaseSummary {
+            responses: 40,
+            total_p50_ms,
+            first_byte_p50_ms: total_p50_ms - 0.1,
+            ..PhaseSummary::default()
+        }
+    }
+
+    fn stall() -> Finding {
+        Finding {
+            id: FindingId::ServerNagleDelayedAck,
+            title: "The server's response waits for a delayed ACK".into(),
+            proven: true,
+            confidence: Confidence::High,
+            evidence: Vec::new(),
+            proof: vec![Proof {
+                kind: ProofKind::Experiment,
+                experiment: "client TCP_QUICKACK after every read".into(),
+                baseline_p50_ms: 44.0,
+                experiment_p50_ms: 0.2,
+                removed: true,
+                result: "p50 44 ms -> 0.2 ms".into(),
+            }],
+            fix_summary: "Set TCP_NODELAY on the server's sockets.".into(),
+            fix: Vec::new(),
+        }
+    }
+
+    fn hop(total_p50_ms: f64, findings: &[Finding]) -> HopDiagnosis<'_> {
+        HopDiagnosis {
+            address: "127.0.0.1:9000".parse().unwrap(),
+            process: Some("python3 (PID 42)".into()),
+            baseline: summary(total_p50_ms),
+            findings,
+        }
+    }
+
+    #[test]
+    fn a_slow_front_over_a_stalling_hop_names_the_hop_with_its_proof() {
+        let findings = [stall()];
+        let finding = proxy_hop_stall(&summary(44.5), &[hop(44.0, &findings)]).expect("the hop is named");
+        assert_eq!(finding.id, FindingId::ProxyHopStall);
+        assert!(finding.proven);
+        assert!(finding.title.contains("python3 (PID 42) at 127.0.0.1:9000: server-nagle-delayed-ack"));
+        assert_eq!(finding.proof[0].kind, ProofKind::UpstreamDiagnosis);
+        assert!(finding.proof[0].experiment.starts_with("on 127.0.0.1:9000: client TCP_QUICKACK"));
+        assert!(finding.fix_summary.contains("127.0.0.1:9000"));
+    }
+
+    #[test]
+    fn a_fast_front_blames_no_hop_even_when_the_hop_stalls_alone() {
+        // nginx with a fresh upstream connection per request hides the backend's stall.
+        let findings = [stall()];
+        assert!(proxy_hop_stall(&summary(2.5), &[hop(44.0, &findings)]).is_none());
+    }
+
+    #[test]
+    fn a_healthy_hop_does_not_explain_a_slow_front() {
+        let healthy = [Finding { id: FindingId::Healthy, ..stall() }];
+        assert!(proxy_hop_stall(&summary(44.0), &[hop(0.2, &healthy)]).is_none());
+        // A stall far smaller than the front's time does not account for it either.
+        let findings = [stall()];
+        assert!(proxy_hop_stall(&summary(200.0), &[hop(44.0, &findings)]).is_none());
+    }
+}

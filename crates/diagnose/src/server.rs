@@ -1,0 +1,320 @@
+//! Findings from the server view (the server's own /proc counters during a run): is it slow
+//! because it works (`server-cpu-bound`) or because it waits, and does it open a new
+//! connection to its upstream for every request (`upstream-connection-per-request`).
+//! Pure: the view and the number of requests the run completed in, findings out.
+
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
+use crate::fixes::{cpu_bound, detected_first, stack_of_command, upstream_keep_alive};
+use nodelay_host::{ServerView, ThreadLoad, Upstream};
+
+/// A thread (or all cores) busy at least this share of the run is the bottleneck.
+pub const CPU_BOUND_SHARE: f64 = 0.8;
+/// At least this many new upstream connections per request is "one per request"...
+pub const CONNECTIONS_PER_REQUEST: f64 = 0.5;
+/// ...once the run has this many requests to count against.
+pub const MIN_REQUESTS: u64 = 10;
+/// A server thread that waited for a CPU this share of the run was short of cores.
+const CONTENDED_SHARE: f64 = 0.1;
+/// The machine had a task waiting for a CPU this share of the run.
+const PRESSURE_SHARE: f64 = 0.25;
+
+/// What the server's counters say about its load, in the units the reports show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLoad {
+    pub cpu_per_request_ms: Option<f64>,
+    /// The process's CPU as a share of one core over the run (2.0: two cores busy).
+    pub cores_busy: f64,
+    pub busiest: Option<ThreadShare>,
+    /// Requests per second the server could reach before its bottleneck saturates.
+    pub ceiling_per_second: Option<f64>,
+    /// The bottleneck is one thread (`true`) or all the machine's cores.
+    pub one_thread_bound: bool,
+}
+
+/// One thread's share of the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadShare {
+    pub name: String,
+    pub tid: i32,
+    pub on_cpu: f64,
+    pub waiting_for_cpu: f64,
+}
+
+impl ThreadShare {
+    fn of(thread: &ThreadLoad, wall_us: u64) -> Self {
+        let share = |us: u64| us as f64 / wall_us.max(1) as f64;
+        ThreadShare {
+            name: thread.name.clone(),
+            tid: thread.tid,
+            on_cpu: share(thread.on_cpu_us),
+            waiting_for_cpu: share(thread.waiting_for_cpu_us),
+        }
+    }
+
+    /// On a CPU or wanting one: a thread busy this share of the run had no time to wait.
+    pub fn busy(&self) -> f64 {
+        self.on_cpu + self.waiting_for_cpu
+    }
+}
+
+/// The server's load over a run that completed `requests` requests.
+pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
+    let cpu_s = view.cpu_us() as f64 / 1e6;
+    let wall_s = view.wall_us.max(1) as f64 / 1e6;
+    let busiest = view.threads.iter().max_by_key(|t| t.on_cpu_us + t.waiting_for_cpu_us);
+    let share = busiest.map(|t| ThreadShare::of(t, view.wall_us));
+    let cores_busy = cpu_s / wall_s;
+    let cpus = f64::from(view.online_cpus.max(1));
+    // One thread is the limit when it was busy and did most of the process's work.
+    let one_thread_bound = share.as_ref().is_some_and(|s| s.busy() >= CPU_BOUND_SHARE)
+        && busiest.is_some_and(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64);
+    let ceiling_per_second = match busiest {
+        _ if requests == 0 || cpu_s <= 0.0 => None,
+        Some(thread) if one_thread_bound && thread.on_cpu_us > 0 => {
+            Some(requests as f64 / (thread.on_cpu_us as f64 / 1e6))
+        }
+        _ => Some(requests as f64 * cpus / cpu_s),
+    };
+    ServerLoad {
+        cpu_per_request_ms: (requests > 0).then(|| cpu_s * 1e3 / requests as f64),
+        cores_busy,
+        busiest: share,
+        ceiling_per_second,
+        one_thread_bound,
+    }
+}
+
+/// Findings from the server view, most important first; none when the server is neither
+/// CPU-bound nor reconnecting to its upstreams.
+pub fn server_findings(view: &ServerView, requests: u64) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    findings.extend(cpu_bound_finding(view, requests));
+    findings.extend(
+        view.upstreams.iter().filter_map(|upstream| connection_per_request(view, upstream, requests)),
+    );
+    findings
+}
+
+fn process_name(view: &ServerView) -> String {
+    match view.processes.first() {
+        Some(process) => format!("{} (PID {})", process.command, process.pid),
+        None => "the server".into(),
+    }
+}
+
+fn stack_fixes(view: &ServerView, mut fixes: Vec<Fix>) -> Vec<Fix> {
+    if let Some(stack) = view.processes.first().and_then(|p| stack_of_command(&p.command)) {
+        detected_first(&mut fixes, stack);
+    }
+    fixes
+}
+
+fn cpu_bound_finding(view: &ServerView, requests: u64) -> Option<Finding> {
+    let load = server_load(view, requests);
+    let cpus = f64::from(view.online_cpus.max(1));
+    let all_cores = load.cores_busy >= CPU_BOUND_SHARE * cpus;
+    if requests < MIN_REQUESTS || !(load.one_thread_bound || all_cores) {
+        return None;
+    }
+    let busiest = load.busiest.as_ref()?;
+    let ceiling =
+        load.ceiling_per_second.map(|c| format!("; ceiling ≈ {c:.0} requests/s")).unwrap_or_default();
+    let (what, share) = if load.one_thread_bound {
+        (format!("its busiest thread, {} (TID {}), was", busiest.name, busiest.tid), busiest.busy())
+    } else {
+        (format!("its threads kept {:.1} of {cpus:.0} cores", load.cores_busy), load.cores_busy / cpus)
+    };
+    let on_cpu_text = if load.one_thread_bound {
+        format!(
+            "{what} on CPU {:.0} % of the run and waiting for a CPU {:.0} %",
+            busiest.on_cpu * 100.0,
+            busiest.waiting_for_cpu * 100.0
+        )
+    } else {
+        format!("{what} busy")
+    };
+    let mut evidence = Vec::new();
+    if let Some(cpu) = load.cpu_per_request_ms {
+        evidence.push(Evidence::new("server CPU per request (all its threads)", cpu, "ms"));
+    }
+    evidence.push(Evidence::new("busiest thread on CPU, share of the run", busiest.on_cpu * 100.0, "%"));
+    evidence.push(Evidence::new(
+        "busiest thread waiting for a CPU, share of the run",
+        busiest.waiting_for_cpu * 100.0,
+        "%",
+    ));
+    evidence.push(Evidence::new("cores the server kept busy", load.cores_busy, "cores"));
+    if let Some(ceiling) = load.ceiling_per_second {
+        evidence.push(Evidence::new("ceiling at this CPU cost", ceiling, "requests/s"));
+    }
+    Some(Finding {
+        id: FindingId::ServerCpuBound,
+        title: format!("{} is CPU-bound: {on_cpu_text}{ceiling}", process_name(view)),
+        proven: true,
+        confidence: if share >= 0.9 { Confidence::High } else { Confidence::Medium },
+        evidence,
+        proof: vec![Proof {
+            kind: ProofKind::ServerView,
+            experiment: "the server's own CPU counters during the run (/proc/PID/stat, task schedstat)"
+                .into(),
+            baseline_p50_ms: 0.0,
+            experiment_p50_ms: 0.0,
+            removed: false,
+            result: on_cpu_text,
+        }],
+        fix_summary:
+            "It is slow because it works, not because it waits: profile it and cut the work per request, \
+                      or spread requests over more threads, processes or cores."
+                .into(),
+        fix: stack_fixes(view, cpu_bound()),
+    })
+}
+
+fn connection_per_request(view: &ServerView, upstream: &Upstream, requests: u64) -> Option<Finding> {
+    if requests < MIN_REQUESTS {
+        return None;
+    }
+    let per_request = upstream.opened as f64 / requests as f64;
+    if per_request < CONNECTIONS_PER_REQUEST {
+        return None;
+    }
+    let destination = upstream.destination;
+    let seen = format!(
+        "{per_request:.2} new connection to {destination} per request ({} opened for {requests} requests)",
+        upstream.opened
+    );
+    Some(Finding {
+        id: FindingId::UpstreamConnectionPerRequest,
+        title: format!(
+            "{} opens a new TCP connection to its upstream for every request: {seen}",
+            process_name(view)
+        ),
+        proven: true,
+        confidence: if per_request >= 0.9 { Confidence::High } else { Confidence::Medium },
+        evidence: vec![
+            Evidence::new(format!("new connections to {destination} per request"), per_request, "count"),
+            Evidence::new(
+                format!("connections to {destination} opened during the run"),
+                upstream.opened as f64,
+                "count",
+            ),
+            Evidence::new("requests completed during the run", requests as f64, "count"),
+        ],
+        proof: vec![Proof {
+            kind: ProofKind::ServerView,
+            experiment: "the server's TCP connections, start against end of the run (/proc/net/tcp)".into(),
+            baseline_p50_ms: 0.0,
+            experiment_p50_ms: 0.0,
+            removed: false,
+            result: seen,
+        }],
+        fix_summary: "Keep connections to the upstream alive and reuse them (a keep-alive agent, session or \
+                      upstream pool): each new one costs a handshake and CPU on both sides."
+            .into(),
+        fix: stack_fixes(view, upstream_keep_alive()),
+    })
+}
+
+/// Warnings about the run itself: the generator and the server fighting for cores.
+pub fn server_warnings(view: &ServerView) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let waited = view.threads.iter().map(|t| t.waiting_for_cpu_us).max().unwrap_or(0);
+    let waited_share = waited as f64 / view.wall_us.max(1) as f64;
+    let pressure = view.cpu_pressure.map(|p| p.some_waiting_share);
+    if waited_share >= CONTENDED_SHARE || pressure.is_some_and(|p| p >= PRESSURE_SHARE) {
+        let pressure =
+            pressure.map(|p| format!("; some task waited for a CPU {:.0} % of the run", p * 100.0));
+        warnings.push(format!(
+            "the server's threads waited for a CPU up to {:.0} % of the run{}: nodelay and the server share {} \
+             cores here, so the numbers include that contention; pin them apart (taskset) or load from another machine",
+            waited_share * 100.0,
+            pressure.unwrap_or_default(),
+            view.online_cpus
+        ));
+    }
+    warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodelay_host::{CpuPressure, ProcessInfo};
+    use std::net::SocketAddr;
+
+    fn thread(name: &str, on_cpu_us: u64, waiting_for_cpu_us: u64) -> ThreadLoad {
+        ThreadLoad { pid: 7, tid: 7, name: name.into(), on_cpu_us, waiting_for_cpu_us }
+    }
+
+    fn view(threads: Vec<ThreadLoad>, upstreams: Vec<Upstream>) -> ServerView {
+        let cpu: u64 = threads.iter().map(|t| t.on_cpu_us).sum();
+        ServerView {
+            processes: vec![ProcessInfo { pid: 7, command: "node".into(), uid: 0 }],
+            wall_us: 1_000_000,
+            cpu_user_us: cpu * 3 / 4,
+            cpu_system_us: cpu - cpu * 3 / 4,
+            threads,
+            upstreams,
+            cpu_pressure: Some(CpuPressure { some_waiting_share: 0.05 }),
+            online_cpus: 2,
+            unread: Vec::new(),
+        }
+    }
+
+    fn upstream(opened: u64) -> Upstream {
+        let destination: SocketAddr = "127.0.0.1:4000".parse().unwrap();
+        Upstream { destination, opened, open_at_end: 0, pooled_segments_out: 0 }
+    }
+
+    fn ids(findings: &[Finding]) -> Vec<&'static str> {
+        findings.iter().map(|f| f.id.as_str()).collect()
+    }
+
+    #[test]
+    fn a_thread_on_cpu_the_whole_run_is_cpu_bound_with_its_ceiling() {
+        let findings = server_findings(&view(vec![thread("node", 970_000, 10_000)], vec![]), 1800);
+        assert_eq!(ids(&findings), ["server-cpu-bound"]);
+        let title = &findings[0].title;
+        assert!(title.contains("on CPU 97 %") && title.contains("ceiling ≈ 1856 requests/s"), "{title}");
+        // The node stack's fixes come first.
+        assert_eq!(findings[0].fix[0].stack, "Node.js");
+    }
+
+    #[test]
+    fn a_waiting_server_is_not_cpu_bound() {
+        let load = server_load(&view(vec![thread("python3", 50_000, 0)], vec![]), 400);
+        assert!(!load.one_thread_bound);
+        assert!(server_findings(&view(vec![thread("python3", 50_000, 0)], vec![]), 400).is_empty());
+        assert!((load.cpu_per_request_ms.unwrap() - 0.125).abs() < 1e-9);
+    }
+
+    #[test]
+    fn many_threads_that_fill_every_core_are_cpu_bound_too() {
+        let threads = (0..8).map(|i| thread(&format!("worker{i}"), 220_000, 5_000)).collect();
+        let findings = server_findings(&view(threads, vec![]), 1000);
+        assert_eq!(ids(&findings), ["server-cpu-bound"]);
+        assert!(findings[0].title.contains("1.8 of 2 cores"), "{}", findings[0].title);
+    }
+
+    #[test]
+    fn one_new_upstream_connection_per_request_is_found_and_a_pool_is_not() {
+        let findings = server_findings(&view(vec![thread("node", 100_000, 0)], vec![upstream(500)]), 500);
+        assert_eq!(ids(&findings), ["upstream-connection-per-request"]);
+        assert!(findings[0].title.contains("1.00 new connection to 127.0.0.1:4000 per request"));
+        let pooled = Upstream { pooled_segments_out: 1000, open_at_end: 2, ..upstream(2) };
+        assert!(server_findings(&view(vec![thread("node", 100_000, 0)], vec![pooled]), 500).is_empty());
+    }
+
+    #[test]
+    fn too_few_requests_prove_nothing() {
+        assert!(server_findings(&view(vec![thread("node", 990_000, 0)], vec![upstream(5)]), 5).is_empty());
+    }
+
+    #[test]
+    fn a_server_short_of_cores_is_warned_about() {
+        let contended = view(vec![thread("node", 600_000, 300_000)], vec![]);
+        let warnings = server_warnings(&contended);
+        assert_eq!(warnings.len(), 1);
+        assert!(warnings[0].contains("30 %") && warnings[0].contains("taskset"), "{}", warnings[0]);
+        assert!(server_warnings(&view(vec![thread("node", 600_000, 1_000)], vec![])).is_empty());
+    }
+}

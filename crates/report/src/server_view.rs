@@ -1,0 +1,213 @@
+//! The server's side of a run, as reported by bench and doctor: CPU per request, its
+//! busiest threads, the upstream connections it opened, CPU pressure, and warnings; or, in
+//! one line, why it could not be read. Its serde form is part of the bench and doctor JSON
+//! contracts (`server_view`).
+
+use crate::format::format_duration_ms;
+use crate::layout::{Col, TextTable, wrap};
+use nodelay_diagnose::{server_load, server_warnings};
+use nodelay_host::{ProcessInfo, ServerView};
+use serde::Serialize;
+use std::fmt::Write;
+
+/// Busiest threads listed.
+const THREADS_SHOWN: usize = 3;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerViewReport {
+    /// False when the server's processes could not be read; `why_unavailable` says why.
+    pub available: bool,
+    pub why_unavailable: Option<String>,
+    /// Every process holding the listening socket.
+    pub processes: Vec<ProcessInfo>,
+    pub wall_s: f64,
+    /// Requests completed while the server was watched.
+    pub requests: u64,
+    pub cpu_user_ms: f64,
+    pub cpu_system_ms: f64,
+    pub cpu_per_request_ms: Option<f64>,
+    /// The processes' CPU as cores kept busy over the run (1.0: one core all the time).
+    pub cores_busy: f64,
+    /// Requests/s the server's CPU could sustain at this cost (its busiest thread, or all cores).
+    pub ceiling_per_second: Option<f64>,
+    pub threads: Vec<ThreadReport>,
+    pub upstreams: Vec<UpstreamReport>,
+    /// Share of the run during which some task on this machine waited for a CPU.
+    pub cpu_pressure_share: Option<f64>,
+    pub online_cpus: u32,
+    pub warnings: Vec<String>,
+    /// Parts that could not be read (a process that ended during the run, ...).
+    pub unread: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadReport {
+    pub pid: i32,
+    pub tid: i32,
+    pub name: String,
+    pub on_cpu_ms: f64,
+    /// Shares of the run, 0 to 1.
+    pub on_cpu_share: f64,
+    pub waiting_for_cpu_share: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamReport {
+    pub destination: String,
+    pub opened: u64,
+    pub opened_per_request: Option<f64>,
+    pub open_at_end: u64,
+    pub pooled_segments_out: u64,
+}
+
+impl ServerViewReport {
+    pub fn new(view: &ServerView, requests: u64) -> Self {
+        let load = server_load(view, requests);
+        let wall_us = view.wall_us.max(1) as f64;
+        let threads = view
+            .threads
+            .iter()
+            .take(THREADS_SHOWN)
+            .map(|t| ThreadReport {
+                pid: t.pid,
+                tid: t.tid,
+                name: t.name.clone(),
+                on_cpu_ms: t.on_cpu_us as f64 / 1e3,
+                on_cpu_share: t.on_cpu_us as f64 / wall_us,
+                waiting_for_cpu_share: t.waiting_for_cpu_us as f64 / wall_us,
+            })
+            .collect();
+        let upstreams = view
+            .upstreams
+            .iter()
+            .map(|u| UpstreamReport {
+                destination: u.destination.to_string(),
+                opened: u.opened,
+                opened_per_request: (requests > 0).then(|| u.opened as f64 / requests as f64),
+                open_at_end: u.open_at_end,
+                pooled_segments_out: u.pooled_segments_out,
+            })
+            .collect();
+        ServerViewReport {
+            available: true,
+            why_unavailable: None,
+            processes: view.processes.clone(),
+            wall_s: view.wall_us as f64 / 1e6,
+            requests,
+            cpu_user_ms: view.cpu_user_us as f64 / 1e3,
+            cpu_system_ms: view.cpu_system_us as f64 / 1e3,
+            cpu_per_request_ms: load.cpu_per_request_ms,
+            cores_busy: load.cores_busy,
+            ceiling_per_second: load.ceiling_per_second,
+            threads,
+            upstreams,
+            cpu_pressure_share: view.cpu_pressure.map(|p| p.some_waiting_share),
+            online_cpus: view.online_cpus,
+            warnings: server_warnings(view),
+            unread: view.unread.clone(),
+        }
+    }
+
+    /// The view could not be read: `why` in a few words.
+    pub fn unavailable(why: String) -> Self {
+        ServerViewReport {
+            available: false,
+            why_unavailable: Some(why),
+            processes: Vec::new(),
+            wall_s: 0.0,
+            requests: 0,
+            cpu_user_ms: 0.0,
+            cpu_system_ms: 0.0,
+            cpu_per_request_ms: None,
+            cores_busy: 0.0,
+            ceiling_per_second: None,
+            threads: Vec::new(),
+            upstreams: Vec::new(),
+            cpu_pressure_share: None,
+            online_cpus: 0,
+            warnings: Vec::new(),
+            unread: Vec::new(),
+        }
+    }
+
+    /// `node (PID 4242)`, or `nginx (PIDs 10, 11)`.
+    pub fn process_names(&self) -> String {
+        let Some(first) = self.processes.first() else { return "the server".into() };
+        let pids: Vec<String> = self.processes.iter().map(|p| p.pid.to_string()).collect();
+        let label = if pids.len() == 1 { "PID" } else { "PIDs" };
+        format!("{} ({label} {})", first.command, pids.join(", "))
+    }
+}
+
+/// The server section of a text report.
+pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width: usize) -> std::fmt::Result {
+    if !view.available {
+        let why = view.why_unavailable.as_deref().unwrap_or("unknown");
+        out.push_str(&wrap(&format!("server view: not available: {why}"), width, "", "  "));
+        return Ok(());
+    }
+    let heading = format!("server view: {}, over {:.1} s", view.process_names(), view.wall_s);
+    out.push_str(&wrap(&heading, width, "", "  "));
+    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Hanging]);
+    let cpu = match view.cpu_per_request_ms {
+        Some(per_request) => format!(
+            "{} per request (user {}, system {}; {:.2} cores busy)",
+            format_duration_ms(per_request),
+            format_duration_ms(view.cpu_user_ms),
+            format_duration_ms(view.cpu_system_ms),
+            view.cores_busy
+        ),
+        None => format!("{:.2} cores busy, no request completed", view.cores_busy),
+    };
+    table.row(["CPU".to_string(), cpu]);
+    if let Some(ceiling) = view.ceiling_per_second {
+        table.row(["ceiling".to_string(), format!("≈ {ceiling:.0} requests/s at this CPU cost")]);
+    }
+    for (index, thread) in view.threads.iter().enumerate() {
+        let label = if index == 0 { "threads" } else { "" };
+        table.row([
+            label.to_string(),
+            format!(
+                "{} (TID {}): on CPU {:.0} %, waiting for a CPU {:.0} %",
+                thread.name,
+                thread.tid,
+                thread.on_cpu_share * 100.0,
+                thread.waiting_for_cpu_share * 100.0
+            ),
+        ]);
+    }
+    for (index, upstream) in view.upstreams.iter().enumerate() {
+        let label = if index == 0 { "upstreams" } else { "" };
+        let per_request = upstream
+            .opened_per_request
+            .map(|n| format!("{n:.2} new connections per request, "))
+            .unwrap_or_default();
+        table.row([
+            label.to_string(),
+            format!(
+                "{}: {per_request}{} opened, {} open at the end",
+                upstream.destination, upstream.opened, upstream.open_at_end
+            ),
+        ]);
+    }
+    if let Some(pressure) = view.cpu_pressure_share {
+        table.row([
+            "CPU pressure".to_string(),
+            format!(
+                "some task waited for a CPU {:.0} % of the run ({} cores)",
+                pressure * 100.0,
+                view.online_cpus
+            ),
+        ]);
+    }
+    out.push_str(&table.render());
+    for note in view
+        .warnings
+        .iter()
+        .map(|w| format!("warning: {w}"))
+        .chain(view.unread.iter().map(|u| format!("not read: {u}")))
+    {
+        out.push_str(&wrap(&note, width, "  ", "    "));
+    }
+    writeln!(out)
+}
