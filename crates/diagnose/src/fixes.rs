@@ -161,35 +161,6 @@ pub fn failures_summary(kind: ErrorKind) -> &'static str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn server_headers_name_stacks_and_their_fix_goes_first() {
-        assert_eq!(
-            stack_of_server_header("BaseHTTP/0.6 Python/3.12.3"),
-            Some("Python http.server / socketserver")
-        );
-        assert_eq!(stack_of_server_header("nginx/1.26.0"), Some("nginx"));
-        assert_eq!(stack_of_server_header("Go-http-client"), None);
-        let mut fixes = server_nodelay();
-        let before: Vec<&str> = fixes.iter().map(|f| f.stack).collect();
-        detected_first(&mut fixes, "nginx");
-        assert_eq!((fixes[0].stack, fixes[0].detected), ("nginx", true));
-        assert_eq!(fixes.iter().filter(|f| f.detected).count(), 1);
-        let rest: Vec<&str> = fixes[1..].iter().map(|f| f.stack).collect();
-        let expected: Vec<&str> = before.into_iter().filter(|s| *s != "nginx").collect();
-        assert_eq!(rest, expected, "the others keep their order");
-    }
-
-    #[test]
-    fn the_axum_fix_uses_listener_ext() {
-        let axum = server_nodelay().into_iter().find(|f| f.stack.contains("axum")).expect("axum");
-        assert!(axum.how.contains("listener.tap_io") && axum.how.contains("ListenerExt"), "{}", axum.how);
-    }
-}
-
 /// The fix-list stack a process's command name (`comm`) names, for the server view.
 pub fn stack_of_command(command: &str) -> Option<&'static str> {
     let known: [(&str, &str); 8] = [
@@ -257,4 +228,33 @@ pub fn cpu_bound() -> Vec<Fix> {
         fix("Erlang", "profile with eprof or fprof; spread the work over more processes"),
         fix("any", "perf top -p PID shows where its CPU goes"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_headers_name_stacks_and_their_fix_goes_first() {
+        assert_eq!(
+            stack_of_server_header("BaseHTTP/0.6 Python/3.12.3"),
+            Some("Python http.server / socketserver")
+        );
+        assert_eq!(stack_of_server_header("nginx/1.26.0"), Some("nginx"));
+        assert_eq!(stack_of_server_header("Go-http-client"), None);
+        let mut fixes = server_nodelay();
+        let before: Vec<&str> = fixes.iter().map(|f| f.stack).collect();
+        detected_first(&mut fixes, "nginx");
+        assert_eq!((fixes[0].stack, fixes[0].detected), ("nginx", true));
+        assert_eq!(fixes.iter().filter(|f| f.detected).count(), 1);
+        let rest: Vec<&str> = fixes[1..].iter().map(|f| f.stack).collect();
+        let expected: Vec<&str> = before.into_iter().filter(|s| *s != "nginx").collect();
+        assert_eq!(rest, expected, "the others keep their order");
+    }
+
+    #[test]
+    fn the_axum_fix_uses_listener_ext() {
+        let axum = server_nodelay().into_iter().find(|f| f.stack.contains("axum")).expect("axum");
+        assert!(axum.how.contains("listener.tap_io") && axum.how.contains("ListenerExt"), "{}", axum.how);
+    }
 }
