@@ -34,7 +34,7 @@ pub fn demo() -> Result<Outcome> {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
         let target = parse_target(&format!("http://{address}/"))?;
         let workload = build_workload(&target, &RequestArgs::default(), true)?;
-        let report = examine(&workload, BUDGET_PER_SERVER, TIMEOUT)?;
+        let report = examine(&target, &workload, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         output::line(&format!(
             "  {:<40}{:>10}  {}",

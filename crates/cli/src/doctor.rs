@@ -4,19 +4,26 @@
 //! counts against the budget: the run ends within it plus about 0.1 s (README).
 
 use crate::args::DoctorArgs;
+use crate::args::{RequestArgs, ServerViewArgs};
 use crate::exit::Outcome;
 use crate::interrupt;
 use crate::output;
 use crate::runner::{DoctorProgress, PhaseProgress, run_engine, text_width};
+use crate::server_view;
+use crate::target::Target;
 use crate::target::parse_target;
 use crate::try_fix::{FixPolicy, try_fix, worth_trying};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
-use nodelay_diagnose::{Experiment, Observations, Phase, RequestShape, diagnose, next_experiment};
+use nodelay_diagnose::{
+    Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, next_experiment,
+    proxy_hop_stall,
+};
 use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
+use nodelay_host::{ServerView, Upstream};
 use nodelay_report::{
-    DoctorReport, DoctorScenarioReport, FittedText, Json, NamedDoctorReport, Render, TryFixReport,
-    format_seconds,
+    DoctorReport, DoctorScenarioReport, FittedText, HopReport, Json, NamedDoctorReport, Render, TryFixReport,
+    format_seconds, plural,
 };
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -48,10 +55,11 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         progress.phase(&format!("connecting to {}", workload.address));
     }
     let text = FittedText::new(text_width());
+    let chain = Chain::start(&target, &args.request, &args.server_view, workload.address);
     let fix = if args.try_fix { FixPolicy::Try { keep: args.keep_fix } } else { FixPolicy::Describe };
     if !workload.is_scenario() {
         let whole = progress.map(DoctorProgress::whole);
-        let report = examine_within(&workload, started, args.budget, timeout, fix, whole.as_ref())
+        let report = examine_within(&workload, started, args.budget, timeout, fix, whole.as_ref(), &chain)
             .map_err(|error| with_budget(error, args.budget))?;
         if let Some(progress) = progress {
             progress.finish();
@@ -72,7 +80,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
             Workload { requests: vec![request.clone()], selection: Selection::Sequence, ..workload.clone() };
         let name = &request.spec.name;
         let named = progress.map(|p| p.named(name));
-        let report = match examine_within(&single, now, share, timeout, fix, named.as_ref()) {
+        let report = match examine_within(&single, now, share, timeout, fix, named.as_ref(), &chain) {
             // Stopped before this request measured anything: report the ones before it.
             Err(_) if interrupt::interrupted() && !reports.is_empty() => break,
             result => result
@@ -147,10 +155,56 @@ fn with_budget(error: anyhow::Error, budget: Duration) -> anyhow::Error {
     }
 }
 
-/// The whole diagnosis of the workload's first request within `budget` from now; fails only
-/// when nothing could be measured.
-pub fn examine(workload: &Workload, budget: Duration, timeout: Duration) -> Result<DoctorReport> {
-    examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None)
+/// The whole diagnosis of the workload's first request within `budget` from now, without the
+/// server view (the demo's servers run inside nodelay); fails only when nothing could be
+/// measured.
+pub fn examine(
+    target: &Target,
+    workload: &Workload,
+    budget: Duration,
+    timeout: Duration,
+) -> Result<DoctorReport> {
+    let off = ServerViewArgs { pid: None, no_server_view: true };
+    let request = RequestArgs::default();
+    let chain = Chain::start(target, &request, &off, workload.address);
+    examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None, &chain)
+}
+
+/// How deep the doctor follows upstreams (client → front → hop → hop → hop).
+const MAX_HOPS: usize = 3;
+/// Upstreams of one server diagnosed at most.
+const MAX_UPSTREAMS: usize = 3;
+
+/// Where the diagnosis stands in the chain of servers: what to send a hop, how to read its
+/// server, and the addresses already diagnosed (so a loop is followed once).
+struct Chain<'a> {
+    target: Target,
+    request: &'a RequestArgs,
+    view: ServerViewArgs,
+    visited: Vec<SocketAddr>,
+}
+
+impl<'a> Chain<'a> {
+    fn start(target: &Target, request: &'a RequestArgs, view: &ServerViewArgs, address: SocketAddr) -> Self {
+        Chain { target: target.clone(), request, view: view.clone(), visited: vec![address] }
+    }
+
+    fn depth(&self) -> usize {
+        self.visited.len() - 1
+    }
+
+    /// The chain one hop further: the hop's server is found by its address (`--pid` named
+    /// the front's).
+    fn to(&self, address: SocketAddr) -> Chain<'a> {
+        let mut visited = self.visited.clone();
+        visited.push(address);
+        Chain {
+            target: self.target.at(address),
+            request: self.request,
+            view: ServerViewArgs { pid: None, ..self.view.clone() },
+            visited,
+        }
+    }
 }
 
 /// The diagnosis, ending by `started + budget`: the budget may have begun before (the
@@ -163,6 +217,7 @@ fn examine_within(
     timeout: Duration,
     fix: FixPolicy,
     progress: Option<&PhaseProgress>,
+    chain: &Chain,
 ) -> Result<DoctorReport> {
     let deadline = later(started, budget);
     let left = || deadline.saturating_duration_since(Instant::now());
@@ -189,7 +244,11 @@ fn examine_within(
     }
     // The baseline's own first connection tells whether the server is reachable: no probe
     // connection is opened before it (servers and captures would see an empty one).
+    // The server's side is read over the baseline: its CPU per request and the upstreams the
+    // baseline's requests made it use.
+    let watching = server_view::watch(workload.address, &chain.view);
     let (baseline, reach) = run_phase_reaching(&baseline_config, None)?;
+    let (view_report, view) = watching.finish(baseline.responses.len() as u64);
     if let Some(why) = reach.unreachable {
         bail!("cannot connect to {}: {why}", workload.address);
     }
@@ -210,7 +269,8 @@ fn examine_within(
         });
         bail!("could not measure {url}: no request succeeded ({why})");
     }
-    let mut observations = Observations { request: Some(shape), baseline, ..Observations::default() };
+    let mut observations =
+        Observations { request: Some(shape), baseline, server_view: view, ..Observations::default() };
     let mut skipped = Vec::new();
     while let Some(experiment) = next_experiment(&observations) {
         if interrupt::interrupted() {
@@ -259,6 +319,15 @@ fn examine_within(
             }
         }),
     };
+    let hops = follow_hops(chain, observations.server_view.as_ref(), deadline, timeout, progress);
+    let hop_diagnoses: Vec<HopDiagnosis> = hops.iter().filter_map(HopReport::diagnosis).collect();
+    if let Some(hop_stall) = proxy_hop_stall(&observations.baseline.summary(), &hop_diagnoses) {
+        // The hop explains what the front could only describe.
+        findings.retain(|f| {
+            !matches!(f.id, FindingId::SlowFirstByte | FindingId::SlowResponseBody | FindingId::Healthy)
+        });
+        findings.insert(0, hop_stall);
+    }
     let mut report = DoctorReport::new(
         url.to_string(),
         workload.address.to_string(),
@@ -270,7 +339,73 @@ fn examine_within(
     );
     report.interrupted = interrupt::interrupted();
     report.try_fix = try_fix_report;
+    report.server_view = view_report;
+    report.hops = hops;
     Ok(report)
+}
+
+/// Diagnoses each upstream the server used during the baseline, with an equal share of what
+/// is left of the budget; a hop that cannot be diagnosed says why.
+fn follow_hops(
+    chain: &Chain,
+    view: Option<&ServerView>,
+    deadline: Instant,
+    timeout: Duration,
+    progress: Option<&PhaseProgress>,
+) -> Vec<HopReport> {
+    let Some(view) = view else { return Vec::new() };
+    if chain.depth() >= MAX_HOPS {
+        return Vec::new();
+    }
+    let upstreams: Vec<&Upstream> = view
+        .upstreams
+        .iter()
+        .filter(|u| u.carried_traffic() && !chain.visited.contains(&u.destination))
+        .take(MAX_UPSTREAMS)
+        .collect();
+    let mut hops = Vec::new();
+    for (index, upstream) in upstreams.iter().enumerate() {
+        let address = upstream.destination;
+        let how_used = if upstream.opened > 0 {
+            format!(
+                "{} during the baseline",
+                plural(upstream.opened as usize, "new connection", "new connections")
+            )
+        } else {
+            format!("pooled connections ({} segments sent during the baseline)", upstream.pooled_segments_out)
+        };
+        let hop = |report: Option<DoctorReport>, error: Option<String>| HopReport {
+            address: address.to_string(),
+            how_used: how_used.clone(),
+            report: report.map(Box::new),
+            error,
+        };
+        let now = Instant::now();
+        let share = deadline.saturating_duration_since(now).div_f64((upstreams.len() - index) as f64);
+        if interrupt::interrupted() {
+            hops.push(hop(None, Some("not diagnosed: interrupted".into())));
+            continue;
+        }
+        if share < MIN_PHASE * 2 {
+            hops.push(hop(
+                None,
+                Some("not diagnosed: the budget left no time for it; raise --budget".into()),
+            ));
+            continue;
+        }
+        let next = chain.to(address);
+        let diagnosed = build_workload(&next.target, next.request, true).and_then(|workload| {
+            if let Some(progress) = progress {
+                progress.phase(&format!("following the chain: diagnosing the upstream {address}"));
+            }
+            examine_within(&workload, now, share, timeout, FixPolicy::Describe, progress, &next)
+        });
+        hops.push(match diagnosed {
+            Ok(report) => hop(Some(report), None),
+            Err(error) => hop(None, Some(format!("{error:#}"))),
+        });
+    }
+    hops
 }
 
 /// The baseline with exactly one thing changed.

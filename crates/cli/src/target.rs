@@ -40,6 +40,24 @@ pub enum Target {
     Tcp { url: String, address: SocketAddr },
 }
 
+impl Target {
+    /// The same request sent to another address: a hop behind the target, which the doctor
+    /// diagnoses directly. The Host header names that address, as a proxy's default does;
+    /// the URL's credentials stay with the URL's own host.
+    pub fn at(&self, address: SocketAddr) -> Target {
+        match self {
+            Target::Http(http) => Target::Http(HttpTarget {
+                url: format!("http://{address}{}", http.request_target),
+                address,
+                host_header: address.to_string(),
+                request_target: http.request_target.clone(),
+                basic_auth: None,
+            }),
+            Target::Tcp { .. } => Target::Tcp { url: format!("tcp://{address}"), address },
+        }
+    }
+}
+
 /// Parses `http://HOST[:PORT]/PATH` or `tcp://HOST:PORT`.
 pub fn parse_target(text: &str) -> Result<Target> {
     let Some(rest) = text.strip_prefix("tcp://") else {

@@ -3,7 +3,7 @@
 
 use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
-use nodelay_diagnose::{Finding, FindingId, FixTrial, Observations, Phase, PhaseSummary};
+use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
 use nodelay_host::ProcessInfo;
 use serde::Serialize;
@@ -205,6 +205,19 @@ impl DoctorReport {
     /// Too many baseline requests failed: the report carries no verdict.
     pub fn is_unreliable(&self) -> bool {
         self.verdict == "unreliable"
+    }
+}
+
+impl HopReport {
+    /// What the chain rule needs of a diagnosed hop.
+    pub fn diagnosis(&self) -> Option<HopDiagnosis<'_>> {
+        let report = self.report.as_deref()?;
+        Some(HopDiagnosis {
+            address: self.address.parse().ok()?,
+            process: report.server_view.as_ref().filter(|v| v.available).map(ServerViewReport::process_names),
+            baseline: report.phases.first()?.summary.clone(),
+            findings: &report.findings,
+        })
     }
 }
 

@@ -5,6 +5,7 @@ use crate::Render;
 use crate::doctor::{DoctorReport, DoctorScenarioReport, PhaseReport};
 use crate::format::{DurationScale, format_duration_ms};
 use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
+use crate::server_view::write_server_view;
 use crate::text::{FittedText, Text};
 use nodelay_diagnose::{Evidence, Finding, MAX_FAILED_SHARE, ProofKind, STALL_GAP_MS};
 use std::fmt::Write;
@@ -106,6 +107,11 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         );
         out.push_str(&wrap(&note, width, "  ", "    "));
     }
+    if let Some(view) = &r.server_view {
+        writeln!(out)?;
+        write_server_view(out, view, width)?;
+    }
+    write_hops(out, r, width)?;
     for finding in &r.findings {
         writeln!(out)?;
         write_finding_fitted(out, finding, width)?;
@@ -127,6 +133,75 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
     let interrupted = if r.interrupted { " (interrupted)" } else { "" };
     out.push_str(&wrap(&format!("verdict: {}{of_what}{interrupted}", ids.join(", ")), width, "", "  "));
     Ok(())
+}
+
+/// The chain the doctor followed, in one line, then each hop's own diagnosis, indented.
+fn write_hops(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::Result {
+    if r.hops.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    let front = r
+        .phases
+        .first()
+        .map(|p| format!(" (first byte {})", format_duration_ms(p.summary.first_byte_p50_ms)));
+    let line = format!("chain: client → {}{}{}", server_name(r), front.unwrap_or_default(), chain_after(r));
+    out.push_str(&wrap(&line, width, "", "  "));
+    for hop in &r.hops {
+        writeln!(out)?;
+        let heading = format!("upstream {} ({}), diagnosed directly:", hop.address, hop.how_used);
+        out.push_str(&wrap(&heading, width, "", "  "));
+        match (&hop.report, &hop.error) {
+            (Some(report), _) => {
+                let mut nested = String::new();
+                write_doctor(&mut nested, report, width.saturating_sub(4).max(MIN_WIDTH))?;
+                for line in nested.lines() {
+                    if line.is_empty() {
+                        writeln!(out)?;
+                    } else {
+                        writeln!(out, "    {line}")?;
+                    }
+                }
+            }
+            (None, error) => {
+                let why = error.as_deref().unwrap_or("not diagnosed");
+                out.push_str(&wrap(why, width, "    ", "      "));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `python3 (PID 42) 127.0.0.1:9000`, or the address alone when its process was not read.
+fn server_name(r: &DoctorReport) -> String {
+    match r.server_view.as_ref().filter(|v| v.available) {
+        Some(view) => format!("{} {}", view.process_names(), r.address),
+        None => r.address.clone(),
+    }
+}
+
+/// ` → python3 (PID 42) 127.0.0.1:9000 (server-nagle-delayed-ack, proven)`, following each
+/// hop's own hops; several upstreams of one server are listed in brackets.
+fn chain_after(r: &DoctorReport) -> String {
+    let parts: Vec<String> = r
+        .hops
+        .iter()
+        .map(|hop| match &hop.report {
+            Some(report) => {
+                let ids: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
+                let proven =
+                    report.findings.iter().any(|f| f.proven && f.id != nodelay_diagnose::FindingId::Healthy);
+                let proven = if proven { ", proven" } else { "" };
+                format!("{} ({}{proven}){}", server_name(report), ids.join(", "), chain_after(report))
+            }
+            None => format!("{} (not diagnosed)", hop.address),
+        })
+        .collect();
+    match parts.len() {
+        0 => String::new(),
+        1 => format!(" → {}", parts[0]),
+        _ => format!(" → [{}]", parts.join(" | ")),
+    }
 }
 
 /// `baseline: 14 of 40 requests failed, 12 of them malformed_response ("..."); too many
