@@ -19,7 +19,7 @@ use nodelay_diagnose::{
     Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, next_experiment,
     proxy_hop_stall,
 };
-use nodelay_engine::{CollectingSink, EngineConfig, Selection, SocketOptions, later};
+use nodelay_engine::{CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_hold};
 use nodelay_host::{ServerView, Upstream};
 use nodelay_report::{
     DoctorReport, DoctorScenarioReport, FittedText, HopReport, Json, NamedDoctorReport, Render, TryFixReport,
@@ -291,6 +291,18 @@ fn examine_within(
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
+    // Does the server close after answering an HTTP/1.0 client that did not ask to keep the
+    // connection? A healthy one does at once, so this costs a round trip; one that holds
+    // it costs at most HOLD_PROBE_WAIT.
+    if let (Framing::Http { .. }, Some(http10)) = (&workload.framing, http10_without_keep_alive(&request.spec.bytes))
+        && !interrupt::interrupted()
+        && left() >= HOLD_PROBE_WAIT * 2
+    {
+        if let Some(progress) = progress {
+            progress.phase("probe: an HTTP/1.0 request without keep-alive, does the server close?");
+        }
+        observations.hold_probe = probe_hold(workload.address, &http10, HOLD_PROBE_WAIT);
+    }
     let mut findings = diagnose(&observations);
     let try_fix_report = match fix {
         FixPolicy::Describe => None,
@@ -408,6 +420,28 @@ fn follow_hops(
     hops
 }
 
+/// How long the HTTP/1.0 probe waits for the server to close after its response.
+const HOLD_PROBE_WAIT: Duration = Duration::from_millis(500);
+
+/// The request as an HTTP/1.0 client that does not ask for keep-alive sends it: the version
+/// lowered and any Connection header dropped. `None` when the bytes are not an HTTP/1.1 head.
+fn http10_without_keep_alive(request: &[u8]) -> Option<Vec<u8>> {
+    let head_end = request.windows(4).position(|w| w == b"\r\n\r\n")? + 4;
+    let head = std::str::from_utf8(&request[..head_end]).ok()?;
+    let mut lines = head.split("\r\n");
+    let request_line = lines.next()?.strip_suffix(" HTTP/1.1")?;
+    let mut out = format!("{request_line} HTTP/1.0\r\n");
+    for line in lines.filter(|line| !line.is_empty()) {
+        let name = line.split(':').next().unwrap_or_default().trim();
+        if !name.eq_ignore_ascii_case("connection") && !name.eq_ignore_ascii_case("keep-alive") {
+            out.push_str(line);
+            out.push_str("\r\n");
+        }
+    }
+    out.push_str("\r\n");
+    Some([out.as_bytes(), &request[head_end..]].concat())
+}
+
 /// The baseline with exactly one thing changed.
 fn experiment_config(
     baseline: &EngineConfig,
@@ -473,4 +507,17 @@ fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> 
         }
     }
     Ok((phase, reach))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::http10_without_keep_alive;
+
+    #[test]
+    fn the_http10_probe_lowers_the_version_and_drops_connection_headers_only() {
+        let request = b"POST /a?b HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi";
+        let probe = http10_without_keep_alive(request).unwrap();
+        assert_eq!(probe, b"POST /a?b HTTP/1.0\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
+        assert_eq!(http10_without_keep_alive(b"\x00\x00\x00\x05hello"), None);
+    }
 }

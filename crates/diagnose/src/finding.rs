@@ -24,6 +24,10 @@ pub enum FindingId {
     ServerCpuBound,
     /// The server opened a new TCP connection to its upstream for (nearly) every request.
     UpstreamConnectionPerRequest,
+    /// Asked in HTTP/1.0 without keep-alive, the server kept the connection open after its
+    /// response (often saying `Connection: keep-alive`, copied from an upstream): clients
+    /// that wait for the close wait for its idle timeout.
+    UnrequestedKeepAlive,
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
@@ -40,6 +44,7 @@ impl FindingId {
             FindingId::ProxyHopStall => "proxy-hop-stall",
             FindingId::ServerCpuBound => "server-cpu-bound",
             FindingId::UpstreamConnectionPerRequest => "upstream-connection-per-request",
+            FindingId::UnrequestedKeepAlive => "unrequested-keep-alive",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

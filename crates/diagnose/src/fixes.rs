@@ -230,6 +230,23 @@ pub fn cpu_bound() -> Vec<Fix> {
     ]
 }
 
+/// A proxy that copies hop-by-hop headers, or a server that holds HTTP/1.0 connections.
+pub fn hop_by_hop() -> Vec<Fix> {
+    vec![
+        fix(
+            "Node.js (request / http proxy)",
+            "before piping, drop the upstream's hop-by-hop headers: .on('response', r => { delete \
+             r.headers.connection; delete r.headers['keep-alive']; }); never set Connection by hand",
+        ),
+        fix("nginx", "proxy_pass already drops hop-by-hop headers; check add_header Connection lines"),
+        fix(
+            "any proxy",
+            "remove Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade",
+        ),
+        fix("clients", "speak HTTP/1.1 or ask for keep-alive (ab -k); do not read until the close"),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,14 +2,20 @@
 //! each was diagnosed directly, `proxy-hop-stall` names the hop where the time goes, with
 //! that hop's own proof and fix. Pure: the front's summary and the hops' findings in.
 
-use crate::finding::{Evidence, Finding, FindingId, Proof, ProofKind};
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
+use crate::fixes;
 use crate::phase::PhaseSummary;
+use nodelay_engine::HoldProbe;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 /// The front must be at least this slow (median total) for a hop to be blamed.
 const SLOW_FRONT_MS: f64 = 10.0;
 /// A hop explains the front when its own median total is at least this share of the front's.
 const EXPLAINED_SHARE: f64 = 0.5;
+
+/// An HTTP/1.0 connection still open this long after its response was held on purpose.
+const HELD_TOO_LONG: Duration = Duration::from_millis(200);
 
 /// One upstream of the target, diagnosed on its own address.
 #[derive(Debug, Clone)]
@@ -89,10 +95,46 @@ pub fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Fi
     })
 }
 
+/// The server held a connection an HTTP/1.0 client expected it to close.
+pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
+    if probe.closed_after.is_some_and(|after| after < HELD_TOO_LONG) {
+        return None;
+    }
+    let held_ms = probe.closed_after.unwrap_or(probe.waited).as_secs_f64() * 1e3;
+    let still = if probe.closed_after.is_none() { " and was still open when the probe gave up" } else { "" };
+    let said = if probe.said_keep_alive { " while saying `Connection: keep-alive`" } else { "" };
+    let seen = format!(
+        "an HTTP/1.0 request without keep-alive got its response{said}, then the connection stayed open          {held_ms:.0} ms{still}"
+    );
+    Some(Finding {
+        id: FindingId::UnrequestedKeepAlive,
+        title: format!(
+            "The server keeps connections open that HTTP/1.0 clients expect it to close: {seen}; clients that read              until the close (ab without -k, HTTP/1.0 proxies) wait for its idle timeout"
+        ),
+        proven: true,
+        confidence: if probe.said_keep_alive { Confidence::High } else { Confidence::Medium },
+        evidence: vec![
+            Evidence::new("held open after the response", held_ms, "ms"),
+            Evidence::new("response said Connection: keep-alive (1 yes, 0 no)", f64::from(u8::from(probe.said_keep_alive)), "count"),
+        ],
+        proof: vec![Proof {
+            kind: ProofKind::Experiment,
+            experiment: "one HTTP/1.0 request without Connection: keep-alive on a new connection".into(),
+            baseline_p50_ms: 0.0,
+            experiment_p50_ms: held_ms,
+            removed: false,
+            result: seen,
+        }],
+        fix_summary: "Do not forward hop-by-hop headers (Connection, Keep-Alive) from an upstream's response (RFC \
+                      9110 §7.6.1), and close after answering an HTTP/1.0 request that did not ask for keep-alive."
+            .into(),
+        fix: fixes::hop_by_hop(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::Confidence;
 
     fn summary(total_p50_ms: f64) -> PhaseSummary {
         PhaseSummary {
@@ -149,6 +191,26 @@ mod tests {
         // nginx with a fresh upstream connection per request hides the backend's stall.
         let findings = [stall()];
         assert!(proxy_hop_stall(&summary(2.5), &[hop(44.0, &findings)]).is_none());
+    }
+
+    #[test]
+    fn a_server_holding_an_http10_connection_is_found_and_one_closing_is_not() {
+        let held = HoldProbe {
+            status: 200,
+            said_keep_alive: true,
+            closed_after: None,
+            waited: Duration::from_secs(1),
+        };
+        let finding = unrequested_keep_alive(&held).expect("held");
+        assert_eq!(finding.id, FindingId::UnrequestedKeepAlive);
+        assert!(
+            finding.title.contains("Connection: keep-alive") && finding.title.contains("1000 ms"),
+            "{}",
+            finding.title
+        );
+        let closed =
+            HoldProbe { closed_after: Some(Duration::from_millis(1)), said_keep_alive: false, ..held };
+        assert!(unrequested_keep_alive(&closed).is_none());
     }
 
     #[test]

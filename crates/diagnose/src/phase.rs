@@ -80,6 +80,8 @@ pub struct Observations {
     pub fix_trial: Option<FixTrial>,
     /// The server's own counters over the baseline, when it runs on this machine.
     pub server_view: Option<nodelay_host::ServerView>,
+    /// What the server did after answering an HTTP/1.0 request without keep-alive.
+    pub hold_probe: Option<nodelay_engine::HoldProbe>,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again

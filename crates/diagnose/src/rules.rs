@@ -5,6 +5,7 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
+use crate::hops::unrequested_keep_alive;
 use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
@@ -89,6 +90,10 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         for finding in &mut findings {
             fixes::detected_first(&mut finding.fix, stack);
         }
+    }
+    if let Some(finding) = observations.hold_probe.as_ref().and_then(unrequested_keep_alive) {
+        findings.retain(|f| f.id != FindingId::Healthy);
+        findings.push(finding);
     }
     // What the server's own counters showed during the baseline (they name their stack by
     // the process, so they come after the Server header's pass).
@@ -526,6 +531,7 @@ mod tests {
             experiments: Vec::new(),
             fix_trial: None,
             server_view: None,
+            hold_probe: None,
         }
     }
 
@@ -697,6 +703,7 @@ mod tests {
             experiments: Vec::new(),
             fix_trial: None,
             server_view: None,
+            hold_probe: None,
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -722,6 +729,7 @@ mod tests {
             experiments: Vec::new(),
             fix_trial: None,
             server_view: None,
+            hold_probe: None,
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

@@ -390,6 +390,7 @@ mod tests {
             }],
             fix_trial: None,
             server_view: None,
+            hold_probe: None,
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();

@@ -1,0 +1,140 @@
+//! One HTTP/1.0 request that does not ask for keep-alive, and what the server does after its
+//! response: close (as HTTP/1.0 wants), or hold the connection open — often while saying
+//! `Connection: keep-alive`, a hop-by-hop header a proxy copied from its upstream. Clients
+//! that wait for the close (`ab` without -k) then wait for the server's idle timeout.
+
+use nodelay_wire::{Feed, ResponseParser};
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+/// A response head larger than this is not worth probing further.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// What the server did with an HTTP/1.0 request that did not ask for keep-alive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldProbe {
+    pub status: u16,
+    /// The response said `Connection: keep-alive`.
+    pub said_keep_alive: bool,
+    /// How long after the response ended the server closed; `None`: still open after `held`.
+    pub closed_after: Option<Duration>,
+    /// How long the probe waited for the close.
+    pub waited: Duration,
+}
+
+/// Sends `request` (an HTTP/1.0 request without keep-alive) on a new connection, reads the
+/// response, then waits up to `wait` for the server to close. `None` when no complete
+/// response arrived within `wait` (the probe then says nothing).
+pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option<HoldProbe> {
+    let deadline = Instant::now() + wait;
+    let mut stream = TcpStream::connect_timeout(&address, wait).ok()?;
+    stream.set_nodelay(true).ok()?;
+    stream.write_all(request).ok()?;
+    let mut parser = ResponseParser::new(false, MAX_HEAD_BYTES, u64::MAX);
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 16 * 1024];
+    // The response, until its framing says it is complete (or the server closes).
+    loop {
+        stream.set_read_timeout(Some(deadline.checked_duration_since(Instant::now())?)).ok()?;
+        let read = stream.read(&mut buffer).ok()?;
+        if read == 0 {
+            // Closed: a body delimited by the close, or a response cut short.
+            parser.finish().ok()?;
+            return Some(HoldProbe {
+                status: parser.status(),
+                said_keep_alive: says_keep_alive(&head),
+                closed_after: Some(Duration::ZERO),
+                waited: Duration::ZERO,
+            });
+        }
+        if head.len() < MAX_HEAD_BYTES {
+            head.extend_from_slice(&buffer[..read.min(MAX_HEAD_BYTES - head.len())]);
+        }
+        if let Feed::Complete { .. } = parser.feed(&buffer[..read]).ok()? {
+            break;
+        }
+    }
+    // Then, how long the server keeps the connection.
+    let ended = Instant::now();
+    let said_keep_alive = says_keep_alive(&head);
+    let status = parser.status();
+    loop {
+        let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
+        else {
+            return Some(HoldProbe { status, said_keep_alive, closed_after: None, waited: ended.elapsed() });
+        };
+        stream.set_read_timeout(Some(left)).ok()?;
+        match stream.read(&mut buffer) {
+            // Bytes after a complete response, or no news yet: wait on until the deadline.
+            Ok(read) if read > 0 => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+            // Closed or reset: the server let go.
+            _ => {
+                let after = ended.elapsed();
+                return Some(HoldProbe { status, said_keep_alive, closed_after: Some(after), waited: after });
+            }
+        }
+    }
+}
+
+/// Whether a response head carries `Connection: keep-alive`.
+fn says_keep_alive(head: &[u8]) -> bool {
+    let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(head.len());
+    head[..end].split(|&b| b == b'\n').any(|line| {
+        let line = String::from_utf8_lossy(line).to_ascii_lowercase();
+        line.split_once(':').is_some_and(|(name, value)| {
+            name.trim() == "connection" && value.split(',').any(|token| token.trim() == "keep-alive")
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn server(response: &'static [u8], close: bool) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request);
+            socket.write_all(response).unwrap();
+            if !close {
+                // Hold until the client goes away.
+                let _ = socket.read(&mut request);
+            }
+        });
+        address
+    }
+
+    const REQUEST: &[u8] = b"GET / HTTP/1.0\r\nHost: x\r\n\r\n";
+
+    #[test]
+    fn a_server_that_closes_is_seen_closing() {
+        let address = server(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", true);
+        let probe = probe_hold(address, REQUEST, Duration::from_secs(2)).unwrap();
+        assert!(probe.closed_after.is_some_and(|after| after < Duration::from_secs(1)), "{probe:?}");
+        assert!(!probe.said_keep_alive);
+        assert_eq!(probe.status, 200);
+    }
+
+    #[test]
+    fn a_server_that_holds_after_saying_keep_alive_is_seen_holding() {
+        let address =
+            server(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", false);
+        let probe = probe_hold(address, REQUEST, Duration::from_millis(300)).unwrap();
+        assert_eq!(probe.closed_after, None, "{probe:?}");
+        assert!(probe.said_keep_alive);
+        assert!(probe.waited >= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn keep_alive_is_read_among_other_tokens_and_in_any_case() {
+        assert!(says_keep_alive(b"HTTP/1.1 200 OK\r\nCONNECTION: Upgrade, Keep-Alive\r\n\r\n"));
+        assert!(!says_keep_alive(b"HTTP/1.1 200 OK\r\nX-Connection: keep-alive\r\n\r\n"));
+        assert!(!says_keep_alive(b"HTTP/1.1 200 OK\r\n\r\nConnection: keep-alive"));
+    }
+}
