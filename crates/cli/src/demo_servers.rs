@@ -52,8 +52,8 @@ fn serve(stream: TcpStream, behaviour: DemoBehaviour) -> io::Result<()> {
     stream.set_nodelay(behaviour == DemoBehaviour::SplitWritesNoDelay)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
-    while read_request(&mut reader)? {
-        let close = behaviour == DemoBehaviour::CloseEveryResponse;
+    while let Some(client_closes) = read_request(&mut reader)? {
+        let close = behaviour == DemoBehaviour::CloseEveryResponse || client_closes;
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n{}\r\n",
             BODY.len(),
@@ -78,18 +78,25 @@ fn serve(stream: TcpStream, behaviour: DemoBehaviour) -> io::Result<()> {
     Ok(())
 }
 
-/// Reads one request (head and Content-Length body); `false` at a clean end of stream.
-fn read_request(reader: &mut impl BufRead) -> io::Result<bool> {
+/// Reads one request (head and Content-Length body): whether the client wants the connection
+/// closed after it (HTTP/1.0 without keep-alive, or `Connection: close`); `None` at a clean
+/// end of stream.
+fn read_request(reader: &mut impl BufRead) -> io::Result<Option<bool>> {
     let mut content_length = 0usize;
     let mut line = String::new();
     let mut first = true;
+    let mut close = false;
+    let mut keep_alive = false;
     loop {
         line.clear();
         if reader.read_line(&mut line)? == 0 {
-            return if first { Ok(false) } else { Err(io::ErrorKind::UnexpectedEof.into()) };
+            return if first { Ok(None) } else { Err(io::ErrorKind::UnexpectedEof.into()) };
+        }
+        let trimmed = line.trim_end();
+        if first {
+            close = trimmed.ends_with("HTTP/1.0");
         }
         first = false;
-        let trimmed = line.trim_end();
         if trimmed.is_empty() {
             break;
         }
@@ -98,7 +105,13 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<bool> {
         {
             content_length = value.trim().parse().map_err(|_| io::Error::other("bad Content-Length"))?;
         }
+        if let Some((name, value)) = trimmed.split_once(':')
+            && name.eq_ignore_ascii_case("connection")
+        {
+            keep_alive |= value.trim().eq_ignore_ascii_case("keep-alive");
+            close |= value.trim().eq_ignore_ascii_case("close");
+        }
     }
     io::copy(&mut reader.take(content_length as u64), &mut io::sink())?;
-    Ok(true)
+    Ok(Some(close && !keep_alive))
 }

@@ -264,7 +264,16 @@ pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) 
     let path = repo_root().join("schema").join(schema_file);
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).expect("schema file")).expect("schema is JSON");
-    let validator = jsonschema::validator_for(&schema).expect("schema is a valid JSON Schema");
+    // The schemas refer to each other's $defs by file name (bench's findings are the
+    // doctor's): each is registered under its $id.
+    let mut options = jsonschema::options();
+    for entry in std::fs::read_dir(repo_root().join("schema")).expect("schema directory") {
+        let contents: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).expect("schema is JSON");
+        let id = contents["$id"].as_str().expect("every schema has an $id").to_string();
+        options = options.with_resource(id, jsonschema::Resource::from_contents(contents).expect("a schema resource"));
+    }
+    let validator = options.build(&schema).expect("schema is a valid JSON Schema");
     let errors: Vec<String> =
         validator.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path)).collect();
     assert!(errors.is_empty(), "output violates {schema_file}:\n{}\n{instance:#}", errors.join("\n"));
