@@ -2,6 +2,7 @@
  * much hand-written server code does. Nagle is on unless --nodelay sets TCP_NODELAY on the
  * listening socket (accepted sockets inherit it on Linux). One thread per connection.
  * Usage: c_split_server [--nodelay] [--body-bytes N]. Prints "PORT <n>" once listening. */
+#define _GNU_SOURCE /* strcasestr */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -30,6 +31,10 @@ static void *serve(void *arg) {
             int len = snprintf(head, sizeof head,
                                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n\r\n", body_len);
             if (send(fd, head, (size_t)len, 0) < 0 || send(fd, body, body_len, 0) < 0) goto done;
+            /* HTTP/1.0 without keep-alive: close after the response, as HTTP wants. */
+            *end = 0;
+            int http10 = strstr(buf, " HTTP/1.0\r\n") != NULL && strcasestr(buf, "keep-alive") == NULL;
+            if (http10) goto done;
             memmove(buf, buf + used, have - used);
             have -= used;
             buf[have] = 0;
