@@ -294,7 +294,8 @@ fn examine_within(
     // Does the server close after answering an HTTP/1.0 client that did not ask to keep the
     // connection? A healthy one does at once, so this costs a round trip; one that holds
     // it costs at most HOLD_PROBE_WAIT.
-    if let (Framing::Http { .. }, Some(http10)) = (&workload.framing, http10_without_keep_alive(&request.spec.bytes))
+    if let (Framing::Http { .. }, Some(http10)) =
+        (&workload.framing, http10_without_keep_alive(&request.spec.bytes))
         && !interrupt::interrupted()
         && left() >= HOLD_PROBE_WAIT * 2
     {
@@ -515,7 +516,8 @@ mod tests {
 
     #[test]
     fn the_http10_probe_lowers_the_version_and_drops_connection_headers_only() {
-        let request = b"POST /a?b HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi";
+        let request =
+            b"POST /a?b HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nhi";
         let probe = http10_without_keep_alive(request).unwrap();
         assert_eq!(probe, b"POST /a?b HTTP/1.0\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi");
         assert_eq!(http10_without_keep_alive(b"\x00\x00\x00\x05hello"), None);

@@ -87,6 +87,8 @@ pub enum ProofKind {
     ServerView,
     /// The hop's own diagnosis, run on the upstream address directly.
     UpstreamDiagnosis,
+    /// One request sent to see what the server does (not a change that removes a symptom).
+    Probe,
 }
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the

@@ -97,14 +97,15 @@ pub fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Fi
 
 /// The server held a connection an HTTP/1.0 client expected it to close.
 pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
-    if probe.closed_after.is_some_and(|after| after < HELD_TOO_LONG) {
+    // A server that holds without promising anything is a naive one, not a hop-by-hop leak;
+    // the issue is the promise a client did not ask for.
+    if !probe.said_keep_alive || probe.closed_after.is_some_and(|after| after < HELD_TOO_LONG) {
         return None;
     }
     let held_ms = probe.closed_after.unwrap_or(probe.waited).as_secs_f64() * 1e3;
     let still = if probe.closed_after.is_none() { " and was still open when the probe gave up" } else { "" };
-    let said = if probe.said_keep_alive { " while saying `Connection: keep-alive`" } else { "" };
     let seen = format!(
-        "an HTTP/1.0 request without keep-alive got its response{said}, then the connection stayed open          {held_ms:.0} ms{still}"
+        "an HTTP/1.0 request without keep-alive got its response with `Connection: keep-alive`, then the connection stayed open          {held_ms:.0} ms{still}"
     );
     Some(Finding {
         id: FindingId::UnrequestedKeepAlive,

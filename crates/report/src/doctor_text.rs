@@ -276,6 +276,7 @@ fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
     match (proof.kind, proof.removed) {
         (ProofKind::CaptureRule, _) => "seen in the capture",
         (ProofKind::ServerView, _) => "read on the server",
+        (ProofKind::Probe, _) => "seen",
         (ProofKind::UpstreamDiagnosis, true) => "removed it on that hop",
         (ProofKind::UpstreamDiagnosis, false) => "seen on that hop",
         (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",

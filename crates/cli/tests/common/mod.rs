@@ -269,9 +269,11 @@ pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) 
     let mut options = jsonschema::options();
     for entry in std::fs::read_dir(repo_root().join("schema")).expect("schema directory") {
         let contents: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap()).expect("schema is JSON");
+            serde_json::from_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap())
+                .expect("schema is JSON");
         let id = contents["$id"].as_str().expect("every schema has an $id").to_string();
-        options = options.with_resource(id, jsonschema::Resource::from_contents(contents).expect("a schema resource"));
+        options = options
+            .with_resource(id, jsonschema::Resource::from_contents(contents).expect("a schema resource"));
     }
     let validator = options.build(&schema).expect("schema is a valid JSON Schema");
     let errors: Vec<String> =

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Does reading the server's side of a run slow the run? nodelay bench against nginx (a 13-byte
+file, keep-alive) with the server view (the default for a local target) and with
+--no-server-view, alternating --rounds times; nginx pinned to core 0, nodelay to core 1.
+
+Prints the median requests/s of each and their ratio. Issue 11 sets the target: within 2 %.
+
+Usage: bench/server_view_overhead.py [--rounds 5] [--seconds 5] [--connections 50]
+Exit status 0 when the target is met, 1 otherwise.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vs_wrk import NODELAY, ROOT, start_nginx  # noqa: E402
+
+
+def bench(url, seconds, connections, view):
+    cmd = ["taskset", "-c", "1", NODELAY, "bench", "-q", "--json", "-t", "1",
+           "-c", str(connections), "-d", f"{seconds}s", url]
+    if not view:
+        cmd.append("--no-server-view")
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds + 60)
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{out.stderr}")
+    report = json.loads(out.stdout)
+    if view and not (report["server_view"] or {}).get("available"):
+        sys.exit(f"the server view was not read: {report['server_view']}")
+    return report["requests_per_second"], report["server_view"]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--connections", type=int, default=50)
+    args = parser.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nodelay"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as workdir:
+        nginx, url = start_nginx(workdir)
+        try:
+            with_view, without = [], []
+            for round_number in range(args.rounds):
+                rate, view = bench(url, args.seconds, args.connections, True)
+                with_view.append(rate)
+                rate_off, _ = bench(url, args.seconds, args.connections, False)
+                without.append(rate_off)
+                print(f"round {round_number + 1}: with server view {rate:9.0f} req/s, "
+                      f"without {rate_off:9.0f} req/s; server CPU {view['cpu_per_request_ms'] * 1e3:.1f} µs "
+                      f"per request")
+        finally:
+            nginx.kill()
+            nginx.wait()
+    on, off = statistics.median(with_view), statistics.median(without)
+    ratio = on / off
+    print(f"\nmedian of {args.rounds} rounds: with server view {on:.0f} req/s, without {off:.0f} req/s; "
+          f"ratio {ratio:.3f} (target >= 0.98)")
+    return 0 if ratio >= 0.98 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
