@@ -5,7 +5,7 @@
 %% setsockopt(TCP_NODELAY, 0)), so Nagle holds the body until the client's delayed ACK.
 %% --nodelay applies the fix an Erlang user would: {nodelay, true} in the listen options
 %% (accepted sockets inherit them). Usage: escript erlang_gentcp_server.erl [--nodelay]
-%% [--body-bytes N]. Prints "PORT <n>" once listening.
+%% [--body-bytes N]. An HTTP/1.0 request is answered and the connection closed. Prints "PORT <n>" once listening.
 -mode(compile).
 
 main(Args) ->
@@ -33,10 +33,18 @@ accept(Listen, Head, Body) ->
 
 serve(Socket, Head, Body, Pending) ->
     case binary:split(Pending, <<"\r\n\r\n">>) of
-        [_Request, Rest] ->
-            ok = gen_tcp:send(Socket, Head),
-            ok = gen_tcp:send(Socket, Body),
-            serve(Socket, Head, Body, Rest);
+        [Request, Rest] ->
+            case binary:match(Request, <<" HTTP/1.0\r\n">>) of
+                nomatch ->
+                    ok = gen_tcp:send(Socket, Head),
+                    ok = gen_tcp:send(Socket, Body),
+                    serve(Socket, Head, Body, Rest);
+                _ ->
+                    %% HTTP/1.0: answer without promising keep-alive, then close.
+                    ok = gen_tcp:send(Socket, binary:replace(Head, <<"Connection: keep-alive\r\n">>, <<>>)),
+                    ok = gen_tcp:send(Socket, Body),
+                    gen_tcp:close(Socket)
+            end;
         [_] ->
             case gen_tcp:recv(Socket, 0) of
                 {ok, Data} -> serve(Socket, Head, Body, <<Pending/binary, Data/binary>>);
