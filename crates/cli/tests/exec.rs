@@ -260,6 +260,14 @@ impl Announced {
     }
 }
 
+/// A failed assertion must not leave the program (and its watcher) running.
+impl Drop for Announced {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 #[test]
 fn a_static_server_is_told_and_made_healthy_from_outside() {
     let server = compiled_static("c_split_server.c");
