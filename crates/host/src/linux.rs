@@ -59,6 +59,20 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
     Ok(NodelayChange { processes, dry_run, changed, already_on })
 }
 
+/// The processes behind `target` for the server view: every holder of a listening socket that
+/// accepts it (an Address or a Port), or the process named (a Pid). A copy of each listening
+/// socket is taken and closed at once, so a process that may not be read is an error now
+/// rather than a hole in the view later.
+pub(crate) fn server_processes(target: Target) -> Result<Vec<ProcessInfo>, HostError> {
+    let (mut processes, mut listed) = sockets_of(target)?;
+    listed.retain(|socket| socket.entry.state == TcpState::Listen);
+    let mut taken = take_all(&processes, listed)?;
+    if !matches!(target, Target::Pid(_)) {
+        keep_accepting(target, &mut processes, &mut taken);
+    }
+    Ok(processes)
+}
+
 /// Leaves out what an IPv4 address target does not reach: a wildcard IPv6 listener with
 /// IPV6_V6ONLY, and the processes left with no socket.
 fn keep_accepting(target: Target, processes: &mut Vec<ProcessInfo>, taken: &mut Vec<(Listed, OwnedFd)>) {
