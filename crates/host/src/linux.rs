@@ -80,8 +80,18 @@ fn keep_accepting(target: Target, processes: &mut Vec<ProcessInfo>, taken: &mut 
         && address.is_ipv4()
     {
         taken.retain(|(socket, copy)| !(socket.entry.local_address.is_ipv6() && pidfd::v6only(copy)));
-        processes.retain(|process| taken.iter().any(|(socket, _)| socket.pid == process.pid));
+        let accepting: HashSet<u64> = taken.iter().map(|(socket, _)| socket.inode).collect();
+        // A socket shared by several processes (nginx's master and workers) is listed once,
+        // under the first: ask each process for its own descriptors.
+        processes.retain(|process| holds_any(process.pid, &accepting));
     }
+}
+
+/// Whether process `pid` (still) has a descriptor for one of `inodes`.
+fn holds_any(pid: i32, inodes: &HashSet<u64>) -> bool {
+    Process::new(pid)
+        .and_then(|process| socket_fds(&process))
+        .is_ok_and(|sockets| sockets.iter().any(|(_, inode)| inodes.contains(inode)))
 }
 
 /// Turns TCP_NODELAY off again on the sockets `change` turned it on, those that still exist
