@@ -73,6 +73,8 @@ struct Moment {
     pairs: HashSet<Pair>,
     /// Processes that could not be read (index in the watched list), and why.
     failed: Vec<(usize, ProcError)>,
+    /// Why no socket table could be read (then there are no sockets or pairs).
+    table_failure: Option<ProcError>,
 }
 
 impl ServerWatch {
@@ -92,8 +94,11 @@ impl ServerWatch {
         let started = Instant::now();
         let mut unread = Vec::new();
         let pressure_some_us = read_pressure(&mut unread);
-        let moment = read_moment(&watched, &mut unread).map_err(|e| table_error(target, e))?;
-        let moment = drop_ended(target, &mut watched, moment)?;
+        let moment = read_moment(&watched, &mut unread);
+        let mut moment = drop_ended(target, &mut watched, moment)?;
+        if let Some(error) = moment.table_failure.take() {
+            return Err(table_error(target, error));
+        }
         let start = start_values(moment, pressure_some_us, unread, &watched)?;
         let sampled = watched.iter().filter_map(|w| Watched::open(w.info.clone()).ok()).collect();
         let sampler = Sampler::start(sampled, start.listening_ports.clone())
@@ -115,11 +120,8 @@ impl ServerWatch {
         let mut unread = start.unread.clone();
         watched.extend(late_holders(target, &watched, &mut unread));
         let pressure_some_us = read_pressure(&mut unread);
-        let end = read_moment(&watched, &mut unread).unwrap_or_else(|error| {
-            unread.push(format!("socket table at the end: {error}"));
-            Moment::empty()
-        });
-        note_failed(&watched, &end.failed, &mut unread);
+        let end = read_moment(&watched, &mut unread);
+        note_failed(&watched, &end, &mut unread);
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
         let threads = thread_loads(&watched, &start.threads, &end.threads);
         let connections = connection_readings(&start, &end, sampled, &mut unread);
@@ -147,16 +149,20 @@ impl Moment {
             sockets: Vec::new(),
             pairs: HashSet::new(),
             failed: Vec::new(),
+            table_failure: None,
         }
     }
 }
 
-/// Reads every watched process; an error only when no socket table could be read.
-fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Result<Moment, ProcError> {
-    let tables = reading::socket_tables(watched)?;
+/// Reads every watched process, and the socket tables of their namespaces.
+fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Moment {
+    let (tables, table_failure) = match reading::socket_tables(watched) {
+        Ok(tables) => (tables, None),
+        Err(error) => (HashMap::new(), Some(error)),
+    };
     let by_netns: HashMap<u64, _> =
         tables.iter().map(|(netns, entries)| (*netns, reading::by_inode(entries))).collect();
-    let mut moment = Moment { pairs: reading::all_pairs(&tables), ..Moment::empty() };
+    let mut moment = Moment { pairs: reading::all_pairs(&tables), table_failure, ..Moment::empty() };
     let mut seen = HashSet::new();
     let no_table = HashMap::new();
     for (index, one) in watched.iter().enumerate() {
@@ -170,7 +176,7 @@ fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Result<Moment, 
             Err(error) => moment.failed.push((index, error)),
         }
     }
-    Ok(moment)
+    moment
 }
 
 /// At the start: a process that ended since it was found leaves the watch (a PID target is
@@ -263,8 +269,15 @@ fn late_holders(target: Target, watched: &[Watched], unread: &mut Vec<String>) -
         .collect()
 }
 
-fn note_failed(watched: &[Watched], failed: &[(usize, ProcError)], unread: &mut Vec<String>) {
-    for (index, error) in failed {
+/// Says what the end could not read: processes that ended or refused, and the socket table
+/// (when some process could be read: otherwise the processes' ending says it all).
+fn note_failed(watched: &[Watched], end: &Moment, unread: &mut Vec<String>) {
+    if let Some(error) = &end.table_failure
+        && !end.cpu.is_empty()
+    {
+        unread.push(format!("socket table at the end: {error}"));
+    }
+    for (index, error) in &end.failed {
         let named = watched[*index].named();
         unread.push(match error {
             ProcError::NotFound(_) => format!("{named} ended during the run: its CPU time is not counted"),
