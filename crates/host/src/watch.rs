@@ -6,9 +6,10 @@
 //! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
 //! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in /proc/net/tcp{,6}) of
-//!   which they are the client; the table's connections before and after; TCP_INFO
-//!   `segments_out` of the connections that lived through the run, through `pidfd_getfd`
-//!   copies closed at once.
+//!   which they are the client, at the start and the end; in between, every ~100 ms, the
+//!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
+//!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
+//!   connections that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
 //!
 //! Limits of the upstream counts, which come from socket tables, not from tracing:
