@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 /// `burn MS` (CPU on a thread named `burner`, started on first use), `sleep MS`,
 /// `hold PORT N` (N connections to 127.0.0.1:PORT, kept), `close PORT` (closes them),
 /// `churn PORT N` (N fresh connections, each closed at once), `send PORT N` (N one-byte
-/// messages over the first held connection to PORT, each awaiting its echo).
+/// messages over the first held connection to PORT, each awaiting its echo),
+/// `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
 /// With `fork` as argument, a second process (a worker) shares the listening socket.
 const SERVER: &str = r#"
 import ctypes, os, queue, socket, sys, threading, time
@@ -50,6 +51,12 @@ def run(command, args):
     elif command == 'churn':
         for _ in range(int(args[1])):
             socket.create_connection(('127.0.0.1', int(args[0]))).close()
+    elif command == 'churn_forever':
+        port = int(args[0])
+        def churn():
+            while True:
+                socket.create_connection(('127.0.0.1', port)).close()
+        threading.Thread(target=churn, daemon=True).start()
     elif command == 'send':
         connection = held[int(args[0])][0]
         for _ in range(int(args[1])):
