@@ -1,6 +1,7 @@
 //! Other systems have neither /proc nor pidfd_getfd: every call says so.
 
-use crate::{HostError, Inspection, NodelayChange, Restored, Target};
+use crate::{HostError, Inspection, NodelayChange, Restored, ServerView, Target};
+use std::convert::Infallible;
 
 const WHY: &str = "reading another process's sockets needs Linux (pidfd_getfd)";
 
@@ -19,4 +20,23 @@ pub fn restore(_change: &NodelayChange) -> Restored {
 
 pub fn force_nodelay(_pid: i32) -> Result<usize, HostError> {
     Err(HostError::Unsupported(WHY))
+}
+
+/// Never built here: `start` says why.
+pub struct ServerWatch {
+    never: Infallible,
+}
+
+impl ServerWatch {
+    pub fn start(_target: Target) -> Result<ServerWatch, HostError> {
+        Err(HostError::Unsupported("the server view reads /proc, which only Linux has"))
+    }
+
+    pub fn samples_taken(&self) -> u64 {
+        match self.never {}
+    }
+
+    pub fn finish(self) -> Result<ServerView, HostError> {
+        match self.never {}
+    }
 }

@@ -8,29 +8,34 @@
 //! inherit TCP_NODELAY from it. Copies are closed as soon as they have been read or set: a
 //! copy held open would keep a connection alive after the process closed it.
 //!
+//! [`ServerWatch`] reads the server's side of a run from /proc: CPU, threads on and off a
+//! CPU, the upstream connections it opened, and the machine's CPU pressure.
+//!
 //! Linux only: elsewhere every call returns [`HostError::Unsupported`].
 
 mod error;
 mod server_view;
 mod target;
 mod types;
-mod watch;
 
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
 mod pidfd;
+#[cfg(target_os = "linux")]
+mod watch;
 
 pub use error::HostError;
 pub use server_view::{CpuPressure, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
 pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
-pub use watch::ServerWatch;
 
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};
+#[cfg(target_os = "linux")]
+pub use watch::ServerWatch;
 
 #[cfg(not(target_os = "linux"))]
 mod elsewhere;
 #[cfg(not(target_os = "linux"))]
-pub use elsewhere::{force_nodelay, inspect, restore, set_nodelay};
+pub use elsewhere::{ServerWatch, force_nodelay, inspect, restore, set_nodelay};

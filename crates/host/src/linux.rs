@@ -15,11 +15,11 @@ pub(crate) const NEEDS_PIDFD: &str =
     "reading another process's sockets needs Linux 5.6 or later (pidfd_getfd)";
 
 /// A TCP socket of a process, listed from /proc but not yet taken.
-struct Listed {
-    pid: i32,
-    fd: i32,
-    inode: u64,
-    entry: TcpNetEntry,
+pub(crate) struct Listed {
+    pub(crate) pid: i32,
+    pub(crate) fd: i32,
+    pub(crate) inode: u64,
+    pub(crate) entry: TcpNetEntry,
 }
 
 /// The TCP sockets of the target, read through copies of their descriptors.
@@ -38,13 +38,7 @@ pub fn inspect(target: Target) -> Result<Inspection, HostError> {
 pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostError> {
     let (mut processes, listed) = sockets_of(target)?;
     let mut taken = take_all(&processes, listed)?;
-    if let Target::Address(address) = target
-        && address.is_ipv4()
-    {
-        // A wildcard IPv6 listener with IPV6_V6ONLY does not accept the IPv4 target.
-        taken.retain(|(socket, copy)| !(socket.entry.local_address.is_ipv6() && pidfd::v6only(copy)));
-        processes.retain(|process| taken.iter().any(|(socket, _)| socket.pid == process.pid));
-    }
+    keep_accepting(target, &mut processes, &mut taken);
     let mut changed: Vec<(SocketView, &OwnedFd)> = Vec::new();
     let mut already_on = 0;
     for (socket, copy) in &taken {
@@ -63,6 +57,41 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
     }
     let changed = changed.into_iter().map(|(before, _)| before).collect();
     Ok(NodelayChange { processes, dry_run, changed, already_on })
+}
+
+/// The processes behind `target` for the server view: every holder of a listening socket that
+/// accepts it (an Address or a Port), or the process named (a Pid). A copy of each listening
+/// socket is taken and closed at once, so a process that may not be read is an error now
+/// rather than a hole in the view later.
+pub(crate) fn server_processes(target: Target) -> Result<Vec<ProcessInfo>, HostError> {
+    let (mut processes, mut listed) = sockets_of(target)?;
+    listed.retain(|socket| socket.entry.state == TcpState::Listen);
+    let mut taken = take_all(&processes, listed)?;
+    if !matches!(target, Target::Pid(_)) {
+        keep_accepting(target, &mut processes, &mut taken);
+    }
+    Ok(processes)
+}
+
+/// Leaves out what an IPv4 address target does not reach: a wildcard IPv6 listener with
+/// IPV6_V6ONLY, and the processes left with no socket.
+fn keep_accepting(target: Target, processes: &mut Vec<ProcessInfo>, taken: &mut Vec<(Listed, OwnedFd)>) {
+    if let Target::Address(address) = target
+        && address.is_ipv4()
+    {
+        taken.retain(|(socket, copy)| !(socket.entry.local_address.is_ipv6() && pidfd::v6only(copy)));
+        let accepting: HashSet<u64> = taken.iter().map(|(socket, _)| socket.inode).collect();
+        // A socket shared by several processes (nginx's master and workers) is listed once,
+        // under the first: ask each process for its own descriptors.
+        processes.retain(|process| holds_any(process.pid, &accepting));
+    }
+}
+
+/// Whether process `pid` (still) has a descriptor for one of `inodes`.
+fn holds_any(pid: i32, inodes: &HashSet<u64>) -> bool {
+    Process::new(pid)
+        .and_then(|process| socket_fds(&process))
+        .is_ok_and(|sockets| sockets.iter().any(|(_, inode)| inodes.contains(inode)))
 }
 
 /// Turns TCP_NODELAY off again on the sockets `change` turned it on, those that still exist
@@ -141,7 +170,7 @@ fn is_local_ip(ip: IpAddr) -> bool {
 }
 
 /// An IPv4-mapped IPv6 address as the IPv4 address it stands for.
-fn mapped(ip: IpAddr) -> IpAddr {
+pub(crate) fn mapped(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
@@ -273,7 +302,7 @@ fn state(state: &TcpState) -> SocketState {
     }
 }
 
-fn open_process(pid: i32) -> Result<Process, HostError> {
+pub(crate) fn open_process(pid: i32) -> Result<Process, HostError> {
     let process = Process::new(pid).map_err(|e| proc_error(e, pid, None))?;
     // Process::new only opens /proc/PID, which threads have too (unlisted).
     let status = process.status().map_err(|e| proc_error(e, pid, None))?;
@@ -287,16 +316,20 @@ fn open_process(pid: i32) -> Result<Process, HostError> {
     Ok(process)
 }
 
-fn process_info(process: &Process) -> Result<ProcessInfo, HostError> {
+pub(crate) fn process_info(process: &Process) -> Result<ProcessInfo, HostError> {
     let pid = process.pid;
-    let command = process.stat().map_err(|e| proc_error(e, pid, None))?.comm;
-    // A program names itself: never let it put escape sequences on the user's terminal.
-    let command = command.chars().map(|c| if c.is_control() { '?' } else { c }).collect();
+    let command = printable(&process.stat().map_err(|e| proc_error(e, pid, None))?.comm);
     let uid = process.uid().map_err(|e| proc_error(e, pid, None))?;
     Ok(ProcessInfo { pid, command, uid })
 }
 
-fn proc_error(error: ProcError, pid: i32, info: Option<&ProcessInfo>) -> HostError {
+/// A program names itself (and its threads): never let it put escape sequences on the
+/// user's terminal.
+pub(crate) fn printable(name: &str) -> String {
+    name.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+pub(crate) fn proc_error(error: ProcError, pid: i32, info: Option<&ProcessInfo>) -> HostError {
     match error {
         ProcError::NotFound(_) => HostError::NoSuchProcess(pid),
         ProcError::PermissionDenied(_) => match info {
@@ -314,18 +347,10 @@ fn proc_error(error: ProcError, pid: i32, info: Option<&ProcessInfo>) -> HostErr
 /// The TCP sockets among the process's descriptors, with their /proc/PID/net/tcp entries
 /// (the process's own network namespace).
 fn listed_sockets(process: &Process, info: &ProcessInfo) -> Result<Vec<Listed>, HostError> {
-    let fds = process.fd().map_err(|e| proc_error(e, info.pid, Some(info)))?;
-    let mut sockets: Vec<(i32, u64)> = fds
-        .filter_map(Result::ok)
-        .filter_map(|fd| match fd.target {
-            FDTarget::Socket(inode) => Some((fd.fd, inode)),
-            _ => None,
-        })
-        .collect();
+    let sockets = socket_fds(process).map_err(|e| proc_error(e, info.pid, Some(info)))?;
     if sockets.is_empty() {
         return Ok(Vec::new());
     }
-    sockets.sort_unstable();
     let table = tcp_table(Some(process)).map_err(|e| proc_error(e, info.pid, Some(info)))?;
     Ok(sockets
         .into_iter()
@@ -337,13 +362,35 @@ fn listed_sockets(process: &Process, info: &ProcessInfo) -> Result<Vec<Listed>, 
         .collect())
 }
 
-/// TCP sockets by inode: the process's network namespace, or ours.
-fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TcpNetEntry>, ProcError> {
-    let (v4, v6) = match process {
+/// The process's descriptors that are sockets, as (descriptor, inode), by descriptor.
+pub(crate) fn socket_fds(process: &Process) -> Result<Vec<(i32, u64)>, ProcError> {
+    let mut sockets: Vec<(i32, u64)> = process
+        .fd()?
+        .filter_map(Result::ok)
+        .filter_map(|fd| match fd.target {
+            FDTarget::Socket(inode) => Some((fd.fd, inode)),
+            _ => None,
+        })
+        .collect();
+    sockets.sort_unstable();
+    Ok(sockets)
+}
+
+/// Every line of /proc/net/tcp and tcp6 (a machine without IPv6 has no tcp6): the process's
+/// network namespace, or ours. Sockets without a process (TIME-WAIT) have inode 0.
+pub(crate) fn tcp_entries(process: Option<&Process>) -> Result<Vec<TcpNetEntry>, ProcError> {
+    let (mut v4, v6) = match process {
         Some(process) => (process.tcp()?, process.tcp6().unwrap_or_default()),
         None => (procfs::net::tcp()?, procfs::net::tcp6().unwrap_or_default()),
     };
-    Ok(v4.into_iter().chain(v6).filter(|entry| entry.inode != 0).map(|entry| (entry.inode, entry)).collect())
+    v4.extend(v6);
+    Ok(v4)
+}
+
+/// TCP sockets by inode: the process's network namespace, or ours.
+fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TcpNetEntry>, ProcError> {
+    let entries = tcp_entries(process)?;
+    Ok(entries.into_iter().filter(|entry| entry.inode != 0).map(|entry| (entry.inode, entry)).collect())
 }
 
 /// The processes holding a listening socket on `port` whose bound address `accepts`.
@@ -393,7 +440,7 @@ fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<P
 }
 
 /// Which permission is missing, in words, for a process whose descriptors we may not take.
-fn no_permission(info: &ProcessInfo) -> HostError {
+pub(crate) fn no_permission(info: &ProcessInfo) -> HostError {
     // SAFETY: geteuid cannot fail.
     let euid = unsafe { libc::geteuid() };
     let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")

@@ -1,24 +1,384 @@
 //! Watching a server through a run: [`ServerWatch::start`] reads the start values of the
 //! processes behind a target, a background thread samples their outgoing connections while
 //! the run lasts, and [`ServerWatch::finish`] reads the end values into a [`ServerView`].
+//!
+//! What is read, and where:
+//! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
+//! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
+//! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in /proc/net/tcp{,6}) of
+//!   which they are the client, at the start and the end; in between, every ~100 ms, the
+//!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
+//!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
+//!   connections that lived through the run. Every copy is closed at once.
+//! - CPU pressure: /proc/pressure/cpu `some ... total=`.
+//!
+//! Limits of the upstream counts, which come from socket tables, not from tracing:
+//! - `opened` counts connections to the destination that are in the table at the end (a
+//!   closed one stays in TIME-WAIT for 60 s on the side that closed first) or that the sampler
+//!   saw, and were not in the table at the start. So a connection to the same destination
+//!   opened by *another* process is counted too; one opened and closed during the run is
+//!   missed when the destination closed first on another host (our side never enters
+//!   TIME-WAIT), when it was reset (no TIME-WAIT either) or when it closed more than 60 s
+//!   before the end; and with `tcp_tw_reuse` (the default on loopback) a 4-tuple still in
+//!   TIME-WAIT from before the start can be reused after 1 s and then is not new.
+//! - A destination is known only if the server held a connection to it at the start, at
+//!   the end, or at one of the sampler's instants (every ~100 ms): a server that opens a
+//!   connection for a few microseconds, rarely, may not be caught.
+//! - The processes are those holding the listening socket at the start, and those that hold
+//!   it at the end (counted since they started: a worker forked during the run).
 
-use crate::{HostError, ServerView, Target};
+mod connections;
+mod load;
+mod reading;
+mod sampler;
+
+use crate::linux::{no_permission, proc_error, server_processes};
+use crate::{CpuPressure, HostError, ServerView, Target, ThreadLoad};
+use connections::{ConnectionReadings, Pair};
+use load::{CpuTicks, ThreadTimes};
+use procfs::ProcError;
+use reading::{HeldSocket, Watched};
+use sampler::Sampler;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::time::Instant;
 
 /// A server being watched; dropping it without `finish` stops the sampling.
 pub struct ServerWatch {
-    _target: Target,
+    target: Target,
+    started: Instant,
+    watched: Vec<Watched>,
+    start: Start,
+    sampler: Sampler,
+}
+
+/// The start values.
+struct Start {
+    cpu: HashMap<i32, CpuTicks>,
+    threads: Vec<ThreadTimes>,
+    pairs: HashSet<Pair>,
+    listening_ports: HashSet<u16>,
+    destinations: BTreeSet<SocketAddr>,
+    /// The server's client connections, by inode: destination and segments sent so far.
+    segments_out: HashMap<u64, (SocketAddr, u32)>,
+    pressure_some_us: Option<u64>,
+    unread: Vec<String>,
+}
+
+/// The watched processes at one instant.
+struct Moment {
+    cpu: HashMap<i32, CpuTicks>,
+    threads: Vec<ThreadTimes>,
+    /// Each socket once, under the first process that holds it.
+    sockets: Vec<HeldSocket>,
+    pairs: HashSet<Pair>,
+    /// Processes that could not be read (index in the watched list), and why.
+    failed: Vec<(usize, ProcError)>,
+    /// Why no socket table could be read (then there are no sockets or pairs).
+    table_failure: Option<ProcError>,
 }
 
 impl ServerWatch {
     /// Finds the processes behind `target` (every holder of its listening socket, as
     /// `inspect` does) and reads their start values.
     pub fn start(target: Target) -> Result<ServerWatch, HostError> {
-        let _ = target;
-        Err(HostError::Unsupported("the server view is not built yet"))
+        let processes = server_processes(target)?;
+        let mut watched = processes
+            .into_iter()
+            .filter_map(|info| match Watched::open(info.clone()) {
+                Ok(watched) => Some(Ok(watched)),
+                // A worker that ended since it was found: it takes no part in the run.
+                Err(ProcError::NotFound(_)) if !matches!(target, Target::Pid(_)) => None,
+                Err(error) => Some(Err(proc_error(error, info.pid, Some(&info)))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let started = Instant::now();
+        let mut unread = Vec::new();
+        let pressure_some_us = read_pressure(&mut unread);
+        let moment = read_moment(&watched, &mut unread);
+        let mut moment = drop_ended(target, &mut watched, moment)?;
+        if let Some(error) = moment.table_failure.take() {
+            return Err(table_error(target, error));
+        }
+        let start = start_values(moment, pressure_some_us, unread, &watched)?;
+        let sampled = watched.iter().filter_map(|w| Watched::open(w.info.clone()).ok()).collect();
+        let sampler = Sampler::start(sampled, start.listening_ports.clone())
+            .map_err(|e| HostError::io("starting the server view's sampling thread", e))?;
+        Ok(ServerWatch { target, started, watched, start, sampler })
+    }
+
+    /// Samples of the server's outgoing connections taken so far, one every ~100 ms: a run
+    /// shorter than a sample learns its upstreams only from the start and the end.
+    pub fn samples_taken(&self) -> u64 {
+        self.sampler.samples()
     }
 
     /// Reads the end values: the server's side of the run since `start`.
     pub fn finish(self) -> Result<ServerView, HostError> {
-        Err(HostError::Unsupported("the server view is not built yet"))
+        let ServerWatch { target, started, mut watched, start, sampler } = self;
+        let sampled = sampler.stop();
+        let wall_us = duration_us(started.elapsed());
+        let mut unread = start.unread.clone();
+        watched.extend(late_holders(target, &watched, &mut unread));
+        let pressure_some_us = read_pressure(&mut unread);
+        let end = read_moment(&watched, &mut unread);
+        note_failed(&watched, &end, &mut unread);
+        let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
+        let threads = thread_loads(&watched, &start.threads, &end.threads);
+        let connections = connection_readings(&start, &end, sampled, &mut unread);
+        let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
+        processes.sort_by_key(|p| p.pid);
+        Ok(ServerView {
+            processes,
+            wall_us,
+            cpu_user_us,
+            cpu_system_us,
+            threads,
+            upstreams: connections::upstreams(&connections),
+            cpu_pressure: pressure_share(start.pressure_some_us, pressure_some_us, wall_us),
+            online_cpus: reading::online_cpus(),
+            unread,
+        })
     }
+}
+
+impl Moment {
+    fn empty() -> Moment {
+        Moment {
+            cpu: HashMap::new(),
+            threads: Vec::new(),
+            sockets: Vec::new(),
+            pairs: HashSet::new(),
+            failed: Vec::new(),
+            table_failure: None,
+        }
+    }
+}
+
+/// Reads every watched process, and the socket tables of their namespaces.
+fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Moment {
+    let (tables, table_failure) = match reading::socket_tables(watched) {
+        Ok(tables) => (tables, None),
+        Err(error) => (HashMap::new(), Some(error)),
+    };
+    let by_netns: HashMap<u64, _> =
+        tables.iter().map(|(netns, entries)| (*netns, reading::by_inode(entries))).collect();
+    let mut moment = Moment { pairs: reading::all_pairs(&tables), table_failure, ..Moment::empty() };
+    let mut seen = HashSet::new();
+    let no_table = HashMap::new();
+    for (index, one) in watched.iter().enumerate() {
+        let table = by_netns.get(&one.netns).unwrap_or(&no_table);
+        match reading::read_process(one, table, unread) {
+            Ok(process) => {
+                moment.cpu.insert(one.info.pid, process.cpu);
+                moment.threads.extend(process.threads);
+                moment.sockets.extend(process.sockets.into_iter().filter(|s| seen.insert(s.inode)));
+            }
+            Err(error) => moment.failed.push((index, error)),
+        }
+    }
+    moment
+}
+
+/// At the start: a process that ended since it was found leaves the watch (a PID target is
+/// then gone); one that may not be read is an error.
+fn drop_ended(target: Target, watched: &mut Vec<Watched>, mut moment: Moment) -> Result<Moment, HostError> {
+    let mut ended = HashSet::new();
+    for (index, error) in moment.failed.drain(..) {
+        let info = &watched[index].info;
+        match error {
+            ProcError::NotFound(_) if !matches!(target, Target::Pid(_)) => ended.insert(info.pid),
+            error => return Err(proc_error(error, info.pid, Some(info))),
+        };
+    }
+    watched.retain(|w| !ended.contains(&w.info.pid));
+    match target {
+        Target::Address(address) if watched.is_empty() => Err(HostError::NobodyListens(address.port())),
+        Target::Port(port) if watched.is_empty() => Err(HostError::NobodyListens(port)),
+        _ => Ok(moment),
+    }
+}
+
+fn table_error(target: Target, error: ProcError) -> HostError {
+    match error {
+        ProcError::NotFound(_) => match target {
+            Target::Pid(pid) => HostError::NoSuchProcess(pid),
+            Target::Port(port) => HostError::NobodyListens(port),
+            Target::Address(address) => HostError::NobodyListens(address.port()),
+        },
+        other => HostError::io("reading the socket table", std::io::Error::other(other.to_string())),
+    }
+}
+
+fn start_values(
+    moment: Moment,
+    pressure_some_us: Option<u64>,
+    unread: Vec<String>,
+    watched: &[Watched],
+) -> Result<Start, HostError> {
+    let listening_ports = reading::listening_ports(&moment.sockets);
+    let clients: Vec<&HeldSocket> = moment.sockets.iter().filter(|s| s.is_client(&listening_ports)).collect();
+    let destinations = clients.iter().map(|s| s.remote).collect();
+    let mut segments_out = HashMap::new();
+    for one in watched {
+        let mine: Vec<&HeldSocket> = clients.iter().copied().filter(|s| s.pid == one.info.pid).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let read = reading::segments_out(one.info.pid, &mine).map_err(|e| match e.raw_os_error() {
+            Some(libc::EPERM) => no_permission(&one.info),
+            _ => HostError::io(format!("reading the connections of {}", one.named()), e),
+        })?;
+        for socket in mine {
+            if let Some(segments) = read.get(&socket.inode) {
+                segments_out.insert(socket.inode, (socket.remote, *segments));
+            }
+        }
+    }
+    Ok(Start {
+        cpu: moment.cpu,
+        threads: moment.threads,
+        pairs: moment.pairs,
+        listening_ports,
+        destinations,
+        segments_out,
+        pressure_some_us,
+        unread,
+    })
+}
+
+/// Processes that hold the listening socket at the end but were not watched from the start.
+fn late_holders(target: Target, watched: &[Watched], unread: &mut Vec<String>) -> Vec<Watched> {
+    if matches!(target, Target::Pid(_)) {
+        return Vec::new();
+    }
+    let holders = match server_processes(target) {
+        Ok(holders) => holders,
+        Err(HostError::NobodyListens(port)) => {
+            unread.push(format!("nothing listened on port {port} any more at the end"));
+            return Vec::new();
+        }
+        Err(error) => {
+            unread.push(format!("the listening socket's holders at the end: {error}"));
+            return Vec::new();
+        }
+    };
+    holders
+        .into_iter()
+        .filter(|info| watched.iter().all(|w| w.info.pid != info.pid))
+        .filter_map(|info| Watched::open(info).ok())
+        .collect()
+}
+
+/// Says what the end could not read: processes that ended or refused, and the socket table
+/// (when some process could be read: otherwise the processes' ending says it all).
+fn note_failed(watched: &[Watched], end: &Moment, unread: &mut Vec<String>) {
+    if let Some(error) = &end.table_failure
+        && !end.cpu.is_empty()
+    {
+        unread.push(format!("socket table at the end: {error}"));
+    }
+    for (index, error) in &end.failed {
+        let named = watched[*index].named();
+        unread.push(match error {
+            ProcError::NotFound(_) => format!("{named} ended during the run: its CPU time is not counted"),
+            error => format!("{named}: {error}"),
+        });
+    }
+}
+
+/// User and system CPU time of the processes read at the end, since the start.
+fn cpu_since(start: &HashMap<i32, CpuTicks>, end: &HashMap<i32, CpuTicks>) -> (u64, u64) {
+    let ticks_per_second = procfs::ticks_per_second();
+    let spent = end.iter().map(|(pid, now)| now.since(start.get(pid).copied()));
+    let (user, system) = spent.fold((0, 0), |(user, system), t| (user + t.user, system + t.system));
+    (load::ticks_to_us(user, ticks_per_second), load::ticks_to_us(system, ticks_per_second))
+}
+
+fn thread_loads(watched: &[Watched], start: &[ThreadTimes], end: &[ThreadTimes]) -> Vec<ThreadLoad> {
+    load::busiest_threads(start, end)
+        .into_iter()
+        .map(|thread| ThreadLoad {
+            pid: thread.pid,
+            tid: thread.tid,
+            name: watched
+                .iter()
+                .find(|w| w.info.pid == thread.pid)
+                .map_or_else(|| "?".into(), |w| reading::thread_name(&w.process, thread.tid)),
+            on_cpu_us: thread.on_cpu_ns / 1_000,
+            waiting_for_cpu_us: thread.waiting_for_cpu_ns / 1_000,
+        })
+        .collect()
+}
+
+fn connection_readings(
+    start: &Start,
+    end: &Moment,
+    sampled: sampler::Sampled,
+    unread: &mut Vec<String>,
+) -> ConnectionReadings {
+    let listening: HashSet<u16> =
+        start.listening_ports.union(&reading::listening_ports(&end.sockets)).copied().collect();
+    let clients: Vec<&HeldSocket> = end.sockets.iter().filter(|s| s.is_client(&listening)).collect();
+    let mut destinations = start.destinations.clone();
+    destinations.extend(sampled.destinations);
+    destinations.extend(clients.iter().map(|s| s.remote));
+    let mut established_at_end = HashMap::new();
+    for socket in clients.iter().filter(|s| s.state == procfs::net::TcpState::Established) {
+        *established_at_end.entry(socket.remote).or_default() += 1;
+    }
+    let mut after_start = sampled.pairs;
+    after_start.extend(end.pairs.iter().copied());
+    ConnectionReadings {
+        destinations,
+        at_start: start.pairs.clone(),
+        after_start,
+        established_at_end,
+        pooled_segments_out: pooled_segments_out(start, &clients, unread),
+    }
+}
+
+/// Segments sent during the run on the client connections that lived through it, by
+/// destination. `segments_out` is a 32-bit counter: it may have wrapped once.
+fn pooled_segments_out(
+    start: &Start,
+    clients: &[&HeldSocket],
+    unread: &mut Vec<String>,
+) -> HashMap<SocketAddr, u64> {
+    let mut by_pid: HashMap<i32, Vec<&HeldSocket>> = HashMap::new();
+    for socket in clients.iter().filter(|s| start.segments_out.contains_key(&s.inode)) {
+        by_pid.entry(socket.pid).or_default().push(socket);
+    }
+    let mut pooled = HashMap::new();
+    for (pid, sockets) in by_pid {
+        match reading::segments_out(pid, &sockets) {
+            Ok(now) => {
+                for (inode, segments) in now {
+                    let (destination, before) = start.segments_out[&inode];
+                    *pooled.entry(destination).or_default() += u64::from(segments.wrapping_sub(before));
+                }
+            }
+            Err(error) => {
+                unread.push(format!("segments sent on the pooled connections of PID {pid}: {error}"))
+            }
+        }
+    }
+    pooled
+}
+
+fn read_pressure(unread: &mut Vec<String>) -> Option<u64> {
+    reading::cpu_pressure_some_us().unwrap_or_else(|error| {
+        unread.push(format!("CPU pressure: {error}"));
+        None
+    })
+}
+
+fn pressure_share(start_us: Option<u64>, end_us: Option<u64>, wall_us: u64) -> Option<CpuPressure> {
+    let waited_us = end_us?.saturating_sub(start_us?);
+    let share = (waited_us as f64 / wall_us.max(1) as f64).clamp(0.0, 1.0);
+    Some(CpuPressure { some_waiting_share: share })
+}
+
+fn duration_us(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }

@@ -2,6 +2,8 @@
 //! oneself) and a child process's, found by its port.
 #![cfg(target_os = "linux")]
 
+mod support;
+
 use nodelay_host::{HostError, SocketState, Target, inspect, restore, set_nodelay};
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
@@ -138,4 +140,18 @@ fn a_thread_is_not_a_process() {
     assert_eq!(error.to_string(), format!("{tid} is a thread of PID {pid}, not a process: name PID {pid}"));
     stop.send(()).unwrap();
     thread.join().unwrap();
+}
+
+/// nginx's shape: a master and a worker hold one listening socket, listed once; both are
+/// processes of the change made through it.
+#[test]
+fn every_holder_of_a_shared_listener_is_named() {
+    let server = support::Server::spawn_forked();
+    let mut expected = vec![server.pid(), server.worker_pid.expect("a forked worker")];
+    expected.sort_unstable();
+    let change = set_nodelay(Target::Address(server.address()), true).unwrap();
+    let mut pids: Vec<i32> = change.processes.iter().map(|p| p.pid).collect();
+    pids.sort_unstable();
+    assert_eq!(pids, expected);
+    assert_eq!(change.listening_changed(), 1, "one socket, however many hold it");
 }

@@ -1,0 +1,235 @@
+//! The background thread that learns where the server connects while a run lasts. Every
+//! ~100 ms it lists the processes' socket descriptors (/proc/PID/fd) and asks only the
+//! sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
+//! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
+//! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
+//! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
+//! steady set of connections costs one directory listing per process and sample. The
+//! thread waits longer after a costlier sample (a server with very many sockets), to stay
+//! under 1 % of one CPU.
+//!
+//! A copy is the server's socket: while it is held (microseconds), a `close` by the server
+//! sends its FIN only when the copy is closed too.
+
+use super::connections::{self, Pair};
+use super::reading::Watched;
+use crate::linux::socket_fds;
+use crate::pidfd::{self, PidFd};
+use socket2::{Protocol, SockRef, Type};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The thread's name (at most 15 bytes), to find it in /proc/self/task.
+pub const THREAD_NAME: &str = "nodelay-sampler";
+const INTERVAL: Duration = Duration::from_millis(100);
+/// The wait after a sample is at least this many times the sample's own CPU time.
+const WAIT_PER_CPU: u32 = 100;
+/// Bounds the memory of a long run with a connection per request; beyond it, `opened`
+/// relies on the end's table alone.
+const MAX_PAIRS: usize = 65_536;
+
+/// What the sampler learned during the run.
+#[derive(Debug, Default)]
+pub struct Sampled {
+    /// The remote addresses of the server's client connections.
+    pub destinations: BTreeSet<SocketAddr>,
+    /// Those connections themselves.
+    pub pairs: HashSet<Pair>,
+}
+
+/// The running sampler; dropping it stops the thread and waits for it (at most one sample).
+pub struct Sampler {
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<Sampled>>,
+    samples: Arc<AtomicU64>,
+}
+
+impl Sampler {
+    pub fn start(watched: Vec<Watched>, listening_ports: HashSet<u16>) -> io::Result<Sampler> {
+        let (stop, stopped) = mpsc::channel();
+        let samples = Arc::new(AtomicU64::new(0));
+        let knowledge = Knowledge { listening_ports, known: HashMap::new(), sampled: Sampled::default() };
+        let learner = Learner { watched, samples: Arc::clone(&samples), knowledge };
+        let thread =
+            std::thread::Builder::new().name(THREAD_NAME.into()).spawn(move || learner.run(&stopped))?;
+        Ok(Sampler { stop: Some(stop), thread: Some(thread), samples })
+    }
+
+    /// Samples completed so far.
+    pub fn samples(&self) -> u64 {
+        self.samples.load(Ordering::Acquire)
+    }
+
+    /// Stops the thread and returns what it learned (nothing if it panicked).
+    pub fn stop(mut self) -> Sampled {
+        self.stop.take();
+        self.thread.take().and_then(|thread| thread.join().ok()).unwrap_or_default()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        // Disconnecting the channel wakes the thread at once.
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct Learner {
+    watched: Vec<Watched>,
+    /// Completed samples, counted after each.
+    samples: Arc<AtomicU64>,
+    knowledge: Knowledge,
+}
+
+/// What the samples taught so far.
+struct Knowledge {
+    listening_ports: HashSet<u16>,
+    /// Sockets met, by inode: whether each is a client connection of the server. A TCP
+    /// socket not connected yet is not kept: it is asked again at the next sample.
+    known: HashMap<u64, bool>,
+    sampled: Sampled,
+}
+
+/// What a socket met for the first time turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+enum Met {
+    /// A connection the server made, (local, remote).
+    Client(SocketAddr, SocketAddr),
+    /// Not TCP, a listener, or a connection the server accepted: for good.
+    Other,
+    /// A TCP socket not connected yet, or one that could not be asked.
+    NotYet,
+}
+
+impl Learner {
+    fn run(mut self, stopped: &Receiver<()>) -> Sampled {
+        // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
+        let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
+        let mut wait = INTERVAL;
+        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
+            let before_ns = thread_cpu_ns();
+            self.sample(&handles);
+            let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
+            wait = INTERVAL.max(cost * WAIT_PER_CPU);
+        }
+        self.knowledge.sampled
+    }
+
+    fn sample(&mut self, handles: &[Option<PidFd>]) {
+        let mut present = HashSet::new();
+        for (watched, handle) in self.watched.iter().zip(handles) {
+            // A process that ended has no sockets left to learn from.
+            let (Some(handle), Ok(sockets)) = (handle, socket_fds(&watched.process)) else { continue };
+            for (fd, inode) in sockets {
+                present.insert(inode);
+                if !self.knowledge.known.contains_key(&inode) {
+                    let met = ask(handle, fd, inode, &mut self.knowledge.listening_ports);
+                    self.knowledge.learn(inode, met);
+                }
+            }
+        }
+        self.knowledge.known.retain(|inode, _| present.contains(inode));
+        self.samples.fetch_add(1, Ordering::Release);
+    }
+}
+
+impl Knowledge {
+    fn learn(&mut self, inode: u64, met: Met) {
+        match met {
+            Met::Client(local, remote) => {
+                self.sampled.destinations.insert(connections::normal(remote));
+                if self.sampled.pairs.len() < MAX_PAIRS {
+                    self.sampled.pairs.insert(connections::pair(local, remote));
+                }
+                self.known.insert(inode, true);
+            }
+            Met::Other => {
+                self.known.insert(inode, false);
+            }
+            Met::NotYet => {}
+        }
+    }
+}
+
+/// Asks descriptor `fd` of the process (socket `inode` when it was listed) what it is,
+/// through a copy closed on return. Notes a listening port met on the way.
+fn ask(handle: &PidFd, fd: i32, inode: u64, listening_ports: &mut HashSet<u16>) -> Met {
+    let Ok(copy) = handle.take(fd) else { return Met::NotYet };
+    // The number may name another file by now.
+    if pidfd::inode(&copy).ok() != Some(inode) {
+        return Met::NotYet;
+    }
+    classify(&copy, listening_ports)
+}
+
+/// A TCP socket's part: listener, connection the server made, or one it accepted (its local
+/// port is a listening port).
+fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
+    let socket = SockRef::from(copy);
+    let Some(local) = socket.local_addr().ok().and_then(|a| a.as_socket()) else { return Met::Other };
+    let tcp =
+        socket.r#type().ok() == Some(Type::STREAM) && socket.protocol().ok().flatten() == Some(Protocol::TCP);
+    if !tcp {
+        return Met::Other;
+    }
+    if socket.is_listener().unwrap_or(false) {
+        listening_ports.insert(local.port());
+        return Met::Other;
+    }
+    match socket.peer_addr().ok().and_then(|a| a.as_socket()) {
+        None => Met::NotYet,
+        Some(_) if listening_ports.contains(&local.port()) => Met::Other,
+        Some(remote) => Met::Client(local, remote),
+    }
+}
+
+/// CPU time this thread has used.
+fn thread_cpu_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    u64::try_from(now.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(now.tv_nsec).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{TcpListener, TcpStream, UdpSocket};
+    use std::os::fd::AsFd;
+
+    fn copy(socket: &impl AsFd) -> OwnedFd {
+        socket.as_fd().try_clone_to_owned().unwrap()
+    }
+
+    #[test]
+    fn sockets_are_told_apart_by_what_they_say_of_themselves() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let server = listener.local_addr().unwrap();
+        let mut listening = HashSet::new();
+        assert_eq!(classify(&copy(&listener), &mut listening), Met::Other);
+        assert_eq!(listening, [server.port()].into(), "a listener's port is learned");
+
+        let client = TcpStream::connect(server).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let expected = Met::Client(client.local_addr().unwrap(), server);
+        assert_eq!(classify(&copy(&client), &mut listening), expected);
+        assert_eq!(classify(&copy(&accepted), &mut listening), Met::Other, "accepted, not made");
+
+        let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+        udp.connect(server).unwrap();
+        assert_eq!(classify(&copy(&udp), &mut listening), Met::Other);
+        let unconnected = socket2::Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
+        unconnected.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+        assert_eq!(classify(&copy(&unconnected), &mut listening), Met::NotYet, "may connect later");
+    }
+}

@@ -1,0 +1,142 @@
+//! The server view against a real server in a child process on loopback: its CPU, its
+//! threads, the upstream connections it opens or reuses, and the targets that name it.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use nodelay_host::{HostError, ServerView, ServerWatch, Target, Upstream};
+use std::net::{SocketAddr, TcpListener};
+use support::{Server, draining_listener, echoing_listener, wait_until};
+
+fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> ServerView {
+    let watch = ServerWatch::start(target).unwrap();
+    for command in commands {
+        server.ask(command);
+    }
+    watch.finish().unwrap()
+}
+
+fn upstream(view: &ServerView, destination: SocketAddr) -> &Upstream {
+    let found = view.upstreams.iter().find(|u| u.destination == destination);
+    found.unwrap_or_else(|| panic!("no upstream {destination} in {view:#?}"))
+}
+
+#[test]
+fn a_thread_that_burns_cpu_is_the_busiest_and_named() {
+    let mut server = Server::spawn();
+    let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
+    assert!(view.cpu_us() >= 250_000, "{view:#?}");
+    let busiest = view.busiest_thread().expect("a thread ran");
+    // The burner appeared during the run: it counts from zero, not from its birth.
+    assert_eq!((busiest.name.as_str(), busiest.pid), ("burner", server.pid()), "{view:#?}");
+    assert!((250_000..=view.wall_us).contains(&busiest.on_cpu_us), "{view:#?}");
+    assert_eq!(view.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [server.pid()]);
+    // The tests' own connection to it was accepted: it is not an upstream.
+    assert_eq!(view.upstreams, []);
+    assert_eq!(view.unread, Vec::<String>::new());
+    assert!(view.online_cpus >= 1);
+}
+
+#[test]
+fn a_sleeping_server_spends_almost_nothing() {
+    let mut server = Server::spawn();
+    let view = watch_while(Target::Address(server.address()), &mut server, &["sleep 300"]);
+    assert!(view.wall_us >= 300_000, "{view:#?}");
+    assert!(view.cpu_us() < 50_000, "{view:#?}");
+    assert!(view.threads.iter().all(|t| t.on_cpu_us < 50_000), "{view:#?}");
+    if std::path::Path::new("/proc/pressure/cpu").exists() {
+        let share = view.cpu_pressure.expect("PSI is there").some_waiting_share;
+        assert!((0.0..=1.0).contains(&share), "{share}");
+    }
+}
+
+/// Twenty connections opened and closed during the run to one destination, a hundred
+/// messages on a connection held from before the run to another: one looks like
+/// `connection-per-request`, the other like a pool.
+#[test]
+fn fresh_and_pooled_upstream_connections_are_told_apart() {
+    let (fresh, pooled) = (draining_listener(), echoing_listener());
+    let mut server = Server::spawn();
+    server.ask(&format!("hold {} 1", pooled.port()));
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    // The first fresh connection stays open until a sample has seen it: that is how the
+    // watch learns the destination of connections that live shorter than a sample.
+    server.ask(&format!("hold {} 1", fresh.port()));
+    let taken = watch.samples_taken();
+    wait_until("a sample that began after the connection opened", || watch.samples_taken() >= taken + 2);
+    server.ask(&format!("close {}", fresh.port()));
+    server.ask(&format!("churn {} 19", fresh.port()));
+    server.ask(&format!("send {} 100", pooled.port()));
+    let view = watch.finish().unwrap();
+
+    let opened = upstream(&view, fresh);
+    assert_eq!((opened.opened, opened.open_at_end, opened.pooled_segments_out), (20, 0, 0), "{view:#?}");
+    let reused = upstream(&view, pooled);
+    assert_eq!((reused.opened, reused.open_at_end), (0, 1), "{view:#?}");
+    assert!(reused.pooled_segments_out >= 100, "{view:#?}");
+    assert!(opened.carried_traffic() && reused.carried_traffic());
+    assert_eq!(view.upstreams.len(), 2, "{view:#?}");
+    assert_eq!(view.upstreams[0].destination, fresh, "most opened first");
+}
+
+#[test]
+fn an_upstream_held_but_idle_carried_no_traffic() {
+    let pooled = echoing_listener();
+    let mut server = Server::spawn();
+    server.ask(&format!("hold {} 1", pooled.port()));
+    let view = watch_while(Target::Port(server.port), &mut server, &["sleep 50"]);
+    assert_eq!(
+        view.upstreams,
+        [Upstream { destination: pooled, opened: 0, open_at_end: 1, pooled_segments_out: 0 }]
+    );
+    assert!(!view.upstreams[0].carried_traffic());
+}
+
+/// nginx's shape: a master and a worker share the listening socket; both are watched, and
+/// the CPU is theirs together whichever of them served.
+#[test]
+fn every_holder_of_the_listening_socket_is_watched() {
+    let mut server = Server::spawn_forked();
+    let worker = server.worker_pid.expect("a forked worker");
+    let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
+    let mut pids = vec![server.pid(), worker];
+    pids.sort_unstable();
+    assert_eq!(view.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), pids);
+    assert!(view.cpu_us() >= 250_000, "{view:#?}");
+    assert_eq!(view.busiest_thread().map(|t| t.name.as_str()), Some("burner"));
+}
+
+#[test]
+fn a_port_or_a_pid_names_the_server_too() {
+    let mut server = Server::spawn();
+    let by_port = watch_while(Target::Port(server.port), &mut server, &["burn 100"]);
+    assert_eq!(by_port.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [server.pid()]);
+    assert!(by_port.cpu_us() >= 80_000, "{by_port:#?}");
+    let by_pid = watch_while(Target::Pid(server.pid()), &mut server, &["burn 100"]);
+    assert_eq!(by_pid.processes.len(), 1);
+    assert_eq!((by_pid.processes[0].pid, by_pid.processes[0].command.as_str()), (server.pid(), "python3"));
+    assert!(by_pid.cpu_us() >= 80_000, "{by_pid:#?}");
+}
+
+#[test]
+fn a_missing_process_or_listener_is_a_clear_error() {
+    // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).
+    let error = ServerWatch::start(Target::Pid(i32::MAX)).err().expect("no such process");
+    assert!(matches!(error, HostError::NoSuchProcess(i32::MAX)), "{error:?}");
+    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    for target in [Target::Port(free.port()), Target::Address(free)] {
+        let error = ServerWatch::start(target).err().expect("nobody listens");
+        assert_eq!(error.to_string(), format!("nothing listens on TCP port {} on this machine", free.port()));
+    }
+}
+
+#[test]
+fn a_server_that_exits_during_the_run_is_said_unread() {
+    let mut server = Server::spawn();
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    server.ask("burn 10");
+    let pid = server.pid();
+    drop(server);
+    let view = watch.finish().unwrap();
+    assert!(view.unread.iter().any(|part| part.contains(&format!("PID {pid} (python3) ended"))), "{view:#?}");
+}
