@@ -222,13 +222,20 @@ pub fn server_warnings(view: &ServerView) -> Vec<String> {
     let waited_share = waited as f64 / view.wall_us.max(1) as f64;
     let pressure = view.cpu_pressure.map(|p| p.some_waiting_share);
     if waited_share >= CONTENDED_SHARE || pressure.is_some_and(|p| p >= PRESSURE_SHARE) {
-        let pressure =
-            pressure.map(|p| format!("; some task waited for a CPU {:.0} % of the run", p * 100.0));
+        let mut seen = Vec::new();
+        if waited_share >= 0.01 {
+            seen.push(format!(
+                "a thread of the server waited for a CPU {:.0} % of the run",
+                waited_share * 100.0
+            ));
+        }
+        if let Some(pressure) = pressure.filter(|p| *p >= 0.01) {
+            seen.push(format!("some task on this machine waited for one {:.0} % of it", pressure * 100.0));
+        }
         warnings.push(format!(
-            "the server's threads waited for a CPU up to {:.0} % of the run{}: nodelay and the server share {} \
-             cores here, so the numbers include that contention; pin them apart (taskset) or load from another machine",
-            waited_share * 100.0,
-            pressure.unwrap_or_default(),
+            "{}: nodelay and the server share {} cores here, so the numbers include that contention; pin them \
+             apart (taskset) or load from another machine",
+            seen.join(", and "),
             view.online_cpus
         ));
     }
@@ -314,7 +321,12 @@ mod tests {
         let contended = view(vec![thread("node", 600_000, 300_000)], vec![]);
         let warnings = server_warnings(&contended);
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].contains("30 %") && warnings[0].contains("taskset"), "{}", warnings[0]);
+        assert!(
+            warnings[0].starts_with("a thread of the server waited for a CPU 30 % of the run"),
+            "{}",
+            warnings[0]
+        );
+        assert!(warnings[0].contains("taskset"), "{}", warnings[0]);
         assert!(server_warnings(&view(vec![thread("node", 600_000, 1_000)], vec![])).is_empty());
     }
 }

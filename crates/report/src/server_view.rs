@@ -30,6 +30,8 @@ pub struct ServerViewReport {
     pub cores_busy: f64,
     /// Requests/s the server's CPU could sustain at this cost (its busiest thread, or all cores).
     pub ceiling_per_second: Option<f64>,
+    /// The ceiling is set by one thread doing most of the work; otherwise by all the cores.
+    pub ceiling_one_thread: bool,
     pub threads: Vec<ThreadReport>,
     pub upstreams: Vec<UpstreamReport>,
     /// Share of the run during which some task on this machine waited for a CPU.
@@ -99,6 +101,7 @@ impl ServerViewReport {
             cpu_per_request_ms: load.cpu_per_request_ms,
             cores_busy: load.cores_busy,
             ceiling_per_second: load.ceiling_per_second,
+            ceiling_one_thread: load.one_thread_bound,
             threads,
             upstreams,
             cpu_pressure_share: view.cpu_pressure.map(|p| p.some_waiting_share),
@@ -121,6 +124,7 @@ impl ServerViewReport {
             cpu_per_request_ms: None,
             cores_busy: 0.0,
             ceiling_per_second: None,
+            ceiling_one_thread: false,
             threads: Vec::new(),
             upstreams: Vec::new(),
             cpu_pressure_share: None,
@@ -161,7 +165,12 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     };
     table.row(["CPU".to_string(), cpu]);
     if let Some(ceiling) = view.ceiling_per_second {
-        table.row(["ceiling".to_string(), format!("≈ {ceiling:.0} requests/s at this CPU cost")]);
+        let basis = if view.ceiling_one_thread {
+            "its busiest thread saturated".to_string()
+        } else {
+            format!("all {} cores busy", view.online_cpus)
+        };
+        table.row(["ceiling".to_string(), format!("≈ {ceiling:.0} requests/s at this CPU cost ({basis})")]);
     }
     for (index, thread) in view.threads.iter().enumerate() {
         let label = if index == 0 { "threads" } else { "" };
