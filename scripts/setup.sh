@@ -31,9 +31,10 @@ want tcpdump tcpdump
 want tmux tmux
 # Checks nodelay pcap's tcp.stream numbers against Wireshark's (crates/cli/tests/pcap.rs).
 want tshark tshark
+# nginx in front of a stalling backend, and its upstream keep-alive pool (crates/cli/tests/hop_peers.rs).
+want nginx nginx-light
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
-  want nginx nginx-light
   want ab apache2-utils
   want taskset util-linux
   [[ -x /usr/bin/time ]] || need_apt+=(time)
@@ -45,6 +46,14 @@ if ((${#need_apt[@]})); then
   [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# The Express + request proxy of issue 11's field case (tests/peers/express_proxy): its
+# pinned npm dependencies, from package-lock.json.
+express_peer="$(dirname "$0")/../tests/peers/express_proxy"
+if [[ ! -d "$express_peer/node_modules" ]]; then
+  echo "setup: installing tests/peers/express_proxy's npm dependencies" >&2
+  npm ci --prefix "$express_peer" --no-audit --no-fund --loglevel=error >/dev/null
 fi
 
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
