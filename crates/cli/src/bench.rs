@@ -94,7 +94,13 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     };
     let mut report = BenchReport::new(settings, &args.success_status, &stats, &names, end);
     if let (Some(view_report), view) = watching.finish(stats.completed) {
-        let findings = view.map(|view| server_findings(&view, stats.completed)).unwrap_or_default();
+        // One connection in a closed loop sends one request at a time: the server's CPU per
+        // request can be set against the time each took.
+        let sequential_p50_ms = (connections == 1 && config.rate_per_second.is_none())
+            .then(|| report.latency_ms.as_ref().map(|latency| latency.p50))
+            .flatten();
+        let findings =
+            view.map(|view| server_findings(&view, stats.completed, sequential_p50_ms)).unwrap_or_default();
         report = report.with_server_view(view_report, findings);
     }
 

@@ -10,7 +10,7 @@ use std::net::{SocketAddr, UdpSocket};
 pub enum Watching {
     /// Not looked at: a remote target, or --no-server-view.
     Off,
-    On(ServerWatch),
+    On(Box<ServerWatch>),
     Unavailable(String),
 }
 
@@ -23,7 +23,7 @@ pub fn watch(address: SocketAddr, args: &ServerViewArgs) -> Watching {
         None => return Watching::Off,
     };
     match ServerWatch::start(target) {
-        Ok(watch) => Watching::On(watch),
+        Ok(watch) => Watching::On(Box::new(watch)),
         Err(error) => Watching::Unavailable(error.to_string()),
     }
 }

@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::hops::{alone, proxy_a, service_b};
 use common::nginx::{self, Nginx};
 use common::*;
 use std::io::{ErrorKind, Read, Write};
@@ -15,24 +16,6 @@ use std::time::Duration;
 /// How long a socket must stay quiet after a complete response to count as held open: far
 /// below Node's 5 s keep-alive timeout, far above a close that is already on its way.
 const HELD_OPEN: Duration = Duration::from_secs(1);
-
-fn service_b() -> Peer {
-    ensure_express_installed();
-    node_peer("express_proxy/service_b.js", &[])
-}
-
-fn proxy_a(b: &Peer, agent: &str) -> Peer {
-    node_peer("express_proxy/proxy_a.js", &["--upstream", &b.port.to_string(), "--agent", agent])
-}
-
-fn ensure_express_installed() {
-    let modules = peer_script("express_proxy/node_modules/express");
-    assert!(
-        modules.is_dir(),
-        "{} is missing: run scripts/setup.sh (npm ci --prefix tests/peers/express_proxy)",
-        modules.display()
-    );
-}
 
 /// One response read off a connection, and what the connection did next.
 struct Exchange {
@@ -126,14 +109,6 @@ fn connections_through(agent: &str, requests: u32) -> (u64, u64) {
     let report = bench_one_connection(&a.url("/api/items/7"), requests);
     let to_b = b_connections(&b) - before - 1;
     (to_b, report["connections_opened"].as_u64().expect("connections_opened"))
-}
-
-/// Held by every test of this file for its whole run: the figures are latencies and CPU
-/// times, and a server that waits for a core (two Node processes, nginx, Python and the
-/// bench of another test) shows that wait, not what the test measures.
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 const ITEM: &str = "GET /api/items/42 HTTP/1.1\r\nHost: a\r\n\r\n";

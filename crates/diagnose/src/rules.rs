@@ -98,7 +98,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     // What the server's own counters showed during the baseline (they name their stack by
     // the process, so they come after the Server header's pass).
     if let Some(view) = &observations.server_view {
-        let server = server_findings(view, baseline.responses as u64);
+        let server = server_findings(view, baseline.responses as u64, Some(baseline.total_p50_ms));
         if !server.is_empty() {
             findings.retain(|f| f.id != FindingId::Healthy);
             findings.extend(server);

@@ -13,6 +13,9 @@ pub const CPU_BOUND_SHARE: f64 = 0.8;
 pub const CONNECTIONS_PER_REQUEST: f64 = 0.5;
 /// ...once the run has this many requests to count against.
 pub const MIN_REQUESTS: u64 = 10;
+/// Below this much CPU per request, one request's CPU is no latency worth a finding (under
+/// load the ceiling tells more: bench).
+pub const MIN_CPU_PER_REQUEST_MS: f64 = 1.0;
 /// A server thread that waited for a CPU this share of the run was short of cores.
 const CONTENDED_SHARE: f64 = 0.1;
 /// The machine had a task waiting for a CPU this share of the run.
@@ -85,10 +88,12 @@ pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
 }
 
 /// Findings from the server view, most important first; none when the server is neither
-/// CPU-bound nor reconnecting to its upstreams.
-pub fn server_findings(view: &ServerView, requests: u64) -> Vec<Finding> {
+/// CPU-bound nor reconnecting to its upstreams. `sequential_p50_ms`: the median time per
+/// request when they were sent one at a time (the doctor's baseline), which the server's
+/// CPU per request is compared with; `None` under concurrent load (bench).
+pub fn server_findings(view: &ServerView, requests: u64, sequential_p50_ms: Option<f64>) -> Vec<Finding> {
     let mut findings = Vec::new();
-    findings.extend(cpu_bound_finding(view, requests));
+    findings.extend(cpu_bound_finding(view, requests, sequential_p50_ms));
     findings.extend(
         view.upstreams.iter().filter_map(|upstream| connection_per_request(view, upstream, requests)),
     );
@@ -109,47 +114,89 @@ fn stack_fixes(view: &ServerView, mut fixes: Vec<Fix>) -> Vec<Fix> {
     fixes
 }
 
-fn cpu_bound_finding(view: &ServerView, requests: u64) -> Option<Finding> {
-    let load = server_load(view, requests);
-    let cpus = f64::from(view.online_cpus.max(1));
-    let all_cores = load.cores_busy >= CPU_BOUND_SHARE * cpus;
-    if requests < MIN_REQUESTS || !(load.one_thread_bound || all_cores) {
+/// What shows the server is CPU-bound.
+enum Basis {
+    /// One thread was busy nearly the whole run.
+    OneThread(ThreadShare),
+    /// Its threads kept nearly every core busy.
+    AllCores { cores_busy: f64, cpus: f64 },
+    /// One request at a time: its CPU per request is nearly all of each request's time.
+    PerRequest { cpu_ms: f64, waiting_ms: f64, total_ms: f64 },
+}
+
+fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option<f64>) -> Option<Finding> {
+    if requests < MIN_REQUESTS {
         return None;
     }
-    let busiest = load.busiest.as_ref()?;
-    let ceiling =
-        load.ceiling_per_second.map(|c| format!("; ceiling ≈ {c:.0} requests/s")).unwrap_or_default();
-    let (what, share) = if load.one_thread_bound {
-        (format!("its busiest thread, {} (TID {}), was", busiest.name, busiest.tid), busiest.busy())
-    } else {
-        (format!("its threads kept {:.1} of {cpus:.0} cores", load.cores_busy), load.cores_busy / cpus)
+    let load = server_load(view, requests);
+    let cpus = f64::from(view.online_cpus.max(1));
+    let cpu_ms = load.cpu_per_request_ms?;
+    // Waiting for a core is working time too: the thread was ready to run.
+    let waiting_ms =
+        view.threads.iter().map(|t| t.waiting_for_cpu_us).sum::<u64>() as f64 / 1e3 / requests as f64;
+    let basis = match (&load.busiest, sequential_p50_ms) {
+        (Some(busiest), _) if load.one_thread_bound => Basis::OneThread(busiest.clone()),
+        _ if load.cores_busy >= CPU_BOUND_SHARE * cpus => {
+            Basis::AllCores { cores_busy: load.cores_busy, cpus }
+        }
+        (_, Some(total_ms))
+            if cpu_ms >= MIN_CPU_PER_REQUEST_MS && cpu_ms + waiting_ms >= CPU_BOUND_SHARE * total_ms =>
+        {
+            Basis::PerRequest { cpu_ms, waiting_ms, total_ms }
+        }
+        _ => return None,
     };
-    let on_cpu_text = if load.one_thread_bound {
-        format!(
-            "{what} on CPU {:.0} % of the run and waiting for a CPU {:.0} %",
-            busiest.on_cpu * 100.0,
-            busiest.waiting_for_cpu * 100.0
-        )
-    } else {
-        format!("{what} busy")
+    let (seen, share, ceiling) = match &basis {
+        Basis::OneThread(busiest) => (
+            format!(
+                "its busiest thread, {} (TID {}), was on CPU {:.0} % of the run and waiting for a CPU {:.0} %",
+                busiest.name,
+                busiest.tid,
+                busiest.on_cpu * 100.0,
+                busiest.waiting_for_cpu * 100.0
+            ),
+            busiest.busy(),
+            load.ceiling_per_second.map(|c| format!("; ceiling ≈ {c:.0} requests/s")),
+        ),
+        Basis::AllCores { cores_busy, cpus } => (
+            format!("its threads kept {cores_busy:.1} of {cpus:.0} cores busy"),
+            cores_busy / cpus,
+            load.ceiling_per_second.map(|c| format!("; ceiling ≈ {c:.0} requests/s")),
+        ),
+        Basis::PerRequest { cpu_ms, waiting_ms, total_ms } => (
+            format!(
+                "it spent {cpu_ms:.2} ms on a CPU{} of each {total_ms:.2} ms request ({:.0} %): it works rather than \
+                 waits",
+                if *waiting_ms >= 0.01 {
+                    format!(" and {waiting_ms:.2} ms waiting for one")
+                } else {
+                    String::new()
+                },
+                (cpu_ms + waiting_ms) / total_ms * 100.0
+            ),
+            (cpu_ms + waiting_ms) / total_ms,
+            Some(format!("; ceiling ≈ {:.0} requests/s per busy thread", 1e3 / cpu_ms)),
+        ),
     };
-    let mut evidence = Vec::new();
-    if let Some(cpu) = load.cpu_per_request_ms {
-        evidence.push(Evidence::new("server CPU per request (all its threads)", cpu, "ms"));
+    let mut evidence = vec![Evidence::new("server CPU per request (all its threads)", cpu_ms, "ms")];
+    if let Basis::PerRequest { total_ms, .. } = basis {
+        evidence.push(Evidence::new("median time per request, one at a time", total_ms, "ms"));
     }
-    evidence.push(Evidence::new("busiest thread on CPU, share of the run", busiest.on_cpu * 100.0, "%"));
-    evidence.push(Evidence::new(
-        "busiest thread waiting for a CPU, share of the run",
-        busiest.waiting_for_cpu * 100.0,
-        "%",
-    ));
+    if let Some(busiest) = &load.busiest {
+        evidence.push(Evidence::new("busiest thread on CPU, share of the run", busiest.on_cpu * 100.0, "%"));
+        evidence.push(Evidence::new(
+            "busiest thread waiting for a CPU, share of the run",
+            busiest.waiting_for_cpu * 100.0,
+            "%",
+        ));
+    }
     evidence.push(Evidence::new("cores the server kept busy", load.cores_busy, "cores"));
     if let Some(ceiling) = load.ceiling_per_second {
         evidence.push(Evidence::new("ceiling at this CPU cost", ceiling, "requests/s"));
     }
     Some(Finding {
         id: FindingId::ServerCpuBound,
-        title: format!("{} is CPU-bound: {on_cpu_text}{ceiling}", process_name(view)),
+        title: format!("{} is CPU-bound: {seen}{}", process_name(view), ceiling.unwrap_or_default()),
         proven: true,
         confidence: if share >= 0.9 { Confidence::High } else { Confidence::Medium },
         evidence,
@@ -160,7 +207,7 @@ fn cpu_bound_finding(view: &ServerView, requests: u64) -> Option<Finding> {
             baseline_p50_ms: 0.0,
             experiment_p50_ms: 0.0,
             removed: false,
-            result: on_cpu_text,
+            result: seen,
         }],
         fix_summary:
             "It is slow because it works, not because it waits: profile it and cut the work per request, \
@@ -272,13 +319,36 @@ mod tests {
         Upstream { destination, opened, open_at_end: 0, pooled_segments_out: 0 }
     }
 
+    fn server_findings_of(view: &ServerView, requests: u64) -> Vec<Finding> {
+        server_findings(view, requests, None)
+    }
+
+    #[test]
+    fn one_request_at_a_time_that_is_all_cpu_is_cpu_bound_and_a_waiting_one_is_not() {
+        // 40 requests of 2.6 ms, the server's threads gone by the end: 90 ms of CPU.
+        let mut gone = view(vec![], vec![]);
+        gone.cpu_user_us = 90_000;
+        let findings = server_findings(&gone, 40, Some(2.6));
+        assert_eq!(ids(&findings), ["server-cpu-bound"]);
+        assert!(
+            findings[0].title.contains("2.25 ms on a CPU of each 2.60 ms request (87 %)"),
+            "{}",
+            findings[0].title
+        );
+        gone.cpu_user_us = 6_000;
+        assert!(server_findings(&gone, 40, Some(2.6)).is_empty());
+        // A fast server is all CPU too, but 0.75 ms per request is no latency to speak of.
+        gone.cpu_user_us = 30_000;
+        assert!(server_findings(&gone, 40, Some(0.88)).is_empty());
+    }
+
     fn ids(findings: &[Finding]) -> Vec<&'static str> {
         findings.iter().map(|f| f.id.as_str()).collect()
     }
 
     #[test]
     fn a_thread_on_cpu_the_whole_run_is_cpu_bound_with_its_ceiling() {
-        let findings = server_findings(&view(vec![thread("node", 970_000, 10_000)], vec![]), 1800);
+        let findings = server_findings_of(&view(vec![thread("node", 970_000, 10_000)], vec![]), 1800);
         assert_eq!(ids(&findings), ["server-cpu-bound"]);
         let title = &findings[0].title;
         assert!(title.contains("on CPU 97 %") && title.contains("ceiling ≈ 1856 requests/s"), "{title}");
@@ -290,30 +360,30 @@ mod tests {
     fn a_waiting_server_is_not_cpu_bound() {
         let load = server_load(&view(vec![thread("python3", 50_000, 0)], vec![]), 400);
         assert!(!load.one_thread_bound);
-        assert!(server_findings(&view(vec![thread("python3", 50_000, 0)], vec![]), 400).is_empty());
+        assert!(server_findings_of(&view(vec![thread("python3", 50_000, 0)], vec![]), 400).is_empty());
         assert!((load.cpu_per_request_ms.unwrap() - 0.125).abs() < 1e-9);
     }
 
     #[test]
     fn many_threads_that_fill_every_core_are_cpu_bound_too() {
         let threads = (0..8).map(|i| thread(&format!("worker{i}"), 220_000, 5_000)).collect();
-        let findings = server_findings(&view(threads, vec![]), 1000);
+        let findings = server_findings_of(&view(threads, vec![]), 1000);
         assert_eq!(ids(&findings), ["server-cpu-bound"]);
         assert!(findings[0].title.contains("1.8 of 2 cores"), "{}", findings[0].title);
     }
 
     #[test]
     fn one_new_upstream_connection_per_request_is_found_and_a_pool_is_not() {
-        let findings = server_findings(&view(vec![thread("node", 100_000, 0)], vec![upstream(500)]), 500);
+        let findings = server_findings_of(&view(vec![thread("node", 100_000, 0)], vec![upstream(500)]), 500);
         assert_eq!(ids(&findings), ["upstream-connection-per-request"]);
         assert!(findings[0].title.contains("1.00 new connection to 127.0.0.1:4000 per request"));
         let pooled = Upstream { pooled_segments_out: 1000, open_at_end: 2, ..upstream(2) };
-        assert!(server_findings(&view(vec![thread("node", 100_000, 0)], vec![pooled]), 500).is_empty());
+        assert!(server_findings_of(&view(vec![thread("node", 100_000, 0)], vec![pooled]), 500).is_empty());
     }
 
     #[test]
     fn too_few_requests_prove_nothing() {
-        assert!(server_findings(&view(vec![thread("node", 990_000, 0)], vec![upstream(5)]), 5).is_empty());
+        assert!(server_findings_of(&view(vec![thread("node", 990_000, 0)], vec![upstream(5)]), 5).is_empty());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! "PORT <n>"), run the real `nodelay` binary, and read its JSON output.
 #![allow(dead_code)]
 
+pub mod hops;
 pub mod nginx;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

@@ -1,0 +1,220 @@
+//! Where the time goes across hops (issue 11), on real peers: the server view in bench and
+//! doctor (CPU per request, `server-cpu-bound`, `upstream-connection-per-request`), the doctor
+//! following the chain behind nginx (`proxy-hop-stall`), and the hop-by-hop header probe
+//! (`unrequested-keep-alive`) on the Express + `request` proxy of the field report.
+
+mod common;
+
+use common::hops::{alone, proxy_a, service_b};
+use common::nginx::{self, Nginx};
+use common::*;
+
+fn ids(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| f["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// `nodelay bench --json` with one thread: the report, validated against its schema.
+fn bench(url: &str, args: &[&str]) -> serde_json::Value {
+    let run = nodelay(&[&["bench", "--json", "-q", "-t", "1"], args, &[url]].concat());
+    assert_eq!(run.code(), 0, "bench failed:\n{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    report
+}
+
+fn doctor(url: &str, args: &[&str]) -> serde_json::Value {
+    let run = nodelay(&[&["doctor", "--json"], args, &[url]].concat());
+    assert!(matches!(run.code(), 0 | 3), "doctor failed:\n{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    report
+}
+
+fn cpu_per_request_ms(report: &serde_json::Value) -> f64 {
+    let view = &report["server_view"];
+    assert_eq!(view["available"], true, "{view:#}");
+    view["cpu_per_request_ms"].as_f64().expect("CPU per request")
+}
+
+#[test]
+fn the_express_proxy_costs_more_cpu_than_its_service_and_reconnects_per_request() {
+    let _alone = alone();
+    let b = service_b();
+    let fresh = proxy_a(&b, "fresh");
+    let pooled = proxy_a(&b, "keepalive");
+    let path = "/api/items/7";
+    let on_b = bench(&b.url(path), &["-c", "4", "-n", "600"]);
+    let on_fresh = bench(&fresh.url(path), &["-c", "4", "-n", "600"]);
+    let on_pooled = bench(&pooled.url(path), &["-c", "4", "-n", "600"]);
+    // A does B's HTTP work plus an HTTP client's and the routing: several times B's CPU.
+    let (cpu_b, cpu_fresh, cpu_pooled) =
+        (cpu_per_request_ms(&on_b), cpu_per_request_ms(&on_fresh), cpu_per_request_ms(&on_pooled));
+    assert!(cpu_fresh > 1.5 * cpu_b, "A fresh {cpu_fresh} ms vs B {cpu_b} ms per request");
+    assert!(cpu_pooled > cpu_b, "A pooled {cpu_pooled} ms vs B {cpu_b} ms per request");
+    // The fresh agent opens one connection to B per request; the pooled one reuses a few.
+    // (A may be CPU-bound too on a 2-core machine that also runs B and the bench.)
+    assert!(ids(&on_fresh).contains(&"upstream-connection-per-request".to_string()), "{on_fresh:#}");
+    let upstream = &on_fresh["server_view"]["upstreams"][0];
+    assert_eq!(upstream["destination"], format!("127.0.0.1:{}", b.port));
+    let per_request = upstream["opened_per_request"].as_f64().unwrap();
+    assert!((0.95..=1.05).contains(&per_request), "{upstream:#}");
+    assert!(!ids(&on_pooled).contains(&"upstream-connection-per-request".to_string()), "{on_pooled:#}");
+    let pooled_upstream = &on_pooled["server_view"]["upstreams"][0];
+    assert!(pooled_upstream["opened"].as_u64().unwrap() <= 8, "{pooled_upstream:#}");
+    // No Nagle anywhere: every message leaves in one segment, and B is not proxying.
+    for report in [&on_b, &on_fresh, &on_pooled] {
+        assert!(!ids(report).iter().any(|id| id.contains("nagle")), "{report:#}");
+    }
+    assert!(on_b["server_view"]["upstreams"].as_array().unwrap().is_empty(), "{on_b:#}");
+}
+
+#[test]
+fn the_doctor_on_the_express_proxy_follows_it_to_its_service() {
+    let _alone = alone();
+    let b = service_b();
+    let fresh = proxy_a(&b, "fresh");
+    let report = doctor(&fresh.url("/api/items/7"), &[]);
+    let found = ids(&report);
+    assert!(found.contains(&"upstream-connection-per-request".to_string()), "{report:#}");
+    assert!(found.contains(&"connection-per-request".to_string()), "A forwards B's close: {report:#}");
+    assert!(!found.iter().any(|id| id.contains("nagle") || id == "proxy-hop-stall"), "{report:#}");
+    // The chain: B was diagnosed on its own address, and is healthy there.
+    let hop = &report["hops"][0];
+    assert_eq!(hop["address"], format!("127.0.0.1:{}", b.port), "{report:#}");
+    assert_eq!(ids(&hop["report"]), ["healthy"], "{hop:#}");
+    let text = nodelay(&["doctor", &fresh.url("/api/items/7")]).stdout();
+    assert!(
+        squeeze(&text).contains(&format!(
+            "chain: client → node (PID {}) 127.0.0.1:{}",
+            fresh.pid(),
+            fresh.port
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_express_proxy_with_a_keep_alive_agent_holds_http10_connections() {
+    let _alone = alone();
+    let b = service_b();
+    let pooled = proxy_a(&b, "keepalive");
+    let report = doctor(&pooled.url("/api/items/7"), &[]);
+    let finding = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "unrequested-keep-alive")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert!(finding["title"].as_str().unwrap().contains("Connection: keep-alive"), "{finding:#}");
+    assert!(finding["evidence"][0]["value"].as_f64().unwrap() >= 400.0, "{finding:#}");
+    // Its service closes HTTP/1.0 connections as it should.
+    let on_b = doctor(&b.url("/api/items/7"), &[]);
+    assert!(!ids(&on_b).contains(&"unrequested-keep-alive".to_string()), "{on_b:#}");
+}
+
+/// nginx in front of the Python `http.server` peer (stalling as shipped, or fixed).
+fn nginx_over_python(http_version: &str, pool: bool, backend_fixed: bool) -> (Nginx, Peer) {
+    let args: &[&str] = if backend_fixed { &["--disable-nagle"] } else { &[] };
+    let backend = python_peer("python_http_server.py", args);
+    let nginx = Nginx::start(&nginx::proxy_to(backend.port, http_version, pool));
+    (nginx, backend)
+}
+
+#[test]
+fn the_doctor_names_the_stalling_backend_behind_nginx() {
+    let _alone = alone();
+    let (nginx, backend) = nginx_over_python("1.1", true, false);
+    let report = doctor(&nginx.url("/"), &[]);
+    assert_eq!(ids(&report)[0], "proxy-hop-stall", "{report:#}");
+    assert!(!ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+    let hop_stall = &report["findings"][0];
+    assert_eq!(hop_stall["proven"], true);
+    assert!(
+        hop_stall["title"].as_str().unwrap().contains(&format!("127.0.0.1:{}", backend.port)),
+        "{hop_stall:#}"
+    );
+    assert!(hop_stall["title"].as_str().unwrap().contains("server-nagle-delayed-ack"), "{hop_stall:#}");
+    assert_eq!(hop_stall["proof"][0]["kind"], "upstream-diagnosis");
+    assert_eq!(hop_stall["fix"][0]["stack"], "Python http.server / socketserver", "{hop_stall:#}");
+    let hop = &report["hops"][0];
+    assert_eq!(ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
+    // nginx's pool opens its connection on the first request and keeps it.
+    let pool = &report["server_view"]["upstreams"][0];
+    assert!(pool["opened"].as_u64().unwrap() <= 2, "{pool:#}");
+    // The chain, as a line a person reads.
+    let text = squeeze(&nodelay(&["doctor", &nginx.url("/")]).stdout());
+    let chain = format!(
+        "→ python3 (PID {}) 127.0.0.1:{} (server-nagle-delayed-ack, proven)",
+        backend.pid(),
+        backend.port
+    );
+    assert!(text.contains("chain: client → nginx (PIDs ") && text.contains(&chain), "{text}");
+}
+
+#[test]
+fn nginx_over_a_fixed_backend_is_healthy() {
+    let _alone = alone();
+    let (nginx, _backend) = nginx_over_python("1.1", true, true);
+    let report = doctor(&nginx.url("/"), &[]);
+    assert_eq!(ids(&report), ["healthy"], "{report:#}");
+    assert_eq!(ids(&report["hops"][0]["report"]), ["healthy"], "{report:#}");
+}
+
+#[test]
+fn nginx_with_a_fresh_upstream_connection_hides_the_stall() {
+    let _alone = alone();
+    let (nginx, backend) = nginx_over_python("1.0", false, false);
+    let report = doctor(&nginx.url("/"), &[]);
+    let found = ids(&report);
+    assert!(!found.iter().any(|id| id.contains("nagle") || id == "proxy-hop-stall"), "{report:#}");
+    // What the server view sees instead: a new upstream connection per request.
+    assert!(found.contains(&"upstream-connection-per-request".to_string()), "{report:#}");
+    // The backend stalls when reached with keep-alive: the hop's own diagnosis says so, but
+    // the front is fast, so no hop is blamed.
+    let hop = &report["hops"][0];
+    assert_eq!(hop["address"], format!("127.0.0.1:{}", backend.port));
+    assert_eq!(ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
+}
+
+#[test]
+fn a_cpu_bound_server_is_told_from_a_waiting_one() {
+    let _alone = alone();
+    let burn = python_peer("work_server.py", &["--mode", "burn", "--ms", "2"]);
+    let sleep = python_peer("work_server.py", &["--mode", "sleep", "--ms", "2"]);
+    let burning = doctor(&burn.url("/"), &[]);
+    let waiting = doctor(&sleep.url("/"), &[]);
+    assert_eq!(ids(&burning), ["server-cpu-bound"], "{burning:#}");
+    assert_eq!(ids(&waiting), ["healthy"], "{waiting:#}");
+    let burning_cpu = cpu_per_request_ms(&burning);
+    assert!(burning_cpu >= 1.5, "{burning:#}");
+    assert!(cpu_per_request_ms(&waiting) < 1.0, "{waiting:#}");
+    let title = burning["findings"][0]["title"].as_str().unwrap();
+    assert!(title.contains("is CPU-bound") && title.contains("ceiling ≈"), "{title}");
+    assert_eq!(burning["findings"][0]["fix"][0]["stack"], "Python");
+    // The same in bench, under load.
+    let loaded = bench(&burn.url("/"), &["-c", "1", "-n", "300"]);
+    assert_eq!(ids(&loaded), ["server-cpu-bound"], "{loaded:#}");
+}
+
+#[test]
+fn the_server_view_can_be_skipped_or_named_by_pid() {
+    let _alone = alone();
+    let b = service_b();
+    let off = bench(&b.url("/api/items/1"), &["-n", "50", "--no-server-view"]);
+    assert_eq!(off["server_view"], serde_json::Value::Null);
+    assert!(off["findings"].as_array().unwrap().is_empty());
+    let named = bench(&b.url("/api/items/1"), &["-n", "50", "--pid", &b.pid().to_string()]);
+    assert_eq!(named["server_view"]["processes"][0]["pid"], b.pid());
+    // A PID that is not running: one line in the report, and the run goes on.
+    let gone = bench(&b.url("/api/items/1"), &["-n", "50", "--pid", "999999999"]);
+    assert_eq!(gone["requests_completed"], 50);
+    assert_eq!(gone["server_view"]["available"], false);
+    let text = nodelay(&["bench", "-q", "-n", "20", "--pid", "999999999", &b.url("/api/items/1")]).stdout();
+    let line: Vec<&str> = text.lines().filter(|l| l.starts_with("server view: not available")).collect();
+    assert_eq!(line.len(), 1, "{text}");
+}
