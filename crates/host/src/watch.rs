@@ -12,15 +12,22 @@
 //!   connections that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
 //!
-//! Limits of the upstream counts, which come from socket tables, not from tracing:
-//! - `opened` counts connections to the destination that are in the table at the end (a
-//!   closed one stays in TIME-WAIT for 60 s on the side that closed first) or that the sampler
-//!   saw, and were not in the table at the start. So a connection to the same destination
-//!   opened by *another* process is counted too; one opened and closed during the run is
-//!   missed when the destination closed first on another host (our side never enters
-//!   TIME-WAIT), when it was reset (no TIME-WAIT either) or when it closed more than 60 s
-//!   before the end; and with `tcp_tw_reuse` (the default on loopback) a 4-tuple still in
-//!   TIME-WAIT from before the start can be reused after 1 s and then is not new.
+//! Limits of the upstream counts, which come from socket tables, not from tracing. `opened`
+//! is a lower bound:
+//! - It counts the connections to the destination that the sampler saw or that are in the
+//!   table at the end (a closed one stays in TIME-WAIT for 60 s on the side that closed
+//!   first) and are other sockets than those on the same addresses at the start (a new
+//!   4-tuple, another inode, or a TIME-WAIT whose timer restarted: loopback reuses a
+//!   4-tuple 1 s into its TIME-WAIT, so back-to-back runs meet their own leftovers).
+//! - A 4-tuple used several times in one run counts once: on loopback the kernel cycles
+//!   through the odd half of the ephemeral ports (~14 k), so a server opening 14 k
+//!   connections a second to one destination shows about 14 k, not its true count.
+//! - A connection is missed when the destination closed first on another host (our side
+//!   never enters TIME-WAIT), when it was reset (no TIME-WAIT either), when it closed more
+//!   than 60 s before the end, or when a reuse came within 100 ms of the TIME-WAIT it
+//!   replaced (an explicitly bound port); and /proc/net/tcp is no snapshot: a line that
+//!   changes while it is read may be missed.
+//! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
 //!   the end, or at one of the sampler's instants (every ~100 ms): a server that opens a
 //!   connection for a few microseconds, rarely, may not be caught.
@@ -31,10 +38,11 @@ mod connections;
 mod load;
 mod reading;
 mod sampler;
+mod tcp_table;
 
 use crate::linux::{no_permission, proc_error, server_processes};
 use crate::{CpuPressure, HostError, ServerView, Target, ThreadLoad};
-use connections::{ConnectionReadings, Pair};
+use connections::{ConnectionReadings, Directed, Incarnation};
 use load::{CpuTicks, ThreadTimes};
 use procfs::ProcError;
 use reading::{HeldSocket, Watched};
@@ -56,7 +64,8 @@ pub struct ServerWatch {
 struct Start {
     cpu: HashMap<i32, CpuTicks>,
     threads: Vec<ThreadTimes>,
-    pairs: HashSet<Pair>,
+    ends: HashMap<Directed, Incarnation>,
+    tables_read_at: Instant,
     listening_ports: HashSet<u16>,
     destinations: BTreeSet<SocketAddr>,
     /// The server's client connections, by inode: destination and segments sent so far.
@@ -71,7 +80,9 @@ struct Moment {
     threads: Vec<ThreadTimes>,
     /// Each socket once, under the first process that holds it.
     sockets: Vec<HeldSocket>,
-    pairs: HashSet<Pair>,
+    /// Every connection end in the socket tables, and when they were read.
+    ends: HashMap<Directed, Incarnation>,
+    tables_read_at: Instant,
     /// Processes that could not be read (index in the watched list), and why.
     failed: Vec<(usize, ProcError)>,
     /// Why no socket table could be read (then there are no sockets or pairs).
@@ -148,7 +159,8 @@ impl Moment {
             cpu: HashMap::new(),
             threads: Vec::new(),
             sockets: Vec::new(),
-            pairs: HashSet::new(),
+            ends: HashMap::new(),
+            tables_read_at: Instant::now(),
             failed: Vec::new(),
             table_failure: None,
         }
@@ -157,13 +169,15 @@ impl Moment {
 
 /// Reads every watched process, and the socket tables of their namespaces.
 fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Moment {
+    let tables_read_at = Instant::now();
     let (tables, table_failure) = match reading::socket_tables(watched) {
         Ok(tables) => (tables, None),
         Err(error) => (HashMap::new(), Some(error)),
     };
     let by_netns: HashMap<u64, _> =
         tables.iter().map(|(netns, entries)| (*netns, reading::by_inode(entries))).collect();
-    let mut moment = Moment { pairs: reading::all_pairs(&tables), table_failure, ..Moment::empty() };
+    let ends = reading::all_ends(&tables);
+    let mut moment = Moment { ends, tables_read_at, table_failure, ..Moment::empty() };
     let mut seen = HashSet::new();
     let no_table = HashMap::new();
     for (index, one) in watched.iter().enumerate() {
@@ -238,7 +252,8 @@ fn start_values(
     Ok(Start {
         cpu: moment.cpu,
         threads: moment.threads,
-        pairs: moment.pairs,
+        ends: moment.ends,
+        tables_read_at: moment.tables_read_at,
         listening_ports,
         destinations,
         segments_out,
@@ -327,12 +342,12 @@ fn connection_readings(
     for socket in clients.iter().filter(|s| s.state == procfs::net::TcpState::Established) {
         *established_at_end.entry(socket.remote).or_default() += 1;
     }
-    let mut after_start = sampled.pairs;
-    after_start.extend(end.pairs.iter().copied());
     ConnectionReadings {
         destinations,
-        at_start: start.pairs.clone(),
-        after_start,
+        at_start: start.ends.clone(),
+        at_end: end.ends.clone(),
+        sampled: sampled.connections,
+        elapsed_us: duration_us(end.tables_read_at.duration_since(start.tables_read_at)),
         established_at_end,
         pooled_segments_out: pooled_segments_out(start, &clients, unread),
     }
