@@ -20,7 +20,7 @@
 //!   4-tuple, another inode, or a TIME-WAIT whose timer restarted: loopback reuses a
 //!   4-tuple 1 s into its TIME-WAIT, so back-to-back runs meet their own leftovers).
 //! - A 4-tuple used several times in one run counts once: on loopback the kernel cycles
-//!   through the odd half of the ephemeral ports (~14 k), so a server opening 14 k
+//!   through the even half of the ephemeral ports (~14 k), so a server opening 14 k
 //!   connections a second to one destination shows about 14 k, not its true count.
 //! - A connection is missed when the destination closed first on another host (our side
 //!   never enters TIME-WAIT), when it was reset (no TIME-WAIT either), when it closed more
