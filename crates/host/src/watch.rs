@@ -41,7 +41,7 @@ mod sampler;
 mod tcp_table;
 
 use crate::linux::{no_permission, proc_error, server_processes};
-use crate::{CpuPressure, HostError, ServerView, Target, ThreadLoad};
+use crate::{CpuPressure, HostError, ProcessInfo, ServerView, Target, ThreadLoad};
 use connections::{ConnectionReadings, Directed, Incarnation};
 use load::{CpuTicks, ThreadTimes};
 use procfs::ProcError;
@@ -85,7 +85,7 @@ struct Moment {
     tables_read_at: Instant,
     /// Processes that could not be read (index in the watched list), and why.
     failed: Vec<(usize, ProcError)>,
-    /// Why no socket table could be read (then there are no sockets or pairs).
+    /// Why no socket table could be read (then there are no sockets or ends).
     table_failure: Option<ProcError>,
 }
 
@@ -93,16 +93,7 @@ impl ServerWatch {
     /// Finds the processes behind `target` (every holder of its listening socket, as
     /// `inspect` does) and reads their start values.
     pub fn start(target: Target) -> Result<ServerWatch, HostError> {
-        let processes = server_processes(target)?;
-        let mut watched = processes
-            .into_iter()
-            .filter_map(|info| match Watched::open(info.clone()) {
-                Ok(watched) => Some(Ok(watched)),
-                // A worker that ended since it was found: it takes no part in the run.
-                Err(ProcError::NotFound(_)) if !matches!(target, Target::Pid(_)) => None,
-                Err(error) => Some(Err(proc_error(error, info.pid, Some(&info)))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut watched = open_all(target, server_processes(target)?)?;
         let started = Instant::now();
         let mut unread = Vec::new();
         let pressure_some_us = read_pressure(&mut unread);
@@ -126,17 +117,22 @@ impl ServerWatch {
 
     /// Reads the end values: the server's side of the run since `start`.
     pub fn finish(self) -> Result<ServerView, HostError> {
-        let ServerWatch { target, started, mut watched, start, sampler } = self;
+        let ServerWatch { target, started, mut watched, mut start, sampler } = self;
         let sampled = sampler.stop();
         let wall_us = duration_us(started.elapsed());
-        let mut unread = start.unread.clone();
-        watched.extend(late_holders(target, &watched, &mut unread));
+        let mut unread = std::mem::take(&mut start.unread);
         let pressure_some_us = read_pressure(&mut unread);
-        let end = read_moment(&watched, &mut unread);
+        // The watched processes first: the search for late holders scans all of /proc.
+        let mut end = read_moment(&watched, &mut unread);
+        let late = late_holders(target, &watched, &mut unread);
+        if !late.is_empty() {
+            end.absorb(read_moment(&late, &mut unread), watched.len());
+            watched.extend(late);
+        }
         note_failed(&watched, &end, &mut unread);
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
         let threads = thread_loads(&watched, &start.threads, &end.threads);
-        let connections = connection_readings(&start, &end, sampled, &mut unread);
+        let connections = connection_readings(&mut start, end, sampled, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
         Ok(ServerView {
@@ -165,6 +161,30 @@ impl Moment {
             table_failure: None,
         }
     }
+
+    /// Adds what a later reading of other processes found; `offset` is their first index
+    /// in the watched list. The first reading's tables stay.
+    fn absorb(&mut self, later: Moment, offset: usize) {
+        self.cpu.extend(later.cpu);
+        self.threads.extend(later.threads);
+        let known: HashSet<u64> = self.sockets.iter().map(|s| s.inode).collect();
+        self.sockets.extend(later.sockets.into_iter().filter(|s| !known.contains(&s.inode)));
+        for (end, incarnation) in later.ends {
+            self.ends.entry(end).or_insert(incarnation);
+        }
+        self.failed.extend(later.failed.into_iter().map(|(index, error)| (index + offset, error)));
+    }
+}
+
+/// Opens the processes found for `target`; a worker that ended since it was found takes
+/// no part in the run, a PID target that ended is gone.
+fn open_all(target: Target, processes: Vec<ProcessInfo>) -> Result<Vec<Watched>, HostError> {
+    let opened = processes.into_iter().filter_map(|info| match Watched::open(info.clone()) {
+        Ok(watched) => Some(Ok(watched)),
+        Err(ProcError::NotFound(_)) if !matches!(target, Target::Pid(_)) => None,
+        Err(error) => Some(Err(proc_error(error, info.pid, Some(&info)))),
+    });
+    opened.collect()
 }
 
 /// Reads every watched process, and the socket tables of their namespaces.
@@ -327,8 +347,8 @@ fn thread_loads(watched: &[Watched], start: &[ThreadTimes], end: &[ThreadTimes])
 }
 
 fn connection_readings(
-    start: &Start,
-    end: &Moment,
+    start: &mut Start,
+    end: Moment,
     sampled: sampler::Sampled,
     unread: &mut Vec<String>,
 ) -> ConnectionReadings {
@@ -344,8 +364,8 @@ fn connection_readings(
     }
     ConnectionReadings {
         destinations,
-        at_start: start.ends.clone(),
-        at_end: end.ends.clone(),
+        at_start: std::mem::take(&mut start.ends),
+        at_end: end.ends,
         sampled: sampled.connections,
         elapsed_us: duration_us(end.tables_read_at.duration_since(start.tables_read_at)),
         established_at_end,

@@ -147,6 +147,18 @@ fn every_holder_of_the_listening_socket_is_watched() {
     assert_eq!(view.busiest_thread().map(|t| t.name.as_str()), Some("burner"));
 }
 
+/// A worker forked during the run (php-fpm, gunicorn replacing a worker) holds the listening
+/// socket at the end: it is watched, from its start.
+#[test]
+fn a_worker_forked_during_the_run_is_watched_too() {
+    let mut server = Server::spawn();
+    let view = watch_while(Target::Address(server.address()), &mut server, &["fork_burn 300"]);
+    assert_eq!(view.processes.len(), 2, "{view:#?}");
+    let worker = view.processes.iter().find(|p| p.pid != server.pid()).unwrap().pid;
+    assert!(view.cpu_us() >= 250_000, "{view:#?}");
+    assert_eq!(view.busiest_thread().map(|t| t.pid), Some(worker), "{view:#?}");
+}
+
 #[test]
 fn a_port_or_a_pid_names_the_server_too() {
     let mut server = Server::spawn();

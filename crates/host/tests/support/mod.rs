@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 /// messages over the first held connection to PORT, each awaiting its echo),
 /// `reuse PORT LOCAL` (a connection from local port LOCAL, closed at once; retried while the
 /// kernel refuses the 4-tuple, still in TIME-WAIT from the last time and younger than 1 s),
-/// `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
+/// `fork_burn MS` (a worker forked now, holding the listening socket, burns MS of CPU and
+/// stays), `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
 /// With `fork` as argument, a second process (a worker) shares the listening socket.
 const SERVER: &str = r#"
 import ctypes, os, queue, socket, sys, threading, time
@@ -71,6 +72,17 @@ def run(command, args):
                     raise
                 time.sleep(0.02)
         connection.close()
+    elif command == 'fork_burn':
+        ready, done_burning = os.pipe()
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: ends with its parent
+            end = time.thread_time() + int(args[0]) / 1000
+            while time.thread_time() < end:
+                pass
+            os.write(done_burning, b'x')
+            while True:
+                time.sleep(3600)
+        os.read(ready, 1)
     elif command == 'churn_forever':
         port = int(args[0])
         def churn():
