@@ -12,15 +12,22 @@
 //!   connections that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
 //!
-//! Limits of the upstream counts, which come from socket tables, not from tracing:
-//! - `opened` counts connections to the destination that are in the table at the end (a
-//!   closed one stays in TIME-WAIT for 60 s on the side that closed first) or that the sampler
-//!   saw, and were not in the table at the start. So a connection to the same destination
-//!   opened by *another* process is counted too; one opened and closed during the run is
-//!   missed when the destination closed first on another host (our side never enters
-//!   TIME-WAIT), when it was reset (no TIME-WAIT either) or when it closed more than 60 s
-//!   before the end; and with `tcp_tw_reuse` (the default on loopback) a 4-tuple still in
-//!   TIME-WAIT from before the start can be reused after 1 s and then is not new.
+//! Limits of the upstream counts, which come from socket tables, not from tracing. `opened`
+//! is a lower bound:
+//! - It counts the connections to the destination that the sampler saw or that are in the
+//!   table at the end (a closed one stays in TIME-WAIT for 60 s on the side that closed
+//!   first) and are other sockets than those on the same addresses at the start (a new
+//!   4-tuple, another inode, or a TIME-WAIT whose timer restarted: loopback reuses a
+//!   4-tuple 1 s into its TIME-WAIT, so back-to-back runs meet their own leftovers).
+//! - A 4-tuple used several times in one run counts once: on loopback the kernel cycles
+//!   through the even half of the ephemeral ports (~14 k), so a server opening 14 k
+//!   connections a second to one destination shows about 14 k, not its true count.
+//! - A connection is missed when the destination closed first on another host (our side
+//!   never enters TIME-WAIT), when it was reset (no TIME-WAIT either), when it closed more
+//!   than 60 s before the end, or when a reuse came within 100 ms of the TIME-WAIT it
+//!   replaced (an explicitly bound port); and /proc/net/tcp is no snapshot: a line that
+//!   changes while it is read may be missed.
+//! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
 //!   the end, or at one of the sampler's instants (every ~100 ms): a server that opens a
 //!   connection for a few microseconds, rarely, may not be caught.
@@ -31,10 +38,11 @@ mod connections;
 mod load;
 mod reading;
 mod sampler;
+mod tcp_table;
 
 use crate::linux::{no_permission, proc_error, server_processes};
-use crate::{CpuPressure, HostError, ServerView, Target, ThreadLoad};
-use connections::{ConnectionReadings, Pair};
+use crate::{CpuPressure, HostError, ProcessInfo, ServerView, Target, ThreadLoad};
+use connections::{ConnectionReadings, Directed, Incarnation};
 use load::{CpuTicks, ThreadTimes};
 use procfs::ProcError;
 use reading::{HeldSocket, Watched};
@@ -56,7 +64,8 @@ pub struct ServerWatch {
 struct Start {
     cpu: HashMap<i32, CpuTicks>,
     threads: Vec<ThreadTimes>,
-    pairs: HashSet<Pair>,
+    ends: HashMap<Directed, Incarnation>,
+    tables_read_at: Instant,
     listening_ports: HashSet<u16>,
     destinations: BTreeSet<SocketAddr>,
     /// The server's client connections, by inode: destination and segments sent so far.
@@ -71,10 +80,12 @@ struct Moment {
     threads: Vec<ThreadTimes>,
     /// Each socket once, under the first process that holds it.
     sockets: Vec<HeldSocket>,
-    pairs: HashSet<Pair>,
+    /// Every connection end in the socket tables, and when they were read.
+    ends: HashMap<Directed, Incarnation>,
+    tables_read_at: Instant,
     /// Processes that could not be read (index in the watched list), and why.
     failed: Vec<(usize, ProcError)>,
-    /// Why no socket table could be read (then there are no sockets or pairs).
+    /// Why no socket table could be read (then there are no sockets or ends).
     table_failure: Option<ProcError>,
 }
 
@@ -82,16 +93,7 @@ impl ServerWatch {
     /// Finds the processes behind `target` (every holder of its listening socket, as
     /// `inspect` does) and reads their start values.
     pub fn start(target: Target) -> Result<ServerWatch, HostError> {
-        let processes = server_processes(target)?;
-        let mut watched = processes
-            .into_iter()
-            .filter_map(|info| match Watched::open(info.clone()) {
-                Ok(watched) => Some(Ok(watched)),
-                // A worker that ended since it was found: it takes no part in the run.
-                Err(ProcError::NotFound(_)) if !matches!(target, Target::Pid(_)) => None,
-                Err(error) => Some(Err(proc_error(error, info.pid, Some(&info)))),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut watched = open_all(target, server_processes(target)?)?;
         let started = Instant::now();
         let mut unread = Vec::new();
         let pressure_some_us = read_pressure(&mut unread);
@@ -115,17 +117,22 @@ impl ServerWatch {
 
     /// Reads the end values: the server's side of the run since `start`.
     pub fn finish(self) -> Result<ServerView, HostError> {
-        let ServerWatch { target, started, mut watched, start, sampler } = self;
+        let ServerWatch { target, started, mut watched, mut start, sampler } = self;
         let sampled = sampler.stop();
         let wall_us = duration_us(started.elapsed());
-        let mut unread = start.unread.clone();
-        watched.extend(late_holders(target, &watched, &mut unread));
+        let mut unread = std::mem::take(&mut start.unread);
         let pressure_some_us = read_pressure(&mut unread);
-        let end = read_moment(&watched, &mut unread);
+        // The watched processes first: the search for late holders scans all of /proc.
+        let mut end = read_moment(&watched, &mut unread);
+        let late = late_holders(target, &watched, &mut unread);
+        if !late.is_empty() {
+            end.absorb(read_moment(&late, &mut unread), watched.len());
+            watched.extend(late);
+        }
         note_failed(&watched, &end, &mut unread);
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
         let threads = thread_loads(&watched, &start.threads, &end.threads);
-        let connections = connection_readings(&start, &end, sampled, &mut unread);
+        let connections = connection_readings(&mut start, end, sampled, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
         Ok(ServerView {
@@ -148,22 +155,49 @@ impl Moment {
             cpu: HashMap::new(),
             threads: Vec::new(),
             sockets: Vec::new(),
-            pairs: HashSet::new(),
+            ends: HashMap::new(),
+            tables_read_at: Instant::now(),
             failed: Vec::new(),
             table_failure: None,
         }
     }
+
+    /// Adds what a later reading of other processes found; `offset` is their first index
+    /// in the watched list. The first reading's tables stay.
+    fn absorb(&mut self, later: Moment, offset: usize) {
+        self.cpu.extend(later.cpu);
+        self.threads.extend(later.threads);
+        let known: HashSet<u64> = self.sockets.iter().map(|s| s.inode).collect();
+        self.sockets.extend(later.sockets.into_iter().filter(|s| !known.contains(&s.inode)));
+        for (end, incarnation) in later.ends {
+            self.ends.entry(end).or_insert(incarnation);
+        }
+        self.failed.extend(later.failed.into_iter().map(|(index, error)| (index + offset, error)));
+    }
+}
+
+/// Opens the processes found for `target`; a worker that ended since it was found takes
+/// no part in the run, a PID target that ended is gone.
+fn open_all(target: Target, processes: Vec<ProcessInfo>) -> Result<Vec<Watched>, HostError> {
+    let opened = processes.into_iter().filter_map(|info| match Watched::open(info.clone()) {
+        Ok(watched) => Some(Ok(watched)),
+        Err(ProcError::NotFound(_)) if !matches!(target, Target::Pid(_)) => None,
+        Err(error) => Some(Err(proc_error(error, info.pid, Some(&info)))),
+    });
+    opened.collect()
 }
 
 /// Reads every watched process, and the socket tables of their namespaces.
 fn read_moment(watched: &[Watched], unread: &mut Vec<String>) -> Moment {
+    let tables_read_at = Instant::now();
     let (tables, table_failure) = match reading::socket_tables(watched) {
         Ok(tables) => (tables, None),
         Err(error) => (HashMap::new(), Some(error)),
     };
     let by_netns: HashMap<u64, _> =
         tables.iter().map(|(netns, entries)| (*netns, reading::by_inode(entries))).collect();
-    let mut moment = Moment { pairs: reading::all_pairs(&tables), table_failure, ..Moment::empty() };
+    let ends = reading::all_ends(&tables);
+    let mut moment = Moment { ends, tables_read_at, table_failure, ..Moment::empty() };
     let mut seen = HashSet::new();
     let no_table = HashMap::new();
     for (index, one) in watched.iter().enumerate() {
@@ -238,7 +272,8 @@ fn start_values(
     Ok(Start {
         cpu: moment.cpu,
         threads: moment.threads,
-        pairs: moment.pairs,
+        ends: moment.ends,
+        tables_read_at: moment.tables_read_at,
         listening_ports,
         destinations,
         segments_out,
@@ -312,8 +347,8 @@ fn thread_loads(watched: &[Watched], start: &[ThreadTimes], end: &[ThreadTimes])
 }
 
 fn connection_readings(
-    start: &Start,
-    end: &Moment,
+    start: &mut Start,
+    end: Moment,
     sampled: sampler::Sampled,
     unread: &mut Vec<String>,
 ) -> ConnectionReadings {
@@ -327,12 +362,12 @@ fn connection_readings(
     for socket in clients.iter().filter(|s| s.state == procfs::net::TcpState::Established) {
         *established_at_end.entry(socket.remote).or_default() += 1;
     }
-    let mut after_start = sampled.pairs;
-    after_start.extend(end.pairs.iter().copied());
     ConnectionReadings {
         destinations,
-        at_start: start.pairs.clone(),
-        after_start,
+        at_start: std::mem::take(&mut start.ends),
+        at_end: end.ends,
+        sampled: sampled.connections,
+        elapsed_us: duration_us(end.tables_read_at.duration_since(start.tables_read_at)),
         established_at_end,
         pooled_segments_out: pooled_segments_out(start, &clients, unread),
     }

@@ -6,7 +6,7 @@ mod support;
 
 use nodelay_host::{HostError, ServerView, ServerWatch, Target, Upstream};
 use std::net::{SocketAddr, TcpListener};
-use support::{Server, draining_listener, echoing_listener, wait_until};
+use support::{Draining, Server, echoing_listener, wait_until};
 
 fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> ServerView {
     let watch = ServerWatch::start(target).unwrap();
@@ -55,7 +55,7 @@ fn a_sleeping_server_spends_almost_nothing() {
 /// `connection-per-request`, the other like a pool.
 #[test]
 fn fresh_and_pooled_upstream_connections_are_told_apart() {
-    let (fresh, pooled) = (draining_listener(), echoing_listener());
+    let (fresh, pooled) = (Draining::start(), echoing_listener());
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
@@ -67,16 +67,57 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
     server.ask(&format!("close {}", fresh.port()));
     server.ask(&format!("churn {} 19", fresh.port()));
     server.ask(&format!("send {} 100", pooled.port()));
+    fresh.wait_closed(20);
     let view = watch.finish().unwrap();
 
-    let opened = upstream(&view, fresh);
+    let opened = upstream(&view, fresh.address);
     assert_eq!((opened.opened, opened.open_at_end, opened.pooled_segments_out), (20, 0, 0), "{view:#?}");
     let reused = upstream(&view, pooled);
     assert_eq!((reused.opened, reused.open_at_end), (0, 1), "{view:#?}");
     assert!(reused.pooled_segments_out >= 100, "{view:#?}");
     assert!(opened.carried_traffic() && reused.carried_traffic());
     assert_eq!(view.upstreams.len(), 2, "{view:#?}");
-    assert_eq!(view.upstreams[0].destination, fresh, "most opened first");
+    assert_eq!(view.upstreams[0].destination, fresh.address, "most opened first");
+}
+
+/// Loopback reuses a 4-tuple left in TIME-WAIT once it is 1 s old (`tcp_tw_reuse`), as a
+/// server opening connections back to back does within seconds: a connection on it during
+/// the run is new, although the 4-tuple was in the table at the start.
+#[test]
+fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
+    let reuse = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").unwrap_or_default();
+    if reuse.trim() == "0" {
+        eprintln!("skipped: net.ipv4.tcp_tw_reuse is 0, no 4-tuple is reused");
+        return;
+    }
+    let destination = Draining::start();
+    let local = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut server = Server::spawn();
+    // A pooled connection makes the destination known from the start.
+    server.ask(&format!("hold {} 1", destination.port()));
+    server.ask(&format!("reuse {} {local}", destination.port()));
+    // As old as the kernel wants a TIME-WAIT it reuses on a port it picked.
+    wait_until("a TIME-WAIT 1 s old", || time_wait_left_s(local).is_some_and(|left| left <= 59.0));
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    server.ask(&format!("reuse {} {local}", destination.port()));
+    destination.wait_closed(2);
+    let view = watch.finish().unwrap();
+    let reused = upstream(&view, destination.address);
+    assert_eq!((reused.opened, reused.open_at_end), (1, 1), "{view:#?}");
+}
+
+/// Seconds left in TIME-WAIT for the IPv4 connection from local port `local`
+/// (/proc/net/tcp: state 06, `tr:tm->when` 03:ticks).
+fn time_wait_left_s(local: u16) -> Option<f64> {
+    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    table.lines().skip(1).find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let ours = fields.get(1)?.ends_with(&format!(":{local:04X}")) && fields.get(3) == Some(&"06");
+        let (_, ticks) = fields.get(5)?.split_once(':')?;
+        ours.then(|| u64::from_str_radix(ticks, 16).ok().map(|ticks| ticks as f64 / ticks_per_second))?
+    })
 }
 
 #[test]
@@ -104,6 +145,18 @@ fn every_holder_of_the_listening_socket_is_watched() {
     assert_eq!(view.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), pids);
     assert!(view.cpu_us() >= 250_000, "{view:#?}");
     assert_eq!(view.busiest_thread().map(|t| t.name.as_str()), Some("burner"));
+}
+
+/// A worker forked during the run (php-fpm, gunicorn replacing a worker) holds the listening
+/// socket at the end: it is watched, from its start.
+#[test]
+fn a_worker_forked_during_the_run_is_watched_too() {
+    let mut server = Server::spawn();
+    let view = watch_while(Target::Address(server.address()), &mut server, &["fork_burn 300"]);
+    assert_eq!(view.processes.len(), 2, "{view:#?}");
+    let worker = view.processes.iter().find(|p| p.pid != server.pid()).unwrap().pid;
+    assert!(view.cpu_us() >= 250_000, "{view:#?}");
+    assert_eq!(view.busiest_thread().map(|t| t.pid), Some(worker), "{view:#?}");
 }
 
 #[test]

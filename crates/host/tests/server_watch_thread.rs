@@ -7,7 +7,7 @@ mod support;
 use nodelay_host::{ServerWatch, Target};
 use std::sync::Mutex;
 use std::time::Instant;
-use support::{Server, draining_listener, wait_until};
+use support::{Draining, Server, wait_until};
 
 /// One test at a time: each counts this process's threads.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -61,7 +61,7 @@ fn the_sampling_thread_ends_with_the_watch() {
 #[test]
 fn the_sampler_stays_within_its_cpu_budget() {
     let _serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let upstream = draining_listener();
+    let upstream = Draining::start();
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 50", upstream.port()));
     let per_second_us = sampler_cost_us_per_second(&server, 20);
@@ -76,7 +76,7 @@ fn the_sampler_stays_within_its_cpu_budget() {
 #[ignore = "a measurement that leaves thousands of TIME-WAIT sockets behind"]
 fn the_sampler_cost_against_a_connection_per_request_server() {
     let _serial = SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    let upstream = draining_listener();
+    let upstream = Draining::start();
     let mut server = Server::spawn();
     server.ask(&format!("churn_forever {}", upstream.port()));
     let per_second_us = sampler_cost_us_per_second(&server, 30);

@@ -2,12 +2,13 @@
 //! ticks, their threads' scheduler times, their TCP sockets, the socket table of their
 //! network namespace, and the machine's CPU pressure. Everything through `procfs`.
 
-use super::connections::{self, Pair};
+use super::connections::{self, Directed, Incarnation};
 use super::load::{CpuTicks, ThreadTimes};
+use super::tcp_table::{self, TableLine};
 use crate::ProcessInfo;
-use crate::linux::{socket_fds, tcp_entries};
+use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
-use procfs::net::{TcpNetEntry, TcpState};
+use procfs::net::TcpState;
 use procfs::process::Process;
 use procfs::{Current, ProcError};
 use std::collections::{HashMap, HashSet};
@@ -50,15 +51,15 @@ pub struct HeldSocket {
 }
 
 impl HeldSocket {
-    /// The socket `entry`, held by `pid` as descriptor `fd`.
-    pub fn new(pid: i32, fd: i32, entry: &TcpNetEntry) -> HeldSocket {
+    /// The socket `line` lists, held by `pid` as descriptor `fd`.
+    fn new(pid: i32, fd: i32, line: &TableLine) -> HeldSocket {
         HeldSocket {
             pid,
             fd,
-            inode: entry.inode,
-            local: entry.local_address,
-            remote: connections::normal(entry.remote_address),
-            state: entry.state.clone(),
+            inode: line.inode,
+            local: line.local,
+            remote: connections::normal(line.remote),
+            state: line.state.clone(),
         }
     }
 
@@ -88,7 +89,7 @@ pub struct ProcessReading {
 /// process itself could not be read (ended, or not ours to read).
 pub fn read_process(
     watched: &Watched,
-    table: &HashMap<u64, &TcpNetEntry>,
+    table: &HashMap<u64, &TableLine>,
     unread: &mut Vec<String>,
 ) -> Result<ProcessReading, ProcError> {
     let stat = watched.process.stat()?;
@@ -137,14 +138,14 @@ pub fn thread_name(process: &Process, tid: i32) -> String {
 
 /// The socket tables of the watched processes' network namespaces (usually one), each read
 /// through the first of its processes that can still be read.
-pub fn socket_tables(watched: &[Watched]) -> Result<HashMap<u64, Vec<TcpNetEntry>>, ProcError> {
+pub fn socket_tables(watched: &[Watched]) -> Result<HashMap<u64, Vec<TableLine>>, ProcError> {
     let mut tables = HashMap::new();
     let mut failure = None;
     for one in watched {
         if tables.contains_key(&one.netns) {
             continue;
         }
-        match tcp_entries(Some(&one.process)) {
+        match tcp_table::read(&one.process) {
             Ok(entries) => {
                 tables.insert(one.netns, entries);
             }
@@ -157,14 +158,15 @@ pub fn socket_tables(watched: &[Watched]) -> Result<HashMap<u64, Vec<TcpNetEntry
     }
 }
 
-/// Every connection in the tables, as unordered pairs.
-pub fn all_pairs(tables: &HashMap<u64, Vec<TcpNetEntry>>) -> HashSet<Pair> {
-    tables.values().flat_map(|entries| connections::pairs(entries)).collect()
+/// Every connection end in the tables.
+pub fn all_ends(tables: &HashMap<u64, Vec<TableLine>>) -> HashMap<Directed, Incarnation> {
+    let ticks_per_second = procfs::ticks_per_second();
+    tables.values().flat_map(|lines| connections::ends(lines, ticks_per_second)).collect()
 }
 
 /// A namespace's sockets that have an owner, by inode.
-pub fn by_inode(entries: &[TcpNetEntry]) -> HashMap<u64, &TcpNetEntry> {
-    entries.iter().filter(|entry| entry.inode != 0).map(|entry| (entry.inode, entry)).collect()
+pub fn by_inode(lines: &[TableLine]) -> HashMap<u64, &TableLine> {
+    lines.iter().filter(|line| line.inode != 0).map(|line| (line.inode, line)).collect()
 }
 
 /// TCP_INFO `segments_out` of some sockets of process `pid`, by inode, read through copies

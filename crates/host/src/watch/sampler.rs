@@ -11,7 +11,7 @@
 //! A copy is the server's socket: while it is held (microseconds), a `close` by the server
 //! sends its FIN only when the copy is closed too.
 
-use super::connections::{self, Pair};
+use super::connections::{self, Directed};
 use super::reading::Watched;
 use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
@@ -33,15 +33,15 @@ const INTERVAL: Duration = Duration::from_millis(100);
 const WAIT_PER_CPU: u32 = 100;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
-const MAX_PAIRS: usize = 65_536;
+const MAX_CONNECTIONS: usize = 65_536;
 
 /// What the sampler learned during the run.
 #[derive(Debug, Default)]
 pub struct Sampled {
     /// The remote addresses of the server's client connections.
     pub destinations: BTreeSet<SocketAddr>,
-    /// Those connections themselves.
-    pub pairs: HashSet<Pair>,
+    /// Those connections themselves, (local, remote), with their sockets' inodes.
+    pub connections: HashSet<(Directed, u64)>,
 }
 
 /// The running sampler; dropping it stops the thread and waits for it (at most one sample).
@@ -148,8 +148,8 @@ impl Knowledge {
         match met {
             Met::Client(local, remote) => {
                 self.sampled.destinations.insert(connections::normal(remote));
-                if self.sampled.pairs.len() < MAX_PAIRS {
-                    self.sampled.pairs.insert(connections::pair(local, remote));
+                if self.sampled.connections.len() < MAX_CONNECTIONS {
+                    self.sampled.connections.insert((connections::directed(local, remote), inode));
                 }
                 self.known.insert(inode, true);
             }

@@ -6,6 +6,8 @@
 use std::io::{self, BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Commands, one a line, each answered `ok` once done:
@@ -13,7 +15,10 @@ use std::time::{Duration, Instant};
 /// `hold PORT N` (N connections to 127.0.0.1:PORT, kept), `close PORT` (closes them),
 /// `churn PORT N` (N fresh connections, each closed at once), `send PORT N` (N one-byte
 /// messages over the first held connection to PORT, each awaiting its echo),
-/// `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
+/// `reuse PORT LOCAL` (a connection from local port LOCAL, closed at once; retried while the
+/// kernel refuses the 4-tuple, still in TIME-WAIT from the last time and younger than 1 s),
+/// `fork_burn MS` (a worker forked now, holding the listening socket, burns MS of CPU and
+/// stays), `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
 /// With `fork` as argument, a second process (a worker) shares the listening socket.
 const SERVER: &str = r#"
 import ctypes, os, queue, socket, sys, threading, time
@@ -51,6 +56,33 @@ def run(command, args):
     elif command == 'churn':
         for _ in range(int(args[1])):
             socket.create_connection(('127.0.0.1', int(args[0]))).close()
+    elif command == 'reuse':
+        port, local = int(args[0]), int(args[1])
+        deadline = time.monotonic() + 10
+        while True:
+            connection = socket.socket()
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                connection.bind(('127.0.0.1', local))
+                connection.connect(('127.0.0.1', port))
+                break
+            except OSError:
+                connection.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        connection.close()
+    elif command == 'fork_burn':
+        ready, done_burning = os.pipe()
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL: ends with its parent
+            end = time.thread_time() + int(args[0]) / 1000
+            while time.thread_time() < end:
+                pass
+            os.write(done_burning, b'x')
+            while True:
+                time.sleep(3600)
+        os.read(ready, 1)
     elif command == 'churn_forever':
         port = int(args[0])
         def churn():
@@ -145,17 +177,43 @@ impl Drop for Server {
     }
 }
 
-/// A listener that reads each connection to its end, one after the other: a destination
-/// for connections that are opened and closed.
-pub fn draining_listener() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().map_while(Result::ok) {
-            let _ = io::copy(&mut stream, &mut io::sink());
-        }
-    });
-    address
+/// A listener that reads each connection to its end and closes it: a destination for
+/// connections that are opened and closed (the client closes first, so its side is left
+/// in TIME-WAIT).
+pub struct Draining {
+    pub address: SocketAddr,
+    closed: Arc<AtomicUsize>,
+}
+
+impl Draining {
+    pub fn start() -> Draining {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let closed = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&closed);
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().map_while(Result::ok) {
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    let _ = io::copy(&mut stream, &mut io::sink());
+                    drop(stream);
+                    counter.fetch_add(1, Ordering::Release);
+                });
+            }
+        });
+        Draining { address, closed }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.address.port()
+    }
+
+    /// Waits until `count` connections have been closed on this side: their client's side
+    /// is in TIME-WAIT by then, so the socket table holds still (a line that changes while
+    /// /proc/net/tcp is read may be missed).
+    pub fn wait_closed(&self, count: usize) {
+        wait_until("the upstream's closes", || self.closed.load(Ordering::Acquire) >= count);
+    }
 }
 
 /// A listener that echoes what each connection sends: a destination for a pooled connection.

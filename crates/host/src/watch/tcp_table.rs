@@ -1,0 +1,159 @@
+//! /proc/net/tcp and tcp6, line by line, for what procfs's `TcpNetEntry` leaves out: the
+//! timer columns. A TIME-WAIT line has `tr` 3 and `tm->when` the clock ticks it has left;
+//! whether that timer restarted between two readings tells a reused 4-tuple from the same
+//! old one (loopback reuses a TIME-WAIT 4-tuple after 1 s).
+//!
+//! ```text
+//!   sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+//!    3: 0100007F:46A1 0100007F:C944 06 00000000:00000000 03:0000175B 00000000     0        0 0 3 ...
+//! ```
+//! Addresses are the kernel's 32-bit words printed as native integers (`%08X`), ports in
+//! host order.
+
+use procfs::ProcError;
+use procfs::net::TcpState;
+use procfs::process::Process;
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// What this watch needs of one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableLine {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub state: TcpState,
+    /// Clock ticks left in TIME-WAIT; `None` for any other socket.
+    pub time_wait_left_ticks: Option<u64>,
+    /// 0 for a socket no process holds (TIME-WAIT, or closed and still closing).
+    pub inode: u64,
+}
+
+/// The lines of one table file.
+struct Lines(Vec<TableLine>);
+
+impl procfs::FromRead for Lines {
+    fn from_read<R: Read>(mut reader: R) -> Result<Self, ProcError> {
+        let mut text = String::new();
+        reader.read_to_string(&mut text)?;
+        Ok(Lines(text.lines().skip(1).filter_map(parse_line).collect()))
+    }
+}
+
+/// The process's network namespace's TCP sockets, IPv4 and IPv6 (a kernel without IPv6 has
+/// no tcp6), through the process's /proc directory.
+pub fn read(process: &Process) -> Result<Vec<TableLine>, ProcError> {
+    let Lines(mut lines) = process.read("net/tcp")?;
+    if let Ok(Lines(v6)) = process.read::<Lines>("net/tcp6") {
+        lines.extend(v6);
+    }
+    Ok(lines)
+}
+
+/// One line after the header; `None` for a line that does not read as one.
+pub fn parse_line(line: &str) -> Option<TableLine> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let [_, local, remote, state, _, timer, _, _, _, inode, ..] = fields[..] else { return None };
+    let (timer_kind, ticks) = timer.split_once(':')?;
+    let time_wait_left_ticks = match timer_kind {
+        "03" => Some(u64::from_str_radix(ticks, 16).ok()?),
+        _ => None,
+    };
+    Some(TableLine {
+        local: parse_address(local)?,
+        remote: parse_address(remote)?,
+        state: TcpState::from_u8(u8::from_str_radix(state, 16).ok()?)?,
+        time_wait_left_ticks,
+        inode: inode.parse().ok()?,
+    })
+}
+
+/// `0100007F:1F90` (127.0.0.1:8080), or 32 hex digits for IPv6.
+fn parse_address(text: &str) -> Option<SocketAddr> {
+    let (ip, port) = text.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let word = |at: usize| u32::from_str_radix(ip.get(at..at + 8)?, 16).ok().map(u32::to_ne_bytes);
+    let ip = match ip.len() {
+        8 => IpAddr::V4(Ipv4Addr::from(word(0)?)),
+        32 => {
+            let mut bytes = [0u8; 16];
+            for (index, chunk) in bytes.chunks_exact_mut(4).enumerate() {
+                chunk.copy_from_slice(&word(index * 8)?);
+            }
+            IpAddr::V6(Ipv6Addr::from(bytes))
+        }
+        _ => return None,
+    };
+    Some(SocketAddr::new(ip, port))
+}
+
+// The fixtures are what a little-endian kernel prints.
+#[cfg(all(test, target_endian = "little"))]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_listener_an_established_socket_and_a_time_wait_line_read_as_such() {
+        let listen = "   1: 0100007F:46A0 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4165444 1 00000000772af69e 100 0 0 10 0";
+        let established = "   7: 0100007F:9C40 0100007F:46A1 01 00000000:00000000 02:000AFC1C 00000000  1000        0 4187392 1 0000000011a63f66 20 4 30 10 -1";
+        let time_wait = "   3: 0100007F:46A1 0100007F:C944 06 00000000:00000000 03:0000175B 00000000     0        0 0 3 0000000082d024fd";
+        assert_eq!(
+            parse_line(listen),
+            Some(TableLine {
+                local: at("127.0.0.1:18080"),
+                remote: at("0.0.0.0:0"),
+                state: TcpState::Listen,
+                time_wait_left_ticks: None,
+                inode: 4165444,
+            })
+        );
+        let established = parse_line(established).unwrap();
+        assert_eq!(
+            (established.state, established.time_wait_left_ticks, established.inode),
+            (TcpState::Established, None, 4187392)
+        );
+        assert_eq!((established.local, established.remote), (at("127.0.0.1:40000"), at("127.0.0.1:18081")));
+        assert_eq!(
+            parse_line(time_wait),
+            Some(TableLine {
+                local: at("127.0.0.1:18081"),
+                remote: at("127.0.0.1:51524"),
+                state: TcpState::TimeWait,
+                time_wait_left_ticks: Some(5979),
+                inode: 0,
+            })
+        );
+    }
+
+    #[test]
+    fn ipv6_lines_read_word_by_word() {
+        let mapped = "   0: 0000000000000000FFFF00000100007F:1F90 0000000000000000FFFF00000100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 99 1 0";
+        let loopback = "   1: 00000000000000000000000001000000:0016 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 98 1 0";
+        let mapped = parse_line(mapped).unwrap();
+        assert_eq!(
+            (mapped.local, mapped.remote),
+            (at("[::ffff:127.0.0.1]:8080"), at("[::ffff:127.0.0.1]:54321"))
+        );
+        assert_eq!(parse_line(loopback).unwrap().local, at("[::1]:22"));
+    }
+
+    #[test]
+    fn the_header_and_broken_lines_are_no_lines() {
+        let header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode";
+        assert_eq!(parse_line(header), None);
+        assert_eq!(parse_line("   3: 0100007F:46A1 0100007F:C944 06"), None);
+        assert_eq!(
+            parse_line("   3: 0100007:46A1 0100007F:C944 06 0:0 03:1 0 0 0 0 3"),
+            None,
+            "7 hex digits"
+        );
+        assert_eq!(
+            parse_line("   3: 0100007F:46A1 0100007F:C944 FF 0:0 03:1 0 0 0 0 3"),
+            None,
+            "no state FF"
+        );
+    }
+}
