@@ -67,6 +67,9 @@ pub enum ProofKind {
     CaptureRule,
     /// The fix itself was applied to the running server and the baseline measured again.
     FixApplied,
+    /// An inspecting relay (`nodelay proxy`) saw the stall's pattern in the traffic it
+    /// relayed: no experiment was run.
+    RelayRule,
 }
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the

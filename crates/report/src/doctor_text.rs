@@ -198,6 +198,7 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
 fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
     match (proof.kind, proof.removed) {
         (ProofKind::CaptureRule, _) => "seen in the capture",
+        (ProofKind::RelayRule, _) => "seen by the relay",
         (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
         (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
     }
