@@ -150,7 +150,6 @@ fn pause_evidence(
         Evidence::new("median pause", leg.gap_p50_ms, "ms"),
         Evidence::new("pause, 10th percentile", leg.gap_p10_ms, "ms"),
         Evidence::new("pause, 90th percentile", leg.gap_p90_ms, "ms"),
-        Evidence::new("time lost to the pauses", leg.lost_ms, "ms"),
     ];
     if let Some(bytes) = leg.bytes_before_p50 {
         evidence.push(Evidence::new("median bytes before the pause", bytes as f64, "bytes"));

@@ -284,6 +284,7 @@ impl Connection {
             upstream_tcp_info: if connected { read_tcp_info(&self.upstream.stream) } else { None },
             framing: self.exchanges.framing(),
             framing_lost: self.exchanges.framing_lost().map(str::to_string),
+            upstream_server: self.exchanges.server_header().map(str::to_string),
             ending,
         });
         self.to_upstream.clear();

@@ -119,6 +119,14 @@ impl Exchanges {
         }
     }
 
+    /// The upstream's first HTTP `Server` header (printable ASCII), naming its stack.
+    pub fn server_header(&self) -> Option<&str> {
+        match &self.mode {
+            Mode::Http(framers) => framers.response.server_header(),
+            Mode::Undecided | Mode::Turns => None,
+        }
+    }
+
     /// Why HTTP framing was given up on this connection, if it was.
     pub fn framing_lost(&self) -> Option<&str> {
         self.framing_lost.as_deref()
@@ -464,6 +472,7 @@ mod tests {
         assert!((s.ms(first.forwarded) - 0.0).abs() < 1e-9 && (s.ms(first.delivered) - 43.9).abs() < 1e-9);
         assert_eq!(records[1].sequence, 1);
         assert_eq!(s.exchanges.completed(), 2);
+        assert_eq!(s.exchanges.server_header(), None, "the upstream sent none");
     }
 
     #[test]

@@ -187,6 +187,8 @@ pub struct ConnectionRecord {
     pub framing: Option<Framing>,
     /// HTTP framing was given up on this connection (why), exchange timing lost from there.
     pub framing_lost: Option<String>,
+    /// The upstream's first HTTP `Server` header on this connection (printable ASCII).
+    pub upstream_server: Option<String>,
     pub ending: Ending,
 }
 

@@ -135,6 +135,8 @@ pub struct ProxyStats {
     connect_failures: [u64; ConnectFailure::ALL.len()],
     connect_failure_example: Option<String>,
     pub upstream_connect_ns: Histogram<u64>,
+    /// The first HTTP `Server` header the upstream sent.
+    pub upstream_server: Option<String>,
     /// The closed connection that carried the most exchanges: its TCP_INFO on both legs.
     pub busiest: Option<ConnectionRecord>,
     /// The first stalled messages.
@@ -182,6 +184,7 @@ impl ProxyStats {
             connect_failures: [0; ConnectFailure::ALL.len()],
             connect_failure_example: None,
             upstream_connect_ns: empty(),
+            upstream_server: None,
             busiest: None,
             examples: Vec::new(),
         }
@@ -268,6 +271,9 @@ impl RelaySink for ProxyStats {
         if let Some(why) = &record.framing_lost {
             self.framing_lost += 1;
             self.framing_lost_example.get_or_insert_with(|| why.clone());
+        }
+        if self.upstream_server.is_none() {
+            self.upstream_server.clone_from(&record.upstream_server);
         }
         if self.busiest.as_ref().is_none_or(|busiest| record.exchanges > busiest.exchanges) {
             self.busiest = Some(record.clone());
