@@ -187,7 +187,7 @@ impl Connection {
                     from.readable = false;
                     self.first_gone.get_or_insert(from_gone);
                     if from_upstream {
-                        self.exchanges.upstream_closed();
+                        self.exchanges.upstream_closed(sink);
                     }
                     moved = true;
                 }

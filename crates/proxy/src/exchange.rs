@@ -205,9 +205,10 @@ impl Exchanges {
         self.emit_ready(sink);
     }
 
-    /// The upstream closed its direction: a response framed by the close is complete.
-    pub fn upstream_closed(&mut self) {
-        let end = self.upstream_read;
+    /// The upstream closed its direction: a response framed by the close is complete (and
+    /// emitted if all of it was delivered already).
+    pub fn upstream_closed(&mut self, sink: &mut impl RelaySink) {
+        let (end, to_client, to_client_at) = (self.upstream_read, self.to_client, self.to_client_at);
         let Some(pending) =
             self.pending.iter_mut().find(|p| p.response.is_some() && p.response_end.is_none())
         else {
@@ -219,7 +220,11 @@ impl Exchanges {
         };
         if complete {
             pending.response_end = Some(end);
+            if to_client >= end {
+                pending.delivered = Some(to_client_at);
+            }
         }
+        self.emit_ready(sink);
     }
 
     /// The connection ends: what was delivered in full is emitted, the rest is incomplete.
@@ -528,10 +533,17 @@ mod tests {
         assert_eq!((record.request.bytes, record.response.bytes), (9, 5));
         assert!((record.request.max_gap.as_secs_f64() * 1e3 - 40.0).abs() < 1e-6);
         assert!((s.ms(record.forwarded) - 41.0).abs() < 1e-9 && (s.ms(record.delivered) - 41.3).abs() < 1e-9);
-        // The last turn ends with the connection once all of it was delivered.
+        // The upstream's end ends the last turn, all of it delivered already.
         s.upstream(50.5, b"+OK\r\n");
-        s.exchanges.finish(Unfinished::ClientGone, &mut s.sink);
+        s.exchanges.upstream_closed(&mut s.sink);
         assert_eq!(s.sink.exchanges.len(), 2);
+        s.exchanges.finish(Unfinished::ClientGone, &mut s.sink);
+        assert!(s.sink.incomplete.is_empty());
+        // Without it, the last turn ends with the connection once all of it was delivered.
+        let mut s = Script::new();
+        s.client(1.0, b"ping").upstream(1.5, b"pong");
+        s.exchanges.finish(Unfinished::ClientGone, &mut s.sink);
+        assert_eq!(s.sink.exchanges.len(), 1);
         assert!(s.sink.incomplete.is_empty());
         assert_eq!(s.exchanges.framing(), Some(Framing::Turns));
     }
@@ -563,9 +575,9 @@ mod tests {
         let mut s = Script::new();
         s.client(0.0, GET).upstream(1.0, b"HTTP/1.0 200 OK\r\n\r\nall of it");
         assert!(s.sink.exchanges.is_empty());
-        s.exchanges.upstream_closed();
-        s.exchanges.client_written(s.at(1.1), 0, &mut s.sink);
-        assert_eq!(s.sink.exchanges.len(), 1);
+        s.exchanges.upstream_closed(&mut s.sink);
+        assert_eq!(s.sink.exchanges.len(), 1, "delivered before the close");
+        assert!((s.ms(s.sink.exchanges[0].delivered) - 1.0).abs() < 1e-9);
     }
 
     #[test]
