@@ -35,6 +35,7 @@ if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want nginx nginx-light
   want ab apache2-utils
+  want haproxy haproxy
   want taskset util-linux
   [[ -x /usr/bin/time ]] || need_apt+=(time)
 fi
