@@ -315,11 +315,19 @@ fn listening_beyond_loopback_needs_listen_public() {
         "127.0.0.1:9",
         "-d",
         "200ms",
+        "--json",
     ]);
     assert!(proxy.address.starts_with("0.0.0.0:"), "{}", proxy.address);
     let run = proxy.finish();
-    assert_eq!(run.code(), 1);
-    assert!(squeeze(&run.stdout()).contains("stopped at the end of -d"), "{}", run.stdout());
+    assert_eq!(run.code(), 1, "nothing relayed");
+    let report = run.json();
+    validate_against_schema("proxy.schema.json", &report);
+    assert_eq!(
+        (report["stopped_by"].as_str(), report["verdict"].as_str()),
+        (Some("duration"), Some("nothing-relayed"))
+    );
+    assert_eq!(report["findings"], serde_json::json!([]));
+    assert!(report["latency_ms"]["total"].is_null());
 }
 
 #[test]

@@ -129,7 +129,7 @@ fn timer_pattern(leg: &LegPauses) -> TimerPattern {
     let proven = timer.is_some() && clustered && leg.stalled >= MIN_STALLS_FOR_PROOF && signature;
     let confidence = if proven {
         Confidence::High
-    } else if timer.is_some() && clustered {
+    } else if timer.is_some() && (clustered || signature) {
         Confidence::Medium
     } else {
         Confidence::Low
@@ -195,7 +195,8 @@ fn upstream_pauses(o: &RelayObservations) -> Option<Finding> {
     let pattern = timer_pattern(leg);
     let share = 100.0 * leg.stalled_share();
     let evidence = pause_evidence(leg, "responses", "the upstream's client", &pattern);
-    if pattern.timer.is_none() || pattern.confidence == Confidence::Low {
+    // On a timer but spread (a busy machine, an ato that grew): still Nagle, not proven.
+    if pattern.timer.is_none() {
         return Some(Finding {
             id: FindingId::SlowResponseBody,
             title: format!(
@@ -443,6 +444,16 @@ mod tests {
         upstream.relay_socket = None;
         let finding = &relay_findings(&observations(LegPauses::default(), upstream))[0];
         assert!(!finding.proven && finding.confidence == Confidence::Medium);
+    }
+
+    #[test]
+    fn pauses_on_a_timer_but_spread_are_nagle_not_proven() {
+        // A loaded machine: the relay's ato grew to 60 ms, a few pauses ran long.
+        let mut upstream = stalling(28, 30, 43.4);
+        (upstream.gap_p10_ms, upstream.gap_p90_ms) = (41.1, 64.2);
+        let finding = &relay_findings(&observations(LegPauses::default(), upstream))[0];
+        assert_eq!(finding.id, FindingId::ServerNagleDelayedAck);
+        assert!(!finding.proven && finding.confidence == Confidence::Medium, "{finding:#?}");
     }
 
     #[test]
