@@ -12,6 +12,9 @@ core 1. Runs alternate direct, nodelay proxy and HAProxy --rounds times. Measure
   - peak RSS of each proxy (VmHWM of its process, read before it is stopped),
 and prints them side by side with the ratios that issue 11 sets targets for:
   added p50 nodelay <= HAProxy's, req/s nodelay >= 0.9 x HAProxy's.
+The ratios are medians of per-round ratios (the two proxies run seconds apart, in alternating
+order), which a machine shared with other work disturbs far less than medians of the raw
+figures; both are printed.
 
 Usage: bench/proxy_vs_haproxy.py [--rounds 3] [--seconds 5] [--connections 50]
 The binary is $CARGO_TARGET_DIR/release/nodelay (target/release without it).
@@ -172,7 +175,10 @@ def main():
         for round_number in range(args.rounds):
             results["direct"]["p50"].append(p50_ms(upstream_port, args.seconds))
             results["direct"]["rps"].append(requests_per_second(upstream_port, args.connections, args.seconds)[0])
-            for kind in (NodelayProxy, HAProxy):
+            # Alternate which proxy goes first: neither always meets the same moment of the
+            # machine's other load.
+            kinds = (NodelayProxy, HAProxy) if round_number % 2 == 0 else (HAProxy, NodelayProxy)
+            for kind in kinds:
                 proxy = kind(upstream_port, workdir)
                 try:
                     results[kind.name]["p50"].append(p50_ms(proxy.port, args.seconds))
@@ -203,9 +209,17 @@ def main():
         f"{name} " + ", ".join(f"{v:.0f}" for v in results[name]["rps"]) for name in results))
     print("per round, p50 c=1 (us): " + "; ".join(
         f"{name} " + ", ".join(f"{v * 1000:.1f}" for v in results[name]["p50"]) for name in results))
+    # Ratios within a round compare runs seconds apart, under the same other load: their
+    # median is what the targets are checked on.
+    direct_p50s = results["direct"]["p50"]
+    added_ratio = statistics.median(
+        (n - d) / (h - d) for n, h, d in zip(results["nodelay"]["p50"], results["haproxy"]["p50"], direct_p50s))
+    rps_ratio = statistics.median(n / h for n, h in zip(results["nodelay"]["rps"], results["haproxy"]["rps"]))
+    print("per round, req/s nodelay/haproxy: " + ", ".join(
+        f"{n / h:.2f}" for n, h in zip(results["nodelay"]["rps"], results["haproxy"]["rps"])))
     ratios = [
-        ("added p50 nodelay/haproxy", added["nodelay"] / added["haproxy"], lambda r: r <= 1.0, "<= 1.00"),
-        ("req/s nodelay/haproxy", med("nodelay", "rps") / med("haproxy", "rps"), lambda r: r >= 0.9, ">= 0.90"),
+        ("added p50 nodelay/haproxy", added_ratio, lambda r: r <= 1.0, "<= 1.00"),
+        ("req/s nodelay/haproxy", rps_ratio, lambda r: r >= 0.9, ">= 0.90"),
         ("proxy CPU/req nodelay/haproxy", med("nodelay", "cpu") / med("haproxy", "cpu"), lambda r: True,
          "(no target)"),
         ("peak RSS nodelay/haproxy", med("nodelay", "rss") / med("haproxy", "rss"), lambda r: True, "(no target)"),
