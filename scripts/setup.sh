@@ -36,6 +36,7 @@ want nginx nginx-light
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils
+  want haproxy haproxy
   want taskset util-linux
   [[ -x /usr/bin/time ]] || need_apt+=(time)
 fi

@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use std::ffi::OsString;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use std::time::Duration;
     // Help fits 80 columns, as every other output does when not on a wider terminal.
     max_term_width = 80,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
-    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor made a finding; exec: the program's own, 126 or 127 if it cannot be run."
+    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments,\n3 doctor, pcap or proxy made a finding; exec: the program's own, 126 or 127 if it cannot be run."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -35,6 +36,9 @@ pub enum Command {
     Demo,
     /// Run a program with TCP_NODELAY forced on every TCP socket it opens or accepts
     Exec(ExecArgs),
+    /// Relay TCP between clients and one upstream, timing every exchange on both legs, and say
+    /// where the time goes and which side stalls
+    Proxy(Box<ProxyArgs>),
     /// Print the JSON Schema of a command's --json output
     Schema {
         #[arg(value_enum)]
@@ -57,6 +61,7 @@ pub enum SchemaName {
     Pcap,
     Inspect,
     Fix,
+    Proxy,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -283,6 +288,58 @@ pub struct ExecArgs {
     pub command: Vec<OsString>,
 }
 
+/// `nodelay proxy`: an inspecting relay.
+#[derive(Debug, Clone, Args)]
+#[command(after_help = "Every client connection is relayed, byte for byte, to the one upstream (never \
+anywhere else), with TCP_NODELAY set on both legs so that the relay adds no Nagle stall of its \
+own. HTTP/1.x exchanges are told apart by their framing; any other protocol by turns (the \
+client's bytes, then the upstream's until the client speaks again).\n\n\
+It runs until -d or -n is reached, or Ctrl-C (or SIGTERM), then prints the report; a second \
+Ctrl-C quits at once. Exit status: 0 healthy, 3 a finding, 1 nothing relayed, 2 bad arguments.")]
+pub struct ProxyArgs {
+    /// Where clients connect: a loopback address such as 127.0.0.1:8080 unless --listen-public
+    /// (port 0 picks a free port); `listening on ADDR` goes to stderr once it accepts
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_address)]
+    pub listen: SocketAddr,
+
+    /// The one address every connection is relayed to: HOST:PORT
+    #[arg(long, value_name = "ADDR", value_parser = parse_socket_address)]
+    pub upstream: SocketAddr,
+
+    /// Stop after this long, e.g. 30s, 5m [default: until Ctrl-C or -n]
+    #[arg(short = 'd', long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// Stop after N exchanges relayed in full [default: until Ctrl-C or -d]
+    #[arg(short = 'n', long = "exchanges", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub exchanges: Option<u64>,
+
+    /// Print the report as JSON (its JSON Schema: nodelay schema proxy) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Allow --listen on an address that is not loopback: anyone who can reach it can then use
+    /// the relay to reach the upstream
+    #[arg(long)]
+    pub listen_public: bool,
+}
+
+/// HOST:PORT as an address: an IP literal (`[::1]:80` for IPv6) or a name, resolved now.
+fn parse_socket_address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let example = "e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080";
+    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
+        return Err(format!("'{text}' is not HOST:PORT ({example})"));
+    }
+    match std::net::ToSocketAddrs::to_socket_addrs(text).map(|mut addresses| addresses.next()) {
+        Ok(Some(address)) => Ok(address),
+        Ok(None) => Err(format!("'{text}' resolves to no address")),
+        Err(e) => Err(format!("cannot resolve '{text}': {e}")),
+    }
+}
+
 fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {
     nodelay_capture::FlowFilter::parse(text)
 }
@@ -412,5 +469,15 @@ mod tests {
             assert!(parse_duration(absurd).is_err(), "{absurd}");
         }
         assert_eq!(parse_duration("365days"), Ok(MAX_DURATION));
+    }
+
+    #[test]
+    fn socket_addresses_are_literals_or_resolved_names() {
+        assert_eq!(parse_socket_address("127.0.0.1:0"), Ok("127.0.0.1:0".parse().unwrap()));
+        assert_eq!(parse_socket_address("[::1]:8080"), Ok("[::1]:8080".parse().unwrap()));
+        assert!(parse_socket_address("localhost:8080").unwrap().ip().is_loopback());
+        for bad in ["8080", "127.0.0.1", ":80", "127.0.0.1:99999", "host:port"] {
+            assert!(parse_socket_address(bad).unwrap_err().contains("HOST:PORT"), "{bad}");
+        }
     }
 }

@@ -12,6 +12,7 @@ mod input;
 mod interrupt;
 mod output;
 mod pcap;
+mod proxy;
 mod request;
 mod runner;
 mod scenario;
@@ -22,7 +23,9 @@ mod target;
 mod try_fix;
 mod workload;
 
-pub use args::{BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, RequestArgs, habit_hint, not_utf8};
+pub use args::{
+    BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, RequestArgs, habit_hint, not_utf8,
+};
 pub use exit::{Outcome, UsageError, outcome_of};
 pub use scenario::parse_scenario;
 
@@ -33,7 +36,7 @@ pub fn report_error(error: &anyhow::Error) {
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    if matches!(cli.command, Command::Bench(_) | Command::Doctor(_)) {
+    if matches!(cli.command, Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_)) {
         // From the start, not just while load runs: a Ctrl-C during the reachability probe
         // must still end with a report (marked interrupted), not kill the process silently.
         interrupt::install();
@@ -46,6 +49,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Fix(args) => sockets::fix(&args),
         Command::Demo => demo::demo(),
         Command::Exec(args) => exec::exec(&args),
+        Command::Proxy(args) => proxy::proxy(&args),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),
         Command::Man => self_docs::man(),

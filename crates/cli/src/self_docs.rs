@@ -10,6 +10,7 @@ use clap::CommandFactory;
 const BENCH_SCHEMA: &str = include_str!("../../../schema/bench.schema.json");
 const DOCTOR_SCHEMA: &str = include_str!("../../../schema/doctor.schema.json");
 const PCAP_SCHEMA: &str = include_str!("../../../schema/pcap.schema.json");
+const PROXY_SCHEMA: &str = include_str!("../../../schema/proxy.schema.json");
 /// One schema for `inspect` and `fix`: they share the socket's description.
 const SOCKETS_SCHEMA: &str = include_str!("../../../schema/inspect.schema.json");
 
@@ -19,6 +20,7 @@ pub fn schema(name: SchemaName) -> Result<Outcome> {
         SchemaName::Doctor => DOCTOR_SCHEMA,
         SchemaName::Pcap => PCAP_SCHEMA,
         SchemaName::Inspect | SchemaName::Fix => SOCKETS_SCHEMA,
+        SchemaName::Proxy => PROXY_SCHEMA,
     })?;
     Ok(Outcome::Success)
 }

@@ -20,6 +20,7 @@ fn ids(report: &serde_json::Value) -> Vec<String> {
 
 /// `nodelay bench --json` with one thread: the report, validated against its schema.
 fn bench(url: &str, args: &[&str]) -> serde_json::Value {
+    warm(url);
     let run = nodelay(&[&["bench", "--json", "-q", "-t", "1"], args, &[url]].concat());
     assert_eq!(run.code(), 0, "bench failed:\n{}", run.stderr());
     let report = run.json();
@@ -27,7 +28,16 @@ fn bench(url: &str, args: &[&str]) -> serde_json::Value {
     report
 }
 
+/// A freshly started Node or Python server spends its first requests compiling and warming
+/// caches (a cold Node process burns several ms of CPU per request): the tests diagnose warm
+/// servers, as users do.
+fn warm(url: &str) {
+    let run = nodelay(&["bench", "-q", "-c", "1", "-n", "300", "--no-server-view", url]);
+    assert_eq!(run.code(), 0, "warming {url} failed:\n{}", run.stderr());
+}
+
 fn doctor(url: &str, args: &[&str]) -> serde_json::Value {
+    warm(url);
     let run = nodelay(&[&["doctor", "--json"], args, &[url]].concat());
     assert!(matches!(run.code(), 0 | 3), "doctor failed:\n{}", run.stderr());
     let report = run.json();

@@ -14,6 +14,7 @@ fn schemas_are_embedded_and_equal_the_files() {
         ("pcap", "pcap"),
         ("inspect", "inspect"),
         ("fix", "inspect"),
+        ("proxy", "proxy"),
     ] {
         let run = nodelay(&["schema", name]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -63,7 +64,7 @@ fn bash_completion_knows_exec() {
 fn man_page_is_roff_with_every_command() {
     let page = nodelay(&["man"]).stdout();
     assert!(page.contains(".TH nodelay 1"), "{page}");
-    for command in ["bench", "doctor", "pcap", "demo", "inspect", "fix", "exec"] {
+    for command in ["bench", "doctor", "pcap", "demo", "inspect", "fix", "exec", "proxy"] {
         assert!(page.contains(command), "{command}");
     }
 }
@@ -79,6 +80,7 @@ fn every_help_fits_80_columns() {
         &["fix"],
         &["demo"],
         &["exec"],
+        &["proxy"],
         &["schema"],
         &["completions"],
         &["man"],

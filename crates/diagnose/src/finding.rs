@@ -89,6 +89,9 @@ pub enum ProofKind {
     UpstreamDiagnosis,
     /// One request sent to see what the server does (not a change that removes a symptom).
     Probe,
+    /// An inspecting relay (`nodelay proxy`) saw the stall's pattern in the traffic it
+    /// relayed: no experiment was run.
+    RelayRule,
 }
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the

@@ -2,14 +2,17 @@
 //!
 //! The doctor measures a baseline, asks [`next_experiment`] which experiment would separate
 //! the causes it sees, runs it, and repeats; then [`diagnose`] turns everything into
-//! [`Finding`]s. No I/O and no clock here, so every rule is unit-tested on synthetic records.
-//! The kernel facts behind the rules are in shared/FIELD_NOTES.md.
+//! [`Finding`]s; [`relay_findings`] does the same for what `nodelay proxy` saw, and
+//! [`capture_findings`] for a packet capture. No I/O and no clock here, so every rule is
+//! unit-tested on synthetic records. The kernel facts behind the rules are in
+//! shared/FIELD_NOTES.md.
 
 mod capture;
 mod finding;
 mod fixes;
 mod hops;
 mod phase;
+mod relay;
 mod rules;
 mod server;
 mod timers;
@@ -21,6 +24,7 @@ pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
     PhaseSummary, RequestShape, STALL_GAP_MS, percentile,
 };
+pub use relay::{LegPauses, RelayObservations, relay_findings};
 pub use rules::{diagnose, next_experiment};
 pub use server::{
     CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare, server_findings,

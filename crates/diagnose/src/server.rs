@@ -13,6 +13,10 @@ pub const CPU_BOUND_SHARE: f64 = 0.8;
 pub const CONNECTIONS_PER_REQUEST: f64 = 0.5;
 /// ...once the run has this many requests to count against.
 pub const MIN_REQUESTS: u64 = 10;
+/// One request at a time, the server worked (on a CPU, or ready for one) at least this share of
+/// each request's time: more than the network, the client and waiting together. Not higher:
+/// on a loaded machine the client's own delays lengthen every request.
+pub const WORKING_SHARE: f64 = 0.5;
 /// Below this much CPU per request, one request's CPU is no latency worth a finding (under
 /// load the ceiling tells more: bench).
 pub const MIN_CPU_PER_REQUEST_MS: f64 = 1.0;
@@ -134,15 +138,19 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
     // Waiting for a core is working time too: the thread was ready to run.
     let waiting_ms =
         view.threads.iter().map(|t| t.waiting_for_cpu_us).sum::<u64>() as f64 / 1e3 / requests as f64;
+    // One request at a time, a busy thread only means the server has no wait of its own to
+    // add: what matters is whether its CPU is most of each request's time, and whether that
+    // time is worth a finding. Under concurrent load, whether a thread or the cores ran full.
     let basis = match (&load.busiest, sequential_p50_ms) {
-        (Some(busiest), _) if load.one_thread_bound => Basis::OneThread(busiest.clone()),
-        _ if load.cores_busy >= CPU_BOUND_SHARE * cpus => {
-            Basis::AllCores { cores_busy: load.cores_busy, cpus }
-        }
         (_, Some(total_ms))
-            if cpu_ms >= MIN_CPU_PER_REQUEST_MS && cpu_ms + waiting_ms >= CPU_BOUND_SHARE * total_ms =>
+            if cpu_ms >= MIN_CPU_PER_REQUEST_MS && cpu_ms + waiting_ms >= WORKING_SHARE * total_ms =>
         {
             Basis::PerRequest { cpu_ms, waiting_ms, total_ms }
+        }
+        (_, Some(_)) => return None,
+        (Some(busiest), None) if load.one_thread_bound => Basis::OneThread(busiest.clone()),
+        (_, None) if load.cores_busy >= CPU_BOUND_SHARE * cpus => {
+            Basis::AllCores { cores_busy: load.cores_busy, cpus }
         }
         _ => return None,
     };

@@ -8,6 +8,10 @@ use crate::ProcessInfo;
 use serde::Serialize;
 use std::net::SocketAddr;
 
+/// /proc/PID/stat counts CPU in clock ticks (10 ms at the usual 100 Hz): two of them, one at
+/// each end of the run.
+const TICK_ROUNDING_US: u64 = 20_000;
+
 /// One thread of the server and how it spent the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadLoad {
@@ -73,8 +77,13 @@ pub struct ServerView {
 }
 
 impl ServerView {
+    /// CPU time of the run: the threads' own (schedstat, exact), unless /proc/PID/stat's
+    /// count (10 ms ticks, but including threads that came and went between two samples)
+    /// is larger by more than its rounding.
     pub fn cpu_us(&self) -> u64 {
-        self.cpu_user_us + self.cpu_system_us
+        let ticks = self.cpu_user_us + self.cpu_system_us;
+        let threads: u64 = self.threads.iter().map(|t| t.on_cpu_us).sum();
+        if ticks > threads + TICK_ROUNDING_US { ticks } else { threads }
     }
 
     pub fn busiest_thread(&self) -> Option<&ThreadLoad> {

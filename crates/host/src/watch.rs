@@ -6,7 +6,7 @@
 //! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
 //! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in /proc/net/tcp{,6}) of
-//!   which they are the client, at the start and the end; in between, every ~100 ms, the
+//!   which they are the client, at the start and the end; in between, every ~10 ms, the
 //!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
 //!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
 //!   connections that lived through the run. Every copy is closed at once.
@@ -29,7 +29,7 @@
 //!   changes while it is read may be missed.
 //! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
-//!   the end, or at one of the sampler's instants (every ~100 ms): a server that opens a
+//!   the end, or at one of the sampler's instants (every ~10 ms): a server that opens a
 //!   connection for a few microseconds, rarely, may not be caught.
 //! - The processes are those holding the listening socket at the start, and those that hold
 //!   it at the end (counted since they started: a worker forked during the run).
@@ -94,7 +94,6 @@ impl ServerWatch {
     /// `inspect` does) and reads their start values.
     pub fn start(target: Target) -> Result<ServerWatch, HostError> {
         let mut watched = open_all(target, server_processes(target)?)?;
-        let started = Instant::now();
         let mut unread = Vec::new();
         let pressure_some_us = read_pressure(&mut unread);
         let moment = read_moment(&watched, &mut unread);
@@ -106,10 +105,13 @@ impl ServerWatch {
         let sampled = watched.iter().filter_map(|w| Watched::open(w.info.clone()).ok()).collect();
         let sampler = Sampler::start(sampled, start.listening_ports.clone())
             .map_err(|e| HostError::io("starting the server view's sampling thread", e))?;
+        // The run is timed from here: reading the socket tables (milliseconds, up to a second
+        // on a loaded machine with many TIME-WAIT entries) is not part of it.
+        let started = Instant::now();
         Ok(ServerWatch { target, started, watched, start, sampler })
     }
 
-    /// Samples of the server's outgoing connections taken so far, one every ~100 ms: a run
+    /// Samples of the server's outgoing connections taken so far, one every ~10 ms: a run
     /// shorter than a sample learns its upstreams only from the start and the end.
     pub fn samples_taken(&self) -> u64 {
         self.sampler.samples()
@@ -131,7 +133,17 @@ impl ServerWatch {
         }
         note_failed(&watched, &end, &mut unread);
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
-        let threads = thread_loads(&watched, &start.threads, &end.threads);
+        // Threads that ended during the run count up to when the sampler last saw them.
+        let mut end_threads = end.threads.clone();
+        let mut names: HashMap<(i32, i32), String> = HashMap::new();
+        let alive: HashSet<(i32, i32)> = end_threads.iter().map(|t| (t.pid, t.tid)).collect();
+        for (key, (times, name)) in &sampled.threads {
+            names.insert(*key, name.clone());
+            if !alive.contains(key) {
+                end_threads.push(*times);
+            }
+        }
+        let threads = thread_loads(&watched, &start.threads, &end_threads, &names);
         let connections = connection_readings(&mut start, end, sampled, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
@@ -330,16 +342,24 @@ fn cpu_since(start: &HashMap<i32, CpuTicks>, end: &HashMap<i32, CpuTicks>) -> (u
     (load::ticks_to_us(user, ticks_per_second), load::ticks_to_us(system, ticks_per_second))
 }
 
-fn thread_loads(watched: &[Watched], start: &[ThreadTimes], end: &[ThreadTimes]) -> Vec<ThreadLoad> {
+fn thread_loads(
+    watched: &[Watched],
+    start: &[ThreadTimes],
+    end: &[ThreadTimes],
+    names: &HashMap<(i32, i32), String>,
+) -> Vec<ThreadLoad> {
     load::busiest_threads(start, end)
         .into_iter()
         .map(|thread| ThreadLoad {
             pid: thread.pid,
             tid: thread.tid,
-            name: watched
-                .iter()
-                .find(|w| w.info.pid == thread.pid)
-                .map_or_else(|| "?".into(), |w| reading::thread_name(&w.process, thread.tid)),
+            name: match names.get(&(thread.pid, thread.tid)) {
+                Some(name) => name.clone(),
+                None => watched
+                    .iter()
+                    .find(|w| w.info.pid == thread.pid)
+                    .map_or_else(|| "?".into(), |w| reading::thread_name(&w.process, thread.tid)),
+            },
             on_cpu_us: thread.on_cpu_ns / 1_000,
             waiting_for_cpu_us: thread.waiting_for_cpu_ns / 1_000,
         })

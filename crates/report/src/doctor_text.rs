@@ -279,6 +279,7 @@ fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
         (ProofKind::Probe, _) => "seen",
         (ProofKind::UpstreamDiagnosis, true) => "removed it on that hop",
         (ProofKind::UpstreamDiagnosis, false) => "seen on that hop",
+        (ProofKind::RelayRule, _) => "seen by the relay",
         (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
         (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
     }

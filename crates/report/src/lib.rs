@@ -9,6 +9,8 @@ mod json;
 mod layout;
 mod pcap;
 mod pcap_text;
+mod proxy;
+mod proxy_text;
 mod server_view;
 mod sockets;
 mod status;
@@ -28,6 +30,10 @@ pub use format::{
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
+pub use proxy::{
+    ConnectionsReport, ExchangeParts, IncompleteReport, LegReport, PROXY_SCHEMA_ID, Pauses, ProxyReport,
+    StallExampleReport, UpstreamFailures,
+};
 pub use server_view::{ServerViewReport, ThreadReport, UpstreamReport};
 pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use status::SuccessStatuses;

@@ -1,6 +1,7 @@
 //! Shared by the integration tests: start real peer servers (which bind port 0 and print
 //! "PORT <n>"), run the real `nodelay` binary, and read its JSON output.
 #![allow(dead_code)]
+pub mod relay;
 
 pub mod hops;
 pub mod nginx;

@@ -107,7 +107,7 @@ pub fn read_process(
 
 /// Every thread's schedstat. A thread that ends while they are listed is left out; a kernel
 /// without schedstat (CONFIG_SCHED_INFO) is an error.
-fn thread_times(process: &Process) -> Result<Vec<ThreadTimes>, ProcError> {
+pub fn thread_times(process: &Process) -> Result<Vec<ThreadTimes>, ProcError> {
     let mut times = Vec::new();
     let mut failure = None;
     for task in process.tasks()?.filter_map(Result::ok) {

@@ -1,10 +1,12 @@
-//! The background thread that learns where the server connects while a run lasts. Every
-//! ~100 ms it lists the processes' socket descriptors (/proc/PID/fd) and asks only the
+//! The background thread that learns where the server connects while a run lasts, and keeps
+//! each thread's latest times (threads that end before the run does). Every ~10 ms it lists
+//! the processes' socket descriptors (/proc/PID/fd) and asks only the
 //! sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
 //! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
 //! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
 //! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
-//! steady set of connections costs one directory listing per process and sample. The
+//! steady set of connections costs one directory listing per process and sample (every
+//! 10 ms: a connection that lives a millisecond, one per request, is still met). The
 //! thread waits longer after a costlier sample (a server with very many sockets), to stay
 //! under 1 % of one CPU.
 //!
@@ -12,7 +14,8 @@
 //! sends its FIN only when the copy is closed too.
 
 use super::connections::{self, Directed};
-use super::reading::Watched;
+use super::load::ThreadTimes;
+use super::reading::{Watched, thread_name, thread_times};
 use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
 use socket2::{Protocol, SockRef, Type};
@@ -28,12 +31,14 @@ use std::time::Duration;
 
 /// The thread's name (at most 15 bytes), to find it in /proc/self/task.
 pub const THREAD_NAME: &str = "nodelay-sampler";
-const INTERVAL: Duration = Duration::from_millis(100);
+const INTERVAL: Duration = Duration::from_millis(10);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
 const MAX_CONNECTIONS: usize = 65_536;
+/// Bounds the threads remembered (a server with a thread per connection).
+const MAX_THREADS: usize = 16_384;
 
 /// What the sampler learned during the run.
 #[derive(Debug, Default)]
@@ -42,6 +47,9 @@ pub struct Sampled {
     pub destinations: BTreeSet<SocketAddr>,
     /// Those connections themselves, (local, remote), with their sockets' inodes.
     pub connections: HashSet<(Directed, u64)>,
+    /// Each thread's times when last seen, with its name: a thread that ends before the run
+    /// does (one per connection, in many servers) still counts up to then.
+    pub threads: HashMap<(i32, i32), (ThreadTimes, String)>,
 }
 
 /// The running sampler; dropping it stops the thread and waits for it (at most one sample).
@@ -129,6 +137,17 @@ impl Learner {
         let mut present = HashSet::new();
         for (watched, handle) in self.watched.iter().zip(handles) {
             // A process that ended has no sockets left to learn from.
+            if let Ok(times) = thread_times(&watched.process) {
+                for thread in times {
+                    let threads = &mut self.knowledge.sampled.threads;
+                    let key = (thread.pid, thread.tid);
+                    if let Some((last, _)) = threads.get_mut(&key) {
+                        *last = thread;
+                    } else if threads.len() < MAX_THREADS {
+                        threads.insert(key, (thread, thread_name(&watched.process, key.1)));
+                    }
+                }
+            }
             let (Some(handle), Ok(sockets)) = (handle, socket_fds(&watched.process)) else { continue };
             for (fd, inode) in sockets {
                 present.insert(inode);

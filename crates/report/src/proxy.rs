@@ -1,0 +1,316 @@
+//! The model of a `nodelay proxy` run. Its serde form is the JSON contract described by
+//! `schema/proxy.schema.json`: rename nothing, only add. Findings share the doctor's types;
+//! they come from `nodelay_diagnose::relay_findings` over the relay's aggregated records.
+
+use crate::bench::Percentiles;
+use hdrhistogram::Histogram;
+use nodelay_diagnose::{Finding, LATE_FIRST_BYTE_MS, LegPauses, RelayObservations, relay_findings};
+use nodelay_engine::{TcpInfo, quantile_ms};
+use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, StallExample, Unfinished};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const PROXY_SCHEMA_ID: &str = "nodelay-proxy/1";
+
+/// Each part of an exchange, as percentiles over the exchanges relayed in full (`None` when
+/// there were none).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExchangeParts {
+    /// From the request's first byte read from the client to the response's last byte
+    /// written to it.
+    pub total: Option<Percentiles>,
+    /// The request arriving (first to last byte) plus the response delivered to the client.
+    pub client_leg: Option<Percentiles>,
+    /// From the request's last byte read to it written to the upstream (the upstream
+    /// handshake included on a connection's first exchange).
+    pub relay: Option<Percentiles>,
+    /// From the request written to the upstream to the response's last byte read.
+    pub upstream: Option<Percentiles>,
+    /// From the request written to the upstream to the response's first byte read.
+    pub upstream_first_byte: Option<Percentiles>,
+}
+
+/// Percentiles of the pauses of the messages that stalled.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pauses {
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub max: f64,
+}
+
+/// How one leg's messages arrived: requests on the client leg, responses on the upstream's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LegReport {
+    /// `requests` or `responses`.
+    pub messages_are: &'static str,
+    pub messages: u64,
+    pub bytes: u64,
+    pub reads: u64,
+    /// Messages that arrived in two reads or more.
+    pub split: u64,
+    /// Messages with a pause of at least `stall_threshold_ms` between two reads.
+    pub stalled: u64,
+    pub first_on_connection: u64,
+    pub stalled_first_on_connection: u64,
+    pub stall_pause_ms: Option<Pauses>,
+    pub time_lost_ms: f64,
+    /// The side whose data waited when a message of this leg stalled.
+    pub held_by: &'static str,
+    /// TCP_INFO of the relay's own socket on this leg, on the busiest connection.
+    pub relay_socket: Option<TcpInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConnectionsReport {
+    pub accepted: u64,
+    pub closed: u64,
+    pub open_at_end: u64,
+    /// Closed because a side reset the connection or a read or write failed.
+    pub failed: u64,
+    pub accept_failures: u64,
+    pub upstream_connect_ms: Option<Percentiles>,
+    /// Connections whose HTTP framing the relay had to give up, and the first reason.
+    pub framing_lost: u64,
+    pub framing_lost_example: Option<String>,
+}
+
+/// Upstream connections that could not be opened (their clients' connections were closed).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UpstreamFailures {
+    pub refused: u64,
+    pub timed_out: u64,
+    pub out_of_files: u64,
+    pub other: u64,
+    pub total: u64,
+    /// The first failure's message.
+    pub example: Option<String>,
+}
+
+/// Exchanges that began and were not relayed in full, by why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IncompleteReport {
+    /// The client closed or reset its connection first.
+    pub client_gone: u64,
+    /// The upstream closed or reset its connection first.
+    pub upstream_gone: u64,
+    /// Still in flight when the relay stopped.
+    pub in_flight_at_end: u64,
+    /// Relayed, but not timed: framing the relay could not follow.
+    pub untimed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StallExampleReport {
+    pub connection: u64,
+    /// 1 for a connection's first exchange.
+    pub exchange: u32,
+    /// `client` (a request paused) or `upstream` (a response paused).
+    pub leg: &'static str,
+    /// When the exchange began, from the start of the run.
+    pub at_s: f64,
+    pub bytes: u64,
+    pub reads: u32,
+    pub pause_ms: f64,
+    pub bytes_before_pause: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProxyReport {
+    pub schema: &'static str,
+    pub listen: String,
+    pub upstream: String,
+    pub elapsed_s: f64,
+    /// `duration`, `exchanges` or `signal` (Ctrl-C, SIGTERM).
+    pub stopped_by: &'static str,
+    pub interrupted: bool,
+    pub exchanges: u64,
+    /// Of them, framed as HTTP/1.x (the others by turns).
+    pub http_exchanges: u64,
+    pub exchanges_per_second: f64,
+    pub stall_threshold_ms: f64,
+    /// Exchanges with a stall on either leg.
+    pub stalled_exchanges: u64,
+    pub latency_ms: ExchangeParts,
+    pub client_leg: LegReport,
+    pub upstream_leg: LegReport,
+    pub status_counts: BTreeMap<String, u64>,
+    pub connections: ConnectionsReport,
+    pub upstream_failures: UpstreamFailures,
+    pub incomplete: IncompleteReport,
+    /// The first messages that stalled.
+    pub stall_examples: Vec<StallExampleReport>,
+    /// `healthy`, `findings`, or `nothing-relayed`.
+    pub verdict: &'static str,
+    pub findings: Vec<Finding>,
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn pauses(histogram: &Histogram<u64>) -> Option<Pauses> {
+    (!histogram.is_empty()).then(|| Pauses {
+        p10: quantile_ms(histogram, 0.1),
+        p50: quantile_ms(histogram, 0.5),
+        p90: quantile_ms(histogram, 0.9),
+        max: ms(histogram.max()),
+    })
+}
+
+fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegReport {
+    LegReport {
+        messages_are: if kind == Leg::Client { "requests" } else { "responses" },
+        messages: leg.messages,
+        bytes: leg.bytes,
+        reads: leg.reads,
+        split: leg.split,
+        stalled: leg.stalled,
+        first_on_connection: leg.first_on_connection,
+        stalled_first_on_connection: leg.stalled_first_on_connection,
+        stall_pause_ms: pauses(&leg.stall_gap_ns),
+        time_lost_ms: ms(leg.lost_ns),
+        held_by: kind.as_str(),
+        relay_socket,
+    }
+}
+
+/// One stalled message as the proof's example reads it.
+fn describe_example(example: &StallExample) -> String {
+    let message = if example.leg == Leg::Client { "request" } else { "response" };
+    format!(
+        "connection {}, exchange {}: the {message} ({} bytes in {} reads) paused {:.2} ms after {} bytes",
+        example.connection,
+        example.sequence + 1,
+        example.bytes,
+        example.reads,
+        example.gap.as_secs_f64() * 1e3,
+        example.bytes_before_gap
+    )
+}
+
+fn leg_pauses(leg: &LegReport, stats: &LegStats, example: Option<&StallExample>) -> LegPauses {
+    let pauses = leg.stall_pause_ms;
+    LegPauses {
+        messages: leg.messages,
+        stalled: leg.stalled,
+        first_on_connection: leg.first_on_connection,
+        stalled_first_on_connection: leg.stalled_first_on_connection,
+        gap_p10_ms: pauses.map_or(0.0, |p| p.p10),
+        gap_p50_ms: pauses.map_or(0.0, |p| p.p50),
+        gap_p90_ms: pauses.map_or(0.0, |p| p.p90),
+        lost_ms: leg.time_lost_ms,
+        bytes_before_p50: (!stats.bytes_before_stall.is_empty())
+            .then(|| stats.bytes_before_stall.value_at_quantile(0.5)),
+        relay_socket: leg.relay_socket,
+        example: example.map(describe_example).unwrap_or_default(),
+    }
+}
+
+impl ProxyReport {
+    pub fn new(listen: String, upstream: String, stats: &ProxyStats, end: &RelayEnd) -> Self {
+        let busiest = stats.busiest.as_ref();
+        let client_leg = leg_report(&stats.client, Leg::Client, busiest.and_then(|c| c.client_tcp_info));
+        let upstream_leg =
+            leg_report(&stats.upstream, Leg::Upstream, busiest.and_then(|c| c.upstream_tcp_info));
+        let example = |leg: Leg| stats.examples.iter().find(|e| e.leg == leg);
+        let first_byte = &stats.upstream_first_byte_ns;
+        let late_ns = (LATE_FIRST_BYTE_MS * 1e6) as u64;
+        let observations = RelayObservations {
+            exchanges: stats.exchanges,
+            connections: stats.connections_closed,
+            client: leg_pauses(&client_leg, &stats.client, example(Leg::Client)),
+            upstream: leg_pauses(&upstream_leg, &stats.upstream, example(Leg::Upstream)),
+            upstream_first_byte_p10_ms: quantile_ms(first_byte, 0.1),
+            upstream_first_byte_p50_ms: quantile_ms(first_byte, 0.5),
+            upstream_first_byte_p90_ms: quantile_ms(first_byte, 0.9),
+            late_first_bytes: if first_byte.is_empty() {
+                0
+            } else {
+                first_byte.count_between(late_ns, u64::MAX)
+            },
+            upstream_connect_p50_ms: (!stats.upstream_connect_ns.is_empty())
+                .then(|| quantile_ms(&stats.upstream_connect_ns, 0.5)),
+            upstream_server_header: stats.upstream_server.clone(),
+        };
+        let findings = relay_findings(&observations);
+        let verdict = match findings.first() {
+            None => "nothing-relayed",
+            Some(f) if f.id == nodelay_diagnose::FindingId::Healthy => "healthy",
+            Some(_) => "findings",
+        };
+        let elapsed_s = end.elapsed.as_secs_f64();
+        ProxyReport {
+            schema: PROXY_SCHEMA_ID,
+            listen,
+            upstream,
+            elapsed_s,
+            stopped_by: end.stopped_by.as_str(),
+            interrupted: end.stopped_by == nodelay_proxy::StopReason::Signal,
+            exchanges: stats.exchanges,
+            http_exchanges: stats.http_exchanges,
+            exchanges_per_second: if elapsed_s > 0.0 { stats.exchanges as f64 / elapsed_s } else { 0.0 },
+            stall_threshold_ms: stats.stall_gap().as_secs_f64() * 1e3,
+            stalled_exchanges: stats.stalled_exchanges,
+            latency_ms: ExchangeParts {
+                total: Percentiles::from_ns(&stats.total_ns),
+                client_leg: Percentiles::from_ns(&stats.client_leg_ns),
+                relay: Percentiles::from_ns(&stats.relay_ns),
+                upstream: Percentiles::from_ns(&stats.upstream_ns),
+                upstream_first_byte: Percentiles::from_ns(first_byte),
+            },
+            client_leg,
+            upstream_leg,
+            status_counts: stats.status_counts().map(|(status, n)| (status.to_string(), n)).collect(),
+            connections: ConnectionsReport {
+                accepted: end.accepted,
+                // Those the relay closed at the end are counted as open at the end.
+                closed: stats.connections_closed.saturating_sub(end.open_at_end),
+                open_at_end: end.open_at_end,
+                failed: stats.connections_failed,
+                accept_failures: end.accept_failures,
+                upstream_connect_ms: Percentiles::from_ns(&stats.upstream_connect_ns),
+                framing_lost: stats.framing_lost,
+                framing_lost_example: stats.framing_lost_example.clone(),
+            },
+            upstream_failures: UpstreamFailures {
+                refused: stats.connect_failures(ConnectFailure::Refused),
+                timed_out: stats.connect_failures(ConnectFailure::TimedOut),
+                out_of_files: stats.connect_failures(ConnectFailure::OutOfFiles),
+                other: stats.connect_failures(ConnectFailure::Other),
+                total: stats.total_connect_failures(),
+                example: stats.connect_failure_example().map(str::to_string),
+            },
+            incomplete: IncompleteReport {
+                client_gone: stats.unfinished(Unfinished::ClientGone),
+                upstream_gone: stats.unfinished(Unfinished::UpstreamGone),
+                in_flight_at_end: stats.unfinished(Unfinished::InFlightAtStop),
+                untimed: stats.unfinished(Unfinished::Untimed),
+            },
+            stall_examples: stats
+                .examples
+                .iter()
+                .map(|e| StallExampleReport {
+                    connection: e.connection,
+                    exchange: e.sequence + 1,
+                    leg: e.leg.as_str(),
+                    at_s: e.at.as_secs_f64(),
+                    bytes: e.bytes,
+                    reads: e.reads,
+                    pause_ms: e.gap.as_secs_f64() * 1e3,
+                    bytes_before_pause: e.bytes_before_gap,
+                })
+                .collect(),
+            verdict,
+            findings,
+        }
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.verdict == "healthy"
+    }
+
+    pub fn relayed_nothing(&self) -> bool {
+        self.verdict == "nothing-relayed"
+    }
+}
