@@ -1,12 +1,12 @@
 //! The background thread that learns where the server connects while a run lasts, and keeps
-//! each thread's latest times (threads that end before the run does). Every ~10 ms it lists
+//! each thread's latest times (threads that end before the run does). Every 2 ms or more it lists
 //! the processes' socket descriptors (/proc/PID/fd) and asks only the
 //! sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
 //! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
 //! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
 //! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
 //! steady set of connections costs one directory listing per process and sample (every
-//! 10 ms: a connection that lives a millisecond, one per request, is still met). The
+//! 2 ms: a connection that lives a millisecond, one per request, is still met). The
 //! thread waits longer after a costlier sample (a server with very many sockets), to stay
 //! under 1 % of one CPU.
 //!
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// The thread's name (at most 15 bytes), to find it in /proc/self/task.
 pub const THREAD_NAME: &str = "nodelay-sampler";
-const INTERVAL: Duration = Duration::from_millis(10);
+const INTERVAL: Duration = Duration::from_millis(2);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
