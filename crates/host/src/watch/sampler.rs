@@ -34,6 +34,8 @@ pub const THREAD_NAME: &str = "nodelay-sampler";
 const INTERVAL: Duration = Duration::from_millis(2);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
+/// Samples taken at the plain interval before the cost sets the pace.
+const WARM_UP_SAMPLES: u64 = 3;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
 const MAX_CONNECTIONS: usize = 65_536;
@@ -128,7 +130,11 @@ impl Learner {
             let before_ns = thread_cpu_ns();
             self.sample(&handles);
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
-            wait = INTERVAL.max(cost * WAIT_PER_CPU);
+            // The first samples meet every socket and thread (names included) and cost more
+            // than the steady ones: they do not slow the pace, so a short run is still seen.
+            if self.samples.load(Ordering::Relaxed) > WARM_UP_SAMPLES {
+                wait = INTERVAL.max(cost * WAIT_PER_CPU);
+            }
         }
         self.knowledge.sampled
     }
