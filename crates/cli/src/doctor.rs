@@ -165,8 +165,7 @@ pub fn examine(
     timeout: Duration,
 ) -> Result<DoctorReport> {
     let off = ServerViewArgs { pid: None, no_server_view: true };
-    let request = RequestArgs::default();
-    let chain = Chain::start(target, &request, &off, workload.address);
+    let chain = Chain::start(target, &RequestArgs::default(), &off, workload.address);
     examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None, &chain)
 }
 
@@ -177,16 +176,19 @@ const MAX_UPSTREAMS: usize = 3;
 
 /// Where the diagnosis stands in the chain of servers: what to send a hop, how to read its
 /// server, and the addresses already diagnosed (so a loop is followed once).
-struct Chain<'a> {
+struct Chain {
     target: Target,
-    request: &'a RequestArgs,
+    request: RequestArgs,
     view: ServerViewArgs,
     visited: Vec<SocketAddr>,
 }
 
-impl<'a> Chain<'a> {
-    fn start(target: &Target, request: &'a RequestArgs, view: &ServerViewArgs, address: SocketAddr) -> Self {
-        Chain { target: target.clone(), request, view: view.clone(), visited: vec![address] }
+/// Headers that carry the user's credentials: meant for the target, never sent to its hops.
+const CREDENTIALS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
+
+impl Chain {
+    fn start(target: &Target, request: &RequestArgs, view: &ServerViewArgs, address: SocketAddr) -> Self {
+        Chain { target: target.clone(), request: request.clone(), view: view.clone(), visited: vec![address] }
     }
 
     fn depth(&self) -> usize {
@@ -195,12 +197,14 @@ impl<'a> Chain<'a> {
 
     /// The chain one hop further: the hop's server is found by its address (`--pid` named
     /// the front's).
-    fn to(&self, address: SocketAddr) -> Chain<'a> {
+    fn to(&self, address: SocketAddr) -> Chain {
         let mut visited = self.visited.clone();
         visited.push(address);
+        let mut request = self.request.clone();
+        request.headers.retain(|(name, _)| !CREDENTIALS.contains(&name.to_ascii_lowercase().as_str()));
         Chain {
             target: self.target.at(address),
-            request: self.request,
+            request,
             view: ServerViewArgs { pid: None, ..self.view.clone() },
             visited,
         }
@@ -227,6 +231,14 @@ fn examine_within(
         baseline_split: !request.spec.write_split.is_empty(),
         baseline_nodelay: workload.client_nodelay,
     };
+    // The server's side is read over the baseline: its CPU per request and the upstreams the
+    // baseline's requests made it use. Started before the baseline is sized, so the time its
+    // start takes (a scan of /proc) comes out of the baseline's share, not past the budget.
+    let watching = if left() >= MIN_PHASE * 3 {
+        server_view::watch(workload.address, &chain.view)
+    } else {
+        server_view::Watching::Off
+    };
     let baseline_config = EngineConfig {
         requests: vec![request.spec.clone()],
         framing: workload.framing.clone(),
@@ -244,9 +256,6 @@ fn examine_within(
     }
     // The baseline's own first connection tells whether the server is reachable: no probe
     // connection is opened before it (servers and captures would see an empty one).
-    // The server's side is read over the baseline: its CPU per request and the upstreams the
-    // baseline's requests made it use.
-    let watching = server_view::watch(workload.address, &chain.view);
     let (baseline, reach) = run_phase_reaching(&baseline_config, None)?;
     let (view_report, view) = watching.finish(baseline.responses.len() as u64);
     if let Some(why) = reach.unreachable {
@@ -406,8 +415,16 @@ fn follow_hops(
             ));
             continue;
         }
+        if !server_view::is_this_machine(address) {
+            // Requests go only to this machine's servers: a hop elsewhere is another
+            // organisation's service as often as not.
+            let why = "not followed: it is on another machine (the doctor sends requests only to this machine's \
+                       servers); `nodelay proxy` in front of it times that leg";
+            hops.push(hop(None, Some(why.into())));
+            continue;
+        }
         let next = chain.to(address);
-        let diagnosed = build_workload(&next.target, next.request, true).and_then(|workload| {
+        let diagnosed = build_workload(&next.target, &next.request, true).and_then(|workload| {
             if let Some(progress) = progress {
                 progress.phase(&format!("following the chain: diagnosing the upstream {address}"));
             }

@@ -105,21 +105,20 @@ pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
     let held_ms = probe.closed_after.unwrap_or(probe.waited).as_secs_f64() * 1e3;
     let still = if probe.closed_after.is_none() { " and was still open when the probe gave up" } else { "" };
     let seen = format!(
-        "an HTTP/1.0 request without keep-alive got its response with `Connection: keep-alive`, then the connection stayed open          {held_ms:.0} ms{still}"
+        "an HTTP/1.0 request without keep-alive got its response with `Connection: keep-alive`, then the connection stayed open \
+         {held_ms:.0} ms{still}"
     );
     Some(Finding {
         id: FindingId::UnrequestedKeepAlive,
         title: format!(
-            "The server keeps connections open that HTTP/1.0 clients expect it to close: {seen}; clients that read              until the close (ab without -k, HTTP/1.0 proxies) wait for its idle timeout"
+            "The server keeps connections open that HTTP/1.0 clients expect it to close: {seen}; clients that read \
+             until the close (ab without -k, HTTP/1.0 proxies) wait for its idle timeout"
         ),
         proven: true,
-        confidence: if probe.said_keep_alive { Confidence::High } else { Confidence::Medium },
-        evidence: vec![
-            Evidence::new("held open after the response", held_ms, "ms"),
-            Evidence::new("response said Connection: keep-alive (1 yes, 0 no)", f64::from(u8::from(probe.said_keep_alive)), "count"),
-        ],
+        confidence: Confidence::High,
+        evidence: vec![Evidence::new("held open after the response", held_ms, "ms")],
         proof: vec![Proof {
-            kind: ProofKind::Experiment,
+            kind: ProofKind::Probe,
             experiment: "one HTTP/1.0 request without Connection: keep-alive on a new connection".into(),
             baseline_p50_ms: 0.0,
             experiment_p50_ms: held_ms,
@@ -209,9 +208,13 @@ mod tests {
             "{}",
             finding.title
         );
-        let closed =
-            HoldProbe { closed_after: Some(Duration::from_millis(1)), said_keep_alive: false, ..held };
+        let closed = HoldProbe { closed_after: Some(Duration::from_millis(1)), ..held.clone() };
         assert!(unrequested_keep_alive(&closed).is_none());
+        // Holding without the promise is a naive server, not this finding.
+        let silent = HoldProbe { said_keep_alive: false, ..held };
+        assert!(unrequested_keep_alive(&silent).is_none());
+        assert!(!finding.title.contains("  "), "{}", finding.title);
+        assert_eq!(finding.proof[0].kind, ProofKind::Probe);
     }
 
     #[test]

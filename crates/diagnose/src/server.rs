@@ -37,8 +37,11 @@ pub struct ServerLoad {
     pub busiest: Option<ThreadShare>,
     /// Requests per second the server could reach before its bottleneck saturates.
     pub ceiling_per_second: Option<f64>,
-    /// The bottleneck is one thread (`true`) or all the machine's cores.
+    /// One thread was saturated (busy at least [`CPU_BOUND_SHARE`] of the run and doing
+    /// most of the work).
     pub one_thread_bound: bool,
+    /// One thread did most of the work: it sets the ceiling.
+    pub main_thread: bool,
 }
 
 /// One thread's share of the run.
@@ -78,9 +81,12 @@ pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
     // One thread is the limit when it was busy and did most of the process's work.
     let one_thread_bound = share.as_ref().is_some_and(|s| s.busy() >= CPU_BOUND_SHARE)
         && busiest.is_some_and(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64);
+    // A thread that did most of the work sets the ceiling even when it was not saturated
+    // (an event loop): more cores would not help it.
+    let main_thread = busiest.is_some_and(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64);
     let ceiling_per_second = match busiest {
         _ if requests == 0 || cpu_s <= 0.0 => None,
-        Some(thread) if one_thread_bound && thread.on_cpu_us > 0 => {
+        Some(thread) if main_thread && thread.on_cpu_us > 0 => {
             Some(requests as f64 / (thread.on_cpu_us as f64 / 1e6))
         }
         _ => Some(requests as f64 * cpus / cpu_s),
@@ -91,6 +97,7 @@ pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
         busiest: share,
         ceiling_per_second,
         one_thread_bound,
+        main_thread,
     }
 }
 
@@ -148,7 +155,12 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
     // One request at a time, the request path is one thread at a time: the busiest thread's
     // CPU per request, which cannot exceed each request's time. More than that is work beside
     // the requests (a JVM's JIT compiler and GC warming up), not the requests' cost.
-    let path_ms = view.threads.first().map_or(cpu_ms, |t| t.on_cpu_us as f64 / 1e3 / requests as f64);
+    // When no thread did most of the work (a pool whose workers take turns), the process's.
+    let path_ms = view
+        .threads
+        .first()
+        .filter(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64)
+        .map_or(cpu_ms, |t| t.on_cpu_us as f64 / 1e3 / requests as f64);
     let basis = match (&load.busiest, sequential_p50_ms) {
         (_, Some(total_ms))
             if path_ms >= MIN_CPU_PER_REQUEST_MS

@@ -165,7 +165,7 @@ fn accepting(address: SocketAddr) -> impl Fn(&SocketAddr) -> bool {
 }
 
 /// Whether this machine owns `ip`: only then can a socket bind to it.
-fn is_local_ip(ip: IpAddr) -> bool {
+pub(crate) fn is_local_ip(ip: IpAddr) -> bool {
     ip.is_loopback() || UdpSocket::bind(SocketAddr::new(ip, 0)).is_ok()
 }
 

@@ -133,6 +133,10 @@ impl ServerWatch {
         }
         note_failed(&watched, &end, &mut unread);
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
+        // The server calling itself (its own listening port on this machine) is not an
+        // upstream: the run's own connections to it would count as opened.
+        let own_ports: HashSet<u16> =
+            start.listening_ports.union(&reading::listening_ports(&end.sockets)).copied().collect();
         // Threads that ended during the run count up to when the sampler last saw them.
         let mut end_threads = end.threads.clone();
         let mut names: HashMap<(i32, i32), String> = HashMap::new();
@@ -153,7 +157,13 @@ impl ServerWatch {
             cpu_user_us,
             cpu_system_us,
             threads,
-            upstreams: connections::upstreams(&connections),
+            upstreams: connections::upstreams(&connections)
+                .into_iter()
+                .filter(|u| {
+                    !(own_ports.contains(&u.destination.port())
+                        && crate::linux::is_local_ip(u.destination.ip()))
+                })
+                .collect(),
             cpu_pressure: pressure_share(start.pressure_some_us, pressure_some_us, wall_us),
             online_cpus: reading::online_cpus(),
             unread,

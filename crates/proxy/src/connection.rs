@@ -29,6 +29,8 @@ struct Side {
     peer_closed: bool,
     /// May take bytes (cleared by a write that would block).
     writable: bool,
+    /// Not read for a while because the other side's buffer was full.
+    held_back: bool,
     /// This side ended its stream (a read returned 0).
     read_closed: bool,
     /// The relay shut down its writing to this side (the other side's end passed on).
@@ -43,6 +45,7 @@ impl Side {
             readable: false,
             peer_closed: false,
             writable: false,
+            held_back: false,
             read_closed: false,
             write_shut: false,
             interest: Interest::READABLE | Interest::WRITABLE,
@@ -178,6 +181,9 @@ impl Connection {
             (Ending::ClientError, Ending::UpstreamError, Unfinished::ClientGone, Unfinished::UpstreamGone)
         };
         let mut moved = false;
+        if from.readable && !from.read_closed && !buffer.has_room() {
+            from.held_back = true;
+        }
         if from.readable && !from.read_closed && buffer.has_room() {
             let room = buffer.room();
             let room_len = room.len();
@@ -193,6 +199,9 @@ impl Connection {
                 }
                 Ok(n) => {
                     let at = Instant::now();
+                    if std::mem::take(&mut from.held_back) {
+                        self.exchanges.resumed_after_backpressure(from_upstream, at);
+                    }
                     // A short read emptied the socket's queue of data: no need to read until
                     // it blocks, unless the peer's end (which no new event announces) waits.
                     from.readable = n == room_len || from.peer_closed;

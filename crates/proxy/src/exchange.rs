@@ -167,6 +167,22 @@ impl Exchanges {
         }
     }
 
+    /// The relay stopped reading one side for a while because the other side's buffer was
+    /// full (backpressure), and reads it again at `at`: the time it was held back is the
+    /// relay's, not a pause of the sender's, so the message in progress restarts its clock.
+    pub fn resumed_after_backpressure(&mut self, from_upstream: bool, at: Instant) {
+        for pending in self.pending.iter_mut() {
+            let in_progress = if from_upstream {
+                pending.response_end.is_none().then_some(pending.response.as_mut()).flatten()
+            } else {
+                pending.request_end.is_none().then_some(&mut pending.request)
+            };
+            if let Some(reads) = in_progress {
+                reads.last = reads.last.max(at);
+            }
+        }
+    }
+
     /// `bytes` of the client's stream were written to the upstream at `at`.
     pub fn upstream_written(&mut self, at: Instant, bytes: usize) {
         self.to_upstream += bytes as u64;
@@ -461,6 +477,18 @@ mod tests {
 
     const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
     const HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n";
+
+    #[test]
+    fn a_wait_the_relay_imposed_for_room_is_no_pause_of_the_sender() {
+        let mut s = Script::new();
+        s.client(0.0, GET).upstream(0.2, HEAD);
+        // The client's buffer was full: the relay read the upstream again 43.7 ms later.
+        let resumed = s.at(43.9);
+        s.exchanges.resumed_after_backpressure(true, resumed);
+        s.upstream(43.9, b"hello");
+        let first = &s.sink.exchanges[0];
+        assert_eq!(first.response.max_gap, Duration::ZERO, "{first:?}");
+    }
 
     #[test]
     fn an_http_response_paused_mid_way_is_one_exchange_with_its_gap() {

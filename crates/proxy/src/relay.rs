@@ -109,7 +109,7 @@ impl Relay {
         socket.listen(LISTEN_BACKLOG)?;
         let mut listener = TcpListener::from_std(socket.into());
         let local = listener.local_addr()?;
-        if local == config.upstream {
+        if relays_to_itself(local, config.upstream) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "the upstream is the relay's own address",
@@ -381,4 +381,30 @@ fn connect(address: SocketAddr) -> io::Result<TcpStream> {
         Err(e) => return Err(e),
     }
     Ok(TcpStream::from_std(socket.into()))
+}
+
+/// Whether connections to `upstream` would reach the relay itself: the same port and the same
+/// address, an IPv4-mapped IPv6 address counting as its IPv4 one, and a wildcard listen
+/// address as every address of this machine.
+fn relays_to_itself(local: SocketAddr, upstream: SocketAddr) -> bool {
+    let (listen_ip, upstream_ip) = (local.ip().to_canonical(), upstream.ip().to_canonical());
+    local.port() == upstream.port()
+        && (listen_ip == upstream_ip
+            || (listen_ip.is_unspecified()
+                && (upstream_ip.is_loopback()
+                    || std::net::UdpSocket::bind(SocketAddr::new(upstream_ip, 0)).is_ok())))
+}
+
+#[cfg(test)]
+mod self_relay_tests {
+    use super::relays_to_itself;
+
+    #[test]
+    fn the_relay_refuses_itself_however_the_address_is_written() {
+        let at = |text: &str| text.parse().unwrap();
+        assert!(relays_to_itself(at("[::ffff:127.0.0.1]:8001"), at("127.0.0.1:8001")));
+        assert!(relays_to_itself(at("0.0.0.0:8001"), at("127.0.0.1:8001")));
+        assert!(!relays_to_itself(at("127.0.0.1:8001"), at("127.0.0.1:8002")));
+        assert!(!relays_to_itself(at("127.0.0.1:8001"), at("127.0.0.2:8001")));
+    }
 }

@@ -101,7 +101,7 @@ impl ServerViewReport {
             cpu_per_request_ms: load.cpu_per_request_ms,
             cores_busy: load.cores_busy,
             ceiling_per_second: load.ceiling_per_second,
-            ceiling_one_thread: load.one_thread_bound,
+            ceiling_one_thread: load.main_thread,
             threads,
             upstreams,
             cpu_pressure_share: view.cpu_pressure.map(|p| p.some_waiting_share),
@@ -166,7 +166,7 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     table.row(["CPU".to_string(), cpu]);
     if let Some(ceiling) = view.ceiling_per_second {
         let basis = if view.ceiling_one_thread {
-            "its busiest thread saturated".to_string()
+            "its busiest thread, which did most of the work, busy all the time".to_string()
         } else {
             format!("all {} cores busy", view.online_cpus)
         };

@@ -41,6 +41,8 @@ const WARM_UP_SAMPLES: u64 = 3;
 const MAX_CONNECTIONS: usize = 65_536;
 /// Bounds the threads remembered (a server with a thread per connection).
 const MAX_THREADS: usize = 16_384;
+/// Bounds the destinations remembered (a server that calls many services).
+const MAX_DESTINATIONS: usize = 1024;
 
 /// What the sampler learned during the run.
 #[derive(Debug, Default)]
@@ -172,7 +174,9 @@ impl Knowledge {
     fn learn(&mut self, inode: u64, met: Met) {
         match met {
             Met::Client(local, remote) => {
-                self.sampled.destinations.insert(connections::normal(remote));
+                if self.sampled.destinations.len() < MAX_DESTINATIONS {
+                    self.sampled.destinations.insert(connections::normal(remote));
+                }
                 if self.sampled.connections.len() < MAX_CONNECTIONS {
                     self.sampled.connections.insert((connections::directed(local, remote), inode));
                 }
