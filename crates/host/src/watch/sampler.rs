@@ -34,8 +34,10 @@ pub const THREAD_NAME: &str = "nodelay-sampler";
 const INTERVAL: Duration = Duration::from_millis(2);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
-/// Samples taken at the plain interval before the cost sets the pace.
-const WARM_UP_SAMPLES: u64 = 3;
+/// For this long the sampler keeps the plain interval whatever a sample costs (at most a few
+/// ms of CPU in all): a doctor's baseline of 40 short requests lasts about this long, and
+/// connections that live a millisecond are met only by looking often.
+const FIRST_LOOKS: Duration = Duration::from_millis(100);
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
 const MAX_CONNECTIONS: usize = 65_536;
@@ -128,13 +130,14 @@ impl Learner {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
         let mut wait = INTERVAL;
+        let started = std::time::Instant::now();
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
             let before_ns = thread_cpu_ns();
             self.sample(&handles);
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
-            // The first samples meet every socket and thread (names included) and cost more
-            // than the steady ones: they do not slow the pace, so a short run is still seen.
-            if self.samples.load(Ordering::Relaxed) > WARM_UP_SAMPLES {
+            // The first samples also meet every socket and thread (names included), and cost
+            // more than the steady ones: they do not slow the pace, so a short run is seen.
+            if started.elapsed() > FIRST_LOOKS {
                 wait = INTERVAL.max(cost * WAIT_PER_CPU);
             }
         }
