@@ -48,14 +48,7 @@ fn assert_fits(text: &str) {
 #[test]
 fn an_upstream_that_stalls_is_named_on_the_upstream_leg() {
     let upstream = python_peer("python_http_server.py", &[]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", upstream.port),
-        "-n",
-        "30",
-    ]);
+    let proxy = Proxy::in_front_of(upstream.port, &["-n", "30"]);
     bench_through(&proxy, &["-c", "1", "-n", "30"]);
     let run = proxy.finish();
     let text = run.stdout();
@@ -94,14 +87,7 @@ fn an_upstream_that_stalls_is_named_on_the_upstream_leg() {
 #[test]
 fn healthy_peers_on_both_sides_are_healthy() {
     let upstream = python_peer("python_http_server.py", &["--disable-nagle"]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", upstream.port),
-        "-n",
-        "30",
-    ]);
+    let proxy = Proxy::in_front_of(upstream.port, &["-n", "30"]);
     bench_through(&proxy, &["-c", "1", "-n", "30"]);
     let run = proxy.finish();
     let text = run.stdout();
@@ -115,15 +101,7 @@ fn healthy_peers_on_both_sides_are_healthy() {
 #[test]
 fn a_client_that_writes_its_request_in_two_pieces_is_named_on_the_client_leg() {
     let upstream = python_peer("python_http_server.py", &["--disable-nagle"]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", upstream.port),
-        "-n",
-        "20",
-        "--json",
-    ]);
+    let proxy = Proxy::in_front_of(upstream.port, &["-n", "20", "--json"]);
     // Head and body in two writes with Nagle on: the second waits for the relay's ACK.
     bench_through(&proxy, &["-c", "1", "-n", "20", "-b", "name=value", "--write-split", "40,rest"]);
     let run = proxy.finish();
@@ -202,13 +180,7 @@ fn echo_conversation(address: &str, seed: u64) -> u64 {
 #[test]
 fn every_byte_passes_unchanged_on_50_connections_at_once() {
     let echo = start_peer(&compiled("echo_server.c"), &[]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", echo.port),
-        "--json",
-    ]);
+    let proxy = Proxy::in_front_of(echo.port, &["--json"]);
     let address = proxy.address.clone();
     let conversations: Vec<_> = (0..50u64)
         .map(|seed| {
@@ -273,13 +245,7 @@ fn a_refusing_upstream_is_counted_and_reported() {
 #[test]
 fn a_client_that_vanishes_mid_exchange_is_counted_and_the_others_are_served() {
     let upstream = python_peer("python_http_server.py", &["--disable-nagle"]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", upstream.port),
-        "--json",
-    ]);
+    let proxy = Proxy::in_front_of(upstream.port, &["--json"]);
     let mut vanishing = TcpStream::connect(&proxy.address).unwrap();
     vanishing.write_all(b"GET / HTTP/1.1\r\nHost: exa").unwrap();
     reset(vanishing);
@@ -354,15 +320,7 @@ fn bad_arguments_are_one_line_usage_errors() {
 #[test]
 fn json_output_validates_against_the_schema() {
     let upstream = python_peer("python_http_server.py", &[]);
-    let proxy = Proxy::start(&[
-        "--listen",
-        "127.0.0.1:0",
-        "--upstream",
-        &format!("127.0.0.1:{}", upstream.port),
-        "-n",
-        "12",
-        "--json",
-    ]);
+    let proxy = Proxy::in_front_of(upstream.port, &["-n", "12", "--json"]);
     bench_through(&proxy, &["-c", "1", "-n", "12"]);
     let run = proxy.finish();
     let report = run.json();
@@ -380,8 +338,7 @@ fn json_output_validates_against_the_schema() {
 #[test]
 fn ctrl_c_prints_the_summary_and_exits_0() {
     let upstream = python_peer("python_http_server.py", &["--disable-nagle"]);
-    let proxy =
-        Proxy::start(&["--listen", "127.0.0.1:0", "--upstream", &format!("127.0.0.1:{}", upstream.port)]);
+    let proxy = Proxy::in_front_of(upstream.port, &[]);
     bench_through(&proxy, &["-c", "1", "-n", "10"]);
     proxy.interrupt();
     let run = proxy.finish();

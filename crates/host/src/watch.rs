@@ -142,8 +142,9 @@ impl ServerWatch {
         let mut names: HashMap<(i32, i32), String> = HashMap::new();
         let alive: HashSet<(i32, i32)> = end_threads.iter().map(|t| (t.pid, t.tid)).collect();
         for (key, (times, name)) in &sampled.threads {
-            names.insert(*key, name.clone());
+            // A live thread is named as it is now (threads often name themselves once started).
             if !alive.contains(key) {
+                names.insert(*key, name.clone());
                 end_threads.push(*times);
             }
         }

@@ -16,6 +16,12 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// `nodelay proxy --listen 127.0.0.1:0 --upstream 127.0.0.1:PORT ARGS`.
+    pub fn in_front_of(port: u16, args: &[&str]) -> Proxy {
+        let upstream = format!("127.0.0.1:{port}");
+        Proxy::start(&[&["--listen", "127.0.0.1:0", "--upstream", upstream.as_str()], args].concat())
+    }
+
     /// Starts `nodelay proxy ARGS` and waits until it says it listens. Panics if it exits first.
     pub fn start(args: &[&str]) -> Proxy {
         let started = Instant::now();
