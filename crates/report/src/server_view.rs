@@ -155,10 +155,10 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     let mut table = TextTable::new(width, 2, &[Col::Left, Col::Hanging]);
     let cpu = match view.cpu_per_request_ms {
         Some(per_request) => format!(
-            "{} per request (user {}, system {}; {:.2} cores busy)",
+            "{} per request (user {:.0} ms, system {:.0} ms in 10 ms ticks; {:.2} cores busy)",
             format_duration_ms(per_request),
-            format_duration_ms(view.cpu_user_ms),
-            format_duration_ms(view.cpu_system_ms),
+            view.cpu_user_ms,
+            view.cpu_system_ms,
             view.cores_busy
         ),
         None => format!("{:.2} cores busy, no request completed", view.cores_busy),
@@ -166,9 +166,9 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     table.row(["CPU".to_string(), cpu]);
     if let Some(ceiling) = view.ceiling_per_second {
         let basis = if view.ceiling_one_thread {
-            "its busiest thread, which did most of the work, busy all the time".to_string()
+            "were its busiest thread, which did most of the work, busy all the time".to_string()
         } else {
-            format!("all {} cores busy", view.online_cpus)
+            format!("were all {} cores busy", view.online_cpus)
         };
         table.row(["ceiling".to_string(), format!("≈ {ceiling:.0} requests/s at this CPU cost ({basis})")]);
     }
