@@ -76,7 +76,7 @@ fn doctor_text_shows_evidence_proof_and_fix_with_units() {
         "client TCP_QUICKACK after every read: p50",
         "(removed it)",
         "fix: Set TCP_NODELAY",
-        "disable_nagle_algorithm = True on the handler class (your server, by its Server header)",
+        "disable_nagle_algorithm = True on the handler class (your server's stack)",
         "other stacks: --json lists them)",
         "first request on the fresh connection:",
         "escapes the stall",

@@ -254,7 +254,7 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     let mut fixes = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
     for fix in f.fix.iter().filter(|fix| detected == 0 || fix.detected) {
         if fix.detected {
-            fixes.row([fix.stack.to_string(), format!("{} (your server, by its Server header)", fix.how)]);
+            fixes.row([fix.stack.to_string(), format!("{} (your server's stack)", fix.how)]);
         } else {
             fixes.row([fix.stack.to_string(), fix.how.to_string()]);
         }
