@@ -75,6 +75,16 @@ headers = { X-Trace = "1" }
 SOCKET_TARGET = {"pid": b"4242", "port": b":8080", "port-zero": b":0", "too-big": b":65536", "word": b"abc"}
 
 
+# Streams of requests for the request framer (nodelay proxy): bodies by length and chunked,
+# HEAD and CONNECT, pipelined.
+REQUESTS = {
+    "get-pipelined": b"GET / HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n",
+    "post-length": b"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.0\r\n\r\n",
+    "post-chunked": b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    "head-connect": b"HEAD / HTTP/1.1\r\n\r\nCONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n",
+}
+
+
 def write(target: str, name: str, data: bytes) -> None:
     directory = CORPUS / target
     directory.mkdir(parents=True, exist_ok=True)
@@ -94,6 +104,8 @@ def main() -> None:
         write("scenario", name, text)
     for name, text in SOCKET_TARGET.items():
         write("socket_target", name, text)
+    for name, stream in REQUESTS.items():
+        write("request_framer", name, PIECES + stream)
 
 
 if __name__ == "__main__":
