@@ -34,10 +34,11 @@ pub const THREAD_NAME: &str = "nodelay-sampler";
 const INTERVAL: Duration = Duration::from_millis(2);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
-/// For this long the sampler keeps the plain interval whatever a sample costs (at most a few
-/// ms of CPU in all): a doctor's baseline of 40 short requests lasts about this long, and
-/// connections that live a millisecond are met only by looking often.
+/// For this long the sampler looks more often (a doctor's baseline of 40 short requests lasts
+/// about this long, and connections that live a millisecond are met only by looking often)...
 const FIRST_LOOKS: Duration = Duration::from_millis(100);
+/// ...waiting at least this many times a sample's own CPU time.
+const FIRST_WAIT_PER_CPU: u32 = 10;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
 const MAX_CONNECTIONS: usize = 65_536;
@@ -135,11 +136,10 @@ impl Learner {
             let before_ns = thread_cpu_ns();
             self.sample(&handles);
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
-            // The first samples also meet every socket and thread (names included), and cost
-            // more than the steady ones: they do not slow the pace, so a short run is seen.
-            if started.elapsed() > FIRST_LOOKS {
-                wait = INTERVAL.max(cost * WAIT_PER_CPU);
-            }
+            // The first looks keep a quicker pace, so that a short run is seen, yet stay at
+            // 10 % of a CPU at most: the sampler must not slow what it watches.
+            let per_cpu = if started.elapsed() > FIRST_LOOKS { WAIT_PER_CPU } else { FIRST_WAIT_PER_CPU };
+            wait = INTERVAL.max(cost * per_cpu);
         }
         self.knowledge.sampled
     }
