@@ -59,6 +59,7 @@ http {{
   server {{ listen 127.0.0.1:{port}; root {www}; location / {{ }} }}
 }}
 """)
+    # nginx's SIGTERM (Popen.terminate) stops its workers too; SIGKILL would orphan them.
     proc = subprocess.Popen(["taskset", "-c", "0", "nginx", "-c", conf, "-p", workdir])
     deadline = time.time() + 10
     while time.time() < deadline:

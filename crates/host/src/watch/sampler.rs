@@ -1,12 +1,12 @@
 //! The background thread that learns where the server connects while a run lasts, and keeps
-//! each thread's latest times (threads that end before the run does). Every 2 ms or more it lists
-//! the processes' socket descriptors (/proc/PID/fd) and asks only the
-//! sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
+//! each thread's latest times (threads that end before the run does). Every 2 ms or more for
+//! the first 100 ms (a doctor's baseline), then every 10 ms or more, it lists the processes'
+//! socket descriptors (/proc/PID/fd) and asks only the sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
 //! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
 //! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
 //! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
-//! steady set of connections costs one directory listing per process and sample (every
-//! 2 ms: a connection that lives a millisecond, one per request, is still met). The
+//! steady set of connections costs one directory listing per process and sample (a connection
+//! that lives a millisecond, one per request, is met often enough to learn where it goes). The
 //! thread waits longer after a costlier sample (a server with very many sockets), to stay
 //! under 1 % of one CPU.
 //!
@@ -32,6 +32,10 @@ use std::time::Duration;
 /// The thread's name (at most 15 bytes), to find it in /proc/self/task.
 pub const THREAD_NAME: &str = "nodelay-sampler";
 const INTERVAL: Duration = Duration::from_millis(2);
+/// Past the first looks, the least wait: each wake-up takes the CPU from whatever shares it
+/// (a load generator pinned to the sampler's core lost a few % at a 2 ms pace), and a
+/// destination is learned from any one of its connections.
+const LATER_INTERVAL: Duration = Duration::from_millis(10);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
 /// For this long the sampler looks more often (a doctor's baseline of 40 short requests lasts
@@ -138,8 +142,11 @@ impl Learner {
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
             // The first looks keep a quicker pace, so that a short run is seen, yet stay at
             // 10 % of a CPU at most: the sampler must not slow what it watches.
-            let per_cpu = if started.elapsed() > FIRST_LOOKS { WAIT_PER_CPU } else { FIRST_WAIT_PER_CPU };
-            wait = INTERVAL.max(cost * per_cpu);
+            wait = if started.elapsed() > FIRST_LOOKS {
+                LATER_INTERVAL.max(cost * WAIT_PER_CPU)
+            } else {
+                INTERVAL.max(cost * FIRST_WAIT_PER_CPU)
+            };
         }
         self.knowledge.sampled
     }
