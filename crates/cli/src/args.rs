@@ -39,6 +39,10 @@ pub enum Command {
     /// Relay TCP between clients and one upstream, timing every exchange on both legs, and say
     /// where the time goes and which side stalls
     Proxy(Box<ProxyArgs>),
+    /// Measure several targets in interleaved rounds and say whether and by how much they differ
+    Compare(Box<CompareArgs>),
+    /// Render saved runs together as one HTML page, or merge interval logs of many load machines
+    Report(Box<ReportArgs>),
     /// Print the JSON Schema of a command's --json output
     Schema {
         #[arg(value_enum)]
@@ -62,6 +66,8 @@ pub enum SchemaName {
     Inspect,
     Fix,
     Proxy,
+    Compare,
+    Merge,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -70,6 +76,37 @@ pub struct BenchArgs {
     /// tcp://HOST:PORT with --send and --frame
     pub url: String,
 
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// Print the result as JSON (its JSON Schema: nodelay schema bench) on stdout instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Also write the JSON result to FILE
+    #[arg(long, value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+
+    /// Write the run as one self-contained HTML page (plots inline, nothing fetched) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the per-interval latency histograms to FILE in HdrHistogram's interval-log format
+    /// (for `nodelay report merge` across load machines, or HdrHistogram's own tools)
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub server_view: ServerViewArgs,
+
+    /// No progress bar
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// How to load a target: shared by bench and compare.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
     /// Concurrent connections
     #[arg(short = 'c', long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub connections: u32,
@@ -112,20 +149,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", default_value = "2xx,3xx", value_parser = nodelay_report::SuccessStatuses::parse)]
     pub success_status: nodelay_report::SuccessStatuses,
 
-    /// Print the result as JSON (its JSON Schema: nodelay schema bench) on stdout instead of text
-    #[arg(long)]
-    pub json: bool,
-
-    /// Also write the JSON result to FILE
-    #[arg(long, value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub server_view: ServerViewArgs,
-
-    /// No progress bar
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    /// Length of one interval of the time series (req/s, errors, p50 and p99 per interval)
+    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
 }
 
 /// Whether and how to read the server's side of a run (bench, doctor).
@@ -212,6 +238,10 @@ pub struct DoctorArgs {
     #[arg(long, requires = "try_fix")]
     pub keep_fix: bool,
 
+    /// Write the result as one self-contained HTML page (plots inline, nothing fetched) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
     #[command(flatten)]
     pub server_view: ServerViewArgs,
 }
@@ -235,6 +265,87 @@ pub struct PcapArgs {
     /// Print the analysis as JSON (its JSON Schema: nodelay schema pcap) on stdout instead of text
     #[arg(long)]
     pub json: bool,
+
+    /// Write the result as one self-contained HTML page (plots inline, nothing fetched) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+}
+
+/// `nodelay compare`: targets measured in interleaved rounds, side by side.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Targets, as bench takes them; each is set against the first
+    #[arg(value_name = "URL", num_args = 2.., required = true)]
+    pub urls: Vec<String>,
+
+    /// Rounds per target, interleaved (A B A B ...), each as long as -d or -n
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(2..=100))]
+    pub rounds: u32,
+
+    /// Names for the targets, comma-separated, in order [default: A, B, C, ...]
+    #[arg(long, value_name = "A,B,...", value_delimiter = ',')]
+    pub labels: Vec<String>,
+
+    /// Also run the doctor on each target and show the findings side by side
+    #[arg(long)]
+    pub diagnose: bool,
+
+    #[command(flatten)]
+    pub load: LoadArgs,
+
+    /// Print the comparison as JSON (its JSON Schema: nodelay schema compare) on stdout instead
+    /// of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the result as one self-contained HTML page (plots inline, nothing fetched) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub server_view: ServerViewArgs,
+
+    /// No progress bar
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// `nodelay report`: saved runs rendered together, or interval logs merged.
+#[derive(Debug, Clone, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub merge: Option<ReportCommand>,
+
+    /// Runs saved with --json or --export-json (bench, compare, doctor, pcap, report merge)
+    #[arg(value_name = "RUN.json", required = true)]
+    pub runs: Vec<PathBuf>,
+
+    /// Write the runs as one self-contained HTML page to FILE
+    #[arg(long, value_name = "FILE", required = true)]
+    pub html: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum ReportCommand {
+    /// Combine HdrHistogram interval logs (bench --hdr-log) from any number of load machines
+    /// into one report, losslessly
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// Interval logs written by nodelay bench --hdr-log
+    #[arg(value_name = "LOG", required = true)]
+    pub logs: Vec<PathBuf>,
+
+    /// Print the merged report as JSON (its JSON Schema: nodelay schema merge) instead of text
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the result as one self-contained HTML page (plots inline, nothing fetched) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// `nodelay inspect`: which process, and how to print.
@@ -368,6 +479,16 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("'{text}' is too long: at most 365 days"));
     }
     Ok(duration)
+}
+
+/// An interval of the time series: from 10 ms (finer costs memory for nothing a plot shows) to
+/// an hour.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let interval = parse_duration(text)?;
+    if interval < Duration::from_millis(10) || interval > Duration::from_secs(3600) {
+        return Err(format!("'{text}' is out of range: use 10ms to 1h"));
+    }
+    Ok(interval)
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {

@@ -1,59 +1,63 @@
 //! `nodelay bench`: builds the workload and engine settings from the arguments, runs the
 //! load, and renders the merged statistics.
 
-use crate::args::BenchArgs;
+use crate::args::{BenchArgs, LoadArgs};
 use crate::exit::{Outcome, UsageError};
-use crate::output;
+use crate::output::{self, create_output};
 use crate::runner::{run_engine, text_width};
 use crate::server_view;
 use crate::target::parse_target;
-use crate::workload::build_workload;
-use anyhow::{Context, Result, bail};
+use crate::workload::{Workload, build_workload};
+use anyhow::{Result, bail};
 use nodelay_diagnose::server_findings;
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
-use nodelay_report::{BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, format_status_counts};
-use std::io::Write;
+use nodelay_report::{
+    BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, SuccessStatuses, format_status_counts,
+};
 use std::time::Duration;
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 
-pub fn bench(args: &BenchArgs) -> Result<Outcome> {
-    let target = parse_target(&args.url)?;
-    let workload = build_workload(&target, &args.request, !args.no_keepalive)?;
-    let connections = args.connections as usize;
-    let threads = args.threads.map_or_else(default_threads, |t| t as usize).min(connections);
+/// A target made ready to load: what to send, the engine's settings, and how the run is
+/// described in reports. Shared by bench and compare.
+pub struct Load {
+    pub workload: Workload,
+    pub config: EngineConfig,
+    pub settings: BenchSettings,
+    pub success: SuccessStatuses,
+}
+
+/// One run's merged figures and how it ended.
+pub struct Measured {
+    pub stats: Stats,
+    pub end: RunEnd,
+}
+
+/// Validates the target and the load options, without connecting.
+pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
+    let target = parse_target(url)?;
+    let workload = build_workload(&target, &load.request, !load.no_keepalive)?;
+    let connections = load.connections as usize;
+    let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
         framing: workload.framing.clone(),
         connections,
         threads,
-        max_requests: args.requests,
-        duration: if args.requests.is_some() {
+        max_requests: load.requests,
+        duration: if load.requests.is_some() {
             None
         } else {
-            Some(args.duration.unwrap_or(DEFAULT_DURATION))
+            Some(load.duration.unwrap_or(DEFAULT_DURATION))
         },
-        rate_per_second: args.rate,
-        timeout: args.timeout,
-        connect_timeout: args.connect_timeout,
-        keep_alive: !args.no_keepalive,
+        rate_per_second: load.rate,
+        timeout: load.timeout,
+        connect_timeout: load.connect_timeout,
+        keep_alive: !load.no_keepalive,
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         ..EngineConfig::new(workload.address, Vec::new())
     };
-
-    // Opened (created) before the run, so that a bad path costs no measurement.
-    let export = match &args.export_json {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| UsageError(format!("--export-json: cannot write {}: {e}", path.display())))?;
-            Some((path, file))
-        }
-        None => None,
-    };
-    // Before any connection: a run that could never open -c sockets is refused, not started.
-    nodelay_engine::reserve_descriptors(connections as u64, threads as u64)
-        .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))?;
     let settings = BenchSettings {
         url: workload.url.clone(),
         address: workload.address.to_string(),
@@ -65,38 +69,70 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         duration_s: config.duration.map(|d| d.as_secs_f64()),
         rate_per_second: config.rate_per_second,
         keep_alive: config.keep_alive,
-        write_split: args.request.write_split.clone().map(|split| split.0).unwrap_or_default(),
+        write_split: load.request.write_split.clone().map(|split| split.0).unwrap_or_default(),
         timeout_s: config.timeout.as_secs_f64(),
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
-        success_status: args.success_status.to_string(),
+        success_status: load.success_status.to_string(),
     };
+    Ok(Load { workload, config, settings, success: load.success_status.clone() })
+}
+
+impl Load {
+    /// Refuses, before any connection, a run that could never open its sockets.
+    pub fn reserve_descriptors(&self) -> Result<()> {
+        nodelay_engine::reserve_descriptors(self.config.connections as u64, self.config.threads as u64)
+            .map(|_| ())
+            .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))
+    }
+
+    /// Runs the load once. A target whose first connection fails is an error.
+    pub fn measure(&self, show_progress: bool) -> Result<Measured> {
+        let request_kinds = self.config.requests.len();
+        let finished = run_engine(&self.config, show_progress, |_| Stats::with_requests(request_kinds))?;
+        if let Some(why) = &finished.unreachable {
+            // The run's own first connection failed: one clear error, as before any load.
+            bail!("cannot connect to {}: {why}", self.workload.address);
+        }
+        let mut stats = Stats::with_requests(request_kinds);
+        for thread_stats in &finished.output.sinks {
+            stats.merge(thread_stats);
+        }
+        let end = RunEnd {
+            elapsed: finished.output.elapsed,
+            interrupted: finished.interrupted,
+            due_not_sent: finished.output.due_not_sent,
+        };
+        Ok(Measured { stats, end })
+    }
+
+    /// The report of one run (or of rounds merged into one `Measured`).
+    pub fn report(&self, measured: &Measured) -> BenchReport {
+        let names: Vec<String> = self.config.requests.iter().map(|r| r.name.clone()).collect();
+        BenchReport::new(self.settings.clone(), &self.success, &measured.stats, &names, measured.end)
+    }
+}
+
+pub fn bench(args: &BenchArgs) -> Result<Outcome> {
+    let load = plan_load(&args.url, &args.load)?;
+    // Opened (created) before the run, so that a bad path costs no measurement.
+    let export = create_output(args.export_json.as_deref(), "--export-json")?;
+    let html = create_output(args.html.as_deref(), "--html")?;
+    let hdr_log = create_output(args.hdr_log.as_deref(), "--hdr-log")?;
+    // Before any connection: a run that could never open -c sockets is refused, not started.
+    load.reserve_descriptors()?;
     let text = FittedText::new(text_width());
     if !args.json {
         // What is about to run, before it runs: a long run is not a blank screen.
-        output::stdout(&text.render(&settings))?;
+        output::stdout(&text.render(&load.settings))?;
     }
-    let request_kinds = config.requests.len();
-    let watching = server_view::watch(workload.address, &args.server_view);
-    let finished = run_engine(&config, !args.quiet, |_| Stats::with_requests(request_kinds))?;
-    if let Some(why) = &finished.unreachable {
-        // The run's own first connection failed: one clear error, as before any load.
-        bail!("cannot connect to {}: {why}", workload.address);
-    }
-    let mut stats = Stats::with_requests(request_kinds);
-    for thread_stats in &finished.output.sinks {
-        stats.merge(thread_stats);
-    }
-    let names: Vec<String> = config.requests.iter().map(|r| r.name.clone()).collect();
-    let end = RunEnd {
-        elapsed: finished.output.elapsed,
-        interrupted: finished.interrupted,
-        due_not_sent: finished.output.due_not_sent,
-    };
-    let mut report = BenchReport::new(settings, &args.success_status, &stats, &names, end);
+    let watching = server_view::watch(load.workload.address, &args.server_view);
+    let measured = load.measure(!args.quiet)?;
+    let stats = &measured.stats;
+    let mut report = load.report(&measured);
     if let (Some(view_report), view) = watching.finish(stats.completed) {
         // One connection in a closed loop sends one request at a time: the server's CPU per
         // request can be set against the time each took.
-        let sequential_p50_ms = (connections == 1 && config.rate_per_second.is_none())
+        let sequential_p50_ms = (load.config.connections == 1 && load.config.rate_per_second.is_none())
             .then(|| report.latency_ms.as_ref().map(|latency| latency.p50))
             .flatten();
         let findings =
@@ -104,9 +140,14 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         report = report.with_server_view(view_report, findings);
     }
 
-    if let Some((path, mut file)) = export {
-        file.write_all(Json.render(&report).as_bytes())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+    if let Some(output) = export {
+        output.write(Json.render(&report).as_bytes())?;
+    }
+    if let Some(output) = html {
+        output.write(crate::html::page_of(&report)?.as_bytes())?;
+    }
+    if let Some(output) = hdr_log {
+        output.write(&crate::hdr_log::interval_log(stats, &load.settings)?)?;
     }
     output::stdout(&if args.json { Json.render(&report) } else { text.bench_results(&report) })?;
     if report.requests_completed == 0 {

@@ -55,6 +55,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         progress.phase(&format!("connecting to {}", workload.address));
     }
     let text = FittedText::new(text_width());
+    let html = output::create_output(args.html.as_deref(), "--html")?;
     let chain = Chain::start(&target, &args.request, &args.server_view, workload.address);
     let fix = if args.try_fix { FixPolicy::Try { keep: args.keep_fix } } else { FixPolicy::Describe };
     if !workload.is_scenario() {
@@ -63,6 +64,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
             .map_err(|error| with_budget(error, args.budget))?;
         if let Some(progress) = progress {
             progress.finish();
+        }
+        if let Some(output) = html {
+            output.write(crate::html::page_of(&report)?.as_bytes())?;
         }
         output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
         if report.is_unreliable() {
@@ -97,6 +101,9 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         progress.finish();
     }
     let report = DoctorScenarioReport::new(workload.url.clone(), reports);
+    if let Some(output) = html {
+        output.write(crate::html::page_of(&report)?.as_bytes())?;
+    }
     output::stdout(&if args.json { Json.render(&report) } else { text.render(&report) })?;
     if report.is_unreliable() {
         let failed: Vec<String> = report

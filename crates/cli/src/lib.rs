@@ -3,16 +3,20 @@
 
 mod args;
 mod bench;
+mod compare;
 mod demo;
 mod demo_servers;
 mod doctor;
 mod exec;
 mod exit;
+mod hdr_log;
+mod html;
 mod input;
 mod interrupt;
 mod output;
 mod pcap;
 mod proxy;
+mod report;
 mod request;
 mod runner;
 mod scenario;
@@ -24,7 +28,8 @@ mod try_fix;
 mod workload;
 
 pub use args::{
-    BenchArgs, Cli, Command, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, RequestArgs, habit_hint, not_utf8,
+    BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
+    habit_hint, not_utf8,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
 pub use scenario::parse_scenario;
@@ -36,7 +41,8 @@ pub fn report_error(error: &anyhow::Error) {
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    if matches!(cli.command, Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_)) {
+    if matches!(cli.command, Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_) | Command::Compare(_))
+    {
         // From the start, not just while load runs: a Ctrl-C during the reachability probe
         // must still end with a report (marked interrupted), not kill the process silently.
         interrupt::install();
@@ -50,6 +56,8 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Demo => demo::demo(),
         Command::Exec(args) => exec::exec(&args),
         Command::Proxy(args) => proxy::proxy(&args),
+        Command::Compare(args) => compare::compare(&args),
+        Command::Report(args) => report::report(&args),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),
         Command::Man => self_docs::man(),

@@ -24,3 +24,28 @@ pub fn line(text: &str) -> Result<()> {
 pub fn stderr_line(text: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{text}");
 }
+
+/// A file an option asked for, created before the work it records, so that a bad path costs no
+/// measurement.
+pub struct OutputFile {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+/// Creates the file at `path` (named by `option` in the error), if one was asked for.
+pub fn create_output(path: Option<&std::path::Path>, option: &str) -> Result<Option<OutputFile>> {
+    let Some(path) = path else { return Ok(None) };
+    let file = std::fs::File::create(path).map_err(|e| {
+        anyhow::Error::new(crate::exit::UsageError(format!("{option}: cannot write {}: {e}", path.display())))
+    })?;
+    Ok(Some(OutputFile { path: path.to_path_buf(), file }))
+}
+
+impl OutputFile {
+    pub fn write(mut self, bytes: &[u8]) -> Result<()> {
+        self.file
+            .write_all(bytes)
+            .and_then(|()| self.file.flush())
+            .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+}

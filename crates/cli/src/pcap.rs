@@ -15,6 +15,7 @@ const FLOWS_KEPT: usize = 1000;
 
 pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     let (name, input) = open(&args.file)?;
+    let html = crate::output::create_output(args.html.as_deref(), "--html")?;
     let mut analyzer = Analyzer::new(args.flow.clone(), FLOWS_KEPT.max(args.top as usize));
     let mut stats = ReadStats::default();
     let outcome = read_packets(input, &mut stats, |packet| analyzer.packet(packet));
@@ -56,6 +57,9 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
         bail!("{name}: no TCP flow matches --flow");
     }
     let report = PcapReport::new(name, &summary, args.top as usize, warnings, error);
+    if let Some(output) = html {
+        output.write(crate::html::page_of(&report)?.as_bytes())?;
+    }
     output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.is_healthy() { Outcome::Success } else { Outcome::Findings })
 }

@@ -11,6 +11,8 @@ const BENCH_SCHEMA: &str = include_str!("../../../schema/bench.schema.json");
 const DOCTOR_SCHEMA: &str = include_str!("../../../schema/doctor.schema.json");
 const PCAP_SCHEMA: &str = include_str!("../../../schema/pcap.schema.json");
 const PROXY_SCHEMA: &str = include_str!("../../../schema/proxy.schema.json");
+const COMPARE_SCHEMA: &str = include_str!("../../../schema/compare.schema.json");
+const MERGE_SCHEMA: &str = include_str!("../../../schema/merge.schema.json");
 /// One schema for `inspect` and `fix`: they share the socket's description.
 const SOCKETS_SCHEMA: &str = include_str!("../../../schema/inspect.schema.json");
 
@@ -21,6 +23,8 @@ pub fn schema(name: SchemaName) -> Result<Outcome> {
         SchemaName::Pcap => PCAP_SCHEMA,
         SchemaName::Inspect | SchemaName::Fix => SOCKETS_SCHEMA,
         SchemaName::Proxy => PROXY_SCHEMA,
+        SchemaName::Compare => COMPARE_SCHEMA,
+        SchemaName::Merge => MERGE_SCHEMA,
     })?;
     Ok(Outcome::Success)
 }

@@ -1,6 +1,7 @@
 //! The model of a `nodelay bench` result. Its serde form *is* the JSON contract described by
 //! `schema/bench.schema.json`: rename nothing, only add.
 
+use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
 use hdrhistogram::Histogram;
@@ -168,6 +169,15 @@ pub struct BenchReport {
     /// `latency_ms` in equal-width buckets from its min to its max; empty when nothing
     /// completed.
     pub latency_histogram: Vec<HistogramBucket>,
+    /// `latency_ms` as a percentile spectrum (HdrHistogram's percentile distribution); empty
+    /// when nothing completed.
+    pub latency_spectrum: Vec<SpectrumPoint>,
+    /// The largest read gap of each response, as a percentile spectrum.
+    pub read_gap_spectrum: Vec<SpectrumPoint>,
+    /// Requests, errors, p50 and p99 per interval (`--interval`) from the start of the run.
+    pub timeline: Vec<IntervalPoint>,
+    /// Where the run was measured.
+    pub machine: Machine,
     pub read_chunks_per_response: f64,
     pub status_counts: BTreeMap<String, u64>,
     pub errors: BTreeMap<&'static str, u64>,
@@ -219,6 +229,10 @@ impl BenchReport {
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
             connect_ms: Percentiles::from_ns(&stats.connect_ns),
             latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
+            latency_spectrum: spectrum_ms(&stats.latency_ns),
+            read_gap_spectrum: spectrum_ms(&stats.read_gap_ns),
+            timeline: Vec::new(),
+            machine: Machine::this(),
             read_chunks_per_response: per_response(stats.read_chunks),
             status_counts: stats.status_counts().map(|(code, n)| (code.to_string(), n)).collect(),
             errors: ErrorKind::ALL.iter().map(|&kind| (kind.as_str(), stats.errors(kind))).collect(),

@@ -2,15 +2,18 @@
 //! format behind the [`Render`] trait. Nothing here measures anything.
 
 mod bench;
+mod compare;
 mod doctor;
 mod doctor_text;
 mod format;
+pub mod html;
 mod json;
 mod layout;
 mod pcap;
 mod pcap_text;
 mod proxy;
 mod proxy_text;
+mod series;
 mod server_view;
 mod sockets;
 mod status;
@@ -20,6 +23,7 @@ pub use bench::{
     BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, Percentiles,
     RequestReport, RunEnd, histogram_buckets,
 };
+pub use compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, Comparison, RoundFigures};
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
     NamedDoctorReport, PhaseReport, TryFixReport,
@@ -34,6 +38,7 @@ pub use proxy::{
     ConnectionsReport, ExchangeParts, IncompleteReport, LegReport, PROXY_SCHEMA_ID, Pauses, ProxyReport,
     StallExampleReport, UpstreamFailures,
 };
+pub use series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 pub use server_view::{ServerViewReport, ThreadReport, UpstreamReport};
 pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use status::SuccessStatuses;
