@@ -15,6 +15,7 @@ mod phase;
 mod relay;
 mod rules;
 mod server;
+mod significance;
 mod timers;
 
 pub use capture::{CaptureStalls, capture_findings};
@@ -30,4 +31,5 @@ pub use server::{
     CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare, server_findings,
     server_load, server_warnings,
 };
+pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};
