@@ -1,7 +1,7 @@
 //! `nodelay demo`: starts the embedded servers and runs the real doctor on each, so a new
 //! user sees a stall, its proof and its fix with no setup and no network.
 
-use crate::args::RequestArgs;
+use crate::args::{RequestArgs, ServerViewArgs};
 use crate::demo_servers::{DemoBehaviour, start_demo_server};
 use crate::doctor::examine;
 use crate::exit::Outcome;
@@ -34,7 +34,8 @@ pub fn demo() -> Result<Outcome> {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
         let target = parse_target(&format!("http://{address}/"))?;
         let workload = build_workload(&target, &RequestArgs::default(), true)?;
-        let report = examine(&target, &workload, BUDGET_PER_SERVER, TIMEOUT)?;
+        let off = ServerViewArgs { pid: None, no_server_view: true };
+        let report = examine(&target, &workload, &RequestArgs::default(), &off, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         output::line(&format!(
             "  {:<40}{:>10}  {}",

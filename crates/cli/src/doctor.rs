@@ -162,17 +162,18 @@ fn with_budget(error: anyhow::Error, budget: Duration) -> anyhow::Error {
     }
 }
 
-/// The whole diagnosis of the workload's first request within `budget` from now, without the
-/// server view (the demo's servers run inside nodelay); fails only when nothing could be
-/// measured.
+/// The whole diagnosis of the workload's first request within `budget` from now, reading the
+/// server as `view` says (the demo's servers run inside nodelay: it reads none); fails only
+/// when nothing could be measured.
 pub fn examine(
     target: &Target,
     workload: &Workload,
+    request: &RequestArgs,
+    view: &ServerViewArgs,
     budget: Duration,
     timeout: Duration,
 ) -> Result<DoctorReport> {
-    let off = ServerViewArgs { pid: None, no_server_view: true };
-    let chain = Chain::start(target, &RequestArgs::default(), &off, workload.address);
+    let chain = Chain::start(target, request, view, workload.address);
     examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None, &chain)
 }
 

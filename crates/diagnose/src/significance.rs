@@ -50,7 +50,17 @@ pub fn compare_rounds(first: &[f64], other: &[f64]) -> Option<Difference> {
     // U counts the pairs in which the other's round is the larger (ties count half).
     let u: f64 = first
         .iter()
-        .flat_map(|x| other.iter().map(move |y| if y > x { 1.0 } else if y == x { 0.5 } else { 0.0 }))
+        .flat_map(|x| {
+            other.iter().map(move |y| {
+                if y > x {
+                    1.0
+                } else if y == x {
+                    0.5
+                } else {
+                    0.0
+                }
+            })
+        })
         .sum();
     let ties = has_ties(first, other);
     let exact = (!ties && n * m <= MAX_EXACT_PAIRS).then(|| UDistribution::new(n, m));

@@ -82,3 +82,100 @@ pub struct CompareReport {
     /// Stopped early (Ctrl-C): fewer rounds than asked were run.
     pub interrupted: bool,
 }
+
+/// The figures `comparisons` set side by side, with whether a larger value is worse.
+pub const COMPARED: [(&str, bool); 3] = [("p50_ms", true), ("p99_ms", true), ("requests_per_second", false)];
+
+impl RoundFigures {
+    /// One round's figures from its report.
+    pub fn of(round: u32, run: &BenchReport) -> RoundFigures {
+        RoundFigures {
+            round,
+            requests_completed: run.requests_completed,
+            errors: run.total_errors(),
+            requests_per_second: run.requests_per_second,
+            p50_ms: run.latency_ms.map(|p| p.p50),
+            p90_ms: run.latency_ms.map(|p| p.p90),
+            p99_ms: run.latency_ms.map(|p| p.p99),
+            first_byte_p50_ms: run.first_byte_ms.map(|p| p.p50),
+            read_gap_p50_ms: run.read_gap_ms.map(|p| p.p50),
+        }
+    }
+
+    /// The figure named by `metric` (one of [`COMPARED`]'s).
+    pub fn figure(&self, metric: &str) -> Option<f64> {
+        match metric {
+            "p50_ms" => self.p50_ms,
+            "p99_ms" => self.p99_ms,
+            "requests_per_second" => Some(self.requests_per_second),
+            _ => None,
+        }
+    }
+}
+
+impl Comparison {
+    /// `target` set against `first` on `metric`; `None` when either has no round with the
+    /// figure.
+    pub fn between(
+        first: &CompareTarget,
+        target: &CompareTarget,
+        metric: &'static str,
+    ) -> Option<Comparison> {
+        let figures =
+            |t: &CompareTarget| -> Vec<f64> { t.rounds.iter().filter_map(|r| r.figure(metric)).collect() };
+        let difference = nodelay_diagnose::compare_rounds(&figures(first), &figures(target))?;
+        let higher_is_worse =
+            COMPARED.iter().find(|(name, _)| *name == metric).is_some_and(|(_, worse)| *worse);
+        Some(Comparison {
+            label: target.label.clone(),
+            against: first.label.clone(),
+            metric,
+            ratio: difference.ratio,
+            interval_low: difference.interval.map(|(low, _)| low),
+            interval_high: difference.interval.map(|(_, high)| high),
+            p_value: difference.p_value,
+            every_round_agrees: difference.every_round_agrees,
+            significant: difference.is_real(),
+            verdict: verdict(&target.label, &first.label, metric, higher_is_worse, &difference),
+        })
+    }
+}
+
+/// "B is 4.31× slower at p50 than A (every round agrees; p = 0.008)".
+fn verdict(
+    label: &str,
+    against: &str,
+    metric: &str,
+    higher_is_worse: bool,
+    difference: &nodelay_diagnose::Difference,
+) -> String {
+    let figure = match metric {
+        "p50_ms" => "at p50",
+        "p99_ms" => "at p99",
+        _ => "in requests/s",
+    };
+    let p = format_p(difference.p_value);
+    if !difference.is_real() {
+        return format!("{label} and {against}: no difference {figure} beyond round-to-round noise ({p})");
+    }
+    let worse = (difference.ratio > 1.0) == higher_is_worse;
+    let factor = if difference.ratio >= 1.0 { difference.ratio } else { 1.0 / difference.ratio };
+    let agreement = if difference.every_round_agrees { "every round agrees; " } else { "" };
+    let word = if worse { "slower" } else { "faster" };
+    format!("{label} is {}× {word} {figure} than {against} ({agreement}{p})", format_ratio(factor))
+}
+
+/// A ratio to 3 significant digits: `258`, `4.31`, `0.00362`.
+pub fn format_ratio(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        return format!("{ratio}");
+    }
+    let digits_before_point = ratio.log10().floor() as i32 + 1;
+    let decimals = (3 - digits_before_point).max(0) as usize;
+    format!("{ratio:.decimals$}")
+}
+
+/// `p = 0.008`, `p < 0.001`.
+pub fn format_p(p_value: f64) -> String {
+    if p_value < 0.001 { "p < 0.001".into() } else { format!("p = {p_value:.3}") }
+}

@@ -3,6 +3,7 @@
 
 mod bench;
 mod compare;
+mod compare_text;
 mod doctor;
 mod doctor_text;
 mod format;
@@ -23,7 +24,10 @@ pub use bench::{
     BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, Percentiles,
     RequestReport, RunEnd, histogram_buckets,
 };
-pub use compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, Comparison, RoundFigures};
+pub use compare::{
+    COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, RoundFigures, format_p,
+};
+pub use compare_text::compare_header;
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
     NamedDoctorReport, PhaseReport, TryFixReport,

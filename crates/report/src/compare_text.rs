@@ -1,0 +1,181 @@
+//! `nodelay compare` as text: each target's figures with their spread across rounds, each
+//! target against the first on p50, p99 and requests/s, the verdict, and with `--diagnose`
+//! each target's findings.
+
+use crate::compare::{CompareReport, CompareTarget, format_p, format_ratio};
+use crate::doctor_text::write_finding_fitted;
+use crate::format::{DurationScale, plural};
+use crate::layout::{Col, TextTable, wrap};
+use crate::text::FittedText;
+use crate::{MIN_WIDTH, Render};
+use std::fmt::Write;
+
+impl Render<CompareReport> for FittedText {
+    fn render(&self, report: &CompareReport) -> String {
+        let mut out = String::new();
+        write_compare(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// What is about to run, before it runs.
+pub fn compare_header(
+    report_settings: &crate::BenchSettings,
+    labels: &[(String, String)],
+    rounds: u32,
+    width: usize,
+) -> String {
+    let s = report_settings;
+    let bound = match (s.requests, s.duration_s) {
+        (Some(n), _) => plural(n as usize, "request", "requests"),
+        (None, Some(d)) => format!("{d} s"),
+        (None, None) => "unbounded".into(),
+    };
+    let mut out = wrap(
+        &format!(
+            "nodelay compare: {} targets, {rounds} rounds each, interleaved (the order alternates each round), {bound} a round, {} and {} each",
+            labels.len(),
+            plural(s.connections, "connection", "connections"),
+            plural(s.threads, "thread", "threads"),
+        ),
+        width,
+        "",
+        "  ",
+    );
+    for (label, url) in labels {
+        out += &wrap(&format!("{label}: {url}"), width, "  ", "      ");
+    }
+    out
+}
+
+fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
+    writeln!(out)?;
+    write_figures(out, report, width)?;
+    write_rounds(out, report, width)?;
+    for target in report.targets.iter().filter(|t| t.error.is_some()) {
+        let why = target.error.as_deref().unwrap_or_default();
+        out.push_str(&wrap(&format!("{}: not measured: {why}", target.label), width, "", "  "));
+    }
+    if !report.comparisons.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "against {} (Hodges-Lehmann ratio, 95 % interval, Mann-Whitney U over rounds):",
+            report.targets[0].label
+        )?;
+        let mut table =
+            TextTable::new(width, 2, &[Col::Left, Col::Left, Col::Right, Col::Right, Col::Left, Col::Right]);
+        table.header(["target", "figure", "ratio", "interval", "rounds", "p"]);
+        for c in &report.comparisons {
+            let interval = match (c.interval_low, c.interval_high) {
+                (Some(low), Some(high)) => format!("{}–{}×", format_ratio(low), format_ratio(high)),
+                _ => "too few rounds".into(),
+            };
+            let figure = match c.metric {
+                "p50_ms" => "p50",
+                "p99_ms" => "p99",
+                _ => "req/s",
+            };
+            let agree = if c.every_round_agrees { "all agree" } else { "overlap" };
+            table.row([
+                c.label.clone(),
+                figure.into(),
+                format!("{}×", format_ratio(c.ratio)),
+                interval,
+                agree.into(),
+                format_p(c.p_value),
+            ]);
+        }
+        out.push_str(&table.render());
+        writeln!(out)?;
+        for c in report.comparisons.iter().filter(|c| c.metric == "p50_ms") {
+            out.push_str(&wrap(&format!("verdict: {}", c.verdict), width, "", "  "));
+        }
+    }
+    for target in report.targets.iter().filter(|t| t.diagnosis.is_some() || t.diagnosis_error.is_some()) {
+        write_diagnosis(out, target, width)?;
+    }
+    Ok(())
+}
+
+/// One row per target: the figures of its rounds merged, and the spread of req/s and p50
+/// across rounds.
+fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
+    let runs: Vec<_> = report.targets.iter().filter_map(|t| t.run.as_ref().map(|run| (t, run))).collect();
+    if runs.is_empty() {
+        return Ok(());
+    }
+    // Each column its own unit: a fast target's microseconds need not widen a slow one's.
+    let column = |pick: fn(&crate::BenchReport) -> Option<f64>| {
+        DurationScale::for_ms(runs.iter().filter_map(|(_, run)| pick(run)))
+    };
+    let columns: [fn(&crate::BenchReport) -> Option<f64>; 5] = [
+        |run| run.latency_ms.map(|p| p.p50),
+        |run| run.latency_ms.map(|p| p.p90),
+        |run| run.latency_ms.map(|p| p.p99),
+        |run| run.first_byte_ms.map(|p| p.p50),
+        |run| run.read_gap_ms.map(|p| p.p50),
+    ];
+    let scales: Vec<DurationScale> = columns.iter().map(|pick| column(*pick)).collect();
+    let mut table = TextTable::new(
+        width,
+        2,
+        &[Col::Left, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right],
+    );
+    table.header(["target", "req/s", "p50", "p90", "p99", "1st byte", "read gap", "errors"]);
+    for (target, run) in &runs {
+        let mut cells = vec![target.label.clone(), format!("{:.1}", run.requests_per_second)];
+        for (pick, scale) in columns.iter().zip(&scales) {
+            cells.push(pick(run).map_or("-".into(), |ms| scale.format(ms)));
+        }
+        cells.push(run.total_errors().to_string());
+        table.row(cells);
+    }
+    out.push_str(&table.render());
+    out.push_str(&wrap(
+        "every round's responses together; 1st byte and read gap (the longest pause within a response) are medians",
+        width,
+        "  ",
+        "  ",
+    ));
+    Ok(())
+}
+
+/// Each target's spread across its rounds: the lowest and highest req/s and p50 of a round.
+fn write_rounds(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
+    writeln!(out)?;
+    writeln!(out, "spread across rounds (lowest – highest round):")?;
+    let scale =
+        DurationScale::for_ms(report.targets.iter().flat_map(|t| t.rounds.iter().filter_map(|r| r.p50_ms)));
+    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Right, Col::Right, Col::Right]);
+    table.header(["target", "rounds", "req/s", "p50"]);
+    for target in report.targets.iter().filter(|t| !t.rounds.is_empty()) {
+        let range = |values: Vec<f64>, show: &dyn Fn(f64) -> String| {
+            let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if values.is_empty() { "-".into() } else { format!("{} – {}", show(low), show(high)) }
+        };
+        table.row([
+            target.label.clone(),
+            target.rounds.len().to_string(),
+            range(target.rounds.iter().map(|r| r.requests_per_second).collect(), &|v| format!("{v:.1}")),
+            range(target.rounds.iter().filter_map(|r| r.p50_ms).collect(), &|v| scale.format(v)),
+        ]);
+    }
+    out.push_str(&table.render());
+    Ok(())
+}
+
+fn write_diagnosis(out: &mut String, target: &CompareTarget, width: usize) -> std::fmt::Result {
+    writeln!(out)?;
+    if let Some(why) = &target.diagnosis_error {
+        out.push_str(&wrap(&format!("{} diagnosed: failed: {why}", target.label), width, "", "  "));
+        return Ok(());
+    }
+    let Some(diagnosis) = &target.diagnosis else { return Ok(()) };
+    writeln!(out, "{} diagnosed ({}): verdict {}", target.label, target.url, diagnosis.verdict)?;
+    for finding in &diagnosis.findings {
+        write_finding_fitted(out, finding, width)?;
+    }
+    Ok(())
+}
