@@ -155,13 +155,20 @@ fn verdict(
         _ => "in requests/s",
     };
     let p = format_p(difference.p_value);
+    let worse = (difference.ratio > 1.0) == higher_is_worse;
+    let factor = if difference.ratio >= 1.0 { difference.ratio } else { 1.0 / difference.ratio };
+    let word = if worse { "slower" } else { "faster" };
+    if difference.every_round_agrees && difference.p_value >= nodelay_diagnose::ALPHA {
+        // Rounds that all agree give the smallest p-value their number allows.
+        return format!(
+            "too few rounds for a verdict: {label} was {}× {word} {figure} than {against} in every round, but so few rounds cannot reach p < 0.05 ({p}; --rounds 5 or more)",
+            format_ratio(factor)
+        );
+    }
     if !difference.is_real() {
         return format!("{label} and {against}: no difference {figure} beyond round-to-round noise ({p})");
     }
-    let worse = (difference.ratio > 1.0) == higher_is_worse;
-    let factor = if difference.ratio >= 1.0 { difference.ratio } else { 1.0 / difference.ratio };
     let agreement = if difference.every_round_agrees { "every round agrees; " } else { "" };
-    let word = if worse { "slower" } else { "faster" };
     format!("{label} is {}× {word} {figure} than {against} ({agreement}{p})", format_ratio(factor))
 }
 

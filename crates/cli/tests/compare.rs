@@ -1,0 +1,129 @@
+//! `nodelay compare` against real servers on loopback: a stalling server against the same
+//! server with TCP_NODELAY, the same server twice, a target nobody listens on, and bad
+//! arguments.
+
+mod common;
+
+use common::*;
+
+/// `nodelay compare --json` with short rounds: the report, validated against its schema.
+fn compare(args: &[&str]) -> (Run, serde_json::Value) {
+    let run = nodelay(&[&["compare", "--json", "-q", "-t", "1", "-c", "1", "-d", "400ms"], args].concat());
+    let report = run.json();
+    validate_against_schema("compare.schema.json", &report);
+    (run, report)
+}
+
+fn comparison<'a>(report: &'a serde_json::Value, metric: &str) -> &'a serde_json::Value {
+    report["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metric"] == metric)
+        .unwrap_or_else(|| panic!("no {metric} comparison in {report:#}"))
+}
+
+#[test]
+fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
+    let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let stalling = python_peer("python_http_server.py", &[]);
+    let (run, report) =
+        compare(&["--rounds", "5", "--labels", "fixed,stalling", &fixed.url("/"), &stalling.url("/")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    for target in report["targets"].as_array().unwrap() {
+        assert_eq!(target["rounds"].as_array().unwrap().len(), 5, "{target:#}");
+    }
+    let p50 = comparison(&report, "p50_ms");
+    assert_eq!(p50["label"], "stalling");
+    assert_eq!(p50["against"], "fixed");
+    assert_eq!(p50["significant"], true, "{p50:#}");
+    assert_eq!(p50["every_round_agrees"], true, "{p50:#}");
+    // A 40 ms stall against well under a millisecond.
+    let ratio = p50["ratio"].as_f64().unwrap();
+    assert!(ratio > 20.0, "{p50:#}");
+    assert!(
+        p50["interval_low"].as_f64().unwrap() <= ratio && ratio <= p50["interval_high"].as_f64().unwrap()
+    );
+    assert!(p50["p_value"].as_f64().unwrap() < 0.05, "{p50:#}");
+    let verdict = p50["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("stalling is ") && verdict.contains("× slower at p50 than fixed"),
+        "{verdict}"
+    );
+    let rate = comparison(&report, "requests_per_second");
+    assert!(rate["ratio"].as_f64().unwrap() < 0.1 && rate["significant"] == true, "{rate:#}");
+
+    // The text says the same, and fits 80 columns.
+    let text =
+        nodelay(&["compare", "-q", "-t", "1", "-c", "1", "-d", "200ms", &fixed.url("/"), &stalling.url("/")]);
+    assert_eq!(text.code(), 0, "{}", text.stderr());
+    let out = text.stdout();
+    assert!(out.lines().all(|line| line.chars().count() <= 80), "wider than 80 columns:\n{out}");
+    let verdict = out.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(verdict.contains("B is ") && verdict.contains("slower at p50 than A"), "{out}");
+    assert!(out.contains("Mann-Whitney U"), "{out}");
+
+    // Two rounds that agree cannot be significant: said so, not "no difference".
+    let (_, few) = compare(&["--rounds", "2", &fixed.url("/"), &stalling.url("/")]);
+    let verdict = comparison(&few, "p50_ms")["verdict"].as_str().unwrap().to_string();
+    assert!(
+        verdict.starts_with("too few rounds for a verdict: B was ") && verdict.contains("in every round"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn the_same_server_twice_is_no_difference() {
+    let server = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let (run, report) = compare(&["--rounds", "5", &server.url("/?first"), &server.url("/?second")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let p50 = comparison(&report, "p50_ms");
+    assert_eq!(p50["significant"], false, "{p50:#}");
+    assert!(
+        p50["verdict"].as_str().unwrap().contains("no difference at p50 beyond round-to-round noise"),
+        "{p50:#}"
+    );
+}
+
+#[test]
+fn a_target_nobody_listens_on_is_reported_and_the_other_still_measured() {
+    let server = python_peer("python_http_server.py", &["--disable-nagle"]);
+    // A port that was free a moment ago: nobody listens on it.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (run, report) = compare(&["--rounds", "2", &server.url("/"), &format!("http://127.0.0.1:{closed}/")]);
+    assert_eq!(run.code(), 1, "one target could not be measured:\n{}", run.stderr());
+    let targets = report["targets"].as_array().unwrap();
+    assert_eq!(targets[0]["rounds"].as_array().unwrap().len(), 2);
+    assert!(targets[0]["run"]["requests_completed"].as_u64().unwrap() > 0);
+    let error = targets[1]["error"].as_str().unwrap();
+    assert!(error.contains("cannot connect") && error.contains(&closed.to_string()), "{error}");
+    assert!(report["comparisons"].as_array().unwrap().is_empty());
+
+    // Both unreachable: one line, exit 1.
+    let both = nodelay(&[
+        "compare",
+        "-q",
+        "-d",
+        "200ms",
+        &format!("http://127.0.0.1:{closed}/"),
+        &format!("http://127.0.0.1:{closed}/x"),
+    ]);
+    assert_eq!(both.code(), 1);
+    assert_eq!(both.stderr().trim().lines().count(), 1, "{}", both.stderr());
+    assert!(both.stderr().contains("no target could be measured"), "{}", both.stderr());
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for args in [
+        vec!["compare", "http://127.0.0.1:1/"],
+        vec!["compare", "--rounds", "1", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
+        vec!["compare", "--labels", "a", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
+        vec!["compare", "--labels", "a,a", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
+        vec!["compare", "http://127.0.0.1:1/", "ftp://127.0.0.1:2/"],
+    ] {
+        let run = nodelay(&args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert!(run.stdout().is_empty(), "{args:?}");
+    }
+}
