@@ -26,11 +26,7 @@ pub fn compare_header(
     width: usize,
 ) -> String {
     let s = report_settings;
-    let bound = match (s.requests, s.duration_s) {
-        (Some(n), _) => plural(n as usize, "request", "requests"),
-        (None, Some(d)) => format!("{d} s"),
-        (None, None) => "unbounded".into(),
-    };
+    let bound = crate::text::run_bound(s);
     let mut out = wrap(
         &format!(
             "nodelay compare: {} targets, {rounds} rounds each, interleaved (the order alternates each round), {bound} a round, {} and {} each",

@@ -95,12 +95,17 @@ fn format_elapsed(seconds: f64) -> String {
     if seconds >= 0.1 { format!("{seconds:.2} s") } else { format_duration_ms(seconds * 1e3) }
 }
 
-fn bench_header(s: &BenchSettings, width: usize) -> String {
-    let bound = match (s.requests, s.duration_s) {
+/// How long a run lasts: `100 requests`, `10 s`.
+pub(crate) fn run_bound(s: &BenchSettings) -> String {
+    match (s.requests, s.duration_s) {
         (Some(n), _) => plural(n, "request", "requests"),
         (None, Some(d)) => format!("{d} s"),
         (None, None) => "unbounded".into(),
-    };
+    }
+}
+
+fn bench_header(s: &BenchSettings, width: usize) -> String {
+    let bound = run_bound(s);
     let split = if s.write_split.is_empty() {
         String::new()
     } else {
