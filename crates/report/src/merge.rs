@@ -98,8 +98,11 @@ impl IntervalPoint {
     }
 }
 
+/// Picks one statistic out of a set of percentiles.
+type Statistic = fn(&Percentiles) -> f64;
+
 /// The rows of the latency table.
-const STATISTICS: [(&str, fn(&Percentiles) -> f64); 7] = [
+const STATISTICS: [(&str, Statistic); 7] = [
     ("min", |p| p.min),
     ("p50", |p| p.p50),
     ("p90", |p| p.p90),
