@@ -56,6 +56,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         connect_timeout: load.connect_timeout,
         keep_alive: !load.no_keepalive,
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
+        interval: load.interval,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {

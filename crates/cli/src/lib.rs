@@ -13,6 +13,7 @@ mod hdr_log;
 mod html;
 mod input;
 mod interrupt;
+mod merge;
 mod output;
 mod pcap;
 mod proxy;

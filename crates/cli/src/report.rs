@@ -7,10 +7,7 @@ use anyhow::{Result, bail};
 
 pub fn report(args: &ReportArgs) -> Result<Outcome> {
     match &args.merge {
-        Some(ReportCommand::Merge(merge)) => {
-            let _ = merge;
-            bail!("report merge is not built yet")
-        }
+        Some(ReportCommand::Merge(merge)) => crate::merge::merge(merge),
         None => bail!("report is not built yet"),
     }
 }

@@ -338,7 +338,7 @@ pub(crate) mod tests {
     }
 
     pub fn error(kind: ErrorKind, message: &str) -> ErrorRecord {
-        ErrorRecord { connection: 0, request: 0, kind, message: message.into() }
+        ErrorRecord { connection: 0, request: 0, offset: Duration::ZERO, kind, message: message.into() }
     }
 
     #[test]

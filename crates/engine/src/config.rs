@@ -76,6 +76,8 @@ pub struct EngineConfig {
     /// `false`: a new connection for every request.
     pub keep_alive: bool,
     pub socket: SocketOptions,
+    /// Length of one interval of the run's time series (`Stats::timeline`).
+    pub interval: Duration,
 }
 
 /// Socket options set on every client connection.
@@ -111,6 +113,7 @@ impl EngineConfig {
             connect_timeout: Duration::from_secs(3),
             keep_alive: true,
             socket: SocketOptions::default(),
+            interval: crate::timeline::DEFAULT_INTERVAL,
         }
     }
 }

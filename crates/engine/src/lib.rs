@@ -16,6 +16,7 @@ mod sink;
 mod stats;
 mod tcp_info;
 mod time;
+mod timeline;
 mod worker;
 
 pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
@@ -32,8 +33,9 @@ pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{KERNEL_TCP_FIGURES, TcpInfo, read_tcp_info, set_quickack};
 pub use time::later;
+pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
 
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use worker::{Worker, WorkerPlan};
 
 /// Per-thread sinks and how long the run took.
@@ -54,12 +56,17 @@ where
 {
     let threads = config.threads.clamp(1, config.connections.max(1));
     let start = Instant::now();
+    let started_at = SystemTime::now();
     let results: Vec<std::io::Result<worker::WorkerOutput<S>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
                 let plan = plan_for_thread(config, thread, threads);
                 let make_sink = &make_sink;
-                scope.spawn(move || Worker::new(config, control, plan, start, make_sink(thread))?.run())
+                scope.spawn(move || {
+                    let mut sink = make_sink(thread);
+                    sink.run_started(config, started_at);
+                    Worker::new(config, control, plan, start, sink)?.run()
+                })
             })
             .collect();
         handles.into_iter().map(|h| h.join().expect("engine worker panicked")).collect()
@@ -67,7 +74,13 @@ where
     let elapsed = start.elapsed();
     let outputs = results.into_iter().collect::<std::io::Result<Vec<_>>>()?;
     let due_not_sent = outputs.iter().map(|output| output.due_not_sent).sum();
-    let sinks = outputs.into_iter().map(|output| output.sink).collect();
+    let sinks = outputs
+        .into_iter()
+        .map(|mut output| {
+            output.sink.run_ended(elapsed);
+            output.sink
+        })
+        .collect();
     Ok(RunOutput { sinks, elapsed, due_not_sent })
 }
 

@@ -97,6 +97,8 @@ impl ErrorKind {
 pub struct ErrorRecord {
     pub connection: u32,
     pub request: u16,
+    /// When the attempt failed, relative to the run's start (its interval of the timeline).
+    pub offset: Duration,
     pub kind: ErrorKind,
     pub message: String,
 }

@@ -1,12 +1,19 @@
 //! Where a worker hands its records. Each thread owns one sink, so sinks need no locks; the
 //! caller merges them when the run ends.
 
+use crate::config::EngineConfig;
 use crate::record::{ConnectionRecord, ErrorRecord, ResponseRecord};
+use std::time::{Duration, SystemTime};
 
 pub trait RecordSink {
     fn response(&mut self, record: &ResponseRecord);
     fn error(&mut self, record: &ErrorRecord);
     fn connection(&mut self, record: &ConnectionRecord);
+    /// Before the first record: the run's settings and its wall-clock start (the instant
+    /// record offsets count from).
+    fn run_started(&mut self, _config: &EngineConfig, _started_at: SystemTime) {}
+    /// After the last record: the run lasted `elapsed`.
+    fn run_ended(&mut self, _elapsed: Duration) {}
 }
 
 /// Keeps every record: for short diagnostic runs that need per-request detail.
@@ -42,5 +49,13 @@ impl<A: RecordSink, B: RecordSink> RecordSink for (A, B) {
     fn connection(&mut self, record: &ConnectionRecord) {
         self.0.connection(record);
         self.1.connection(record);
+    }
+    fn run_started(&mut self, config: &EngineConfig, started_at: SystemTime) {
+        self.0.run_started(config, started_at);
+        self.1.run_started(config, started_at);
+    }
+    fn run_ended(&mut self, elapsed: Duration) {
+        self.0.run_ended(elapsed);
+        self.1.run_ended(elapsed);
     }
 }

@@ -5,13 +5,16 @@
 //! value recorded (16 KiB to ~270 KiB at 3 significant digits); per request name of a scenario,
 //! three 2-significant-digit histograms (about 20 KiB each), made when the name is first seen;
 //! per connection the thread owns, its last TCP_INFO (a few hundred bytes). Nothing is sized
-//! by the total connection count or multiplied by threads × connections.
+//! by the total connection count or multiplied by threads × connections. The timeline keeps one
+//! small entry per interval of the run and two live interval histograms (see `timeline`).
 
+use crate::config::EngineConfig;
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 use crate::sink::RecordSink;
+use crate::timeline::Timeline;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// One hour: longer values are clamped to it.
 const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
@@ -50,6 +53,8 @@ pub struct Stats {
     /// Per request kind, when a run sends more than one (empty otherwise); `None` until the
     /// kind is first recorded.
     by_request: Vec<Option<Box<RequestStats>>>,
+    /// Responses, errors and latencies per interval of the run.
+    timeline: Timeline,
 }
 
 /// The figures of one request kind in a multi-request run.
@@ -139,7 +144,13 @@ impl Stats {
             connections_closed: 0,
             unfinished: 0,
             by_request: Vec::new(),
+            timeline: Timeline::default(),
         }
+    }
+
+    /// The run's time series: per interval, its responses, errors and latency histogram.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
     }
 
     /// HTTP status codes seen, ascending, with counts (raw protocols have none).
@@ -175,8 +186,21 @@ impl Stats {
         self.connections.values()
     }
 
-    /// Adds another thread's aggregates into this one.
+    /// Adds another thread's aggregates into this one (same run: same clock).
     pub fn merge(&mut self, other: &Stats) {
+        self.merge_totals(other);
+        self.timeline.merge(&other.timeline);
+    }
+
+    /// Adds another run's aggregates into this one, its timeline after this one's (rounds of
+    /// the same load, one after another).
+    pub fn append(&mut self, other: &Stats) {
+        self.merge_totals(other);
+        self.timeline.append(&other.timeline);
+    }
+
+    /// Everything but the timeline.
+    fn merge_totals(&mut self, other: &Stats) {
         self.completed += other.completed;
         self.response_bytes += other.response_bytes;
         for (mine, theirs) in [
@@ -227,6 +251,8 @@ impl RecordSink for Stats {
         self.completed += 1;
         self.response_bytes += record.response_bytes;
         record_ns(&mut self.latency_ns, nanos(record.total));
+        let completed_at = record.start_offset.saturating_add(record.total);
+        self.timeline.response(completed_at, nanos(record.total));
         record_ns(&mut self.first_byte_ns, nanos(record.first_byte));
         record_ns(&mut self.read_gap_ns, nanos(record.max_read_gap));
         if let Some(connect) = record.connect {
@@ -252,6 +278,7 @@ impl RecordSink for Stats {
     fn error(&mut self, record: &ErrorRecord) {
         let index = record.kind.index();
         self.errors[index] += 1;
+        self.timeline.error(record.offset);
         if self.error_examples[index].is_none() {
             self.error_examples[index] = Some(record.message.clone());
         }
@@ -264,6 +291,14 @@ impl RecordSink for Stats {
         self.connections_closed += 1;
         self.unfinished += u64::from(record.abandoned_request);
         self.connections.insert(record.connection, record.clone());
+    }
+
+    fn run_started(&mut self, config: &EngineConfig, started_at: SystemTime) {
+        self.timeline.start(config.interval, started_at);
+    }
+
+    fn run_ended(&mut self, elapsed: Duration) {
+        self.timeline.end(elapsed);
     }
 }
 
@@ -297,6 +332,7 @@ mod tests {
         b.error(&ErrorRecord {
             connection: 1,
             request: 0,
+            offset: Duration::from_millis(1500),
             kind: ErrorKind::Reset,
             message: "read: reset".into(),
         });
@@ -343,6 +379,90 @@ mod tests {
         let mut c = Stats::with_requests(3);
         c.merge(&a);
         assert_eq!(c.by_request().nth(1).flatten().map(|k| k.completed), Some(1));
+    }
+
+    fn error_at(offset_ms: u64) -> ErrorRecord {
+        ErrorRecord {
+            connection: 0,
+            request: 0,
+            offset: Duration::from_millis(offset_ms),
+            kind: ErrorKind::Timeout,
+            message: "timeout".into(),
+        }
+    }
+
+    /// A thread's stats of a run with 100 ms intervals: responses of 1 to 3 ms completing
+    /// through `span_ms` (and one completing late, after later ones), an error every 70 ms.
+    fn thread_run(span_ms: u64, seed: u64) -> Stats {
+        let mut stats = Stats::new();
+        let config = EngineConfig {
+            interval: Duration::from_millis(100),
+            ..EngineConfig::new(([127, 0, 0, 1], 1).into(), Vec::new())
+        };
+        stats.run_started(&config, SystemTime::UNIX_EPOCH);
+        for at_ms in (0..span_ms).step_by(3) {
+            let mut record = response(1 + (at_ms + seed) % 3, 200);
+            record.start_offset = Duration::from_millis(at_ms);
+            stats.response(&record);
+            if at_ms % 70 == 0 {
+                stats.error(&error_at(at_ms));
+            }
+        }
+        let mut late = response(9, 200);
+        late.start_offset = Duration::from_millis(5);
+        stats.response(&late);
+        stats.run_ended(Duration::from_millis(span_ms + 10));
+        stats
+    }
+
+    fn same_counts(a: &Histogram<u64>, b: &Histogram<u64>) -> bool {
+        let counts = |h: &Histogram<u64>| -> Vec<(u64, u64)> {
+            h.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect()
+        };
+        a.len() == b.len() && counts(a) == counts(b)
+    }
+
+    fn assert_timeline_adds_up(stats: &Stats) {
+        let intervals: Vec<_> = stats.timeline().intervals().collect();
+        assert_eq!(intervals.iter().map(|i| i.responses).sum::<u64>(), stats.completed);
+        assert_eq!(intervals.iter().map(|i| i.errors).sum::<u64>(), stats.total_errors());
+        let mut sum = crate::quantile::histogram(RUN_SIGNIFICANT_DIGITS);
+        for interval in &intervals {
+            assert_eq!(interval.latency_ns.len(), interval.responses);
+            sum.add(&interval.latency_ns).unwrap();
+        }
+        assert!(same_counts(&sum, &stats.latency_ns));
+    }
+
+    #[test]
+    fn the_timeline_adds_up_to_the_run() {
+        let stats = thread_run(1000, 0);
+        assert_timeline_adds_up(&stats);
+        let first = stats.timeline().intervals().next().unwrap();
+        // The late response of 9 ms is in the first interval, where it completed.
+        assert!(first.latency_ns.max() >= 8_900_000, "{}", first.latency_ns.max());
+        assert_eq!(stats.timeline().len(), 11);
+        assert_eq!(stats.timeline().intervals().last().unwrap().duration, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn threads_merge_interval_by_interval_and_rounds_append() {
+        let (a, b) = (thread_run(1000, 0), thread_run(450, 1));
+        let mut merged = Stats::new();
+        merged.merge(&a);
+        merged.merge(&b);
+        assert_timeline_adds_up(&merged);
+        assert_eq!(merged.timeline().len(), 11);
+        let firsts = |s: &Stats| s.timeline().intervals().next().unwrap().responses;
+        assert_eq!(firsts(&merged), firsts(&a) + firsts(&b));
+
+        let mut rounds = Stats::new();
+        rounds.append(&a);
+        rounds.append(&b);
+        assert_timeline_adds_up(&rounds);
+        assert_eq!(rounds.timeline().len(), 11 + 5);
+        assert_eq!(rounds.timeline().intervals().nth(11).unwrap().responses, firsts(&b));
+        assert_eq!(rounds.completed, a.completed + b.completed);
     }
 
     #[test]

@@ -454,7 +454,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         if connection.phase == Phase::Connecting && kind != ErrorKind::OutOfFiles {
             self.control.connect_failed(message.strip_prefix("connect: ").unwrap_or(&message));
         }
-        self.sink.error(&ErrorRecord { connection: slot, request, kind, message });
+        let offset = Instant::now().saturating_duration_since(self.run_start);
+        self.sink.error(&ErrorRecord { connection: slot, request, offset, kind, message });
         self.control.add_error(self.thread);
         self.close_stream(index);
         self.set_phase(index, Phase::Waiting, Instant::now());
@@ -480,6 +481,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             self.sink.error(&ErrorRecord {
                 connection: slot,
                 request,
+                offset: Instant::now().saturating_duration_since(self.run_start),
                 kind: ErrorKind::MalformedResponse,
                 message,
             });

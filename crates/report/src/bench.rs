@@ -231,7 +231,14 @@ impl BenchReport {
             latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
             latency_spectrum: spectrum_ms(&stats.latency_ns),
             read_gap_spectrum: spectrum_ms(&stats.read_gap_ns),
-            timeline: Vec::new(),
+            timeline: stats
+                .timeline()
+                .intervals()
+                .map(|i| {
+                    let (start_s, duration_s) = (i.start_offset.as_secs_f64(), i.duration.as_secs_f64());
+                    IntervalPoint::of(start_s, duration_s, i.errors, &i.latency_ns)
+                })
+                .collect(),
             machine: Machine::this(),
             read_chunks_per_response: per_response(stats.read_chunks),
             status_counts: stats.status_counts().map(|(code, n)| (code.to_string(), n)).collect(),

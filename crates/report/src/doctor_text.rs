@@ -345,7 +345,15 @@ mod tests {
     }
 
     fn failures(kind: ErrorKind, message: &str, count: usize) -> Vec<ErrorRecord> {
-        (0..count).map(|_| ErrorRecord { connection: 0, request: 0, kind, message: message.into() }).collect()
+        (0..count)
+            .map(|_| ErrorRecord {
+                connection: 0,
+                request: 0,
+                offset: Duration::ZERO,
+                kind,
+                message: message.into(),
+            })
+            .collect()
     }
 
     /// Every line fits 80 columns; the text returned is laid out wide, each sentence on one

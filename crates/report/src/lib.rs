@@ -10,6 +10,7 @@ mod format;
 pub mod html;
 mod json;
 mod layout;
+mod merge;
 mod pcap;
 mod pcap_text;
 mod proxy;
@@ -37,6 +38,7 @@ pub use format::{
 };
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
+pub use merge::{MERGE_SCHEMA_ID, MergeReport, MergedLog};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
 pub use proxy::{
     ConnectionsReport, ExchangeParts, IncompleteReport, LegReport, PROXY_SCHEMA_ID, Pauses, ProxyReport,

@@ -1,0 +1,226 @@
+//! The model of a `nodelay report merge` result (interval logs of many load machines added
+//! into one run) and its text. Its serde form *is* the JSON contract described by
+//! `schema/merge.schema.json`: rename nothing, only add.
+
+use crate::Render;
+use crate::bench::{HISTOGRAM_BUCKETS, HistogramBucket, Percentiles, histogram_buckets};
+use crate::format::DurationScale;
+use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
+use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
+use crate::text::{FittedText, Text, plural};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::fmt::Write;
+
+pub const MERGE_SCHEMA_ID: &str = "nodelay-merge/1";
+
+/// One interval log that went into the merge.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergedLog {
+    pub path: String,
+    /// Interval histograms in it.
+    pub intervals: usize,
+    /// Values in its histograms: the responses of its run.
+    pub requests: u64,
+    /// The wall-clock start of its first interval, in seconds since the Unix epoch.
+    pub start_unix_s: f64,
+    /// From the start of its first interval to the end of its last, in seconds.
+    pub span_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeReport {
+    pub schema: &'static str,
+    pub logs: Vec<MergedLog>,
+    /// Every value of every log.
+    pub requests_completed: u64,
+    /// The earliest start of any log's first interval, in seconds since the Unix epoch.
+    pub start_unix_s: f64,
+    /// From that start to the latest end of any log's last interval, in seconds.
+    pub span_s: f64,
+    /// `requests_completed` over `span_s`: the logs' load together.
+    pub requests_per_second: f64,
+    /// The timeline's interval in seconds: the longest interval of any log.
+    pub interval_s: f64,
+    /// Percentiles of one histogram holding every value of every log (lossless).
+    pub latency_ms: Option<Percentiles>,
+    pub latency_histogram: Vec<HistogramBucket>,
+    pub latency_spectrum: Vec<SpectrumPoint>,
+    /// The logs' intervals aligned by their wall-clock start, added per interval of
+    /// `interval_s` from `start_unix_s`; errors are 0 (interval logs carry responses only).
+    pub timeline: Vec<IntervalPoint>,
+    /// Where the merge ran (not where the load ran).
+    pub machine: Machine,
+}
+
+impl MergeReport {
+    /// The report of `logs` whose values, all added, are `all_ns`.
+    pub fn new(
+        logs: Vec<MergedLog>,
+        all_ns: &Histogram<u64>,
+        start_unix_s: f64,
+        span_s: f64,
+        interval_s: f64,
+        timeline: Vec<IntervalPoint>,
+    ) -> Self {
+        MergeReport {
+            schema: MERGE_SCHEMA_ID,
+            logs,
+            requests_completed: all_ns.len(),
+            start_unix_s,
+            span_s,
+            requests_per_second: if span_s > 0.0 { all_ns.len() as f64 / span_s } else { 0.0 },
+            interval_s,
+            latency_ms: Percentiles::from_ns(all_ns),
+            latency_histogram: histogram_buckets(all_ns, HISTOGRAM_BUCKETS),
+            latency_spectrum: spectrum_ms(all_ns),
+            timeline,
+            machine: Machine::this(),
+        }
+    }
+}
+
+impl IntervalPoint {
+    /// The point of an interval `start_s` into a run, `duration_s` long, in which `latency_ns`
+    /// holds the responses that completed and `errors` requests failed.
+    pub fn of(start_s: f64, duration_s: f64, errors: u64, latency_ns: &Histogram<u64>) -> Self {
+        let requests = latency_ns.len();
+        let quantile = |q: f64| (!latency_ns.is_empty()).then(|| nodelay_engine::quantile_ms(latency_ns, q));
+        IntervalPoint {
+            start_s,
+            duration_s,
+            requests,
+            errors,
+            requests_per_second: if duration_s > 0.0 { requests as f64 / duration_s } else { 0.0 },
+            p50_ms: quantile(0.5),
+            p99_ms: quantile(0.99),
+        }
+    }
+}
+
+/// Picks one statistic out of a set of percentiles.
+type Statistic = fn(&Percentiles) -> f64;
+
+/// The rows of the latency table.
+const STATISTICS: [(&str, Statistic); 7] = [
+    ("min", |p| p.min),
+    ("p50", |p| p.p50),
+    ("p90", |p| p.p90),
+    ("p99", |p| p.p99),
+    ("p99.9", |p| p.p999),
+    ("max", |p| p.max),
+    ("mean", |p| p.mean),
+];
+
+impl Render<MergeReport> for Text {
+    fn render(&self, report: &MergeReport) -> String {
+        FittedText::default().render(report)
+    }
+}
+
+impl Render<MergeReport> for FittedText {
+    fn render(&self, report: &MergeReport) -> String {
+        let mut out = String::new();
+        write_merge(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+fn seconds(s: f64) -> String {
+    format!("{s:.2} s")
+}
+
+fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Result {
+    let title =
+        format!("nodelay report merge: {}", plural(r.logs.len() as u64, "interval log", "interval logs"));
+    out.push_str(&wrap(&title, width, "", "  "));
+    let mut logs = TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right]);
+    logs.header(["log", "intervals", "responses", "span"]);
+    for log in &r.logs {
+        logs.row([
+            log.path.clone(),
+            log.intervals.to_string(),
+            log.requests.to_string(),
+            seconds(log.span_s),
+        ]);
+    }
+    out.push_str(&logs.render());
+    writeln!(out)?;
+    let summary = format!(
+        "{} in {} (first interval's start to last one's end, all logs): {:.1} req/s",
+        plural(r.requests_completed, "response", "responses"),
+        seconds(r.span_s),
+        r.requests_per_second,
+    );
+    out.push_str(&wrap(&summary, width, "  ", "    "));
+    let Some(latency) = &r.latency_ms else {
+        writeln!(out, "  no response in any log")?;
+        return Ok(());
+    };
+    writeln!(out)?;
+    let scale = DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(latency)));
+    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Right]);
+    table.header(["", "latency"]);
+    for (statistic, pick) in STATISTICS {
+        table.row([statistic.to_string(), scale.format(pick(latency))]);
+    }
+    out.push_str(&table.render());
+    writeln!(out)?;
+    let timeline = format!(
+        "timeline: {} of {} aligned by wall-clock start (per interval in --json and --html)",
+        plural(r.timeline.len() as u64, "interval", "intervals"),
+        seconds(r.interval_s),
+    );
+    out.push_str(&wrap(&timeline, width, "  ", "    "));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::DEFAULT_WIDTH;
+
+    fn report() -> MergeReport {
+        let mut all = Histogram::<u64>::new_with_bounds(1, 2, 3).unwrap();
+        all.auto(true);
+        for i in 1..=400u64 {
+            all.record(i * 37_000).unwrap();
+        }
+        let log = |n: u32| MergedLog {
+            path: format!("/var/tmp/a-rather-long-directory-name/load-machine-{n}/nodelay.hlog"),
+            intervals: 3,
+            requests: 100,
+            start_unix_s: 1_700_000_000.0 + f64::from(n) * 0.1,
+            span_s: 2.4,
+        };
+        let point = IntervalPoint::of(0.0, 1.0, 0, &all);
+        MergeReport::new((0..4).map(log).collect(), &all, 1_700_000_000.0, 2.7, 1.0, vec![point; 3])
+    }
+
+    #[test]
+    fn the_text_fits_and_every_figure_has_its_unit() {
+        let report = report();
+        for width in [MIN_WIDTH, DEFAULT_WIDTH, 120] {
+            let text = FittedText::new(width).render(&report);
+            for line in text.lines() {
+                assert!(line.chars().count() <= width, "wider than {width}: {line:?}\n{text}");
+            }
+            assert!(text.contains("400 responses in 2.70 s"), "{text}");
+            assert!(text.contains("148.1 req/s"), "{text}");
+            let p50 = text.lines().find(|l| l.trim_start().starts_with("p50")).unwrap();
+            assert!(p50.trim_end().ends_with(" ms"), "{p50}");
+            assert_eq!(text.matches("nodelay.hlog").count(), 4, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_interval_point_has_its_rate_and_percentiles() {
+        let report = report();
+        let point = report.timeline[0];
+        assert_eq!(point.requests, 400);
+        assert_eq!(point.requests_per_second, 400.0);
+        assert!(point.p50_ms.unwrap() > 7.0 && point.p50_ms.unwrap() < 7.5, "{point:?}");
+        let empty = IntervalPoint::of(1.0, 0.5, 2, &Histogram::<u64>::new(3).unwrap());
+        assert_eq!((empty.requests, empty.errors, empty.p50_ms), (0, 2, None));
+    }
+}
