@@ -164,7 +164,7 @@ fn add_round(target: &mut Measuring, round: u32, measured: Measured) {
     target.rounds.push(RoundFigures::of(round, &report));
     target.elapsed += measured.end.elapsed;
     match &mut target.stats {
-        Some(stats) => stats.merge(&measured.stats),
+        Some(stats) => stats.append(&measured.stats),
         None => target.stats = Some(measured.stats),
     }
 }
