@@ -497,6 +497,14 @@ mod tests {
                     count: [1, 2, 0, 9, 4, 1, 0, 2, 0, 1][i as usize],
                 })
                 .collect(),
+            latency_spectrum: Vec::new(),
+            read_gap_spectrum: Vec::new(),
+            timeline: Vec::new(),
+            machine: crate::series::Machine {
+                kernel: "Linux 6.1.0".into(),
+                cores: 2,
+                hostname: "box".into(),
+            },
             read_chunks_per_response: 2.0,
             status_counts: BTreeMap::from([("200".into(), 20)]),
             errors: nodelay_engine::ErrorKind::ALL.iter().map(|k| (k.as_str(), 0)).collect(),
