@@ -144,6 +144,14 @@ pub struct FindingText {
     pub fixes: Vec<FixText>,
 }
 
+/// `what: 40.2 ms`; a count goes without its unit.
+fn evidence(e: &super::view::EvidenceView) -> String {
+    match e.unit.as_str() {
+        "count" | "" => format!("{}: {}", e.what, number(e.value)),
+        unit => format!("{}: {} {unit}", e.what, number(e.value)),
+    }
+}
+
 pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
     findings
         .iter()

@@ -33,6 +33,12 @@ pub fn html_page(runs: &[serde_json::Value]) -> Result<String, HtmlError> {
     page::render(&runs)
 }
 
+/// Whether `run` is one this build draws: an error naming it by `name` when it is not JSON of
+/// a nodelay report, or of an older or newer schema than the ones read.
+pub fn check_run(name: &str, run: &serde_json::Value) -> Result<(), HtmlError> {
+    view::read_run(name, run).map(|_| ())
+}
+
 /// Like [`html_page`], for runs read from files: each is labelled, and named in errors, by
 /// its file name.
 pub fn html_page_of_files(runs: &[(String, serde_json::Value)]) -> Result<String, HtmlError> {

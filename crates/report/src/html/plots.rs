@@ -107,6 +107,7 @@ pub fn spectrum_svg(lines: &[Line], y_desc: &str) -> Result<String, HtmlError> {
             .y_labels(7)
             .label_style((FONT, LABEL_PX))
             .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
         for line in lines {
@@ -146,6 +147,7 @@ pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, Htm
             .y_labels(6)
             .label_style((FONT, LABEL_PX))
             .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
         let mut start = low;
@@ -193,6 +195,7 @@ pub fn timeline_svg(
             .y_labels(5)
             .label_style((FONT, LABEL_PX))
             .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
         let style = colour(colour_index).stroke_width(2);
