@@ -160,11 +160,7 @@ pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
             title: f.title.clone(),
             proven: f.proven,
             confidence: f.confidence.clone(),
-            evidence: f
-                .evidence
-                .iter()
-                .map(|e| format!("{}: {} {}", e.what, number(e.value), e.unit))
-                .collect(),
+            evidence: f.evidence.iter().map(evidence).collect(),
             proof: f
                 .proof
                 .iter()
