@@ -33,6 +33,9 @@ want tmux tmux
 want tshark tshark
 # nginx in front of a stalling backend, and its upstream keep-alive pool (crates/cli/tests/hop_peers.rs).
 want nginx nginx-light
+# Headless Chromium loads the HTML reports from disk, checks their DOM and takes screenshots
+# (crates/cli/tests/html.rs looks for /usr/bin/chromium).
+want_file /usr/bin/chromium chromium
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils

@@ -3,11 +3,36 @@
 
 use crate::args::{ReportArgs, ReportCommand};
 use crate::exit::Outcome;
-use anyhow::{Result, bail};
+use crate::output::create_output;
+use anyhow::{Context, Result, bail};
+use std::path::Path;
 
 pub fn report(args: &ReportArgs) -> Result<Outcome> {
     match &args.merge {
         Some(ReportCommand::Merge(merge)) => crate::merge::merge(merge),
-        None => bail!("report is not built yet"),
+        None => render(&args.runs, args.html.as_deref()),
     }
+}
+
+/// Reads each saved run, then writes the page of them all to `html`.
+fn render(paths: &[std::path::PathBuf], html: Option<&Path>) -> Result<Outcome> {
+    let Some(html) = html else { bail!(crate::exit::UsageError("report: --html FILE is required".into())) };
+    let runs = paths.iter().map(|path| read_run(path)).collect::<Result<Vec<_>>>()?;
+    let page = nodelay_report::html::html_page_of_files(&runs)?;
+    let output = create_output(Some(html), "--html")?.context("--html names a file")?;
+    output.write(page.as_bytes())?;
+    Ok(Outcome::Success)
+}
+
+/// One saved run: its file name, for the page's labels, and its JSON.
+fn read_run(path: &Path) -> Result<(String, serde_json::Value)> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let run: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        anyhow::anyhow!("{} is not JSON ({e}): report reads runs saved with --json", path.display())
+    })?;
+    let name =
+        path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    // Errors name the file as given; the page labels it by its name.
+    nodelay_report::html::check_run(&path.display().to_string(), &run)?;
+    Ok((name, run))
 }

@@ -1,6 +1,7 @@
 //! The model of a `nodelay doctor` result. Its serde form is the JSON contract described by
 //! `schema/doctor.schema.json`: rename nothing, only add.
 
+use crate::series::{SpectrumPoint, spectrum_ms};
 use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
 use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Observations, Phase, PhaseSummary};
@@ -21,6 +22,9 @@ pub struct PhaseReport {
     #[serde(flatten)]
     pub summary: PhaseSummary,
     pub client_tcp_info: Option<TcpInfo>,
+    /// Every response's total time as a percentile spectrum (the figures above skip the first
+    /// response on each reused connection; this does not); empty when none completed.
+    pub latency_spectrum: Vec<SpectrumPoint>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,7 +142,13 @@ impl PhaseReport {
             None => ("baseline".to_string(), "baseline: keep-alive, one connection".to_string()),
             Some(experiment) => (experiment_id(experiment), format!("experiment: {}", experiment.describe())),
         };
-        PhaseReport { name, description, summary: phase.summary(), client_tcp_info: phase.tcp_info }
+        PhaseReport {
+            name,
+            description,
+            summary: phase.summary(),
+            client_tcp_info: phase.tcp_info,
+            latency_spectrum: phase_spectrum(phase),
+        }
     }
 }
 
@@ -150,8 +160,20 @@ impl PhaseReport {
             description: "try-fix: TCP_NODELAY on the server".into(),
             summary: trial.phase.summary(),
             client_tcp_info: trial.phase.tcp_info,
+            latency_spectrum: phase_spectrum(&trial.phase),
         }
     }
+}
+
+/// The spectrum of a phase's response times.
+fn phase_spectrum(phase: &Phase) -> Vec<SpectrumPoint> {
+    let Ok(mut histogram) = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3) else {
+        return Vec::new();
+    };
+    for response in &phase.responses {
+        histogram.saturating_record(u64::try_from(response.total.as_nanos()).unwrap_or(u64::MAX));
+    }
+    spectrum_ms(&histogram)
 }
 
 fn experiment_id(experiment: nodelay_diagnose::Experiment) -> String {

@@ -1,0 +1,349 @@
+//! The HTML reports in a real browser: pages written by `bench --html`, `doctor --html` and
+//! `report RUN.json... --html` against real peers on loopback are loaded from disk by
+//! headless Chromium (Debian's, installed by scripts/setup.sh), their DOM checked for the
+//! plots, the numbers and the findings, with every connection Chromium makes sent to a proxy
+//! the test owns that must see none; a screenshot of each is kept. And `report` on files it
+//! cannot draw.
+
+mod common;
+
+use common::*;
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// One Chromium launch at most this long.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A proxy that answers nothing and records the first line of every connection: Chromium is
+/// pointed at it for every URL, loopback included, so any fetch shows up here.
+struct ProxyWitness {
+    port: u16,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl ProxyWitness {
+    fn start() -> ProxyWitness {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the proxy");
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                let mut first = [0u8; 512];
+                let n = stream.read(&mut first).unwrap_or(0);
+                let line = String::from_utf8_lossy(&first[..n]).lines().next().unwrap_or("").to_string();
+                seen.lock().unwrap().push(line);
+            }
+        });
+        ProxyWitness { port, requests }
+    }
+
+    /// What pages fetched: every request less Chromium's own calls home (network time,
+    /// component and extension updates, account checks), which it makes whatever the page
+    /// and whatever flags say. The page itself is checked to name no http(s) URL at all.
+    fn page_fetches(&self) -> Vec<String> {
+        let chromiums_own = |line: &&String| {
+            let target = line.split_whitespace().nth(1).unwrap_or("");
+            let host = target.trim_start_matches("http://").split(['/', ':']).next().unwrap_or("");
+            CHROMIUMS_OWN_HOSTS.iter().any(|own| host == *own || host.ends_with(&format!(".{own}")))
+        };
+        self.requests.lock().unwrap().iter().filter(|line| !chromiums_own(line)).cloned().collect()
+    }
+}
+
+/// Where Chromium calls home by itself (Debian's build turns on remote extensions and API keys).
+const CHROMIUMS_OWN_HOSTS: [&str; 3] = ["google.com", "googleapis.com", "gvt1.com"];
+
+fn chromium() -> &'static str {
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: run scripts/setup.sh (it installs Debian's chromium for these tests)"
+    );
+    CHROMIUM
+}
+
+/// Runs Chromium headless on `page` with `mode` (`--dump-dom` or `--screenshot=...`), every
+/// connection through `proxy`, within [`BROWSER_TIMEOUT`]; returns its stdout.
+fn run_chromium(page: &Path, mode: &str, proxy: &ProxyWitness) -> String {
+    // Two cores: one browser at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let profile = tempdir(&format!("chromium-profile-{}", std::process::id()));
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-default-apps",
+            "--disable-extensions",
+            "--window-size=1280,2400",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--proxy-server=127.0.0.1:{}", proxy.port))
+        .arg("--proxy-bypass-list=<-loopback>")
+        .arg(mode)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let deadline = Instant::now() + BROWSER_TIMEOUT;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "chromium {mode} on {} ended with {status}", page.display());
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium {mode} on {} took over {BROWSER_TIMEOUT:?}", page.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reader.join().unwrap()
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    dir
+}
+
+/// The page as Chromium built it, after a screenshot of it was saved under the test's
+/// temporary directory and copied to docs/screenshots-review/ for people to look at. Asserts
+/// that nothing was fetched and that the file links nowhere.
+fn load(page: &Path, screenshot_name: &str) -> String {
+    let html = std::fs::read_to_string(page).expect("the page was written");
+    let lower = html.to_lowercase();
+    for link in
+        ["src=\"http", "href=\"http", "src='http", "href='http", "url(http", "@import", "<link", "<script"]
+    {
+        assert!(!lower.contains(link), "the page has {link:?}: it must be self-contained");
+    }
+    let proxy = ProxyWitness::start();
+    let dom = run_chromium(page, "--dump-dom", &proxy);
+    let shot = page.with_file_name(format!("{screenshot_name}.png"));
+    run_chromium(page, &format!("--screenshot={}", shot.display()), &proxy);
+    assert!(
+        std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false),
+        "no screenshot at {}",
+        shot.display()
+    );
+    let review = repo_root().join("docs/screenshots-review");
+    std::fs::create_dir_all(&review).expect("docs/screenshots-review");
+    std::fs::copy(&shot, review.join(format!("{screenshot_name}.png"))).expect("copy the screenshot");
+    assert_eq!(
+        proxy.page_fetches(),
+        Vec::<String>::new(),
+        "Chromium fetched something for {}",
+        page.display()
+    );
+    assert!(dom.contains("</html>"), "no DOM from chromium:\n{dom}");
+    dom
+}
+
+/// The part of the DOM from the element carrying `attribute` to the end of its figure.
+fn figure<'a>(dom: &'a str, attribute: &str) -> &'a str {
+    let start = dom.find(attribute).unwrap_or_else(|| panic!("no {attribute} in the page:\n{dom}"));
+    let rest = &dom[start..];
+    &rest[..rest.find("</figure>").expect("the figure ends")]
+}
+
+/// Lines drawn in a plot (its axes are black polylines, the series are coloured).
+fn series_lines(svg: &str) -> usize {
+    svg.match_indices("<polyline")
+        .filter(|(at, _)| !svg[*at..].split('>').next().unwrap().contains("#000000"))
+        .count()
+}
+
+/// A number as the page shows it: its raw value in `data-value` and its text with unit.
+fn assert_shows_ms(dom: &str, id: &str, ms: f64) {
+    let at = dom.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("no #{id} in the page"));
+    let element = &dom[at..at + dom[at..].find("</dd>").unwrap()];
+    let raw: f64 = element
+        .split("data-value=\"")
+        .nth(1)
+        .and_then(|v| v.split('"').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no data-value in {element}"));
+    assert_eq!(raw, ms, "{element}");
+    let text = element.rsplit('>').next().unwrap();
+    assert_eq!(text, nodelay_report::format_duration_ms(ms), "{element}");
+}
+
+fn bench_to(dir: &Path, name: &str, peer: &Peer) -> (PathBuf, serde_json::Value) {
+    let html = dir.join(format!("{name}.html"));
+    let run = nodelay(&[
+        "bench",
+        "-c",
+        "1",
+        "-n",
+        "60",
+        "--json",
+        "--html",
+        html.to_str().unwrap(),
+        &peer.url("/"),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let json = dir.join(format!("{name}.json"));
+    std::fs::write(&json, run.output.stdout.as_slice()).unwrap();
+    (html, run.json())
+}
+
+#[test]
+fn the_witness_sees_what_a_page_fetches_from_loopback() {
+    let dir = tempdir("witness");
+    let page = dir.join("fetches.html");
+    // A port Chromium allows (it refuses some, 9 among them, before any proxy sees them).
+    std::fs::write(&page, "<!DOCTYPE html><title>probe</title><img src=\"http://127.0.0.1:8999/probe.png\">")
+        .unwrap();
+    let proxy = ProxyWitness::start();
+    run_chromium(&page, "--dump-dom", &proxy);
+    let fetches = proxy.page_fetches();
+    assert!(
+        fetches.iter().any(|line| line.starts_with("GET http://127.0.0.1:8999/probe.png")),
+        "{fetches:?}"
+    );
+}
+
+#[test]
+fn bench_html_shows_the_plots_and_the_runs_numbers_in_a_browser() {
+    let dir = tempdir("bench");
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let (html, report) = bench_to(&dir, "bench", &peer);
+    let dom = load(&html, "bench");
+    for plot in ["latency-spectrum", "histogram", "read-gap-spectrum"] {
+        let svg = figure(&dom, &format!("data-plot=\"{plot}\""));
+        assert!(
+            svg.contains("<svg") && series_lines(svg) + svg.matches("<rect").count() > 0,
+            "{plot}: {svg}"
+        );
+    }
+    let spectrum = figure(&dom, "data-plot=\"latency-spectrum\"");
+    for label in ["latency (ms)", "90%", "99%"] {
+        assert!(spectrum.contains(label), "{label} on the spectrum's axes");
+    }
+    assert_eq!(series_lines(spectrum), 1);
+    assert_shows_ms(&dom, "run-1-p50", ms(&report, "latency_ms", "p50"));
+    assert_shows_ms(&dom, "run-1-p99", ms(&report, "latency_ms", "p99"));
+    // The timeline is drawn once bench fills it in; until then the page says there is none.
+    assert!(dom.contains("data-plot=\"timeline") || dom.contains("No timeline was recorded"), "{dom}");
+    assert!(dom.contains(report["machine"]["kernel"].as_str().unwrap()), "the machine's kernel");
+}
+
+#[test]
+fn doctor_html_shows_the_finding_its_proof_and_fix_in_a_browser() {
+    let dir = tempdir("doctor");
+    let peer = python_peer("python_http_server.py", &[]);
+    let html = dir.join("doctor.html");
+    let run = nodelay(&["doctor", "--json", "--html", html.to_str().unwrap(), &peer.url("/")]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let report = run.json();
+    let dom = load(&html, "doctor");
+    let finding = &report["findings"][0];
+    assert_eq!(finding["id"], "server-nagle-delayed-ack");
+    let title =
+        finding["title"].as_str().unwrap().replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    assert!(dom.contains("data-finding=\"server-nagle-delayed-ack\""), "{dom}");
+    assert!(dom.contains(&title), "{title} in the page");
+    assert!(dom.contains("symptom removed") && dom.contains("Python http.server"), "proof and fix");
+    let phases = figure(&dom, "data-plot=\"phase-spectrum\"");
+    assert!(series_lines(phases) >= 2 && phases.contains("class=\"legend\""), "one line per phase: {phases}");
+}
+
+#[test]
+fn report_renders_saved_runs_together_with_one_line_each() {
+    let dir = tempdir("report");
+    let fast = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let stalling = python_peer("python_http_server.py", &[]);
+    let (_, today) = bench_to(&dir, "today", &fast);
+    let (_, last_week) = bench_to(&dir, "last-week", &stalling);
+    let out = dir.join("together.html");
+    let run = nodelay(&[
+        "report",
+        dir.join("today.json").to_str().unwrap(),
+        dir.join("last-week.json").to_str().unwrap(),
+        "--html",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let dom = load(&out, "report");
+    let overview = figure(&dom, "data-plot=\"overview-spectrum\"");
+    assert_eq!(series_lines(overview), 2, "{overview}");
+    assert!(
+        overview.contains("today.json — http://") && overview.contains("last-week.json — http://"),
+        "{overview}"
+    );
+    assert_shows_ms(&dom, "run-1-p50", ms(&today, "latency_ms", "p50"));
+    assert_shows_ms(&dom, "run-2-p50", ms(&last_week, "latency_ms", "p50"));
+}
+
+#[test]
+fn a_script_in_a_saved_url_stays_text() {
+    let dir = tempdir("escape");
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let (_, mut report) = bench_to(&dir, "run", &peer);
+    report["settings"]["url"] = "http://x.test/<script>document.title='pwned'</script>".into();
+    let saved = dir.join("evil.json");
+    std::fs::write(&saved, report.to_string()).unwrap();
+    let out = dir.join("evil.html");
+    let run = nodelay(&["report", saved.to_str().unwrap(), "--html", out.to_str().unwrap()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let dom = load(&out, "escaped");
+    assert!(!dom.contains("<script") && !dom.contains("pwned</title>"), "{dom}");
+    assert!(dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;"), "{dom}");
+}
+
+#[test]
+fn report_refuses_what_it_cannot_draw_in_one_line() {
+    let dir = tempdir("refused");
+    let cases = [
+        (
+            "old.json",
+            r#"{"schema": "nodelay-bench/0", "requests_completed": 1}"#,
+            "has schema \"nodelay-bench/0\"",
+        ),
+        ("package.json", r#"{"name": "left-pad"}"#, "is not a nodelay report"),
+        ("notes.json", "p50 was 3 ms", "is not JSON"),
+    ];
+    for (name, contents, says) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).unwrap();
+        let out = dir.join(format!("{name}.html"));
+        let run = nodelay(&["report", path.to_str().unwrap(), "--html", out.to_str().unwrap()]);
+        assert_eq!(run.code(), 1, "{name}: {}", run.stderr());
+        let stderr = run.stderr();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(name) && stderr.contains(says), "{stderr}");
+        assert!(!out.exists(), "no page for {name}");
+    }
+    let run = nodelay(&["report", dir.join("missing.json").to_str().unwrap(), "--html", "/dev/null"]);
+    assert_eq!(run.code(), 1);
+    assert!(
+        run.stderr().contains("cannot read") && run.stderr().contains("missing.json"),
+        "{}",
+        run.stderr()
+    );
+}

@@ -1,0 +1,271 @@
+//! The template's parts shared by every kind of run: figures (a plot with its legend),
+//! summary numbers, findings, settings and the machine. Numbers are formatted here, with their
+//! units, and kept raw beside the text (`data-value`) for scripts and tests.
+
+use super::HtmlError;
+use super::plots::{Line, spectrum_svg};
+use super::view::{FindingView, MachineView, ServerViewView};
+use crate::format::format_duration_ms;
+use crate::series::SpectrumPoint;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// A plot, or why there is none.
+#[derive(Debug, Serialize)]
+pub struct Figure {
+    /// What it shows (`latency-spectrum`, `histogram`, ...): the `data-plot` attribute.
+    pub plot: &'static str,
+    pub caption: String,
+    /// The SVG drawn by [`super::plots`]: no input text in it.
+    pub svg: Option<String>,
+    pub legend: Vec<LegendItem>,
+    /// Shown instead of the SVG when there is nothing to draw.
+    pub empty: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LegendItem {
+    pub label: String,
+    /// Palette index, for the swatch's class.
+    pub colour: usize,
+}
+
+impl Figure {
+    pub fn nothing(plot: &'static str, caption: &str, why: &str) -> Figure {
+        Figure { plot, caption: caption.into(), svg: None, legend: Vec::new(), empty: why.into() }
+    }
+}
+
+/// Spectra on one plot, one line per labelled spectrum (the empty ones left out); a legend
+/// when more than one line.
+pub fn spectra_figure(
+    plot: &'static str,
+    caption: &str,
+    y_desc: &str,
+    spectra: &[(String, &[SpectrumPoint])],
+    empty: &str,
+) -> Result<Figure, HtmlError> {
+    let drawn: Vec<(usize, &(String, &[SpectrumPoint]))> =
+        spectra.iter().filter(|(_, points)| !points.is_empty()).enumerate().collect();
+    if drawn.is_empty() {
+        return Ok(Figure::nothing(plot, caption, empty));
+    }
+    let lines: Vec<Line> = drawn.iter().map(|(i, (_, points))| Line { points, colour: *i }).collect();
+    let legend = if drawn.len() > 1 {
+        drawn.iter().map(|(i, (label, _))| LegendItem { label: label.clone(), colour: *i }).collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Figure {
+        plot,
+        caption: caption.into(),
+        svg: Some(spectrum_svg(&lines, y_desc)?),
+        legend,
+        empty: String::new(),
+    })
+}
+
+/// One summary number: its text with unit, and the raw value.
+#[derive(Debug, Serialize)]
+pub struct Stat {
+    /// Stable within the run's section (`p50`, `requests-per-second`): the element's id suffix.
+    pub key: String,
+    pub label: String,
+    pub text: String,
+    pub raw: Option<f64>,
+}
+
+impl Stat {
+    pub fn new(key: &str, label: &str, text: String, raw: Option<f64>) -> Stat {
+        Stat { key: key.into(), label: label.into(), text, raw }
+    }
+
+    pub fn ms(key: &str, label: &str, ms: f64) -> Stat {
+        Stat::new(key, label, format_duration_ms(ms), Some(ms))
+    }
+
+    pub fn count(key: &str, label: &str, count: u64) -> Stat {
+        Stat::new(key, label, count.to_string(), Some(count as f64))
+    }
+
+    pub fn text(key: &str, label: &str, text: &str) -> Stat {
+        Stat::new(key, label, text.into(), None)
+    }
+}
+
+/// A number to three significant figures or so, without trailing zeros.
+pub fn number(value: f64) -> String {
+    let decimals = if value.abs() >= 100.0 || value == value.trunc() {
+        0
+    } else if value.abs() >= 10.0 {
+        1
+    } else if value.abs() >= 1.0 {
+        2
+    } else {
+        3
+    };
+    let text = format!("{value:.decimals$}");
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+}
+
+/// `12.3 req/s`-style text for a rate.
+pub fn per_second(value: f64, unit: &str) -> String {
+    format!("{} {unit}/s", number(value))
+}
+
+#[derive(Debug, Serialize)]
+pub struct ProofText {
+    pub kind: String,
+    pub experiment: String,
+    pub before: String,
+    pub after: String,
+    pub removed: bool,
+    pub result: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FixText {
+    pub stack: String,
+    pub how: String,
+    pub detected: bool,
+}
+
+/// A finding as the page shows it: what was seen (evidence with units), how it was proven,
+/// and the fix (the detected stack's first).
+#[derive(Debug, Serialize)]
+pub struct FindingText {
+    pub id: String,
+    pub title: String,
+    pub proven: bool,
+    pub confidence: String,
+    pub evidence: Vec<String>,
+    pub proof: Vec<ProofText>,
+    pub fix_summary: String,
+    pub fixes: Vec<FixText>,
+}
+
+/// `what: 40.2 ms`; a count goes without its unit.
+fn evidence(e: &super::view::EvidenceView) -> String {
+    match e.unit.as_str() {
+        "count" | "" => format!("{}: {}", e.what, number(e.value)),
+        unit => format!("{}: {} {unit}", e.what, number(e.value)),
+    }
+}
+
+pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
+    findings
+        .iter()
+        .map(|f| FindingText {
+            id: f.id.clone(),
+            title: f.title.clone(),
+            proven: f.proven,
+            confidence: f.confidence.clone(),
+            evidence: f.evidence.iter().map(evidence).collect(),
+            proof: f
+                .proof
+                .iter()
+                .map(|p| ProofText {
+                    kind: p.kind.clone(),
+                    experiment: p.experiment.clone(),
+                    before: format_duration_ms(p.baseline_p50_ms),
+                    after: format_duration_ms(p.experiment_p50_ms),
+                    removed: p.removed,
+                    result: p.result.clone(),
+                })
+                .collect(),
+            fix_summary: f.fix_summary.clone(),
+            fixes: f
+                .fix
+                .iter()
+                .map(|x| FixText { stack: x.stack.clone(), how: x.how.clone(), detected: x.detected })
+                .collect(),
+        })
+        .collect()
+}
+
+/// A run's settings as name/value rows, in the JSON's order.
+pub fn settings(settings: Option<&Map<String, Value>>) -> Vec<(String, String)> {
+    let Some(settings) = settings else { return Vec::new() };
+    settings.iter().map(|(name, value)| (name.replace('_', " "), setting_text(value))).collect()
+}
+
+fn setting_text(value: &Value) -> String {
+    match value {
+        Value::Null => "—".into(),
+        Value::String(text) => text.clone(),
+        Value::Array(items) if items.is_empty() => "—".into(),
+        Value::Array(items) => items.iter().map(setting_text).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct MachineText {
+    pub kernel: String,
+    pub cores: u64,
+    pub hostname: String,
+}
+
+pub fn machine(machine: Option<&MachineView>) -> Option<MachineText> {
+    machine.map(|m| MachineText { kernel: m.kernel.clone(), cores: m.cores, hostname: m.hostname.clone() })
+}
+
+/// The server's side, when it was looked at.
+#[derive(Debug, Serialize)]
+pub struct ServerText {
+    pub available: bool,
+    pub why_unavailable: String,
+    pub processes: String,
+    pub stats: Vec<Stat>,
+    /// name, on CPU, waiting for a CPU.
+    pub threads: Vec<[String; 3]>,
+    /// destination, opened, per request, open at the end.
+    pub upstreams: Vec<[String; 4]>,
+    pub warnings: Vec<String>,
+}
+
+pub fn server(view: Option<&ServerViewView>) -> Option<ServerText> {
+    let view = view?;
+    let percent = |share: f64| format!("{:.0} %", share * 100.0);
+    let mut stats = vec![
+        Stat::count("server-requests", "requests seen", view.requests),
+        Stat::new("cores-busy", "cores busy", number(view.cores_busy), Some(view.cores_busy)),
+    ];
+    if let Some(cpu) = view.cpu_per_request_ms {
+        stats.push(Stat::ms("cpu-per-request", "CPU per request", cpu));
+    }
+    if let Some(ceiling) = view.ceiling_per_second {
+        stats.push(Stat::new("ceiling", "CPU ceiling", per_second(ceiling, "req"), Some(ceiling)));
+    }
+    Some(ServerText {
+        available: view.available,
+        why_unavailable: view.why_unavailable.clone().unwrap_or_default(),
+        processes: view
+            .processes
+            .iter()
+            .map(|p| format!("{} ({})", p.command, p.pid))
+            .collect::<Vec<_>>()
+            .join(", "),
+        stats,
+        threads: view
+            .threads
+            .iter()
+            .map(|t| {
+                [format!("{} ({})", t.name, t.tid), percent(t.on_cpu_share), percent(t.waiting_for_cpu_share)]
+            })
+            .collect(),
+        upstreams: view
+            .upstreams
+            .iter()
+            .map(|u| {
+                [
+                    u.destination.clone(),
+                    u.opened.to_string(),
+                    u.opened_per_request.map_or("—".into(), number),
+                    u.open_at_end.to_string(),
+                ]
+            })
+            .collect(),
+        warnings: view.warnings.clone(),
+    })
+}

@@ -1,0 +1,156 @@
+//! The page: runs read into sections, an overview when there are several, and the markup
+//! from the `page.html` template (auto-escaped: every text from a run is escaped there; only
+//! the plots' own SVG is inserted as is).
+
+use super::HtmlError;
+use super::context::{Figure, spectra_figure};
+use super::sections::{self, BenchSection, CompareSection, DoctorSection, PcapSection};
+use super::view::{Run, read_run};
+use crate::series::SpectrumPoint;
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Debug, Serialize)]
+struct Page {
+    title: String,
+    overview: Option<Figure>,
+    sections: Vec<Section>,
+}
+
+/// One run's part of the page; exactly one of its kinds is filled in.
+#[derive(Debug, Serialize)]
+struct Section {
+    /// `run-1`, `run-2`, ...: the prefix of the ids of its numbers.
+    id: String,
+    label: String,
+    /// `bench`, `merge`, `doctor`, `pcap` or `compare`.
+    kind: &'static str,
+    bench: Option<BenchSection>,
+    doctor: Vec<DoctorSection>,
+    pcap: Option<PcapSection>,
+    compare: Option<CompareSection>,
+}
+
+/// A run's label: its file name (when it came from one) and what it measured.
+fn label(name: Option<&str>, what: &str) -> String {
+    match name {
+        Some(name) if !what.is_empty() => format!("{name} — {what}"),
+        Some(name) => name.to_string(),
+        None => what.to_string(),
+    }
+}
+
+fn what_it_measured(run: &Run) -> String {
+    match run {
+        Run::Bench { view, .. } => view.url().unwrap_or_default().to_string(),
+        Run::Compare(view) => view.targets.iter().map(|t| t.label.as_str()).collect::<Vec<_>>().join(" vs "),
+        Run::Doctor(view) => view.url.clone(),
+        Run::DoctorScenario(view) => view.url.clone(),
+        Run::Pcap(view) => view.file.clone(),
+    }
+}
+
+/// The latency spectra of a run for the overview, each with its label.
+fn spectra<'a>(run: &'a Run, label: &str) -> Vec<(String, &'a [SpectrumPoint])> {
+    let baseline = |view: &'a super::view::DoctorView| {
+        view.phases.first().map_or(&[][..], |p| p.latency_spectrum.as_slice())
+    };
+    match run {
+        Run::Bench { view, .. } => vec![(label.to_string(), view.latency_spectrum.as_slice())],
+        Run::Compare(view) => view
+            .targets
+            .iter()
+            .map(|t| {
+                let points = t.run.as_ref().map_or(&[][..], |r| r.latency_spectrum.as_slice());
+                (format!("{label}: {}", t.label), points)
+            })
+            .collect(),
+        Run::Doctor(view) => vec![(format!("{label} (baseline)"), baseline(view))],
+        Run::DoctorScenario(view) => view
+            .requests
+            .iter()
+            .map(|r| (format!("{label}: {} (baseline)", r.name), baseline(&r.report)))
+            .collect(),
+        Run::Pcap(_) => Vec::new(),
+    }
+}
+
+fn section(index: usize, label: String, run: &Run) -> Result<Section, HtmlError> {
+    let mut section = Section {
+        id: format!("run-{}", index + 1),
+        label,
+        kind: "",
+        bench: None,
+        doctor: Vec::new(),
+        pcap: None,
+        compare: None,
+    };
+    match run {
+        Run::Bench { view, merged } => {
+            section.kind = if *merged { "merge" } else { "bench" };
+            section.bench = Some(sections::bench(view, *merged, &section.label)?);
+        }
+        Run::Compare(view) => {
+            section.kind = "compare";
+            section.compare = Some(sections::compare(view)?);
+        }
+        Run::Doctor(view) => {
+            section.kind = "doctor";
+            section.doctor = vec![sections::doctor(view, "")?];
+        }
+        Run::DoctorScenario(view) => {
+            section.kind = "doctor";
+            section.doctor = sections::doctor_scenario(view)?;
+        }
+        Run::Pcap(view) => {
+            section.kind = "pcap";
+            section.pcap = Some(sections::pcap(view));
+        }
+    }
+    Ok(section)
+}
+
+/// The page of `runs`, each with the name of the file it came from when it did.
+pub fn render(runs: &[(Option<&str>, &Value)]) -> Result<String, HtmlError> {
+    let read: Vec<(String, Run)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, (name, value))| {
+            let fallback = format!("run {}", i + 1);
+            let run = read_run(name.unwrap_or(&fallback), value)?;
+            Ok((label(*name, &what_it_measured(&run)), run))
+        })
+        .collect::<Result<_, HtmlError>>()?;
+    let overview = if read.len() > 1 {
+        let all: Vec<(String, &[SpectrumPoint])> =
+            read.iter().flat_map(|(label, run)| spectra(run, label)).collect();
+        Some(spectra_figure(
+            "overview-spectrum",
+            "Every run: latency by percentile",
+            "latency (ms)",
+            &all,
+            "None of these runs has a latency spectrum.",
+        )?)
+    } else {
+        None
+    };
+    let sections = read
+        .iter()
+        .enumerate()
+        .map(|(i, (label, run))| section(i, label.clone(), run))
+        .collect::<Result<Vec<_>, _>>()?;
+    let title = match sections.as_slice() {
+        [one] => format!("nodelay {}: {}", one.kind, one.label),
+        many => format!("nodelay: {} runs", many.len()),
+    };
+    let page = Page { title, overview, sections };
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let template_error = |e: minijinja::Error| HtmlError(format!("the page template failed: {e:#}"));
+    env.add_template("page.html", include_str!("page.html")).map_err(template_error)?;
+    env.add_template("style.css", include_str!("style.css")).map_err(template_error)?;
+    env.get_template("page.html")
+        .and_then(|t| t.render(minijinja::value::Serde(&page)))
+        .map_err(template_error)
+}

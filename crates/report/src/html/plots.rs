@@ -1,0 +1,257 @@
+//! The page's plots, drawn as SVG by plotters: the latency percentile spectrum on
+//! HdrHistogram's log axis, the latency histogram and the timeline. Every plot has its units
+//! on both axes and few enough ticks that labels never touch. No input text reaches an SVG
+//! (legends are the page's HTML, escaped there); axis and text colours are black here and set
+//! by the page's CSS for light and dark.
+
+use super::HtmlError;
+use super::view::BucketView;
+use crate::series::SpectrumPoint;
+use plotters::prelude::*;
+
+/// Okabe and Ito's colour-blind-safe palette, less its yellow (unreadable on white) and
+/// black (the axes' colour); the page's CSS lightens the blue in dark mode.
+pub const PALETTE: [RGBColor; 6] = [
+    RGBColor(0x00, 0x72, 0xB2),
+    RGBColor(0xE6, 0x9F, 0x00),
+    RGBColor(0x00, 0x9E, 0x73),
+    RGBColor(0xCC, 0x79, 0xA7),
+    RGBColor(0xD5, 0x5E, 0x00),
+    RGBColor(0x56, 0xB4, 0xE9),
+];
+
+const WIDTH_PX: u32 = 760;
+const FONT: &str = "sans-serif";
+/// Sizes as plotters takes them: it draws text at 1/1.24 of these (13 px and 14 px).
+const LABEL_PX: u32 = 16;
+const DESC_PX: u32 = 17;
+/// Decades of 1/(1-p) shown at most: 99.9999 %.
+const MAX_DECADES: u32 = 6;
+
+/// One line of a spectrum plot; `colour` indexes [`PALETTE`] (wrapping).
+pub struct Line<'a> {
+    pub points: &'a [SpectrumPoint],
+    pub colour: usize,
+}
+
+fn colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+fn drawing<E: std::fmt::Display>(error: E) -> HtmlError {
+    HtmlError(format!("cannot draw a plot: {error}"))
+}
+
+/// Where a percentile sits on the x axis: log10 of 1/(1-p), so 90 % is 1 and 99 % is 2;
+/// 100 % (the maximum) is at the axis's end.
+fn percentile_x(percentile: f64, decades: u32) -> f64 {
+    let rest = 1.0 - percentile / 100.0;
+    if rest <= 0.0 { decades as f64 } else { (-rest.log10()).min(decades as f64) }
+}
+
+/// The decades a set of spectra needs: up to the highest percentile below 100 % they reach.
+fn decades_for(lines: &[Line]) -> u32 {
+    let highest = lines
+        .iter()
+        .flat_map(|line| line.points)
+        .filter(|p| p.percentile < 100.0)
+        .map(|p| percentile_x(p.percentile, MAX_DECADES))
+        .fold(0.0, f64::max);
+    (highest.ceil() as u32).clamp(2, MAX_DECADES)
+}
+
+/// `0%`, `90%`, `99%`, `99.9%`, ... for the decades of the percentile axis.
+pub fn percentile_label(decade: u32) -> String {
+    match decade {
+        0 => "0%".into(),
+        1 => "90%".into(),
+        n => format!("99{}{}%", if n > 2 { "." } else { "" }, "9".repeat(n as usize - 2)),
+    }
+}
+
+/// A tick value without trailing zeros: `0.25`, `40`, `1500`.
+pub fn tick(value: f64) -> String {
+    let text = if value.abs() >= 100.0 { format!("{value:.0}") } else { format!("{value:.3}") };
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
+}
+
+/// The top of a value axis: a little above the largest value, never zero.
+fn axis_top(largest: f64) -> f64 {
+    if largest > 0.0 && largest.is_finite() { largest * 1.08 } else { 1.0 }
+}
+
+/// Latency against percentile, one line per spectrum, as HdrHistogram plots it.
+pub fn spectrum_svg(lines: &[Line], y_desc: &str) -> Result<String, HtmlError> {
+    let decades = decades_for(lines);
+    let top = axis_top(lines.iter().flat_map(|l| l.points).map(|p| p.latency_ms).fold(0.0, f64::max));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 400)).into_drawing_area();
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(50)
+            .y_label_area_size(76)
+            .build_cartesian_2d(0.0..decades as f64, 0.0..top)
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("percentile (log scale: 90 %, 99 %, 99.9 %, ...)")
+            .y_desc(y_desc)
+            // One label per decade (plotters picks whole numbers for so few), none between.
+            .x_labels(decades as usize + 1)
+            .x_label_formatter(&|x| {
+                if (x - x.round()).abs() < 1e-6 { percentile_label(x.round() as u32) } else { String::new() }
+            })
+            .y_label_formatter(&|y| tick(*y))
+            .y_labels(7)
+            .label_style((FONT, LABEL_PX))
+            .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        for line in lines {
+            let points = line.points.iter().map(|p| (percentile_x(p.percentile, decades), p.latency_ms));
+            chart
+                .draw_series(LineSeries::new(points, colour(line.colour).stroke_width(2)))
+                .map_err(drawing)?;
+        }
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// Responses per latency bucket; the first bucket starts at `from_ms` (the run's minimum).
+pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, HtmlError> {
+    let last = buckets.last().map_or(1.0, |b| b.up_to_ms);
+    let (low, high) = if last > from_ms { (from_ms, last) } else { (from_ms * 0.9, from_ms * 1.1 + 1e-3) };
+    let top = axis_top(buckets.iter().map(|b| b.count as f64).fold(0.0, f64::max));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 300)).into_drawing_area();
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(50)
+            .y_label_area_size(76)
+            .build_cartesian_2d(low..high, 0.0..top)
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("latency (ms)")
+            .y_desc("responses")
+            .x_label_formatter(&|x| tick(*x))
+            .y_label_formatter(&|y| tick(*y))
+            .x_labels(8)
+            .y_labels(6)
+            .label_style((FONT, LABEL_PX))
+            .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        let mut start = low;
+        let bars = buckets.iter().map(|bucket| {
+            let bar = Rectangle::new(
+                [(start, 0.0), (bucket.up_to_ms.max(start), bucket.count as f64)],
+                colour(0).filled(),
+            );
+            start = bucket.up_to_ms;
+            bar
+        });
+        chart.draw_series(bars.collect::<Vec<_>>()).map_err(drawing)?;
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// One figure per interval against seconds from the start; `None` (nothing completed in the
+/// interval) breaks the line.
+pub fn timeline_svg(
+    points: &[(f64, Option<f64>)],
+    end_s: f64,
+    y_desc: &str,
+    colour_index: usize,
+) -> Result<String, HtmlError> {
+    let top = axis_top(points.iter().filter_map(|(_, y)| *y).fold(0.0, f64::max));
+    let right = if end_s > 0.0 { end_s } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 240)).into_drawing_area();
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(50)
+            .y_label_area_size(76)
+            .build_cartesian_2d(0.0..right, 0.0..top)
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since the start (s)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| tick(*x))
+            .y_label_formatter(&|y| tick(*y))
+            .x_labels(10)
+            .y_labels(5)
+            .label_style((FONT, LABEL_PX))
+            .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        let style = colour(colour_index).stroke_width(2);
+        for run in points.split(|(_, y)| y.is_none()).filter(|run| !run.is_empty()) {
+            let line: Vec<(f64, f64)> = run.iter().filter_map(|(x, y)| Some((*x, (*y)?))).collect();
+            chart.draw_series(LineSeries::new(line.iter().copied(), style)).map_err(drawing)?;
+            chart
+                .draw_series(line.iter().map(|point| Circle::new(*point, 3, colour(colour_index).filled())))
+                .map_err(drawing)?;
+        }
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// The plotted lines of an SVG drawn here (the axes are black polylines too).
+#[cfg(test)]
+pub fn series_lines(svg: &str) -> usize {
+    svg.lines().filter(|l| l.starts_with("<polyline") && !l.contains("stroke=\"#000000\"")).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_percentile_axis_is_in_decades_of_one_over_one_minus_p() {
+        assert_eq!(percentile_x(0.0, 3), 0.0);
+        assert!((percentile_x(90.0, 3) - 1.0).abs() < 1e-9);
+        assert!((percentile_x(99.9, 4) - 3.0).abs() < 1e-9);
+        assert_eq!(percentile_x(100.0, 4), 4.0);
+        let labels: Vec<String> = (0..5).map(percentile_label).collect();
+        assert_eq!(labels, ["0%", "90%", "99%", "99.9%", "99.99%"]);
+    }
+
+    #[test]
+    fn ticks_drop_trailing_zeros() {
+        assert_eq!(tick(0.25), "0.25");
+        assert_eq!(tick(40.0), "40");
+        assert_eq!(tick(1500.0), "1500");
+        assert_eq!(tick(0.0), "0");
+    }
+
+    #[test]
+    fn a_spectrum_plot_has_its_axes_units_and_one_line_per_spectrum() {
+        let a = [
+            SpectrumPoint { percentile: 0.0, latency_ms: 1.0 },
+            SpectrumPoint { percentile: 99.0, latency_ms: 40.0 },
+            SpectrumPoint { percentile: 100.0, latency_ms: 41.0 },
+        ];
+        let svg =
+            spectrum_svg(&[Line { points: &a, colour: 0 }, Line { points: &a, colour: 1 }], "latency (ms)")
+                .unwrap();
+        assert_eq!(series_lines(&svg), 2, "{svg}");
+        for text in ["latency (ms)", "percentile (log scale: 90 %, 99 %, 99.9 %, ...)", "0%", "90%", "99%"] {
+            assert!(svg.lines().any(|line| line == text), "{text} in {svg}");
+        }
+    }
+}

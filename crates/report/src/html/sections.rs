@@ -1,0 +1,489 @@
+//! One section of the page per run, by kind: what each shows, as the template's context.
+
+use super::HtmlError;
+use super::context::{
+    Figure, FindingText, MachineText, ServerText, Stat, findings, machine, number, per_second, server,
+    settings, spectra_figure,
+};
+use super::plots::{histogram_svg, timeline_svg};
+use super::view::{BenchView, CompareView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
+use crate::format::{format_bytes, format_duration_ms, format_seconds};
+use crate::series::SpectrumPoint;
+use serde::Serialize;
+
+/// A statistic of the latency table: its label, and where it is in the percentiles.
+type Statistic = (&'static str, fn(&PercentilesView) -> f64);
+
+/// The statistics of the latency table, top to bottom.
+const STATISTICS: [Statistic; 7] = [
+    ("min", |p| p.min),
+    ("p50", |p| p.p50),
+    ("p90", |p| p.p90),
+    ("p99", |p| p.p99),
+    ("p99.9", |p| p.p999),
+    ("max", |p| p.max),
+    ("mean", |p| p.mean),
+];
+
+#[derive(Debug, Serialize)]
+pub struct LatencyTable {
+    pub columns: Vec<&'static str>,
+    /// Per statistic: its label and one cell per column.
+    pub rows: Vec<(String, Vec<Cell>)>,
+}
+
+/// A figure in milliseconds: its text with unit, and its value.
+#[derive(Debug, Serialize)]
+pub struct Cell {
+    pub text: String,
+    pub ms: f64,
+}
+
+fn latency_table(view: &BenchView) -> Option<LatencyTable> {
+    let columns: Vec<(&'static str, &PercentilesView)> = [
+        ("total", &view.latency_ms),
+        ("first byte", &view.first_byte_ms),
+        ("read gap", &view.read_gap_ms),
+        ("connect", &view.connect_ms),
+    ]
+    .into_iter()
+    .filter_map(|(name, p)| Some((name, p.as_ref()?)))
+    .collect();
+    if columns.is_empty() {
+        return None;
+    }
+    let rows = STATISTICS
+        .iter()
+        .map(|(label, field)| {
+            let cells = columns
+                .iter()
+                .map(|(_, p)| Cell { text: format_duration_ms(field(p)), ms: field(p) })
+                .collect();
+            (label.to_string(), cells)
+        })
+        .collect();
+    Some(LatencyTable { columns: columns.iter().map(|(name, _)| *name).collect(), rows })
+}
+
+#[derive(Debug, Serialize)]
+pub struct BenchSection {
+    pub merged: bool,
+    pub stats: Vec<Stat>,
+    pub latency: Option<LatencyTable>,
+    pub spectrum: Figure,
+    pub histogram: Figure,
+    pub timeline: Vec<Figure>,
+    pub read_gap: Figure,
+    pub statuses: String,
+    pub errors: String,
+    pub findings: Vec<FindingText>,
+    pub server: Option<ServerText>,
+    pub settings: Vec<(String, String)>,
+    pub machine: Option<MachineText>,
+}
+
+pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection, HtmlError> {
+    let mut stats = vec![
+        Stat::count("requests", "responses", view.requests_completed),
+        Stat::new(
+            "requests-per-second",
+            "throughput",
+            per_second(view.requests_per_second, "req"),
+            Some(view.requests_per_second),
+        ),
+    ];
+    if let Some(latency) = &view.latency_ms {
+        stats.push(Stat::ms("p50", "p50 latency", latency.p50));
+        stats.push(Stat::ms("p99", "p99 latency", latency.p99));
+        stats.push(Stat::ms("max", "max latency", latency.max));
+    }
+    let errors: u64 = view.errors.values().sum();
+    stats.push(Stat::count("errors", "errors", errors));
+    stats.push(Stat::new("elapsed", "duration", format_seconds(view.elapsed_s), Some(view.elapsed_s)));
+    if view.transfer_bytes_per_second > 0.0 {
+        stats.push(Stat::new(
+            "transfer",
+            "transfer",
+            format!("{}/s", format_bytes(view.transfer_bytes_per_second)),
+            Some(view.transfer_bytes_per_second),
+        ));
+    }
+    let histogram = if view.latency_histogram.is_empty() {
+        Figure::nothing("histogram", "Latency histogram", "No response completed.")
+    } else {
+        let from = view.latency_ms.as_ref().map_or(0.0, |p| p.min);
+        Figure {
+            plot: "histogram",
+            caption: "Latency histogram: responses per latency range".into(),
+            svg: Some(histogram_svg(&view.latency_histogram, from)?),
+            legend: Vec::new(),
+            empty: String::new(),
+        }
+    };
+    Ok(BenchSection {
+        merged,
+        stats,
+        latency: latency_table(view),
+        spectrum: spectra_figure(
+            "latency-spectrum",
+            "Latency by percentile",
+            "latency (ms)",
+            &[(label.to_string(), &view.latency_spectrum)],
+            "No response completed.",
+        )?,
+        histogram,
+        timeline: timeline(view)?,
+        read_gap: spectra_figure(
+            "read-gap-spectrum",
+            "Longest pause between two reads of a response, by percentile",
+            "read gap (ms)",
+            &[(label.to_string(), &view.read_gap_spectrum)],
+            "No read gaps recorded.",
+        )?,
+        statuses: view
+            .status_counts
+            .iter()
+            .map(|(code, n)| format!("{code} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        errors: view
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(kind, n)| format!("{kind} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        findings: findings(&view.findings),
+        server: server(view.server_view.as_ref()),
+        settings: settings(view.settings.as_ref()),
+        machine: machine(view.machine.as_ref()),
+    })
+}
+
+/// Requests per second and p99 per interval, or why there is no timeline.
+fn timeline(view: &BenchView) -> Result<Vec<Figure>, HtmlError> {
+    if view.timeline.is_empty() {
+        return Ok(vec![Figure::nothing("timeline", "Timeline", "No timeline was recorded for this run.")]);
+    }
+    let end_s = view.timeline.iter().map(|p| p.start_s + p.duration_s).fold(0.0, f64::max);
+    let middle = |p: &crate::series::IntervalPoint| p.start_s + p.duration_s / 2.0;
+    let rate: Vec<(f64, Option<f64>)> =
+        view.timeline.iter().map(|p| (middle(p), Some(p.requests_per_second))).collect();
+    let p99: Vec<(f64, Option<f64>)> = view.timeline.iter().map(|p| (middle(p), p.p99_ms)).collect();
+    Ok(vec![
+        Figure {
+            plot: "timeline-rate",
+            caption: "Throughput per interval".into(),
+            svg: Some(timeline_svg(&rate, end_s, "throughput (req/s)", 0)?),
+            legend: Vec::new(),
+            empty: String::new(),
+        },
+        Figure {
+            plot: "timeline-p99",
+            caption: "p99 latency per interval".into(),
+            svg: Some(timeline_svg(&p99, end_s, "p99 latency (ms)", 4)?),
+            legend: Vec::new(),
+            empty: String::new(),
+        },
+    ])
+}
+
+#[derive(Debug, Serialize)]
+pub struct PhaseRow {
+    pub name: String,
+    pub description: String,
+    pub responses: u64,
+    pub errors: u64,
+    pub p50: String,
+    pub p50_ms: f64,
+    pub p90: String,
+    pub first_byte_p50: String,
+    pub read_gap_p50: String,
+    pub stalled: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct HopText {
+    pub address: String,
+    pub how_used: String,
+    pub verdict: String,
+    pub findings: Vec<String>,
+    pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DoctorSection {
+    pub name: String,
+    pub url: String,
+    pub verdict: String,
+    pub stats: Vec<Stat>,
+    pub phases: Vec<PhaseRow>,
+    pub spectrum: Figure,
+    pub findings: Vec<FindingText>,
+    pub skipped: Vec<String>,
+    pub try_fix: String,
+    pub server: Option<ServerText>,
+    pub hops: Vec<HopText>,
+}
+
+pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError> {
+    let mut stats = vec![
+        Stat::text("verdict", "verdict", &view.verdict),
+        Stat::new("elapsed", "took", format_seconds(view.elapsed_s), Some(view.elapsed_s)),
+    ];
+    if let Some(baseline) = view.phases.first() {
+        stats.push(Stat::ms("p50", "baseline p50", baseline.total_p50_ms));
+        stats.push(Stat::ms("p90", "baseline p90", baseline.total_p90_ms));
+    }
+    if let Some(server) = &view.server {
+        stats.push(Stat::text("server", "Server header", server));
+    }
+    let spectra: Vec<(String, &[SpectrumPoint])> =
+        view.phases.iter().map(|p| (p.name.clone(), p.latency_spectrum.as_slice())).collect();
+    Ok(DoctorSection {
+        name: name.into(),
+        url: view.url.clone(),
+        verdict: view.verdict.clone(),
+        stats,
+        phases: view
+            .phases
+            .iter()
+            .map(|p| PhaseRow {
+                name: p.name.clone(),
+                description: p.description.clone(),
+                responses: p.responses,
+                errors: p.errors,
+                p50: format_duration_ms(p.total_p50_ms),
+                p50_ms: p.total_p50_ms,
+                p90: format_duration_ms(p.total_p90_ms),
+                first_byte_p50: format_duration_ms(p.first_byte_p50_ms),
+                read_gap_p50: format_duration_ms(p.read_gap_p50_ms),
+                stalled: p.stalled,
+            })
+            .collect(),
+        spectrum: spectra_figure(
+            "phase-spectrum",
+            "Response time by percentile, per phase",
+            "response time (ms)",
+            &spectra,
+            "This report has no per-phase spectrum (written by an earlier nodelay).",
+        )?,
+        findings: findings(&view.findings),
+        skipped: view.skipped_experiments.clone(),
+        try_fix: view.try_fix.as_ref().map(|t| t.outcome.clone()).unwrap_or_default(),
+        server: server(view.server_view.as_ref()),
+        hops: view
+            .hops
+            .iter()
+            .map(|hop| HopText {
+                address: hop.address.clone(),
+                how_used: hop.how_used.clone(),
+                verdict: hop.report.as_ref().map(|r| r.verdict.clone()).unwrap_or_default(),
+                findings: hop
+                    .report
+                    .iter()
+                    .flat_map(|r| &r.findings)
+                    .map(|f| format!("{}: {}", f.id, f.title))
+                    .collect(),
+                error: hop.error.clone().unwrap_or_default(),
+            })
+            .collect(),
+    })
+}
+
+pub fn doctor_scenario(view: &DoctorScenarioView) -> Result<Vec<DoctorSection>, HtmlError> {
+    view.requests.iter().map(|request| doctor(&request.report, &request.name)).collect()
+}
+
+#[derive(Debug, Serialize)]
+pub struct FlowRow {
+    pub stream: u64,
+    pub client: String,
+    pub server: String,
+    pub packets: u64,
+    pub exchanges: u64,
+    pub stalls: u64,
+    pub time_lost: String,
+    pub held_by: String,
+    pub ack_delay_p50: String,
+    pub stack: String,
+    pub filter: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PcapSection {
+    pub stats: Vec<Stat>,
+    pub findings: Vec<FindingText>,
+    pub flows: Vec<FlowRow>,
+    pub flows_not_listed: u64,
+    pub warnings: Vec<String>,
+    pub error: String,
+}
+
+pub fn pcap(view: &PcapView) -> PcapSection {
+    PcapSection {
+        stats: vec![
+            Stat::text("verdict", "verdict", &view.verdict),
+            Stat::count("packets", "packets", view.packets),
+            Stat::count("tcp-packets", "TCP packets", view.tcp_packets),
+            Stat::new("duration", "captured over", format_seconds(view.duration_s), Some(view.duration_s)),
+            Stat::count("flows", "TCP flows", view.flows),
+            Stat::count("flows-with-stalls", "flows with stalls", view.flows_with_stalls),
+            Stat::count("stalls", "stalls", view.stalls),
+            Stat::ms("time-lost", "time lost", view.time_lost_ms),
+        ],
+        findings: findings(&view.findings),
+        flows: view
+            .top_flows
+            .iter()
+            .map(|f| FlowRow {
+                stream: f.tcp_stream,
+                client: f.client.clone(),
+                server: f.server.clone(),
+                packets: f.packets,
+                exchanges: f.exchanges,
+                stalls: f.stalls,
+                time_lost: format_duration_ms(f.time_lost_ms),
+                held_by: f.held_by.clone(),
+                ack_delay_p50: format_duration_ms(f.ack_delay_p50_ms),
+                stack: f.suggested_stack.clone().unwrap_or_default(),
+                filter: f.wireshark_filter.clone(),
+            })
+            .collect(),
+        flows_not_listed: view.flows_not_listed,
+        warnings: view.warnings.clone(),
+        error: view.error.clone().unwrap_or_default(),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct TargetRow {
+    pub label: String,
+    pub url: String,
+    pub error: String,
+    pub rounds: usize,
+    pub rate: String,
+    pub p50: String,
+    pub p50_ms: Option<f64>,
+    pub p99: String,
+    /// The lowest and highest of the rounds' figures.
+    pub rate_spread: String,
+    pub p50_spread: String,
+    pub p99_spread: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ComparisonRow {
+    pub label: String,
+    pub against: String,
+    pub metric: String,
+    pub ratio: String,
+    pub interval: String,
+    pub p_value: String,
+    pub significant: bool,
+    pub verdict: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DiagnosisColumn {
+    pub label: String,
+    pub verdict: String,
+    pub findings: Vec<FindingText>,
+    pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CompareSection {
+    pub rounds: u64,
+    pub interrupted: bool,
+    pub spectrum: Figure,
+    pub targets: Vec<TargetRow>,
+    pub comparisons: Vec<ComparisonRow>,
+    pub test: String,
+    pub diagnoses: Vec<DiagnosisColumn>,
+    pub settings: Vec<(String, String)>,
+    pub machine: Option<MachineText>,
+}
+
+fn spread(values: impl Iterator<Item = Option<f64>>, text: impl Fn(f64) -> String) -> String {
+    let values: Vec<f64> = values.flatten().collect();
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if values.is_empty() { "—".into() } else { format!("{} – {}", text(low), text(high)) }
+}
+
+pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
+    let spectra: Vec<(String, &[SpectrumPoint])> = view
+        .targets
+        .iter()
+        .map(|t| (t.label.clone(), t.run.as_ref().map_or(&[][..], |r| r.latency_spectrum.as_slice())))
+        .collect();
+    let targets = view
+        .targets
+        .iter()
+        .map(|t| {
+            let latency = t.run.as_ref().and_then(|r| r.latency_ms.as_ref());
+            TargetRow {
+                label: t.label.clone(),
+                url: t.url.clone(),
+                error: t.error.clone().unwrap_or_default(),
+                rounds: t.rounds.len(),
+                rate: t.run.as_ref().map_or("—".into(), |r| per_second(r.requests_per_second, "req")),
+                p50: latency.map_or("—".into(), |p| format_duration_ms(p.p50)),
+                p50_ms: latency.map(|p| p.p50),
+                p99: latency.map_or("—".into(), |p| format_duration_ms(p.p99)),
+                rate_spread: spread(t.rounds.iter().map(|r| Some(r.requests_per_second)), |v| {
+                    per_second(v, "req")
+                }),
+                p50_spread: spread(t.rounds.iter().map(|r| r.p50_ms), format_duration_ms),
+                p99_spread: spread(t.rounds.iter().map(|r| r.p99_ms), format_duration_ms),
+            }
+        })
+        .collect();
+    let diagnosed = view.targets.iter().any(|t| t.diagnosis.is_some() || t.diagnosis_error.is_some());
+    Ok(CompareSection {
+        rounds: view.rounds,
+        interrupted: view.interrupted,
+        spectrum: spectra_figure(
+            "latency-spectrum",
+            "Latency by percentile, every round of each target",
+            "latency (ms)",
+            &spectra,
+            "No target completed a response.",
+        )?,
+        targets,
+        comparisons: view
+            .comparisons
+            .iter()
+            .map(|c| ComparisonRow {
+                label: c.label.clone(),
+                against: c.against.clone(),
+                metric: c.metric.replace('_', " "),
+                ratio: format!("{}×", number(c.ratio)),
+                interval: match (c.interval_low, c.interval_high) {
+                    (Some(low), Some(high)) => format!("{}× – {}×", number(low), number(high)),
+                    _ => "—".into(),
+                },
+                p_value: format!("{:.3}", c.p_value),
+                significant: c.significant,
+                verdict: c.verdict.clone(),
+            })
+            .collect(),
+        test: view.test.clone(),
+        diagnoses: if diagnosed {
+            view.targets
+                .iter()
+                .map(|t| DiagnosisColumn {
+                    label: t.label.clone(),
+                    verdict: t.diagnosis.as_ref().map(|d| d.verdict.clone()).unwrap_or_default(),
+                    findings: t.diagnosis.as_ref().map(|d| findings(&d.findings)).unwrap_or_default(),
+                    error: t.diagnosis_error.clone().unwrap_or_default(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+        settings: settings(view.settings.as_ref()),
+        machine: machine(view.machine.as_ref()),
+    })
+}

@@ -1,0 +1,260 @@
+//! The page drawn from fixed models: what each kind of run shows, that input text is escaped,
+//! and which JSON is refused.
+
+use super::plots::series_lines;
+use super::{html_page, html_page_of_files};
+use crate::bench::{BenchReport, BenchSettings, RunEnd};
+use crate::compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, Comparison, RoundFigures};
+use crate::doctor::DoctorReport;
+use crate::series::{IntervalPoint, Machine};
+use crate::status::SuccessStatuses;
+use nodelay_diagnose::{Confidence, Evidence, Finding, FindingId, Fix, Observations, Proof, ProofKind};
+use nodelay_engine::Stats;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn settings(url: &str) -> BenchSettings {
+    BenchSettings {
+        url: url.into(),
+        address: "127.0.0.1:8080".into(),
+        method: "GET".into(),
+        protocol: "http",
+        connections: 2,
+        threads: 1,
+        requests: Some(1000),
+        duration_s: None,
+        rate_per_second: None,
+        keep_alive: true,
+        write_split: Vec::new(),
+        timeout_s: 10.0,
+        connect_timeout_s: 2.0,
+        success_status: "2xx,3xx".into(),
+    }
+}
+
+/// A bench run of 1000 responses: 1 ms to 10 ms, and a tail at 40 ms.
+fn bench_report(url: &str, slower_by_ms: u64) -> BenchReport {
+    let mut stats = Stats::new();
+    for i in 0..1000u64 {
+        let ms = if i % 100 == 0 { 40 } else { 1 + i % 10 } + slower_by_ms;
+        stats.latency_ns.record(ms * 1_000_000).unwrap();
+        stats.read_gap_ns.record(ms * 100_000).unwrap();
+        stats.first_byte_ns.record(ms * 900_000).unwrap();
+    }
+    stats.completed = 1000;
+    let end = RunEnd { elapsed: Duration::from_secs(2), interrupted: false, due_not_sent: 0 };
+    let mut report = BenchReport::new(settings(url), &SuccessStatuses::default(), &stats, &[], end);
+    report.timeline = (0..2)
+        .map(|s| IntervalPoint {
+            start_s: s as f64,
+            duration_s: 1.0,
+            requests: 500,
+            errors: 0,
+            requests_per_second: 500.0,
+            p50_ms: Some(5.0),
+            p99_ms: if s == 0 { Some(40.0) } else { None },
+        })
+        .collect();
+    report
+}
+
+fn nagle_finding(title: &str) -> Finding {
+    Finding {
+        id: FindingId::ServerNagleDelayedAck,
+        title: title.into(),
+        proven: true,
+        confidence: Confidence::High,
+        evidence: vec![Evidence::new("responses paused mid-way", 40.2, "ms")],
+        proof: vec![Proof {
+            kind: ProofKind::Experiment,
+            experiment: "quick-ack".into(),
+            baseline_p50_ms: 41.0,
+            experiment_p50_ms: 0.3,
+            removed: true,
+            result: "the pause went away".into(),
+        }],
+        fix_summary: "Set TCP_NODELAY on the server's sockets.".into(),
+        fix: vec![Fix { stack: "Python http.server", how: "disable_nagle_algorithm = True", detected: true }],
+    }
+}
+
+fn doctor_report(url: &str, findings: Vec<Finding>) -> DoctorReport {
+    DoctorReport::new(
+        url.into(),
+        "127.0.0.1:1".into(),
+        Duration::from_secs(10),
+        Duration::from_secs(3),
+        &Observations::default(),
+        findings,
+        &[],
+    )
+}
+
+/// The text of escaped HTML (as much as these tests need).
+fn unescape(html: &str) -> String {
+    html.replace("&#x2f;", "/")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+fn value<T: serde::Serialize>(report: &T) -> Value {
+    serde_json::to_value(report).unwrap()
+}
+
+#[test]
+fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
+    let report = bench_report("http://example.test/", 0);
+    let page = html_page(&[value(&report)]).unwrap();
+    for plot in ["latency-spectrum", "histogram", "timeline-rate", "timeline-p99", "read-gap-spectrum"] {
+        let at = page.find(&format!("data-plot=\"{plot}\"")).unwrap_or_else(|| panic!("{plot} in {page}"));
+        assert!(page[at..].find("<svg") < page[at..].find("</figure>"), "{plot} has no SVG");
+    }
+    let p50 = report.latency_ms.unwrap().p50;
+    assert!(
+        page.contains(&format!("id=\"run-1-p50\" data-value=\"{p50}\">{}<", crate::format_duration_ms(p50)))
+    );
+    for text in
+        ["latency (ms)", "99.9%", "time since the start (s)", "throughput (req/s)", "kernel", "keep alive"]
+    {
+        assert!(page.contains(text), "{text}");
+    }
+    assert!(!page.contains("href=") && !page.contains("src="), "nothing links out");
+    assert!(!page.contains("<script"), "no script");
+}
+
+#[test]
+fn a_run_without_a_timeline_says_so() {
+    let mut report = bench_report("http://example.test/", 0);
+    report.timeline.clear();
+    let page = html_page(&[value(&report)]).unwrap();
+    assert!(page.contains("No timeline was recorded for this run."));
+}
+
+#[test]
+fn several_runs_share_an_overview_with_a_legend_naming_their_files() {
+    let runs = vec![
+        ("today.json".to_string(), value(&bench_report("http://a.test/", 0))),
+        ("last-week.json".to_string(), value(&bench_report("http://a.test/", 5))),
+    ];
+    let page = html_page_of_files(&runs).unwrap();
+    let overview = &page[page.find("data-plot=\"overview-spectrum\"").unwrap()..];
+    let overview = &overview[..overview.find("</figure>").unwrap()];
+    assert_eq!(series_lines(overview), 2, "{overview}");
+    let legend = unescape(overview);
+    assert!(
+        legend.contains("today.json — http://a.test/") && legend.contains("last-week.json"),
+        "{overview}"
+    );
+}
+
+#[test]
+fn a_doctor_page_shows_findings_with_evidence_proof_and_fix() {
+    let report = doctor_report("http://example.test/", vec![nagle_finding("The server waits for the ACK")]);
+    let page = html_page(&[value(&report)]).unwrap();
+    for text in [
+        "data-finding=\"server-nagle-delayed-ack\"",
+        "The server waits for the ACK",
+        "responses paused mid-way: 40.2 ms",
+        "quick-ack",
+        "symptom removed",
+        "disable_nagle_algorithm = True",
+        "data-plot=\"phase-spectrum\"",
+    ] {
+        assert!(page.contains(text), "{text} in {page}");
+    }
+}
+
+#[test]
+fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
+    let target = |label: &str, slower_by_ms: u64, diagnosis: Option<DoctorReport>| CompareTarget {
+        label: label.into(),
+        url: format!("http://{label}.test/"),
+        error: None,
+        rounds: (1..=3)
+            .map(|round| RoundFigures {
+                round,
+                requests_completed: 300,
+                errors: 0,
+                requests_per_second: 100.0 + round as f64,
+                p50_ms: Some(5.0 + slower_by_ms as f64 + round as f64 / 10.0),
+                p90_ms: Some(9.0),
+                p99_ms: Some(40.0),
+                first_byte_p50_ms: Some(4.0),
+                read_gap_p50_ms: Some(0.0),
+            })
+            .collect(),
+        run: Some(bench_report(&format!("http://{label}.test/"), slower_by_ms)),
+        diagnosis,
+        diagnosis_error: None,
+    };
+    let report = CompareReport {
+        schema: COMPARE_SCHEMA_ID,
+        rounds: 3,
+        settings: settings("http://a.test/"),
+        targets: vec![
+            target("a", 0, Some(doctor_report("http://a.test/", vec![]))),
+            target(
+                "b",
+                30,
+                Some(doctor_report("http://b.test/", vec![nagle_finding("B waits for the ACK")])),
+            ),
+        ],
+        comparisons: vec![Comparison {
+            label: "b".into(),
+            against: "a".into(),
+            metric: "p50_ms",
+            ratio: 6.8,
+            interval_low: Some(6.1),
+            interval_high: Some(7.4),
+            p_value: 0.1,
+            every_round_agrees: true,
+            significant: false,
+            verdict: "b is 6.8× slower at p50 (every round agrees; p = 0.1)".into(),
+        }],
+        test: "Mann-Whitney U over the rounds",
+        machine: Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "box".into() },
+        interrupted: false,
+    };
+    let page = html_page(&[value(&report)]).unwrap();
+    let spectrum = &page[page.find("data-plot=\"latency-spectrum\"").unwrap()..];
+    let spectrum = &spectrum[..spectrum.find("</figure>").unwrap()];
+    assert_eq!(series_lines(spectrum), 2, "one line per target");
+    assert!(spectrum.contains("class=\"legend\""));
+    for text in [
+        "b is 6.8× slower at p50 (every round agrees; p = 0.1)",
+        "6.1× – 7.4×",
+        "101 req/s – 103 req/s",
+        "Diagnoses side by side",
+        "B waits for the ACK",
+        "Linux 6.1.0",
+    ] {
+        assert!(unescape(&page).contains(text), "{text} in {page}");
+    }
+}
+
+#[test]
+fn text_from_the_input_is_escaped() {
+    let evil = "http://x.test/<script>alert(1)</script>\"'&";
+    let mut doctor = doctor_report(evil, vec![nagle_finding("<img src=x onerror=alert(1)>")]);
+    doctor.server = Some("<b>nginx</b>".into());
+    let page = html_page(&[value(&bench_report(evil, 0)), value(&doctor)]).unwrap();
+    assert!(!page.contains("<script"), "{page}");
+    assert!(!page.contains("<img") && !page.contains("<b>nginx"), "{page}");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "{page}");
+}
+
+#[test]
+fn other_json_is_refused_naming_its_schema_and_the_ones_read() {
+    let old = html_page_of_files(&[("old.json".into(), json!({"schema": "nodelay-bench/0"}))]).unwrap_err();
+    assert!(old.0.starts_with("old.json has schema \"nodelay-bench/0\", a schema version"), "{old}");
+    assert!(old.0.contains("nodelay-bench/1") && old.0.contains("nodelay-pcap/1"), "{old}");
+    let other = html_page_of_files(&[("package.json".into(), json!({"name": "x"}))]).unwrap_err();
+    assert!(other.0.starts_with("package.json is not a nodelay report"), "{other}");
+    let foreign = html_page(&[json!({"schema": "https://example.test/s"})]).unwrap_err();
+    assert!(foreign.0.starts_with("run 1 has schema"), "{foreign}");
+    let broken =
+        html_page(&[json!({"schema": "nodelay-bench/1", "requests_completed": "many"})]).unwrap_err();
+    assert!(broken.0.contains("is not a valid \"nodelay-bench/1\" report"), "{broken}");
+}
