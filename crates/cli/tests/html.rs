@@ -347,3 +347,41 @@ fn report_refuses_what_it_cannot_draw_in_one_line() {
         run.stderr()
     );
 }
+
+#[test]
+fn compare_with_diagnose_shows_both_targets_the_verdict_and_the_findings_side_by_side() {
+    let dir = tempdir("compare");
+    let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let stalling = python_peer("python_http_server.py", &[]);
+    let html = dir.join("compare.html");
+    let run = nodelay(&[
+        "compare",
+        "--json",
+        "-q",
+        "-c",
+        "1",
+        "-t",
+        "1",
+        "-d",
+        "300ms",
+        "--labels",
+        "fixed,stalling",
+        "--diagnose",
+        "--html",
+        html.to_str().unwrap(),
+        &fixed.url("/"),
+        &stalling.url("/"),
+    ]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("compare.schema.json", &report);
+    let dom = load(&html, "compare");
+    let overview = figure(&dom, "data-plot=\"latency-spectrum\"");
+    assert_eq!(series_lines(overview), 2, "one line per target: {overview}");
+    assert!(overview.contains("fixed") && overview.contains("stalling"), "a legend naming both");
+    let verdict = report["comparisons"][0]["verdict"].as_str().unwrap().replace('&', "&amp;");
+    assert!(verdict.contains("slower at p50"), "{verdict}");
+    assert!(dom.contains(&verdict), "the verdict {verdict:?} in the page");
+    assert!(dom.contains("data-finding=\"server-nagle-delayed-ack\""), "the stalling target's finding");
+    assert!(dom.contains("data-finding=\"healthy\""), "the fixed target's verdict");
+}
