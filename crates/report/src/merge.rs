@@ -7,7 +7,7 @@ use crate::bench::{HISTOGRAM_BUCKETS, HistogramBucket, Percentiles, histogram_bu
 use crate::format::DurationScale;
 use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
 use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
-use crate::text::{FittedText, Text, plural};
+use crate::text::{FittedText, STATISTICS, Text, plural};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::fmt::Write;
@@ -97,20 +97,6 @@ impl IntervalPoint {
         }
     }
 }
-
-/// Picks one statistic out of a set of percentiles.
-type Statistic = fn(&Percentiles) -> f64;
-
-/// The rows of the latency table.
-const STATISTICS: [(&str, Statistic); 7] = [
-    ("min", |p| p.min),
-    ("p50", |p| p.p50),
-    ("p90", |p| p.p90),
-    ("p99", |p| p.p99),
-    ("p99.9", |p| p.p999),
-    ("max", |p| p.max),
-    ("mean", |p| p.mean),
-];
 
 impl Render<MergeReport> for Text {
     fn render(&self, report: &MergeReport) -> String {

@@ -41,10 +41,10 @@ const CONNECTIONS_LISTED: usize = 4;
 const HISTOGRAM_BAR: usize = 40;
 
 /// Picks one statistic out of a set of percentiles.
-type Statistic = fn(&Percentiles) -> f64;
+pub(crate) type Statistic = fn(&Percentiles) -> f64;
 
 /// The rows of the latency table, in the order read: the spread, then the moments.
-const STATISTICS: [(&str, Statistic); 9] = [
+pub(crate) const STATISTICS: [(&str, Statistic); 9] = [
     ("min", |p| p.min),
     ("p50", |p| p.p50),
     ("p90", |p| p.p90),
