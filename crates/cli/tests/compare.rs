@@ -127,3 +127,24 @@ fn bad_arguments_are_usage_errors() {
         assert!(run.stdout().is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn ctrl_c_stops_the_rounds_and_reports_what_was_measured() {
+    let mut peer = python_peer("chunked_server.py", &[]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["compare", "-q", "-c", "1", "-d", "60s", &peer.url("/a"), &peer.url("/b")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first target's first round has its connection: stop there.
+    peer.wait_for_line("CONNECTED");
+    let started = std::time::Instant::now();
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert!(started.elapsed().as_secs() < 5, "stopping took {:?}", started.elapsed());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("interrupted (Ctrl-C) in round 1 of 5"), "{text}");
+    assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+}

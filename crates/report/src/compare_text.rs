@@ -46,6 +46,15 @@ pub fn compare_header(
 
 fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
     writeln!(out)?;
+    if report.interrupted {
+        let done = report.targets.iter().map(|t| t.rounds.len()).max().unwrap_or(0);
+        let line = format!(
+            "interrupted (Ctrl-C) in round {done} of {}: the last run was cut short, no diagnosis was run",
+            report.rounds
+        );
+        out.push_str(&wrap(&line, width, "", "  "));
+        writeln!(out)?;
+    }
     write_figures(out, report, width)?;
     write_rounds(out, report, width)?;
     for target in report.targets.iter().filter(|t| t.error.is_some()) {
