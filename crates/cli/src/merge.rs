@@ -20,6 +20,10 @@ use std::time::Duration;
 /// `HistogramLogReader`'s rule for a log without BaseTime): a year.
 const ABSOLUTE_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// Points of the merged timeline at most (nearly 3 hours of 1 s intervals): logs whose intervals lie far apart in time (days,
+/// or a bogus timestamp) widen the step rather than make a point per interval between.
+const MAX_TIMELINE_POINTS: u32 = 10_000;
+
 /// One interval histogram of one log, still encoded.
 struct Entry<'a> {
     log: usize,
@@ -34,18 +38,7 @@ struct Entry<'a> {
 pub fn merge(args: &MergeArgs) -> Result<Outcome> {
     let html = create_output(args.html.as_deref(), "--html")?;
     let contents: Vec<Vec<u8>> = args.logs.iter().map(|path| read(path)).collect::<Result<_>>()?;
-    let mut entries = Vec::new();
-    for (log, (path, bytes)) in args.logs.iter().zip(&contents).enumerate() {
-        let before = entries.len();
-        entries.extend(parse(log, path, bytes)?);
-        if entries.len() == before {
-            bail!(
-                "{}: an interval log without intervals (bench --hdr-log writes one per interval that had responses)",
-                path.display()
-            );
-        }
-    }
-    let report = merge_entries(&args.logs, entries)?;
+    let report = merge_logs(&args.logs, &contents)?;
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }
@@ -55,6 +48,23 @@ pub fn merge(args: &MergeArgs) -> Result<Outcome> {
         FittedText::new(text_width()).render(&report)
     })?;
     Ok(Outcome::Success)
+}
+
+/// The logs' bytes (`contents`, one per path, the paths naming them in messages) merged into
+/// one report; a log that is not an interval log, or holds no interval, is an error.
+pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport> {
+    let mut entries = Vec::new();
+    for (log, (path, bytes)) in paths.iter().zip(contents).enumerate() {
+        let before = entries.len();
+        entries.extend(parse(log, path, bytes)?);
+        if entries.len() == before {
+            bail!(
+                "{}: an interval log without intervals (bench --hdr-log writes one per interval that had responses)",
+                path.display()
+            );
+        }
+    }
+    merge_entries(paths, entries)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
@@ -87,13 +97,19 @@ fn parse<'a>(log: usize, path: &Path, bytes: &'a [u8]) -> Result<Vec<Entry<'a>>>
         let timestamp = interval.start_timestamp();
         let base = match (base_time, start_time) {
             (Some(base), _) => base,
-            (None, Some(start)) if timestamp + ABSOLUTE_AFTER < start => start,
+            (None, Some(start)) if timestamp.saturating_add(ABSOLUTE_AFTER) < start => start,
             _ => Duration::ZERO,
         };
         let offset = interval.encoded_histogram().as_ptr() as usize - bytes.as_ptr() as usize;
+        let start = base
+            .checked_add(timestamp)
+            .filter(|start| start.checked_add(interval.duration()).is_some())
+            .ok_or_else(|| {
+                anyhow!("{}: line {}: a time beyond any clock", path.display(), line_at(offset))
+            })?;
         entries.push(Entry {
             log,
-            start: base + timestamp,
+            start,
             duration: interval.duration(),
             encoded: interval.encoded_histogram(),
             line: line_at(offset),
@@ -137,8 +153,11 @@ fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeRepo
     let end = entries.iter().map(|entry| entry.start + entry.duration).max().unwrap_or(origin);
     let span = end - origin;
     // The timeline's step: the longest interval (a log's last one may be cut short).
-    let step =
-        entries.iter().map(|entry| entry.duration).max().unwrap_or_default().max(Duration::from_millis(1));
+    let longest = entries.iter().map(|entry| entry.duration).max().unwrap_or_default();
+    let widest_step = span.as_nanos().div_ceil(u128::from(MAX_TIMELINE_POINTS));
+    let step = longest
+        .max(Duration::from_millis(1))
+        .max(Duration::from_nanos(u64::try_from(widest_step).unwrap_or(u64::MAX)));
     let index_of = |start: Duration| ((start - origin).as_nanos() / step.as_nanos()) as usize;
     let buckets = (span.as_nanos().div_ceil(step.as_nanos()) as usize).max(1);
 
@@ -147,7 +166,7 @@ fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeRepo
     let mut timeline = Vec::with_capacity(buckets);
     let mut bucket: Option<Histogram<u64>> = None;
     let close_bucket = |timeline: &mut Vec<IntervalPoint>, histogram: &Histogram<u64>| {
-        let start = step * timeline.len() as u32;
+        let start = step.checked_mul(timeline.len() as u32).unwrap_or(Duration::MAX);
         let duration = step.min(span.saturating_sub(start));
         timeline.push(IntervalPoint::of(start.as_secs_f64(), duration.as_secs_f64(), 0, histogram));
     };

@@ -129,3 +129,34 @@ fn what_is_not_an_interval_log_is_one_clear_error() {
         assert!(run.stdout().is_empty());
     }
 }
+
+#[test]
+fn logs_far_apart_in_time_widen_the_timeline_step_instead_of_filling_the_gap() {
+    let url = format!(
+        "http://{}/",
+        canned_server(b"\r\n\r\n", b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
+    );
+    let dir = scratch("far");
+    let near = dir.join("near.hlog");
+    let run = nodelay(&["bench", "-q", "-c", "1", "-n", "200", "--hdr-log", near.to_str().unwrap(), &url]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // The same intervals thirty years later.
+    let later: String = std::fs::read_to_string(&near)
+        .unwrap()
+        .lines()
+        .map(|line| match line.split_once(',') {
+            Some((start, rest)) if line.starts_with(|c: char| c.is_ascii_digit()) => {
+                format!("{:.3},{rest}\n", start.parse::<f64>().unwrap() + 1e9)
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    let far = dir.join("far.hlog");
+    std::fs::write(&far, later).unwrap();
+    let merged = nodelay(&["report", "merge", "--json", near.to_str().unwrap(), far.to_str().unwrap()]);
+    assert_eq!(merged.code(), 0, "{}", merged.stderr());
+    let report = merged.json();
+    assert_eq!(report["requests_completed"], 400);
+    let points = report["timeline"].as_array().unwrap().len();
+    assert!((2..=10_000).contains(&points), "{points} timeline points");
+}
