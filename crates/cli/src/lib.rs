@@ -33,6 +33,7 @@ pub use args::{
     habit_hint, not_utf8,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
+pub use merge::merge_logs;
 pub use scenario::parse_scenario;
 
 /// Prints the error that ended a command: one line, with its context chain.
