@@ -301,7 +301,7 @@ fn silent_server_times_out_within_bounds() {
 
 #[test]
 fn port_without_listener_is_one_clear_error() {
-    let free_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_held, free_port) = port_nobody_listens_on();
     let run = nodelay(&["bench", &format!("http://127.0.0.1:{free_port}/")]);
     assert_failed_with(&run, 1, "cannot connect to 127.0.0.1");
     assert!(run.stderr().contains("refused"), "{}", run.stderr());

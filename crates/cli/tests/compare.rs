@@ -88,8 +88,7 @@ fn the_same_server_twice_is_no_difference() {
 #[test]
 fn a_target_nobody_listens_on_is_reported_and_the_other_still_measured() {
     let server = python_peer("python_http_server.py", &["--disable-nagle"]);
-    // A port that was free a moment ago: nobody listens on it.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_held, closed) = port_nobody_listens_on();
     let (run, report) = compare(&["--rounds", "2", &server.url("/"), &format!("http://127.0.0.1:{closed}/")]);
     assert_eq!(run.code(), 1, "one target could not be measured:\n{}", run.stderr());
     let targets = report["targets"].as_array().unwrap();

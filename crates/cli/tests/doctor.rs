@@ -131,7 +131,7 @@ fn doctor_cannot_measure_garbage_or_nothing() {
     let run = nodelay(&["doctor", "--budget", "2s", "--timeout", "500ms", &silent.url("/")]);
     assert_eq!(run.code(), 1, "{}", run.stdout());
     assert!(run.elapsed.as_secs() < 5, "{:?}", run.elapsed);
-    let free_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_held, free_port) = port_nobody_listens_on();
     let run = nodelay(&["doctor", &format!("http://127.0.0.1:{free_port}/")]);
     assert_eq!(run.code(), 1);
     assert!(run.stderr().contains("cannot connect"), "{}", run.stderr());

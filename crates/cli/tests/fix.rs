@@ -129,7 +129,7 @@ fn inspect_shows_one_row_per_socket_with_its_options() {
 
 #[test]
 fn unknown_processes_ports_and_nonsense_are_clear_errors() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_held, free) = port_nobody_listens_on();
     for (args, code, message) in [
         (
             vec!["fix".to_string(), format!(":{free}")],

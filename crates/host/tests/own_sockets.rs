@@ -87,7 +87,10 @@ fn the_owner_of_a_port_is_found_in_another_process() {
 
 #[test]
 fn nobody_and_nothing_are_clear_errors() {
-    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // Bound but not listening, held for the test: no other test's listener can take the port.
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let free = held.local_addr().unwrap().as_socket().unwrap().port();
     let error = inspect(Target::Port(free)).unwrap_err();
     assert_eq!(error.to_string(), format!("nothing listens on TCP port {free} on this machine"));
     // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).

@@ -176,7 +176,11 @@ fn a_missing_process_or_listener_is_a_clear_error() {
     // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).
     let error = ServerWatch::start(Target::Pid(i32::MAX)).err().expect("no such process");
     assert!(matches!(error, HostError::NoSuchProcess(i32::MAX)), "{error:?}");
-    let free = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    // A port bound but not listening, held for the test: no other test's listener can take it
+    // meanwhile (a port freed at once was, by a test running beside this one).
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    held.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let free = held.local_addr().unwrap().as_socket().unwrap();
     for target in [Target::Port(free.port()), Target::Address(free)] {
         let error = ServerWatch::start(target).err().expect("nobody listens");
         assert_eq!(error.to_string(), format!("nothing listens on TCP port {} on this machine", free.port()));

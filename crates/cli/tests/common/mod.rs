@@ -421,3 +421,13 @@ pub fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) 
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A loopback port nobody listens on, for as long as the returned socket lives: it is bound
+/// (without SO_REUSEADDR) but not listening, so a connect is refused and no other test's
+/// listener can take the port meanwhile, as one could a port freed at once.
+pub fn port_nobody_listens_on() -> (socket2::Socket, u16) {
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
+    held.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).expect("bind port 0");
+    let port = held.local_addr().expect("its address").as_socket().expect("an IP address").port();
+    (held, port)
+}
