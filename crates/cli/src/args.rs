@@ -206,6 +206,37 @@ pub struct RequestArgs {
     /// byte counts of the leading writes, e.g. 40,rest (header then body)
     #[arg(long, value_name = "SIZES", value_parser = crate::workload::parse_write_split)]
     pub write_split: Option<crate::workload::WriteSplit>,
+
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// How https:// targets are reached: shared by every command that sends requests.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "TLS (https:// URLs)")]
+pub struct TlsArgs {
+    /// Do not check the server's certificate (as curl -k); the report says so
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+
+    /// Trust the certificates in this PEM file instead of the system's store
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<PathBuf>,
+
+    /// Server name to send (SNI) and to check the certificate against, instead of the URL's host
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+
+    /// A new connection makes a full handshake instead of resuming an earlier session
+    #[arg(long)]
+    pub no_tls_resume: bool,
+}
+
+impl TlsArgs {
+    /// Some TLS option was given (they are refused for plain http:// and tcp://).
+    pub fn any(&self) -> bool {
+        self.insecure || self.cacert.is_some() || self.sni.is_some() || self.no_tls_resume
+    }
 }
 
 /// `nodelay doctor`: measure, experiment, explain.

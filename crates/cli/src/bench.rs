@@ -57,6 +57,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         keep_alive: !load.no_keepalive,
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         interval: load.interval,
+        tls: workload.tls.clone(),
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {

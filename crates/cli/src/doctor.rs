@@ -256,6 +256,7 @@ fn examine_within(
         // As long as a response may take, and never past the budget.
         connect_timeout: timeout.min(left()).max(Duration::from_millis(1)),
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
+        tls: workload.tls.clone(),
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let url = &workload.url;
@@ -314,6 +315,8 @@ fn examine_within(
     if let (Framing::Http { .. }, Some(http10)) =
         (&workload.framing, http10_without_keep_alive(&request.spec.bytes))
         && !interrupt::interrupted()
+        // A plain-TCP probe: over TLS the server would only see a bad handshake.
+        && workload.tls.is_none()
         && left() >= HOLD_PROBE_WAIT * 2
     {
         if let Some(progress) = progress {

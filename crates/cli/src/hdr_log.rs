@@ -104,6 +104,8 @@ mod tests {
             sequence_on_connection: 0,
             start_offset: Duration::from_millis(at_ms),
             connect: None,
+            tls_handshake: None,
+            tls_resumed: false,
             first_byte: Duration::from_millis(total_ms),
             total: Duration::from_millis(total_ms),
             read_chunks: 1,

@@ -17,6 +17,8 @@ pub struct HttpTarget {
     /// `Authorization` value for credentials written in the URL (`http://user:pw@host/`),
     /// sent as curl does; the URL shown anywhere has the password replaced by `***`.
     pub basic_auth: Option<String>,
+    /// `https://`: the host name (or address) TLS sends as SNI and checks the certificate for.
+    pub tls_host: Option<String>,
 }
 
 impl HttpTarget {
@@ -52,6 +54,7 @@ impl Target {
                 host_header: address.to_string(),
                 request_target: http.request_target.clone(),
                 basic_auth: None,
+                tls_host: None,
             }),
             Target::Tcp { .. } => Target::Tcp { url: format!("tcp://{address}"), address },
         }
@@ -79,27 +82,25 @@ pub fn parse_target(text: &str) -> Result<Target> {
     Ok(Target::Tcp { url: format!("tcp://{host_port}"), address })
 }
 
-/// Parses and resolves an `http://` URL.
+/// Parses and resolves an `http://` or `https://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
     let usage = |message: String| anyhow::Error::new(UsageError(message));
     let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}")))?;
     match url.scheme() {
-        "http" => {}
-        "https" => {
-            let message = "https is not supported yet: nodelay speaks plain HTTP/1.1 (use an http:// URL)";
-            return Err(usage(message.into()));
-        }
+        "http" | "https" => {}
         other => {
             return Err(usage(format!(
-                "unsupported scheme '{other}' in '{text}': use http://HOST:PORT/PATH"
+                "unsupported scheme '{other}' in '{text}': use http:// or https://HOST:PORT/PATH"
             )));
         }
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(usage(format!("invalid URL '{text}': no host")));
     }
-    let addresses =
-        url.socket_addrs(|| Some(80)).with_context(|| format!("cannot resolve the host of '{text}'"))?;
+    let tls_host = (url.scheme() == "https").then(|| url.host_str().unwrap_or_default().to_string());
+    let addresses = url
+        .socket_addrs(|| url.port_or_known_default())
+        .with_context(|| format!("cannot resolve the host of '{text}'"))?;
     let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
     let host_header = url[url::Position::BeforeHost..url::Position::AfterPort].to_string();
     let request_target = url[url::Position::BeforePath..url::Position::AfterQuery].to_string();
@@ -109,7 +110,7 @@ pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
         // Never printed, in text or JSON: the password stays in the header only.
         let _ = shown.set_password(Some("***"));
     }
-    Ok(HttpTarget { url: shown.to_string(), address, host_header, request_target, basic_auth })
+    Ok(HttpTarget { url: shown.to_string(), address, host_header, request_target, basic_auth, tls_host })
 }
 
 /// `Basic base64(user:password)` from the URL's percent-decoded credentials, if any.
@@ -174,8 +175,11 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls_with_reasons() {
-        let https = parse_http_target("https://example.com/").unwrap_err().to_string();
-        assert!(https.contains("https is not supported yet"), "{https}");
+        let https = parse_http_target("https://localhost/x").unwrap();
+        assert_eq!((https.address.port(), https.tls_host.as_deref()), (443, Some("localhost")));
+        let https = parse_http_target("https://[::1]:8443/").unwrap();
+        assert_eq!((https.address.port(), https.tls_host.as_deref()), (8443, Some("[::1]")));
+        assert!(parse_http_target("http://localhost/").unwrap().tls_host.is_none());
         let garbage = format!("{:#}", parse_http_target("not a url").unwrap_err());
         assert!(garbage.contains("invalid URL"), "{garbage}");
         let ftp = parse_http_target("ftp://h/").unwrap_err().to_string();

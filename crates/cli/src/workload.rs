@@ -8,7 +8,7 @@ use crate::request::build_request;
 use crate::scenario::load_scenario;
 use crate::target::{HttpTarget, Target};
 use anyhow::Result;
-use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection};
+use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection, TlsClient, TlsOptions};
 use nodelay_wire::{HttpRequest, unescape};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -41,6 +41,8 @@ pub struct Workload {
     pub client_nodelay: bool,
     /// How the request is described in reports: a method, `scenario`, or `raw`.
     pub label: String,
+    /// `https://`: the TLS client every connection uses.
+    pub tls: Option<TlsClient>,
 }
 
 impl WorkloadRequest {
@@ -80,7 +82,25 @@ pub fn build_workload(target: &Target, args: &RequestArgs, keep_alive: bool) -> 
         request.spec.write_split = write_split.clone();
     }
     workload.client_nodelay = write_split.is_empty();
+    workload.tls = tls_client(target, &args.tls)?;
     Ok(workload)
+}
+
+/// The TLS client of an https:// target; TLS options on any other target are a mistake.
+fn tls_client(target: &Target, args: &crate::args::TlsArgs) -> Result<Option<TlsClient>> {
+    let Target::Http(HttpTarget { tls_host: Some(host), .. }) = target else {
+        if args.any() {
+            return Err(usage("--insecure, --cacert, --sni and --no-tls-resume are for https:// URLs"));
+        }
+        return Ok(None);
+    };
+    let options = TlsOptions {
+        insecure: args.insecure,
+        ca_file: args.cacert.clone(),
+        server_name: args.sni.clone(),
+        resume: !args.no_tls_resume,
+    };
+    TlsClient::new(host, &options).map(Some).map_err(|e| usage(e.to_string()))
 }
 
 fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> Result<Workload> {
@@ -147,6 +167,7 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
         },
         client_nodelay: true,
         label,
+        tls: None,
     })
 }
 
@@ -186,6 +207,7 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Wo
         },
         client_nodelay: true,
         label,
+        tls: None,
     })
 }
 

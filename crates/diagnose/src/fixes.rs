@@ -157,6 +157,10 @@ pub fn failures_summary(kind: ErrorKind) -> &'static str {
             "nodelay ran out of file descriptors: raise ulimit -n (or close what else holds them), then measure \
              again."
         }
+        ErrorKind::Tls => {
+            "TLS handshakes or records failed (see the error listed: certificate, alert, not TLS): fix the \
+             certificate or the options (--cacert, --sni, --insecure), then measure again."
+        }
         ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.",
     }
 }

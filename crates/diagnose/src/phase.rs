@@ -302,6 +302,8 @@ pub(crate) mod tests {
             sequence_on_connection: sequence,
             start_offset: Duration::ZERO,
             connect: (sequence == 0).then(|| d(0.1)),
+            tls_handshake: None,
+            tls_resumed: false,
             first_byte: d(first_byte_ms),
             total: d(first_byte_ms + gap),
             read_chunks: if gap_ms.is_some() { 2 } else { 1 },

@@ -1,5 +1,6 @@
 //! What one engine run does: target, request bytes, concurrency, bounds and socket options.
 
+use crate::tls::TlsClient;
 use nodelay_wire::Framing;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -78,6 +79,8 @@ pub struct EngineConfig {
     pub socket: SocketOptions,
     /// Length of one interval of the run's time series (`Stats::timeline`).
     pub interval: Duration,
+    /// `https`: every connection speaks TLS after its TCP handshake.
+    pub tls: Option<TlsClient>,
 }
 
 /// Socket options set on every client connection.
@@ -114,6 +117,7 @@ impl EngineConfig {
             keep_alive: true,
             socket: SocketOptions::default(),
             interval: crate::timeline::DEFAULT_INTERVAL,
+            tls: None,
         }
     }
 }

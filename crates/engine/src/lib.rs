@@ -17,6 +17,7 @@ mod stats;
 mod tcp_info;
 mod time;
 mod timeline;
+mod tls;
 mod worker;
 
 pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
@@ -28,12 +29,13 @@ pub use limits::{
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
 pub use quantile::{distribution_ns, quantile_ms};
-pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
+pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, TlsSummary};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{KERNEL_TCP_FIGURES, TcpInfo, read_tcp_info, set_quickack};
 pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
+pub use tls::{TlsClient, TlsOptions, TlsSetupError, TlsTrust, describe_tls_error, looks_like_tls_record};
 
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Worker, WorkerPlan};

@@ -17,6 +17,10 @@ pub struct ResponseRecord {
     pub start_offset: Duration,
     /// Handshake time when this request had to open the connection.
     pub connect: Option<Duration>,
+    /// TLS handshake time (after the TCP handshake) when this request opened the connection.
+    pub tls_handshake: Option<Duration>,
+    /// That TLS handshake resumed an earlier session (no certificate exchange).
+    pub tls_resumed: bool,
     /// From the request's start (intended start under `--rate`; connect start for a fresh
     /// connection) to the first response byte read.
     pub first_byte: Duration,
@@ -43,11 +47,13 @@ pub enum ErrorKind {
     ClosedEarly,
     /// The process or the system ran out of file descriptors (EMFILE, ENFILE).
     OutOfFiles,
+    /// The TLS handshake or a TLS record failed (certificate, alert, not TLS at all).
+    Tls,
     Other,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -55,6 +61,7 @@ impl ErrorKind {
         ErrorKind::MalformedResponse,
         ErrorKind::ClosedEarly,
         ErrorKind::OutOfFiles,
+        ErrorKind::Tls,
         ErrorKind::Other,
     ];
 
@@ -68,6 +75,7 @@ impl ErrorKind {
             ErrorKind::MalformedResponse => "malformed_response",
             ErrorKind::ClosedEarly => "closed_early",
             ErrorKind::OutOfFiles => "out_of_files",
+            ErrorKind::Tls => "tls",
             ErrorKind::Other => "other",
         }
     }
@@ -115,4 +123,19 @@ pub struct ConnectionRecord {
     /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack;
     /// on the slot's first record that has one, `None` on the later ones.
     pub server_header: Option<String>,
+    /// What the TLS handshake of this connection settled on (none for plain TCP).
+    pub tls: Option<TlsSummary>,
+}
+
+/// A TLS connection's negotiated parameters; static names, so no allocation per connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct TlsSummary {
+    /// `TLSv1.3` or `TLSv1.2`.
+    pub version: &'static str,
+    /// IANA name, e.g. `TLS_AES_256_GCM_SHA384`.
+    pub cipher: &'static str,
+    /// The server chose http/1.1 by ALPN (false: it ignored ALPN).
+    pub alpn_http11: bool,
+    /// The handshake resumed an earlier session.
+    pub resumed: bool,
 }

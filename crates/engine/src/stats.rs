@@ -36,6 +36,10 @@ pub struct Stats {
     pub read_gap_ns: Histogram<u64>,
     /// TCP handshake, for requests that opened a connection.
     pub connect_ns: Histogram<u64>,
+    /// TLS handshakes (after the TCP one) that exchanged certificates.
+    pub tls_full_handshake_ns: Histogram<u64>,
+    /// TLS handshakes that resumed an earlier session.
+    pub tls_resumed_handshake_ns: Histogram<u64>,
     pub read_chunks: u64,
     /// Responses that arrived on a connection that had already carried one (keep-alive
     /// reuse, as ab's "Keep-Alive requests").
@@ -135,6 +139,8 @@ impl Stats {
             first_byte_ns: run_histogram(),
             read_gap_ns: run_histogram(),
             connect_ns: run_histogram(),
+            tls_full_handshake_ns: run_histogram(),
+            tls_resumed_handshake_ns: run_histogram(),
             read_chunks: 0,
             reused_connection_responses: 0,
             status_counts: BTreeMap::new(),
@@ -181,6 +187,18 @@ impl Stats {
         self.error_examples[kind.index()].as_deref()
     }
 
+    /// Every TLS handshake, full and resumed together.
+    pub fn tls_handshake_ns(&self) -> Histogram<u64> {
+        let mut all = self.tls_full_handshake_ns.clone();
+        all.add(&self.tls_resumed_handshake_ns).expect("histograms share bounds");
+        all
+    }
+
+    /// What the TLS connections negotiated (the first slot's that had TLS).
+    pub fn tls(&self) -> Option<crate::TlsSummary> {
+        self.connections.values().find_map(|record| record.tls)
+    }
+
     /// The last TCP_INFO of each connection slot that had one.
     pub fn connections(&self) -> impl Iterator<Item = &ConnectionRecord> {
         self.connections.values()
@@ -208,6 +226,8 @@ impl Stats {
             (&mut self.first_byte_ns, &other.first_byte_ns),
             (&mut self.read_gap_ns, &other.read_gap_ns),
             (&mut self.connect_ns, &other.connect_ns),
+            (&mut self.tls_full_handshake_ns, &other.tls_full_handshake_ns),
+            (&mut self.tls_resumed_handshake_ns, &other.tls_resumed_handshake_ns),
         ] {
             mine.add(theirs).expect("histograms share bounds");
         }
@@ -257,6 +277,13 @@ impl RecordSink for Stats {
         record_ns(&mut self.read_gap_ns, nanos(record.max_read_gap));
         if let Some(connect) = record.connect {
             record_ns(&mut self.connect_ns, nanos(connect));
+        }
+        if let Some(handshake) = record.tls_handshake {
+            let histogram = match record.tls_resumed {
+                true => &mut self.tls_resumed_handshake_ns,
+                false => &mut self.tls_full_handshake_ns,
+            };
+            record_ns(histogram, nanos(handshake));
         }
         self.read_chunks += u64::from(record.read_chunks);
         self.reused_connection_responses += u64::from(record.sequence_on_connection > 0);
@@ -313,6 +340,8 @@ mod tests {
             sequence_on_connection: 0,
             start_offset: Duration::ZERO,
             connect: None,
+            tls_handshake: None,
+            tls_resumed: false,
             first_byte: Duration::from_millis(1),
             total: Duration::from_millis(total_ms),
             read_chunks: 2,
@@ -341,6 +370,7 @@ mod tests {
             requests: 1,
             abandoned_request: true,
             tcp_info: None,
+            tls: None,
             server_header: None,
         });
         a.merge(&b);

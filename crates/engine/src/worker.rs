@@ -4,6 +4,11 @@
 //! Timestamps are taken at the syscall boundaries: when a request is due (or its connect
 //! starts), and right after every `read()` that returned data. Nothing here allocates per
 //! request; the only per-request syscalls are the write(s) and the read(s).
+//!
+//! Over TLS the same loop does the socket calls and rustls only turns bytes into bytes: a
+//! read is timed when it returns, and counts for the response when its ciphertext completed
+//! some plaintext (a record), so a pause between two TLS records is a read gap as it would
+//! be between two plain writes.
 
 use crate::config::EngineConfig;
 use crate::control::Control;
@@ -14,6 +19,7 @@ use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
 use crate::tcp_info::{read_tcp_info, set_quickack};
 use crate::time::later;
+use crate::tls::{TlsSession, looks_like_tls_record};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use nodelay_wire::{Feed, ResponseFramer};
@@ -31,6 +37,8 @@ enum Phase {
     /// Open or not, waiting for the pacer's next slot (`deadline` is when it is due).
     Waiting,
     Connecting,
+    /// TCP is up; the TLS handshake is under way.
+    Handshaking,
     Writing,
     Reading,
     /// No more requests for this connection.
@@ -40,6 +48,8 @@ enum Phase {
 struct Connection {
     slot: u32,
     stream: Option<TcpStream>,
+    /// The TLS session of `stream`, for https.
+    tls: Option<Box<TlsSession>>,
     phase: Phase,
     parser: ResponseFramer,
     picker: RequestPicker,
@@ -60,6 +70,10 @@ struct RequestTiming {
     intended_start: Instant,
     connect_started: Option<Instant>,
     connect: Option<Duration>,
+    /// When the TCP handshake completed and the TLS one began.
+    tls_started: Option<Instant>,
+    tls_handshake: Option<Duration>,
+    tls_resumed: bool,
     bytes_written: usize,
     first_read: Option<Instant>,
     last_read: Instant,
@@ -75,6 +89,9 @@ impl RequestTiming {
             intended_start,
             connect_started: None,
             connect: None,
+            tls_started: None,
+            tls_handshake: None,
+            tls_resumed: false,
             bytes_written: 0,
             first_read: None,
             last_read: intended_start,
@@ -140,6 +157,8 @@ pub(crate) struct Worker<'a, S> {
     /// No phase deadline falls before this (may be early, never late).
     next_timer: Instant,
     read_buffer: Box<[u8]>,
+    /// Plaintext of one read's ciphertext (TLS only; empty otherwise).
+    plain_buffer: Box<[u8]>,
     sink: S,
 }
 
@@ -158,6 +177,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 Connection {
                     slot,
                     stream: None,
+                    tls: None,
                     phase: Phase::Waiting,
                     parser: ResponseFramer::new(&config.framing),
                     picker: mix.picker(slot),
@@ -183,6 +203,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             active: plan.connections,
             next_timer: run_start,
             read_buffer: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
+            plain_buffer: vec![0; if config.tls.is_some() { READ_BUFFER_BYTES } else { 0 }]
+                .into_boxed_slice(),
             sink,
         })
     }
@@ -234,6 +256,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
         match self.connections[index].phase {
             Phase::Connecting if writable || readable => self.finish_connect(index),
+            Phase::Handshaking => self.drive_handshake(index),
             Phase::Writing => {
                 if writable {
                     self.write_request(index);
@@ -336,10 +359,71 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     }
 
     fn on_connected(&mut self, index: usize) {
-        self.control.mark_connected();
         let now = Instant::now();
         let timing = &mut self.connections[index].request;
         timing.connect = timing.connect_started.map(|started| now - started);
+        let Some(client) = &self.config.tls else {
+            self.control.mark_connected();
+            self.set_phase(index, Phase::Writing, later(now, self.config.timeout));
+            return self.write_request(index);
+        };
+        match TlsSession::start(client) {
+            Ok(session) => {
+                let connection = &mut self.connections[index];
+                connection.tls = Some(Box::new(session));
+                connection.request.tls_started = Some(now);
+                // The TLS handshake is part of opening the connection, as in curl.
+                self.set_phase(index, Phase::Handshaking, later(now, self.config.connect_timeout));
+                self.drive_handshake(index);
+            }
+            Err(message) => self.fail(index, ErrorKind::Tls, message),
+        }
+    }
+
+    /// Sends what the handshake has queued and feeds it what arrived, until it is over or
+    /// waits for the socket.
+    fn drive_handshake(&mut self, index: usize) {
+        loop {
+            let connection = &mut self.connections[index];
+            let (Some(stream), Some(tls)) = (&mut connection.stream, &mut connection.tls) else { return };
+            if !tls.is_handshaking() {
+                // Its last flight (TLS 1.3: the client Finished) leaves with the request.
+                return self.on_handshaken(index);
+            }
+            match tls.flush(stream) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    return self.fail(index, kind, format!("TLS handshake: write: {e}"));
+                }
+            }
+            let received = match stream.read(&mut self.read_buffer) {
+                Ok(0) => {
+                    let message = "TLS handshake failed: the server closed the connection (does it speak TLS on this port?)";
+                    return self.fail(index, ErrorKind::Tls, message.to_string());
+                }
+                Ok(n) => tls.receive(&self.read_buffer[..n], &mut self.plain_buffer),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let kind = ErrorKind::from_io(&e, false);
+                    return self.fail(index, kind, format!("TLS handshake: read: {e}"));
+                }
+            };
+            if let Err(message) = received {
+                return self.fail(index, ErrorKind::Tls, message);
+            }
+        }
+    }
+
+    fn on_handshaken(&mut self, index: usize) {
+        self.control.mark_connected();
+        let now = Instant::now();
+        let connection = &mut self.connections[index];
+        let timing = &mut connection.request;
+        timing.tls_handshake = timing.tls_started.map(|started| now - started);
+        timing.tls_resumed = connection.tls.as_ref().and_then(|tls| tls.summary()).is_some_and(|s| s.resumed);
         self.set_phase(index, Phase::Writing, later(now, self.config.timeout));
         self.write_request(index);
     }
@@ -351,13 +435,29 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let write_ends = &self.write_ends[connection.request_index];
         let Some(stream) = &mut connection.stream else { return };
         loop {
+            if let Some(tls) = &mut connection.tls {
+                // Each piece goes out before the next is queued: pieces stay separate writes.
+                match tls.flush(stream) {
+                    Ok(true) => {}
+                    Ok(false) => return,
+                    Err(e) => {
+                        let kind = ErrorKind::from_io(&e, false);
+                        return self.fail(index, kind, format!("write: {e}"));
+                    }
+                }
+            }
             let written = connection.request.bytes_written;
             if written == request.len() {
                 connection.phase = Phase::Reading;
                 return;
             }
             let piece_end = write_ends.iter().copied().find(|&end| end > written).unwrap_or(request.len());
-            match stream.write(&request[written..piece_end]) {
+            let piece = &request[written..piece_end];
+            let result = match &mut connection.tls {
+                Some(tls) => tls.queue(piece),
+                None => stream.write(piece),
+            };
+            match result {
                 Ok(n) => connection.request.bytes_written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -383,26 +483,44 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let Some(stream) = &mut connection.stream else { return ReadOutcome::Pending };
         loop {
             match stream.read(&mut self.read_buffer) {
-                Ok(0) => {
-                    return match connection.parser.finish() {
-                        Ok(()) => ReadOutcome::Complete,
-                        Err(e) => ReadOutcome::Failed(ErrorKind::ClosedEarly, e.to_string()),
-                    };
-                }
+                Ok(0) => return finish_at_close(&mut connection.parser),
                 Ok(n) => {
-                    connection.request.on_read(Instant::now(), n);
+                    let now = Instant::now();
                     if quickack {
                         // Best effort: a failure only weakens the experiment, never the data.
                         let _ = set_quickack(stream);
                     }
-                    match connection.parser.feed(&self.read_buffer[..n]) {
-                        Ok(Feed::Complete { used }) if used == n => return ReadOutcome::Complete,
+                    let (data, closed) = match &mut connection.tls {
+                        None => (&self.read_buffer[..n], false),
+                        Some(tls) => match tls.receive(&self.read_buffer[..n], &mut self.plain_buffer) {
+                            Ok(feed) => (&self.plain_buffer[..feed.plain_bytes], feed.closed),
+                            Err(message) => return ReadOutcome::Failed(ErrorKind::Tls, message),
+                        },
+                    };
+                    if data.is_empty() {
+                        // Ciphertext that completed no record (or a session ticket).
+                        if closed {
+                            return finish_at_close(&mut connection.parser);
+                        }
+                        continue;
+                    }
+                    let first_data = connection.request.first_read.is_none();
+                    connection.request.on_read(now, data.len());
+                    match connection.parser.feed(data) {
+                        Ok(Feed::Complete { used }) if used == data.len() => return ReadOutcome::Complete,
                         Ok(Feed::Complete { used }) => {
-                            let extra = n - used;
+                            let extra = data.len() - used;
                             let message = format!("{extra} bytes after the end of the response");
                             return ReadOutcome::Failed(ErrorKind::MalformedResponse, message);
                         }
+                        Ok(Feed::Partial) if closed => return finish_at_close(&mut connection.parser),
                         Ok(Feed::Partial) => {}
+                        Err(e) if first_data && connection.tls.is_none() && looks_like_tls_record(data) => {
+                            let message = format!(
+                                "the server answered in TLS, not plain HTTP: use an https:// URL ({e})"
+                            );
+                            return ReadOutcome::Failed(ErrorKind::MalformedResponse, message);
+                        }
                         Err(e) => return ReadOutcome::Failed(ErrorKind::MalformedResponse, e.to_string()),
                     }
                     // Incomplete: read on until WouldBlock. A short read is no proof the socket
@@ -425,6 +543,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             sequence_on_connection: connection.responses_on_stream,
             start_offset: timing.intended_start.saturating_duration_since(self.run_start),
             connect: timing.connect,
+            tls_handshake: timing.tls_handshake,
+            tls_resumed: timing.tls_resumed,
             first_byte: first_read.saturating_duration_since(timing.intended_start),
             total: timing.last_read.saturating_duration_since(timing.intended_start),
             read_chunks: timing.read_chunks,
@@ -451,7 +571,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let (slot, request) = (connection.slot, connection.request_index as u16);
         // A connect that failed before any succeeded: the target is unreachable. Running out of
         // descriptors is this machine's problem, not the target's.
-        if connection.phase == Phase::Connecting && kind != ErrorKind::OutOfFiles {
+        let opening = matches!(connection.phase, Phase::Connecting | Phase::Handshaking);
+        if opening && kind != ErrorKind::OutOfFiles {
             self.control.connect_failed(message.strip_prefix("connect: ").unwrap_or(&message));
         }
         let offset = Instant::now().saturating_duration_since(self.run_start);
@@ -464,12 +585,25 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     /// An open connection between requests became readable: the server closed it (fine,
     /// reconnect on the next request) or sent bytes nobody asked for.
     fn check_idle_stream(&mut self, index: usize) {
-        let Some(stream) = &mut self.connections[index].stream else { return };
+        let connection = &mut self.connections[index];
+        let Some(stream) = &mut connection.stream else { return };
         let mut unsolicited = 0;
         let closed = loop {
             match stream.read(&mut self.read_buffer) {
                 Ok(0) => break true,
-                Ok(n) => unsolicited += n,
+                Ok(n) => match &mut connection.tls {
+                    None => unsolicited += n,
+                    // Session tickets and close_notify are TLS's own; only plaintext was unasked.
+                    Some(tls) => match tls.receive(&self.read_buffer[..n], &mut self.plain_buffer) {
+                        Ok(feed) => {
+                            unsolicited += feed.plain_bytes;
+                            if feed.closed {
+                                break true;
+                            }
+                        }
+                        Err(_) => break true,
+                    },
+                },
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => break e.kind() != io::ErrorKind::WouldBlock,
             }
@@ -501,8 +635,12 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 connection: connection.slot,
                 requests: u64::from(connection.responses_on_stream),
                 abandoned_request: at_run_end
-                    && matches!(connection.phase, Phase::Connecting | Phase::Writing | Phase::Reading),
+                    && matches!(
+                        connection.phase,
+                        Phase::Connecting | Phase::Handshaking | Phase::Writing | Phase::Reading
+                    ),
                 tcp_info: read_tcp_info(&stream),
+                tls: connection.tls.take().and_then(|tls| tls.summary()),
                 server_header: if connection.server_reported {
                     None
                 } else {
@@ -535,6 +673,10 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     let message = format!("connect timed out after {:?}", self.config.connect_timeout);
                     self.fail(index, ErrorKind::ConnectTimeout, message);
                 }
+                Phase::Handshaking => {
+                    let message = format!("TLS handshake timed out after {:?}", self.config.connect_timeout);
+                    self.fail(index, ErrorKind::Tls, message);
+                }
                 _ => {
                     let message = format!("no complete response within {:?}", self.config.timeout);
                     self.fail(index, ErrorKind::Timeout, message);
@@ -549,5 +691,14 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             .map(|c| c.deadline)
             .min()
             .unwrap_or(far);
+    }
+}
+
+/// The server closed the connection (or the TLS session): the response ends here if its
+/// framing allows it (read until close), else it was cut short.
+fn finish_at_close(parser: &mut ResponseFramer) -> ReadOutcome {
+    match parser.finish() {
+        Ok(()) => ReadOutcome::Complete,
+        Err(e) => ReadOutcome::Failed(ErrorKind::ClosedEarly, e.to_string()),
     }
 }

@@ -333,6 +333,8 @@ mod tests {
                 sequence_on_connection: sequence,
                 start_offset: Duration::ZERO,
                 connect: None,
+                tls_handshake: None,
+                tls_resumed: false,
                 first_byte: d,
                 total: d,
                 read_chunks: 1,

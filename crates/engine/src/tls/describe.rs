@@ -1,0 +1,117 @@
+//! One line for each way TLS goes wrong, saying what to do about it, and the first bytes
+//! that tell a plain-HTTP answer from a TLS one.
+
+use super::verify::UntrustedIssuer;
+use rustls::{CertificateError, Error};
+
+/// What the user reads when a handshake or a TLS connection fails (no trailing period).
+pub fn describe_tls_error(error: &Error) -> String {
+    match error {
+        Error::InvalidCertificate(certificate) => describe_certificate(certificate),
+        Error::AlertReceived(alert) => {
+            let name = alert.as_str().map_or_else(|| format!("{alert:?}"), snake_case);
+            format!("TLS handshake failed: the server sent the alert {name}")
+        }
+        Error::PeerIncompatible(why) => {
+            format!("TLS handshake failed: the server cannot speak what nodelay offers ({why:?})")
+        }
+        Error::InvalidMessage(_) | Error::InappropriateMessage { .. } => {
+            format!("TLS: the server sent something that is not TLS ({error})")
+        }
+        Error::NoApplicationProtocol => {
+            "TLS handshake failed: the server does not speak http/1.1 (ALPN)".to_string()
+        }
+        other => format!("TLS: {other}"),
+    }
+}
+
+fn describe_certificate(error: &CertificateError) -> String {
+    match error {
+        CertificateError::Other(other) => match other.0.downcast_ref::<UntrustedIssuer>() {
+            Some(untrusted) => format!("TLS: {untrusted}"),
+            None => format!("TLS: certificate rejected: {}", other.0),
+        },
+        CertificateError::UnknownIssuer => {
+            "TLS: certificate not trusted: its issuer is not in the trust store; use --cacert FILE or --insecure"
+                .to_string()
+        }
+        CertificateError::NotValidForNameContext { expected, presented } => {
+            let expected = expected.to_str();
+            let names = if presented.is_empty() { "no name".to_string() } else { presented.join(", ") };
+            format!(
+                "TLS: certificate name mismatch: it is for {names}, not {expected}; use --sni NAME with one of its names, or --insecure"
+            )
+        }
+        CertificateError::NotValidForName => {
+            "TLS: certificate name mismatch: it is not for the URL's host; use --sni NAME, or --insecure".to_string()
+        }
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+            "TLS: certificate expired; renew it, or use --insecure".to_string()
+        }
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "TLS: certificate not valid yet (check this machine's clock), or use --insecure".to_string()
+        }
+        other => format!("TLS: certificate rejected: {other}"),
+    }
+}
+
+/// `HandshakeFailure` → `handshake_failure`, as RFC 8446 names alerts.
+fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for (index, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if index > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The bytes start like a TLS record (handshake or alert, version 3.x): a plain-HTTP client
+/// talked to a TLS server.
+pub fn looks_like_tls_record(bytes: &[u8]) -> bool {
+    matches!(bytes, [0x15 | 0x16, 0x03, ..])
+}
+
+/// The bytes start like an HTTP response: a TLS client talked to a plain-HTTP server.
+pub(crate) fn looks_like_plain_http(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"HTTP/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::AlertDescription;
+
+    #[test]
+    fn alerts_are_named_as_in_the_rfc() {
+        let text = describe_tls_error(&Error::AlertReceived(AlertDescription::HandshakeFailure));
+        assert_eq!(text, "TLS handshake failed: the server sent the alert handshake_failure");
+        let text = describe_tls_error(&Error::AlertReceived(AlertDescription::ProtocolVersion));
+        assert!(text.ends_with("protocol_version"), "{text}");
+    }
+
+    #[test]
+    fn a_name_mismatch_lists_the_certificate_names() {
+        let error = CertificateError::NotValidForNameContext {
+            expected: rustls::pki_types::ServerName::try_from("example.com").unwrap().to_owned(),
+            presented: vec!["DnsName(\"localhost\")".into()],
+        };
+        let text = describe_tls_error(&Error::InvalidCertificate(error));
+        assert!(text.contains("name mismatch") && text.contains("not example.com"), "{text}");
+        assert!(text.contains("--sni"), "{text}");
+    }
+
+    #[test]
+    fn first_bytes_tell_tls_from_http() {
+        assert!(looks_like_tls_record(&[0x15, 0x03, 0x03, 0x00, 0x02]));
+        assert!(looks_like_tls_record(&[0x16, 0x03, 0x01]));
+        assert!(!looks_like_tls_record(b"HTTP/1.1 200 OK"));
+        assert!(looks_like_plain_http(b"HTTP/1.0 400 Bad request"));
+        assert!(!looks_like_plain_http(&[0x16, 0x03]));
+    }
+}

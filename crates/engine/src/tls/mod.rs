@@ -1,0 +1,162 @@
+//! TLS as a transport of the engine's own loop: the client configuration a run shares
+//! (trust, resumption, ALPN), one-line descriptions of what goes wrong, and the per-connection
+//! steps the worker drives (rustls is sans-I/O, so the loop keeps doing every `read()` and
+//! `write()` itself and timestamps stay at the TCP level).
+
+mod describe;
+mod session;
+mod verify;
+
+pub use describe::{describe_tls_error, looks_like_tls_record};
+pub(crate) use session::TlsSession;
+
+use rustls::ClientConfig;
+use rustls::client::Resumption;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// What the user asked of TLS (`--insecure`, `--cacert`, `--sni`, `--no-tls-resume`).
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// No certificate check at all (the signatures of the handshake are still verified).
+    pub insecure: bool,
+    /// PEM file of certificates to trust instead of the system's store.
+    pub ca_file: Option<PathBuf>,
+    /// Name sent in SNI and checked against the certificate, instead of the URL's host.
+    pub server_name: Option<String>,
+    /// A new connection offers the session of an earlier one, as browsers do.
+    pub resume: bool,
+}
+
+/// The client side of TLS a run shares across its threads: one `ClientConfig` (and so one
+/// session cache) and the name every connection sends.
+#[derive(Clone)]
+pub struct TlsClient {
+    pub(crate) config: Arc<ClientConfig>,
+    pub(crate) server_name: ServerName<'static>,
+    /// How the server's certificate is checked, for the report's header.
+    pub trust: TlsTrust,
+    /// New connections offer an earlier session.
+    pub resume: bool,
+}
+
+impl std::fmt::Debug for TlsClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsClient")
+            .field("server_name", &self.server_name)
+            .field("trust", &self.trust)
+            .field("resume", &self.resume)
+            .finish()
+    }
+}
+
+/// How the server's certificate was checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TlsTrust {
+    /// Against the system's trust store (as curl does).
+    System,
+    /// Against the certificates of `--cacert`.
+    CaFile,
+    /// Not at all (`--insecure`).
+    Insecure,
+}
+
+/// The options could not make a TLS client (a bad `--cacert`, an empty trust store).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TlsSetupError(pub String);
+
+/// Only HTTP/1.1 is spoken, so only it is offered.
+const ALPN_HTTP11: &[u8] = b"http/1.1";
+
+impl TlsClient {
+    /// Builds the client for a URL whose host is `url_host` (a name or an IP address).
+    pub fn new(url_host: &str, options: &TlsOptions) -> Result<TlsClient, TlsSetupError> {
+        let name = options.server_name.as_deref().unwrap_or(url_host);
+        let name = name.trim_start_matches('[').trim_end_matches(']');
+        let server_name = ServerName::try_from(name.to_string())
+            .map_err(|_| TlsSetupError(format!("'{name}' is not a valid TLS server name (--sni)")))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsSetupError(format!("TLS setup: {e}")))?;
+        let (builder, trust) = if options.insecure {
+            let verifier = Arc::new(verify::AcceptAnyCertificate::new(provider));
+            (builder.dangerous().with_custom_certificate_verifier(verifier), TlsTrust::Insecure)
+        } else {
+            let (roots, pinned, trust) = match &options.ca_file {
+                Some(path) => {
+                    let certificates = certificates_from_pem(path)?;
+                    (roots_of(path, &certificates)?, certificates, TlsTrust::CaFile)
+                }
+                None => (system_roots()?, Vec::new(), TlsTrust::System),
+            };
+            let verifier = verify::NamingIssuer::new(roots, pinned, provider, trust)?;
+            (builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier)), trust)
+        };
+        let mut config = builder.with_no_client_auth();
+        config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+        if !options.resume {
+            config.resumption = Resumption::disabled();
+        }
+        Ok(TlsClient { config: Arc::new(config), server_name, trust, resume: options.resume })
+    }
+
+    /// A fresh client connection, its ClientHello queued.
+    pub(crate) fn connect(&self) -> Result<rustls::ClientConnection, rustls::Error> {
+        rustls::ClientConnection::new(Arc::clone(&self.config), self.server_name.clone())
+    }
+
+    /// A blocking client over `stream`, for one-off checks outside the load loop.
+    pub fn blocking<S: std::io::Read + std::io::Write>(
+        &self,
+        stream: S,
+    ) -> Result<rustls::StreamOwned<rustls::ClientConnection, S>, rustls::Error> {
+        Ok(rustls::StreamOwned::new(self.connect()?, stream))
+    }
+}
+
+fn certificates_from_pem(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
+    use rustls::pki_types::pem::PemObject;
+    let shown = path.display();
+    let bytes =
+        std::fs::read(path).map_err(|e| TlsSetupError(format!("cannot read --cacert {shown}: {e}")))?;
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .map_err(|e| TlsSetupError(format!("--cacert {shown} is not a PEM certificate file: {e}")))?;
+    if certificates.is_empty() {
+        return Err(TlsSetupError(format!("--cacert {shown} holds no PEM certificate")));
+    }
+    Ok(certificates)
+}
+
+fn roots_of(
+    path: &std::path::Path,
+    certificates: &[CertificateDer<'static>],
+) -> Result<rustls::RootCertStore, TlsSetupError> {
+    let shown = path.display();
+    let mut roots = rustls::RootCertStore::empty();
+    for (index, certificate) in certificates.iter().cloned().enumerate() {
+        roots.add(certificate).map_err(|e| {
+            TlsSetupError(format!("--cacert {shown}: certificate {} is not usable: {e}", index + 1))
+        })?;
+    }
+    Ok(roots)
+}
+
+/// The system's trust store, as curl and browsers use it.
+fn system_roots() -> Result<rustls::RootCertStore, TlsSetupError> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = rustls::RootCertStore::empty();
+    let (_added, _unusable) = roots.add_parsable_certificates(found.certs);
+    if roots.is_empty() {
+        let why = found.errors.first().map(|e| format!(" ({e})")).unwrap_or_default();
+        return Err(TlsSetupError(format!(
+            "the system's trust store has no certificates{why}: use --cacert FILE or --insecure"
+        )));
+    }
+    Ok(roots)
+}
