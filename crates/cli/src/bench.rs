@@ -7,12 +7,13 @@ use crate::output::{self, create_output};
 use crate::runner::{run_engine, text_width};
 use crate::server_view;
 use crate::target::parse_target;
-use crate::workload::{Workload, build_workload};
+use crate::workload::{Workload, build_workload, tls_hint};
 use anyhow::{Result, bail};
 use nodelay_diagnose::server_findings;
 use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{
-    BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, SuccessStatuses, format_status_counts,
+    BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, SuccessStatuses, TlsSettings,
+    format_status_counts,
 };
 use std::time::Duration;
 
@@ -75,6 +76,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         timeout_s: config.timeout.as_secs_f64(),
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
         success_status: load.success_status.to_string(),
+        tls: workload.tls.as_ref().map(TlsSettings::of),
     };
     Ok(Load { workload, config, settings, success: load.success_status.clone() })
 }
@@ -153,7 +155,15 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     }
     output::stdout(&if args.json { Json.render(&report) } else { text.bench_results(&report) })?;
     if report.requests_completed == 0 {
-        output::stderr_line(&format!("nodelay: no request succeeded: {}", why_nothing_succeeded(&report)));
+        let why = tls_hint(&load.workload).unwrap_or_else(|| why_nothing_succeeded(&report));
+        output::stderr_line(&format!("nodelay: no request succeeded: {why}"));
+        return Ok(Outcome::Failed);
+    }
+    if report.non_success_responses == report.requests_completed
+        && let Some(hint) = tls_hint(&load.workload)
+    {
+        // nginx and Go answer a plain request on their TLS port with a 400 page.
+        output::stderr_line(&format!("nodelay: no request succeeded: {hint}"));
         return Ok(Outcome::Failed);
     }
     if report.non_success_responses == report.requests_completed {

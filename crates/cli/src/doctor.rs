@@ -22,8 +22,8 @@ use nodelay_diagnose::{
 use nodelay_engine::{CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_hold};
 use nodelay_host::{ServerView, Upstream};
 use nodelay_report::{
-    DoctorReport, DoctorScenarioReport, FittedText, HopReport, Json, NamedDoctorReport, Render, TryFixReport,
-    format_seconds, plural,
+    DoctorReport, DoctorScenarioReport, FittedText, HopReport, Json, NamedDoctorReport, Render,
+    TlsNegotiated, TryFixReport, format_seconds, plural,
 };
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -282,6 +282,9 @@ fn examine_within(
         bail!("could not measure {url}: interrupted (Ctrl-C) before any response arrived");
     }
     if baseline.responses.is_empty() {
+        if let Some(hint) = crate::workload::tls_hint(workload) {
+            bail!("could not measure {url}: {hint}");
+        }
         let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {
             format!("{}: {}", e.kind.as_str(), e.message)
         });
@@ -371,6 +374,7 @@ fn examine_within(
         &skipped,
     );
     report.interrupted = interrupt::interrupted();
+    report.tls = workload.tls.as_ref().map(|client| TlsNegotiated::of(client, observations.baseline.tls));
     report.try_fix = try_fix_report;
     report.server_view = view_report;
     report.hops = hops;
@@ -529,6 +533,7 @@ fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> 
             if phase.server_header.is_none() {
                 phase.server_header.clone_from(&connection.server_header);
             }
+            phase.tls = phase.tls.or(connection.tls);
             if connection.requests >= busiest && connection.tcp_info.is_some() {
                 busiest = connection.requests;
                 phase.tcp_info = connection.tcp_info;

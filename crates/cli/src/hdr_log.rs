@@ -94,6 +94,7 @@ mod tests {
             timeout_s: 10.0,
             connect_timeout_s: 3.0,
             success_status: "2xx,3xx".into(),
+            tls: None,
         }
     }
 

@@ -171,6 +171,17 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
     })
 }
 
+/// When plain HTTP got nothing usable back: whether the port speaks TLS, said as what to do
+/// ("the server speaks TLS on this port: use https://..."). One extra connection, only then.
+pub fn tls_hint(workload: &Workload) -> Option<String> {
+    if workload.tls.is_some() || !matches!(workload.framing, Framing::Http { .. }) {
+        return None;
+    }
+    let https = workload.url.strip_prefix("http://").map(|rest| format!("https://{rest}"))?;
+    nodelay_engine::speaks_tls(workload.address, std::time::Duration::from_secs(2))
+        .then(|| format!("the server speaks TLS on this port: use {https}"))
+}
+
 /// A scenario path under the URL's own path prefix (`http://h/api` + `/items` = `/api/items`).
 fn join_path(base: &str, path: &str) -> String {
     let base = base.split('?').next().unwrap_or("").trim_end_matches('/');

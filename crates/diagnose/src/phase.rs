@@ -69,6 +69,8 @@ pub struct Phase {
     pub tcp_info: Option<TcpInfo>,
     /// The server's `Server` header, when it sends one: names its stack for the fixes.
     pub server_header: Option<String>,
+    /// What TLS settled on (https only).
+    pub tls: Option<nodelay_engine::TlsSummary>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -129,6 +131,8 @@ pub struct PhaseSummary {
     /// Steady responses whose first byte came 25 ms or more after the request.
     pub late_first_byte: usize,
     pub connect_p50_ms: Option<f64>,
+    /// TLS handshakes after the TCP one (https only): a fresh connection's other cost.
+    pub tls_handshake_p50_ms: Option<f64>,
     /// The very first request of the phase (on a fresh connection).
     pub first_request_total_ms: Option<f64>,
     /// Its longest pause between two reads.
@@ -226,6 +230,7 @@ impl Phase {
         let mut bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
         bytes_before.sort_unstable();
         let connects = sorted(self.responses.iter().filter_map(|r| r.connect.map(ms)));
+        let handshakes = sorted(self.responses.iter().filter_map(|r| r.tls_handshake.map(ms)));
         let on_stalls = |q: f64| (!stalled_gaps.is_empty()).then(|| percentile(&stalled_gaps, q));
         PhaseSummary {
             responses: self.responses.len(),
@@ -248,6 +253,7 @@ impl Phase {
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
             late_first_byte: first_bytes.iter().filter(|&&t| t >= LATE_FIRST_BYTE_MS).count(),
             connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
+            tls_handshake_p50_ms: (!handshakes.is_empty()).then(|| percentile(&handshakes, 0.5)),
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
             first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),
             reuses_connections,

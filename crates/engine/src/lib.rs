@@ -35,7 +35,9 @@ pub use stats::{RequestStats, Stats};
 pub use tcp_info::{KERNEL_TCP_FIGURES, TcpInfo, read_tcp_info, set_quickack};
 pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
-pub use tls::{TlsClient, TlsOptions, TlsSetupError, TlsTrust, describe_tls_error, looks_like_tls_record};
+pub use tls::{
+    TlsClient, TlsOptions, TlsSetupError, TlsTrust, describe_tls_error, looks_like_tls_record, speaks_tls,
+};
 
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Worker, WorkerPlan};

@@ -40,6 +40,8 @@ pub struct Stats {
     pub tls_full_handshake_ns: Histogram<u64>,
     /// TLS handshakes that resumed an earlier session.
     pub tls_resumed_handshake_ns: Histogram<u64>,
+    /// What the first TLS connection that completed its handshake settled on.
+    tls: Option<crate::TlsSummary>,
     pub read_chunks: u64,
     /// Responses that arrived on a connection that had already carried one (keep-alive
     /// reuse, as ab's "Keep-Alive requests").
@@ -141,6 +143,7 @@ impl Stats {
             connect_ns: run_histogram(),
             tls_full_handshake_ns: run_histogram(),
             tls_resumed_handshake_ns: run_histogram(),
+            tls: None,
             read_chunks: 0,
             reused_connection_responses: 0,
             status_counts: BTreeMap::new(),
@@ -194,9 +197,9 @@ impl Stats {
         all
     }
 
-    /// What the TLS connections negotiated (the first slot's that had TLS).
+    /// What the TLS connections negotiated (the first one that completed its handshake).
     pub fn tls(&self) -> Option<crate::TlsSummary> {
-        self.connections.values().find_map(|record| record.tls)
+        self.tls
     }
 
     /// The last TCP_INFO of each connection slot that had one.
@@ -231,6 +234,7 @@ impl Stats {
         ] {
             mine.add(theirs).expect("histograms share bounds");
         }
+        self.tls = self.tls.or(other.tls);
         self.read_chunks += other.read_chunks;
         self.reused_connection_responses += other.reused_connection_responses;
         for (code, n) in &other.status_counts {
@@ -317,6 +321,7 @@ impl RecordSink for Stats {
     fn connection(&mut self, record: &ConnectionRecord) {
         self.connections_closed += 1;
         self.unfinished += u64::from(record.abandoned_request);
+        self.tls = self.tls.or(record.tls);
         self.connections.insert(record.connection, record.clone());
     }
 

@@ -4,6 +4,7 @@
 use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
+use crate::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
 use nodelay_diagnose::Finding;
 use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo, quantile_ms};
@@ -108,6 +109,8 @@ pub struct BenchSettings {
     pub connect_timeout_s: f64,
     /// Statuses counted as success (`--success-status`), e.g. `2xx,3xx`.
     pub success_status: String,
+    /// https:// runs: how the server is trusted; null for plain HTTP and TCP.
+    pub tls: Option<TlsSettings>,
 }
 
 /// How the run ended, besides its records.
@@ -166,6 +169,11 @@ pub struct BenchReport {
     pub first_byte_ms: Option<Percentiles>,
     pub read_gap_ms: Option<Percentiles>,
     pub connect_ms: Option<Percentiles>,
+    /// TLS handshake (after the TCP one), full and resumed, for requests that opened a
+    /// connection; null for plain HTTP.
+    pub tls_handshake_ms: Option<Percentiles>,
+    /// What the TLS handshakes settled on and cost; null for plain HTTP.
+    pub tls: Option<TlsReport>,
     /// `latency_ms` in equal-width buckets from its min to its max; empty when nothing
     /// completed.
     pub latency_histogram: Vec<HistogramBucket>,
@@ -206,6 +214,7 @@ impl BenchReport {
         end: RunEnd,
     ) -> Self {
         let RunEnd { elapsed, interrupted, due_not_sent } = end;
+        let over_tls = settings.tls.is_some();
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let non_success = |counts: &mut dyn Iterator<Item = (u16, u64)>| {
             counts.filter(|(code, _)| !success.is_success(*code)).map(|(_, n)| n).sum::<u64>()
@@ -228,6 +237,8 @@ impl BenchReport {
             first_byte_ms: Percentiles::from_ns(&stats.first_byte_ns),
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
             connect_ms: Percentiles::from_ns(&stats.connect_ns),
+            tls_handshake_ms: Percentiles::from_ns(&stats.tls_handshake_ns()),
+            tls: over_tls.then(|| TlsReport::of(stats)),
             latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
             latency_spectrum: spectrum_ms(&stats.latency_ns),
             read_gap_spectrum: spectrum_ms(&stats.read_gap_ns),

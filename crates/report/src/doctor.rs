@@ -57,6 +57,9 @@ pub struct DoctorReport {
     /// The upstreams the server used during the baseline, each diagnosed in turn (the chain
     /// the doctor followed, at most 3 hops deep); empty when it did not follow any.
     pub hops: Vec<HopReport>,
+    /// https:// targets: how the certificate was checked and what TLS settled on; null for
+    /// plain HTTP.
+    pub tls: Option<crate::tls::TlsNegotiated>,
 }
 
 /// One hop of the chain: the server's upstream, diagnosed directly.
@@ -217,6 +220,7 @@ impl DoctorReport {
             try_fix: None,
             server_view: None,
             hops: Vec::new(),
+            tls: None,
         }
     }
 

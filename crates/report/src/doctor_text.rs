@@ -48,6 +48,9 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         crate::format::format_seconds(r.budget_s)
     );
     out.push_str(&wrap(&header, width, "", "  "));
+    if let Some(tls) = &r.tls {
+        out.push_str(&wrap(&tls.describe(), width, "  ", "    "));
+    }
     writeln!(out)?;
     // One unit per column: each compares one figure across the phases.
     let column = |pick: fn(&PhaseReport) -> f64| DurationScale::for_ms(r.phases.iter().map(pick));
@@ -80,10 +83,19 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         && baseline.summary.reuses_connections
         && let Some(first) = baseline.summary.first_request_total_ms
     {
+        // It escaped only if no stall-sized wait is anywhere in it: over TLS the wait can come
+        // before its first byte (the server's session tickets hold the response back).
         let escaped = baseline.summary.first_request_read_gap_ms.is_some_and(|gap| gap < STALL_GAP_MS)
+            && first < STALL_GAP_MS
             && baseline.summary.stalled > 0;
         let why = if escaped { " (a fresh connection ACKs at once, so it escapes the stall)" } else { "" };
-        let line = format!("first request on the fresh connection: {}{why}", format_duration_ms(first));
+        let handshake = baseline
+            .summary
+            .tls_handshake_p50_ms
+            .map(|tls| format!(", of which the TLS handshake {}", format_duration_ms(tls)))
+            .unwrap_or_default();
+        let line =
+            format!("first request on the fresh connection: {}{handshake}{why}", format_duration_ms(first));
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {

@@ -20,6 +20,7 @@ mod server_view;
 mod sockets;
 mod status;
 mod text;
+mod tls;
 
 pub use bench::{
     BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, Percentiles,
@@ -49,6 +50,7 @@ pub use server_view::{ServerViewReport, ThreadReport, UpstreamReport};
 pub use sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use status::SuccessStatuses;
 pub use text::{FittedText, Text};
+pub use tls::{TlsNegotiated, TlsReport, TlsSettings};
 
 /// A report format.
 pub trait Render<Report: ?Sized> {

@@ -119,8 +119,10 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
         plural(s.connections as u64, "connection", "connections"),
         plural(s.threads as u64, "thread", "threads"),
     );
+    let tls = s.tls.as_ref().map(|tls| wrap(&tls.describe(), width, "  ", "    ")).unwrap_or_default();
     wrap(&format!("nodelay bench {} {} ({})", s.method, s.url, s.address), width, "", "  ")
         + &wrap(&run, width, "  ", "    ")
+        + &tls
 }
 
 fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
@@ -206,6 +208,7 @@ fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::
         ("first byte", &r.first_byte_ms),
         ("read gap", &r.read_gap_ms),
         ("connect", &r.connect_ms),
+        ("TLS handshake", &r.tls_handshake_ms),
     ]
     .into_iter()
     .filter_map(|(label, p)| Some((label, p.as_ref()?)))
@@ -353,6 +356,9 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
             ),
         ));
     }
+    if let Some(tls) = &r.tls {
+        rows.push(("TLS", tls.describe()));
+    }
     if let Some(summary) = connections_summary(r) {
         rows.push(("tcp_info", summary));
     }
@@ -457,6 +463,7 @@ mod tests {
             timeout_s: 5.0,
             connect_timeout_s: 5.0,
             success_status: "2xx,3xx".into(),
+            tls: None,
         }
     }
 
@@ -496,7 +503,9 @@ mod tests {
             first_byte_ms: Some(spread(0.2614, 1.17)),
             read_gap_ms: Some(spread(43.2, 43.68)),
             connect_ms: Some(spread(0.000_85, 0.000_85)),
-            latency_histogram: (0..10)
+            tls_handshake_ms: None,
+            tls: None,
+            latency_histogram: (0..10u32)
                 .map(|i| HistogramBucket {
                     up_to_ms: 43.62 + 0.055 * f64::from(i + 1),
                     count: [1, 2, 0, 9, 4, 1, 0, 2, 0, 1][i as usize],

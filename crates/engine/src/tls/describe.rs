@@ -77,9 +77,19 @@ pub fn looks_like_tls_record(bytes: &[u8]) -> bool {
     matches!(bytes, [0x15 | 0x16, 0x03, ..])
 }
 
-/// The bytes start like an HTTP response: a TLS client talked to a plain-HTTP server.
-pub(crate) fn looks_like_plain_http(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"HTTP/")
+/// What the first bytes of a server's answer to a ClientHello say when they are no TLS
+/// record but text: a TLS client talked to a plain-HTTP server (which may answer with a
+/// status line, or with a bare HTML page as HTTP/0.9).
+pub(crate) fn plain_text_answer(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"HTTP/") {
+        return Some(
+            "the server answered in plain HTTP, not TLS: use an http:// URL (or the port that speaks TLS)",
+        );
+    }
+    // A TLS record starts with a content type of 20 to 24, never a printable character.
+    let head = &bytes[..bytes.len().min(5)];
+    let text = !head.is_empty() && head.iter().all(|&b| b.is_ascii_graphic() || b.is_ascii_whitespace());
+    text.then_some("the server answered in plain text, not TLS (plain HTTP?): use an http:// URL (or the port that speaks TLS)")
 }
 
 #[cfg(test)]
@@ -111,7 +121,9 @@ mod tests {
         assert!(looks_like_tls_record(&[0x15, 0x03, 0x03, 0x00, 0x02]));
         assert!(looks_like_tls_record(&[0x16, 0x03, 0x01]));
         assert!(!looks_like_tls_record(b"HTTP/1.1 200 OK"));
-        assert!(looks_like_plain_http(b"HTTP/1.0 400 Bad request"));
-        assert!(!looks_like_plain_http(&[0x16, 0x03]));
+        assert!(plain_text_answer(b"HTTP/1.0 400 Bad request").unwrap().contains("plain HTTP"));
+        assert!(plain_text_answer(b"<!DOCTYPE HTML>").unwrap().contains("plain text"));
+        assert!(plain_text_answer(&[0x16, 0x03, 0x03, 0x00, 0x7a]).is_none());
+        assert!(plain_text_answer(&[0x15, 0x03]).is_none());
     }
 }

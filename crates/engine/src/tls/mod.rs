@@ -4,10 +4,12 @@
 //! `write()` itself and timestamps stay at the TCP level).
 
 mod describe;
+mod probe;
 mod session;
 mod verify;
 
 pub use describe::{describe_tls_error, looks_like_tls_record};
+pub use probe::speaks_tls;
 pub(crate) use session::TlsSession;
 
 use rustls::ClientConfig;

@@ -3,7 +3,7 @@
 //! The worker does every socket call, so each read keeps its own timestamp.
 
 use super::TlsClient;
-use super::describe::{describe_tls_error, looks_like_plain_http};
+use super::describe::{describe_tls_error, plain_text_answer};
 use crate::record::TlsSummary;
 use rustls::client::ClientConnection;
 use rustls::{CipherSuite, HandshakeKind, ProtocolVersion};
@@ -57,8 +57,11 @@ impl TlsSession {
     /// Decrypts what one read returned into `plain` (at least as long as `ciphertext`, which
     /// bounds the plaintext it can hold). Errors are the one-line descriptions.
     pub fn receive(&mut self, mut ciphertext: &[u8], plain: &mut [u8]) -> Result<Feed, String> {
-        if !self.received_any && self.connection.is_handshaking() && looks_like_plain_http(ciphertext) {
-            return Err("the server answered in plain HTTP, not TLS: use an http:// URL (or the port that speaks TLS)".into());
+        if !self.received_any
+            && self.connection.is_handshaking()
+            && let Some(why) = plain_text_answer(ciphertext)
+        {
+            return Err(why.to_string());
         }
         self.received_any = true;
         let mut feed = Feed { plain_bytes: 0, closed: false };

@@ -29,6 +29,7 @@ fn settings(url: &str) -> BenchSettings {
         timeout_s: 10.0,
         connect_timeout_s: 2.0,
         success_status: "2xx,3xx".into(),
+        tls: None,
     }
 }
 

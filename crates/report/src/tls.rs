@@ -1,0 +1,129 @@
+//! What a run over TLS reports: how the server was trusted (in the settings, known before the
+//! run) and what the handshakes settled on and cost (after it). Part of the bench, compare
+//! and doctor JSON contracts.
+
+use crate::bench::Percentiles;
+use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
+use serde::Serialize;
+
+/// The TLS options of an https:// run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TlsSettings {
+    /// How the certificate is checked: `system` (trust store), `ca_file` (--cacert) or
+    /// `insecure` (not at all).
+    pub trust: TlsTrust,
+    /// New connections offer an earlier session (false with --no-tls-resume).
+    pub resume: bool,
+}
+
+impl TlsSettings {
+    pub fn of(client: &TlsClient) -> Self {
+        TlsSettings { trust: client.trust, resume: client.resume }
+    }
+
+    /// The header's line about trust, e.g. "TLS, certificate checked against the system's
+    /// trust store".
+    pub fn describe(&self) -> String {
+        let trust = match self.trust {
+            TlsTrust::System => "certificate checked against the system's trust store",
+            TlsTrust::CaFile => "certificate checked against --cacert",
+            TlsTrust::Insecure => "certificate NOT checked (--insecure)",
+        };
+        let resume = if self.resume { "sessions resumed" } else { "no session resumption" };
+        format!("TLS, {trust}, {resume}")
+    }
+}
+
+/// How a doctor's connections were trusted and what they settled on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TlsNegotiated {
+    pub trust: TlsTrust,
+    /// `TLSv1.3` or `TLSv1.2`; null when no handshake completed.
+    pub version: Option<&'static str>,
+    pub cipher: Option<&'static str>,
+    pub alpn: Option<&'static str>,
+}
+
+impl TlsNegotiated {
+    pub fn of(client: &TlsClient, summary: Option<TlsSummary>) -> Self {
+        TlsNegotiated {
+            trust: client.trust,
+            version: summary.map(|s| s.version),
+            cipher: summary.map(|s| s.cipher),
+            alpn: summary.and_then(|s| s.alpn_http11.then_some("http/1.1")),
+        }
+    }
+
+    /// "TLSv1.3 TLS_AES_256_GCM_SHA384, certificate checked against --cacert".
+    pub fn describe(&self) -> String {
+        let negotiated = match (self.version, self.cipher) {
+            (Some(version), Some(cipher)) => format!("{version} {cipher}"),
+            _ => "TLS (no handshake completed)".to_string(),
+        };
+        let settings = TlsSettings { trust: self.trust, resume: true };
+        let trust = settings.describe();
+        let trust = trust.trim_start_matches("TLS, ").trim_end_matches(", sessions resumed");
+        format!("{negotiated}, {trust}")
+    }
+}
+
+/// What the TLS handshakes of a run settled on and cost.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TlsReport {
+    /// `TLSv1.3` or `TLSv1.2`; null when no handshake completed.
+    pub version: Option<&'static str>,
+    /// IANA cipher suite name.
+    pub cipher: Option<&'static str>,
+    /// The protocol the server chose by ALPN (`http/1.1`), null if it ignored ALPN.
+    pub alpn: Option<&'static str>,
+    pub full_handshakes: u64,
+    pub resumed_handshakes: u64,
+    /// Handshakes that exchanged certificates (after the TCP handshake).
+    pub full_handshake_ms: Option<Percentiles>,
+    /// Handshakes that resumed an earlier session.
+    pub resumed_handshake_ms: Option<Percentiles>,
+}
+
+impl TlsReport {
+    pub fn of(stats: &Stats) -> Self {
+        let summary = stats.tls();
+        TlsReport {
+            version: summary.map(|s| s.version),
+            cipher: summary.map(|s| s.cipher),
+            alpn: summary.and_then(|s| s.alpn_http11.then_some("http/1.1")),
+            full_handshakes: stats.tls_full_handshake_ns.len(),
+            resumed_handshakes: stats.tls_resumed_handshake_ns.len(),
+            full_handshake_ms: Percentiles::from_ns(&stats.tls_full_handshake_ns),
+            resumed_handshake_ms: Percentiles::from_ns(&stats.tls_resumed_handshake_ns),
+        }
+    }
+
+    /// One sentence: "TLSv1.3 TLS_AES_256_GCM_SHA384, ALPN http/1.1; 12 handshakes: 2 full
+    /// (p50 1.20 ms), 10 resumed (p50 0.41 ms)".
+    pub fn describe(&self) -> String {
+        let negotiated = match (self.version, self.cipher) {
+            (Some(version), Some(cipher)) => format!("{version} {cipher}"),
+            _ => "no handshake completed".to_string(),
+        };
+        let alpn = match self.alpn {
+            Some(protocol) => format!(", ALPN {protocol}"),
+            None if self.version.is_some() => ", no ALPN answer".to_string(),
+            None => String::new(),
+        };
+        let p50 = |p: &Option<Percentiles>| {
+            p.map(|p| format!(" (p50 {})", crate::format::format_duration_ms(p.p50))).unwrap_or_default()
+        };
+        let total = self.full_handshakes + self.resumed_handshakes;
+        if total == 0 {
+            return format!("{negotiated}{alpn}");
+        }
+        format!(
+            "{negotiated}{alpn}; {}: {} full{}, {} resumed{}",
+            crate::format::plural(total as usize, "handshake", "handshakes"),
+            self.full_handshakes,
+            p50(&self.full_handshake_ms),
+            self.resumed_handshakes,
+            p50(&self.resumed_handshake_ms),
+        )
+    }
+}
