@@ -7,10 +7,10 @@ use crate::output::{self, create_output};
 use crate::runner::{run_engine, text_width};
 use crate::server_view;
 use crate::target::parse_target;
-use crate::workload::{Workload, build_workload, tls_hint};
+use crate::workload::{Workload, build_workload, looks_like_tls_refusal, tls_hint};
 use anyhow::{Result, bail};
 use nodelay_diagnose::server_findings;
-use nodelay_engine::{EngineConfig, Framing, SocketOptions, Stats};
+use nodelay_engine::{EngineConfig, ErrorKind, Framing, SocketOptions, Stats};
 use nodelay_report::{
     BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, SuccessStatuses, TlsSettings,
     format_status_counts,
@@ -155,12 +155,15 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     }
     output::stdout(&if args.json { Json.render(&report) } else { text.bench_results(&report) })?;
     if report.requests_completed == 0 {
-        let why = tls_hint(&load.workload).unwrap_or_else(|| why_nothing_succeeded(&report));
+        let suspect =
+            ErrorKind::ALL.into_iter().any(|kind| looks_like_tls_refusal(kind) && stats.errors(kind) > 0);
+        let why = tls_hint(&load.workload, suspect).unwrap_or_else(|| why_nothing_succeeded(&report));
         output::stderr_line(&format!("nodelay: no request succeeded: {why}"));
         return Ok(Outcome::Failed);
     }
+    let all_400 = stats.status_counts().all(|(code, _)| code == 400);
     if report.non_success_responses == report.requests_completed
-        && let Some(hint) = tls_hint(&load.workload)
+        && let Some(hint) = tls_hint(&load.workload, all_400)
     {
         // nginx and Go answer a plain request on their TLS port with a 400 page.
         output::stderr_line(&format!("nodelay: no request succeeded: {hint}"));

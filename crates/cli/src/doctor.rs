@@ -282,7 +282,8 @@ fn examine_within(
         bail!("could not measure {url}: interrupted (Ctrl-C) before any response arrived");
     }
     if baseline.responses.is_empty() {
-        if let Some(hint) = crate::workload::tls_hint(workload) {
+        let suspect = baseline.errors.iter().any(|e| crate::workload::looks_like_tls_refusal(e.kind));
+        if let Some(hint) = crate::workload::tls_hint(workload, suspect) {
             bail!("could not measure {url}: {hint}");
         }
         let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {

@@ -172,14 +172,23 @@ fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> R
 }
 
 /// When plain HTTP got nothing usable back: whether the port speaks TLS, said as what to do
-/// ("the server speaks TLS on this port: use https://..."). One extra connection, only then.
-pub fn tls_hint(workload: &Workload) -> Option<String> {
-    if workload.tls.is_some() || !matches!(workload.framing, Framing::Http { .. }) {
+/// ("the server speaks TLS on this port: use https://..."). One extra connection, only when
+/// the failures look like a TLS server's answer to plain HTTP: a close, a reset, bytes that
+/// are no HTTP, or a 400 page (`suspect`); never for timeouts.
+pub fn tls_hint(workload: &Workload, suspect: bool) -> Option<String> {
+    if !suspect || workload.tls.is_some() || !matches!(workload.framing, Framing::Http { .. }) {
         return None;
     }
     let https = workload.url.strip_prefix("http://").map(|rest| format!("https://{rest}"))?;
-    nodelay_engine::speaks_tls(workload.address, std::time::Duration::from_secs(2))
+    nodelay_engine::speaks_tls(workload.address, std::time::Duration::from_secs(1))
         .then(|| format!("the server speaks TLS on this port: use {https}"))
+}
+
+/// The failures a TLS server gives a plain-HTTP client: it closes, resets, or answers with
+/// a TLS alert record (malformed as HTTP).
+pub fn looks_like_tls_refusal(kind: nodelay_engine::ErrorKind) -> bool {
+    use nodelay_engine::ErrorKind;
+    matches!(kind, ErrorKind::ClosedEarly | ErrorKind::Reset | ErrorKind::MalformedResponse)
 }
 
 /// A scenario path under the URL's own path prefix (`http://h/api` + `/items` = `/api/items`).

@@ -135,7 +135,7 @@ fn doctor_cannot_measure_garbage_or_nothing() {
     let run = nodelay(&["doctor", &format!("http://127.0.0.1:{free_port}/")]);
     assert_eq!(run.code(), 1);
     assert!(run.stderr().contains("cannot connect"), "{}", run.stderr());
-    assert_eq!(nodelay(&["doctor", "https://127.0.0.1/"]).code(), 2);
+    assert_eq!(nodelay(&["doctor", "ftp://127.0.0.1/"]).code(), 2);
     assert_eq!(nodelay(&["doctor", "--budget", "0s", "http://127.0.0.1/"]).code(), 2);
 }
 

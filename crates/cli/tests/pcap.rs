@@ -562,6 +562,20 @@ fn tcpdump_of_a_stalling_server_matches_the_doctor() {
 }
 
 #[test]
+fn tcpdump_of_a_server_stalling_through_tls_is_found() {
+    // TLS changes nothing at the TCP level: the pause between two records is a pause
+    // between two segments, and the capture shows it like the plain case.
+    let c = common::tls::certs();
+    let peer = python_peer("python_https_server.py", &["--cert", &c.cert, "--key", &c.key]);
+    let url = format!("https://127.0.0.1:{}/", peer.port);
+    let path = capture_bench("tls-stall", &peer, "lo", false, &["--cacert", &c.ca, &url]);
+    let report = pcap_file_verdict(&path);
+    assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"], "{report:#}");
+    assert!(report["stalls"].as_u64().unwrap() >= 8, "{report:#}");
+    assert_eq!(report["top_flows"][0]["held_by"], "server", "{report:#}");
+}
+
+#[test]
 fn tcpdump_of_the_fixed_server_is_healthy_like_the_doctor() {
     let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
     // Nanosecond timestamps. Not `-i any` (Linux cooked v2 frames, which the fixtures cover):

@@ -5,6 +5,7 @@ pub mod relay;
 
 pub mod hops;
 pub mod nginx;
+pub mod tls;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

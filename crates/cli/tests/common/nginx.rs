@@ -43,6 +43,16 @@ impl Nginx {
     /// block without a `listen` (the helper adds `listen 127.0.0.1:<port>;`) and any
     /// `upstream` blocks. Returns once the worker is running.
     pub fn start(snippet: &str) -> Nginx {
+        Nginx::start_listening(snippet, "")
+    }
+
+    /// The same with TLS on the port (`listen ... ssl`): the snippet names the certificate
+    /// and key (`ssl_certificate`, `ssl_certificate_key`).
+    pub fn start_tls(snippet: &str) -> Nginx {
+        Nginx::start_listening(snippet, " ssl")
+    }
+
+    fn start_listening(snippet: &str, listen_options: &str) -> Nginx {
         static STARTED: AtomicU32 = AtomicU32::new(0);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "nginx-{}-{}",
@@ -55,7 +65,8 @@ impl Nginx {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("address").port();
         let config = dir.join("nginx.conf");
-        std::fs::write(&config, full_config(&dir, &with_listen(snippet, port))).expect("write nginx.conf");
+        std::fs::write(&config, full_config(&dir, &with_listen(snippet, port, listen_options)))
+            .expect("write nginx.conf");
 
         let fd = listener.as_raw_fd();
         let mut command = Command::new(nginx_binary());
@@ -117,6 +128,10 @@ impl Nginx {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    pub fn https_url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
     /// The directory holding nginx.conf, error.log, access.log and the temp paths.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -170,7 +185,7 @@ fn nginx_binary() -> &'static str {
 }
 
 /// The snippet with `listen 127.0.0.1:<port>;` opening its one `server {` block.
-fn with_listen(snippet: &str, port: u16) -> String {
+fn with_listen(snippet: &str, port: u16, listen_options: &str) -> String {
     assert!(!snippet.contains("listen "), "the helper chooses the port; drop the listen:\n{snippet}");
     let mut blocks = Vec::new();
     let mut from = 0;
@@ -184,7 +199,11 @@ fn with_listen(snippet: &str, port: u16) -> String {
     }
     assert_eq!(blocks.len(), 1, "the snippet needs exactly one server block:\n{snippet}");
     let brace_end = blocks[0];
-    format!("{}\n    listen 127.0.0.1:{port};{}", &snippet[..brace_end], &snippet[brace_end..])
+    format!(
+        "{}\n    listen 127.0.0.1:{port}{listen_options};{}",
+        &snippet[..brace_end],
+        &snippet[brace_end..]
+    )
 }
 
 fn full_config(dir: &Path, http: &str) -> String {

@@ -45,6 +45,7 @@ fn latency_table(view: &BenchView) -> Option<LatencyTable> {
         ("first byte", &view.first_byte_ms),
         ("read gap", &view.read_gap_ms),
         ("connect", &view.connect_ms),
+        ("TLS handshake", &view.tls_handshake_ms),
     ]
     .into_iter()
     .filter_map(|(name, p)| Some((name, p.as_ref()?)))
@@ -100,6 +101,10 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
     let errors: u64 = view.errors.values().sum();
     stats.push(Stat::count("errors", "errors", errors));
     stats.push(Stat::new("elapsed", "duration", format_seconds(view.elapsed_s), Some(view.elapsed_s)));
+    let tls_field = |name: &str| view.tls.as_ref()?.get(name)?.as_str().map(str::to_string);
+    if let (Some(version), Some(cipher)) = (tls_field("version"), tls_field("cipher")) {
+        stats.push(Stat::new("tls", "TLS", format!("{version} {cipher}"), None));
+    }
     if view.transfer_bytes_per_second > 0.0 {
         stats.push(Stat::new(
             "transfer",

@@ -159,6 +159,9 @@ pub struct BenchView {
     pub first_byte_ms: Option<PercentilesView>,
     pub read_gap_ms: Option<PercentilesView>,
     pub connect_ms: Option<PercentilesView>,
+    pub tls_handshake_ms: Option<PercentilesView>,
+    /// What TLS settled on (https runs): `version` and `cipher` are read.
+    pub tls: Option<Map<String, Value>>,
     pub latency_histogram: Vec<BucketView>,
     pub latency_spectrum: Vec<SpectrumPoint>,
     pub read_gap_spectrum: Vec<SpectrumPoint>,
