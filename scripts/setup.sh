@@ -36,6 +36,10 @@ want nginx nginx-light
 # Headless Chromium loads the HTML reports from disk, checks their DOM and takes screenshots
 # (crates/cli/tests/html.rs looks for /usr/bin/chromium).
 want_file /usr/bin/chromium chromium
+# https:// checks certificates against the system's trust store, as curl does (an
+# "untrusted issuer" test needs one); the TLS benchmark makes its certificate with openssl.
+want_file /etc/ssl/certs/ca-certificates.crt ca-certificates
+want openssl openssl
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils
