@@ -130,8 +130,13 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         output::stdout(&text.render(&load.settings))?;
     }
     let watching = server_view::watch(load.workload.address, &args.server_view);
+    let cpu_before = nodelay_engine::process_cpu_time();
     let measured = load.measure(!args.quiet)?;
+    let generator_cpu = nodelay_engine::process_cpu_time().saturating_sub(cpu_before);
     let stats = &measured.stats;
+    // nodelay's CPU as a share of its threads' time: near 1, it measured itself.
+    let thread_seconds = measured.end.elapsed.as_secs_f64() * load.config.threads.max(1) as f64;
+    let cpu_share = (thread_seconds > 0.0).then(|| generator_cpu.as_secs_f64() / thread_seconds);
     let mut report = load.report(&measured);
     if let (Some(view_report), view) = watching.finish(stats.completed) {
         // One connection in a closed loop sends one request at a time: the server's CPU per
@@ -143,6 +148,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
             view.map(|view| server_findings(&view, stats.completed, sequential_p50_ms)).unwrap_or_default();
         report = report.with_server_view(view_report, findings);
     }
+    let report = report.with_suggestions(cpu_share);
 
     if let Some(output) = export {
         output.write(Json.render(&report).as_bytes())?;

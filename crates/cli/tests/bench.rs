@@ -328,3 +328,45 @@ fn bad_urls_and_flags_are_usage_errors() {
         "cannot read body file",
     );
 }
+
+// ---- what the numbers suggest ------------------------------------------------------------
+
+#[test]
+fn a_stalling_server_gets_a_suggestion_and_the_fixed_one_none() {
+    let stalling = python_peer("python_http_server.py", &[]);
+    let run = nodelay(&["bench", "-c", "1", "-n", "30", "--json", &stalling.url("/")]);
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    let ids: Vec<&str> =
+        report["suggestions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["server-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(report["suggestions"][0]["prove"], format!("nodelay doctor {}", stalling.url("/")));
+    let share = report["generator_cpu_share"].as_f64().unwrap();
+    assert!((0.0..0.9).contains(&share), "an idle generator: {share}");
+    let text = nodelay(&["bench", "-c", "1", "-n", "30", &stalling.url("/")]).stdout();
+    assert!(text.contains("what these numbers suggest (not proven; no experiment was run):"), "{text}");
+    assert!(squeeze(&text).contains("prove it: nodelay doctor"), "{text}");
+
+    let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let report = nodelay(&["bench", "-c", "1", "-n", "200", "--json", &fixed.url("/")]).json();
+    assert_eq!(report["suggestions"], serde_json::json!([]), "{report:#}");
+}
+
+#[test]
+fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
+    let closing = python_peer("python_http_server.py", &["--http10"]);
+    let report = nodelay(&["bench", "-c", "1", "-n", "30", "--json", &closing.url("/")]).json();
+    let ids: Vec<&str> =
+        report["suggestions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["connection-per-request"], "{report:#}");
+    let pages = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let run =
+        nodelay(&["bench", "-c", "1", "-n", "30", "--json", "--success-status", "3xx", &pages.url("/")]);
+    let ids: Vec<String> = run.json()["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["error-responses"], "{}", run.stdout());
+}

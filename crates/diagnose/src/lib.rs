@@ -16,6 +16,7 @@ mod relay;
 mod rules;
 mod server;
 mod significance;
+mod suggest;
 mod timers;
 
 pub use capture::{CaptureStalls, capture_findings};
@@ -32,4 +33,5 @@ pub use server::{
     server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
+pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

@@ -6,6 +6,7 @@
 
 mod config;
 mod control;
+mod cpu;
 mod hold_probe;
 mod limits;
 mod pacer;
@@ -22,6 +23,7 @@ mod worker;
 
 pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
+pub use cpu::process_cpu_time;
 pub use hold_probe::{HoldProbe, probe_hold};
 pub use limits::{
     DescriptorLimit, DescriptorShortage, descriptor_limit, descriptors_needed, reserve_descriptors,

@@ -6,7 +6,7 @@ use crate::server_view::ServerViewReport;
 use crate::status::SuccessStatuses;
 use crate::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
-use nodelay_diagnose::Finding;
+use nodelay_diagnose::{Finding, RunShape, Suggestion};
 use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo, quantile_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -202,6 +202,12 @@ pub struct BenchReport {
     /// What the server view shows (`server-cpu-bound`, `upstream-connection-per-request`);
     /// empty when nothing, or when the server was not looked at.
     pub findings: Vec<Finding>,
+    /// What the run's own numbers suggest, with no experiment run, each with the command
+    /// that proves it; empty when nothing stands out.
+    pub suggestions: Vec<Suggestion>,
+    /// nodelay's own CPU over the run, as a share of its threads' time (1.0: every thread
+    /// busy throughout); null when not measured.
+    pub generator_cpu_share: Option<f64>,
 }
 
 impl BenchReport {
@@ -297,6 +303,46 @@ impl BenchReport {
             }),
             server_view: None,
             findings: Vec::new(),
+            suggestions: Vec::new(),
+            generator_cpu_share: None,
+        }
+    }
+
+    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was.
+    pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>) -> Self {
+        self.generator_cpu_share = generator_cpu_share;
+        self.suggestions = nodelay_diagnose::suggest(&self.run_shape());
+        self
+    }
+
+    /// The figures the passive rules read.
+    fn run_shape(&self) -> RunShape {
+        let pick = |p: &Option<Percentiles>, f: fn(&Percentiles) -> f64| p.as_ref().map(f);
+        // The deciles of the total latency, from the spectrum.
+        let latency_quantiles_ms = (1..=9)
+            .filter_map(|decile| {
+                let wanted = f64::from(decile) * 10.0;
+                self.latency_spectrum.iter().find(|p| p.percentile >= wanted).map(|p| p.latency_ms)
+            })
+            .collect();
+        RunShape {
+            url: self.settings.url.clone(),
+            connections: self.settings.connections,
+            threads: self.settings.threads,
+            keep_alive: self.settings.keep_alive,
+            responses: self.requests_completed,
+            reused_responses: self.reused_connection_responses,
+            non_success: self.non_success_responses,
+            read_gap_p50_ms: pick(&self.read_gap_ms, |p| p.p50),
+            read_gap_p90_ms: pick(&self.read_gap_ms, |p| p.p90),
+            read_chunks_mean: self.read_chunks_per_response,
+            connect_p90_ms: pick(&self.connect_ms, |p| p.p90),
+            connect_p99_ms: pick(&self.connect_ms, |p| p.p99),
+            first_byte_p50_ms: pick(&self.first_byte_ms, |p| p.p50),
+            first_byte_p90_ms: pick(&self.first_byte_ms, |p| p.p90),
+            first_byte_p99_ms: pick(&self.first_byte_ms, |p| p.p99),
+            latency_quantiles_ms,
+            generator_cpu_share: self.generator_cpu_share,
         }
     }
 

@@ -163,6 +163,22 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
         writeln!(out)?;
         write_finding_fitted(out, finding, width)?;
     }
+    write_suggestions(out, r, width)
+}
+
+/// What the numbers suggest, each with the command that would prove it.
+fn write_suggestions(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
+    if r.suggestions.is_empty() {
+        return Ok(());
+    }
+    if !out.ends_with("\n\n") {
+        writeln!(out)?;
+    }
+    writeln!(out, "what these numbers suggest (not proven; no experiment was run):")?;
+    for suggestion in &r.suggestions {
+        out.push_str(&wrap(&format!("{}: {}", suggestion.id, suggestion.why), width, "  ", "    "));
+        out.push_str(&wrap(&format!("prove it: {}", suggestion.prove), width, "    ", "      "));
+    }
     Ok(())
 }
 
@@ -529,6 +545,8 @@ mod tests {
             by_request: None,
             server_view: None,
             findings: Vec::new(),
+            suggestions: Vec::new(),
+            generator_cpu_share: None,
         }
     }
 

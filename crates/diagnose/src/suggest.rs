@@ -1,0 +1,261 @@
+//! What a bench run's own numbers suggest, with no experiment run: the passive signatures of
+//! the idle-CPU latency family, each with the command that would prove it. bench prints
+//! them under its results ("what these numbers suggest"); JSON `suggestions`.
+
+use crate::timers::match_delayed_ack_timer;
+use serde::Serialize;
+
+/// What a bench run measured, as the rules need it (milliseconds unless named otherwise).
+#[derive(Debug, Clone, Default)]
+pub struct RunShape {
+    /// The target, for the commands that prove a suggestion.
+    pub url: String,
+    pub connections: usize,
+    pub threads: usize,
+    pub keep_alive: bool,
+    pub responses: u64,
+    pub reused_responses: u64,
+    /// Responses outside the success statuses.
+    pub non_success: u64,
+    pub read_gap_p50_ms: Option<f64>,
+    pub read_gap_p90_ms: Option<f64>,
+    /// Mean `read()` calls per response: a stall needs at least two.
+    pub read_chunks_mean: f64,
+    pub connect_p90_ms: Option<f64>,
+    pub connect_p99_ms: Option<f64>,
+    pub first_byte_p50_ms: Option<f64>,
+    pub first_byte_p90_ms: Option<f64>,
+    pub first_byte_p99_ms: Option<f64>,
+    /// Total latency at p10, p20 ... p90 (any ascending set of quantiles).
+    pub latency_quantiles_ms: Vec<f64>,
+    /// The generator's CPU over the run, as a share of its threads' time (1.0 = every thread
+    /// busy all the time); `None` when not measured.
+    pub generator_cpu_share: Option<f64>,
+}
+
+/// One suggestion: a finding id (or a generator one), why the numbers point at it, and the
+/// command that proves or disproves it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Suggestion {
+    pub id: &'static str,
+    pub why: String,
+    pub prove: String,
+}
+
+/// The generator's CPU share above which its own speed, not the server's, bounds the run.
+pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
+
+/// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s).
+fn syn_retry_cluster(ms: f64) -> Option<u32> {
+    [(900.0, 1400.0, 1), (2900.0, 3500.0, 3), (6900.0, 7600.0, 7)]
+        .into_iter()
+        .find(|(from, to, _)| (*from..*to).contains(&ms))
+        .map(|(_, _, seconds)| seconds)
+}
+
+/// The passive rules, in order of how much of the time they explain.
+pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
+    let mut out = Vec::new();
+    if run.responses == 0 {
+        return out;
+    }
+    let url = &run.url;
+    // A cluster of connects (or of first bytes, when the handshake's last ACK was dropped and
+    // the client believes it is connected) at the SYN retransmission times.
+    // A server that simply takes a second has its median there too: only a tail counts.
+    let fast_median = run.first_byte_p50_ms.is_some_and(|p50| p50 < 300.0);
+    let first_bytes = [run.first_byte_p99_ms, run.first_byte_p90_ms].map(|ms| ms.filter(|_| fast_median));
+    let retried = [run.connect_p99_ms, run.connect_p90_ms, first_bytes[0], first_bytes[1]]
+        .into_iter()
+        .flatten()
+        .find_map(syn_retry_cluster);
+    if let Some(seconds) = retried {
+        out.push(Suggestion {
+            id: "listen-backlog-overflow",
+            why: format!(
+                "connects (or first bytes) cluster at {seconds} s, a SYN retransmission time: the server's listen \
+                 queue overflowed (or SYNs were lost)"
+            ),
+            prove: format!(
+                "nodelay bench -c 1 --no-keepalive {url} (the cluster vanishes at low concurrency); on the server: \
+                 nstat -az TcpExtListenOverflows"
+            ),
+        });
+    }
+    let stalling_gap = run.read_chunks_mean >= 1.5;
+    let gap = run.read_gap_p50_ms.filter(|gap| match_delayed_ack_timer(*gap).is_some());
+    let some_gap = run.read_gap_p90_ms.filter(|gap| match_delayed_ack_timer(*gap).is_some());
+    if let (true, Some(gap)) = (stalling_gap || run.read_chunks_mean > 1.0, gap.or(some_gap)) {
+        let share = if gap_is_p50(run, gap) { "half or more" } else { "10 % or more" };
+        out.push(Suggestion {
+            id: "server-nagle-delayed-ack",
+            why: format!(
+                "{share} of the responses pause {gap:.0} ms between two reads, a delayed-ACK timer: Nagle on the \
+                 server suspected"
+            ),
+            prove: format!("nodelay doctor {url}"),
+        });
+    } else if let Some(step) = quantized_at_40ms(&run.latency_quantiles_ms) {
+        out.push(Suggestion {
+            id: "delayed-ack-quantized",
+            why: format!(
+                "latencies fall on multiples of 40 ms ({step}): a delayed-ACK timer is in the path (Nagle on one \
+                 side, or a request written in pieces)"
+            ),
+            prove: format!("nodelay doctor {url}"),
+        });
+    }
+    if run.keep_alive && run.reused_responses == 0 && run.responses > 1 {
+        out.push(Suggestion {
+            id: "connection-per-request",
+            why:
+                "keep-alive was asked, but the server closed every connection: each request paid a handshake"
+                    .into(),
+            prove: format!("nodelay doctor {url}"),
+        });
+    }
+    if run.non_success > 0 {
+        let share = run.non_success as f64 / run.responses as f64 * 100.0;
+        out.push(Suggestion {
+            id: "error-responses",
+            why: format!("{share:.0} % of the responses are error pages: their latency is not the page's"),
+            prove: format!("curl -i {url}"),
+        });
+    }
+    if let Some(cpu) = run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE) {
+        let threads = run.threads.max(1);
+        let plural = if threads == 1 { "" } else { "s" };
+        out.push(Suggestion {
+            id: "generator-saturated",
+            why: format!(
+                "nodelay kept its {threads} thread{plural} {:.0} % busy: these numbers measure the generator as much \
+                 as the server",
+                cpu * 100.0
+            ),
+            prove: format!("nodelay bench -t {} ... (more threads), or load from another machine", threads * 2),
+        });
+    }
+    out
+}
+
+fn gap_is_p50(run: &RunShape, gap: f64) -> bool {
+    run.read_gap_p50_ms == Some(gap)
+}
+
+/// "40, 80 and 120 ms" when most quantiles sit just above multiples of 40 ms, with at least
+/// two different multiples: the signature of delayed ACKs stacking up.
+fn quantized_at_40ms(quantiles: &[f64]) -> Option<String> {
+    const STEP_MS: f64 = 40.0;
+    let multiple = |ms: f64| {
+        let k = (ms / STEP_MS).floor();
+        (k >= 1.0 && ms - k * STEP_MS <= 8.0).then_some(k as u32)
+    };
+    let multiples: Vec<u32> = quantiles.iter().filter_map(|&ms| multiple(ms)).collect();
+    if quantiles.len() < 5 || multiples.len() * 10 < quantiles.len() * 8 {
+        return None;
+    }
+    let mut distinct = multiples.clone();
+    distinct.dedup();
+    if distinct.len() < 2 {
+        return None;
+    }
+    let shown: Vec<String> = distinct.iter().take(4).map(|k| format!("{} ms", k * 40)).collect();
+    Some(shown.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run() -> RunShape {
+        RunShape {
+            url: "http://127.0.0.1:8000/".into(),
+            connections: 1,
+            threads: 1,
+            keep_alive: true,
+            responses: 100,
+            reused_responses: 99,
+            read_chunks_mean: 1.0,
+            read_gap_p50_ms: Some(0.0),
+            read_gap_p90_ms: Some(0.1),
+            latency_quantiles_ms: vec![0.2; 9],
+            ..RunShape::default()
+        }
+    }
+
+    fn ids(run: &RunShape) -> Vec<&'static str> {
+        suggest(run).iter().map(|s| s.id).collect()
+    }
+
+    #[test]
+    fn a_healthy_run_suggests_nothing() {
+        assert!(suggest(&run()).is_empty());
+    }
+
+    #[test]
+    fn read_gaps_at_the_delayed_ack_timer_suggest_server_nagle() {
+        let stall = RunShape {
+            read_chunks_mean: 2.0,
+            read_gap_p50_ms: Some(43.4),
+            read_gap_p90_ms: Some(43.6),
+            ..run()
+        };
+        let found = suggest(&stall);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].id, "server-nagle-delayed-ack");
+        assert!(found[0].why.contains("half or more") && found[0].why.contains("43 ms"), "{}", found[0].why);
+        assert_eq!(found[0].prove, "nodelay doctor http://127.0.0.1:8000/");
+        // A 10 ms pause is no timer.
+        let slow = RunShape {
+            read_chunks_mean: 2.0,
+            read_gap_p50_ms: Some(10.0),
+            read_gap_p90_ms: Some(12.0),
+            ..run()
+        };
+        assert!(suggest(&slow).is_empty());
+    }
+
+    #[test]
+    fn connects_at_one_or_three_seconds_suggest_a_listen_queue_overflow() {
+        let overflow = RunShape { connect_p90_ms: Some(1003.0), connect_p99_ms: Some(3010.0), ..run() };
+        let found = suggest(&overflow);
+        assert_eq!(found[0].id, "listen-backlog-overflow");
+        assert!(found[0].why.contains("at 3 s"), "the highest cluster is named: {}", found[0].why);
+        let dropped_ack = RunShape { first_byte_p50_ms: Some(0.3), first_byte_p99_ms: Some(1030.0), ..run() };
+        assert_eq!(ids(&dropped_ack), ["listen-backlog-overflow"]);
+        let slow_server = RunShape { connect_p99_ms: Some(500.0), first_byte_p99_ms: Some(2000.0), ..run() };
+        assert!(suggest(&slow_server).is_empty());
+        // A handler that sleeps one second: its median is there too.
+        let one_second =
+            RunShape { first_byte_p50_ms: Some(1001.0), first_byte_p99_ms: Some(1003.0), ..run() };
+        assert!(suggest(&one_second).is_empty());
+    }
+
+    #[test]
+    fn latencies_on_multiples_of_40_ms_are_quantized() {
+        let quantized = RunShape {
+            latency_quantiles_ms: vec![40.5, 41.0, 42.0, 44.0, 80.3, 81.0, 84.0, 120.2, 121.0],
+            ..run()
+        };
+        let found = suggest(&quantized);
+        assert_eq!(found[0].id, "delayed-ack-quantized");
+        assert!(found[0].why.contains("40 ms, 80 ms, 120 ms"), "{}", found[0].why);
+        let one_mode = RunShape { latency_quantiles_ms: vec![44.0; 9], ..run() };
+        assert!(suggest(&one_mode).is_empty(), "one cluster is not quantization");
+    }
+
+    #[test]
+    fn closed_connections_error_pages_and_a_busy_generator_are_said() {
+        let closing = RunShape { reused_responses: 0, ..run() };
+        assert_eq!(ids(&closing), ["connection-per-request"]);
+        let not_asked = RunShape { keep_alive: false, reused_responses: 0, ..run() };
+        assert!(suggest(&not_asked).is_empty());
+        let errors = RunShape { non_success: 25, ..run() };
+        assert!(suggest(&errors)[0].why.starts_with("25 % of the responses"));
+        let busy = RunShape { threads: 2, generator_cpu_share: Some(0.97), ..run() };
+        let found = suggest(&busy);
+        assert_eq!(found[0].id, "generator-saturated");
+        assert!(found[0].why.contains("2 threads 97 % busy") && found[0].prove.contains("-t 4"), "{found:?}");
+        assert!(suggest(&RunShape { generator_cpu_share: Some(0.5), ..run() }).is_empty());
+    }
+}
