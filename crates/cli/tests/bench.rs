@@ -370,3 +370,33 @@ fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
         .collect();
     assert_eq!(ids, ["error-responses"], "{}", run.stdout());
 }
+
+#[test]
+fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
+    let suggested = |backlog: &str| -> Vec<String> {
+        let peer = python_peer("backlog_server.py", &["--backlog", backlog]);
+        let run = nodelay(&[
+            "bench",
+            "-c",
+            "20",
+            "--no-keepalive",
+            "-d",
+            "3s",
+            "--json",
+            "--no-server-view",
+            &peer.url("/"),
+        ]);
+        let report = run.json();
+        validate_against_schema("bench.schema.json", &report);
+        report["suggestions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // listen(2) and 20 clients opening connections: SYNs dropped, retried after 1 s (or past
+    // the 3 s connect timeout).
+    assert_eq!(suggested("2"), ["listen-backlog-overflow"]);
+    assert_eq!(suggested("128"), Vec::<String>::new());
+}

@@ -21,7 +21,10 @@ pub struct RunShape {
     pub read_gap_p90_ms: Option<f64>,
     /// Mean `read()` calls per response: a stall needs at least two.
     pub read_chunks_mean: f64,
+    pub connect_p50_ms: Option<f64>,
     pub connect_p90_ms: Option<f64>,
+    /// Connects that gave up (`--connect-timeout`, 3 s by default: a SYN dropped twice).
+    pub connect_timeouts: u64,
     pub connect_p99_ms: Option<f64>,
     pub first_byte_p50_ms: Option<f64>,
     pub first_byte_p90_ms: Option<f64>,
@@ -69,6 +72,23 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         .into_iter()
         .flatten()
         .find_map(syn_retry_cluster);
+    // Past the connect timeout, the 3 s cluster becomes failures; the others connected at once.
+    let fast_connects = run.connect_p50_ms.is_some_and(|p50| p50 < 100.0);
+    if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
+        out.push(Suggestion {
+            id: "listen-backlog-overflow",
+            why: format!(
+                "{} connects timed out while the median one took {:.2} ms: SYNs were dropped and retried (1 s, 3 s): \
+                 the server's listen queue overflowed (or SYNs were lost)",
+                run.connect_timeouts,
+                run.connect_p50_ms.unwrap_or_default()
+            ),
+            prove: format!(
+                "nodelay bench -c 1 --no-keepalive {url} (no timeouts at low concurrency); on the server: nstat -az \
+                 TcpExtListenOverflows"
+            ),
+        });
+    }
     if let Some(seconds) = retried {
         out.push(Suggestion {
             id: "listen-backlog-overflow",
@@ -229,6 +249,16 @@ mod tests {
         let one_second =
             RunShape { first_byte_p50_ms: Some(1001.0), first_byte_p99_ms: Some(1003.0), ..run() };
         assert!(suggest(&one_second).is_empty());
+        // Dropped twice: the 3 s retry falls past the connect timeout.
+        let timed_out = RunShape { connect_p50_ms: Some(0.1), connect_timeouts: 7, ..run() };
+        let found = suggest(&timed_out);
+        assert_eq!(found[0].id, "listen-backlog-overflow");
+        assert!(
+            found[0].why.starts_with("7 connects timed out while the median one took 0.10 ms"),
+            "{found:?}"
+        );
+        let unreachable = RunShape { connect_p50_ms: Some(900.0), connect_timeouts: 7, ..run() };
+        assert!(suggest(&unreachable).is_empty(), "a slow network is not an overflow");
     }
 
     #[test]
