@@ -374,11 +374,11 @@ fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
 #[test]
 fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
     let suggested = |backlog: &str| -> Vec<String> {
-        let peer = python_peer("backlog_server.py", &["--backlog", backlog]);
+        let peer = python_peer("backlog_server.py", &["--backlog", backlog, "--work-ms", "5"]);
         let run = nodelay(&[
             "bench",
             "-c",
-            "20",
+            "40",
             "--no-keepalive",
             "-d",
             "3s",
@@ -395,8 +395,8 @@ fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
             .map(|s| s["id"].as_str().unwrap().to_string())
             .collect()
     };
-    // listen(2) and 20 clients opening connections: SYNs dropped, retried after 1 s (or past
-    // the 3 s connect timeout).
+    // listen(2) and 40 clients opening connections at once: all but three SYNs are dropped and
+    // retried after 1 s (or past the 3 s connect timeout); with a backlog of 128, none.
     assert_eq!(suggested("2"), ["listen-backlog-overflow"]);
     assert_eq!(suggested("128"), Vec::<String>::new());
 }

@@ -33,5 +33,5 @@ pub use server::{
     server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
-pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, suggest};
+pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, SYN_RETRY_WINDOWS_MS, Suggestion, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

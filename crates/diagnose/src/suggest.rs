@@ -25,6 +25,9 @@ pub struct RunShape {
     pub connect_p90_ms: Option<f64>,
     /// Connects that gave up (`--connect-timeout`, 3 s by default: a SYN dropped twice).
     pub connect_timeouts: u64,
+    /// Connects that took as long as a SYN retransmission ([`SYN_RETRY_WINDOWS_MS`]): on
+    /// loopback each is a dropped SYN, even when too few to move a percentile.
+    pub connects_at_syn_retry: u64,
     pub connect_p99_ms: Option<f64>,
     pub first_byte_p50_ms: Option<f64>,
     pub first_byte_p90_ms: Option<f64>,
@@ -48,9 +51,13 @@ pub struct Suggestion {
 /// The generator's CPU share above which its own speed, not the server's, bounds the run.
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
 
-/// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s).
+/// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s), in ms,
+/// with the retry's time in seconds.
+pub const SYN_RETRY_WINDOWS_MS: [(f64, f64, u32); 3] =
+    [(900.0, 1400.0, 1), (2900.0, 3500.0, 3), (6900.0, 7600.0, 7)];
+
 fn syn_retry_cluster(ms: f64) -> Option<u32> {
-    [(900.0, 1400.0, 1), (2900.0, 3500.0, 3), (6900.0, 7600.0, 7)]
+    SYN_RETRY_WINDOWS_MS
         .into_iter()
         .find(|(from, to, _)| (*from..*to).contains(&ms))
         .map(|(_, _, seconds)| seconds)
@@ -74,7 +81,21 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         .find_map(syn_retry_cluster);
     // Past the connect timeout, the 3 s cluster becomes failures; the others connected at once.
     let fast_connects = run.connect_p50_ms.is_some_and(|p50| p50 < 100.0);
-    if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
+    if retried.is_none() && run.connects_at_syn_retry > 0 && fast_connects {
+        out.push(Suggestion {
+            id: "listen-backlog-overflow",
+            why: format!(
+                "{} connects took as long as a SYN retransmission (1 s, 3 s or 7 s) while the median one took \
+                 {:.2} ms: the server's listen queue overflowed (or SYNs were lost)",
+                run.connects_at_syn_retry,
+                run.connect_p50_ms.unwrap_or_default()
+            ),
+            prove: format!(
+                "nodelay bench -c 1 --no-keepalive {url} (none at low concurrency); on the server: nstat -az \
+                 TcpExtListenOverflows"
+            ),
+        });
+    } else if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
         out.push(Suggestion {
             id: "listen-backlog-overflow",
             why: format!(
@@ -256,6 +277,12 @@ mod tests {
         assert!(
             found[0].why.starts_with("7 connects timed out while the median one took 0.10 ms"),
             "{found:?}"
+        );
+        let few = RunShape { connect_p50_ms: Some(0.1), connects_at_syn_retry: 3, ..run() };
+        assert!(
+            suggest(&few)[0].why.starts_with("3 connects took as long as a SYN retransmission"),
+            "{:?}",
+            suggest(&few)
         );
         let unreachable = RunShape { connect_p50_ms: Some(900.0), connect_timeouts: 7, ..run() };
         assert!(suggest(&unreachable).is_empty(), "a slow network is not an overflow");

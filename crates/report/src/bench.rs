@@ -169,6 +169,9 @@ pub struct BenchReport {
     pub first_byte_ms: Option<Percentiles>,
     pub read_gap_ms: Option<Percentiles>,
     pub connect_ms: Option<Percentiles>,
+    /// Connects that took as long as a SYN retransmission (0.9-1.4 s, 2.9-3.5 s, 6.9-7.6 s):
+    /// on loopback each one is a SYN the server's full listen queue dropped.
+    pub connects_at_syn_retry: u64,
     /// TLS handshake (after the TCP one), full and resumed, for requests that opened a
     /// connection; null for plain HTTP.
     pub tls_handshake_ms: Option<Percentiles>,
@@ -243,6 +246,18 @@ impl BenchReport {
             first_byte_ms: Percentiles::from_ns(&stats.first_byte_ns),
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
             connect_ms: Percentiles::from_ns(&stats.connect_ns),
+            connects_at_syn_retry: nodelay_diagnose::SYN_RETRY_WINDOWS_MS
+                .iter()
+                .map(|(from_ms, to_ms, _)| {
+                    let (from, to) = ((*from_ms * 1e6) as u64, (*to_ms * 1e6) as u64);
+                    stats
+                        .connect_ns
+                        .iter_recorded()
+                        .filter(|v| (from..to).contains(&v.value_iterated_to()))
+                        .map(|v| v.count_at_value())
+                        .sum::<u64>()
+                })
+                .sum(),
             tls_handshake_ms: Percentiles::from_ns(&stats.tls_handshake_ns()),
             tls: over_tls.then(|| TlsReport::of(stats)),
             latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
@@ -339,6 +354,7 @@ impl BenchReport {
             connect_p50_ms: pick(&self.connect_ms, |p| p.p50),
             connect_p90_ms: pick(&self.connect_ms, |p| p.p90),
             connect_timeouts: self.errors.get(ErrorKind::ConnectTimeout.as_str()).copied().unwrap_or(0),
+            connects_at_syn_retry: self.connects_at_syn_retry,
             connect_p99_ms: pick(&self.connect_ms, |p| p.p99),
             first_byte_p50_ms: pick(&self.first_byte_ms, |p| p.p50),
             first_byte_p90_ms: pick(&self.first_byte_ms, |p| p.p90),

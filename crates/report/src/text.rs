@@ -519,6 +519,7 @@ mod tests {
             first_byte_ms: Some(spread(0.2614, 1.17)),
             read_gap_ms: Some(spread(43.2, 43.68)),
             connect_ms: Some(spread(0.000_85, 0.000_85)),
+            connects_at_syn_retry: 0,
             tls_handshake_ms: None,
             tls: None,
             latency_histogram: (0..10u32)
