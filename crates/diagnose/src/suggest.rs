@@ -123,11 +123,14 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             ),
         });
     }
-    let stalling_gap = run.read_chunks_mean >= 1.5;
-    let gap = run.read_gap_p50_ms.filter(|gap| match_delayed_ack_timer(*gap).is_some());
-    let some_gap = run.read_gap_p90_ms.filter(|gap| match_delayed_ack_timer(*gap).is_some());
-    if let (true, Some(gap)) = (stalling_gap || run.read_chunks_mean > 1.0, gap.or(some_gap)) {
-        let share = if gap_is_p50(run, gap) { "half or more" } else { "10 % or more" };
+    // A pause needs two reads; the median gap speaks for half the responses, p90 for a tenth.
+    let at_timer = |gap: Option<f64>| gap.filter(|gap| match_delayed_ack_timer(*gap).is_some());
+    let paused = match (at_timer(run.read_gap_p50_ms), at_timer(run.read_gap_p90_ms)) {
+        (Some(gap), _) => Some((gap, "half or more")),
+        (None, Some(gap)) => Some((gap, "10 % or more")),
+        (None, None) => None,
+    };
+    if let (true, Some((gap, share))) = (run.read_chunks_mean > 1.0, paused) {
         out.push(Suggestion {
             id: "server-nagle-delayed-ack",
             why: format!(
@@ -177,10 +180,6 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         });
     }
     out
-}
-
-fn gap_is_p50(run: &RunShape, gap: f64) -> bool {
-    run.read_gap_p50_ms == Some(gap)
 }
 
 /// "40, 80 and 120 ms" when most quantiles sit just above multiples of 40 ms, with at least
