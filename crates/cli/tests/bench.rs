@@ -331,15 +331,20 @@ fn bad_urls_and_flags_are_usage_errors() {
 
 // ---- what the numbers suggest ------------------------------------------------------------
 
+/// The ids of a bench report's suggestions, in order.
+fn suggestion_ids(report: &serde_json::Value) -> Vec<String> {
+    let suggestions =
+        report["suggestions"].as_array().unwrap_or_else(|| panic!("no suggestions in {report:#}"));
+    suggestions.iter().map(|s| s["id"].as_str().unwrap().to_string()).collect()
+}
+
 #[test]
 fn a_stalling_server_gets_a_suggestion_and_the_fixed_one_none() {
     let stalling = python_peer("python_http_server.py", &[]);
     let run = nodelay(&["bench", "-c", "1", "-n", "30", "--json", &stalling.url("/")]);
     let report = run.json();
     validate_against_schema("bench.schema.json", &report);
-    let ids: Vec<&str> =
-        report["suggestions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["server-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(suggestion_ids(&report), ["server-nagle-delayed-ack"], "{report:#}");
     assert_eq!(report["suggestions"][0]["prove"], format!("nodelay doctor {}", stalling.url("/")));
     let share = report["generator_cpu_share"].as_f64().unwrap();
     assert!((0.0..0.9).contains(&share), "an idle generator: {share}");
@@ -356,19 +361,11 @@ fn a_stalling_server_gets_a_suggestion_and_the_fixed_one_none() {
 fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
     let closing = python_peer("python_http_server.py", &["--http10"]);
     let report = nodelay(&["bench", "-c", "1", "-n", "30", "--json", &closing.url("/")]).json();
-    let ids: Vec<&str> =
-        report["suggestions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
-    assert_eq!(ids, ["connection-per-request"], "{report:#}");
+    assert_eq!(suggestion_ids(&report), ["connection-per-request"], "{report:#}");
     let pages = python_peer("python_http_server.py", &["--disable-nagle"]);
     let run =
         nodelay(&["bench", "-c", "1", "-n", "30", "--json", "--success-status", "3xx", &pages.url("/")]);
-    let ids: Vec<String> = run.json()["suggestions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(ids, ["error-responses"], "{}", run.stdout());
+    assert_eq!(suggestion_ids(&run.json()), ["error-responses"], "{}", run.stdout());
 }
 
 #[test]
@@ -388,12 +385,7 @@ fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
         ]);
         let report = run.json();
         validate_against_schema("bench.schema.json", &report);
-        report["suggestions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s["id"].as_str().unwrap().to_string())
-            .collect()
+        suggestion_ids(&report)
     };
     // listen(2) and 40 clients opening connections at once: all but three SYNs are dropped and
     // retried after 1 s (or past the 3 s connect timeout); with a backlog of 128, none.

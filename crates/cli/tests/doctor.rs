@@ -5,15 +5,6 @@ mod common;
 
 use common::*;
 
-fn finding_ids(report: &serde_json::Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .expect("findings array")
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[test]
 fn demo_needs_no_arguments_and_diagnoses_each_server() {
     let run = nodelay(&["demo"]);

@@ -9,15 +9,6 @@ use common::hops::{alone, proxy_a, service_b};
 use common::nginx::{self, Nginx};
 use common::*;
 
-fn ids(report: &serde_json::Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .map(|f| f["id"].as_str().unwrap().to_string())
-        .collect()
-}
-
 /// `nodelay bench --json` with one thread: the report, validated against its schema.
 fn bench(url: &str, args: &[&str]) -> serde_json::Value {
     warm(url);
@@ -68,17 +59,20 @@ fn the_express_proxy_costs_more_cpu_than_its_service_and_reconnects_per_request(
     assert!(cpu_pooled > cpu_b, "A pooled {cpu_pooled} ms vs B {cpu_b} ms per request");
     // The fresh agent opens one connection to B per request; the pooled one reuses a few.
     // (A may be CPU-bound too on a 2-core machine that also runs B and the bench.)
-    assert!(ids(&on_fresh).contains(&"upstream-connection-per-request".to_string()), "{on_fresh:#}");
+    assert!(finding_ids(&on_fresh).contains(&"upstream-connection-per-request".to_string()), "{on_fresh:#}");
     let upstream = &on_fresh["server_view"]["upstreams"][0];
     assert_eq!(upstream["destination"], format!("127.0.0.1:{}", b.port));
     let per_request = upstream["opened_per_request"].as_f64().unwrap();
     assert!((0.95..=1.05).contains(&per_request), "{upstream:#}");
-    assert!(!ids(&on_pooled).contains(&"upstream-connection-per-request".to_string()), "{on_pooled:#}");
+    assert!(
+        !finding_ids(&on_pooled).contains(&"upstream-connection-per-request".to_string()),
+        "{on_pooled:#}"
+    );
     let pooled_upstream = &on_pooled["server_view"]["upstreams"][0];
     assert!(pooled_upstream["opened"].as_u64().unwrap() <= 8, "{pooled_upstream:#}");
     // No Nagle anywhere: every message leaves in one segment, and B is not proxying.
     for report in [&on_b, &on_fresh, &on_pooled] {
-        assert!(!ids(report).iter().any(|id| id.contains("nagle")), "{report:#}");
+        assert!(!finding_ids(report).iter().any(|id| id.contains("nagle")), "{report:#}");
     }
     assert!(on_b["server_view"]["upstreams"].as_array().unwrap().is_empty(), "{on_b:#}");
 }
@@ -89,14 +83,14 @@ fn the_doctor_on_the_express_proxy_follows_it_to_its_service() {
     let b = service_b();
     let fresh = proxy_a(&b, "fresh");
     let report = doctor(&fresh.url("/api/items/7"), &[]);
-    let found = ids(&report);
+    let found = finding_ids(&report);
     assert!(found.contains(&"upstream-connection-per-request".to_string()), "{report:#}");
     assert!(found.contains(&"connection-per-request".to_string()), "A forwards B's close: {report:#}");
     assert!(!found.iter().any(|id| id.contains("nagle") || id == "proxy-hop-stall"), "{report:#}");
     // The chain: B was diagnosed on its own address, and is healthy there.
     let hop = &report["hops"][0];
     assert_eq!(hop["address"], format!("127.0.0.1:{}", b.port), "{report:#}");
-    assert_eq!(ids(&hop["report"]), ["healthy"], "{hop:#}");
+    assert_eq!(finding_ids(&hop["report"]), ["healthy"], "{hop:#}");
     let text = nodelay(&["doctor", &fresh.url("/api/items/7")]).stdout();
     assert!(
         squeeze(&text).contains(&format!(
@@ -124,7 +118,7 @@ fn the_express_proxy_with_a_keep_alive_agent_holds_http10_connections() {
     assert!(finding["evidence"][0]["value"].as_f64().unwrap() >= 400.0, "{finding:#}");
     // Its service closes HTTP/1.0 connections as it should.
     let on_b = doctor(&b.url("/api/items/7"), &[]);
-    assert!(!ids(&on_b).contains(&"unrequested-keep-alive".to_string()), "{on_b:#}");
+    assert!(!finding_ids(&on_b).contains(&"unrequested-keep-alive".to_string()), "{on_b:#}");
 }
 
 /// nginx in front of the Python `http.server` peer (stalling as shipped, or fixed).
@@ -140,8 +134,8 @@ fn the_doctor_names_the_stalling_backend_behind_nginx() {
     let _alone = alone();
     let (nginx, backend) = nginx_over_python("1.1", true, false);
     let report = doctor(&nginx.url("/"), &[]);
-    assert_eq!(ids(&report)[0], "proxy-hop-stall", "{report:#}");
-    assert!(!ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+    assert_eq!(finding_ids(&report)[0], "proxy-hop-stall", "{report:#}");
+    assert!(!finding_ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
     let hop_stall = &report["findings"][0];
     assert_eq!(hop_stall["proven"], true);
     assert!(
@@ -152,7 +146,7 @@ fn the_doctor_names_the_stalling_backend_behind_nginx() {
     assert_eq!(hop_stall["proof"][0]["kind"], "upstream-diagnosis");
     assert_eq!(hop_stall["fix"][0]["stack"], "Python http.server / socketserver", "{hop_stall:#}");
     let hop = &report["hops"][0];
-    assert_eq!(ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
+    assert_eq!(finding_ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
     // nginx's pool opens its connection on the first request and keeps it.
     let pool = &report["server_view"]["upstreams"][0];
     assert!(pool["opened"].as_u64().unwrap() <= 2, "{pool:#}");
@@ -171,8 +165,8 @@ fn nginx_over_a_fixed_backend_is_healthy() {
     let _alone = alone();
     let (nginx, _backend) = nginx_over_python("1.1", true, true);
     let report = doctor(&nginx.url("/"), &[]);
-    assert_eq!(ids(&report), ["healthy"], "{report:#}");
-    assert_eq!(ids(&report["hops"][0]["report"]), ["healthy"], "{report:#}");
+    assert_eq!(finding_ids(&report), ["healthy"], "{report:#}");
+    assert_eq!(finding_ids(&report["hops"][0]["report"]), ["healthy"], "{report:#}");
 }
 
 #[test]
@@ -180,7 +174,7 @@ fn nginx_with_a_fresh_upstream_connection_hides_the_stall() {
     let _alone = alone();
     let (nginx, backend) = nginx_over_python("1.0", false, false);
     let report = doctor(&nginx.url("/"), &[]);
-    let found = ids(&report);
+    let found = finding_ids(&report);
     assert!(!found.iter().any(|id| id.contains("nagle") || id == "proxy-hop-stall"), "{report:#}");
     // What the server view sees instead: a new upstream connection per request.
     assert!(found.contains(&"upstream-connection-per-request".to_string()), "{report:#}");
@@ -188,7 +182,7 @@ fn nginx_with_a_fresh_upstream_connection_hides_the_stall() {
     // the front is fast, so no hop is blamed.
     let hop = &report["hops"][0];
     assert_eq!(hop["address"], format!("127.0.0.1:{}", backend.port));
-    assert_eq!(ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
+    assert_eq!(finding_ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
 }
 
 #[test]
@@ -198,8 +192,8 @@ fn a_cpu_bound_server_is_told_from_a_waiting_one() {
     let sleep = python_peer("work_server.py", &["--mode", "sleep", "--ms", "2"]);
     let burning = doctor(&burn.url("/"), &[]);
     let waiting = doctor(&sleep.url("/"), &[]);
-    assert_eq!(ids(&burning), ["server-cpu-bound"], "{burning:#}");
-    assert_eq!(ids(&waiting), ["healthy"], "{waiting:#}");
+    assert_eq!(finding_ids(&burning), ["server-cpu-bound"], "{burning:#}");
+    assert_eq!(finding_ids(&waiting), ["healthy"], "{waiting:#}");
     let burning_cpu = cpu_per_request_ms(&burning);
     assert!(burning_cpu >= 1.5, "{burning:#}");
     assert!(cpu_per_request_ms(&waiting) < 1.0, "{waiting:#}");
@@ -208,7 +202,7 @@ fn a_cpu_bound_server_is_told_from_a_waiting_one() {
     assert_eq!(burning["findings"][0]["fix"][0]["stack"], "Python");
     // The same in bench, under load.
     let loaded = bench(&burn.url("/"), &["-c", "1", "-n", "300"]);
-    assert_eq!(ids(&loaded), ["server-cpu-bound"], "{loaded:#}");
+    assert_eq!(finding_ids(&loaded), ["server-cpu-bound"], "{loaded:#}");
 }
 
 #[test]

@@ -9,10 +9,6 @@ use common::tls::{CA_NAME, certs};
 use common::*;
 use std::process::Command;
 
-fn ids(report: &serde_json::Value) -> Vec<String> {
-    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
-}
-
 fn https(peer: &Peer, path: &str) -> String {
     format!("https://127.0.0.1:{}{path}", peer.port)
 }
@@ -29,7 +25,7 @@ fn doctor(url: &str, more: &[&str]) -> (Run, serde_json::Value) {
 /// proves it by experiment.
 fn assert_tls_stall(url: &str) {
     let (run, report) = doctor(url, &[]);
-    assert_eq!(ids(&report), STALL, "{report:#}");
+    assert_eq!(finding_ids(&report), STALL, "{report:#}");
     assert_eq!(run.code(), 3);
     let stall = &report["findings"][0];
     assert_eq!(stall["proven"], true, "{stall:#}");
@@ -44,7 +40,7 @@ fn assert_tls_stall(url: &str) {
 
 fn assert_tls_healthy(url: &str) {
     let (run, report) = doctor(url, &[]);
-    assert_eq!(ids(&report), HEALTHY, "{report:#}");
+    assert_eq!(finding_ids(&report), HEALTHY, "{report:#}");
     assert_eq!(run.code(), 0);
 }
 
@@ -81,7 +77,7 @@ fn every_experiment_runs_through_tls_including_the_split_request() {
     let body = "x".repeat(2000);
     let (_, report) = doctor(&https(&peer, "/"), &["-m", "POST", "-b", &body]);
     // Written in two pieces with Nagle on, the client stalls too, as in plain HTTP.
-    assert_eq!(ids(&report), ["server-nagle-delayed-ack", "client-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(finding_ids(&report), ["server-nagle-delayed-ack", "client-nagle-delayed-ack"], "{report:#}");
     let phases: Vec<(&str, u64)> = report["phases"]
         .as_array()
         .unwrap()

@@ -39,10 +39,6 @@ fn nodelay_stdin(args: &[&str], input: &[u8]) -> Run {
     Run { output, elapsed: started.elapsed() }
 }
 
-fn ids(report: &serde_json::Value) -> Vec<String> {
-    report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
-}
-
 #[test]
 fn every_format_and_link_type_finds_the_three_server_stalls() {
     for file in [
@@ -57,7 +53,7 @@ fn every_format_and_link_type_finds_the_three_server_stalls() {
     ] {
         let (run, report) = pcap_json(&fixture(file));
         assert_eq!(run.code(), 3, "{file}: {}", run.stderr());
-        assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"], "{file}");
+        assert_eq!(finding_ids(&report), vec!["server-nagle-delayed-ack"], "{file}");
         assert_eq!(report["stalls"], 3, "{file}");
         let flow = &report["top_flows"][0];
         assert_eq!(flow["held_by"], "server", "{file}");
@@ -85,11 +81,11 @@ fn pcapng_keeps_each_interface_apart() {
 fn client_held_requests_and_retransmissions() {
     let (run, report) = pcap_json(&fixture("client_split.pcap"));
     assert_eq!(run.code(), 3);
-    assert_eq!(ids(&report), vec!["client-nagle-delayed-ack"]);
+    assert_eq!(finding_ids(&report), vec!["client-nagle-delayed-ack"]);
     assert_eq!(report["top_flows"][0]["held_by"], "client");
     let (run, report) = pcap_json(&fixture("retransmission.pcap"));
     assert_eq!(run.code(), 0, "a retransmission after a timeout is not a stall");
-    assert_eq!(ids(&report), vec!["healthy"]);
+    assert_eq!(finding_ids(&report), vec!["healthy"]);
 }
 
 #[test]
@@ -540,7 +536,7 @@ fn capture_bench(name: &str, peer: &Peer, interface: &str, nano: bool, bench_arg
 
 fn doctor_verdict(args: &[&str]) -> Vec<String> {
     let run = nodelay(&[&["doctor", "--json"], args].concat());
-    ids(&run.json())
+    finding_ids(&run.json())
 }
 
 fn pcap_file_verdict(path: &Path) -> serde_json::Value {
@@ -554,11 +550,11 @@ fn tcpdump_of_a_stalling_server_matches_the_doctor() {
     let peer = python_peer("python_http_server.py", &[]);
     let path = capture_bench("stall", &peer, "lo", false, &[&peer.url("/")]);
     let report = pcap_file_verdict(&path);
-    assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"]);
+    assert_eq!(finding_ids(&report), vec!["server-nagle-delayed-ack"]);
     // Ten keep-alive requests: the first escapes (quick ACKs), the other nine stall.
     assert_eq!(report["stalls"], 9, "{report:#}");
     assert_eq!(report["top_flows"][0]["examples"][0]["exchange"], 2);
-    assert_eq!(doctor_verdict(&[&peer.url("/")]), ids(&report));
+    assert_eq!(doctor_verdict(&[&peer.url("/")]), finding_ids(&report));
 }
 
 #[test]
@@ -570,7 +566,7 @@ fn tcpdump_of_a_server_stalling_through_tls_is_found() {
     let url = format!("https://127.0.0.1:{}/", peer.port);
     let path = capture_bench("tls-stall", &peer, "lo", false, &["--cacert", &c.ca, &url]);
     let report = pcap_file_verdict(&path);
-    assert_eq!(ids(&report), vec!["server-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(finding_ids(&report), vec!["server-nagle-delayed-ack"], "{report:#}");
     assert!(report["stalls"].as_u64().unwrap() >= 8, "{report:#}");
     assert_eq!(report["top_flows"][0]["held_by"], "server", "{report:#}");
 }
@@ -582,12 +578,12 @@ fn tcpdump_of_the_fixed_server_is_healthy_like_the_doctor() {
     // on this kernel it lost loopback TCP packets mid-run while later UDP ones got through.
     let path = capture_bench("fixed", &peer, "lo", true, &[&peer.url("/")]);
     let report = pcap_file_verdict(&path);
-    assert_eq!(ids(&report), vec!["healthy"]);
+    assert_eq!(finding_ids(&report), vec!["healthy"]);
     // Ten requests and responses plus the handshake, on the run's one connection: bench
     // opens no probe connection before the run, so the capture holds exactly one flow.
     assert!(report["tcp_packets"].as_u64().unwrap() >= 20, "{report:#}");
     assert_eq!(report["flows"], 1, "{report:#}");
-    assert_eq!(doctor_verdict(&[&peer.url("/")]), ids(&report));
+    assert_eq!(doctor_verdict(&[&peer.url("/")]), finding_ids(&report));
 }
 
 #[test]
@@ -597,7 +593,7 @@ fn tcpdump_of_a_split_writing_client_matches_the_doctor() {
     let raw = ["--send", r"\x00\x00\x00\x05hello", "--frame", "len32be", "--write-split", "4,rest"];
     let path = capture_bench("split", &peer, "lo", false, &[&raw[..], &[url.as_str()]].concat());
     let report = pcap_file_verdict(&path);
-    assert_eq!(ids(&report), vec!["client-nagle-delayed-ack"], "{report:#}");
+    assert_eq!(finding_ids(&report), vec!["client-nagle-delayed-ack"], "{report:#}");
     assert_eq!(report["top_flows"][0]["held_by"], "client");
-    assert_eq!(doctor_verdict(&[&raw[..], &[url.as_str()]].concat()), ids(&report));
+    assert_eq!(doctor_verdict(&[&raw[..], &[url.as_str()]].concat()), finding_ids(&report));
 }

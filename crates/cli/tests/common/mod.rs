@@ -259,6 +259,12 @@ macro_rules! verdict {
     };
 }
 
+/// The ids of a report's findings, in order (doctor, pcap, hops).
+pub fn finding_ids(report: &serde_json::Value) -> Vec<String> {
+    let findings = report["findings"].as_array().unwrap_or_else(|| panic!("no findings array in {report:#}"));
+    findings.iter().map(|f| f["id"].as_str().expect("a finding id").to_string()).collect()
+}
+
 /// A percentile in milliseconds from a bench JSON section such as "latency_ms".
 pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
     report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
