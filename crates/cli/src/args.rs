@@ -72,8 +72,8 @@ pub enum SchemaName {
 
 #[derive(Debug, Clone, Args)]
 pub struct BenchArgs {
-    /// Target: http://HOST:PORT/PATH?QUERY (a name such as localhost, IPv4, or [IPv6]), or
-    /// tcp://HOST:PORT with --send and --frame
+    /// Target: http:// or https://HOST:PORT/PATH?QUERY (a name such as localhost, IPv4, or
+    /// [IPv6]), or tcp://HOST:PORT with --send and --frame
     pub url: String,
 
     #[command(flatten)]
@@ -136,7 +136,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
 
-    /// Longest wait for a TCP connection to open
+    /// Longest wait for a connection to open (TCP, then the TLS handshake for https://)
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub connect_timeout: Duration,
 
@@ -211,28 +211,49 @@ pub struct RequestArgs {
     pub tls: TlsArgs,
 }
 
+/// The help section of the TLS options: only they go under it (a struct-level heading would
+/// also take every option declared after them).
+const TLS_HEADING: &str = "TLS (https:// URLs)";
+
 /// How https:// targets are reached: shared by every command that sends requests.
 #[derive(Debug, Clone, Default, Args)]
-#[command(next_help_heading = "TLS (https:// URLs)")]
 pub struct TlsArgs {
     /// Do not check the server's certificate (as curl -k); the report says so
-    #[arg(short = 'k', long)]
+    #[arg(short = 'k', long, help_heading = TLS_HEADING)]
     pub insecure: bool,
 
     /// Trust the certificates in this PEM file instead of the system's store
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = TLS_HEADING)]
     pub cacert: Option<PathBuf>,
 
     /// Server name to send (SNI) and to check the certificate against, instead of the URL's host
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = TLS_HEADING)]
     pub sni: Option<String>,
 
     /// A new connection makes a full handshake instead of resuming an earlier session
-    #[arg(long)]
+    #[arg(long, help_heading = TLS_HEADING)]
     pub no_tls_resume: bool,
 }
 
 impl TlsArgs {
+    /// The options as given, one token each, for commands nodelay suggests.
+    pub fn as_command_line(&self) -> Vec<String> {
+        let mut words = Vec::new();
+        if let Some(path) = &self.cacert {
+            words.extend(["--cacert".to_string(), path.display().to_string()]);
+        }
+        if self.insecure {
+            words.push("--insecure".into());
+        }
+        if let Some(name) = &self.sni {
+            words.extend(["--sni".to_string(), name.clone()]);
+        }
+        if self.no_tls_resume {
+            words.push("--no-tls-resume".into());
+        }
+        words
+    }
+
     /// Some TLS option was given (they are refused for plain http:// and tcp://).
     pub fn any(&self) -> bool {
         self.insecure || self.cacert.is_some() || self.sni.is_some() || self.no_tls_resume
@@ -242,7 +263,7 @@ impl TlsArgs {
 /// `nodelay doctor`: measure, experiment, explain.
 #[derive(Debug, Clone, Args)]
 pub struct DoctorArgs {
-    /// Target: http://HOST:PORT/PATH?QUERY, or tcp://HOST:PORT with --send and --frame
+    /// Target: http:// or https://HOST:PORT/PATH?QUERY, or tcp://HOST:PORT with --send and --frame
     pub url: String,
 
     /// Longest the whole diagnosis may take

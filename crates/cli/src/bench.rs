@@ -148,7 +148,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
             view.map(|view| server_findings(&view, stats.completed, sequential_p50_ms)).unwrap_or_default();
         report = report.with_server_view(view_report, findings);
     }
-    let report = report.with_suggestions(cpu_share);
+    let report = report.with_suggestions(cpu_share, args.load.request.tls.as_command_line());
 
     if let Some(output) = export {
         output.write(Json.render(&report).as_bytes())?;

@@ -53,6 +53,12 @@ fn python_tls(extra: &[&str]) -> Peer {
 fn python_ssl_server_stalls_through_tls_and_its_fix_is_healthy() {
     let stalling = python_tls(&[]);
     assert_tls_stall(&https(&stalling, "/"));
+    // bench suspects it, and the command it suggests reaches the server as the run did.
+    let ca = &certs().ca;
+    let bench =
+        nodelay(&["bench", "-c", "1", "-n", "20", "--json", "--cacert", ca, &https(&stalling, "/")]).json();
+    let prove = format!("nodelay doctor --cacert {ca} {}", https(&stalling, "/"));
+    assert_eq!(bench["suggestions"][0]["prove"], prove, "{bench:#}");
     let fixed = python_tls(&["--disable-nagle"]);
     assert_tls_healthy(&https(&fixed, "/"));
 }

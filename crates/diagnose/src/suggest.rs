@@ -10,6 +10,10 @@ use serde::Serialize;
 pub struct RunShape {
     /// The target, for the commands that prove a suggestion.
     pub url: String,
+    /// The options that reach it besides the URL (`--cacert FILE`, `--insecure`, `--sni NAME`,
+    /// `--no-tls-resume`), one token each: a command without them would fail where the run
+    /// did not.
+    pub tls_options: Vec<String>,
     pub connections: usize,
     pub threads: usize,
     pub keep_alive: bool,
@@ -63,13 +67,45 @@ fn syn_retry_cluster(ms: f64) -> Option<u32> {
         .map(|(_, _, seconds)| seconds)
 }
 
+/// The TLS options each command takes (curl knows `--cacert` and `-k` by the same names).
+const TLS_OPTIONS_OF_NODELAY: &[&str] = &["--cacert", "--insecure", "--sni", "--no-tls-resume"];
+const TLS_OPTIONS_OF_CURL: &[&str] = &["--cacert", "--insecure"];
+
+/// The URL after the TLS options `accepted` (with their values), quoted for a shell where
+/// needed.
+fn target(run: &RunShape, accepted: &[&str]) -> String {
+    let mut words = Vec::new();
+    let mut tokens = run.tls_options.iter().peekable();
+    while let Some(option) = tokens.next() {
+        let takes_value = matches!(option.as_str(), "--cacert" | "--sni");
+        let value = if takes_value { tokens.next() } else { None };
+        if accepted.contains(&option.as_str()) {
+            words.push(option.clone());
+            words.extend(value.map(|v| shell_word(v)));
+        }
+    }
+    words.push(shell_word(&run.url));
+    words.join(" ")
+}
+
+/// A word as a POSIX shell reads it back: as is when it holds only safe characters, else in
+/// single quotes.
+fn shell_word(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,[]?&~".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// The passive rules, in order of how much of the time they explain.
 pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
     let mut out = Vec::new();
     if run.responses == 0 {
         return out;
     }
-    let url = &run.url;
+    let url = &target(run, TLS_OPTIONS_OF_NODELAY);
     // A cluster of connects (or of first bytes, when the handshake's last ACK was dropped and
     // the client believes it is connected) at the SYN retransmission times.
     // A server that simply takes a second has its median there too: only a tail counts.
@@ -163,7 +199,7 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         out.push(Suggestion {
             id: "error-responses",
             why: format!("{share:.0} % of the responses are error pages: their latency is not the page's"),
-            prove: format!("curl -i {url}"),
+            prove: format!("curl -i {}", target(run, TLS_OPTIONS_OF_CURL)),
         });
     }
     if let Some(cpu) = run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE) {
@@ -298,6 +334,30 @@ mod tests {
         assert!(found[0].why.contains("40 ms, 80 ms, 120 ms"), "{}", found[0].why);
         let one_mode = RunShape { latency_quantiles_ms: vec![44.0; 9], ..run() };
         assert!(suggest(&one_mode).is_empty(), "one cluster is not quantization");
+    }
+
+    #[test]
+    fn the_commands_carry_the_options_that_reached_the_target() {
+        let over_tls = RunShape {
+            url: "https://h:8443/a?b=1".into(),
+            tls_options: ["--cacert", "my ca.pem", "--sni", "api", "--no-tls-resume"]
+                .map(String::from)
+                .to_vec(),
+            non_success: 5,
+            read_chunks_mean: 2.0,
+            read_gap_p50_ms: Some(43.0),
+            ..run()
+        };
+        let found = suggest(&over_tls);
+        assert_eq!(
+            found[0].prove,
+            "nodelay doctor --cacert 'my ca.pem' --sni api --no-tls-resume https://h:8443/a?b=1"
+        );
+        assert_eq!(
+            found[1].prove, "curl -i --cacert 'my ca.pem' https://h:8443/a?b=1",
+            "only what curl takes"
+        );
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
     }
 
     #[test]

@@ -323,10 +323,12 @@ impl BenchReport {
         }
     }
 
-    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was.
-    pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>) -> Self {
+    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was
+    /// and the options besides the URL that reached the target (for the commands it shows).
+    pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>, tls_options: Vec<String>) -> Self {
         self.generator_cpu_share = generator_cpu_share;
-        self.suggestions = nodelay_diagnose::suggest(&self.run_shape());
+        let shape = RunShape { tls_options, ..self.run_shape() };
+        self.suggestions = nodelay_diagnose::suggest(&shape);
         self
     }
 
@@ -342,6 +344,7 @@ impl BenchReport {
             .collect();
         RunShape {
             url: self.settings.url.clone(),
+            tls_options: Vec::new(),
             connections: self.settings.connections,
             threads: self.settings.threads,
             keep_alive: self.settings.keep_alive,
