@@ -423,7 +423,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let connection = &mut self.connections[index];
         let timing = &mut connection.request;
         timing.tls_handshake = timing.tls_started.map(|started| now - started);
-        timing.tls_resumed = connection.tls.as_ref().and_then(|tls| tls.summary()).is_some_and(|s| s.resumed);
+        timing.tls_resumed = connection.tls.as_ref().is_some_and(|tls| tls.resumed());
         self.set_phase(index, Phase::Writing, later(now, self.config.timeout));
         self.write_request(index);
     }

@@ -24,13 +24,18 @@ impl TlsSettings {
     /// The header's line about trust, e.g. "TLS, certificate checked against the system's
     /// trust store".
     pub fn describe(&self) -> String {
-        let trust = match self.trust {
-            TlsTrust::System => "certificate checked against the system's trust store",
-            TlsTrust::CaFile => "certificate checked against --cacert",
-            TlsTrust::Insecure => "certificate NOT checked (--insecure)",
-        };
+        let trust = trust_phrase(self.trust);
         let resume = if self.resume { "sessions resumed" } else { "no session resumption" };
         format!("TLS, {trust}, {resume}")
+    }
+}
+
+/// How the server's certificate was checked, as the headers say it.
+fn trust_phrase(trust: TlsTrust) -> &'static str {
+    match trust {
+        TlsTrust::System => "certificate checked against the system's trust store",
+        TlsTrust::CaFile => "certificate checked against --cacert",
+        TlsTrust::Insecure => "certificate NOT checked (--insecure)",
     }
 }
 
@@ -60,10 +65,7 @@ impl TlsNegotiated {
             (Some(version), Some(cipher)) => format!("{version} {cipher}"),
             _ => "TLS (no handshake completed)".to_string(),
         };
-        let settings = TlsSettings { trust: self.trust, resume: true };
-        let trust = settings.describe();
-        let trust = trust.trim_start_matches("TLS, ").trim_end_matches(", sessions resumed");
-        format!("{negotiated}, {trust}")
+        format!("{negotiated}, {}", trust_phrase(self.trust))
     }
 }
 

@@ -86,6 +86,11 @@ impl TlsSession {
         Ok(feed)
     }
 
+    /// The handshake resumed an earlier session (no certificate exchanged).
+    pub fn resumed(&self) -> bool {
+        self.connection.handshake_kind() == Some(HandshakeKind::Resumed)
+    }
+
     /// Version, cipher and how the handshake went, once it is over.
     pub fn summary(&self) -> Option<TlsSummary> {
         let version = match self.connection.protocol_version()? {
@@ -98,7 +103,7 @@ impl TlsSession {
             version,
             cipher: cipher_name(cipher),
             alpn_http11: self.connection.alpn_protocol() == Some(b"http/1.1"),
-            resumed: self.connection.handshake_kind() == Some(HandshakeKind::Resumed),
+            resumed: self.resumed(),
         })
     }
 }
