@@ -256,7 +256,7 @@ impl TlsArgs {
 
     /// Some TLS option was given (they are refused for plain http:// and tcp://).
     pub fn any(&self) -> bool {
-        self.insecure || self.cacert.is_some() || self.sni.is_some() || self.no_tls_resume
+        !self.as_command_line().is_empty()
     }
 }
 
