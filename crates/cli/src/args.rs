@@ -270,6 +270,11 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub budget: Duration,
 
+    /// Connections open at once, for the baseline and each experiment: more than one shows what
+    /// concurrency does (a listen queue that overflows: new connections wait 1 s)
+    #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub connections: u32,
+
     #[command(flatten)]
     pub request: RequestArgs,
 

@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 /// Enough steady responses for stable medians on one connection.
 const BASELINE_REQUESTS: u64 = 40;
 const EXPERIMENT_REQUESTS: u64 = 30;
+/// With several connections (`-c`), at most this many requests per connection in a phase.
+const PER_CONNECTION_REQUESTS: u64 = 100;
 /// Shares of the budget: the baseline may use this much, each experiment this much.
 const BASELINE_SHARE: f64 = 0.4;
 const EXPERIMENT_SHARE: f64 = 0.2;
@@ -56,7 +58,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     }
     let text = FittedText::new(text_width());
     let html = output::create_output(args.html.as_deref(), "--html")?;
-    let chain = Chain::start(&target, &args.request, &args.server_view, workload.address);
+    let chain = Chain::start(&target, &args.request, &args.server_view, workload.address, args.connections);
     let fix = if args.try_fix { FixPolicy::Try { keep: args.keep_fix } } else { FixPolicy::Describe };
     if !workload.is_scenario() {
         let whole = progress.map(DoctorProgress::whole);
@@ -173,7 +175,7 @@ pub fn examine(
     budget: Duration,
     timeout: Duration,
 ) -> Result<DoctorReport> {
-    let chain = Chain::start(target, request, view, workload.address);
+    let chain = Chain::start(target, request, view, workload.address, 1);
     examine_within(workload, Instant::now(), budget, timeout, FixPolicy::Describe, None, &chain)
 }
 
@@ -189,14 +191,28 @@ struct Chain {
     request: RequestArgs,
     view: ServerViewArgs,
     visited: Vec<SocketAddr>,
+    /// Connections open at once (`-c`), for every server along the chain.
+    connections: u32,
 }
 
 /// Headers that carry the user's credentials: meant for the target, never sent to its hops.
 const CREDENTIALS: [&str; 3] = ["authorization", "proxy-authorization", "cookie"];
 
 impl Chain {
-    fn start(target: &Target, request: &RequestArgs, view: &ServerViewArgs, address: SocketAddr) -> Self {
-        Chain { target: target.clone(), request: request.clone(), view: view.clone(), visited: vec![address] }
+    fn start(
+        target: &Target,
+        request: &RequestArgs,
+        view: &ServerViewArgs,
+        address: SocketAddr,
+        connections: u32,
+    ) -> Self {
+        Chain {
+            target: target.clone(),
+            request: request.clone(),
+            view: view.clone(),
+            visited: vec![address],
+            connections,
+        }
     }
 
     fn depth(&self) -> usize {
@@ -215,6 +231,7 @@ impl Chain {
             request,
             view: ServerViewArgs { pid: None, ..self.view.clone() },
             visited,
+            connections: self.connections,
         }
     }
 }
@@ -247,10 +264,14 @@ fn examine_within(
     } else {
         server_view::Watching::Off
     };
+    let connections = chain.connections.max(1);
     let baseline_config = EngineConfig {
         requests: vec![request.spec.clone()],
         framing: workload.framing.clone(),
-        max_requests: Some(BASELINE_REQUESTS),
+        connections: connections as usize,
+        // Several connections run on until the share of the budget ends (or this many
+        // requests): a connection that waits a second to open must have the time to.
+        max_requests: Some(BASELINE_REQUESTS.max(u64::from(connections) * PER_CONNECTION_REQUESTS)),
         duration: Some(budget.mul_f64(BASELINE_SHARE).min(left())),
         timeout,
         // As long as a response may take, and never past the budget.
@@ -261,7 +282,7 @@ fn examine_within(
     };
     let url = &workload.url;
     if let Some(progress) = progress {
-        progress.phase("baseline: keep-alive, one connection");
+        progress.phase(&format!("baseline: {}", nodelay_report::baseline_shape(connections)));
     }
     // The baseline's own first connection tells whether the server is reachable: no probe
     // connection is opened before it (servers and captures would see an empty one).
@@ -484,7 +505,9 @@ fn experiment_config(
     duration: Duration,
 ) -> EngineConfig {
     let mut config = EngineConfig {
-        max_requests: Some(EXPERIMENT_REQUESTS),
+        max_requests: Some(
+            EXPERIMENT_REQUESTS.max(baseline.connections as u64 * PER_CONNECTION_REQUESTS / 2),
+        ),
         duration: Some(duration),
         ..baseline.clone()
     };
@@ -507,6 +530,12 @@ fn experiment_config(
         }
         // Same client socket options, only the split removed.
         Experiment::SingleWrite => spec.write_split.clear(),
+        Experiment::OneConnectionAtATime => {
+            config.connections = 1;
+            config.max_requests = Some(EXPERIMENT_REQUESTS);
+            config.keep_alive = false;
+            spec.bytes = request.closing_bytes();
+        }
     }
     config
 }
@@ -524,7 +553,11 @@ pub(crate) fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -
 fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> Result<(Phase, Reach)> {
     let finished = run_engine(config, false, |_| CollectingSink::default())?;
     let reach = Reach { unreachable: finished.unreachable.clone(), connected: finished.connected };
-    let mut phase = Phase { experiment, ..Phase::default() };
+    let mut phase = Phase {
+        experiment,
+        connections: u32::try_from(config.connections).unwrap_or(u32::MAX),
+        ..Phase::default()
+    };
     let mut busiest = 0;
     for sink in finished.output.sinks {
         phase.responses.extend(sink.responses);

@@ -28,6 +28,9 @@ pub enum FindingId {
     /// response (often saying `Connection: keep-alive`, copied from an upstream): clients
     /// that wait for the close wait for its idle timeout.
     UnrequestedKeepAlive,
+    /// New connections wait 1 s (3 s, 7 s) for a SYN retransmission: the server's accept
+    /// queue was full when their handshake came.
+    ListenBacklogOverflow,
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
@@ -45,6 +48,7 @@ impl FindingId {
             FindingId::ServerCpuBound => "server-cpu-bound",
             FindingId::UpstreamConnectionPerRequest => "upstream-connection-per-request",
             FindingId::UnrequestedKeepAlive => "unrequested-keep-alive",
+            FindingId::ListenBacklogOverflow => "listen-backlog-overflow",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

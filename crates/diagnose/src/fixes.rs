@@ -134,6 +134,40 @@ pub fn slow_body() -> Vec<Fix> {
     ]
 }
 
+pub const LISTEN_BACKLOG_SUMMARY: &str = "Give the listening socket a larger backlog (the listen() argument; \
+     Linux caps it at net.core.somaxconn) and let the server accept connections as fast as they come: until then, \
+     a burst of new connections waits 1 s, 3 s, 7 s for SYN retransmissions. Clients that keep connections alive \
+     open fewer.";
+
+/// A larger accept queue, per stack (defaults as of 2026).
+pub fn listen_backlog() -> Vec<Fix> {
+    vec![
+        fix(
+            "Linux",
+            "sysctl -w net.core.somaxconn=4096 (the cap on every backlog; 4096 since Linux 5.4, 128 before) and \
+             net.ipv4.tcp_max_syn_backlog",
+        ),
+        fix(
+            "Python",
+            "socketserver / http.server: request_queue_size = 1024 on the server class (default 5); \
+             socket.listen(1024); gunicorn --backlog (default 2048)",
+        ),
+        fix(
+            "Node.js",
+            "server.listen({ port, backlog: 1024 }) (default 511), and keep the event loop free to accept",
+        ),
+        fix("Java", "new ServerSocket(port, 1024) or HttpServer.create(address, 1024) (default 50)"),
+        fix("Go", "net.Listen uses net.core.somaxconn: raise the sysctl"),
+        fix("Erlang", "gen_tcp:listen(Port, [{backlog, 1024} | ...]) (default 5)"),
+        fix("nginx", "listen 80 backlog=4096; (default 511)"),
+        fix("HAProxy", "backlog 4096 in the frontend (default: maxconn)"),
+        fix(
+            "any server",
+            "accept in a loop of its own, not between requests: one-at-a-time servers overflow first",
+        ),
+    ]
+}
+
 /// What to do when too many requests failed to measure, by the most common failure.
 pub fn failures_summary(kind: ErrorKind) -> &'static str {
     match kind {
@@ -156,6 +190,10 @@ pub fn failures_summary(kind: ErrorKind) -> &'static str {
         ErrorKind::OutOfFiles => {
             "nodelay ran out of file descriptors: raise ulimit -n (or close what else holds them), then measure \
              again."
+        }
+        ErrorKind::PortsExhausted => {
+            "This machine ran out of local ports for new connections (most held in TIME-WAIT): keep connections \
+             alive, or set net.ipv4.tcp_tw_reuse=1 or widen net.ipv4.ip_local_port_range, then measure again."
         }
         ErrorKind::Tls => {
             "TLS handshakes or records failed (see the error listed: certificate, alert, not TLS): fix the \

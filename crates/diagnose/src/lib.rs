@@ -7,6 +7,7 @@
 //! unit-tested on synthetic records. The kernel facts behind the rules are in
 //! shared/FIELD_NOTES.md.
 
+mod backlog;
 mod capture;
 mod finding;
 mod fixes;
@@ -24,7 +25,7 @@ pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKin
 pub use hops::{HopDiagnosis, proxy_hop_stall};
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
-    PhaseSummary, RequestShape, STALL_GAP_MS, percentile,
+    PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,
 };
 pub use relay::{LegPauses, RelayObservations, relay_findings};
 pub use rules::{diagnose, next_experiment};
@@ -33,5 +34,5 @@ pub use server::{
     server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
-pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, SYN_RETRY_WINDOWS_MS, Suggestion, suggest};
+pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

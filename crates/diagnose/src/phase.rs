@@ -32,6 +32,9 @@ pub enum Experiment {
     SplitRequestNoDelay,
     /// The whole request in one write.
     SingleWrite,
+    /// Connections opened one after another, a new one per request: no two handshakes wait
+    /// in the server's accept queue together.
+    OneConnectionAtATime,
 }
 
 impl Experiment {
@@ -42,6 +45,7 @@ impl Experiment {
             Experiment::SplitRequestNagle => "request head and body in two writes, client Nagle on",
             Experiment::SplitRequestNoDelay => "request in two writes, client TCP_NODELAY",
             Experiment::SingleWrite => "request in one write",
+            Experiment::OneConnectionAtATime => "one connection at a time, a new one per request",
         }
     }
 }
@@ -61,6 +65,8 @@ pub struct RequestShape {
 pub struct Phase {
     /// `None` for the baseline.
     pub experiment: Option<Experiment>,
+    /// Connections the phase kept open at once (`doctor -c`); 0 is read as 1.
+    pub connections: u32,
     pub responses: Vec<ResponseRecord>,
     /// Failed attempts, in the order they happened (a phase is a few dozen requests).
     pub errors: Vec<ErrorRecord>,
@@ -131,6 +137,17 @@ pub struct PhaseSummary {
     /// Steady responses whose first byte came 25 ms or more after the request.
     pub late_first_byte: usize,
     pub connect_p50_ms: Option<f64>,
+    pub connect_p90_ms: Option<f64>,
+    /// Connections opened: responses on a fresh connection, and failed connects.
+    pub opens: u64,
+    /// Opens that waited for a SYN retransmission (the connect, or the first byte of an
+    /// otherwise fast server, 1 s, 3 s or 7 s late; or a connect that timed out): the
+    /// listen queue overflowed, or a SYN was lost.
+    pub slow_opens: u64,
+    /// The retransmission most of them waited for, in seconds (1, 3 or 7).
+    pub slow_open_retry_s: Option<u32>,
+    /// The longest of them, connect start to first byte.
+    pub slowest_open_ms: Option<f64>,
     /// TLS handshakes after the TCP one (https only): a fresh connection's other cost.
     pub tls_handshake_p50_ms: Option<f64>,
     /// The very first request of the phase (on a fresh connection).
@@ -157,6 +174,32 @@ pub struct ErrorSummary {
     pub kind: &'static str,
     pub count: u64,
     pub example: String,
+}
+
+/// Connections a phase opened, and those that waited for a SYN retransmission.
+#[derive(Debug, Default)]
+struct Opens {
+    opened: u64,
+    slow: u64,
+    retry_s: Option<u32>,
+    slowest_ms: Option<f64>,
+}
+
+/// A first byte a second late counts as a slow open only on a server whose median first
+/// byte is below this.
+const TYPICAL_FIRST_BYTE_LIMIT_MS: f64 = 100.0;
+
+/// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s), in ms,
+/// with the retry's time in seconds.
+pub const SYN_RETRY_WINDOWS_MS: [(f64, f64, u32); 3] =
+    [(900.0, 1400.0, 1), (2900.0, 3500.0, 3), (6900.0, 7600.0, 7)];
+
+/// The SYN retransmission a wait of `ms` matches, in seconds.
+pub(crate) fn syn_retry_cluster(ms: f64) -> Option<u32> {
+    SYN_RETRY_WINDOWS_MS
+        .into_iter()
+        .find(|(from, to, _)| (*from..*to).contains(&ms))
+        .map(|(_, _, seconds)| seconds)
 }
 
 fn ms(duration: Duration) -> f64 {
@@ -231,6 +274,7 @@ impl Phase {
         bytes_before.sort_unstable();
         let connects = sorted(self.responses.iter().filter_map(|r| r.connect.map(ms)));
         let handshakes = sorted(self.responses.iter().filter_map(|r| r.tls_handshake.map(ms)));
+        let opens = self.opens();
         let on_stalls = |q: f64| (!stalled_gaps.is_empty()).then(|| percentile(&stalled_gaps, q));
         PhaseSummary {
             responses: self.responses.len(),
@@ -253,6 +297,11 @@ impl Phase {
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
             late_first_byte: first_bytes.iter().filter(|&&t| t >= LATE_FIRST_BYTE_MS).count(),
             connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
+            connect_p90_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.9)),
+            opens: opens.opened,
+            slow_opens: opens.slow,
+            slow_open_retry_s: opens.retry_s,
+            slowest_open_ms: opens.slowest_ms,
             tls_handshake_p50_ms: (!handshakes.is_empty()).then(|| percentile(&handshakes, 0.5)),
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
             first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),
@@ -263,6 +312,40 @@ impl Phase {
             most_common_error: self.most_common_error(),
             reliable: self.is_reliable(),
         }
+    }
+
+    /// How many connections the phase opened, and which of them waited for a SYN
+    /// retransmission. A late first byte counts only when the server's typical first byte
+    /// (the median over the phase) is far from a second: a slow server is not a slow open.
+    fn opens(&self) -> Opens {
+        let typical_first_byte_ms = percentile(&sorted(self.responses.iter().map(|r| ms(r.first_byte))), 0.5);
+        let mut opens = Opens::default();
+        let mut retries: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut slow = |retry_s: u32, open_ms: f64| {
+            opens.slow += 1;
+            *retries.entry(retry_s).or_insert(0) += 1;
+            opens.slowest_ms = Some(opens.slowest_ms.map_or(open_ms, |s: f64| s.max(open_ms)));
+        };
+        for response in self.responses.iter().filter(|r| r.connect.is_some()) {
+            opens.opened += 1;
+            let connect_ms = response.connect.map_or(0.0, ms);
+            let first_byte_ms = ms(response.first_byte);
+            let retry = syn_retry_cluster(connect_ms).or_else(|| {
+                (typical_first_byte_ms < TYPICAL_FIRST_BYTE_LIMIT_MS)
+                    .then(|| syn_retry_cluster(first_byte_ms))
+                    .flatten()
+            });
+            if let Some(retry_s) = retry {
+                slow(retry_s, first_byte_ms);
+            }
+        }
+        // A connect that timed out waited for its timeout, not a retry time: counted, not timed.
+        let timed_out = self.errors.iter().filter(|e| e.kind == ErrorKind::ConnectTimeout).count() as u64;
+        opens.opened += timed_out;
+        opens.slow += timed_out;
+        opens.retry_s =
+            retries.into_iter().max_by_key(|&(retry_s, n)| (n, std::cmp::Reverse(retry_s))).map(|(s, _)| s);
+        opens
     }
 
     /// Whether the phase can carry a verdict or a proof (see `MAX_FAILED_SHARE`).

@@ -3,6 +3,7 @@
 //! A cause is stated only when the experiment that removes it did so; otherwise the finding
 //! says what was seen (`proven: false`) and never names Nagle.
 
+use crate::backlog::listen_backlog_overflow;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
@@ -29,6 +30,10 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     }
     let shape = observations.request?;
     let done = |experiment| observations.has_run(experiment);
+    // Opens that waited a second: would they wait one at a time? (Cheap, so first.)
+    if baseline.slow_opens > 0 && !done(Experiment::OneConnectionAtATime) {
+        return Some(Experiment::OneConnectionAtATime);
+    }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
     let slow = stalls || baseline.first_byte_p50_ms >= SLOW_FIRST_BYTE_MS;
 
@@ -80,6 +85,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if !client_explains_first_byte {
         findings.extend(slow_first_byte(observations, &baseline));
     }
+    findings.extend(listen_backlog_overflow(observations, &baseline));
     findings.extend(connection_per_request(&baseline));
     if findings.is_empty() {
         findings.push(healthy(&baseline));

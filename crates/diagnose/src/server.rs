@@ -121,7 +121,7 @@ fn process_name(view: &ServerView) -> String {
     }
 }
 
-fn stack_fixes(view: &ServerView, mut fixes: Vec<Fix>) -> Vec<Fix> {
+pub(crate) fn stack_fixes(view: &ServerView, mut fixes: Vec<Fix>) -> Vec<Fix> {
     if let Some(stack) = view.processes.first().and_then(|p| stack_of_command(&p.command)) {
         detected_first(&mut fixes, stack);
     }
@@ -320,7 +320,7 @@ pub fn server_warnings(view: &ServerView) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nodelay_host::{CpuPressure, ProcessInfo};
     use std::net::SocketAddr;
@@ -329,7 +329,7 @@ mod tests {
         ThreadLoad { pid: 7, tid: 7, name: name.into(), on_cpu_us, waiting_for_cpu_us }
     }
 
-    fn view(threads: Vec<ThreadLoad>, upstreams: Vec<Upstream>) -> ServerView {
+    pub(crate) fn view(threads: Vec<ThreadLoad>, upstreams: Vec<Upstream>) -> ServerView {
         let cpu: u64 = threads.iter().map(|t| t.on_cpu_us).sum();
         ServerView {
             processes: vec![ProcessInfo { pid: 7, command: "node".into(), uid: 0 }],
@@ -339,6 +339,7 @@ mod tests {
             threads,
             upstreams,
             cpu_pressure: Some(CpuPressure { some_waiting_share: 0.05 }),
+            listen_queue: None,
             online_cpus: 2,
             unread: Vec::new(),
         }

@@ -2,6 +2,7 @@
 //! the idle-CPU latency family, each with the command that would prove it. bench prints
 //! them under its results ("what these numbers suggest"); JSON `suggestions`.
 
+use crate::phase::syn_retry_cluster;
 use crate::timers::match_delayed_ack_timer;
 use serde::Serialize;
 
@@ -29,7 +30,7 @@ pub struct RunShape {
     pub connect_p90_ms: Option<f64>,
     /// Connects that gave up (`--connect-timeout`, 3 s by default: a SYN dropped twice).
     pub connect_timeouts: u64,
-    /// Connects that took as long as a SYN retransmission ([`SYN_RETRY_WINDOWS_MS`]): on
+    /// Connects that took as long as a SYN retransmission ([`crate::SYN_RETRY_WINDOWS_MS`]): on
     /// loopback each is a dropped SYN, even when too few to move a percentile.
     pub connects_at_syn_retry: u64,
     pub connect_p99_ms: Option<f64>,
@@ -54,18 +55,6 @@ pub struct Suggestion {
 
 /// The generator's CPU share above which its own speed, not the server's, bounds the run.
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
-
-/// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s), in ms,
-/// with the retry's time in seconds.
-pub const SYN_RETRY_WINDOWS_MS: [(f64, f64, u32); 3] =
-    [(900.0, 1400.0, 1), (2900.0, 3500.0, 3), (6900.0, 7600.0, 7)];
-
-fn syn_retry_cluster(ms: f64) -> Option<u32> {
-    SYN_RETRY_WINDOWS_MS
-        .into_iter()
-        .find(|(from, to, _)| (*from..*to).contains(&ms))
-        .map(|(_, _, seconds)| seconds)
-}
 
 /// The TLS options each command takes (curl knows `--cacert` and `-k` by the same names).
 const TLS_OPTIONS_OF_NODELAY: &[&str] = &["--cacert", "--insecure", "--sni", "--no-tls-resume"];

@@ -34,7 +34,9 @@ pub use quantile::{distribution_ns, quantile_ms};
 pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, TlsSummary};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
-pub use tcp_info::{KERNEL_TCP_FIGURES, TcpInfo, read_tcp_info, set_quickack};
+pub use tcp_info::{
+    KERNEL_TCP_FIGURES, ListenQueue, TcpInfo, read_listen_queue, read_tcp_info, set_quickack,
+};
 pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
 pub use tls::{

@@ -47,13 +47,16 @@ pub enum ErrorKind {
     ClosedEarly,
     /// The process or the system ran out of file descriptors (EMFILE, ENFILE).
     OutOfFiles,
+    /// No local port was free for a new connection (EADDRNOTAVAIL): this machine's
+    /// ephemeral ports are all taken, most often by connections in TIME-WAIT.
+    PortsExhausted,
     /// The TLS handshake or a TLS record failed (certificate, alert, not TLS at all).
     Tls,
     Other,
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
         ErrorKind::Reset,
@@ -61,6 +64,7 @@ impl ErrorKind {
         ErrorKind::MalformedResponse,
         ErrorKind::ClosedEarly,
         ErrorKind::OutOfFiles,
+        ErrorKind::PortsExhausted,
         ErrorKind::Tls,
         ErrorKind::Other,
     ];
@@ -75,6 +79,7 @@ impl ErrorKind {
             ErrorKind::MalformedResponse => "malformed_response",
             ErrorKind::ClosedEarly => "closed_early",
             ErrorKind::OutOfFiles => "out_of_files",
+            ErrorKind::PortsExhausted => "ports_exhausted",
             ErrorKind::Tls => "tls",
             ErrorKind::Other => "other",
         }
@@ -89,6 +94,9 @@ impl ErrorKind {
         use std::io::ErrorKind as Io;
         if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
             return ErrorKind::OutOfFiles;
+        }
+        if connecting && error.raw_os_error() == Some(libc::EADDRNOTAVAIL) {
+            return ErrorKind::PortsExhausted;
         }
         match error.kind() {
             Io::ConnectionRefused => ErrorKind::ConnectRefused,

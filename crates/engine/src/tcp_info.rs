@@ -84,20 +84,8 @@ pub fn read_tcp_info(_socket: &impl AsRawFd) -> Option<TcpInfo> {
 /// TCP_INFO of a connected socket, or `None` where the kernel refuses (not TCP, closed).
 #[cfg(target_os = "linux")]
 pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
-    let mut raw = KernelTcpInfo::default();
-    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
-    let rc = unsafe {
-        libc::getsockopt(
-            socket.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut raw as *mut KernelTcpInfo).cast(),
-            &mut len,
-        )
-    };
-    // Kernels older than 4.6 return a shorter struct without min_rtt; zero stays zero.
-    (rc == 0).then_some(TcpInfo {
+    let raw = read_raw(socket)?;
+    Some(TcpInfo {
         rtt_us: raw.rtt,
         rttvar_us: raw.rttvar,
         min_rtt_us: raw.min_rtt,
@@ -111,6 +99,47 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
         segments_out: raw.segs_out,
         segments_in: raw.segs_in,
     })
+}
+
+#[cfg(target_os = "linux")]
+fn read_raw(socket: &impl AsRawFd) -> Option<KernelTcpInfo> {
+    let mut raw = KernelTcpInfo::default();
+    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
+    let rc = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut raw as *mut KernelTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    // Kernels older than 4.6 return a shorter struct without min_rtt; zero stays zero.
+    (rc == 0).then_some(raw)
+}
+
+/// A listening socket's accept queue, as TCP_INFO gives it for a listener (the kernel puts
+/// `sk_ack_backlog` in `tcpi_unacked` and `sk_max_ack_backlog` in `tcpi_sacked`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ListenQueue {
+    /// Connections accepted by the kernel and waiting for the program's `accept()`.
+    pub queued: u32,
+    /// The queue's limit: the `listen()` backlog, capped by `net.core.somaxconn`.
+    pub backlog: u32,
+}
+
+/// The accept queue of a listening socket; `None` for any other socket, or off Linux.
+#[cfg(target_os = "linux")]
+pub fn read_listen_queue(socket: &impl AsRawFd) -> Option<ListenQueue> {
+    const TCP_LISTEN: u8 = 10;
+    let raw = read_raw(socket)?;
+    (raw.state == TCP_LISTEN).then_some(ListenQueue { queued: raw.unacked, backlog: raw.sacked })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn read_listen_queue(_socket: &impl AsRawFd) -> Option<ListenQueue> {
+    None
 }
 
 /// Leaves pingpong (delayed-ACK) mode once and flushes a pending ACK. Not sticky: the
@@ -142,6 +171,20 @@ mod tests {
         assert!(info.snd_mss_bytes > 500, "{info:?}");
         assert!(info.rto_us >= 200_000, "{info:?}");
         set_quickack(&client).unwrap();
+    }
+
+    #[test]
+    fn a_listener_shows_its_backlog_and_the_connections_waiting_for_accept() {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        socket.bind(&"127.0.0.1:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+        socket.listen(7).unwrap();
+        let listener: TcpListener = socket.into();
+        let address = listener.local_addr().unwrap();
+        let _waiting: Vec<TcpStream> = (0..3).map(|_| TcpStream::connect(address).unwrap()).collect();
+        assert_eq!(read_listen_queue(&listener), Some(ListenQueue { queued: 3, backlog: 7 }));
+        let (accepted, _) = listener.accept().unwrap();
+        assert_eq!(read_listen_queue(&listener).map(|q| q.queued), Some(2));
+        assert_eq!(read_listen_queue(&accepted), None, "a connection is no listener");
     }
 
     #[test]

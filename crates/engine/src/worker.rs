@@ -317,6 +317,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                         let (connections, threads) = (self.config.connections, self.config.threads);
                         out_of_descriptors_message(connections as u64, threads as u64, &e)
                     }
+                    ErrorKind::PortsExhausted => {
+                        "connect: no local port free for a new connection (EADDRNOTAVAIL)".to_string()
+                    }
                     _ => format!("connect: {e}"),
                 };
                 self.fail(index, kind, message);
@@ -570,9 +573,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         let connection = &self.connections[index];
         let (slot, request) = (connection.slot, connection.request_index as u16);
         // A connect that failed before any succeeded: the target is unreachable. Running out of
-        // descriptors is this machine's problem, not the target's.
+        // descriptors or local ports is this machine's problem, not the target's.
         let opening = matches!(connection.phase, Phase::Connecting | Phase::Handshaking);
-        if opening && kind != ErrorKind::OutOfFiles {
+        if opening && !matches!(kind, ErrorKind::OutOfFiles | ErrorKind::PortsExhausted) {
             self.control.connect_failed(message.strip_prefix("connect: ").unwrap_or(&message));
         }
         let offset = Instant::now().saturating_duration_since(self.run_start);

@@ -26,7 +26,7 @@ mod pidfd;
 mod watch;
 
 pub use error::HostError;
-pub use server_view::{CpuPressure, ServerView, ThreadLoad, Upstream};
+pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
 pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
 

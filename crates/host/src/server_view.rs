@@ -54,6 +54,21 @@ pub struct CpuPressure {
     pub some_waiting_share: f64,
 }
 
+/// The server's accept queue over a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ListenQueueView {
+    /// The listening socket's queue limit (the `listen()` backlog, capped by
+    /// `net.core.somaxconn`) at the end; `None` when its descriptor could not be copied.
+    pub backlog: Option<u32>,
+    /// Connections waiting for `accept()` at the end.
+    pub queued_at_end: Option<u32>,
+    /// `TcpExtListenOverflows` during the run: handshakes that found an accept queue full
+    /// (the server's network namespace, every listener in it).
+    pub overflows: u64,
+    /// `TcpExtListenDrops` during the run: SYNs and handshake ACKs dropped at a listener.
+    pub drops: u64,
+}
+
 /// The server's side of one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServerView {
@@ -70,6 +85,9 @@ pub struct ServerView {
     pub upstreams: Vec<Upstream>,
     /// `None` where the kernel has no PSI (/proc/pressure/cpu absent).
     pub cpu_pressure: Option<CpuPressure>,
+    /// The listening socket's accept queue and the handshakes dropped while it was full;
+    /// `None` where /proc/PID/net/netstat could not be read.
+    pub listen_queue: Option<ListenQueueView>,
     /// CPUs this machine has online.
     pub online_cpus: u32,
     /// Parts that could not be read, each said in a few words (a process that ended, ...).

@@ -11,6 +11,8 @@
 //!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
 //!   connections that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
+//! - Accept queue: /proc/PID/net/netstat `ListenOverflows` and `ListenDrops` at both ends,
+//!   and the listener's backlog from TCP_INFO of a copy of it at the end.
 //!
 //! Limits of the upstream counts, which come from socket tables, not from tracing. `opened`
 //! is a lower bound:
@@ -35,6 +37,7 @@
 //!   it at the end (counted since they started: a worker forked during the run).
 
 mod connections;
+mod listen_queue;
 mod load;
 mod reading;
 mod sampler;
@@ -71,6 +74,7 @@ struct Start {
     /// The server's client connections, by inode: destination and segments sent so far.
     segments_out: HashMap<u64, (SocketAddr, u32)>,
     pressure_some_us: Option<u64>,
+    listen_counters: Option<listen_queue::ListenCounters>,
     unread: Vec<String>,
 }
 
@@ -149,6 +153,16 @@ impl ServerWatch {
             }
         }
         let threads = thread_loads(&watched, &start.threads, &end_threads, &names);
+        let port = match target {
+            Target::Address(address) => Some(address.port()),
+            Target::Port(port) => Some(port),
+            Target::Pid(_) => None,
+        };
+        let listen_queue = listen_queue::view(
+            start.listen_counters,
+            watched.first().and_then(|w| listen_queue::counters(w.info.pid)),
+            listen_queue::listener_queue(&end.sockets, port),
+        );
         let connections = connection_readings(&mut start, end, sampled, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
@@ -166,6 +180,7 @@ impl ServerWatch {
                 })
                 .collect(),
             cpu_pressure: pressure_share(start.pressure_some_us, pressure_some_us, wall_us),
+            listen_queue,
             online_cpus: reading::online_cpus(),
             unread,
         })
@@ -301,6 +316,7 @@ fn start_values(
         destinations,
         segments_out,
         pressure_some_us,
+        listen_counters: watched.first().and_then(|w| listen_queue::counters(w.info.pid)),
         unread,
     })
 }

@@ -139,10 +139,18 @@ impl ErrorPage {
     }
 }
 
+/// "keep-alive, one connection" or "keep-alive, 20 connections": how the baseline loads.
+pub fn baseline_shape(connections: u32) -> String {
+    match connections {
+        0 | 1 => "keep-alive, one connection".into(),
+        n => format!("keep-alive, {n} connections"),
+    }
+}
+
 impl PhaseReport {
     pub fn new(phase: &Phase) -> Self {
         let (name, description) = match phase.experiment {
-            None => ("baseline".to_string(), "baseline: keep-alive, one connection".to_string()),
+            None => ("baseline".to_string(), format!("baseline: {}", baseline_shape(phase.connections))),
             Some(experiment) => (experiment_id(experiment), format!("experiment: {}", experiment.describe())),
         };
         PhaseReport {

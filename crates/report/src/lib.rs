@@ -32,7 +32,7 @@ pub use compare::{
 pub use compare_text::compare_header;
 pub use doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
-    NamedDoctorReport, PhaseReport, TryFixReport,
+    NamedDoctorReport, PhaseReport, TryFixReport, baseline_shape,
 };
 pub use format::{
     DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, plural, wrap_words,

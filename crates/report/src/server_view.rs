@@ -36,6 +36,8 @@ pub struct ServerViewReport {
     pub upstreams: Vec<UpstreamReport>,
     /// Share of the run during which some task on this machine waited for a CPU.
     pub cpu_pressure_share: Option<f64>,
+    /// The listening socket's accept queue and the handshakes dropped on it during the run.
+    pub listen_queue: Option<nodelay_host::ListenQueueView>,
     pub online_cpus: u32,
     pub warnings: Vec<String>,
     /// Parts that could not be read (a process that ended during the run, ...).
@@ -105,6 +107,7 @@ impl ServerViewReport {
             threads,
             upstreams,
             cpu_pressure_share: view.cpu_pressure.map(|p| p.some_waiting_share),
+            listen_queue: view.listen_queue,
             online_cpus: view.online_cpus,
             warnings: server_warnings(view),
             unread: view.unread.clone(),
@@ -128,6 +131,7 @@ impl ServerViewReport {
             threads: Vec::new(),
             upstreams: Vec::new(),
             cpu_pressure_share: None,
+            listen_queue: None,
             online_cpus: 0,
             warnings: Vec::new(),
             unread: Vec::new(),
@@ -198,6 +202,15 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
                 upstream.destination, upstream.opened, upstream.open_at_end
             ),
         ]);
+    }
+    if let Some(queue) = view.listen_queue {
+        let backlog = queue.backlog.map(|b| format!("backlog {b}; ")).unwrap_or_default();
+        let dropped = match queue.overflows {
+            0 => "no handshake dropped on a full accept queue".to_string(),
+            n => format!("{n} handshakes dropped on a full accept queue"),
+        };
+        table
+            .row(["listen queue".to_string(), format!("{backlog}{dropped} (ListenOverflows, this machine)")]);
     }
     if let Some(pressure) = view.cpu_pressure_share {
         table.row([

@@ -1,0 +1,199 @@
+//! Listen-queue overflow: new connections that wait a second (then three, then seven) to
+//! open because the server's accept queue was full when their handshake arrived, and the
+//! kernel dropped the SYN or the handshake's last ACK until the client retransmitted
+//! (FIELD_NOTES: Python `listen(2)` at 20 connections, connect p90 1.00 s).
+//!
+//! Seen: opens at the SYN retransmission times. Proven by either of two things: the same
+//! requests, one connection at a time, open without a wait (the queue never holds two); or
+//! the kernel's ListenOverflows counter rose during the run (a server on this machine).
+
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
+use crate::fixes;
+use crate::phase::{Experiment, Observations, PhaseSummary};
+use crate::server::stack_fixes;
+
+/// The one-at-a-time experiment shows the opens are fine only with this many of them.
+const MIN_SEQUENTIAL_OPENS: u64 = 10;
+
+pub(crate) fn listen_backlog_overflow(
+    observations: &Observations,
+    baseline: &PhaseSummary,
+) -> Option<Finding> {
+    if baseline.slow_opens == 0 {
+        return None;
+    }
+    let connections = observations.baseline.connections.max(1);
+    let retry_s = baseline.slow_open_retry_s.unwrap_or(1);
+    let mut evidence = vec![
+        Evidence::new(
+            format!("new connections that waited for a SYN retransmission ({retry_s} s)"),
+            baseline.slow_opens as f64,
+            "count",
+        ),
+        Evidence::new("connections opened", baseline.opens as f64, "count"),
+        Evidence::new("connections open at once", f64::from(connections), "count"),
+    ];
+    if let Some(slowest) = baseline.slowest_open_ms {
+        evidence.push(Evidence::new("slowest of them, connect to first byte", slowest, "ms"));
+    }
+    let queue = observations.server_view.as_ref().and_then(|view| view.listen_queue);
+    let mut proofs = Vec::new();
+    if let Some(queue) = queue {
+        if let Some(backlog) = queue.backlog {
+            evidence.push(Evidence::new(
+                "the listening socket's backlog (accept queue limit)",
+                f64::from(backlog),
+                "count",
+            ));
+        }
+        evidence.push(Evidence::new(
+            "handshakes dropped on a full accept queue (TcpExtListenOverflows, this machine)",
+            queue.overflows as f64,
+            "count",
+        ));
+        if queue.overflows > 0 {
+            proofs.push(Proof {
+                kind: ProofKind::ServerView,
+                experiment: "the kernel's listen-queue counters during the baseline (/proc/PID/net/netstat)"
+                    .into(),
+                baseline_p50_ms: 0.0,
+                experiment_p50_ms: 0.0,
+                removed: false,
+                result: format!(
+                    "ListenOverflows +{}, ListenDrops +{} while {} connections were opened",
+                    queue.overflows, queue.drops, baseline.opens
+                ),
+            });
+        }
+    }
+    let mut removed_one_at_a_time = false;
+    if let Some(phase) = observations.experiment(Experiment::OneConnectionAtATime) {
+        let sequential = phase.summary();
+        removed_one_at_a_time = sequential.slow_opens == 0 && sequential.opens >= MIN_SEQUENTIAL_OPENS;
+        proofs.push(Proof {
+            kind: ProofKind::Experiment,
+            experiment: Experiment::OneConnectionAtATime.describe().into(),
+            baseline_p50_ms: baseline.total_p50_ms,
+            experiment_p50_ms: sequential.total_p50_ms,
+            removed: removed_one_at_a_time,
+            result: format!(
+                "opens that waited for a SYN retransmission: {} of {} at {connections} connections -> {} of {} one \
+                 at a time",
+                baseline.slow_opens, baseline.opens, sequential.slow_opens, sequential.opens
+            ),
+        });
+    }
+    let counted = queue.is_some_and(|q| q.overflows > 0);
+    let proven = removed_one_at_a_time || counted;
+    let backlog = queue.and_then(|q| q.backlog).map(|b| format!(" (backlog {b})")).unwrap_or_default();
+    let title = if proven {
+        format!(
+            "New connections wait {retry_s} s to open: the server's listen queue{backlog} overflows at {connections} \
+             connections, and the kernel drops handshakes until the client retransmits its SYN"
+        )
+    } else {
+        format!(
+            "{} of {} new connections took {retry_s} s to open (a SYN retransmission): a full listen queue or lost \
+             SYNs",
+            baseline.slow_opens, baseline.opens
+        )
+    };
+    let confidence = match (removed_one_at_a_time, counted) {
+        (true, true) => Confidence::High,
+        (true, false) | (false, true) => Confidence::Medium,
+        (false, false) => Confidence::Low,
+    };
+    let fix = match &observations.server_view {
+        Some(view) => stack_fixes(view, fixes::listen_backlog()),
+        None => fixes::listen_backlog(),
+    };
+    Some(Finding {
+        id: FindingId::ListenBacklogOverflow,
+        title,
+        proven,
+        confidence,
+        evidence,
+        proof: proofs,
+        fix_summary: fixes::LISTEN_BACKLOG_SUMMARY.into(),
+        fix,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::Phase;
+    use crate::phase::tests::{phase, response};
+    use nodelay_host::ListenQueueView;
+    use std::time::Duration;
+
+    /// `opens` fresh connections, `slow` of them connecting after `slow_connect_ms`.
+    fn opening(experiment: Option<Experiment>, opens: usize, slow: usize, slow_connect_ms: f64) -> Phase {
+        let responses = (0..opens)
+            .map(|i| {
+                let mut r = response(0, 0.5, None);
+                let connect_ms = if i < slow { slow_connect_ms } else { 0.1 };
+                r.connect = Some(Duration::from_secs_f64(connect_ms / 1e3));
+                r.first_byte = Duration::from_secs_f64((connect_ms + 0.4) / 1e3);
+                r.total = r.first_byte;
+                r
+            })
+            .collect();
+        Phase { connections: if experiment.is_some() { 1 } else { 20 }, ..phase(experiment, responses) }
+    }
+
+    fn view(overflows: u64) -> nodelay_host::ServerView {
+        let mut view = crate::server::tests::view(Vec::new(), Vec::new());
+        view.processes[0].command = "python3".into();
+        view.listen_queue =
+            Some(ListenQueueView { backlog: Some(2), queued_at_end: Some(0), overflows, drops: overflows });
+        view
+    }
+
+    #[test]
+    fn opens_at_one_second_proven_by_one_at_a_time_and_the_counters() {
+        let mut observations =
+            Observations { baseline: opening(None, 60, 7, 1003.0), ..Observations::default() };
+        observations.server_view = Some(view(64));
+        observations.experiments.push(opening(Some(Experiment::OneConnectionAtATime), 30, 0, 0.0));
+        let finding = listen_backlog_overflow(&observations, &observations.baseline.summary()).unwrap();
+        assert!(finding.proven);
+        assert_eq!(finding.confidence, Confidence::High);
+        assert!(
+            finding.title.contains("wait 1 s") && finding.title.contains("(backlog 2)"),
+            "{}",
+            finding.title
+        );
+        assert!(finding.proof.iter().all(|p| p.kind != ProofKind::Experiment || p.removed));
+        assert!(
+            finding.proof[1].result.contains("7 of 60 at 20 connections -> 0 of 30"),
+            "{:?}",
+            finding.proof
+        );
+        assert_eq!(finding.fix[0].stack, "Python", "the view's process is python3");
+    }
+
+    #[test]
+    fn without_proof_it_only_says_what_was_seen() {
+        let observations = Observations { baseline: opening(None, 60, 3, 3010.0), ..Observations::default() };
+        let finding = listen_backlog_overflow(&observations, &observations.baseline.summary()).unwrap();
+        assert!(!finding.proven);
+        assert_eq!(finding.confidence, Confidence::Low);
+        assert!(finding.title.starts_with("3 of 60 new connections took 3 s"), "{}", finding.title);
+    }
+
+    #[test]
+    fn slow_opens_that_stay_one_at_a_time_prove_nothing_and_fast_opens_say_nothing() {
+        let mut observations =
+            Observations { baseline: opening(None, 60, 5, 1010.0), ..Observations::default() };
+        observations.server_view = Some(view(0));
+        observations.experiments.push(opening(Some(Experiment::OneConnectionAtATime), 30, 2, 1005.0));
+        let finding = listen_backlog_overflow(&observations, &observations.baseline.summary()).unwrap();
+        assert!(!finding.proven, "{:?}", finding.proof);
+        let fast = Observations { baseline: opening(None, 60, 0, 0.0), ..Observations::default() };
+        assert!(listen_backlog_overflow(&fast, &fast.baseline.summary()).is_none());
+        // A server that takes a second for everything has no slow opens, only a slow first byte.
+        let slow_server: Vec<_> = (0..20).map(|_| response(0, 1000.0, None)).collect();
+        assert_eq!(phase(None, slow_server).summary().slow_opens, 0);
+    }
+}
