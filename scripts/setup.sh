@@ -40,6 +40,11 @@ want_file /usr/bin/chromium chromium
 # "untrusted issuer" test needs one); the TLS benchmark makes its certificate with openssl.
 want_file /etc/ssl/certs/ca-certificates.crt ca-certificates
 want openssl openssl
+# The latency-family tests (crates/cli/tests/latency_family.rs): ss cross-checks a listener's
+# backlog, and port exhaustion runs in a network namespace of its own (unshare, ip).
+want ss iproute2
+want ip iproute2
+want unshare util-linux
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils

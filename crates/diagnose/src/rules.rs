@@ -77,6 +77,8 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         return vec![unreliable_measurement(&observations.baseline, &baseline)];
     }
     let mut findings = Vec::new();
+    // A second per new connection outweighs every other finding: first.
+    findings.extend(listen_backlog_overflow(observations, &baseline));
     findings.extend(server_stall(observations, &baseline));
     let client = client_stall(observations, &baseline);
     let client_explains_first_byte =
@@ -85,7 +87,6 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if !client_explains_first_byte {
         findings.extend(slow_first_byte(observations, &baseline));
     }
-    findings.extend(listen_backlog_overflow(observations, &baseline));
     findings.extend(connection_per_request(&baseline));
     if findings.is_empty() {
         findings.push(healthy(&baseline));

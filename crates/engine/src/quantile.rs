@@ -29,7 +29,7 @@ pub fn distribution_ns(values_ns: impl IntoIterator<Item = u64>) -> Histogram<u6
     let mut histogram = histogram(SIGNIFICANT_DIGITS);
     for value in values_ns {
         // Auto-resize cannot fail below u64::MAX / 2; clamp rather than panic all the same.
-        if histogram.record(value.max(1)).is_err() {
+        if histogram.record(value).is_err() {
             histogram.saturating_record(value);
         }
     }
@@ -49,5 +49,7 @@ mod tests {
         assert!(close(quantile_ms(&values, 0.9), 4.0));
         assert!(close(quantile_ms(&values, 0.0), 1.0));
         assert_eq!(quantile_ms(&distribution_ns([]), 0.5), 0.0);
+        // A read gap of zero (one read) stays zero, not the smallest bucket's 1 ns.
+        assert_eq!(quantile_ms(&distribution_ns([0, 0, 0]), 0.5), 0.0);
     }
 }
