@@ -19,7 +19,10 @@ use nodelay_diagnose::{
     Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, next_experiment,
     proxy_hop_stall,
 };
-use nodelay_engine::{CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_hold};
+use nodelay_engine::{
+    CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_expect_continue,
+    probe_hold, with_expect_continue,
+};
 use nodelay_host::{ServerView, Upstream};
 use nodelay_report::{
     DoctorReport, DoctorScenarioReport, FittedText, HopReport, Json, NamedDoctorReport, Render,
@@ -334,6 +337,20 @@ fn examine_within(
         observations.experiments.push(run_phase(&config, Some(experiment))?);
     }
     observations.experiments.retain(|phase| !phase.responses.is_empty() || !phase.errors.is_empty());
+    // A request with a body: how does the server answer a client that sends Expect:
+    // 100-continue and holds the body back? A silent server costs such a client its timer.
+    if let (Framing::Http { .. }, Some(head_bytes)) = (&workload.framing, request.head_bytes)
+        && !interrupt::interrupted()
+        // A plain-TCP probe, as the HTTP/1.0 one below.
+        && workload.tls.is_none()
+        && left() >= EXPECT_PROBE_WAIT * 2
+        && let Some((head, body)) = with_expect_continue(&request.spec.bytes, head_bytes)
+    {
+        if let Some(progress) = progress {
+            progress.phase("probe: a request with Expect: 100-continue, the body held back");
+        }
+        observations.expect_probe = probe_expect_continue(workload.address, &head, &body, EXPECT_PROBE_WAIT);
+    }
     // Does the server close after answering an HTTP/1.0 client that did not ask to keep the
     // connection? A healthy one does at once, so this costs a round trip; one that holds
     // it costs at most HOLD_PROBE_WAIT.
@@ -474,6 +491,10 @@ fn follow_hops(
     }
     hops
 }
+
+/// How long the Expect probe waits for an answer before it sends the body: past curl's 1 s,
+/// so a server that stays silent this long makes every such client wait its whole timer.
+const EXPECT_PROBE_WAIT: Duration = Duration::from_millis(1200);
 
 /// How long the HTTP/1.0 probe waits for the server to close after its response.
 const HOLD_PROBE_WAIT: Duration = Duration::from_millis(500);

@@ -31,6 +31,9 @@ pub enum FindingId {
     /// New connections wait 1 s (3 s, 7 s) for a SYN retransmission: the server's accept
     /// queue was full when their handshake came.
     ListenBacklogOverflow,
+    /// The server stays silent after a head with `Expect: 100-continue`: clients that send
+    /// it hold the body back until their own timer ends (curl 1 s).
+    ExpectContinueWait,
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
@@ -49,6 +52,7 @@ impl FindingId {
             FindingId::UpstreamConnectionPerRequest => "upstream-connection-per-request",
             FindingId::UnrequestedKeepAlive => "unrequested-keep-alive",
             FindingId::ListenBacklogOverflow => "listen-backlog-overflow",
+            FindingId::ExpectContinueWait => "expect-100-continue-wait",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

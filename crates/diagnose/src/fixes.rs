@@ -168,6 +168,34 @@ pub fn listen_backlog() -> Vec<Fix> {
     ]
 }
 
+pub const EXPECT_CONTINUE_SUMMARY: &str = "Have the server answer 100 Continue (or its final response) as soon as \
+     the head arrives; or stop the clients from sending Expect: 100-continue.";
+
+/// Answer `Expect: 100-continue`, or stop sending it.
+pub fn expect_continue() -> Vec<Fix> {
+    vec![
+        fix(
+            "Python http.server / socketserver",
+            "protocol_version = \"HTTP/1.1\" on the handler: only then does handle_expect_100 answer 100 Continue",
+        ),
+        fix(
+            "Node.js http",
+            "answers 100 Continue itself unless a 'checkContinue' listener is set: call res.writeContinue() there",
+        ),
+        fix("Go net/http", "answers 100 Continue when the handler first reads the body: read it"),
+        fix("Java com.sun.net.httpserver", "answers 100 Continue itself; a handler must still read the body"),
+        fix("curl / libcurl", "-H 'Expect:' (CURLOPT_HTTPHEADER \"Expect:\"), or --expect100-timeout 0.1"),
+        fix(
+            ".NET",
+            "HttpClient: DefaultRequestHeaders.ExpectContinue = false; .NET Framework: ServicePointManager.Expect100Continue = false",
+        ),
+        fix(
+            "proxies",
+            "nginx and HAProxy answer 100 Continue to the client themselves; check the hop behind them",
+        ),
+    ]
+}
+
 /// What to do when too many requests failed to measure, by the most common failure.
 pub fn failures_summary(kind: ErrorKind) -> &'static str {
     match kind {

@@ -9,6 +9,7 @@
 
 mod backlog;
 mod capture;
+mod expect;
 mod finding;
 mod fixes;
 mod hops;

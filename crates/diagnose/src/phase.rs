@@ -90,6 +90,8 @@ pub struct Observations {
     pub server_view: Option<nodelay_host::ServerView>,
     /// What the server did after answering an HTTP/1.0 request without keep-alive.
     pub hold_probe: Option<nodelay_engine::HoldProbe>,
+    /// How the server answered a head with `Expect: 100-continue` (requests with a body).
+    pub expect_probe: Option<nodelay_engine::ExpectProbe>,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again

@@ -4,6 +4,7 @@
 //! says what was seen (`proven: false`) and never names Nagle.
 
 use crate::backlog::listen_backlog_overflow;
+use crate::expect::expect_continue_wait;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
@@ -97,6 +98,10 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         for finding in &mut findings {
             fixes::detected_first(&mut finding.fix, stack);
         }
+    }
+    if let Some(finding) = observations.expect_probe.as_ref().and_then(expect_continue_wait) {
+        findings.retain(|f| f.id != FindingId::Healthy);
+        findings.push(finding);
     }
     if let Some(finding) = observations.hold_probe.as_ref().and_then(unrequested_keep_alive) {
         findings.retain(|f| f.id != FindingId::Healthy);

@@ -7,6 +7,7 @@
 mod config;
 mod control;
 mod cpu;
+mod expect_probe;
 mod hold_probe;
 mod limits;
 mod pacer;
@@ -24,6 +25,7 @@ mod worker;
 pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
 pub use cpu::process_cpu_time;
+pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
 pub use hold_probe::{HoldProbe, probe_hold};
 pub use limits::{
     DescriptorLimit, DescriptorShortage, descriptor_limit, descriptors_needed, reserve_descriptors,

@@ -60,6 +60,9 @@ pub struct DoctorReport {
     /// https:// targets: how the certificate was checked and what TLS settled on; null for
     /// plain HTTP.
     pub tls: Option<crate::tls::TlsNegotiated>,
+    /// Requests with a body (plain HTTP): how the server answered a head with `Expect:
+    /// 100-continue`; null when not probed.
+    pub expect_continue: Option<crate::probes::ExpectContinueReport>,
 }
 
 /// One hop of the chain: the server's upstream, diagnosed directly.
@@ -229,6 +232,7 @@ impl DoctorReport {
             server_view: None,
             hops: Vec::new(),
             tls: None,
+            expect_continue: observations.expect_probe.as_ref().map(crate::probes::ExpectContinueReport::new),
         }
     }
 

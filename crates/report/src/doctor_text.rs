@@ -27,7 +27,13 @@ impl Render<DoctorReport> for FittedText {
 /// Evidence values, the milliseconds in the finding's one unit.
 fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
     match evidence.unit {
-        "ms" => scale.format(evidence.value),
+        // The block's unit, unless it would show a small value as zero (0.46 ms among seconds).
+        "ms" => match scale.format(evidence.value) {
+            shown if evidence.value > 0.0 && !shown.chars().any(|c| c.is_ascii_digit() && c != '0') => {
+                crate::format::format_duration_ms(evidence.value)
+            }
+            shown => shown,
+        },
         "%" => format!("{:.0} %", evidence.value),
         "bytes" => format!("{:.0} bytes", evidence.value),
         "cores" => format!("{:.2} cores", evidence.value),
@@ -96,6 +102,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
             .unwrap_or_default();
         let line =
             format!("first request on the fresh connection: {}{handshake}{why}", format_duration_ms(first));
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    if let Some(expect) = &r.expect_continue {
+        let line = format!("Expect: 100-continue: {}", expect.describe());
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {
