@@ -291,6 +291,11 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub try_fix: bool,
 
+    /// Last, leave one keep-alive connection idle and measure when the server closes it (and
+    /// whether it announces Keep-Alive: timeout=); waits at most what is left of --budget
+    #[arg(long)]
+    pub idle_probe: bool,
+
     /// With --try-fix: leave TCP_NODELAY on afterwards
     #[arg(long, requires = "try_fix")]
     pub keep_fix: bool,

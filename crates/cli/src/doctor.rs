@@ -16,12 +16,12 @@ use crate::try_fix::{FixPolicy, try_fix, worth_trying};
 use crate::workload::{Workload, WorkloadRequest, build_workload};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{
-    Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, next_experiment,
-    proxy_hop_stall,
+    Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, keepalive_idle_close,
+    next_experiment, proxy_hop_stall,
 };
 use nodelay_engine::{
     CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_expect_continue,
-    probe_hold, with_expect_continue,
+    probe_hold, probe_idle, with_expect_continue,
 };
 use nodelay_host::{ServerView, Upstream};
 use nodelay_report::{
@@ -61,7 +61,10 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     }
     let text = FittedText::new(text_width());
     let html = output::create_output(args.html.as_deref(), "--html")?;
-    let chain = Chain::start(&target, &args.request, &args.server_view, workload.address, args.connections);
+    let chain = Chain {
+        idle_probe: args.idle_probe,
+        ..Chain::start(&target, &args.request, &args.server_view, workload.address, args.connections)
+    };
     let fix = if args.try_fix { FixPolicy::Try { keep: args.keep_fix } } else { FixPolicy::Describe };
     if !workload.is_scenario() {
         let whole = progress.map(DoctorProgress::whole);
@@ -196,6 +199,8 @@ struct Chain {
     visited: Vec<SocketAddr>,
     /// Connections open at once (`-c`), for every server along the chain.
     connections: u32,
+    /// `--idle-probe`: the target's idle timeout is measured last (not the hops').
+    idle_probe: bool,
 }
 
 /// Headers that carry the user's credentials: meant for the target, never sent to its hops.
@@ -215,6 +220,7 @@ impl Chain {
             view: view.clone(),
             visited: vec![address],
             connections,
+            idle_probe: false,
         }
     }
 
@@ -235,6 +241,7 @@ impl Chain {
             view: ServerViewArgs { pid: None, ..self.view.clone() },
             visited,
             connections: self.connections,
+            idle_probe: false,
         }
     }
 }
@@ -403,6 +410,28 @@ fn examine_within(
         });
         findings.insert(0, hop_stall);
     }
+    // Last, as it may wait for all the budget left: how long does an idle connection live?
+    if chain.idle_probe
+        && matches!(workload.framing, Framing::Http { .. })
+        && workload.tls.is_none()
+        && !interrupt::interrupted()
+        && left() >= MIN_IDLE_WAIT
+    {
+        if let Some(progress) = progress {
+            progress.phase(
+                "probe: one keep-alive request, then the connection left idle until the server closes it",
+            );
+        }
+        let wait = left().saturating_sub(IDLE_PROBE_MARGIN);
+        observations.idle_probe = probe_idle(workload.address, &request.spec.bytes, wait);
+        let view = observations.server_view.as_ref();
+        if let Some(finding) =
+            observations.idle_probe.as_ref().and_then(|probe| keepalive_idle_close(probe, view))
+        {
+            findings.retain(|f| f.id != FindingId::Healthy);
+            findings.push(finding);
+        }
+    }
     let mut report = DoctorReport::new(
         url.to_string(),
         workload.address.to_string(),
@@ -495,6 +524,11 @@ fn follow_hops(
 /// How long the Expect probe waits for an answer before it sends the body: past curl's 1 s,
 /// so a server that stays silent this long makes every such client wait its whole timer.
 const EXPECT_PROBE_WAIT: Duration = Duration::from_millis(1200);
+
+/// The idle probe is not started with less of the budget left than this...
+const MIN_IDLE_WAIT: Duration = Duration::from_millis(500);
+/// ...and ends this long before the budget does, for the report.
+const IDLE_PROBE_MARGIN: Duration = Duration::from_millis(50);
 
 /// How long the HTTP/1.0 probe waits for the server to close after its response.
 const HOLD_PROBE_WAIT: Duration = Duration::from_millis(500);

@@ -34,6 +34,9 @@ pub enum FindingId {
     /// The server stays silent after a head with `Expect: 100-continue`: clients that send
     /// it hold the body back until their own timer ends (curl 1 s).
     ExpectContinueWait,
+    /// The server closes idle keep-alive connections after a timeout (`--idle-probe`):
+    /// clients whose pools keep them longer reuse closed ones.
+    KeepaliveIdleClose,
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
@@ -53,6 +56,7 @@ impl FindingId {
             FindingId::UnrequestedKeepAlive => "unrequested-keep-alive",
             FindingId::ListenBacklogOverflow => "listen-backlog-overflow",
             FindingId::ExpectContinueWait => "expect-100-continue-wait",
+            FindingId::KeepaliveIdleClose => "keepalive-idle-close",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

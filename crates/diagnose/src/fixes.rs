@@ -196,6 +196,42 @@ pub fn expect_continue() -> Vec<Fix> {
     ]
 }
 
+pub const IDLE_CLOSE_SUMMARY: &str = "Keep each client's idle timeout shorter than the server's (a proxy's \
+     upstream idle timeout shorter than its upstream's), or have the server announce its timeout \
+     (Keep-Alive: timeout=N) and keep it longer than its clients'.";
+
+/// Idle timeouts ordered client < server, per stack (defaults as of 2026).
+pub fn idle_close() -> Vec<Fix> {
+    vec![
+        fix(
+            "Node.js",
+            "http: server.keepAliveTimeout (default 5 s; Node 20 closes 1 s after it) longer than any proxy's idle \
+             timeout in front (AWS ALB 60 s); clients: new http.Agent({ keepAlive: true, timeout }) below the \
+             server's",
+        ),
+        fix("undici / fetch", "keepAliveTimeout below the server's; it honours Keep-Alive: timeout="),
+        fix(
+            "Go",
+            "net/http client: Transport.IdleConnTimeout below the server's; server: Server.IdleTimeout",
+        ),
+        fix(
+            "Python",
+            "gunicorn --keep-alive (default 2 s); http.server: the handler's timeout; clients (requests/urllib3) \
+             retry: Retry(total=1)",
+        ),
+        fix(
+            "nginx",
+            "keepalive_timeout (default 75 s); upstream pool: keepalive_timeout below the upstream's",
+        ),
+        fix(
+            "HAProxy",
+            "timeout http-keep-alive; to a server: timeout server and http-reuse below its idle timeout",
+        ),
+        fix("Apache httpd", "KeepAliveTimeout (default 5 s)"),
+        fix("Java", "JDK HttpClient: -Djdk.httpclient.keepalive.timeout below the server's (default 30 s)"),
+    ]
+}
+
 /// What to do when too many requests failed to measure, by the most common failure.
 pub fn failures_summary(kind: ErrorKind) -> &'static str {
     match kind {

@@ -13,6 +13,7 @@ mod expect;
 mod finding;
 mod fixes;
 mod hops;
+mod idle;
 mod phase;
 mod relay;
 mod rules;
@@ -24,6 +25,7 @@ mod timers;
 pub use capture::{CaptureStalls, capture_findings};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 pub use hops::{HopDiagnosis, proxy_hop_stall};
+pub use idle::keepalive_idle_close;
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
     PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,

@@ -92,6 +92,9 @@ pub struct Observations {
     pub hold_probe: Option<nodelay_engine::HoldProbe>,
     /// How the server answered a head with `Expect: 100-continue` (requests with a body).
     pub expect_probe: Option<nodelay_engine::ExpectProbe>,
+    /// How long the server kept an idle keep-alive connection (`--idle-probe`; the doctor
+    /// probes last, after the hops, and adds `keepalive_idle_close` itself).
+    pub idle_probe: Option<nodelay_engine::IdleProbe>,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again

@@ -578,6 +578,8 @@ mod tests {
             fix_trial: None,
             server_view: None,
             hold_probe: None,
+            expect_probe: None,
+            idle_probe: None,
         }
     }
 
@@ -750,6 +752,8 @@ mod tests {
             fix_trial: None,
             server_view: None,
             hold_probe: None,
+            expect_probe: None,
+            idle_probe: None,
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -776,6 +780,8 @@ mod tests {
             fix_trial: None,
             server_view: None,
             hold_probe: None,
+            expect_probe: None,
+            idle_probe: None,
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

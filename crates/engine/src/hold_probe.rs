@@ -27,6 +27,30 @@ pub struct HoldProbe {
 /// response, then waits up to `wait` for the server to close. `None` when no complete
 /// response arrived within `wait` (the probe then says nothing).
 pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option<HoldProbe> {
+    let held = respond_then_wait(address, request, wait)?;
+    Some(HoldProbe {
+        status: held.status,
+        said_keep_alive: says_keep_alive(&held.head),
+        closed_after: held.closed_after,
+        waited: held.waited,
+    })
+}
+
+/// One response, then the connection left alone: what came back and when it ended.
+pub(crate) struct Held {
+    pub status: u16,
+    /// The start of the response (its head, at most `MAX_HEAD_BYTES`).
+    pub head: Vec<u8>,
+    /// How long after the response's end the server closed (or reset) the connection;
+    /// `None`: still open after `waited`.
+    pub closed_after: Option<Duration>,
+    pub waited: Duration,
+}
+
+/// Sends `request` on a new connection, reads the response until its framing says it is
+/// complete, then waits until `wait` (from the start) is over for the server to close.
+/// `None` when no complete response arrived within `wait`.
+pub(crate) fn respond_then_wait(address: SocketAddr, request: &[u8], wait: Duration) -> Option<Held> {
     let deadline = Instant::now() + wait;
     let mut stream = TcpStream::connect_timeout(&address, wait).ok()?;
     stream.set_nodelay(true).ok()?;
@@ -41,12 +65,8 @@ pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option
         if read == 0 {
             // Closed: a body delimited by the close, or a response cut short.
             parser.finish().ok()?;
-            return Some(HoldProbe {
-                status: parser.status(),
-                said_keep_alive: says_keep_alive(&head),
-                closed_after: Some(Duration::ZERO),
-                waited: Duration::ZERO,
-            });
+            let status = parser.status();
+            return Some(Held { status, head, closed_after: Some(Duration::ZERO), waited: Duration::ZERO });
         }
         if head.len() < MAX_HEAD_BYTES {
             head.extend_from_slice(&buffer[..read.min(MAX_HEAD_BYTES - head.len())]);
@@ -57,12 +77,11 @@ pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option
     }
     // Then, how long the server keeps the connection.
     let ended = Instant::now();
-    let said_keep_alive = says_keep_alive(&head);
     let status = parser.status();
     loop {
         let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
         else {
-            return Some(HoldProbe { status, said_keep_alive, closed_after: None, waited: ended.elapsed() });
+            return Some(Held { status, head, closed_after: None, waited: ended.elapsed() });
         };
         stream.set_read_timeout(Some(left)).ok()?;
         match stream.read(&mut buffer) {
@@ -72,7 +91,7 @@ pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option
             // Closed or reset: the server let go.
             _ => {
                 let after = ended.elapsed();
-                return Some(HoldProbe { status, said_keep_alive, closed_after: Some(after), waited: after });
+                return Some(Held { status, head, closed_after: Some(after), waited: after });
             }
         }
     }
@@ -80,12 +99,16 @@ pub fn probe_hold(address: SocketAddr, request: &[u8], wait: Duration) -> Option
 
 /// Whether a response head carries `Connection: keep-alive`.
 fn says_keep_alive(head: &[u8]) -> bool {
+    header_values(head, "connection").any(|value| value.split(',').any(|token| token.trim() == "keep-alive"))
+}
+
+/// The values of header `name` (lowercase) in a response head, lowercased.
+pub(crate) fn header_values<'a>(head: &'a [u8], name: &'a str) -> impl Iterator<Item = String> + 'a {
     let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or(head.len());
-    head[..end].split(|&b| b == b'\n').any(|line| {
+    head[..end].split(|&b| b == b'\n').filter_map(move |line| {
         let line = String::from_utf8_lossy(line).to_ascii_lowercase();
-        line.split_once(':').is_some_and(|(name, value)| {
-            name.trim() == "connection" && value.split(',').any(|token| token.trim() == "keep-alive")
-        })
+        let (header, value) = line.split_once(':')?;
+        (header.trim() == name).then(|| value.trim().to_string())
     })
 }
 

@@ -9,6 +9,7 @@ mod control;
 mod cpu;
 mod expect_probe;
 mod hold_probe;
+mod idle_probe;
 mod limits;
 mod pacer;
 mod quantile;
@@ -27,6 +28,7 @@ pub use control::Control;
 pub use cpu::process_cpu_time;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
 pub use hold_probe::{HoldProbe, probe_hold};
+pub use idle_probe::{IdleProbe, probe_idle};
 pub use limits::{
     DescriptorLimit, DescriptorShortage, descriptor_limit, descriptors_needed, reserve_descriptors,
 };

@@ -63,6 +63,9 @@ pub struct DoctorReport {
     /// Requests with a body (plain HTTP): how the server answered a head with `Expect:
     /// 100-continue`; null when not probed.
     pub expect_continue: Option<crate::probes::ExpectContinueReport>,
+    /// With --idle-probe (plain HTTP): how long the server kept an idle keep-alive
+    /// connection; null when not probed.
+    pub idle_keep_alive: Option<crate::probes::IdleKeepAliveReport>,
 }
 
 /// One hop of the chain: the server's upstream, diagnosed directly.
@@ -233,6 +236,7 @@ impl DoctorReport {
             hops: Vec::new(),
             tls: None,
             expect_continue: observations.expect_probe.as_ref().map(crate::probes::ExpectContinueReport::new),
+            idle_keep_alive: observations.idle_probe.as_ref().map(crate::probes::IdleKeepAliveReport::new),
         }
     }
 

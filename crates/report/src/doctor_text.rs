@@ -108,6 +108,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         let line = format!("Expect: 100-continue: {}", expect.describe());
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
+    if let Some(idle) = &r.idle_keep_alive {
+        let line = format!("idle keep-alive connection: {}", idle.describe());
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
     for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {
         out.push_str(&wrap(&failures(phase), width, "  ", "    "));
     }
@@ -425,6 +429,8 @@ mod tests {
             fix_trial: None,
             server_view: None,
             hold_probe: None,
+            expect_probe: None,
+            idle_probe: None,
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();

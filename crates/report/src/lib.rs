@@ -42,7 +42,7 @@ pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use merge::{MERGE_SCHEMA_ID, MergeReport, MergedLog};
 pub use pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
-pub use probes::ExpectContinueReport;
+pub use probes::{ExpectContinueReport, IdleKeepAliveReport};
 pub use proxy::{
     ConnectionsReport, ExchangeParts, IncompleteReport, LegReport, PROXY_SCHEMA_ID, Pauses, ProxyReport,
     StallExampleReport, UpstreamFailures,

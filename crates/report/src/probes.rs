@@ -2,7 +2,7 @@
 //! `Expect: 100-continue`, and how long it keeps an idle keep-alive connection.
 
 use crate::format::format_duration_ms;
-use nodelay_engine::{ExpectAnswer, ExpectProbe};
+use nodelay_engine::{ExpectAnswer, ExpectProbe, IdleProbe};
 use serde::Serialize;
 
 /// How the server answered a head with `Expect: 100-continue`, the body held back.
@@ -68,6 +68,47 @@ impl ExpectContinueReport {
     }
 }
 
+/// How long the server kept an idle keep-alive connection (`doctor --idle-probe`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IdleKeepAliveReport {
+    /// The server closed the idle connection this long after the response; null when it was
+    /// still open after `waited_s`.
+    pub closed_after_s: Option<f64>,
+    /// How long the probe watched the idle connection.
+    pub waited_s: f64,
+    /// `Keep-Alive: timeout=N` of the response, in seconds; null when not announced.
+    pub announced_timeout_s: Option<u64>,
+    /// The response said `Connection: close`: there was no idle connection to keep.
+    pub said_close: bool,
+}
+
+impl IdleKeepAliveReport {
+    pub fn new(probe: &IdleProbe) -> Self {
+        IdleKeepAliveReport {
+            closed_after_s: probe.closed_after.map(|d| d.as_secs_f64()),
+            waited_s: probe.waited.as_secs_f64(),
+            announced_timeout_s: probe.announced_timeout_s,
+            said_close: probe.said_close,
+        }
+    }
+
+    /// "closed by the server after 2.00 s idle; not announced (no Keep-Alive: timeout=)".
+    pub fn describe(&self) -> String {
+        let announced = match self.announced_timeout_s {
+            Some(timeout) => format!("announced Keep-Alive: timeout={timeout}"),
+            None => "not announced (no Keep-Alive: timeout=)".into(),
+        };
+        match self.closed_after_s {
+            _ if self.said_close => "the response said Connection: close: no connection was left idle".into(),
+            Some(after) => format!("closed by the server after {after:.2} s idle; {announced}"),
+            None => format!(
+                "still open after {:.2} s idle (all the budget left; raise --budget to wait longer); {announced}",
+                self.waited_s
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,6 +142,17 @@ mod tests {
             Some(417),
             None,
         ));
+        let idle = IdleKeepAliveReport::new(&IdleProbe {
+            status: 200,
+            said_close: false,
+            announced_timeout_s: Some(2),
+            closed_after: Some(Duration::from_millis(3004)),
+            waited: Duration::from_millis(3004),
+        });
+        assert_eq!(
+            idle.describe(),
+            "closed by the server after 3.00 s idle; announced Keep-Alive: timeout=2"
+        );
         assert!(
             refused.describe().starts_with("answered 417 in 200.0 µs, before the body"),
             "{}",
