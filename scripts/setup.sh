@@ -45,6 +45,9 @@ want openssl openssl
 want ss iproute2
 want ip iproute2
 want unshare util-linux
+want sysctl procps
+# The Expect: 100-continue tests check the wait with curl itself.
+want curl curl
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils

@@ -148,6 +148,10 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
             view.map(|view| server_findings(&view, stats.completed, sequential_p50_ms)).unwrap_or_default();
         report = report.with_server_view(view_report, findings);
     }
+    // Connects that found no local port: how many TIME-WAIT sockets hold them, in which range.
+    if stats.errors(ErrorKind::PortsExhausted) > 0 {
+        report = report.with_local_ports(nodelay_host::local_ports(load.workload.address));
+    }
     let report = report.with_suggestions(cpu_share, args.load.request.tls.as_command_line());
 
     if let Some(output) = export {

@@ -99,3 +99,48 @@ fn a_deep_listen_queue_does_not_overflow_at_20_connections() {
     assert_no_backlog_finding(&report);
     assert_eq!(report["server_view"]["listen_queue"]["backlog"], 128);
 }
+
+/// Run inside a network namespace of its own (`unshare -n`), so the narrowed port range and
+/// `tcp_tw_reuse=0` never touch the machine's: a line-protocol server, and a bench that opens
+/// a new connection per request and closes it first (so its ports go to TIME-WAIT).
+const PORT_EXHAUSTION: &str = r#"
+set -e
+ip link set lo up
+sysctl -q -w net.ipv4.ip_local_port_range="40000 40049"
+sysctl -q -w net.ipv4.tcp_tw_reuse=0
+exec 3< <(exec node "$PEER")
+server=$!
+read -r _ port <&3
+"$NODELAY" bench --json --no-keepalive -n 200 -c 1 --send 'get x\n' --frame line "tcp://127.0.0.1:$port" || true
+kill "$server"
+"#;
+
+#[test]
+fn a_narrowed_port_range_runs_out_and_bench_names_the_time_wait_sockets_and_the_fix() {
+    let output = Command::new("unshare")
+        .args(["-n", "bash", "-c", PORT_EXHAUSTION])
+        .env("NODELAY", env!("CARGO_BIN_EXE_nodelay"))
+        .env("PEER", common::peer_script("node_line_server.js"))
+        .output()
+        .expect("run unshare (util-linux)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "unshare -n needs root or CAP_SYS_ADMIN: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    validate_against_schema("bench.schema.json", &report);
+    // 50 ports, one of them the server's own: at most 49 connections, then no port is free.
+    let exhausted = report["errors"]["ports_exhausted"].as_u64().unwrap();
+    let completed = report["requests_completed"].as_u64().unwrap();
+    assert!(exhausted >= 100 && completed <= 50 && exhausted + completed == 200, "{report:#}");
+    let ports = &report["local_ports"];
+    assert_eq!((ports["range_low"].as_u64(), ports["range_high"].as_u64()), (Some(40000), Some(40049)));
+    assert_eq!(ports["tcp_tw_reuse"], 0);
+    assert!(ports["time_wait_to_target"].as_u64().unwrap() >= 40, "{ports:#}");
+    let ids: Vec<&str> =
+        report["suggestions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"ephemeral-port-exhaustion"), "{ids:?}");
+    assert!(report["error_examples"]["ports_exhausted"].as_str().unwrap().contains("EADDRNOTAVAIL"));
+}

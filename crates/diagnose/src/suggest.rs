@@ -42,6 +42,10 @@ pub struct RunShape {
     /// The generator's CPU over the run, as a share of its threads' time (1.0 = every thread
     /// busy all the time); `None` when not measured.
     pub generator_cpu_share: Option<f64>,
+    /// Connects that found no free local port (EADDRNOTAVAIL).
+    pub ports_exhausted: u64,
+    /// This machine's ephemeral ports after the run, when some were exhausted.
+    pub local_ports: Option<nodelay_host::LocalPorts>,
 }
 
 /// One suggestion: a finding id (or a generator one), why the numbers point at it, and the
@@ -189,6 +193,29 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             id: "error-responses",
             why: format!("{share:.0} % of the responses are error pages: their latency is not the page's"),
             prove: format!("curl -i {}", target(run, TLS_OPTIONS_OF_CURL)),
+        });
+    }
+    if run.ports_exhausted > 0 {
+        let held = run
+            .local_ports
+            .map(|p| {
+                format!(
+                    "; {} sockets are in TIME-WAIT to the target, and net.ipv4.ip_local_port_range {}-{} has {} ports",
+                    p.time_wait_to_target,
+                    p.range_low,
+                    p.range_high,
+                    p.ports()
+                )
+            })
+            .unwrap_or_default();
+        out.push(Suggestion {
+            id: "ephemeral-port-exhaustion",
+            why: format!(
+                "{} connects found no free local port (EADDRNOTAVAIL){held}: the side that closes first keeps each \
+                 port 60 s in TIME-WAIT",
+                run.ports_exhausted
+            ),
+            prove: "ss -Htan state time-wait | wc -l; sysctl net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse".into(),
         });
     }
     if let Some(cpu) = run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE) {

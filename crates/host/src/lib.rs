@@ -14,6 +14,7 @@
 //! Linux only: elsewhere every call returns [`HostError::Unsupported`].
 
 mod error;
+mod local_ports;
 mod server_view;
 mod target;
 mod types;
@@ -26,6 +27,7 @@ mod pidfd;
 mod watch;
 
 pub use error::HostError;
+pub use local_ports::{LocalPorts, local_ports};
 pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
 pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};

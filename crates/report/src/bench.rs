@@ -211,6 +211,9 @@ pub struct BenchReport {
     /// nodelay's own CPU over the run, as a share of its threads' time (1.0: every thread
     /// busy throughout); null when not measured.
     pub generator_cpu_share: Option<f64>,
+    /// This machine's ephemeral ports, read after a run whose connects found no free local
+    /// port (`errors.ports_exhausted`); null otherwise.
+    pub local_ports: Option<nodelay_host::LocalPorts>,
 }
 
 impl BenchReport {
@@ -320,11 +323,18 @@ impl BenchReport {
             findings: Vec::new(),
             suggestions: Vec::new(),
             generator_cpu_share: None,
+            local_ports: None,
         }
     }
 
     /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was
     /// and the options besides the URL that reached the target (for the commands it shows).
+    /// What the machine's ephemeral ports looked like after connects found none free.
+    pub fn with_local_ports(mut self, local_ports: Option<nodelay_host::LocalPorts>) -> Self {
+        self.local_ports = local_ports;
+        self
+    }
+
     pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>, tls_options: Vec<String>) -> Self {
         self.generator_cpu_share = generator_cpu_share;
         let shape = RunShape { tls_options, ..self.run_shape() };
@@ -364,6 +374,8 @@ impl BenchReport {
             first_byte_p99_ms: pick(&self.first_byte_ms, |p| p.p99),
             latency_quantiles_ms,
             generator_cpu_share: self.generator_cpu_share,
+            ports_exhausted: self.errors.get(ErrorKind::PortsExhausted.as_str()).copied().unwrap_or(0),
+            local_ports: self.local_ports,
         }
     }
 

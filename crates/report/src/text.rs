@@ -354,6 +354,26 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
         let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
         rows.push((if i == 0 { "errors" } else { "" }, format!("{kind} ×{n}{example}")));
     }
+    if let Some(ports) = &r.local_ports {
+        let reuse = match ports.tcp_tw_reuse {
+            Some(0) => ", tcp_tw_reuse 0 (off)",
+            Some(2) => ", tcp_tw_reuse 2 (loopback only)",
+            Some(_) => ", tcp_tw_reuse on",
+            None => "",
+        };
+        rows.push((
+            "local ports",
+            format!(
+                "none free: {} sockets in TIME-WAIT to the target ({} in all); ip_local_port_range {}-{} ({} ports){reuse}. \
+                 Fix: keep connections alive, set net.ipv4.tcp_tw_reuse=1, or widen net.ipv4.ip_local_port_range",
+                ports.time_wait_to_target,
+                ports.time_wait_total,
+                ports.range_low,
+                ports.range_high,
+                ports.ports()
+            ),
+        ));
+    }
     if r.requests_unfinished > 0 {
         // A timed run ends with requests on the wire: normal, and said so, not hidden.
         let when = if r.interrupted {
@@ -548,6 +568,7 @@ mod tests {
             findings: Vec::new(),
             suggestions: Vec::new(),
             generator_cpu_share: None,
+            local_ports: None,
         }
     }
 

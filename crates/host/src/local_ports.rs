@@ -1,0 +1,98 @@
+//! This machine's ephemeral ports, for a bench run whose connects failed with EADDRNOTAVAIL:
+//! the range the kernel picks local ports from (`net.ipv4.ip_local_port_range`), whether it
+//! may reuse a TIME-WAIT port for a new connection (`net.ipv4.tcp_tw_reuse`), and the
+//! sockets in TIME-WAIT (to the target, and in all) in this network namespace's tables. The
+//! side that closes a connection first keeps its port in TIME-WAIT for 60 s; a client that
+//! opens and closes connections faster than the range divided by 60 s runs out.
+
+use serde::Serialize;
+use std::net::SocketAddr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct LocalPorts {
+    /// `net.ipv4.ip_local_port_range`, both ends included.
+    pub range_low: u16,
+    pub range_high: u16,
+    /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 (the default) on for loopback only.
+    pub tcp_tw_reuse: Option<u8>,
+    /// Sockets in TIME-WAIT whose remote end is the target.
+    pub time_wait_to_target: u64,
+    /// Sockets in TIME-WAIT in all.
+    pub time_wait_total: u64,
+}
+
+impl LocalPorts {
+    /// Ports in the range.
+    pub fn ports(&self) -> u32 {
+        u32::from(self.range_high).saturating_sub(u32::from(self.range_low)) + 1
+    }
+}
+
+/// Reads the range and the TIME-WAIT sockets towards `target`; `None` where /proc cannot
+/// be read (or off Linux).
+#[cfg(target_os = "linux")]
+pub fn local_ports(target: SocketAddr) -> Option<LocalPorts> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let (range_low, range_high) = parse_range(&range)?;
+    let tcp_tw_reuse =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").ok().and_then(|t| t.trim().parse().ok());
+    let mut entries = procfs::net::tcp().ok()?;
+    entries.extend(procfs::net::tcp6().unwrap_or_default());
+    let time_wait: Vec<_> = entries.iter().filter(|e| e.state == procfs::net::TcpState::TimeWait).collect();
+    let time_wait_to_target =
+        time_wait.iter().filter(|e| same_endpoint(e.remote_address, target)).count() as u64;
+    Some(LocalPorts {
+        range_low,
+        range_high,
+        tcp_tw_reuse,
+        time_wait_to_target,
+        time_wait_total: time_wait.len() as u64,
+    })
+}
+
+/// `::ffff:127.0.0.1:80` is `127.0.0.1:80`.
+#[cfg(target_os = "linux")]
+fn same_endpoint(one: SocketAddr, other: SocketAddr) -> bool {
+    one.port() == other.port() && one.ip().to_canonical() == other.ip().to_canonical()
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn local_ports(_target: SocketAddr) -> Option<LocalPorts> {
+    None
+}
+
+/// "32768\t60999\n" -> (32768, 60999).
+fn parse_range(text: &str) -> Option<(u16, u16)> {
+    let mut ends = text.split_whitespace().map(|n| n.parse::<u16>().ok());
+    let (low, high) = (ends.next()??, ends.next()??);
+    (low <= high).then_some((low, high))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_range_is_two_numbers_low_first() {
+        assert_eq!(parse_range("32768\t60999\n"), Some((32768, 60999)));
+        assert_eq!(parse_range("40000 40049"), Some((40000, 40049)));
+        assert_eq!(parse_range("60999 32768"), None);
+        assert_eq!(parse_range("x 1"), None);
+        let ports = LocalPorts {
+            range_low: 40000,
+            range_high: 40049,
+            tcp_tw_reuse: Some(0),
+            time_wait_to_target: 0,
+            time_wait_total: 0,
+        };
+        assert_eq!(ports.ports(), 50);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn this_machine_has_a_range_and_tables() {
+        let ports = local_ports("127.0.0.1:9".parse().unwrap()).expect("readable /proc");
+        assert!(ports.ports() >= 1);
+        assert!(ports.time_wait_to_target <= ports.time_wait_total);
+    }
+}
