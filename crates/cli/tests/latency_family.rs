@@ -144,3 +144,92 @@ fn a_narrowed_port_range_runs_out_and_bench_names_the_time_wait_sockets_and_the_
     assert!(ids.contains(&"ephemeral-port-exhaustion"), "{ids:?}");
     assert!(report["error_examples"]["ports_exhausted"].as_str().unwrap().contains("EADDRNOTAVAIL"));
 }
+
+/// curl's own time for a 2000-byte POST that asks `Expect: 100-continue`: the ground truth
+/// the doctor's probe must agree with.
+fn curl_expect_seconds(peer: &Peer, body: &std::path::Path) -> f64 {
+    let output = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{time_total}", "-H", "Expect: 100-continue", "--data-binary"])
+        .arg(format!("@{}", body.display()))
+        .arg(peer.url("/up"))
+        .output()
+        .expect("run curl");
+    String::from_utf8_lossy(&output.stdout).trim().parse().expect("curl's time_total")
+}
+
+fn body_file(name: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("nodelay-{name}-{}", std::process::id()));
+    std::fs::write(&path, vec![b'x'; 2000]).unwrap();
+    path
+}
+
+#[test]
+fn python_http_server_at_http_1_0_ignores_expect_and_the_doctor_says_so() {
+    let peer = python_peer("expect_server.py", &["--protocol", "HTTP/1.0"]);
+    let body = body_file("expect-silent");
+    assert!(curl_expect_seconds(&peer, &body) >= 0.9, "curl waits its 1 s on this server");
+    let report = doctor_json(&["-b", &format!("@{}", body.display()), &peer.url("/up")]);
+    let wait = finding(&report, "expect-100-continue-wait");
+    assert_eq!(wait["proven"], true);
+    assert!(evidence(wait, "silence after a head with Expect") >= 1100.0, "{wait:#}");
+    assert_eq!(report["expect_continue"]["answer"], "silence");
+    assert_eq!(report["expect_continue"]["final_status"], 200);
+    assert!(
+        wait["fix"].as_array().unwrap().iter().any(|f| f["how"].as_str().unwrap().contains("-H 'Expect:'"))
+    );
+}
+
+#[test]
+fn servers_that_answer_100_continue_are_not_flagged() {
+    let body = body_file("expect-answered");
+    // Python's http.server at HTTP/1.1 (handle_expect_100), and Node's http (automatic).
+    for peer in [
+        python_peer("expect_server.py", &["--protocol", "HTTP/1.1"]),
+        node_peer("node_http_server.js", &["--body-bytes", "13"]),
+    ] {
+        assert!(curl_expect_seconds(&peer, &body) < 0.5, "curl does not wait here");
+        let report = doctor_json(&["-b", &format!("@{}", body.display()), &peer.url("/up")]);
+        assert!(!finding_ids(&report).contains(&"expect-100-continue-wait".to_string()), "{report:#}");
+        assert_eq!(report["expect_continue"]["answer"], "continue", "{report:#}");
+        assert!(report["expect_continue"]["answered_after_ms"].as_f64().unwrap() < 100.0);
+    }
+}
+
+/// The doctor's idle probe on a peer, with a budget that leaves it a few seconds.
+fn idle_probe(peer: &Peer, budget: &str) -> serde_json::Value {
+    doctor_json(&["--idle-probe", "--budget", budget, &peer.url("/")])
+}
+
+#[test]
+fn an_idle_timeout_is_measured_and_said_announced_or_not() {
+    // Node announces Keep-Alive: timeout=1 and closes 1 s after it (Node 20 adds a second).
+    let node = node_peer("node_idle_server.js", &["--idle-ms", "1000"]);
+    // Python's http.server with a handler timeout closes after 1 s and announces nothing.
+    let python = python_peer("idle_close_server.py", &["--idle-s", "1"]);
+    for (peer, announced, low_s, high_s) in [(&node, Some(1), 0.9, 2.6), (&python, None, 0.9, 1.5)] {
+        let report = idle_probe(peer, "6s");
+        let idle = &report["idle_keep_alive"];
+        let closed = idle["closed_after_s"].as_f64().unwrap_or_else(|| panic!("not closed: {report:#}"));
+        assert!((low_s..high_s).contains(&closed), "{idle:#}");
+        assert_eq!(idle["announced_timeout_s"].as_u64(), announced);
+        let finding = finding(&report, "keepalive-idle-close");
+        assert_eq!(finding["proven"], true);
+        let said =
+            if announced.is_some() { "it announces Keep-Alive: timeout=1" } else { "does not announce it" };
+        assert!(finding["title"].as_str().unwrap().contains(said), "{finding:#}");
+        assert!(report["elapsed_s"].as_f64().unwrap() <= 6.2, "within the budget");
+    }
+}
+
+#[test]
+fn a_server_that_keeps_idle_connections_is_not_flagged_and_the_probe_stays_in_the_budget() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let report = idle_probe(&peer, "3s");
+    assert_eq!(finding_ids(&report), ["healthy"], "{report:#}");
+    let idle = &report["idle_keep_alive"];
+    assert!(idle["closed_after_s"].is_null(), "{idle:#}");
+    assert!(idle["waited_s"].as_f64().unwrap() >= 0.4);
+    assert!(report["elapsed_s"].as_f64().unwrap() <= 3.2);
+    // Without --idle-probe nothing is left idle.
+    assert!(doctor_json(&[&peer.url("/")])["idle_keep_alive"].is_null());
+}

@@ -92,3 +92,9 @@ verdict!(
     python_peer("python_http_server.py", &["--disable-nagle", "--random-delay-ms", "80"]),
     &["slow-first-byte"]
 );
+
+// The latency family's findings on the healthy servers above (common/controls.rs).
+control!(node_http_controls, node_peer("node_http_server.js", &["--body-bytes", SMALL]));
+control!(go_controls, start_peer(&go_server(), &["-body-bytes", SMALL]));
+control!(java_fixed_controls, java_peer(true, SMALL));
+control!(c_fixed_controls, start_peer(&c_server(), &["--nodelay", "--body-bytes", SMALL]));

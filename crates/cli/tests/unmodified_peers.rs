@@ -105,6 +105,15 @@ verdict!(erlang_gen_tcp_under_exec_is_healthy, start_exec(ErlangGenTcp), HEALTHY
 verdict!(static_c_split_as_shipped_stalls, start(StaticCSplit, false), STALL);
 verdict!(static_c_split_fixed_is_healthy, start(StaticCSplit, true), HEALTHY);
 
+// The latency family's findings on the same servers fixed (common/controls.rs).
+control!(python_http_server_fixed_controls, start(PythonHttpServer, true));
+control!(jdk_httpserver_fixed_controls, start(JdkHttpServer, true));
+control!(ruby_webrick_fixed_controls, start(RubyWebrick, true));
+control!(evhttp_fixed_controls, start(Evhttp, true));
+control!(node_net_fixed_controls, start(NodeNet, true));
+control!(erlang_gen_tcp_fixed_controls, start(ErlangGenTcp, true));
+control!(static_c_split_fixed_controls, start(StaticCSplit, true));
+
 /// The static build really has no dynamic loader (no PT_INTERP program header), while the
 /// ordinary build of the same source has one: the check is not vacuous.
 #[test]

@@ -33,6 +33,7 @@ pub enum FindingId {
     ListenBacklogOverflow,
     /// The server stays silent after a head with `Expect: 100-continue`: clients that send
     /// it hold the body back until their own timer ends (curl 1 s).
+    #[serde(rename = "expect-100-continue-wait")]
     ExpectContinueWait,
     /// The server closes idle keep-alive connections after a timeout (`--idle-probe`):
     /// clients whose pools keep them longer reuse closed ones.
@@ -140,4 +141,32 @@ pub struct Finding {
     /// What to change, in one sentence, then per stack.
     pub fix_summary: String,
     pub fix: Vec<Fix>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FindingId::{self, *};
+
+    #[test]
+    fn json_names_are_the_documented_ids() {
+        let all: [FindingId; 14] = [
+            ServerNagleDelayedAck,
+            ClientNagleDelayedAck,
+            ConnectionPerRequest,
+            SlowFirstByte,
+            SlowResponseBody,
+            ProxyHopStall,
+            ServerCpuBound,
+            UpstreamConnectionPerRequest,
+            UnrequestedKeepAlive,
+            ListenBacklogOverflow,
+            ExpectContinueWait,
+            KeepaliveIdleClose,
+            Healthy,
+            UnreliableMeasurement,
+        ];
+        for id in all {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.as_str(), "{id:?}");
+        }
+    }
 }

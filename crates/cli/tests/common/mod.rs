@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 pub mod relay;
 
+pub mod controls;
+
 pub mod hops;
 pub mod nginx;
 pub mod tls;
