@@ -385,3 +385,29 @@ fn compare_with_diagnose_shows_both_targets_the_verdict_and_the_findings_side_by
     assert!(dom.contains("data-finding=\"server-nagle-delayed-ack\""), "the stalling target's finding");
     assert!(dom.contains("data-finding=\"healthy\""), "the fixed target's verdict");
 }
+
+#[test]
+fn bench_html_shows_what_the_numbers_suggest_and_doctor_html_its_probes() {
+    let dir = tempdir("suggest");
+    // Bench on a stalling server: its read gaps at the delayed-ACK timer suggest Nagle.
+    let stalling = python_peer("python_http_server.py", &[]);
+    let (html, report) = bench_to(&dir, "suggestions", &stalling);
+    let suggestion = &report["suggestions"][0];
+    assert_eq!(suggestion["id"], "server-nagle-delayed-ack", "{report:#}");
+    let dom = load(&html, "bench-suggestions");
+    assert!(dom.contains("What these numbers suggest"), "{dom}");
+    assert!(dom.contains("data-suggestion=\"server-nagle-delayed-ack\""), "{dom}");
+    let prove = suggestion["prove"].as_str().unwrap().replace('&', "&amp;");
+    assert!(dom.contains(&prove), "the proving command {prove} in the page");
+    // Doctor with a body on a server that ignores Expect: the probe's sentence is on the page.
+    let silent = python_peer("expect_server.py", &["--protocol", "HTTP/1.0"]);
+    let page = dir.join("doctor-probes.html");
+    let run =
+        nodelay(&["doctor", "--json", "-b", "hello", "--html", page.to_str().unwrap(), &silent.url("/up")]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let dom = load(&page, "doctor-probes");
+    assert!(dom.contains("data-finding=\"expect-100-continue-wait\""), "{dom}");
+    assert!(dom.contains("Expect: 100-continue: no answer within"), "{dom}");
+    // A probe changes nothing, so it shows what it saw, not a before/after of zeros.
+    assert!(!dom.contains("0 ns → 0 ns"), "{dom}");
+}

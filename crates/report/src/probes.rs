@@ -3,14 +3,14 @@
 
 use crate::format::format_duration_ms;
 use nodelay_engine::{ExpectAnswer, ExpectProbe, IdleProbe};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How the server answered a head with `Expect: 100-continue`, the body held back.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ExpectContinueReport {
     /// `continue` (100 Continue), `final-at-once` (a final response before the body), or
     /// `silence` (nothing within `waited_ms`).
-    pub answer: &'static str,
+    pub answer: String,
     /// When the server answered, from the head's sending; null for silence.
     pub answered_after_ms: Option<f64>,
     /// How long the probe waited in silence; null when the server answered.
@@ -33,7 +33,7 @@ impl ExpectContinueReport {
             ExpectAnswer::Silence { waited } => ("silence", None, Some(ms(waited))),
         };
         ExpectContinueReport {
-            answer,
+            answer: answer.into(),
             answered_after_ms,
             waited_ms,
             final_status: probe.final_status,
@@ -50,7 +50,7 @@ impl ExpectContinueReport {
             (Some(_), None) => "; the body then got no complete response".into(),
             (None, _) => String::new(),
         };
-        match (self.answer, self.answered_after_ms, self.waited_ms) {
+        match (self.answer.as_str(), self.answered_after_ms, self.waited_ms) {
             ("continue", Some(after), _) => {
                 format!("answered 100 Continue in {}{then}", format_duration_ms(after))
             }
@@ -69,7 +69,7 @@ impl ExpectContinueReport {
 }
 
 /// How long the server kept an idle keep-alive connection (`doctor --idle-probe`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IdleKeepAliveReport {
     /// The server closed the idle connection this long after the response; null when it was
     /// still open after `waited_s`.

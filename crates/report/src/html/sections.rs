@@ -78,6 +78,8 @@ pub struct BenchSection {
     pub statuses: String,
     pub errors: String,
     pub findings: Vec<FindingText>,
+    /// What the numbers suggest, not proven, each with its proving command.
+    pub suggestions: Vec<super::view::SuggestionView>,
     pub server: Option<ServerText>,
     pub settings: Vec<(String, String)>,
     pub machine: Option<MachineText>,
@@ -159,6 +161,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
             .collect::<Vec<_>>()
             .join(", "),
         findings: findings(&view.findings),
+        suggestions: view.suggestions.clone(),
         server: server(view.server_view.as_ref()),
         settings: settings(view.settings.as_ref()),
         machine: machine(view.machine.as_ref()),
@@ -227,6 +230,8 @@ pub struct DoctorSection {
     pub findings: Vec<FindingText>,
     pub skipped: Vec<String>,
     pub try_fix: String,
+    /// The one-request probes' sentences: Expect: 100-continue, the idle keep-alive timeout.
+    pub probes: Vec<String>,
     pub server: Option<ServerText>,
     pub hops: Vec<HopText>,
 }
@@ -276,6 +281,16 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
         findings: findings(&view.findings),
         skipped: view.skipped_experiments.clone(),
         try_fix: view.try_fix.as_ref().map(|t| t.outcome.clone()).unwrap_or_default(),
+        probes: view
+            .expect_continue
+            .iter()
+            .map(|expect| format!("Expect: 100-continue: {}", expect.describe()))
+            .chain(
+                view.idle_keep_alive
+                    .iter()
+                    .map(|idle| format!("Idle keep-alive connection: {}", idle.describe())),
+            )
+            .collect(),
         server: server(view.server_view.as_ref()),
         hops: view
             .hops

@@ -173,6 +173,16 @@ pub struct BenchView {
     pub interrupted: bool,
     pub server_view: Option<ServerViewView>,
     pub findings: Vec<FindingView>,
+    pub suggestions: Vec<SuggestionView>,
+}
+
+/// One of bench's "what these numbers suggest" (not proven), as its JSON has it.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(default)]
+pub struct SuggestionView {
+    pub id: String,
+    pub why: String,
+    pub prove: String,
 }
 
 impl BenchView {
@@ -271,6 +281,8 @@ pub struct DoctorView {
     pub try_fix: Option<TryFixView>,
     pub server_view: Option<ServerViewView>,
     pub hops: Vec<HopView>,
+    pub expect_continue: Option<crate::probes::ExpectContinueReport>,
+    pub idle_keep_alive: Option<crate::probes::IdleKeepAliveReport>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
