@@ -281,7 +281,7 @@ fn examine_within(
         connections: connections as usize,
         // Several connections run on until the share of the budget ends (or this many
         // requests): a connection that waits a second to open must have the time to.
-        max_requests: Some(BASELINE_REQUESTS.max(u64::from(connections) * PER_CONNECTION_REQUESTS)),
+        max_requests: Some(phase_requests(BASELINE_REQUESTS, connections as usize, PER_CONNECTION_REQUESTS)),
         duration: Some(budget.mul_f64(BASELINE_SHARE).min(left())),
         timeout,
         // As long as a response may take, and never past the budget.
@@ -552,6 +552,12 @@ fn http10_without_keep_alive(request: &[u8]) -> Option<Vec<u8>> {
     Some([out.as_bytes(), &request[head_end..]].concat())
 }
 
+/// A phase's request cap: `one_connection` requests on one connection; with several, up to
+/// `per_connection` each, so that none is starved while the share of the budget lasts.
+fn phase_requests(one_connection: u64, connections: usize, per_connection: u64) -> u64 {
+    if connections <= 1 { one_connection } else { one_connection.max(connections as u64 * per_connection) }
+}
+
 /// The baseline with exactly one thing changed.
 fn experiment_config(
     baseline: &EngineConfig,
@@ -560,9 +566,11 @@ fn experiment_config(
     duration: Duration,
 ) -> EngineConfig {
     let mut config = EngineConfig {
-        max_requests: Some(
-            EXPERIMENT_REQUESTS.max(baseline.connections as u64 * PER_CONNECTION_REQUESTS / 2),
-        ),
+        max_requests: Some(phase_requests(
+            EXPERIMENT_REQUESTS,
+            baseline.connections,
+            PER_CONNECTION_REQUESTS / 2,
+        )),
         duration: Some(duration),
         ..baseline.clone()
     };
@@ -634,7 +642,14 @@ fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> 
 
 #[cfg(test)]
 mod tests {
-    use super::http10_without_keep_alive;
+    use super::{http10_without_keep_alive, phase_requests};
+
+    #[test]
+    fn one_connection_keeps_its_request_count_and_several_get_a_share_each() {
+        assert_eq!(phase_requests(40, 1, 100), 40);
+        assert_eq!(phase_requests(40, 20, 100), 2000);
+        assert_eq!(phase_requests(30, 0, 50), 30);
+    }
 
     #[test]
     fn the_http10_probe_lowers_the_version_and_drops_connection_headers_only() {
