@@ -154,7 +154,9 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
         out.push_str(&wrap(&format!("server view: not available: {why}"), width, "", "  "));
         return Ok(());
     }
-    let heading = format!("server view: {}, over {:.1} s", view.process_names(), view.wall_s);
+    // A short baseline watched for 12 ms must not read "over 0.0 s".
+    let heading =
+        format!("server view: {}, over {}", view.process_names(), format_duration_ms(view.wall_s * 1e3));
     out.push_str(&wrap(&heading, width, "", "  "));
     let mut table = TextTable::new(width, 2, &[Col::Left, Col::Hanging]);
     let cpu = match view.cpu_per_request_ms {
