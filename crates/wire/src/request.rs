@@ -83,7 +83,9 @@ impl HttpRequest {
         if !has("host") {
             push_line(&mut out, &format!("Host: {}", self.host));
         }
-        for (name, value) in &self.headers {
+        // As curl's -H 'Name:': a header given with no value is not sent, and neither is
+        // the one nodelay would have added under that name.
+        for (name, value) in self.headers.iter().filter(|(_, value)| !value.is_empty()) {
             push_line(&mut out, &format!("{name}: {value}"));
         }
         if !has("user-agent") {
@@ -263,6 +265,22 @@ mod tests {
         assert_eq!(text.matches("ost:").count(), 1);
         assert!(text.contains("host: example\r\n"));
         assert!(!text.contains("nodelay/"));
+    }
+
+    #[test]
+    fn an_empty_user_header_removes_it_as_curl_does() {
+        let mut req = HttpRequest::get("h", "/");
+        req.body = b"hi".to_vec();
+        req.headers = vec![
+            ("User-Agent".into(), String::new()),
+            ("X-Gone".into(), String::new()),
+            ("X-Kept".into(), "1".into()),
+        ];
+        let text = encoded(&req);
+        assert_eq!(text, "GET / HTTP/1.1\r\nHost: h\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nhi");
+        // A body cannot lose its framing: that is refused, not sent unframed.
+        req.headers = vec![("Content-Length".into(), String::new())];
+        assert_eq!(req.encode().unwrap_err().field, "header 'Content-Length' value");
     }
 
     #[test]
