@@ -59,6 +59,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         interval: load.interval,
         tls: workload.tls.clone(),
+        busy_poll: load.busy_poll,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -77,6 +78,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
         success_status: load.success_status.to_string(),
         tls: workload.tls.as_ref().map(TlsSettings::of),
+        busy_poll: config.busy_poll,
     };
     Ok(Load { workload, config, settings, success: load.success_status.clone() })
 }

@@ -95,6 +95,7 @@ mod tests {
             connect_timeout_s: 3.0,
             success_status: "2xx,3xx".into(),
             tls: None,
+            busy_poll: false,
         }
     }
 

@@ -81,6 +81,9 @@ pub struct EngineConfig {
     pub interval: Duration,
     /// `https`: every connection speaks TLS after its TCP handshake.
     pub tls: Option<TlsClient>,
+    /// Poll without ever sleeping: each thread spins on its core, so a response never has
+    /// to wake it (the server is spared the wake-up), at the cost of a whole core per thread.
+    pub busy_poll: bool,
 }
 
 /// Socket options set on every client connection.
@@ -118,6 +121,7 @@ impl EngineConfig {
             socket: SocketOptions::default(),
             interval: crate::timeline::DEFAULT_INTERVAL,
             tls: None,
+            busy_poll: false,
         }
     }
 }

@@ -232,8 +232,12 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 wake = wake.min(deadline);
             }
             // Whole milliseconds, rounded down: epoll never oversleeps a due slot, and a
-            // sub-millisecond wait polls without blocking.
-            let timeout = Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64);
+            // sub-millisecond wait polls without blocking. Busy-polling never blocks.
+            let timeout = if self.config.busy_poll {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
+            };
             match self.poll.poll(&mut events, Some(timeout)) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

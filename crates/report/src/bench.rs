@@ -111,6 +111,8 @@ pub struct BenchSettings {
     pub success_status: String,
     /// https:// runs: how the server is trusted; null for plain HTTP and TCP.
     pub tls: Option<TlsSettings>,
+    /// `--busy-poll`: the generator's threads spun instead of sleeping.
+    pub busy_poll: bool,
 }
 
 /// How the run ended, besides its records.

@@ -114,8 +114,9 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
     };
     let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
     let mode = if s.keep_alive { "keep-alive" } else { "new connection per request" };
+    let spin = if s.busy_poll { ", busy-polling (a whole core per thread)" } else { "" };
     let run = format!(
-        "{}, {}, {mode}, {bound}{pacing}{split}",
+        "{}, {}, {mode}, {bound}{pacing}{split}{spin}",
         plural(s.connections as u64, "connection", "connections"),
         plural(s.threads as u64, "thread", "threads"),
     );
@@ -500,6 +501,7 @@ mod tests {
             connect_timeout_s: 5.0,
             success_status: "2xx,3xx".into(),
             tls: None,
+            busy_poll: false,
         }
     }
 

@@ -30,6 +30,7 @@ fn settings(url: &str) -> BenchSettings {
         connect_timeout_s: 2.0,
         success_status: "2xx,3xx".into(),
         tls: None,
+        busy_poll: false,
     }
 }
 
