@@ -110,6 +110,7 @@ mod tests {
             tls_resumed: false,
             first_byte: Duration::from_millis(total_ms),
             total: Duration::from_millis(total_ms),
+            total_uncorrected: Duration::from_millis(total_ms),
             read_chunks: 1,
             max_read_gap: Duration::ZERO,
             bytes_before_max_gap: 0,

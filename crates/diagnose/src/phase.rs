@@ -400,6 +400,7 @@ pub(crate) mod tests {
             tls_resumed: false,
             first_byte: d(first_byte_ms),
             total: d(first_byte_ms + gap),
+            total_uncorrected: d(first_byte_ms + gap),
             read_chunks: if gap_ms.is_some() { 2 } else { 1 },
             max_read_gap: d(gap),
             bytes_before_max_gap: if gap_ms.is_some() { 120 } else { 0 },

@@ -26,6 +26,11 @@ pub struct ResponseRecord {
     pub first_byte: Duration,
     /// From the request's start to the last response byte read.
     pub total: Duration,
+    /// From when the client actually began the request (opened its connection or wrote its
+    /// first byte) to the last response byte: the latency without the coordinated-omission
+    /// correction. Under `--rate` a request can begin after it was due (every connection
+    /// busy); in a closed loop it begins when due, and this equals `total`.
+    pub total_uncorrected: Duration,
     /// How many `read()` calls returned part of this response.
     pub read_chunks: u32,
     /// Longest pause between two consecutive reads of this response (zero for one chunk).

@@ -30,6 +30,9 @@ pub struct Stats {
     pub response_bytes: u64,
     /// Request start to last byte.
     pub latency_ns: Histogram<u64>,
+    /// From when the client began the request to the last byte (uncorrected for coordinated
+    /// omission; the same as `latency_ns` in a closed loop).
+    pub latency_uncorrected_ns: Histogram<u64>,
     /// Request start to first byte.
     pub first_byte_ns: Histogram<u64>,
     /// Largest gap between two reads of one response (0 for single-read responses).
@@ -138,6 +141,7 @@ impl Stats {
             completed: 0,
             response_bytes: 0,
             latency_ns: run_histogram(),
+            latency_uncorrected_ns: run_histogram(),
             first_byte_ns: run_histogram(),
             read_gap_ns: run_histogram(),
             connect_ns: run_histogram(),
@@ -226,6 +230,7 @@ impl Stats {
         self.response_bytes += other.response_bytes;
         for (mine, theirs) in [
             (&mut self.latency_ns, &other.latency_ns),
+            (&mut self.latency_uncorrected_ns, &other.latency_uncorrected_ns),
             (&mut self.first_byte_ns, &other.first_byte_ns),
             (&mut self.read_gap_ns, &other.read_gap_ns),
             (&mut self.connect_ns, &other.connect_ns),
@@ -275,6 +280,7 @@ impl RecordSink for Stats {
         self.completed += 1;
         self.response_bytes += record.response_bytes;
         record_ns(&mut self.latency_ns, nanos(record.total));
+        record_ns(&mut self.latency_uncorrected_ns, nanos(record.total_uncorrected));
         let completed_at = record.start_offset.saturating_add(record.total);
         self.timeline.response(completed_at, nanos(record.total));
         record_ns(&mut self.first_byte_ns, nanos(record.first_byte));
@@ -349,6 +355,7 @@ mod tests {
             tls_resumed: false,
             first_byte: Duration::from_millis(1),
             total: Duration::from_millis(total_ms),
+            total_uncorrected: Duration::from_millis(total_ms),
             read_chunks: 2,
             max_read_gap: Duration::from_millis(total_ms - 1),
             bytes_before_max_gap: 10,

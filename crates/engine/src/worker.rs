@@ -68,6 +68,8 @@ struct Connection {
 #[derive(Clone, Copy)]
 struct RequestTiming {
     intended_start: Instant,
+    /// When the client got to it: at or after `intended_start`.
+    began: Instant,
     connect_started: Option<Instant>,
     connect: Option<Duration>,
     /// When the TCP handshake completed and the TLS one began.
@@ -84,9 +86,10 @@ struct RequestTiming {
 }
 
 impl RequestTiming {
-    fn new(intended_start: Instant) -> Self {
+    fn new(intended_start: Instant, began: Instant) -> Self {
         RequestTiming {
             intended_start,
+            began,
             connect_started: None,
             connect: None,
             tls_started: None,
@@ -185,7 +188,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                     responses_on_stream: 0,
                     server_reported: false,
                     deadline: run_start,
-                    request: RequestTiming::new(run_start),
+                    request: RequestTiming::new(run_start, run_start),
                 }
             })
             .collect();
@@ -287,7 +290,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             Claim::At(due) => self.set_phase(index, Phase::Waiting, due),
             Claim::Now(intended) => {
                 let connection = &mut self.connections[index];
-                connection.request = RequestTiming::new(intended);
+                connection.request = RequestTiming::new(intended, now);
                 connection.request_index = self.mix.next(&mut connection.picker);
                 let spec = &self.config.requests[connection.request_index];
                 connection.parser.reset(spec.expects_no_body);
@@ -554,6 +557,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             tls_resumed: timing.tls_resumed,
             first_byte: first_read.saturating_duration_since(timing.intended_start),
             total: timing.last_read.saturating_duration_since(timing.intended_start),
+            total_uncorrected: timing.last_read.saturating_duration_since(timing.began),
             read_chunks: timing.read_chunks,
             max_read_gap: timing.max_read_gap,
             bytes_before_max_gap: timing.bytes_before_max_gap,

@@ -168,6 +168,10 @@ pub struct BenchReport {
     pub response_bytes: u64,
     pub transfer_bytes_per_second: f64,
     pub latency_ms: Option<Percentiles>,
+    /// Open loop (`--rate`): from when each request actually began (not when it was due) to
+    /// its last byte, the latency without the coordinated-omission correction, shown beside
+    /// `latency_ms`; null in closed loop, where the two are the same.
+    pub latency_uncorrected_ms: Option<Percentiles>,
     pub first_byte_ms: Option<Percentiles>,
     pub read_gap_ms: Option<Percentiles>,
     pub connect_ms: Option<Percentiles>,
@@ -229,6 +233,7 @@ impl BenchReport {
     ) -> Self {
         let RunEnd { elapsed, interrupted, due_not_sent } = end;
         let over_tls = settings.tls.is_some();
+        let open_loop = settings.rate_per_second.is_some();
         let seconds = elapsed.as_secs_f64().max(1e-9);
         let non_success = |counts: &mut dyn Iterator<Item = (u16, u64)>| {
             counts.filter(|(code, _)| !success.is_success(*code)).map(|(_, n)| n).sum::<u64>()
@@ -248,6 +253,11 @@ impl BenchReport {
             response_bytes: stats.response_bytes,
             transfer_bytes_per_second: stats.response_bytes as f64 / seconds,
             latency_ms: Percentiles::from_ns(&stats.latency_ns),
+            latency_uncorrected_ms: if open_loop {
+                Percentiles::from_ns(&stats.latency_uncorrected_ns)
+            } else {
+                None
+            },
             first_byte_ms: Percentiles::from_ns(&stats.first_byte_ns),
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
             connect_ms: Percentiles::from_ns(&stats.connect_ns),

@@ -363,6 +363,7 @@ mod tests {
                 tls_resumed: false,
                 first_byte: d,
                 total: d,
+                total_uncorrected: d,
                 read_chunks: 1,
                 max_read_gap: Duration::ZERO,
                 bytes_before_max_gap: 0,

@@ -222,6 +222,7 @@ fn write_missed_rate(out: &mut String, r: &BenchReport, width: usize) -> std::fm
 fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
     let measured: Vec<(&str, &Percentiles)> = [
         ("total", &r.latency_ms),
+        ("uncorrected", &r.latency_uncorrected_ms),
         ("first byte", &r.first_byte_ms),
         ("read gap", &r.read_gap_ms),
         ("connect", &r.connect_ms),
@@ -248,6 +249,12 @@ fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::
         table.row(std::iter::once(statistic.to_string()).chain(values));
     }
     out.push_str(&table.render());
+    if r.latency_uncorrected_ms.is_some() {
+        let note = "total counts from when each request was due (corrected for coordinated omission); \
+                    uncorrected from when it was sent, which hides the wait of requests a stalled \
+                    server kept from being sent";
+        out.push_str(&wrap(note, width, "  ", "    "));
+    }
     Ok(())
 }
 
@@ -538,6 +545,7 @@ mod tests {
             response_bytes: 2680,
             transfer_bytes_per_second: 3041.0,
             latency_ms: Some(spread(43.62, 44.17)),
+            latency_uncorrected_ms: None,
             first_byte_ms: Some(spread(0.2614, 1.17)),
             read_gap_ms: Some(spread(43.2, 43.68)),
             connect_ms: Some(spread(0.000_85, 0.000_85)),
@@ -589,6 +597,7 @@ mod tests {
         r.non_success_responses = 3;
         r.interrupted = true;
         r.latency_ms = Some(spread(0.02, 1700.6));
+        r.latency_uncorrected_ms = Some(spread(0.02, 3.1));
         r.errors.insert("timeout", 4);
         r.errors.insert("malformed_response", 1);
         r.error_examples.insert("timeout", "no complete response within 5s".into());
