@@ -1,0 +1,126 @@
+//! Open loop (`--rate`) you can trust: the asked rate is the achieved rate, and against a
+//! server that freezes 100 ms every second the coordinated-omission-corrected percentiles
+//! are what that pause pattern implies, with the uncorrected ones (what oha prints without
+//! --latency-correction) beside them.
+
+mod common;
+
+use common::{node_peer, nodelay, squeeze, validate_against_schema};
+use std::sync::Mutex;
+
+/// The tests of this file measure timing: one at a time, so they do not share the 2 cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn quantile(report: &serde_json::Value, section: &str, key: &str) -> f64 {
+    report[section][key].as_f64().unwrap_or_else(|| panic!("{section}.{key} in {report:#}"))
+}
+
+// The expected corrected percentiles for a server that freezes for P once every period T,
+// loaded at rate r on ONE connection whose round trip (service time) is s.
+//
+// Put t = 0 at the start of a pause. A request due at t < P cannot be answered before P. The
+// connection then works through the backlog in order, one round trip s each, while new
+// requests keep falling due at rate r: the request due at t is answered at about
+// P + r·t·s + s, so its latency, counted from when it was due, is
+//     L(t) = P + ρ·t + s − t = P − (1 − ρ)·t + s,   with ρ = r·s (the connection's load).
+// L falls linearly from P + s to s, reached when the backlog is gone at t = P / (1 − ρ).
+// Outside that window a request waits only s. So, per pause, the requests with latency
+// above x (s ≤ x ≤ P + s) are those due in t < (P + s − x)/(1 − ρ): a fraction
+//     F(x) = (P + s − x) / ((1 − ρ)·T_eff)
+// of all requests, where T_eff = run length / pauses in it. For quantile q, F(x) = 1 − q:
+//     x_q = P + s − (1 − q)·(1 − ρ)·T_eff.
+// With P = 100 ms, T_eff = 1 s and ρ → 0: p95 50 ms, p99 90 ms, p99.9 99 ms.
+//
+// ρ and the run's own length move these, so the test counts the pauses and reads s and ρ off
+// the run. The pauses: the peer's first comes 1 s after it prints its port, so a 4.5 s run
+// started at once holds four whole ones (T_eff = 1.125 s). s: the uncorrected p50, a request
+// that did not wait. ρ: how fast the backlog drains depends on how fast client and server get
+// the CPU back (idle, ρ ≈ r·s ≈ 0.03; on a busy 2-core machine several times that), so it is
+// read from the mean, a statistic the checked quantiles do not share. Integrating L − s over
+// one window gives r·P²/(2(1 − ρ)), so over the run
+//     mean = s + P² / (2·(1 − ρ)·T_eff),  i.e.  1 − ρ = P² / (2·T_eff·(mean − s)).
+//
+// The uncorrected latency counts from when the request was sent: on one connection only the
+// request in flight when the pause began waits (one in ~1000), so its p99 stays near s.
+const PAUSE_MS: f64 = 100.0;
+const RUN_S: f64 = 4.5;
+const PAUSES_IN_RUN: f64 = 4.0;
+const RATE: f64 = 1000.0;
+
+const PERIOD_EFFECTIVE_MS: f64 = RUN_S * 1000.0 / PAUSES_IN_RUN;
+
+/// 1 − ρ, from the run's mean corrected latency and its service time.
+fn drain_share(mean_ms: f64, service_ms: f64) -> f64 {
+    (PAUSE_MS * PAUSE_MS / (2.0 * PERIOD_EFFECTIVE_MS * (mean_ms - service_ms))).clamp(0.1, 1.0)
+}
+
+fn expected_corrected_ms(q: f64, service_ms: f64, drain_share: f64) -> f64 {
+    PAUSE_MS + service_ms - (1.0 - q) * drain_share * PERIOD_EFFECTIVE_MS
+}
+
+#[test]
+fn a_stop_the_world_pause_gives_the_corrected_percentiles_the_pattern_implies() {
+    let _alone = alone();
+    let server = node_peer("node_pause_server.js", &["--pause-ms", "100", "--period-ms", "1000"]);
+    let run = nodelay(&["bench", "--json", "--rate", "1000", "-c", "1", "-d", "4.5s", &server.url("/")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    let service_ms = quantile(&report, "latency_uncorrected_ms", "p50");
+    assert!(service_ms < 5.0, "a request that did not meet a pause took {service_ms} ms");
+    let drain = drain_share(quantile(&report, "latency_ms", "mean"), service_ms);
+    for (key, q) in [("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
+        let expected = expected_corrected_ms(q, service_ms, drain);
+        let measured = quantile(&report, "latency_ms", key);
+        assert!(
+            (measured - expected).abs() <= 0.1 * expected,
+            "corrected {key}: measured {measured:.2} ms, the pause pattern implies {expected:.2} ms (±10 %; \
+             s {service_ms:.3} ms, ρ {:.3})\n{:#}",
+            1.0 - drain,
+            report["latency_ms"]
+        );
+    }
+    assert!(quantile(&report, "latency_ms", "max") >= 90.0, "{:#}", report["latency_ms"]);
+    let uncorrected_p99 = quantile(&report, "latency_uncorrected_ms", "p99");
+    assert!(
+        uncorrected_p99 < 10.0,
+        "uncorrected p99 {uncorrected_p99} ms: only one request in ~1000 met a pause"
+    );
+    let achieved = report["requests_per_second"].as_f64().unwrap();
+    assert!((achieved / RATE - 1.0).abs() <= 0.01, "{achieved} req/s for 1000 asked");
+
+    // The text shows both, side by side, and says which is which.
+    let text = nodelay(&["bench", "--rate", "1000", "-c", "1", "-d", "1.2s", &server.url("/")]).stdout();
+    assert!(text.contains("total  uncorrected"), "{text}");
+    assert!(
+        squeeze(&text)
+            .contains("total counts from when each request was due (corrected for coordinated omission)")
+    );
+}
+
+#[test]
+fn the_asked_rate_is_achieved_and_closed_loop_has_no_uncorrected_column() {
+    let _alone = alone();
+    let server = node_peer("node_http_server.js", &["--body-bytes", "13"]);
+    let report =
+        nodelay(&["bench", "--json", "--rate", "1000", "-c", "4", "-d", "2s", &server.url("/")]).json();
+    let achieved = report["requests_per_second"].as_f64().unwrap();
+    assert!((achieved / RATE - 1.0).abs() <= 0.01, "{achieved} req/s for 1000 asked");
+    // Only the last instant's slots can fall due unsent (at most one per connection).
+    assert!(report["requests_due_not_sent"].as_u64().unwrap() <= 4, "{report:#}");
+    // A healthy server: corrected and uncorrected agree closely.
+    let (corrected, uncorrected) =
+        (quantile(&report, "latency_ms", "p50"), quantile(&report, "latency_uncorrected_ms", "p50"));
+    assert!(uncorrected <= corrected && corrected < uncorrected + 1.0, "{corrected} vs {uncorrected} ms");
+
+    let closed = nodelay(&["bench", "--json", "-c", "1", "-n", "20", &server.url("/")]);
+    let closed_report = closed.json();
+    validate_against_schema("bench.schema.json", &closed_report);
+    assert!(closed_report["latency_uncorrected_ms"].is_null());
+    let text = nodelay(&["bench", "-c", "1", "-n", "20", &server.url("/")]).stdout();
+    assert!(!text.contains("uncorrected"), "{text}");
+}
