@@ -74,3 +74,9 @@ fi
 
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+
+# oha, the second anchor of bench/vs_wrk.py and bench/open_loop.py (a Rust tool: built, not apt).
+if [[ "${1:-}" == "--bench" ]] && ! command -v oha >/dev/null && [[ ! -x "$HOME/.cargo/bin/oha" ]]; then
+  echo "setup: installing oha 1.16.0 with cargo (a few minutes)" >&2
+  cargo install --locked --quiet oha --version 1.16.0
+fi
