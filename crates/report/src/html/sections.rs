@@ -42,6 +42,7 @@ pub struct Cell {
 fn latency_table(view: &BenchView) -> Option<LatencyTable> {
     let columns: Vec<(&'static str, &PercentilesView)> = [
         ("total", &view.latency_ms),
+        ("uncorrected", &view.latency_uncorrected_ms),
         ("first byte", &view.first_byte_ms),
         ("read gap", &view.read_gap_ms),
         ("connect", &view.connect_ms),

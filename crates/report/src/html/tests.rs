@@ -127,6 +127,18 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
 }
 
 #[test]
+fn an_open_loop_page_shows_the_uncorrected_latency_beside_the_corrected() {
+    let closed = html_page(&[value(&bench_report("http://example.test/", 0))]).unwrap();
+    assert!(!closed.contains("uncorrected"));
+    let mut report = bench_report("http://example.test/", 0);
+    report.latency_uncorrected_ms = report.first_byte_ms;
+    let page = html_page(&[value(&report)]).unwrap();
+    let head = page.find("<th class=\"n\">total</th><th class=\"n\">uncorrected</th>");
+    assert!(head.is_some(), "{page}");
+    assert!(page.contains("from when each request was due (corrected for coordinated omission)"));
+}
+
+#[test]
 fn a_run_without_a_timeline_says_so() {
     let mut report = bench_report("http://example.test/", 0);
     report.timeline.clear();

@@ -156,6 +156,8 @@ pub struct BenchView {
     pub requests_per_second: f64,
     pub transfer_bytes_per_second: f64,
     pub latency_ms: Option<PercentilesView>,
+    /// Open loop only: from when each request was sent (not when it was due).
+    pub latency_uncorrected_ms: Option<PercentilesView>,
     pub first_byte_ms: Option<PercentilesView>,
     pub read_gap_ms: Option<PercentilesView>,
     pub connect_ms: Option<PercentilesView>,
