@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 # nginx on core 0 (13-byte index.html, keep-alive); GNU time on core 1: stdout, CPU s, peak RSS.
-from vs_wrk import start_nginx, timed, to_ms  # noqa: E402
+from vs_wrk import setup_and_build, start_nginx, timed, to_ms  # noqa: E402
 
 TARGET = 1.05
 
@@ -119,8 +119,7 @@ def main():
     if args.rounds < 1 or args.requests < 1 or args.wrk_seconds < 1:
         parser.error("--rounds, --requests and --wrk-seconds must be at least 1")
 
-    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    setup_and_build()
     workdir = tempfile.mkdtemp(prefix="nodelay-floor-")
     pingpong = os.path.join(workdir, "pingpong")
     subprocess.run(["cc", "-O2", "-o", pingpong, os.path.join(ROOT, "bench", "pingpong.c")], check=True)

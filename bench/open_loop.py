@@ -25,7 +25,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from vs_wrk import oha_binary, start_nginx  # noqa: E402
+from vs_wrk import oha_binary, setup_and_build, start_nginx  # noqa: E402
 
 RATES = (1000, 10000, 50000)
 PAUSE_MS, RUN_S, PAUSES_IN_RUN, PAUSE_RATE = 100.0, 4.5, 4, 1000
@@ -76,8 +76,7 @@ def main():
     args = parser.parse_args()
     if args.seconds < 1 or args.rounds < 1:
         parser.error("--seconds and --rounds must be at least 1")
-    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    setup_and_build()
     failed = False
 
     workdir = tempfile.mkdtemp(prefix="nodelay-open-loop-")

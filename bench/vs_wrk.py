@@ -76,6 +76,12 @@ http {{
     sys.exit("nginx did not start; see " + temp("error.log"))
 
 
+def setup_and_build():
+    """What the benchmarks need (scripts/setup.sh --bench), then nodelay's release build."""
+    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+
+
 def timed(cmd):
     """Runs cmd pinned to core 1 under GNU time; returns (stdout, cpu_seconds, max_rss_kb)."""
     with tempfile.NamedTemporaryFile("r", suffix=".time") as t:
@@ -162,8 +168,7 @@ def main():
     if args.rounds < 1 or args.seconds < 1 or args.connections < 1:
         parser.error("--rounds, --seconds and --connections must be at least 1")
 
-    subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
-    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    setup_and_build()
     workdir = tempfile.mkdtemp(prefix="nodelay-bench-")
     nginx, url = start_nginx(workdir)
     tools = {"nodelay": run_nodelay, "wrk": run_wrk}
