@@ -42,6 +42,9 @@ pub struct RunShape {
     /// The generator's CPU over the run, as a share of its threads' time (1.0 = every thread
     /// busy all the time); `None` when not measured.
     pub generator_cpu_share: Option<f64>,
+    /// The generator busy-polled (`--busy-poll`): its threads spin on purpose, so their CPU
+    /// share says nothing about saturation.
+    pub generator_spins: bool,
     /// Connects that found no free local port (EADDRNOTAVAIL).
     pub ports_exhausted: u64,
     /// This machine's ephemeral ports after the run, when some were exhausted.
@@ -218,7 +221,9 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: "ss -Htan state time-wait | wc -l; sysctl net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse".into(),
         });
     }
-    if let Some(cpu) = run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE) {
+    let saturated =
+        run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE && !run.generator_spins);
+    if let Some(cpu) = saturated {
         let threads = run.threads.max(1);
         let plural = if threads == 1 { "" } else { "s" };
         out.push(Suggestion {
@@ -389,5 +394,9 @@ mod tests {
         assert_eq!(found[0].id, "generator-saturated");
         assert!(found[0].why.contains("2 threads 97 % busy") && found[0].prove.contains("-t 4"), "{found:?}");
         assert!(suggest(&RunShape { generator_cpu_share: Some(0.5), ..run() }).is_empty());
+        // A busy-polling generator is at 100 % by design.
+        assert!(
+            suggest(&RunShape { generator_cpu_share: Some(0.99), generator_spins: true, ..run() }).is_empty()
+        );
     }
 }

@@ -386,6 +386,7 @@ impl BenchReport {
             first_byte_p99_ms: pick(&self.first_byte_ms, |p| p.p99),
             latency_quantiles_ms,
             generator_cpu_share: self.generator_cpu_share,
+            generator_spins: self.settings.busy_poll,
             ports_exhausted: self.errors.get(ErrorKind::PortsExhausted.as_str()).copied().unwrap_or(0),
             local_ports: self.local_ports,
         }
