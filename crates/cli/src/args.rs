@@ -153,11 +153,12 @@ pub struct LoadArgs {
     #[arg(long, default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
 
-    /// Never sleep between events: each thread spins on its core. The server then never has to
-    /// wake the generator, which lets a fast server (nginx) serve ~10 % more; it costs a whole
-    /// core per thread, so give the generator cores of its own
-    #[arg(long)]
-    pub busy_poll: bool,
+    /// Poll without sleeping, so the server never has to wake the generator: a fast server
+    /// (nginx) then serves ~10 % more. Alone it spins always, a whole core per thread (give the
+    /// generator cores of its own); --busy-poll=10us spins that long after each event, then
+    /// sleeps, for most of the gain at a few µs of CPU per quiet moment
+    #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = parse_busy_poll)]
+    pub busy_poll: Option<nodelay_engine::BusyPoll>,
 }
 
 /// Whether and how to read the server's side of a run (bench, doctor).
@@ -548,6 +549,19 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("'{text}' is too long: at most 365 days"));
     }
     Ok(duration)
+}
+
+/// `--busy-poll[=TIME]`: `always`, or a spin after each event of 1 µs to 1 s.
+fn parse_busy_poll(text: &str) -> Result<nodelay_engine::BusyPoll, String> {
+    if text == "always" {
+        return Ok(nodelay_engine::BusyPoll::Always);
+    }
+    let window =
+        humantime::parse_duration(text).map_err(|e| format!("{e} (examples: always, 10us, 50us)"))?;
+    if window < Duration::from_micros(1) || window > Duration::from_secs(1) {
+        return Err(format!("'{text}' is out of range: use 1us to 1s, or always"));
+    }
+    Ok(nodelay_engine::BusyPoll::After(window))
 }
 
 /// An interval of the time series: from 10 ms (finer costs memory for nothing a plot shows) to

@@ -10,7 +10,7 @@ use crate::target::parse_target;
 use crate::workload::{Workload, build_workload, looks_like_tls_refusal, tls_hint};
 use anyhow::{Result, bail};
 use nodelay_diagnose::server_findings;
-use nodelay_engine::{EngineConfig, ErrorKind, Framing, SocketOptions, Stats};
+use nodelay_engine::{BusyPoll, EngineConfig, ErrorKind, Framing, SocketOptions, Stats};
 use nodelay_report::{
     BenchReport, BenchSettings, FittedText, Json, Render, RunEnd, SuccessStatuses, TlsSettings,
     format_status_counts,
@@ -32,6 +32,8 @@ pub struct Load {
 pub struct Measured {
     pub stats: Stats,
     pub end: RunEnd,
+    /// The generator's worker threads' CPU over the run.
+    pub worker_cpu: Duration,
 }
 
 /// Validates the target and the load options, without connecting.
@@ -59,7 +61,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         interval: load.interval,
         tls: workload.tls.clone(),
-        busy_poll: load.busy_poll,
+        busy_poll: load.busy_poll.unwrap_or_default(),
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -78,7 +80,11 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         connect_timeout_s: config.connect_timeout.as_secs_f64(),
         success_status: load.success_status.to_string(),
         tls: workload.tls.as_ref().map(TlsSettings::of),
-        busy_poll: config.busy_poll,
+        busy_poll: config.busy_poll != BusyPoll::Off,
+        busy_poll_after_us: match config.busy_poll {
+            BusyPoll::After(window) => Some(window.as_secs_f64() * 1e6),
+            _ => None,
+        },
     };
     Ok(Load { workload, config, settings, success: load.success_status.clone() })
 }
@@ -108,13 +114,13 @@ impl Load {
             interrupted: finished.interrupted,
             due_not_sent: finished.output.due_not_sent,
         };
-        Ok(Measured { stats, end })
+        Ok(Measured { stats, end, worker_cpu: finished.output.worker_cpu })
     }
 
     /// The report of one run (or of rounds merged into one `Measured`).
-    pub fn report(&self, measured: &Measured) -> BenchReport {
+    pub fn report(&self, stats: &Stats, end: RunEnd) -> BenchReport {
         let names: Vec<String> = self.config.requests.iter().map(|r| r.name.clone()).collect();
-        BenchReport::new(self.settings.clone(), &self.success, &measured.stats, &names, measured.end)
+        BenchReport::new(self.settings.clone(), &self.success, stats, &names, end)
     }
 }
 
@@ -132,14 +138,13 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         output::stdout(&text.render(&load.settings))?;
     }
     let watching = server_view::watch(load.workload.address, &args.server_view);
-    let cpu_before = nodelay_engine::process_cpu_time();
     let measured = load.measure(!args.quiet)?;
-    let generator_cpu = nodelay_engine::process_cpu_time().saturating_sub(cpu_before);
     let stats = &measured.stats;
-    // nodelay's CPU as a share of its threads' time: near 1, it measured itself.
+    // The workers' CPU as a share of their time: near 1, nodelay measured itself. Only the
+    // workers': the server view's sampler is not the generator.
     let thread_seconds = measured.end.elapsed.as_secs_f64() * load.config.threads.max(1) as f64;
-    let cpu_share = (thread_seconds > 0.0).then(|| generator_cpu.as_secs_f64() / thread_seconds);
-    let mut report = load.report(&measured);
+    let cpu_share = (thread_seconds > 0.0).then(|| measured.worker_cpu.as_secs_f64() / thread_seconds);
+    let mut report = load.report(&measured.stats, measured.end);
     if let (Some(view_report), view) = watching.finish(stats.completed) {
         // One connection in a closed loop sends one request at a time: the server's CPU per
         // request can be set against the time each took.

@@ -160,7 +160,7 @@ fn run_rounds(targets: &mut [Measuring], rounds: u32, show_progress: bool) -> bo
 }
 
 fn add_round(target: &mut Measuring, round: u32, measured: Measured) {
-    let report = target.load.report(&measured);
+    let report = target.load.report(&measured.stats, measured.end);
     target.rounds.push(RoundFigures::of(round, &report));
     target.elapsed += measured.end.elapsed;
     match &mut target.stats {
@@ -172,7 +172,7 @@ fn add_round(target: &mut Measuring, round: u32, measured: Measured) {
 fn finish(target: Measuring) -> CompareTarget {
     let run = target.stats.map(|stats| {
         let end = RunEnd { elapsed: target.elapsed, interrupted: false, due_not_sent: 0 };
-        target.load.report(&Measured { stats, end })
+        target.load.report(&stats, end)
     });
     CompareTarget {
         label: target.label,

@@ -96,6 +96,7 @@ mod tests {
             success_status: "2xx,3xx".into(),
             tls: None,
             busy_poll: false,
+            busy_poll_after_us: None,
         }
     }
 

@@ -91,12 +91,23 @@ fn busy_poll_spins_a_core_where_the_default_sleeps() {
     let run = format!("-c 1 -d 1s {}", peer.url("/"));
     let sleeping = bench_cpu_seconds(&run);
     let spinning = bench_cpu_seconds(&format!("--busy-poll {run}"));
+    // ~23 responses, each followed by 50 µs of spinning: about a millisecond in all.
+    let briefly = bench_cpu_seconds(&format!("--busy-poll=50us {run}"));
     assert!(sleeping < 0.15, "a sleeping generator used {sleeping:.3} s of CPU in a 1 s run");
     assert!(spinning > 0.3, "a busy-polling generator used only {spinning:.3} s of CPU in a 1 s run");
+    assert!(briefly < 0.15, "spinning 50 µs after each event used {briefly:.3} s of CPU in a 1 s run");
 
     let report = nodelay(&["bench", "--json", "--busy-poll", "-c", "1", "-n", "5", &peer.url("/")]).json();
     validate_against_schema("bench.schema.json", &report);
     assert_eq!(report["settings"]["busy_poll"], true);
+    assert!(report["settings"]["busy_poll_after_us"].is_null(), "--busy-poll alone never sleeps");
+    let bounded =
+        nodelay(&["bench", "--json", "--busy-poll=50us", "-c", "1", "-n", "2", &peer.url("/")]).json();
+    validate_against_schema("bench.schema.json", &bounded);
+    assert_eq!(bounded["settings"]["busy_poll_after_us"], 50.0);
+    let refused = nodelay(&["bench", "--busy-poll=0us", &peer.url("/")]);
+    assert_eq!(refused.code(), 2);
+    assert!(refused.stderr().contains("use 1us to 1s, or always"), "{}", refused.stderr());
     assert_eq!(report["requests_completed"], 5);
     // Spinning is on purpose: not a generator saturated by the load.
     let ids: Vec<&str> =

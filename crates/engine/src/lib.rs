@@ -23,9 +23,8 @@ mod timeline;
 mod tls;
 mod worker;
 
-pub use config::{EngineConfig, RequestSpec, Selection, SocketOptions};
+pub use config::{BusyPoll, EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
-pub use cpu::process_cpu_time;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
 pub use hold_probe::{HoldProbe, probe_hold};
 pub use idle_probe::{IdleProbe, probe_idle};
@@ -57,6 +56,9 @@ pub struct RunOutput<S> {
     /// Open loop (`--rate`): requests that fell due but were never sent because every
     /// connection was busy; 0 in closed loop.
     pub due_not_sent: u64,
+    /// The worker threads' own CPU (user + system), summed: the generator's, without what
+    /// runs beside it in the process (a server view's sampler, the progress bar).
+    pub worker_cpu: Duration,
 }
 
 /// Runs the configured load. `make_sink(thread)` builds each thread's sink; `control` lets
@@ -69,7 +71,7 @@ where
     let threads = config.threads.clamp(1, config.connections.max(1));
     let start = Instant::now();
     let started_at = SystemTime::now();
-    let results: Vec<std::io::Result<worker::WorkerOutput<S>>> = std::thread::scope(|scope| {
+    let results: Vec<std::io::Result<(worker::WorkerOutput<S>, Duration)>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|thread| {
                 let plan = plan_for_thread(config, thread, threads);
@@ -77,7 +79,8 @@ where
                 scope.spawn(move || {
                     let mut sink = make_sink(thread);
                     sink.run_started(config, started_at);
-                    Worker::new(config, control, plan, start, sink)?.run()
+                    let output = Worker::new(config, control, plan, start, sink)?.run()?;
+                    Ok((output, cpu::thread_cpu_time()))
                 })
             })
             .collect();
@@ -85,15 +88,16 @@ where
     });
     let elapsed = start.elapsed();
     let outputs = results.into_iter().collect::<std::io::Result<Vec<_>>>()?;
-    let due_not_sent = outputs.iter().map(|output| output.due_not_sent).sum();
+    let due_not_sent = outputs.iter().map(|(output, _)| output.due_not_sent).sum();
+    let worker_cpu = outputs.iter().map(|(_, cpu)| *cpu).sum();
     let sinks = outputs
         .into_iter()
-        .map(|mut output| {
+        .map(|(mut output, _)| {
             output.sink.run_ended(elapsed);
             output.sink
         })
         .collect();
-    Ok(RunOutput { sinks, elapsed, due_not_sent })
+    Ok(RunOutput { sinks, elapsed, due_not_sent, worker_cpu })
 }
 
 /// Splits connections, request quota and rate across threads in proportion, so that the

@@ -10,7 +10,7 @@
 //! some plaintext (a record), so a pause between two TLS records is a read gap as it would
 //! be between two plain writes.
 
-use crate::config::EngineConfig;
+use crate::config::{BusyPoll, EngineConfig};
 use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
@@ -216,6 +216,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     pub fn run(mut self) -> io::Result<WorkerOutput<S>> {
         let mut events = Events::with_capacity(1024);
         let start = Instant::now();
+        let mut last_event = start;
         for index in 0..self.connections.len() {
             self.next_request(index, start);
         }
@@ -236,7 +237,12 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             }
             // Whole milliseconds, rounded down: epoll never oversleeps a due slot, and a
             // sub-millisecond wait polls without blocking. Busy-polling never blocks.
-            let timeout = if self.config.busy_poll {
+            let spinning = match self.config.busy_poll {
+                BusyPoll::Off => false,
+                BusyPoll::Always => true,
+                BusyPoll::After(window) => now.saturating_duration_since(last_event) < window,
+            };
+            let timeout = if spinning {
                 Duration::ZERO
             } else {
                 Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
@@ -245,6 +251,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
+            }
+            if !events.is_empty() {
+                last_event = Instant::now();
             }
             for event in events.iter() {
                 let index = event.token().0;

@@ -111,8 +111,10 @@ pub struct BenchSettings {
     pub success_status: String,
     /// https:// runs: how the server is trusted; null for plain HTTP and TCP.
     pub tls: Option<TlsSettings>,
-    /// `--busy-poll`: the generator's threads spun instead of sleeping.
+    /// `--busy-poll`: the generator's threads spun instead of sleeping...
     pub busy_poll: bool,
+    /// ...for this long after each event (`--busy-poll=TIME`), or always when null.
+    pub busy_poll_after_us: Option<f64>,
 }
 
 /// How the run ended, besides its records.

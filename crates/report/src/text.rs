@@ -114,7 +114,11 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
     };
     let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
     let mode = if s.keep_alive { "keep-alive" } else { "new connection per request" };
-    let spin = if s.busy_poll { ", busy-polling (a whole core per thread)" } else { "" };
+    let spin = match (s.busy_poll, s.busy_poll_after_us) {
+        (false, _) => String::new(),
+        (true, None) => ", busy-polling (a whole core per thread)".into(),
+        (true, Some(us)) => format!(", busy-polling {} after each event", format_duration_ms(us / 1000.0)),
+    };
     let run = format!(
         "{}, {}, {mode}, {bound}{pacing}{split}{spin}",
         plural(s.connections as u64, "connection", "connections"),
@@ -509,6 +513,7 @@ mod tests {
             success_status: "2xx,3xx".into(),
             tls: None,
             busy_poll: false,
+            busy_poll_after_us: None,
         }
     }
 

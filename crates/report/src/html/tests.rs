@@ -31,6 +31,7 @@ fn settings(url: &str) -> BenchSettings {
         success_status: "2xx,3xx".into(),
         tls: None,
         busy_poll: false,
+        busy_poll_after_us: None,
     }
 }
 
