@@ -216,8 +216,8 @@ pub struct BenchReport {
     /// What the run's own numbers suggest, with no experiment run, each with the command
     /// that proves it; empty when nothing stands out.
     pub suggestions: Vec<Suggestion>,
-    /// nodelay's own CPU over the run, as a share of its threads' time (1.0: every thread
-    /// busy throughout); null when not measured.
+    /// The CPU of nodelay's worker threads over the run, as a share of their time (1.0: every
+    /// worker busy throughout); null when not measured.
     pub generator_cpu_share: Option<f64>,
     /// This machine's ephemeral ports, read after a run whose connects found no free local
     /// port (`errors.ports_exhausted`); null otherwise.
