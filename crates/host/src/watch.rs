@@ -6,7 +6,7 @@
 //! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
 //! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in /proc/net/tcp{,6}) of
-//!   which they are the client, at the start and the end; in between, every 2 ms or more, the
+//!   which they are the client, at the start and the end; in between, every 1 ms or more (10 ms after the first 100 ms), the
 //!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
 //!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
 //!   connections that lived through the run. Every copy is closed at once.
@@ -31,7 +31,7 @@
 //!   changes while it is read may be missed.
 //! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
-//!   the end, or at one of the sampler's instants (every 2 ms or more): a server that opens a
+//!   the end, or at one of the sampler's instants (every 1 ms or more, then 10 ms): a server that opens a
 //!   connection for a few microseconds, rarely, may not be caught.
 //! - The processes are those holding the listening socket at the start, and those that hold
 //!   it at the end (counted since they started: a worker forked during the run).
@@ -115,7 +115,7 @@ impl ServerWatch {
         Ok(ServerWatch { target, started, watched, start, sampler })
     }
 
-    /// Samples of the server's outgoing connections taken so far, one every 2 ms or more: a run
+    /// Samples of the server's outgoing connections taken so far, one every 1 ms or more: a run
     /// shorter than a sample learns its upstreams only from the start and the end.
     pub fn samples_taken(&self) -> u64 {
         self.sampler.samples()

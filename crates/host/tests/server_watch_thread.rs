@@ -96,9 +96,9 @@ fn sampler_cost_us_per_second(server: &Server, samples: u64) -> u64 {
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     wait_until("the sampler's name", || samplers().len() == 1);
     let sampler = samplers()[0];
-    // Past its first looks (100 ms at a quicker pace, at most 50 samples): the steady pace is
+    // Past its first looks (100 ms at a quicker pace, at most 100 samples): the steady pace is
     // what a run of any length pays.
-    wait_until("the first looks", || watch.samples_taken() > 50);
+    wait_until("the first looks", || watch.samples_taken() > 100);
     let (cpu_before_ns, wall_before, taken) = (on_cpu_ns(sampler), Instant::now(), watch.samples_taken());
     wait_until("the samples", || watch.samples_taken() >= taken + samples);
     let cpu_ns = on_cpu_ns(sampler) - cpu_before_ns;

@@ -1,5 +1,5 @@
 //! The background thread that learns where the server connects while a run lasts, and keeps
-//! each thread's latest times (threads that end before the run does). Every 2 ms or more for
+//! each thread's latest times (threads that end before the run does). Every 1 ms or more for
 //! the first 100 ms (a doctor's baseline), then every 10 ms or more, it lists the processes'
 //! socket descriptors (/proc/PID/fd) and asks only the sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
 //! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
@@ -31,7 +31,7 @@ use std::time::Duration;
 
 /// The thread's name (at most 15 bytes), to find it in /proc/self/task.
 pub const THREAD_NAME: &str = "nodelay-sampler";
-const INTERVAL: Duration = Duration::from_millis(2);
+const INTERVAL: Duration = Duration::from_millis(1);
 /// Past the first looks, the least wait: each wake-up takes the CPU from whatever shares it
 /// (a load generator pinned to the sampler's core lost a few % at a 2 ms pace), and a
 /// destination is learned from any one of its connections.
@@ -42,7 +42,7 @@ const WAIT_PER_CPU: u32 = 100;
 /// about this long, and connections that live a millisecond are met only by looking often)...
 const FIRST_LOOKS: Duration = Duration::from_millis(100);
 /// ...waiting at least this many times a sample's own CPU time.
-const FIRST_WAIT_PER_CPU: u32 = 10;
+const FIRST_WAIT_PER_CPU: u32 = 5;
 /// Bounds the memory of a long run with a connection per request; beyond it, `opened`
 /// relies on the end's table alone.
 const MAX_CONNECTIONS: usize = 65_536;
@@ -141,7 +141,7 @@ impl Learner {
             self.sample(&handles);
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
             // The first looks keep a quicker pace, so that a short run is seen, yet stay at
-            // 10 % of a CPU at most: the sampler must not slow what it watches.
+            // 20 % of a CPU at most: the sampler must not slow what it watches.
             wait = if started.elapsed() > FIRST_LOOKS {
                 LATER_INTERVAL.max(cost * WAIT_PER_CPU)
             } else {
