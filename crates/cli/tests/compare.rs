@@ -25,6 +25,7 @@ fn comparison<'a>(report: &'a serde_json::Value, metric: &str) -> &'a serde_json
 
 #[test]
 fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
+    let _alone = alone();
     let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
     let stalling = python_peer("python_http_server.py", &[]);
     let (run, report) =
@@ -74,6 +75,8 @@ fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
 
 #[test]
 fn the_same_server_twice_is_no_difference() {
+    // Rounds that share the cores with the other tests' servers differ by that, not by target.
+    let _alone = alone();
     let server = python_peer("python_http_server.py", &["--disable-nagle"]);
     let (run, report) = compare(&["--rounds", "5", &server.url("/?first"), &server.url("/?second")]);
     assert_eq!(run.code(), 0, "{}", run.stderr());

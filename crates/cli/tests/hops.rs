@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::hops::{alone, proxy_a, service_b};
+use common::hops::{proxy_a, service_b};
 use common::nginx::{self, Nginx};
 use common::*;
 

@@ -5,15 +5,7 @@
 
 mod common;
 
-use common::{node_peer, nodelay, squeeze, validate_against_schema};
-use std::sync::Mutex;
-
-/// The tests of this file measure timing: one at a time, so they do not share the 2 cores.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
+use common::{alone, node_peer, nodelay, squeeze, validate_against_schema};
 
 fn quantile(report: &serde_json::Value, section: &str, key: &str) -> f64 {
     report[section][key].as_f64().unwrap_or_else(|| panic!("{section}.{key} in {report:#}"))

@@ -24,11 +24,3 @@ fn ensure_express_installed() {
         modules.display()
     );
 }
-
-/// Held by every test of this file for its whole run: the figures are latencies and CPU
-/// times, and a server that waits for a core (two Node processes, nginx, Python and the
-/// bench of another test) shows that wait, not what the test measures.
-pub fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static MACHINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
-}

@@ -15,6 +15,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Held for its whole run by a test whose figures are latencies or CPU times compared across
+/// runs: tests of one file run in parallel on 2 cores, and a server that waits for a core
+/// (another test's Node, nginx, Python or bench) shows that wait, not what the test measures.
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static MACHINE: Mutex<()> = Mutex::new(());
+    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A peer process, killed when dropped.
 pub struct Peer {
     child: Child,
