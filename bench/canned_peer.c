@@ -3,6 +3,7 @@
  * 13-byte HTTP/1.1 response; in "line" mode every line gets "+PONG\n". The work per request
  * is the same, so the load generator's two paths can be compared.
  * Usage: canned_peer http|line  -- prints "PORT <n>" once listening. */
+#define _GNU_SOURCE /* accept4 */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>

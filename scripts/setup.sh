@@ -54,6 +54,8 @@ if [[ "${1:-}" == "--bench" ]]; then
   want haproxy haproxy
   want taskset util-linux
   [[ -x /usr/bin/time ]] || need_apt+=(time)
+  # bench/server_cost_per_generator.py counts IPIs, wake-ups and syscalls on each core.
+  want perf linux-perf
 fi
 
 if ((${#need_apt[@]})); then
