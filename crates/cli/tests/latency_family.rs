@@ -1,11 +1,13 @@
 //! The rest of the idle-CPU latency family, each against real servers: a listen queue that
 //! overflows (`doctor -c N`), `Expect: 100-continue` left unanswered, keep-alive connections
 //! closed when idle (`--idle-probe`), and local ports exhausted by TIME-WAIT; and that none
-//! of these findings appears on a healthy server.
+//! of these findings appears on a healthy server. The tests whose figures are times (SYN
+//! retransmissions, curl's 1 s, idle timeouts, the doctor's budget) run one at a time: the
+//! backlog peers keep a core busy, and a late timer on 2 shared cores broke the budget once.
 
 mod common;
 
-use common::{Peer, finding_ids, node_peer, nodelay, python_peer, validate_against_schema};
+use common::{Peer, alone, finding_ids, node_peer, nodelay, python_peer, validate_against_schema};
 use std::process::Command;
 
 /// The listen backlog `ss` shows for the peer's listening socket (its Send-Q): a check of
@@ -80,6 +82,7 @@ fn assert_no_backlog_finding(report: &serde_json::Value) {
 
 #[test]
 fn a_python_listen_2_server_overflows_at_20_connections_and_the_doctor_proves_it() {
+    let _alone = alone();
     let peer = python_peer("backlog_server.py", &["--backlog", "2", "--work-ms", "2"]);
     assert_backlog_overflow_proven(&peer);
     // One connection (the default -c 1) never fills a queue of two.
@@ -88,12 +91,14 @@ fn a_python_listen_2_server_overflows_at_20_connections_and_the_doctor_proves_it
 
 #[test]
 fn a_node_server_with_backlog_2_and_a_busy_event_loop_overflows_too() {
+    let _alone = alone();
     let peer = node_peer("node_backlog_server.js", &["--backlog", "2", "--work-ms", "3"]);
     assert_backlog_overflow_proven(&peer);
 }
 
 #[test]
 fn a_deep_listen_queue_does_not_overflow_at_20_connections() {
+    let _alone = alone();
     let peer = python_peer("backlog_server.py", &["--backlog", "128", "--work-ms", "2"]);
     let report = doctor_json(&["-c", "20", &peer.url("/")]);
     assert_no_backlog_finding(&report);
@@ -165,6 +170,7 @@ fn body_file(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn python_http_server_at_http_1_0_ignores_expect_and_the_doctor_says_so() {
+    let _alone = alone();
     let peer = python_peer("expect_server.py", &["--protocol", "HTTP/1.0"]);
     let body = body_file("expect-silent");
     assert!(curl_expect_seconds(&peer, &body) >= 0.9, "curl waits its 1 s on this server");
@@ -181,6 +187,7 @@ fn python_http_server_at_http_1_0_ignores_expect_and_the_doctor_says_so() {
 
 #[test]
 fn servers_that_answer_100_continue_are_not_flagged() {
+    let _alone = alone();
     let body = body_file("expect-answered");
     // Python's http.server at HTTP/1.1 (handle_expect_100), and Node's http (automatic).
     for peer in [
@@ -202,6 +209,7 @@ fn idle_probe(peer: &Peer, budget: &str) -> serde_json::Value {
 
 #[test]
 fn an_idle_timeout_is_measured_and_said_announced_or_not() {
+    let _alone = alone();
     // Node with a 2 s keepAliveTimeout announces Keep-Alive: timeout=2 and closes a second
     // after it (Node 20's buffer); Python's http.server with a 2 s handler timeout closes after
     // 2 s and announces nothing.
@@ -224,6 +232,7 @@ fn an_idle_timeout_is_measured_and_said_announced_or_not() {
 
 #[test]
 fn a_server_that_keeps_idle_connections_is_not_flagged_and_the_probe_stays_in_the_budget() {
+    let _alone = alone();
     let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
     let report = idle_probe(&peer, "3s");
     assert_eq!(finding_ids(&report), ["healthy"], "{report:#}");

@@ -3,8 +3,9 @@
 //! silent until the client gives up waiting (curl after 1 s, .NET Framework after 350 ms)?
 //! A silent server costs every such client its whole wait on every request with a body.
 
+use crate::deadline_read::read_by;
 use nodelay_wire::{Feed, ResponseParser};
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -65,12 +66,10 @@ pub fn probe_expect_continue(
     let mut buffer = [0u8; 16 * 1024];
     // The first head the server sends, if any, before `wait` is over.
     let first_head = loop {
-        let left = wait.checked_sub(sent.elapsed()).filter(|left| !left.is_zero());
-        let Some(left) = left else { break None };
-        stream.set_read_timeout(Some(left)).ok()?;
-        match stream.read(&mut buffer) {
-            Ok(0) => return None,
-            Ok(read) => {
+        match read_by(&mut stream, &mut buffer, sent + wait) {
+            Ok(None) => break None,
+            Ok(Some(0)) => return None,
+            Ok(Some(read)) => {
                 received.extend_from_slice(&buffer[..read]);
                 if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
                     break Some((status_of(&received[..end + 4])?, end + 4, sent.elapsed()));
@@ -79,7 +78,6 @@ pub fn probe_expect_continue(
                     return None;
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
             Err(_) => return None,
         }
     };
@@ -108,10 +106,9 @@ pub fn probe_expect_continue(
                 body_to_response: Some(body_sent.elapsed()),
             });
         }
-        let left = wait.checked_sub(body_sent.elapsed()).filter(|left| !left.is_zero())?;
-        stream.set_read_timeout(Some(left)).ok()?;
-        match stream.read(&mut buffer) {
-            Ok(0) => {
+        match read_by(&mut stream, &mut buffer, body_sent + wait).ok()? {
+            None => return None,
+            Some(0) => {
                 parser.finish().ok()?;
                 let status = Some(parser.status());
                 return Some(ExpectProbe {
@@ -120,9 +117,7 @@ pub fn probe_expect_continue(
                     body_to_response: Some(body_sent.elapsed()),
                 });
             }
-            Ok(read) => pending = buffer[..read].to_vec(),
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => pending.clear(),
-            Err(_) => return None,
+            Some(read) => pending = buffer[..read].to_vec(),
         }
     }
 }
@@ -140,6 +135,7 @@ fn status_of(head: &[u8]) -> Option<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::net::TcpListener;
 
     const REQUEST: &[u8] = b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";

@@ -3,8 +3,9 @@
 //! `Connection: keep-alive`, a hop-by-hop header a proxy copied from its upstream. Clients
 //! that wait for the close (`ab` without -k) then wait for the server's idle timeout.
 
+use crate::deadline_read::read_by;
 use nodelay_wire::{Feed, ResponseParser};
-use std::io::{ErrorKind, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -60,8 +61,7 @@ pub(crate) fn respond_then_wait(address: SocketAddr, request: &[u8], wait: Durat
     let mut buffer = [0u8; 16 * 1024];
     // The response, until its framing says it is complete (or the server closes).
     loop {
-        stream.set_read_timeout(Some(deadline.checked_duration_since(Instant::now())?)).ok()?;
-        let read = stream.read(&mut buffer).ok()?;
+        let read = read_by(&mut stream, &mut buffer, deadline).ok()??;
         if read == 0 {
             // Closed: a body delimited by the close, or a response cut short.
             parser.finish().ok()?;
@@ -79,15 +79,10 @@ pub(crate) fn respond_then_wait(address: SocketAddr, request: &[u8], wait: Durat
     let ended = Instant::now();
     let status = parser.status();
     loop {
-        let Some(left) = deadline.checked_duration_since(Instant::now()).filter(|left| !left.is_zero())
-        else {
-            return Some(Held { status, head, closed_after: None, waited: ended.elapsed() });
-        };
-        stream.set_read_timeout(Some(left)).ok()?;
-        match stream.read(&mut buffer) {
-            // Bytes after a complete response, or no news yet: wait on until the deadline.
-            Ok(read) if read > 0 => continue,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => continue,
+        match read_by(&mut stream, &mut buffer, deadline) {
+            Ok(None) => return Some(Held { status, head, closed_after: None, waited: ended.elapsed() }),
+            // Bytes after a complete response: wait on until the deadline.
+            Ok(Some(read)) if read > 0 => continue,
             // Closed or reset: the server let go.
             _ => {
                 let after = ended.elapsed();
@@ -115,6 +110,7 @@ pub(crate) fn header_values<'a>(head: &'a [u8], name: &'a str) -> impl Iterator<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
     use std::net::TcpListener;
 
     fn server(response: &'static [u8], close: bool) -> SocketAddr {

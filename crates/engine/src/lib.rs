@@ -7,6 +7,7 @@
 mod config;
 mod control;
 mod cpu;
+mod deadline_read;
 mod expect_probe;
 mod hold_probe;
 mod idle_probe;
