@@ -154,9 +154,9 @@ pub struct LoadArgs {
     pub interval: Duration,
 
     /// Poll without sleeping, so the server never has to wake the generator: a fast server
-    /// (nginx) then serves ~10 % more. Alone it spins always, a whole core per thread (give the
-    /// generator cores of its own); --busy-poll=10us spins that long after each event, then
-    /// sleeps, for most of the gain at a few µs of CPU per quiet moment
+    /// (nginx) then serves ~10 % more, for a whole core per thread (give the generator cores of
+    /// its own). --busy-poll=TIME spins that long after each event, then sleeps: shorter than
+    /// the gap between responses it gains nothing, longer it spins nearly all the time
     #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = parse_busy_poll)]
     pub busy_poll: Option<nodelay_engine::BusyPoll>,
 }

@@ -94,8 +94,9 @@ pub enum BusyPoll {
     Off,
     /// Never sleep: a whole core per thread.
     Always,
-    /// Keep polling without sleeping for this long after the last event, then sleep: most of
-    /// the server's gain when it is fast, for a few microseconds of CPU per quiet moment.
+    /// Keep polling without sleeping for this long after the last event, then sleep. Against
+    /// nginx on one core (a response every ~12 µs) 10 µs gained nothing and 30 µs spun as
+    /// much as `Always`: the window either covers the gaps between responses or it does not.
     After(Duration),
 }
 
