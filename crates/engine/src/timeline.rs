@@ -163,26 +163,42 @@ impl Timeline {
         self.add_shifted(other, shift);
     }
 
-    /// Every interval from the first to the last, the empty ones included.
-    pub fn intervals(&self) -> impl Iterator<Item = IntervalFigures> + '_ {
-        (0..self.len()).map(move |index| {
-            let slot = self.slots.get(index).unwrap_or(&Slot::EMPTY);
-            let start_offset = self.interval * index as u32;
-            let mut duration = self.interval;
-            if let Some(elapsed) = self.elapsed
-                && index + 1 == self.len()
-                && elapsed > start_offset
-            {
-                duration = duration.min(elapsed - start_offset);
-            }
-            IntervalFigures {
-                start_offset,
-                duration,
-                responses: slot.responses,
-                errors: slot.errors,
-                latency_ns: decode(&slot.latency),
-            }
-        })
+    /// Every interval from the first to the last, the empty ones included. A last interval
+    /// shorter than a hundredth of one is folded into the one before: a run ends a fraction
+    /// of a millisecond past its duration with its last loop turn's responses, and 10 of them
+    /// in 0.5 ms read as 20 k req/s at the end of a run of 78 k.
+    pub fn intervals(&self) -> impl Iterator<Item = IntervalFigures> {
+        let count = self.len();
+        let mut figures: Vec<IntervalFigures> = (0..count).map(|index| self.figures(index, count)).collect();
+        if figures.len() >= 2 && figures.last().is_some_and(|last| last.duration < self.interval / 100) {
+            let sliver = figures.pop().expect("two or more intervals");
+            let last = figures.last_mut().expect("one or more intervals");
+            last.duration += sliver.duration;
+            last.responses += sliver.responses;
+            last.errors += sliver.errors;
+            last.latency_ns.add(&sliver.latency_ns).expect("auto-resizing histograms add");
+        }
+        figures.into_iter()
+    }
+
+    /// Interval `index` of `count`: the last one is cut at the run's end.
+    fn figures(&self, index: usize, count: usize) -> IntervalFigures {
+        let slot = self.slots.get(index).unwrap_or(&Slot::EMPTY);
+        let start_offset = self.interval * index as u32;
+        let mut duration = self.interval;
+        if let Some(elapsed) = self.elapsed
+            && index + 1 == count
+            && elapsed > start_offset
+        {
+            duration = duration.min(elapsed - start_offset);
+        }
+        IntervalFigures {
+            start_offset,
+            duration,
+            responses: slot.responses,
+            errors: slot.errors,
+            latency_ns: decode(&slot.latency),
+        }
     }
 
     fn adopt_if_blank(&mut self, other: &Timeline) {
@@ -317,6 +333,25 @@ mod tests {
         // The last interval is cut at the run's end.
         assert_eq!(intervals[4].duration, ms(30));
         assert_eq!(intervals[3].duration, ms(100));
+    }
+
+    #[test]
+    fn a_sliver_past_the_end_is_folded_into_the_last_whole_interval() {
+        let mut timeline = Timeline::new(Duration::from_secs(1));
+        timeline.response(ms(500), 3 * MS);
+        timeline.response(ms(1500), 5 * MS);
+        // The run's last loop turn: a response 0.3 ms past its 2 s.
+        timeline.response(Duration::from_micros(2000_300), 7 * MS);
+        timeline.end(Duration::from_micros(2000_500));
+        let intervals: Vec<_> = timeline.intervals().collect();
+        assert_eq!(intervals.len(), 2);
+        assert_eq!(intervals[1].responses, 2);
+        assert_eq!(intervals[1].latency_ns.len(), 2);
+        assert_eq!(intervals[1].duration, Duration::from_micros(1000_500));
+        // A last interval of a hundredth or more stands alone, cut at the end.
+        timeline.end(ms(2010));
+        let intervals: Vec<_> = timeline.intervals().collect();
+        assert_eq!((intervals.len(), intervals[2].responses, intervals[2].duration), (3, 1, ms(10)));
     }
 
     #[test]
