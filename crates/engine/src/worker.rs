@@ -23,7 +23,7 @@ use crate::tls::{TlsSession, looks_like_tls_record};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use nodelay_wire::{Feed, ResponseFramer};
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
 use std::io::{self, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -651,14 +651,23 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     fn close_stream_at(&mut self, index: usize, at_run_end: bool) {
         let connection = &mut self.connections[index];
         if let Some(stream) = connection.stream.take() {
+            let abandoned_request = at_run_end
+                && matches!(
+                    connection.phase,
+                    Phase::Connecting | Phase::Handshaking | Phase::Writing | Phase::Reading
+                );
+            if abandoned_request {
+                // Reset, not closed: a request the server never took (its accept queue was
+                // full when the handshake ended) would leave an orphan retransmitting it, and
+                // its FIN, into the server's queue for minutes (doctor -c 20 on a backlog-2
+                // server: 11 to 23 in FIN-WAIT-1 after each run, and the next phase's one
+                // connection at a time met them).
+                let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+            }
             let record = ConnectionRecord {
                 connection: connection.slot,
                 requests: u64::from(connection.responses_on_stream),
-                abandoned_request: at_run_end
-                    && matches!(
-                        connection.phase,
-                        Phase::Connecting | Phase::Handshaking | Phase::Writing | Phase::Reading
-                    ),
+                abandoned_request,
                 tcp_info: read_tcp_info(&stream),
                 tls: connection.tls.take().and_then(|tls| tls.summary()),
                 server_header: if connection.server_reported {
