@@ -53,6 +53,7 @@ use worker::{Worker, WorkerPlan};
 /// Per-thread sinks and how long the run took.
 pub struct RunOutput<S> {
     pub sinks: Vec<S>,
+    /// From the start until the last thread's loop stopped (its connections' closing after).
     pub elapsed: Duration,
     /// Open loop (`--rate`): requests that fell due but were never sent because every
     /// connection was busy; 0 in closed loop.
@@ -87,8 +88,11 @@ where
             .collect();
         handles.into_iter().map(|h| h.join().expect("engine worker panicked")).collect()
     });
-    let elapsed = start.elapsed();
     let outputs = results.into_iter().collect::<std::io::Result<Vec<_>>>()?;
+    // Until the last loop stopped: closing the connections afterwards is no part of the run
+    // (4000 of them took 58 ms, 2.9 % off the req/s of a 2 s run).
+    let last_loop_end = outputs.iter().map(|(output, _)| output.loop_ended).max();
+    let elapsed = last_loop_end.map_or_else(|| start.elapsed(), |end| end.saturating_duration_since(start));
     let due_not_sent = outputs.iter().map(|(output, _)| output.due_not_sent).sum();
     let worker_cpu = outputs.iter().map(|(_, cpu)| *cpu).sum();
     let sinks = outputs

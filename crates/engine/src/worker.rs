@@ -135,6 +135,8 @@ pub(crate) struct WorkerOutput<S> {
     pub sink: S,
     /// Open loop: requests that fell due and were never sent, every connection being busy.
     pub due_not_sent: u64,
+    /// When the loop stopped, before its connections were closed: the run's time ends here.
+    pub loop_ended: Instant,
 }
 
 enum ReadOutcome {
@@ -262,11 +264,12 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 self.on_event(index, readable, writable);
             }
         }
+        let loop_ended = Instant::now();
         for index in 0..self.connections.len() {
             self.close_stream_at(index, true);
         }
-        let end = self.run_deadline.map_or_else(Instant::now, |deadline| deadline.min(Instant::now()));
-        Ok(WorkerOutput { sink: self.sink, due_not_sent: self.pacer.overdue(end) })
+        let end = self.run_deadline.map_or(loop_ended, |deadline| deadline.min(loop_ended));
+        Ok(WorkerOutput { sink: self.sink, due_not_sent: self.pacer.overdue(end), loop_ended })
     }
 
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
