@@ -6,7 +6,7 @@ mod support;
 
 use nodelay_host::{HostError, ServerView, ServerWatch, Target, Upstream};
 use std::net::{SocketAddr, TcpListener};
-use support::{Draining, Server, echoing_listener, wait_until};
+use support::{Draining, Server, alone, echoing_listener, wait_until};
 
 fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> ServerView {
     let watch = ServerWatch::start(target).unwrap();
@@ -23,6 +23,7 @@ fn upstream(view: &ServerView, destination: SocketAddr) -> &Upstream {
 
 #[test]
 fn a_thread_that_burns_cpu_is_the_busiest_and_named() {
+    let _alone = alone();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
     assert!(view.cpu_us() >= 250_000, "{view:#?}");
@@ -39,6 +40,7 @@ fn a_thread_that_burns_cpu_is_the_busiest_and_named() {
 
 #[test]
 fn a_sleeping_server_spends_almost_nothing() {
+    let _alone = alone();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["sleep 300"]);
     assert!(view.wall_us >= 300_000, "{view:#?}");
@@ -55,6 +57,7 @@ fn a_sleeping_server_spends_almost_nothing() {
 /// `connection-per-request`, the other like a pool.
 #[test]
 fn fresh_and_pooled_upstream_connections_are_told_apart() {
+    let _alone = alone();
     let (fresh, pooled) = (Draining::start(), echoing_listener());
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
@@ -85,6 +88,7 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
 /// the run is new, although the 4-tuple was in the table at the start.
 #[test]
 fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
+    let _alone = alone();
     let reuse = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").unwrap_or_default();
     if reuse.trim() == "0" {
         eprintln!("skipped: net.ipv4.tcp_tw_reuse is 0, no 4-tuple is reused");
@@ -122,6 +126,7 @@ fn time_wait_left_s(local: u16) -> Option<f64> {
 
 #[test]
 fn an_upstream_held_but_idle_carried_no_traffic() {
+    let _alone = alone();
     let pooled = echoing_listener();
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
@@ -137,6 +142,7 @@ fn an_upstream_held_but_idle_carried_no_traffic() {
 /// the CPU is theirs together whichever of them served.
 #[test]
 fn every_holder_of_the_listening_socket_is_watched() {
+    let _alone = alone();
     let mut server = Server::spawn_forked();
     let worker = server.worker_pid.expect("a forked worker");
     let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
@@ -151,6 +157,7 @@ fn every_holder_of_the_listening_socket_is_watched() {
 /// socket at the end: it is watched, from its start.
 #[test]
 fn a_worker_forked_during_the_run_is_watched_too() {
+    let _alone = alone();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["fork_burn 300"]);
     assert_eq!(view.processes.len(), 2, "{view:#?}");
@@ -161,6 +168,7 @@ fn a_worker_forked_during_the_run_is_watched_too() {
 
 #[test]
 fn a_port_or_a_pid_names_the_server_too() {
+    let _alone = alone();
     let mut server = Server::spawn();
     let by_port = watch_while(Target::Port(server.port), &mut server, &["burn 100"]);
     assert_eq!(by_port.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [server.pid()]);
@@ -173,6 +181,7 @@ fn a_port_or_a_pid_names_the_server_too() {
 
 #[test]
 fn a_missing_process_or_listener_is_a_clear_error() {
+    let _alone = alone();
     // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).
     let error = ServerWatch::start(Target::Pid(i32::MAX)).err().expect("no such process");
     assert!(matches!(error, HostError::NoSuchProcess(i32::MAX)), "{error:?}");
@@ -189,6 +198,7 @@ fn a_missing_process_or_listener_is_a_clear_error() {
 
 #[test]
 fn a_server_that_exits_during_the_run_is_said_unread() {
+    let _alone = alone();
     let mut server = Server::spawn();
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     server.ask("burn 10");
