@@ -3,7 +3,7 @@
 //! closed when idle (`--idle-probe`), and local ports exhausted by TIME-WAIT; and that none
 //! of these findings appears on a healthy server. The tests whose figures are times (SYN
 //! retransmissions, curl's 1 s, idle timeouts, the doctor's budget) run one at a time: the
-//! backlog peers keep a core busy, and a late timer on 2 shared cores broke the budget once.
+//! backlog peers keep a core busy, and the others' timers would measure that.
 
 mod common;
 
