@@ -84,6 +84,9 @@ pub struct EngineConfig {
     /// Whether the threads poll without sleeping, so that a response need not wake them (the
     /// server is spared the wake-up).
     pub busy_poll: BusyPoll,
+    /// Wait for readiness through io_uring, several sockets per wake-up, and time responses by
+    /// the kernel's arrival stamps (`io_uring_unavailable` says whether this machine can).
+    pub io_uring: bool,
 }
 
 /// How a worker waits for events.
@@ -136,6 +139,7 @@ impl EngineConfig {
             interval: crate::timeline::DEFAULT_INTERVAL,
             tls: None,
             busy_poll: BusyPoll::Off,
+            io_uring: false,
         }
     }
 }

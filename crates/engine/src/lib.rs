@@ -4,6 +4,7 @@
 //! The engine knows sockets, time and HTTP framing; it never prints. Callers turn the
 //! records into statistics, diagnoses and reports.
 
+mod arrival;
 mod config;
 mod control;
 mod cpu;
@@ -13,6 +14,7 @@ mod hold_probe;
 mod idle_probe;
 mod limits;
 mod pacer;
+mod poller;
 mod quantile;
 mod record;
 mod select;
@@ -49,6 +51,12 @@ pub use tls::{
 
 use std::time::{Duration, Instant, SystemTime};
 use worker::{Worker, WorkerPlan};
+
+/// Why `EngineConfig::io_uring` cannot work here (no io_uring, refused by
+/// `kernel.io_uring_disabled` or a seccomp filter, or a kernel before 6.12), or `None`.
+pub fn io_uring_unavailable() -> Option<String> {
+    poller::Poller::uring(1).err().map(|e| e.to_string())
+}
 
 /// Per-thread sinks and how long the run took.
 pub struct RunOutput<S> {
