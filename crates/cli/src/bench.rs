@@ -26,6 +26,8 @@ pub struct Load {
     pub config: EngineConfig,
     pub settings: BenchSettings,
     pub success: SuccessStatuses,
+    /// `--io-uring` was asked for and this machine refused it: why (epoll runs instead).
+    pub io_uring_refused: Option<String>,
 }
 
 /// One run's merged figures and how it ended.
@@ -42,6 +44,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
     let workload = build_workload(&target, &load.request, !load.no_keepalive)?;
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
+    let io_uring_refused = load.io_uring.then(nodelay_engine::io_uring_unavailable).flatten();
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
@@ -62,6 +65,7 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
         interval: load.interval,
         tls: workload.tls.clone(),
         busy_poll: load.busy_poll.unwrap_or_default(),
+        io_uring: load.io_uring && io_uring_refused.is_none(),
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -85,11 +89,21 @@ pub fn plan_load(url: &str, load: &LoadArgs) -> Result<Load> {
             BusyPoll::After(window) => Some(window.as_secs_f64() * 1e6),
             _ => None,
         },
+        io_uring: config.io_uring,
     };
-    Ok(Load { workload, config, settings, success: load.success_status.clone() })
+    Ok(Load { workload, config, settings, success: load.success_status.clone(), io_uring_refused })
 }
 
 impl Load {
+    /// Says on stderr what was asked for and cannot be had on this machine.
+    pub fn warn_fallbacks(&self) {
+        if let Some(reason) = &self.io_uring_refused {
+            output::stderr_line(&format!(
+                "nodelay: warning: --io-uring: not available here ({reason}); waiting with epoll"
+            ));
+        }
+    }
+
     /// Refuses, before any connection, a run that could never open its sockets.
     pub fn reserve_descriptors(&self) -> Result<()> {
         nodelay_engine::reserve_descriptors(self.config.connections as u64, self.config.threads as u64)
@@ -132,6 +146,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let hdr_log = create_output(args.hdr_log.as_deref(), "--hdr-log")?;
     // Before any connection: a run that could never open -c sockets is refused, not started.
     load.reserve_descriptors()?;
+    load.warn_fallbacks();
     let text = FittedText::new(text_width());
     if !args.json {
         // What is about to run, before it runs: a long run is not a blank screen.

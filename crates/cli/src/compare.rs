@@ -54,6 +54,8 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     for target in &targets {
         target.load.reserve_descriptors()?;
     }
+    // The same flags for every target: one warning will do.
+    targets[0].load.warn_fallbacks();
     let settings = targets[0].load.settings.clone();
     let width = text_width();
     if !args.json {

@@ -97,6 +97,7 @@ mod tests {
             tls: None,
             busy_poll: false,
             busy_poll_after_us: None,
+            io_uring: false,
         }
     }
 

@@ -115,6 +115,9 @@ pub struct BenchSettings {
     pub busy_poll: bool,
     /// ...for this long after each event (`--busy-poll=TIME`), or always when null.
     pub busy_poll_after_us: Option<f64>,
+    /// `--io-uring`: the threads waited through io_uring for several sockets at once, and
+    /// responses were timed by the kernel's arrival stamps (false also when it fell back).
+    pub io_uring: bool,
 }
 
 /// How the run ended, besides its records.

@@ -119,6 +119,7 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
         (true, None) => ", busy-polling (a whole core per thread)".into(),
         (true, Some(us)) => format!(", busy-polling {} after each event", format_duration_ms(us / 1000.0)),
     };
+    let spin = if s.io_uring { spin + ", io_uring (batched waits, kernel arrival times)" } else { spin };
     let run = format!(
         "{}, {}, {mode}, {bound}{pacing}{split}{spin}",
         plural(s.connections as u64, "connection", "connections"),
@@ -514,6 +515,7 @@ mod tests {
             tls: None,
             busy_poll: false,
             busy_poll_after_us: None,
+            io_uring: false,
         }
     }
 

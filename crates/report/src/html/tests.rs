@@ -32,6 +32,7 @@ fn settings(url: &str) -> BenchSettings {
         tls: None,
         busy_poll: false,
         busy_poll_after_us: None,
+        io_uring: false,
     }
 }
 

@@ -1,0 +1,201 @@
+//! `bench --io-uring`: the same requests and times as the epoll loop against real servers, with
+//! responses timed by their arrival; closed sockets released at once; and a machine that
+//! refuses io_uring (here a seccomp filter) gets a warning and the epoll loop.
+
+mod common;
+
+use common::nginx::Nginx;
+use common::tls::certs;
+use common::{alone, ms, node_peer, nodelay, python_peer, squeeze, validate_against_schema};
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+#[test]
+fn a_stalled_response_is_timed_by_its_arrival_under_io_uring() {
+    let _alone = alone();
+    // Nagle on in the server: the head comes at once, the body ~40 ms later, when the client's
+    // delayed ACK lets it go. Two reads, each timed by the kernel's arrival stamp.
+    let peer = python_peer("python_http_server.py", &[]);
+    let run = nodelay(&["bench", "--io-uring", "--json", "-c", "2", "-n", "12", &peer.url("/")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    assert_eq!(report["settings"]["io_uring"], true, "io_uring refused here: {}", run.stderr());
+    assert_eq!(report["requests_completed"], 12);
+    let (total, first_byte, gap) = (
+        ms(&report, "latency_ms", "p50"),
+        ms(&report, "first_byte_ms", "p50"),
+        ms(&report, "read_gap_ms", "p50"),
+    );
+    assert!((30.0..90.0).contains(&total), "p50 total {total} ms");
+    assert!(first_byte < 10.0, "p50 first byte {first_byte} ms");
+    assert!((30.0..90.0).contains(&gap), "p50 read gap {gap} ms");
+}
+
+#[test]
+fn every_request_completes_against_a_fast_server_and_the_text_says_io_uring() {
+    let peer = node_peer("node_http_server.js", &[]);
+    let run = nodelay(&["bench", "--io-uring", "--json", "-c", "16", "-n", "3000", &peer.url("/")]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    assert_eq!(report["settings"]["io_uring"], true);
+    assert_eq!(report["requests_completed"], 3000);
+    let errors: u64 = report["errors"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert_eq!(errors, 0, "{:#}", report["errors"]);
+    assert_eq!(report["connections_opened"], 16);
+    let text = nodelay(&["bench", "--io-uring", "-c", "2", "-n", "20", &peer.url("/")]).stdout();
+    assert!(squeeze(&text).contains("io_uring (batched waits, kernel arrival times)"), "{text}");
+    let both = nodelay(&["bench", "--io-uring", "--busy-poll", "-n", "1", &peer.url("/")]);
+    assert_eq!(both.code(), 2, "--io-uring waits, --busy-poll never does: {}", both.stderr());
+}
+
+#[test]
+fn tls_runs_over_the_same_waits_on_kept_and_fresh_connections() {
+    let c = certs();
+    let www = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("www-tls-io-uring");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(www.join("body.txt"), "n".repeat(3000)).unwrap();
+    let nginx = Nginx::start_tls(&format!(
+        "server {{ ssl_certificate {}; ssl_certificate_key {}; root {}; }}",
+        c.cert,
+        c.key,
+        www.display()
+    ));
+    let url = nginx.https_url("/body.txt");
+    for (more, opened) in [(None, 4), (Some("--no-keepalive"), 100)] {
+        let mut args = vec!["bench", "--io-uring", "--json", "-c", "4", "-n", "100", "--cacert", &c.ca];
+        args.extend(more);
+        args.push(&url);
+        let run = nodelay(&args);
+        assert_eq!(run.code(), 0, "{more:?}: {}", run.stderr());
+        let report = run.json();
+        assert_eq!(report["settings"]["io_uring"], true);
+        assert_eq!(report["requests_completed"], 100, "{more:?}: {:#}", report["errors"]);
+        assert_eq!(report["connections_opened"], opened, "{more:?}");
+        // Plaintext: the 3000-byte body and nginx's head, not TLS records.
+        let per_response = report["response_bytes"].as_u64().unwrap() / 100;
+        assert!((3100..3500).contains(&per_response), "{more:?}: {per_response} bytes per response");
+    }
+}
+
+/// A server that answers each request with `Connection: close` framing left to the client:
+/// it keeps its end open until the client's FIN, and counts the connections open at once.
+fn counting_server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let most_open = Arc::new(AtomicUsize::new(0));
+    let open = Arc::new(AtomicUsize::new(0));
+    let most = most_open.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let (open, most) = (open.clone(), most.clone());
+            most.fetch_max(open.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut head = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut buffer) {
+                        Ok(n @ 1..) => head.extend_from_slice(&buffer[..n]),
+                        _ => break,
+                    }
+                }
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                // Until the client's FIN (or reset): what the count is about.
+                while matches!(stream.read(&mut buffer), Ok(1..)) {}
+                open.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    (port, most_open)
+}
+
+#[test]
+fn a_connection_closed_under_io_uring_is_released_at_once() {
+    // A poll holds a reference to its socket: were it not removed when the worker closes the
+    // socket, no FIN would leave until the run ends, and the server would hold all 200 open.
+    let (port, most_open) = counting_server();
+    let url = format!("http://127.0.0.1:{port}/");
+    let run = nodelay(&["bench", "--io-uring", "--json", "--no-keepalive", "-c", "4", "-n", "200", &url]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    assert_eq!(report["settings"]["io_uring"], true);
+    assert_eq!(report["requests_completed"], 200);
+    assert_eq!(report["connections_opened"], 200);
+    // A connection counts until the server's thread for it sees the FIN, so a few closed ones
+    // overlap the next ones: the epoll loop, too, peaks at 7 to 9 here.
+    let most = most_open.load(Ordering::SeqCst);
+    assert!(most <= 16, "the server had {most} connections open at once for -c 4");
+}
+
+/// Makes the child's io_uring_setup(2) fail with EPERM, as `kernel.io_uring_disabled=2` or a
+/// container's seccomp profile does. x86_64 numbering, the only machines this project runs on.
+fn refuse_io_uring(command: &mut Command) -> &mut Command {
+    // SAFETY: between fork and exec only prctl is called, with a filter that outlives it.
+    unsafe {
+        command.pre_exec(|| {
+            let filter = [
+                // A = the syscall number; if io_uring_setup, fail it with EPERM, else allow.
+                libc::sock_filter {
+                    code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: 0,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 1,
+                    k: libc::SYS_io_uring_setup as u32,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_RET | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+                },
+                libc::sock_filter {
+                    code: (libc::BPF_RET | libc::BPF_K) as u16,
+                    jt: 0,
+                    jf: 0,
+                    k: libc::SECCOMP_RET_ALLOW,
+                },
+            ];
+            let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut _ };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_machine_that_refuses_io_uring_gets_a_warning_and_the_epoll_loop() {
+    let peer = node_peer("node_http_server.js", &[]);
+    let output = refuse_io_uring(
+        Command::new(env!("CARGO_BIN_EXE_nodelay"))
+            .args(["bench", "--io-uring", "--json", "-c", "2", "-n", "50", &peer.url("/")])
+            .stdin(Stdio::null()),
+    )
+    .output()
+    .expect("run nodelay");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        "nodelay: warning: --io-uring: not available here (Operation not permitted (os error 1)); waiting with epoll"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(report["settings"]["io_uring"], false);
+    assert_eq!(report["requests_completed"], 50);
+}
