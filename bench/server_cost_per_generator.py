@@ -11,7 +11,8 @@ request (medians over the rounds):
     inter-processor interrupt (a VM exit on a virtual machine) or by flagging a polling idle
     CPU (sched_wake_idle_without_ipi); each one is work nginx does instead of serving;
   - the generator's context switches (each one a sleep it must be woken from);
-  - epoll_wait calls per request on each core (how many events each call returned).
+  - waits per request: nginx's epoll_wait calls, and the generator's epoll_wait or, under
+    --io-uring, io_uring_enter calls (how many ready sockets each wait returned).
 A generator that sleeps between responses makes the server pay for waking it.
 
 Usage: bench/server_cost_per_generator.py [--rounds 3] [--seconds 5]
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from vs_wrk import oha_binary, setup_and_build, start_nginx  # noqa: E402
 
 EVENTS = ["ipi:ipi_send_cpu", "sched:sched_wake_idle_without_ipi", "context-switches",
-          "syscalls:sys_enter_epoll_wait"]
+          "syscalls:sys_enter_epoll_wait", "syscalls:sys_enter_io_uring_enter"]
 
 
 def core0_ticks():
@@ -64,6 +65,7 @@ def generator_commands(url, seconds):
     }
     if oha_binary():
         commands["oha"] = [oha_binary(), "--no-tui", "--output-format", "json", "-c", "50", "-z", f"{seconds}s", url]
+    commands["nodelay --io-uring"] = commands["nodelay"][:2] + ["--io-uring"] + commands["nodelay"][2:]
     commands["nodelay --busy-poll"] = commands["nodelay"][:2] + ["--busy-poll"] + commands["nodelay"][2:]
     return commands
 
@@ -106,7 +108,8 @@ def measure(name, command, seconds):
                     + nginx_core.get("sched:sched_wake_idle_without_ipi", 0)) / requests,
         "switches": generator_core.get("context-switches", 0) / requests,
         "nginx_epoll": nginx_core.get("syscalls:sys_enter_epoll_wait", 0) / requests,
-        "generator_epoll": generator_core.get("syscalls:sys_enter_epoll_wait", 0) / requests,
+        "generator_waits": (generator_core.get("syscalls:sys_enter_epoll_wait", 0)
+                            + generator_core.get("syscalls:sys_enter_io_uring_enter", 0)) / requests,
     }
 
 
@@ -137,11 +140,11 @@ def main():
     med = {name: {key: statistics.median(r[key] for r in rs) for key in rs[0]} for name, rs in runs.items()}
     print(f"\nnginx 13-byte file on core 0, each generator on core 1 (1 thread, 50 connections), "
           f"{args.seconds} s x {args.rounds} rounds, medians; per request:")
-    print(f"{'generator':<21}{'req/s':>8}{'nginx CPU':>11}{'core 0':>8}{'wake-ups':>10}{'generator':>11}{'epoll_wait':>12}")
+    print(f"{'generator':<21}{'req/s':>8}{'nginx CPU':>11}{'core 0':>8}{'wake-ups':>10}{'generator':>11}{'waits':>12}")
     print(f"{'':<21}{'':>8}{'(µs/req)':>11}{'idle':>8}{'sent':>10}{'sleeps':>11}{'nginx/gen':>12}")
     for name, m in med.items():
         print(f"{name:<21}{m['rps']:>8.0f}{m['nginx_us']:>11.2f}{m['idle'] * 100:>7.1f}%{m['wakeups']:>10.3f}"
-              f"{m['switches']:>11.3f}{m['nginx_epoll']:>7.3f}/{m['generator_epoll']:<5.2f}")
+              f"{m['switches']:>11.3f}{m['nginx_epoll']:>7.3f}/{m['generator_waits']:<5.2f}")
     wrk = med["wrk"]
     print()
     for name, m in med.items():
