@@ -102,6 +102,8 @@ const POLL_MASK: u32 =
     (libc::POLLIN | libc::POLLOUT | libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 const READABLE_MASK: u32 = (libc::POLLIN | libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 const WRITABLE_MASK: u32 = (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) as u32;
+/// IORING_ENTER_GETEVENTS.
+const ENTER_GETEVENTS: u32 = 1;
 /// user_data of poll removals, whose completions mean nothing to the worker.
 const REMOVAL: u64 = u64::MAX;
 
@@ -184,7 +186,29 @@ impl UringPoller {
     }
 
     fn wait(&mut self, ready: &mut Vec<Readiness>, timeout: Duration, batch: Batch) -> io::Result<()> {
-        let want = if timeout.is_zero() { 0 } else { batch.want.max(1) };
+        if timeout.is_zero() {
+            self.peek()?;
+        } else {
+            self.block(timeout, batch)?;
+        }
+        self.reap(ready)
+    }
+
+    /// Submits what is queued and collects what is ready, without waiting. The crate's
+    /// submit asks for events only when it sees the kernel's TASKRUN flag; asking always
+    /// runs the deferred work that turns ready sockets into completions.
+    fn peek(&mut self) -> io::Result<()> {
+        let pending = self.ring.submission().len() as u32;
+        // SAFETY: a plain io_uring_enter with no argument structure.
+        match unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, ENTER_GETEVENTS, None) } {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn block(&mut self, timeout: Duration, batch: Batch) -> io::Result<()> {
+        let want = batch.want.max(1);
         let timespec = types::Timespec::from(timeout);
         // Holding out for one is no hold: without the second timer the wait is cheaper.
         let min_wait = if want > 1 { batch.min_wait } else { Duration::ZERO };
@@ -196,6 +220,10 @@ impl UringPoller {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
             Err(e) => return Err(e),
         }
+        Ok(())
+    }
+
+    fn reap(&mut self, ready: &mut Vec<Readiness>) -> io::Result<()> {
         let UringPoller { ring, watched, rearm } = self;
         for completion in ring.completion() {
             let user_data = completion.user_data();
