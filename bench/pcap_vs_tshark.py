@@ -27,8 +27,10 @@ from vs_wrk import start_nginx  # noqa: E402  (same nginx set-up as the load ben
 
 
 def start_stalling_server():
+    # Its stderr is dropped: the load's in-flight requests are reset when the capture stops, and
+    # http.server prints a traceback for each (ConnectionResetError), which is not news.
     proc = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "peers", "python_http_server.py")],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return proc, int(proc.stdout.readline().split()[1])
 
 
