@@ -7,8 +7,10 @@ generator CPU-second, peak RSS and 1-connection p50 latency, and each ratio agai
 target, for nodelay as it is and with --io-uring:
   req/s nodelay / best of (wrk, oha) >= 1.00, req/CPU-s nodelay/wrk >= 1.5,
   peak RSS nodelay/wrk <= 2, 1-connection p50 nodelay/wrk <= 1.10;
-a target counts as met when either mode meets it (the line says which). For information, the
-busy-polling row's req/s against the same best and req/CPU-s against wrk.
+a target counts as met when either mode meets it (the line says which), except the p50: under
+--io-uring a time ends at the response's arrival, without the client's wake-up that wrk's
+includes, so that ratio is shown for context only. For information, the busy-polling row's
+req/s against the same best and req/CPU-s against wrk.
 oha comes from `cargo install oha --locked` (scripts/setup.sh --bench installs it); it is
 skipped, with a line saying so, when it is missing.
 
@@ -128,6 +130,8 @@ def nodelay_with(flag):
         report = json.loads(out)
         if sum(report["errors"].values()):
             sys.exit(f"nodelay {flag} saw errors: {report['errors']}")
+        if flag == "--io-uring" and not report["settings"]["io_uring"]:
+            sys.exit("nodelay --io-uring fell back to epoll on this machine: its rows would measure epoll")
         return dict(requests=report["requests_completed"], rps=report["requests_per_second"], cpu=cpu, rss=rss,
                     p50=report["latency_ms"]["p50"])
     return run
@@ -212,23 +216,28 @@ def main():
 
     best_name = max((n for n in ("wrk", "oha") if n in many), key=lambda n: med(many[n], "rps"))
     best = med(many[best_name], "rps")
+    both = ("nodelay", "nodelay --io-uring")
     targets = [
-        (f"req/s {{}}/{best_name} (best)", lambda n: med(many[n], "rps") / best, lambda r: r >= 1.0, ">= 1.00"),
-        ("req/CPU-s {}/wrk", lambda n: per_cpu[n] / per_cpu["wrk"], lambda r: r >= 1.5, ">= 1.50"),
-        ("peak RSS {}/wrk", lambda n: med(many[n], "rss") / med(many["wrk"], "rss"), lambda r: r <= 2.0, "<= 2.00"),
-        ("p50 c=1 {}/wrk", lambda n: med(single[n], "p50") / med(single["wrk"], "p50"), lambda r: r <= 1.1, "<= 1.10"),
+        (f"req/s {{}}/{best_name} (best)", lambda n: med(many[n], "rps") / best, lambda r: r >= 1.0, ">= 1.00", both),
+        ("req/CPU-s {}/wrk", lambda n: per_cpu[n] / per_cpu["wrk"], lambda r: r >= 1.5, ">= 1.50", both),
+        ("peak RSS {}/wrk", lambda n: med(many[n], "rss") / med(many["wrk"], "rss"), lambda r: r <= 2.0, "<= 2.00", both),
+        ("p50 c=1 {}/wrk", lambda n: med(single[n], "p50") / med(single["wrk"], "p50"), lambda r: r <= 1.1, "<= 1.10",
+         ("nodelay",)),
     ]
     print()
     failed = False
-    for label, ratio_of, ok, target in targets:
+    for label, ratio_of, ok, target, judged in targets:
         met_by = []
-        for name in ("nodelay", "nodelay --io-uring"):
+        for name in judged:
             ratio = ratio_of(name)
             if ok(ratio):
                 met_by.append(name)
             print(f"{label.format(name):<44}{ratio:>6.2f}  (target {target}) {'ok' if ok(ratio) else 'missed'}")
         failed |= not met_by
         print(f"  -> {'met by ' + ' and '.join(met_by) if met_by else 'MISSED'}")
+    name = "nodelay --io-uring"
+    print(f"{f'p50 c=1 {name}/wrk':<44}{med(single[name], 'p50') / med(single['wrk'], 'p50'):>6.2f}  "
+          "(context: timed at arrival, without the client's wake-up)")
     name = "nodelay --busy-poll"
     print(f"{f'req/s {name}/{best_name}':<44}{med(many[name], 'rps') / best:>6.2f}  (information: a whole core spent spinning)")
     print(f"{f'req/CPU-s {name}/wrk':<44}{per_cpu[name] / per_cpu['wrk']:>6.2f}  (information)")

@@ -160,10 +160,11 @@ pub struct LoadArgs {
     #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = parse_busy_poll)]
     pub busy_poll: Option<nodelay_engine::BusyPoll>,
 
-    /// Wait for the sockets through io_uring, waking for several responses at once (a quarter
-    /// of the connections, or 200 µs after the first): less generator CPU per request against a
-    /// fast server. Responses are timed by the kernel's arrival stamps, so the wait does not add
-    /// to their times. Linux 6.12 or later; elsewhere a warning, and epoll as without it
+    /// Wait for the sockets through io_uring, waking for several responses at once (as many
+    /// as keep coming within 500 µs, up to half the connections): less generator CPU per
+    /// request and fewer wake-ups for a fast server. Responses are timed by the kernel's
+    /// arrival stamps, so a held one is not timed late. Linux 6.12 or later; elsewhere a
+    /// warning, and epoll as without it
     #[arg(long, conflicts_with = "busy_poll")]
     pub io_uring: bool,
 }

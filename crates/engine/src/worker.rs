@@ -15,7 +15,7 @@ use crate::config::{BusyPoll, EngineConfig};
 use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
-use crate::poller::{Batch, Poller, Readiness};
+use crate::poller::{Batch, BatchSize, Poller, Readiness};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Longest the loop sleeps before looking at the stop flag again.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
-/// io_uring: a wait holds out for responses on this share of the open connections (half)...
+/// io_uring: a wait holds out for responses on at most this share of the open connections
+/// (half; `BatchSize` learns how many come)...
 const BATCH_SHARE: usize = 2;
 const BATCH_MAX: usize = 64;
 /// ...but no longer than this once one is in. The times are the kernel's arrival stamps, so
@@ -53,6 +54,13 @@ enum Phase {
     Reading,
     /// No more requests for this connection.
     Finished,
+}
+
+impl Phase {
+    /// Opening the connection or writing the request: what a batched wait would delay.
+    fn is_sending(self) -> bool {
+        matches!(self, Phase::Connecting | Phase::Handshaking | Phase::Writing)
+    }
 }
 
 struct Connection {
@@ -174,6 +182,10 @@ pub(crate) struct Worker<'a, S> {
     mix: RequestMix,
     pacer: Pacer,
     active: usize,
+    /// Connections whose phase `is_sending`: their connect, handshake or write times are taken
+    /// when the loop wakes, so no wait holds out for more while there are any.
+    sending: usize,
+    batch_size: BatchSize,
     /// No phase deadline falls before this (may be early, never late).
     next_timer: Instant,
     read_buffer: Box<[u8]>,
@@ -223,6 +235,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             mix,
             pacer: Pacer::new(run_start, plan.rate_per_second, plan.quota),
             active: plan.connections,
+            sending: 0,
+            batch_size: BatchSize::new(),
             next_timer: run_start,
             read_buffer: vec![0; READ_BUFFER_BYTES].into_boxed_slice(),
             plain_buffer: vec![0; if config.tls.is_some() { READ_BUFFER_BYTES } else { 0 }]
@@ -266,7 +280,11 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             } else {
                 Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
             };
-            self.poller.wait(&mut ready, timeout, self.batch())?;
+            let (batch, learning) = self.batch();
+            self.poller.wait(&mut ready, timeout, batch)?;
+            if learning && !timeout.is_zero() {
+                self.batch_size.learn(batch.want, ready.len());
+            }
             if self.stamped {
                 self.clocks = ClockPair::now();
             }
@@ -281,20 +299,23 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         for index in 0..self.connections.len() {
             self.close_stream_at(index, true);
         }
-        self.poller.flush()?;
+        // Best effort: the run's figures are in; an unflushed cancel only leaves its socket
+        // to the ring's own teardown a moment later.
+        let _ = self.poller.flush();
         let end = self.run_deadline.map_or(loop_ended, |deadline| deadline.min(loop_ended));
         Ok(WorkerOutput { sink: self.sink, due_not_sent: self.pacer.overdue(end), loop_ended })
     }
 
-    /// How many ready sockets a wait holds out for: open loop sends on the pacer's clock and
-    /// waits for none; a closed loop, for a share of its connections (epoll ignores this).
-    fn batch(&self) -> Batch {
-        let want = if self.config.rate_per_second.is_some() {
-            1
-        } else {
-            (self.active / BATCH_SHARE).clamp(1, BATCH_MAX)
-        };
-        Batch { want, min_wait: BATCH_MIN_WAIT }
+    /// How many ready sockets a wait holds out for, and whether it is the learnt size: open
+    /// loop sends on the pacer's clock and waits for none, nor does a loop that is opening
+    /// connections or has a write waiting for room (those times are taken at the wake-up, not
+    /// stamped); otherwise what `BatchSize` learnt, up to a share of the connections (epoll
+    /// ignores all this).
+    fn batch(&self) -> (Batch, bool) {
+        let learning = self.stamped && self.config.rate_per_second.is_none() && self.sending == 0;
+        let want =
+            if learning { self.batch_size.want((self.active / BATCH_SHARE).clamp(1, BATCH_MAX)) } else { 1 };
+        (Batch { want, min_wait: BATCH_MIN_WAIT }, learning)
     }
 
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -321,7 +342,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         match self.pacer.claim(now) {
             Claim::Exhausted => {
                 self.close_stream(index);
-                self.connections[index].phase = Phase::Finished;
+                let deadline = self.connections[index].deadline;
+                self.set_phase(index, Phase::Finished, deadline);
                 self.active -= 1;
             }
             Claim::At(due) => self.set_phase(index, Phase::Waiting, due),
@@ -343,6 +365,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     fn set_phase(&mut self, index: usize, phase: Phase, deadline: Instant) {
         let connection = &mut self.connections[index];
+        self.sending =
+            self.sending + usize::from(phase.is_sending()) - usize::from(connection.phase.is_sending());
         connection.phase = phase;
         connection.deadline = deadline;
         self.next_timer = self.next_timer.min(deadline);
@@ -498,6 +522,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             }
             let written = connection.request.bytes_written;
             if written == request.len() {
+                if connection.phase.is_sending() {
+                    self.sending -= 1;
+                }
                 connection.phase = Phase::Reading;
                 return;
             }
@@ -529,7 +556,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     fn read_until_blocked(&mut self, index: usize) -> ReadOutcome {
         let quickack = self.config.socket.quickack_after_read;
-        let (stamped, clocks) = (self.stamped, self.clocks);
+        let stamped = self.stamped;
+        let clocks = &mut self.clocks;
         let connection = &mut self.connections[index];
         let Some(stream) = &mut connection.stream else { return ReadOutcome::Pending };
         loop {
@@ -542,9 +570,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 Ok((0, _)) => return finish_at_close(&mut connection.parser),
                 Ok((n, stamp)) => {
                     // The arrival, never before the request went out (a clock step between).
-                    let now = stamp.map_or_else(Instant::now, |stamp| {
-                        clocks.instant_of(stamp).max(connection.request.began)
-                    });
+                    let now = stamp
+                        .map_or_else(Instant::now, |stamp| clocks.place(stamp).max(connection.request.began));
                     if quickack {
                         // Best effort: a failure only weakens the experiment, never the data.
                         let _ = set_quickack(stream);
