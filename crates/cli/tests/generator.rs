@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{nodelay, python_peer, squeeze, validate_against_schema};
-use std::io::{Read, Write};
+use common::{OK_RESPONSE, nodelay, python_peer, read_request_head, squeeze, validate_against_schema};
+use std::io::Write;
 use std::net::TcpListener;
 use std::process::Command;
 use std::sync::mpsc;
@@ -18,15 +18,8 @@ fn request_head(extra: &[&str]) -> String {
     std::thread::spawn(move || {
         let (mut stream, _) = listener.accept().expect("accept");
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut head = Vec::new();
-        let mut buffer = [0u8; 4096];
-        while !head.ends_with(b"\r\n\r\n") {
-            match stream.read(&mut buffer) {
-                Ok(n @ 1..) => head.extend_from_slice(&buffer[..n]),
-                _ => break,
-            }
-        }
-        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        let head = read_request_head(&mut stream);
+        let _ = stream.write_all(OK_RESPONSE);
         sender.send(String::from_utf8_lossy(&head).into_owned()).unwrap();
     });
     let url = format!("http://127.0.0.1:{port}/path?q=1");

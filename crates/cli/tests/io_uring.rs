@@ -6,7 +6,10 @@ mod common;
 
 use common::nginx::Nginx;
 use common::tls::certs;
-use common::{alone, ms, node_peer, nodelay, python_peer, squeeze, validate_against_schema};
+use common::{
+    OK_RESPONSE, alone, ms, node_peer, nodelay, python_peer, read_request_head, squeeze,
+    validate_against_schema,
+};
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
@@ -55,7 +58,7 @@ fn one_fast_connection_server(slow_ms: u64) -> u16 {
                         if number > 0 {
                             std::thread::sleep(Duration::from_millis(slow_ms));
                         }
-                        if stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").is_err() {
+                        if stream.write_all(OK_RESPONSE).is_err() {
                             return;
                         }
                     }
@@ -185,16 +188,10 @@ fn counting_server() -> (u16, Arc<AtomicUsize>) {
             most.fetch_max(open.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
             std::thread::spawn(move || {
                 stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-                let mut head = Vec::new();
-                let mut buffer = [0u8; 4096];
-                while !head.ends_with(b"\r\n\r\n") {
-                    match stream.read(&mut buffer) {
-                        Ok(n @ 1..) => head.extend_from_slice(&buffer[..n]),
-                        _ => break,
-                    }
-                }
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                read_request_head(&mut stream);
+                let _ = stream.write_all(OK_RESPONSE);
                 // Until the client's FIN (or reset): what the count is about.
+                let mut buffer = [0u8; 64];
                 while matches!(stream.read(&mut buffer), Ok(1..)) {}
                 open.fetch_sub(1, Ordering::SeqCst);
             });

@@ -23,6 +23,24 @@ pub fn alone() -> std::sync::MutexGuard<'static, ()> {
     MACHINE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The smallest complete keep-alive response, for test servers written in the test.
+pub const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// Reads one request head (through its blank line) from a test server's connection; what came
+/// before the peer closed or the read failed, if it never ended.
+pub fn read_request_head(stream: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut buffer) {
+            Ok(n @ 1..) => head.extend_from_slice(&buffer[..n]),
+            _ => break,
+        }
+    }
+    head
+}
+
 /// A peer process, killed when dropped.
 pub struct Peer {
     child: Child,
