@@ -2,8 +2,10 @@
 //! connect → write → read → record, and hands records to its sink.
 //!
 //! Timestamps are taken at the syscall boundaries: when a request is due (or its connect
-//! starts), and right after every `read()` that returned data. Nothing here allocates per
-//! request; the only per-request syscalls are the write(s) and the read(s).
+//! starts), and right after every `read()` that returned data; under `--io-uring`, whose waits
+//! may hold a response in its socket, a read is timed by the kernel's arrival stamp instead
+//! (arrival.rs). Nothing here allocates per request; the only per-request syscalls are the
+//! write(s) and the read(s).
 //!
 //! Over TLS the same loop does the socket calls and rustls only turns bytes into bytes: a
 //! read is timed when it returns, and counts for the response when its ciphertext completed
@@ -37,10 +39,10 @@ const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// (half; `BatchSize` learns how many come)...
 const BATCH_SHARE: usize = 2;
 const BATCH_MAX: usize = 64;
-/// ...but no longer than this once one is in. The times are the kernel's arrival stamps, so
-/// the wait delays only the next request; with many connections the server has the others
-/// queued meanwhile. Against nginx on one core at -c 50 (bench/vs_wrk.py's setting) a quarter
-/// or a third of the connections and 200 µs saved less CPU than this.
+/// ...but once this has passed since the wait began, one will do. The times are the kernel's
+/// arrival stamps, so a hold delays only the next request; with many connections the server
+/// has the others queued meanwhile. Against nginx on one core at -c 50 (bench/vs_wrk.py's
+/// setting) 200 µs saved less CPU than this.
 const BATCH_MIN_WAIT: Duration = Duration::from_micros(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
