@@ -95,7 +95,9 @@ fn a_response_held_by_the_batched_wait_is_timed_by_its_arrival() {
     assert_eq!(report["settings"]["io_uring"], true);
     let (rate, p90) = (report["requests_per_second"].as_f64().unwrap(), ms(&report, "latency_ms", "p90"));
     assert!(rate < 0.95 * unheld, "{rate} req/s against {unheld} with epoll: no wait held a response");
-    assert!(rate > 0.5 * unheld, "{rate} req/s against {unheld} with epoll: the waits did not learn");
+    // Held at every wait, the fast connection could not pass 2000 a second (one response per
+    // 500 µs); learnt, only the probes hold it.
+    assert!(rate > 4000.0, "{rate} req/s: the waits did not learn to hold out for one");
     assert!(p90 < 0.3, "p90 {p90} ms: the held responses were timed when the loop woke");
 }
 
@@ -152,25 +154,22 @@ fn open_loop_under_io_uring_sends_on_time_and_reaps_without_blocking() {
     let nginx = Nginx::start("server { location / { return 200 'ok'; } }");
     // Open loop holds out for nothing, and at 10 k req/s the pacer's next slot is always under
     // a millisecond away, so the loop mostly polls without blocking: the rate and the times
-    // must be epoll's (nginx here: p50 0.03 ms either way).
-    for flags in [&[][..], &["--io-uring"][..]] {
+    // must be epoll's (nginx here: p50 0.03 ms either way; 0.7 ms with both cores loaded).
+    let url = nginx.url("/");
+    let run = |flags: &[&str]| {
         let mut args = vec!["bench", "--json", "--rate", "10000", "-c", "20", "-d", "1s"];
         args.extend(flags);
-        let url = nginx.url("/");
         args.push(&url);
         let run = nodelay(&args);
         assert_eq!(run.code(), 0, "{}", run.stderr());
         let report = run.json();
-        let (rate, p50) = (report["requests_per_second"].as_f64().unwrap(), ms(&report, "latency_ms", "p50"));
-        eprintln!(
-            "{rate} p50 {p50} p90 {} p99 {} p999 {}",
-            ms(&report, "latency_ms", "p90"),
-            ms(&report, "latency_ms", "p99"),
-            ms(&report, "latency_ms", "p999")
-        );
+        let rate = report["requests_per_second"].as_f64().unwrap();
         assert!((rate - 10_000.0).abs() < 100.0, "{flags:?}: {rate} req/s");
-        assert!(p50 < 0.3, "{flags:?}: p50 {p50} ms");
-    }
+        ms(&report, "latency_ms", "p50")
+    };
+    let epoll = run(&[]);
+    let uring = run(&["--io-uring"]);
+    assert!(uring < 2.0 * epoll + 0.1, "p50 {uring} ms with --io-uring, {epoll} ms with epoll");
 }
 
 /// A server that answers each request with `Connection: close` framing left to the client:
