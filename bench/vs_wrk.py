@@ -113,24 +113,16 @@ def run_wrk(url, connections, seconds):
     return dict(requests=requests, rps=requests / elapsed_s, cpu=cpu, rss=rss, p50=to_ms(*p50.groups()))
 
 
-def run_nodelay(url, connections, seconds):
-    out, cpu, rss = timed([NODELAY, "bench", "-t", "1", "-c", str(connections), "-d", f"{seconds}s", "-q", "--json", url])
-    report = json.loads(out)
-    if sum(report["errors"].values()):
-        sys.exit(f"nodelay saw errors: {report['errors']}")
-    return dict(requests=report["requests_completed"], rps=report["requests_per_second"], cpu=cpu, rss=rss,
-                p50=report["latency_ms"]["p50"])
-
-
-def nodelay_with(flag):
-    """nodelay with a flag (--io-uring, --busy-poll), as a tool of its own."""
+def nodelay_with(*flags):
+    """nodelay, or nodelay with flags (--io-uring, --busy-poll) as a tool of its own."""
+    name = " ".join(("nodelay",) + flags)
     def run(url, connections, seconds):
-        out, cpu, rss = timed([NODELAY, "bench", flag, "-t", "1", "-c", str(connections), "-d", f"{seconds}s",
+        out, cpu, rss = timed([NODELAY, "bench", *flags, "-t", "1", "-c", str(connections), "-d", f"{seconds}s",
                                "-q", "--json", url])
         report = json.loads(out)
         if sum(report["errors"].values()):
-            sys.exit(f"nodelay {flag} saw errors: {report['errors']}")
-        if flag == "--io-uring" and not report["settings"]["io_uring"]:
+            sys.exit(f"{name} saw errors: {report['errors']}")
+        if "--io-uring" in flags and not report["settings"]["io_uring"]:
             sys.exit("nodelay --io-uring fell back to epoll on this machine: its rows would measure epoll")
         return dict(requests=report["requests_completed"], rps=report["requests_per_second"], cpu=cpu, rss=rss,
                     p50=report["latency_ms"]["p50"])
@@ -180,7 +172,7 @@ def main():
     setup_and_build()
     workdir = tempfile.mkdtemp(prefix="nodelay-bench-")
     nginx, url = start_nginx(workdir)
-    tools = {"nodelay": run_nodelay, "wrk": run_wrk}
+    tools = {"nodelay": nodelay_with(), "wrk": run_wrk}
     if not args.no_oha:
         if oha_binary():
             tools["oha"] = run_oha
