@@ -144,7 +144,7 @@ const WRITABLE_MASK: u32 = (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) as u3
 /// IORING_ENTER_GETEVENTS.
 const ENTER_GETEVENTS: u32 = 1;
 /// user_data of poll cancels, whose completions mean nothing to the worker.
-const REMOVAL: u64 = u64::MAX;
+const CANCEL: u64 = u64::MAX;
 
 pub(crate) struct UringPoller {
     ring: IoUring,
@@ -218,7 +218,7 @@ impl UringPoller {
         // same, and the pending work then ends it.
         let entry = opcode::AsyncCancel::new(self.user_data(token))
             .build()
-            .user_data(REMOVAL)
+            .user_data(CANCEL)
             .flags(squeue::Flags::SKIP_SUCCESS);
         self.watched[token] = (-1, self.watched[token].1.wrapping_add(1));
         self.push(&entry)
@@ -280,7 +280,7 @@ impl UringPoller {
         let UringPoller { ring, watched, rearm } = self;
         for completion in ring.completion() {
             let user_data = completion.user_data();
-            if user_data == REMOVAL {
+            if user_data == CANCEL {
                 continue;
             }
             let token = (user_data & u64::from(u32::MAX)) as usize;
@@ -325,6 +325,26 @@ mod tests {
         Poller::uring(tokens).expect("io_uring with IORING_FEAT_MIN_TIMEOUT (Linux 6.12+)")
     }
 
+    /// One socket registered under token 0 with `poller`, its connect's edge already seen:
+    /// the poller, the client as the worker holds it, and the server's end.
+    fn one_watched_socket(mut poller: Poller) -> (Poller, TcpStream, std::net::TcpStream) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let (mut client, server) = connected_pair(&listener);
+        poller.register(&mut client, 0).unwrap();
+        drain_connect_edges(&mut poller, &[0]);
+        (poller, client, server)
+    }
+
+    /// Removes token 0's socket and closes it: the server must see the FIN now, not when the
+    /// ring goes.
+    fn close_and_expect_fin(poller: &mut Poller, client: TcpStream, server: &mut std::net::TcpStream) {
+        poller.deregister(0).unwrap();
+        drop(client);
+        poller.flush().unwrap();
+        server.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        assert_eq!(server.read(&mut [0u8; 8]).expect("the client's FIN, within 2 s"), 0);
+    }
+
     /// Waits until every token in `tokens` has reported writable (the connect's edge).
     fn drain_connect_edges(poller: &mut Poller, tokens: &[usize]) {
         let mut ready = Vec::new();
@@ -345,11 +365,7 @@ mod tests {
 
     #[test]
     fn uring_reports_data_and_releases_a_removed_socket() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, mut server) = connected_pair(&listener);
-        let mut poller = uring(1);
-        poller.register(&mut client, 0).unwrap();
-        drain_connect_edges(&mut poller, &[0]);
+        let (mut poller, mut client, mut server) = one_watched_socket(uring(1));
 
         server.write_all(b"x").unwrap();
         let mut ready = Vec::new();
@@ -358,12 +374,7 @@ mod tests {
 
         let mut buffer = [0u8; 8];
         assert_eq!(client.read(&mut buffer).unwrap(), 1, "read, so that the close is a FIN, not a reset");
-        // Closed after its removal: the server must see the FIN now, not when the ring goes.
-        poller.deregister(0).unwrap();
-        drop(client);
-        poller.flush().unwrap();
-        server.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        assert_eq!(server.read(&mut buffer).expect("the FIN, within 2 s"), 0);
+        close_and_expect_fin(&mut poller, client, &mut server);
         // And nothing more is reported for the removed socket.
         poller
             .wait(&mut ready, Duration::from_millis(50), Batch { want: 1, min_wait: Duration::ZERO })
@@ -374,19 +385,10 @@ mod tests {
     #[test]
     fn a_socket_whose_wake_up_is_still_pending_is_released_too() {
         // The server's FIN queues a wake-up (deferred task work) that no wait has run when the
-        // worker closes the socket: a removal must take the poll all the same.
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, mut server) = connected_pair(&listener);
-        let mut poller = uring(1);
-        poller.register(&mut client, 0).unwrap();
-        drain_connect_edges(&mut poller, &[0]);
+        // worker closes the socket: a cancel must take the poll all the same.
+        let (mut poller, client, mut server) = one_watched_socket(uring(1));
         server.shutdown(std::net::Shutdown::Write).unwrap();
-        poller.deregister(0).unwrap();
-        drop(client);
-        poller.flush().unwrap();
-        server.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-        let mut buffer = [0u8; 8];
-        assert_eq!(server.read(&mut buffer).expect("the client's FIN, within 2 s"), 0);
+        close_and_expect_fin(&mut poller, client, &mut server);
     }
 
     #[test]
@@ -451,11 +453,7 @@ mod tests {
 
     #[test]
     fn epoll_returns_at_the_first_ready_socket() {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let (mut client, mut server) = connected_pair(&listener);
-        let mut poller = Poller::epoll().unwrap();
-        poller.register(&mut client, 0).unwrap();
-        drain_connect_edges(&mut poller, &[0]);
+        let (mut poller, _client, mut server) = one_watched_socket(Poller::epoll().unwrap());
         server.write_all(b"x").unwrap();
         let started = Instant::now();
         let mut ready = Vec::new();
