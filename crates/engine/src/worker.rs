@@ -173,9 +173,6 @@ pub(crate) struct Worker<'a, S> {
     run_start: Instant,
     run_deadline: Option<Instant>,
     poller: Poller,
-    /// Reads take the kernel's arrival stamps (the io_uring loop's batched waits would
-    /// otherwise add up to `BATCH_MIN_WAIT` to a response's time).
-    stamped: bool,
     /// The clocks read at the last wake-up, to place arrival stamps.
     clocks: ClockPair,
     connections: Vec<Connection>,
@@ -230,7 +227,6 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             run_start,
             run_deadline: config.duration.map(|d| later(run_start, d)),
             poller: if config.io_uring { Poller::uring(plan.connections)? } else { Poller::epoll()? },
-            stamped: config.io_uring,
             clocks: ClockPair::now(),
             connections,
             write_ends: config.requests.iter().map(|r| r.write_ends()).collect(),
@@ -287,7 +283,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             if learning && !timeout.is_zero() {
                 self.batch_size.learn(batch.want, ready.len());
             }
-            if self.stamped {
+            if self.stamped() {
                 self.clocks = ClockPair::now();
             }
             if !ready.is_empty() {
@@ -314,10 +310,16 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     /// stamped); otherwise what `BatchSize` learnt, up to a share of the connections (epoll
     /// ignores all this).
     fn batch(&self) -> (Batch, bool) {
-        let learning = self.stamped && self.config.rate_per_second.is_none() && self.sending == 0;
+        let learning = self.stamped() && self.config.rate_per_second.is_none() && self.sending == 0;
         let want =
             if learning { self.batch_size.want((self.active / BATCH_SHARE).clamp(1, BATCH_MAX)) } else { 1 };
         (Batch { want, min_wait: BATCH_MIN_WAIT }, learning)
+    }
+
+    /// Reads take the kernel's arrival stamps: the io_uring loop's batched waits would
+    /// otherwise add up to `BATCH_MIN_WAIT` to a response's time.
+    fn stamped(&self) -> bool {
+        self.config.io_uring
     }
 
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {
@@ -408,7 +410,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
             Err(e) => return Err(e),
         };
-        if self.stamped {
+        if self.stamped() {
             arrival::enable(socket.as_raw_fd())?;
         }
         let mut stream = TcpStream::from_std(socket.into());
@@ -558,7 +560,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     fn read_until_blocked(&mut self, index: usize) -> ReadOutcome {
         let quickack = self.config.socket.quickack_after_read;
-        let stamped = self.stamped;
+        let stamped = self.stamped();
         let clocks = &mut self.clocks;
         let connection = &mut self.connections[index];
         let Some(stream) = &mut connection.stream else { return ReadOutcome::Pending };
@@ -651,7 +653,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         }
         // The next request starts now; its predecessor's last read is as good and costs no
         // clock read, unless that was an arrival stamp from before this wake-up.
-        let now = if self.stamped { Instant::now() } else { timing.last_read };
+        let now = if self.stamped() { Instant::now() } else { timing.last_read };
         self.next_request(index, now);
     }
 
