@@ -127,6 +127,25 @@ fn inspect_shows_one_row_per_socket_with_its_options() {
     assert!(text.contains("LISTEN") && text.contains(&format!("`nodelay fix :{}`", peer.port)), "{text}");
 }
 
+/// Where sock_diag is refused (a seccomp profile that blocks netlink sockets), the socket
+/// table is read from /proc instead: inspect finds the same listener and connection.
+#[test]
+fn inspect_reads_proc_where_netlink_is_refused() {
+    let peer = python_peer("python_http_server.py", &[]);
+    let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    get(&mut stream);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodelay"));
+    command.args(["inspect", &format!(":{}", peer.port)]);
+    let output = common::seccomp::refuse(&mut command, libc::SYS_socket, Some(libc::AF_NETLINK as u32))
+        .output()
+        .expect("run nodelay");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let client = stream.local_addr().unwrap().to_string();
+    assert!(text.lines().any(|line| line.contains("ESTAB") && line.contains(&client)), "{text}");
+    assert!(text.contains("LISTEN"), "{text}");
+}
+
 #[test]
 fn unknown_processes_ports_and_nonsense_are_clear_errors() {
     let (_held, free) = port_nobody_listens_on();

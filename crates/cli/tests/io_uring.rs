@@ -12,7 +12,6 @@ use common::{
 };
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -217,57 +216,15 @@ fn a_connection_closed_under_io_uring_is_released_at_once() {
     assert!(most <= 16, "the server had {most} connections open at once for -c 4");
 }
 
-/// Makes the child's io_uring_setup(2) fail with EPERM, as `kernel.io_uring_disabled=2` or a
-/// container's seccomp profile does. x86_64 numbering, the only machines this project runs on.
-fn refuse_io_uring(command: &mut Command) -> &mut Command {
-    // SAFETY: between fork and exec only prctl is called, with a filter that outlives it.
-    unsafe {
-        command.pre_exec(|| {
-            let filter = [
-                // A = the syscall number; if io_uring_setup, fail it with EPERM, else allow.
-                libc::sock_filter {
-                    code: (libc::BPF_LD | libc::BPF_W | libc::BPF_ABS) as u16,
-                    jt: 0,
-                    jf: 0,
-                    k: 0,
-                },
-                libc::sock_filter {
-                    code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
-                    jt: 0,
-                    jf: 1,
-                    k: libc::SYS_io_uring_setup as u32,
-                },
-                libc::sock_filter {
-                    code: (libc::BPF_RET | libc::BPF_K) as u16,
-                    jt: 0,
-                    jf: 0,
-                    k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-                },
-                libc::sock_filter {
-                    code: (libc::BPF_RET | libc::BPF_K) as u16,
-                    jt: 0,
-                    jf: 0,
-                    k: libc::SECCOMP_RET_ALLOW,
-                },
-            ];
-            let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut _ };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    }
-}
-
 #[test]
 fn a_machine_that_refuses_io_uring_gets_a_warning_and_the_epoll_loop() {
     let peer = node_peer("node_http_server.js", &[]);
-    let output = refuse_io_uring(
+    let output = common::seccomp::refuse(
         Command::new(env!("CARGO_BIN_EXE_nodelay"))
             .args(["bench", "--io-uring", "--json", "-c", "2", "-n", "50", &peer.url("/")])
             .stdin(Stdio::null()),
+        libc::SYS_io_uring_setup,
+        None,
     )
     .output()
     .expect("run nodelay");

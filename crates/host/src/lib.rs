@@ -1,6 +1,6 @@
 //! This machine's processes and their TCP sockets, for `nodelay inspect`, `nodelay fix`,
 //! `exec`'s fallback and `doctor --try-fix`: which process owns a local port (the socket's
-//! inode in /proc/net/tcp{,6}, found again in /proc/PID/fd), copies of its socket descriptors
+//! inode in the TCP socket table, found again in /proc/PID/fd), copies of its socket descriptors
 //! (`pidfd_open` + `pidfd_getfd`, Linux ≥ 5.6), and their TCP_NODELAY, TCP_CORK and TCP_INFO.
 //!
 //! A copy taken with `pidfd_getfd` is the same socket as the process's own descriptor, so an
@@ -23,6 +23,10 @@ mod types;
 mod linux;
 #[cfg(target_os = "linux")]
 mod pidfd;
+#[cfg(target_os = "linux")]
+mod sock_diag;
+#[cfg(target_os = "linux")]
+mod tcp_table;
 #[cfg(target_os = "linux")]
 mod watch;
 

@@ -1,9 +1,10 @@
 //! The Linux implementation: /proc for ports, processes and descriptors, pidfd for copies.
 
 use crate::pidfd::{self, PidFd};
+use crate::tcp_table::{self, TableLine};
 use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView, Target};
 use procfs::ProcError;
-use procfs::net::{TcpNetEntry, TcpState};
+use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -19,7 +20,7 @@ pub(crate) struct Listed {
     pub(crate) pid: i32,
     pub(crate) fd: i32,
     pub(crate) inode: u64,
-    pub(crate) entry: TcpNetEntry,
+    pub(crate) entry: TableLine,
 }
 
 /// The TCP sockets of the target, read through copies of their descriptors.
@@ -79,7 +80,7 @@ fn keep_accepting(target: Target, processes: &mut Vec<ProcessInfo>, taken: &mut 
     if let Target::Address(address) = target
         && address.is_ipv4()
     {
-        taken.retain(|(socket, copy)| !(socket.entry.local_address.is_ipv6() && pidfd::v6only(copy)));
+        taken.retain(|(socket, copy)| !(socket.entry.local.is_ipv6() && pidfd::v6only(copy)));
         let accepting: HashSet<u64> = taken.iter().map(|(socket, _)| socket.inode).collect();
         // A socket shared by several processes (nginx's master and workers) is listed once,
         // under the first: ask each process for its own descriptors.
@@ -212,7 +213,7 @@ fn listeners_and_accepted(
             Err(error) => return Err(error),
         };
         for socket in listed_sockets(&process, owner)? {
-            let local = &socket.entry.local_address;
+            let local = &socket.entry.local;
             let wanted =
                 if socket.entry.state == TcpState::Listen { listens(local) } else { accepted(local) };
             if local.port() == port && wanted && seen.insert(socket.inode) {
@@ -278,8 +279,8 @@ fn view(socket: &Listed, copy: &OwnedFd) -> Result<SocketView, HostError> {
         fd: socket.fd,
         inode: socket.inode,
         state,
-        local: socket.entry.local_address,
-        peer: connected.then_some(socket.entry.remote_address),
+        local: socket.entry.local,
+        peer: connected.then_some(socket.entry.remote),
         nodelay: read(libc::TCP_NODELAY)?,
         cork: read(libc::TCP_CORK)?,
         tcp_info: if connected { nodelay_engine::read_tcp_info(copy) } else { None },
@@ -376,33 +377,20 @@ pub(crate) fn socket_fds(process: &Process) -> Result<Vec<(i32, u64)>, ProcError
     Ok(sockets)
 }
 
-/// Every line of /proc/net/tcp and tcp6 (a machine without IPv6 has no tcp6): the process's
-/// network namespace, or ours. Sockets without a process (TIME-WAIT) have inode 0.
-pub(crate) fn tcp_entries(process: Option<&Process>) -> Result<Vec<TcpNetEntry>, ProcError> {
-    let (mut v4, v6) = match process {
-        Some(process) => (process.tcp()?, process.tcp6().unwrap_or_default()),
-        None => (procfs::net::tcp()?, procfs::net::tcp6().unwrap_or_default()),
-    };
-    v4.extend(v6);
-    Ok(v4)
-}
-
 /// TCP sockets by inode: the process's network namespace, or ours.
-fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TcpNetEntry>, ProcError> {
-    let entries = tcp_entries(process)?;
-    Ok(entries.into_iter().filter(|entry| entry.inode != 0).map(|entry| (entry.inode, entry)).collect())
+fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TableLine>, ProcError> {
+    let lines = tcp_table::read_once(process)?;
+    Ok(lines.into_iter().filter(|line| line.inode != 0).map(|line| (line.inode, line)).collect())
 }
 
 /// The processes holding a listening socket on `port` whose bound address `accepts`.
 fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<ProcessInfo>, HostError> {
     let table = tcp_table(None)
-        .map_err(|e| HostError::io("reading /proc/net/tcp", io::Error::other(e.to_string())))?;
-    let listening: HashMap<u64, &TcpNetEntry> = table
+        .map_err(|e| HostError::io("reading the TCP socket table", io::Error::other(e.to_string())))?;
+    let listening: HashMap<u64, &TableLine> = table
         .iter()
         .filter(|(_, entry)| {
-            entry.state == TcpState::Listen
-                && entry.local_address.port() == port
-                && accepts(&entry.local_address)
+            entry.state == TcpState::Listen && entry.local.port() == port && accepts(&entry.local)
         })
         .map(|(&inode, entry)| (inode, entry))
         .collect();

@@ -36,11 +36,9 @@ pub fn local_ports(target: SocketAddr) -> Option<LocalPorts> {
     let (range_low, range_high) = parse_range(&range)?;
     let tcp_tw_reuse =
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").ok().and_then(|t| t.trim().parse().ok());
-    let mut entries = procfs::net::tcp().ok()?;
-    entries.extend(procfs::net::tcp6().unwrap_or_default());
+    let entries = crate::tcp_table::read_once(None).ok()?;
     let time_wait: Vec<_> = entries.iter().filter(|e| e.state == procfs::net::TcpState::TimeWait).collect();
-    let time_wait_to_target =
-        time_wait.iter().filter(|e| same_endpoint(e.remote_address, target)).count() as u64;
+    let time_wait_to_target = time_wait.iter().filter(|e| same_endpoint(e.remote, target)).count() as u64;
     Some(LocalPorts {
         range_low,
         range_high,

@@ -5,7 +5,7 @@
 //! What is read, and where:
 //! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
-//! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in /proc/net/tcp{,6}) of
+//! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in the socket table) of
 //!   which they are the client, at the start and the end; in between, every 1 ms or more (10 ms after the first 100 ms), the
 //!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
 //!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
@@ -41,7 +41,6 @@ mod listen_queue;
 mod load;
 mod reading;
 mod sampler;
-mod tcp_table;
 
 use crate::linux::{no_permission, proc_error, server_processes};
 use crate::{CpuPressure, HostError, ProcessInfo, ServerView, Target, ThreadLoad};

@@ -7,6 +7,7 @@ pub mod controls;
 
 pub mod hops;
 pub mod nginx;
+pub mod seccomp;
 pub mod tls;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};

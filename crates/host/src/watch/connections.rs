@@ -5,9 +5,9 @@
 //! on the same addresses at the start, if any: a new 4-tuple, another inode, or a
 //! TIME-WAIT whose timer restarted (the 4-tuple was reused, as loopback does after 1 s).
 
-use super::tcp_table::TableLine;
 use crate::Upstream;
 use crate::linux::mapped;
+use crate::tcp_table::TableLine;
 use procfs::net::TcpState;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
@@ -50,19 +50,17 @@ pub fn pair((one, other): Directed) -> Pair {
 }
 
 /// The connection ends in socket tables, any state but listening, TIME-WAIT included.
-pub fn ends(lines: &[TableLine], ticks_per_second: u64) -> HashMap<Directed, Incarnation> {
+pub fn ends(lines: &[TableLine]) -> HashMap<Directed, Incarnation> {
     lines
         .iter()
         .filter(|line| line.state != TcpState::Listen && line.remote.port() != 0)
-        .map(|line| (directed(line.local, line.remote), incarnation(line, ticks_per_second)))
+        .map(|line| (directed(line.local, line.remote), incarnation(line)))
         .collect()
 }
 
-fn incarnation(line: &TableLine, ticks_per_second: u64) -> Incarnation {
-    match (line.time_wait_left_ticks, line.inode) {
-        (Some(ticks), _) => {
-            Incarnation::TimeWait { left_us: ticks.saturating_mul(1_000_000) / ticks_per_second.max(1) }
-        }
+fn incarnation(line: &TableLine) -> Incarnation {
+    match (line.time_wait_left_us, line.inode) {
+        (Some(left_us), _) => Incarnation::TimeWait { left_us },
         (None, 0) => Incarnation::Closing,
         (None, inode) => Incarnation::Held(inode),
     }
@@ -189,20 +187,21 @@ mod tests {
     }
 
     #[test]
-    fn time_wait_ticks_become_microseconds_and_inode_zero_is_closing() {
-        let line = |time_wait_left_ticks, inode| TableLine {
+    fn time_wait_is_an_incarnation_and_inode_zero_is_closing() {
+        let line = |time_wait_left_us, inode| TableLine {
             local: at("127.0.0.1:40000"),
             remote: at("127.0.0.1:5432"),
             state: TcpState::TimeWait,
-            time_wait_left_ticks,
+            time_wait_left_us,
             inode,
+            uid: 0,
         };
         let end = directed(at("127.0.0.1:40000"), at("127.0.0.1:5432"));
-        assert_eq!(ends(&[line(Some(5979), 0)], 100), [(end, TimeWait { left_us: 59_790_000 })].into());
-        assert_eq!(ends(&[line(None, 0)], 100), [(end, Closing)].into());
-        assert_eq!(ends(&[line(None, 42)], 100), [(end, Held(42))].into());
+        assert_eq!(ends(&[line(Some(59_790_000), 0)]), [(end, TimeWait { left_us: 59_790_000 })].into());
+        assert_eq!(ends(&[line(None, 0)]), [(end, Closing)].into());
+        assert_eq!(ends(&[line(None, 42)]), [(end, Held(42))].into());
         let listening = TableLine { state: TcpState::Listen, remote: at("0.0.0.0:0"), ..line(None, 9) };
-        assert_eq!(ends(&[listening], 100), HashMap::new());
+        assert_eq!(ends(&[listening]), HashMap::new());
     }
 
     #[test]

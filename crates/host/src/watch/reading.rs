@@ -4,10 +4,10 @@
 
 use super::connections::{self, Directed, Incarnation};
 use super::load::{CpuTicks, ThreadTimes};
-use super::tcp_table::{self, TableLine};
 use crate::ProcessInfo;
 use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
+use crate::tcp_table::{self, TableLine};
 use procfs::net::TcpState;
 use procfs::process::Process;
 use procfs::{Current, ProcError};
@@ -145,7 +145,7 @@ pub fn socket_tables(watched: &[Watched]) -> Result<HashMap<u64, Vec<TableLine>>
         if tables.contains_key(&one.netns) {
             continue;
         }
-        match tcp_table::read(&one.process) {
+        match tcp_table::read(Some(&one.process)) {
             Ok(entries) => {
                 tables.insert(one.netns, entries);
             }
@@ -160,8 +160,7 @@ pub fn socket_tables(watched: &[Watched]) -> Result<HashMap<u64, Vec<TableLine>>
 
 /// Every connection end in the tables.
 pub fn all_ends(tables: &HashMap<u64, Vec<TableLine>>) -> HashMap<Directed, Incarnation> {
-    let ticks_per_second = procfs::ticks_per_second();
-    tables.values().flat_map(|lines| connections::ends(lines, ticks_per_second)).collect()
+    tables.values().flat_map(|lines| connections::ends(lines)).collect()
 }
 
 /// A namespace's sockets that have an owner, by inode.
