@@ -222,6 +222,22 @@ mod tests {
         assert_eq!(from_netlink, on_port(crate::tcp_table::read_proc(None).unwrap(), port));
     }
 
+    /// 801 sockets of 88 bytes each fill more than one 64 KiB receive: the dump goes on.
+    #[test]
+    fn a_dump_longer_than_one_receive_lists_every_socket() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let held: Vec<_> = (0..400)
+            .map(|_| {
+                let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+                (client, listener.accept().unwrap().0)
+            })
+            .collect();
+        let listed = on_port(tcp_sockets().unwrap(), port);
+        assert_eq!(listed.len(), 1 + 2 * held.len());
+        assert!(listed.iter().all(|(_, _, _, inode)| *inode != 0));
+    }
+
     #[test]
     fn a_truncated_or_foreign_message_is_an_error_or_skipped() {
         let mut lines = Vec::new();
