@@ -31,7 +31,7 @@ pub struct ThreadLoad {
 pub struct Upstream {
     pub destination: SocketAddr,
     /// TCP connections to `destination` that appeared during the run (new 4-tuples in
-    /// /proc/net/tcp{,6} in any state, TIME-WAIT included, between the start and the end).
+    /// the TCP socket table in any state, TIME-WAIT included, between the start and the end).
     pub opened: u64,
     /// Connections from the server to `destination` established at the end of the run.
     pub open_at_end: u64,
