@@ -26,6 +26,8 @@ mod pidfd;
 #[cfg(target_os = "linux")]
 mod sock_diag;
 #[cfg(target_os = "linux")]
+mod socket_fds;
+#[cfg(target_os = "linux")]
 mod tcp_table;
 #[cfg(target_os = "linux")]
 mod watch;

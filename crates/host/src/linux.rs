@@ -1,11 +1,12 @@
 //! The Linux implementation: /proc for ports, processes and descriptors, pidfd for copies.
 
 use crate::pidfd::{self, PidFd};
+use crate::socket_fds::socket_fds;
 use crate::tcp_table::{self, TableLine};
 use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView, Target};
 use procfs::ProcError;
 use procfs::net::TcpState;
-use procfs::process::{FDTarget, Process};
+use procfs::process::Process;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
@@ -363,20 +364,6 @@ fn listed_sockets(process: &Process, info: &ProcessInfo) -> Result<Vec<Listed>, 
         .collect())
 }
 
-/// The process's descriptors that are sockets, as (descriptor, inode), by descriptor.
-pub(crate) fn socket_fds(process: &Process) -> Result<Vec<(i32, u64)>, ProcError> {
-    let mut sockets: Vec<(i32, u64)> = process
-        .fd()?
-        .filter_map(Result::ok)
-        .filter_map(|fd| match fd.target {
-            FDTarget::Socket(inode) => Some((fd.fd, inode)),
-            _ => None,
-        })
-        .collect();
-    sockets.sort_unstable();
-    Ok(sockets)
-}
-
 /// TCP sockets by inode: the process's network namespace, or ours.
 fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TableLine>, ProcError> {
     let lines = tcp_table::read_once(process)?;
@@ -403,13 +390,11 @@ fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<P
         .map_err(|e| HostError::io("listing /proc", io::Error::other(e.to_string())))?;
     for process in processes.filter_map(Result::ok) {
         // Another user's descriptors are unreadable without privilege: skip, say so below.
-        let Ok(fds) = process.fd() else { continue };
-        let held: Vec<u64> = fds
-            .filter_map(Result::ok)
-            .filter_map(|fd| match fd.target {
-                FDTarget::Socket(inode) if listening.contains_key(&inode) => Some(inode),
-                _ => None,
-            })
+        let Ok(sockets) = socket_fds(&process) else { continue };
+        let held: Vec<u64> = sockets
+            .into_iter()
+            .map(|(_, inode)| inode)
+            .filter(|inode| listening.contains_key(inode))
             .collect();
         if !held.is_empty()
             && let Ok(info) = process_info(&process)

@@ -5,8 +5,8 @@
 use super::connections::{self, Directed, Incarnation};
 use super::load::{CpuTicks, ThreadTimes};
 use crate::ProcessInfo;
-use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
+use crate::socket_fds::socket_fds;
 use crate::tcp_table::{self, TableLine};
 use procfs::net::TcpState;
 use procfs::process::Process;

@@ -16,8 +16,8 @@
 use super::connections::{self, Directed};
 use super::load::ThreadTimes;
 use super::reading::{Watched, thread_name, thread_times};
-use crate::linux::socket_fds;
 use crate::pidfd::{self, PidFd};
+use crate::socket_fds::socket_fds;
 use socket2::{Protocol, SockRef, Type};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
