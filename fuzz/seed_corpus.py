@@ -3,6 +3,7 @@
 host unit tests, with each target's header bytes (limits, framing, piece sizes) in front.
 Run from anywhere: python3 fuzz/seed_corpus.py"""
 
+import struct
 from pathlib import Path
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -85,6 +86,25 @@ REQUESTS = {
 }
 
 
+
+def sock_diag_receive():
+    """One receive of a dump answering request 1: a listener on 127.0.0.1:8080 (inode 12345),
+    a TIME-WAIT socket with 59 s left, then NLMSG_DONE (linux/inet_diag.h, native order)."""
+    def socket(state, timer, sport, dport, expires_ms, inode):
+        body = struct.pack("=BBBB", 2, state, timer, 0) + struct.pack(">HH", sport, dport)
+        body += bytes([127, 0, 0, 1]) + bytes(12) + (bytes([127, 0, 0, 1]) if dport else bytes(4)) + bytes(12)
+        body += struct.pack("=I", 0) + bytes(8) + struct.pack("=IIIII", expires_ms, 0, 0, 0, inode)
+        return struct.pack("=IHHII", 16 + len(body), 20, 2, 1, 0) + body
+    done = struct.pack("=IHHII", 20, 3, 2, 1, 0) + struct.pack("=i", 0)
+    return socket(10, 0, 8080, 0, 0, 12345) + socket(6, 3, 40000, 8080, 59000, 0) + done
+
+
+SOCKET_TABLE = {  # the fuzz input is (sequence: u32 little-endian, bytes)
+    "sock-diag-dump": struct.pack("<I", 1) + sock_diag_receive(),
+    "proc-line": struct.pack("<I", 1)
+    + b"   3: 0100007F:46A1 0100007F:C944 06 00000000:00000000 03:0000175B 00000000     0        0 0 3 0\n",
+}
+
 def write(target: str, name: str, data: bytes) -> None:
     directory = CORPUS / target
     directory.mkdir(parents=True, exist_ok=True)
@@ -106,6 +126,8 @@ def main() -> None:
         write("socket_target", name, text)
     for name, stream in REQUESTS.items():
         write("request_framer", name, PIECES + stream)
+    for name, data in SOCKET_TABLE.items():
+        write("socket_table", name, data)
 
 
 if __name__ == "__main__":

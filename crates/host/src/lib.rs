@@ -43,6 +43,25 @@ pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;
 
+/// Entry points for the fuzz targets (`fuzz/fuzz_targets/socket_table.rs`), not an API: the
+/// two parsers of the kernel's socket table, over bytes the kernel would never send.
+#[cfg(target_os = "linux")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// One receive of a sock_diag dump answering request `sequence`: how many sockets it
+    /// lists and whether the dump ended, or the error that names what was malformed.
+    pub fn sock_diag_receive(bytes: &[u8], sequence: u32) -> std::io::Result<(usize, bool)> {
+        let mut lines = Vec::new();
+        let ended = crate::sock_diag::parse_messages(bytes, sequence, &mut lines)?;
+        Ok((lines.len(), ended))
+    }
+
+    /// One line of /proc/net/tcp or tcp6: (local, remote, inode) when it reads as one.
+    pub fn proc_tcp_line(line: &str) -> Option<(std::net::SocketAddr, std::net::SocketAddr, u64)> {
+        crate::tcp_table::parse_line(line, 100).map(|line| (line.local, line.remote, line.inode))
+    }
+}
+
 #[cfg(not(target_os = "linux"))]
 mod elsewhere;
 #[cfg(not(target_os = "linux"))]

@@ -93,7 +93,11 @@ fn request(family: u8, sequence: u32) -> [u8; NLMSG_HEADER_BYTES + REQUEST_BYTES
 
 /// Appends the sockets one recv brought; true once the dump's end came. A message that does
 /// not read as the kernel's (too short, an unknown family) is an error, not a skipped line.
-fn parse_messages(mut bytes: &[u8], sequence: u32, lines: &mut Vec<TableLine>) -> io::Result<bool> {
+pub(crate) fn parse_messages(
+    mut bytes: &[u8],
+    sequence: u32,
+    lines: &mut Vec<TableLine>,
+) -> io::Result<bool> {
     let malformed = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("sock_diag: {what}"));
     while bytes.len() >= NLMSG_HEADER_BYTES {
         let length = u32::from_ne_bytes(bytes[0..4].try_into().unwrap()) as usize;
@@ -109,7 +113,10 @@ fn parse_messages(mut bytes: &[u8], sequence: u32, lines: &mut Vec<TableLine>) -
                 libc::NLMSG_ERROR => {
                     let code = body.get(0..4).map(|b| i32::from_ne_bytes(b.try_into().unwrap()));
                     return Err(match code {
-                        Some(code) if code < 0 => io::Error::from_raw_os_error(-code),
+                        // i32::MIN has no positive twin: an errno no kernel sends, kept as is.
+                        Some(code) if code < 0 => {
+                            io::Error::from_raw_os_error(code.checked_neg().unwrap_or(code))
+                        }
                         _ => malformed("an error message without an error"),
                     });
                 }
@@ -251,5 +258,22 @@ mod tests {
         long[0..4].copy_from_slice(&1000u32.to_ne_bytes());
         assert!(parse_messages(&long, 7, &mut lines).is_err(), "a length past the end");
         assert!(lines.is_empty());
+    }
+
+    /// Found by the socket_table fuzz target: NLMSG_ERROR with error code i32::MIN, whose
+    /// negation overflowed.
+    #[test]
+    fn an_error_message_of_any_code_is_an_error() {
+        for (code, errno) in
+            [(-libc::EPERM, Some(libc::EPERM)), (i32::MIN, Some(i32::MIN)), (0, None), (5, None)]
+        {
+            let mut message = vec![0u8; NLMSG_HEADER_BYTES + 4];
+            message[0..4].copy_from_slice(&((NLMSG_HEADER_BYTES + 4) as u32).to_ne_bytes());
+            message[4..6].copy_from_slice(&(libc::NLMSG_ERROR as u16).to_ne_bytes());
+            message[8..12].copy_from_slice(&3u32.to_ne_bytes());
+            message[16..20].copy_from_slice(&code.to_ne_bytes());
+            let error = parse_messages(&message, 3, &mut Vec::new()).unwrap_err();
+            assert_eq!(error.raw_os_error(), errno, "code {code}");
+        }
     }
 }
