@@ -54,14 +54,16 @@ impl Pacer {
         self.remaining == Some(0)
     }
 
-    /// Open loop: how many slots were due by `now` and never claimed (every connection was
-    /// busy); 0 in closed loop. Bounded by what is left of the quota.
-    pub fn overdue(&self, now: Instant) -> u64 {
+    /// Open loop: how many slots before `end` were never claimed (every connection was busy);
+    /// 0 in closed loop. Bounded by what is left of the quota. A slot at `end` itself is not
+    /// the run's: a run of d seconds at r requests/s has r × d slots, the first at its start.
+    pub fn overdue(&self, end: Instant) -> u64 {
         let Some(interval) = self.interval else { return 0 };
-        if self.next_slot > now || interval.is_zero() {
+        if self.next_slot >= end || interval.is_zero() {
             return 0;
         }
-        let behind = (now - self.next_slot).as_nanos() / interval.as_nanos() + 1;
+        // The slots in [next_slot, end): ceil(gap / interval).
+        let behind = ((end - self.next_slot).as_nanos() - 1) / interval.as_nanos() + 1;
         let behind = u64::try_from(behind).unwrap_or(u64::MAX);
         self.remaining.map_or(behind, |remaining| behind.min(remaining))
     }
@@ -107,6 +109,9 @@ mod tests {
         assert_eq!(pacer.overdue(t0 + ms(5)), 0);
         // Slots at 10, 20, 30 ms were due by 35 ms and never claimed.
         assert_eq!(pacer.overdue(t0 + ms(35)), 3);
+        // A run that ends at 30 ms has slots at 0 to 20 ms only: 3 per 30 ms at 100/s.
+        assert_eq!(pacer.overdue(t0 + ms(30)), 2, "the slot at the end is not the run's");
+        assert_eq!(pacer.overdue(t0 + ms(10)), 0);
         let limited = Pacer::new(t0, Some(100.0), Some(2));
         assert_eq!(limited.overdue(t0 + ms(1000)), 2, "never more than the quota left");
         assert_eq!(Pacer::new(t0, None, None).overdue(t0 + ms(1000)), 0, "closed loop owes nothing");
