@@ -27,6 +27,8 @@ const REQUEST_BYTES: usize = 56;
 const MESSAGE_BYTES: usize = 72;
 /// Room for many messages a recv (the kernel fills a dump's buffer up to ~32 KiB).
 const RECEIVE_BYTES: usize = 64 * 1024;
+/// A dump that says nothing for this long is given up (then /proc is read): never a hang.
+const RECEIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Every TCP socket of the calling thread's network namespace, IPv4 then IPv6, in any state
 /// (TIME-WAIT included). A kernel without IPv6 lists IPv4 only.
@@ -40,6 +42,7 @@ pub(crate) fn tcp_sockets() -> io::Result<Vec<TableLine>> {
     }
     // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    socket2::SockRef::from(&socket).set_read_timeout(Some(RECEIVE_TIMEOUT))?;
     let mut lines = Vec::new();
     dump(&socket, libc::AF_INET as u8, 1, &mut lines)?;
     match dump(&socket, libc::AF_INET6 as u8, 2, &mut lines) {
@@ -68,6 +71,12 @@ fn dump(socket: &OwnedFd, family: u8, sequence: u32, lines: &mut Vec<TableLine>)
                 continue;
             }
             return Err(error);
+        }
+        if received == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "sock_diag: the dump stopped before its end",
+            ));
         }
         if parse_messages(&buffer[..received as usize], sequence, lines)? {
             return Ok(());
