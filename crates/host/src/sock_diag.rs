@@ -118,14 +118,17 @@ pub(crate) fn parse_messages(
         let body = &bytes[NLMSG_HEADER_BYTES..length];
         if message_sequence == sequence {
             match i32::from(kind) {
-                libc::NLMSG_DONE => return Ok(true),
+                // A dump that failed part-way still ends with DONE, its errno in the body: the
+                // table would be short, so it is an error (and /proc is read instead).
+                libc::NLMSG_DONE => {
+                    return match body.get(0..4).map(|b| i32::from_ne_bytes(b.try_into().unwrap())) {
+                        Some(code) if code < 0 => Err(errno_error(code)),
+                        _ => Ok(true),
+                    };
+                }
                 libc::NLMSG_ERROR => {
-                    let code = body.get(0..4).map(|b| i32::from_ne_bytes(b.try_into().unwrap()));
-                    return Err(match code {
-                        // i32::MIN has no positive twin: an errno no kernel sends, kept as is.
-                        Some(code) if code < 0 => {
-                            io::Error::from_raw_os_error(code.checked_neg().unwrap_or(code))
-                        }
+                    return Err(match body.get(0..4).map(|b| i32::from_ne_bytes(b.try_into().unwrap())) {
+                        Some(code) if code < 0 => errno_error(code),
                         _ => malformed("an error message without an error"),
                     });
                 }
@@ -140,6 +143,12 @@ pub(crate) fn parse_messages(
         bytes = bytes.get(aligned..).unwrap_or_default();
     }
     Ok(false)
+}
+
+/// The error of a negative errno from the kernel. i32::MIN has no positive twin: an errno no
+/// kernel sends, kept as it is.
+fn errno_error(code: i32) -> io::Error {
+    io::Error::from_raw_os_error(code.checked_neg().unwrap_or(code))
 }
 
 /// One `inet_diag_msg`; `None` for one too short or of an unknown family or state.
@@ -238,12 +247,13 @@ mod tests {
         assert_eq!(from_netlink, on_port(crate::tcp_table::read_proc(None).unwrap(), port));
     }
 
-    /// 801 sockets of 88 bytes each fill more than one 64 KiB receive: the dump goes on.
+    /// 401 sockets of ~100 bytes each (the kernel adds attributes) are more than the ~32 KiB
+    /// it puts in one receive (its first holds far fewer): the dump goes on.
     #[test]
     fn a_dump_longer_than_one_receive_lists_every_socket() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let held: Vec<_> = (0..400)
+        let held: Vec<_> = (0..200)
             .map(|_| {
                 let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
                 (client, listener.accept().unwrap().0)
@@ -269,6 +279,16 @@ mod tests {
         assert!(lines.is_empty());
     }
 
+    /// A message of `kind` answering request 3 whose body is `code`.
+    fn coded(kind: i32, code: i32) -> Vec<u8> {
+        let mut message = vec![0u8; NLMSG_HEADER_BYTES + 4];
+        message[0..4].copy_from_slice(&((NLMSG_HEADER_BYTES + 4) as u32).to_ne_bytes());
+        message[4..6].copy_from_slice(&(kind as u16).to_ne_bytes());
+        message[8..12].copy_from_slice(&3u32.to_ne_bytes());
+        message[16..20].copy_from_slice(&code.to_ne_bytes());
+        message
+    }
+
     /// Found by the socket_table fuzz target: NLMSG_ERROR with error code i32::MIN, whose
     /// negation overflowed.
     #[test]
@@ -276,13 +296,15 @@ mod tests {
         for (code, errno) in
             [(-libc::EPERM, Some(libc::EPERM)), (i32::MIN, Some(i32::MIN)), (0, None), (5, None)]
         {
-            let mut message = vec![0u8; NLMSG_HEADER_BYTES + 4];
-            message[0..4].copy_from_slice(&((NLMSG_HEADER_BYTES + 4) as u32).to_ne_bytes());
-            message[4..6].copy_from_slice(&(libc::NLMSG_ERROR as u16).to_ne_bytes());
-            message[8..12].copy_from_slice(&3u32.to_ne_bytes());
-            message[16..20].copy_from_slice(&code.to_ne_bytes());
-            let error = parse_messages(&message, 3, &mut Vec::new()).unwrap_err();
+            let error = parse_messages(&coded(libc::NLMSG_ERROR, code), 3, &mut Vec::new()).unwrap_err();
             assert_eq!(error.raw_os_error(), errno, "code {code}");
         }
+    }
+
+    #[test]
+    fn a_dump_that_ends_with_an_errno_is_an_error_not_a_short_table() {
+        assert!(parse_messages(&coded(libc::NLMSG_DONE, 0), 3, &mut Vec::new()).unwrap());
+        let error = parse_messages(&coded(libc::NLMSG_DONE, -libc::ENOBUFS), 3, &mut Vec::new()).unwrap_err();
+        assert_eq!(error.raw_os_error(), Some(libc::ENOBUFS));
     }
 }
