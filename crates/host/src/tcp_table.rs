@@ -29,7 +29,8 @@ pub struct TableLine {
     pub time_wait_left_us: Option<u64>,
     /// 0 for a socket no process holds (TIME-WAIT, or closed and still closing).
     pub inode: u64,
-    /// The user that owns it.
+    /// The user that owns it. A half-open connection (SYN-RECV) has the listener's in /proc
+    /// and 0 in sock_diag: only listeners' owners are read.
     pub uid: u32,
 }
 
@@ -65,6 +66,11 @@ pub fn read_once(process: Option<&Process>) -> Result<Vec<TableLine>, ProcError>
     if in_our_namespace(process)
         && let Ok(lines) = crate::sock_diag::tcp_sockets()
     {
+        // The namespace was checked by PID: the process must still be the one held, else
+        // the PID (reused) named another process's namespace.
+        if let Some(process) = process {
+            process.stat()?;
+        }
         return Ok(lines);
     }
     read_proc(process)
