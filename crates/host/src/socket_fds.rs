@@ -32,11 +32,14 @@ pub(crate) fn socket_fds(process: &Process) -> Result<Vec<(i32, u64)>, ProcError
         let length = unsafe {
             libc::readlinkat(directory.as_raw_fd(), name.as_ptr(), link.as_mut_ptr().cast(), link.len())
         };
-        // A descriptor closed since the listing is no longer one of them.
-        if let Ok(length) = usize::try_from(length)
-            && let Some(inode) = socket_inode(&link[..length])
-        {
-            sockets.push((fd, inode));
+        match usize::try_from(length) {
+            Ok(length) => sockets.extend(socket_inode(&link[..length]).map(|inode| (fd, inode))),
+            Err(_) => match io::Error::last_os_error() {
+                // A descriptor closed since the listing is no longer one of them.
+                error if error.raw_os_error() == Some(libc::ENOENT) => {}
+                // The directory may be listed yet its links not read (no CAP_SYS_PTRACE).
+                error => return Err(with_path(error)),
+            },
         }
     }
     // Still the same process (a /proc directory held open reads as gone once it ended), so
