@@ -102,9 +102,9 @@ fn the_asked_rate_is_achieved_and_closed_loop_has_no_uncorrected_column() {
         nodelay(&["bench", "--json", "--rate", "1000", "-c", "4", "-d", "2s", &server.url("/")]).json();
     let achieved = report["requests_per_second"].as_f64().unwrap();
     assert!((achieved / RATE - 1.0).abs() <= 0.01, "{achieved} req/s for 1000 asked");
-    // Only a slot due in the last instant before the end can go unsent (at most one per
-    // thread, and -c 4 runs at most 4); the slot at the end itself is not the run's.
-    assert!(report["requests_due_not_sent"].as_u64().unwrap() <= 4, "{report:#}");
+    // The slot at the end is not the run's: 0, or 1 when the last slot fell due while every
+    // connection of a thread was busy (one per thread, as counted before, would be 2 here).
+    assert!(report["requests_due_not_sent"].as_u64().unwrap() <= 1, "{report:#}");
     // A healthy server: corrected and uncorrected agree closely.
     let (corrected, uncorrected) =
         (quantile(&report, "latency_ms", "p50"), quantile(&report, "latency_uncorrected_ms", "p50"));

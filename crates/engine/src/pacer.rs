@@ -14,6 +14,9 @@ pub enum Claim {
     Exhausted,
 }
 
+/// More than the rounding of r × d intervals of whole nanoseconds can add up to in a run.
+const SLOT_ROUNDING: Duration = Duration::from_micros(1);
+
 #[derive(Debug, Clone)]
 pub struct Pacer {
     interval: Option<Duration>,
@@ -59,6 +62,9 @@ impl Pacer {
     /// the run's: a run of d seconds at r requests/s has r × d slots, the first at its start.
     pub fn overdue(&self, end: Instant) -> u64 {
         let Some(interval) = self.interval else { return 0 };
+        // The interval is 1/rate cut to whole nanoseconds, so the (r × d + 1)-th slot may land
+        // a few before the end (3/s: the fourth at 999.999999 ms): not the run's either.
+        let end = end.checked_sub(SLOT_ROUNDING).unwrap_or(end);
         if self.next_slot >= end || interval.is_zero() {
             return 0;
         }
@@ -112,6 +118,12 @@ mod tests {
         // A run that ends at 30 ms has slots at 0 to 20 ms only: 3 per 30 ms at 100/s.
         assert_eq!(pacer.overdue(t0 + ms(30)), 2, "the slot at the end is not the run's");
         assert_eq!(pacer.overdue(t0 + ms(10)), 0);
+        // 3/s for 1 s: slots at 0, 333.333333 and 666.666666 ms, and one at 999.999999 ms.
+        let mut third = Pacer::new(t0, Some(3.0), None);
+        for _ in 0..3 {
+            assert!(matches!(third.claim(t0 + ms(700)), Claim::Now(_)));
+        }
+        assert_eq!(third.overdue(t0 + ms(1000)), 0, "the rounded fourth slot is not the run's");
         let limited = Pacer::new(t0, Some(100.0), Some(2));
         assert_eq!(limited.overdue(t0 + ms(1000)), 2, "never more than the quota left");
         assert_eq!(Pacer::new(t0, None, None).overdue(t0 + ms(1000)), 0, "closed loop owes nothing");
