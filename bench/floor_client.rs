@@ -64,7 +64,8 @@ fn run() -> Result<(), String> {
     for stream in &streams {
         stream.set_nonblocking(true).map_err(|e| e.to_string())?;
         if mode == Mode::UringStamped {
-            set_timestamps(stream)?;
+            nodelay_engine::enable_arrival_stamps(stream.as_raw_fd())
+                .map_err(|e| format!("SO_TIMESTAMPNS: {e}"))?;
         }
     }
     let started = Instant::now();
@@ -107,55 +108,33 @@ fn learn_response_length(stream: &mut TcpStream, request: &[u8]) -> Result<usize
     }
 }
 
-fn set_timestamps(stream: &TcpStream) -> Result<(), String> {
-    let one: libc::c_int = 1;
-    // SAFETY: a setsockopt with a live c_int of the size given.
-    let done = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&one as *const libc::c_int).cast(),
-            4,
-        )
-    };
-    if done == 0 { Ok(()) } else { Err(format!("SO_TIMESTAMPNS: {}", std::io::Error::last_os_error())) }
-}
-
-/// Reads what is there; counts a response each time a connection's bytes reach the length,
-/// then sends the next request. Ok(None) when there was nothing to read.
+/// The connections' progress: bytes of each one's current response, and responses counted.
 struct Connections<'a> {
     streams: &'a [TcpStream],
     request: &'a [u8],
     response_bytes: usize,
     pending: Vec<usize>,
     buffer: Vec<u8>,
-    control: [u8; 64],
     requests: u64,
 }
 
 impl Connections<'_> {
+    /// Reads what is there; counts a response each time a connection's bytes reach the
+    /// length, then sends the next request. Stamped reads go through the engine's own
+    /// recvmsg, as `--io-uring`'s do.
     fn on_readable(&mut self, index: usize, stamped: bool) -> Result<(), String> {
-        let fd = self.streams[index].as_raw_fd();
+        let mut stream = &self.streams[index];
         let read = if stamped {
-            let mut vector =
-                libc::iovec { iov_base: self.buffer.as_mut_ptr().cast(), iov_len: self.buffer.len() };
-            // SAFETY: a zeroed msghdr is valid; it points at live buffers for the call's length.
-            let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
-            message.msg_iov = &mut vector;
-            message.msg_iovlen = 1;
-            message.msg_control = self.control.as_mut_ptr().cast();
-            message.msg_controllen = self.control.len();
-            // SAFETY: see above.
-            unsafe { libc::recvmsg(fd, &mut message, 0) }
+            nodelay_engine::read_stamped(stream.as_raw_fd(), &mut self.buffer).map(|(read, _stamp)| read)
         } else {
-            // SAFETY: reads into a live buffer of the length given.
-            unsafe { libc::recv(fd, self.buffer.as_mut_ptr().cast(), self.buffer.len(), 0) }
+            stream.read(&mut self.buffer)
         };
-        if read == 0 {
-            return Err("the server closed a connection".into());
-        }
-        let Ok(read) = usize::try_from(read) else { return Ok(()) }; // EAGAIN: not yet
+        let read = match read {
+            Ok(0) => return Err("the server closed a connection".into()),
+            Ok(read) => read,
+            Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+            Err(error) => return Err(format!("read: {error}")),
+        };
         self.pending[index] += read;
         if self.pending[index] > self.response_bytes {
             return Err("a response longer than the first: responses must all be the same length".into());
@@ -163,10 +142,9 @@ impl Connections<'_> {
         if self.pending[index] == self.response_bytes {
             self.pending[index] = 0;
             self.requests += 1;
-            // SAFETY: sends a live buffer of the length given.
-            let sent = unsafe { libc::send(fd, self.request.as_ptr().cast(), self.request.len(), 0) };
-            if usize::try_from(sent).ok() != Some(self.request.len()) {
-                return Err(format!("send: {}", std::io::Error::last_os_error()));
+            // One request fits any send buffer: a short write is an error here.
+            if stream.write(self.request).map_err(|e| format!("send: {e}"))? != self.request.len() {
+                return Err("send: a short write".into());
             }
         }
         Ok(())
@@ -187,7 +165,6 @@ fn connections<'a>(
         response_bytes,
         pending: vec![0; streams.len()],
         buffer: vec![0; READ_BYTES],
-        control: [0; 64],
         requests: 0,
     })
 }

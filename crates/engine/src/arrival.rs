@@ -13,7 +13,7 @@ use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 /// Asks the kernel to stamp what `fd` receives.
-pub(crate) fn enable(fd: RawFd) -> io::Result<()> {
+pub fn enable(fd: RawFd) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid option value of the declared size.
     let result = unsafe {
@@ -70,7 +70,7 @@ impl ClockPair {
 
 /// Reads into `buffer` like read(2), with the receive stamp of what was read (nanoseconds on
 /// CLOCK_REALTIME), when the kernel gave one.
-pub(crate) fn read_stamped(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<i128>)> {
+pub fn read_stamped(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<i128>)> {
     // A cmsghdr and a timespec, aligned as cmsg needs.
     let mut control = [0u64; 8];
     let mut iov = libc::iovec { iov_base: buffer.as_mut_ptr().cast(), iov_len: buffer.len() };

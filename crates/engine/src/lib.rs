@@ -26,6 +26,9 @@ mod timeline;
 mod tls;
 mod worker;
 
+/// For bench/floor_client.rs, which must receive as `--io-uring` does; not an API.
+#[doc(hidden)]
+pub use arrival::{enable as enable_arrival_stamps, read_stamped};
 pub use config::{BusyPoll, EngineConfig, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
