@@ -24,6 +24,11 @@ HTTP = {
     "status-999": b"HTTP/1.1 999 X\r\nContent-Length: 0\r\n\r\n",
     "chunked-ext-trailer": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
     b"5\r\nhello\r\n1a;ext=1\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\nX-T: 1\r\n\r\n",
+    # The same head again (recalled, not parsed, when a read begins with it), then one that
+    # differs in a byte and one that begins like it and goes on.
+    "repeated-heads": b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 2\r\n\r\nhi" * 2
+    + b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 3\r\n\r\nhey"
+    + b"HTTP/1.1 200 OK\r\nServer: s\r\nContent-Length: 3\r\nConnection: close\r\n\r\nhey",
 }
 # [0] HEAD bit, [1] head limit / 2, [2..4] response limit (0xffff: none), [4..8] pieces.
 HTTP_HEADERS = [bytes([0, 255, 0xFF, 0xFF]), bytes([0, 20, 0, 90]), bytes([1, 255, 0, 60])]
