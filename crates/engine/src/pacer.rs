@@ -17,15 +17,16 @@ pub enum Claim {
 /// Nanoseconds from the start to open-loop slot `index` at `rate` per second, rounded to the
 /// nearest. Each slot is computed from its index rather than by adding an interval cut to
 /// whole nanoseconds, so rounding never accumulates: slot r × d of a d-second run at r/s
-/// falls exactly on the run's end (3/s: slot 3 at 1 s, not at 999.999999 ms). `u64::MAX`
-/// (never) past the clock's range, and for every slot after the first at a rate that is not
-/// a positive number.
+/// falls exactly on the run's end (3/s: slot 3 at 1 s, not at 999.999999 ms), for indices
+/// below 2^53 (f64's exact integers; a year at 10^8/s is 2^51). `u64::MAX` (never) past the
+/// clock's range, and for every slot after the first at a rate that is not a positive finite
+/// number.
 fn slot_offset_ns(index: u64, rate: f64) -> u64 {
     if index == 0 {
         return 0;
     }
     let offset_ns = (index as f64 * 1e9 / rate).round();
-    if rate > 0.0 && offset_ns.is_finite() && offset_ns < u64::MAX as f64 {
+    if rate > 0.0 && rate.is_finite() && offset_ns.is_finite() && offset_ns < u64::MAX as f64 {
         offset_ns as u64
     } else {
         u64::MAX
@@ -86,7 +87,8 @@ impl Pacer {
         let Some(rate) = self.rate else { return 0 };
         let end_ns = u64::try_from(end.saturating_duration_since(self.start).as_nanos()).unwrap_or(u64::MAX);
         // The first slot at or after the end: estimated, then settled against the slots' own
-        // rounding (the estimate is off by at most one either way).
+        // rounding (the estimate is off by at most one either way below 2^53 slots; checked
+        // against a linear count for 3 M random rates and ends).
         let estimate = (end_ns as f64 * rate / 1e9).ceil();
         let mut first_after = if estimate.is_finite() && estimate > 0.0 { estimate as u64 } else { 0 };
         for _ in 0..2 {
@@ -187,9 +189,9 @@ mod tests {
     }
 
     #[test]
-    fn a_rate_that_is_not_a_positive_number_sends_once() {
+    fn a_rate_too_slow_or_not_a_positive_finite_number_sends_once() {
         let t0 = Instant::now();
-        for rate in [0.0, -5.0, f64::NAN, 1e-300] {
+        for rate in [0.0, -5.0, f64::NAN, f64::INFINITY, 1e-300] {
             let mut pacer = Pacer::new(t0, Some(rate), None);
             assert_eq!(pacer.claim(t0), Claim::Now(t0), "rate {rate}");
             assert!(matches!(pacer.claim(t0 + Duration::from_secs(3600)), Claim::At(_)), "rate {rate}");
