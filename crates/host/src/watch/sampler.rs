@@ -1,15 +1,14 @@
 //! The background thread that learns where the server connects while a run lasts, and keeps
 //! each thread's latest times (threads that end before the run does). Every 1 ms or more for
-//! the first 100 ms (a doctor's baseline), then every 10 ms or more while the server's sockets
-//! or threads come and go, slowing to every 160 ms while they stay the same, it lists the
-//! processes' socket descriptors (/proc/PID/fd) and asks only the sockets it has not met
-//! before what they are, through a `pidfd_getfd` copy closed at once (getsockname,
-//! getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket, where one read of
-//! /proc/net/tcp{,6} walks the kernel's whole connection hash table (~4 ms on a machine with
-//! 262 144 buckets, however few sockets it holds). A server with a steady set of connections
-//! costs one directory listing per process and sample (a connection that lives a millisecond,
-//! one per request, is met often enough to learn where it goes). The thread waits longer
-//! after a costlier sample (a server with very many sockets), to stay under 1 % of one CPU.
+//! the first 100 ms (a doctor's baseline), then every 10 ms or more, it lists the processes'
+//! socket descriptors (/proc/PID/fd) and asks only the sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
+//! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
+//! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
+//! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
+//! steady set of connections costs one directory listing per process and sample (a connection
+//! that lives a millisecond, one per request, is met often enough to learn where it goes). The
+//! thread waits longer after a costlier sample (a server with very many sockets), to stay
+//! under 1 % of one CPU.
 //!
 //! A copy is the server's socket: while it is held (microseconds), a `close` by the server
 //! sends its FIN only when the copy is closed too.
@@ -39,12 +38,6 @@ const INTERVAL: Duration = Duration::from_millis(1);
 const LATER_INTERVAL: Duration = Duration::from_millis(10);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
-/// Samples that found the same sockets and threads as the one before double the wait, up to
-/// 2^this times `LATER_INTERVAL` (160 ms). A keep-alive server's set stays the same for the
-/// whole run, and its 100 wake-ups a second on the generator's core cost nginx 1.5 % of its
-/// requests/s (bench/server_view_overhead.py's setup, 24 paired rounds); a server that opens
-/// a connection per request changes it at every sample and keeps the quick pace.
-const MAX_QUIET_DOUBLINGS: u32 = 4;
 /// For this long the sampler looks more often (a doctor's baseline of 40 short requests lasts
 /// about this long, and connections that live a millisecond are met only by looking often)...
 const FIRST_LOOKS: Duration = Duration::from_millis(100);
@@ -82,8 +75,7 @@ impl Sampler {
         let (stop, stopped) = mpsc::channel();
         let samples = Arc::new(AtomicU64::new(0));
         let knowledge = Knowledge { listening_ports, known: HashMap::new(), sampled: Sampled::default() };
-        let learner =
-            Learner { watched, last_present: HashSet::new(), samples: Arc::clone(&samples), knowledge };
+        let learner = Learner { watched, samples: Arc::clone(&samples), knowledge };
         let thread =
             std::thread::Builder::new().name(THREAD_NAME.into()).spawn(move || learner.run(&stopped))?;
         Ok(Sampler { stop: Some(stop), thread: Some(thread), samples })
@@ -113,8 +105,6 @@ impl Drop for Sampler {
 
 struct Learner {
     watched: Vec<Watched>,
-    /// The socket inodes the last sample listed.
-    last_present: HashSet<u64>,
     /// Completed samples, counted after each.
     samples: Arc<AtomicU64>,
     knowledge: Knowledge,
@@ -145,17 +135,15 @@ impl Learner {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
         let mut wait = INTERVAL;
-        let mut quiet_samples = 0;
         let started = std::time::Instant::now();
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
             let before_ns = thread_cpu_ns();
-            let changed = self.sample(&handles);
+            self.sample(&handles);
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
-            quiet_samples = if changed { 0 } else { quiet_samples + 1 };
             // The first looks keep a quicker pace, so that a short run is seen, yet stay at
             // 20 % of a CPU at most: the sampler must not slow what it watches.
             wait = if started.elapsed() > FIRST_LOOKS {
-                later_wait(quiet_samples, cost)
+                LATER_INTERVAL.max(cost * WAIT_PER_CPU)
             } else {
                 INTERVAL.max(cost * FIRST_WAIT_PER_CPU)
             };
@@ -163,10 +151,7 @@ impl Learner {
         self.knowledge.sampled
     }
 
-    /// One look at every watched process; true when it found a socket or a thread the last
-    /// look did not, or missed one that it found.
-    fn sample(&mut self, handles: &[Option<PidFd>]) -> bool {
-        let mut changed = false;
+    fn sample(&mut self, handles: &[Option<PidFd>]) {
         let mut present = HashSet::new();
         for (watched, handle) in self.watched.iter().zip(handles) {
             // A process that ended has no sockets left to learn from.
@@ -177,7 +162,6 @@ impl Learner {
                     if let Some((last, _)) = threads.get_mut(&key) {
                         *last = thread;
                     } else if threads.len() < MAX_THREADS {
-                        changed = true;
                         threads.insert(key, (thread, thread_name(&watched.process, key.1)));
                     }
                 }
@@ -192,10 +176,7 @@ impl Learner {
             }
         }
         self.knowledge.known.retain(|inode, _| present.contains(inode));
-        changed |= present != self.last_present;
-        self.last_present = present;
         self.samples.fetch_add(1, Ordering::Release);
-        changed
     }
 }
 
@@ -251,12 +232,6 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
     }
 }
 
-/// The wait after a later sample (past the first looks) that cost `cost` of CPU and followed
-/// `quiet_samples` samples in a row that found nothing new.
-fn later_wait(quiet_samples: u32, cost: Duration) -> Duration {
-    (LATER_INTERVAL * (1 << quiet_samples.min(MAX_QUIET_DOUBLINGS))).max(cost * WAIT_PER_CPU)
-}
-
 /// CPU time this thread has used.
 fn thread_cpu_ns() -> u64 {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -273,15 +248,6 @@ mod tests {
 
     fn copy(socket: &impl AsFd) -> OwnedFd {
         socket.as_fd().try_clone_to_owned().unwrap()
-    }
-
-    #[test]
-    fn a_quiet_server_is_looked_at_less_often_up_to_160_ms() {
-        let cheap = Duration::from_micros(20);
-        let waits: Vec<u64> = (0..7).map(|quiet| later_wait(quiet, cheap).as_millis() as u64).collect();
-        assert_eq!(waits, [10, 20, 40, 80, 160, 160, 160]);
-        // A sample that cost 5 ms waits 100 times that, however busy the server.
-        assert_eq!(later_wait(0, Duration::from_millis(5)), Duration::from_millis(500));
     }
 
     #[test]
