@@ -6,9 +6,10 @@
 //! - CPU: `utime` + `stime` of /proc/PID/stat (clock ticks; exited threads included).
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
 //! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in the socket table) of
-//!   which they are the client, at the start and the end; in between, every 1 ms or more (10 ms after the first 100 ms), the
-//!   sockets the sampler meets (asked through `pidfd_getfd` copies: reading the table costs
-//!   milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
+//!   which they are the client, at the start and the end; in between, every 1 ms or more (10
+//!   ms after the first 100 ms, 160 ms once the namespace's TCP open counts and the threads
+//!   have stood still for 1 s), the sockets the sampler meets when those counts moved (asked
+//!   through `pidfd_getfd` copies: reading the table costs milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
 //!   connections that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
 //! - Accept queue: /proc/PID/net/netstat `ListenOverflows` and `ListenDrops` at both ends,
@@ -31,8 +32,9 @@
 //!   changes while it is read may be missed.
 //! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
-//!   the end, or at one of the sampler's instants (every 1 ms or more, then 10 ms): a server that opens a
-//!   connection for a few microseconds, rarely, may not be caught.
+//!   the end, or at one of the sampler's instants (every 1 ms or more, then 10 ms, or 160 ms
+//!   after a still second until a connect or an accept moves the counts): a server that opens
+//!   a connection for a few microseconds, rarely, may not be caught.
 //! - The processes are those holding the listening socket at the start, and those that hold
 //!   it at the end (counted since they started: a worker forked during the run).
 
@@ -41,6 +43,7 @@ mod listen_queue;
 mod load;
 mod reading;
 mod sampler;
+mod tcp_opens;
 
 use crate::linux::{no_permission, proc_error, server_processes};
 use crate::{CpuPressure, HostError, ProcessInfo, ServerView, Target, ThreadLoad};

@@ -83,6 +83,30 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
     assert_eq!(view.upstreams[0].destination, fresh.address, "most opened first");
 }
 
+/// Upstream connections that live 1 ms, about thirty a second for three seconds, begun once
+/// the server has stood still for over a second and the sampler looks only every 160 ms:
+/// their connects move the namespace's `ActiveOpens`, so it looks every 10 ms again (~300
+/// looks) and meets some. At a steady 160 ms (~19 looks) all hundred would slip between its
+/// looks in about half the runs (0.967^19); at 10 ms in ~1 run in 40 000 (0.9^100).
+#[test]
+fn brief_upstream_connections_after_a_still_second_are_met() {
+    let _alone = alone();
+    let brief = Draining::start();
+    let mut server = Server::spawn();
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    wait_until("the sampler's slower pace (at most 2 looks in 200 ms)", || {
+        let before = watch.samples_taken();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        watch.samples_taken() - before <= 2
+    });
+    let taken = watch.samples_taken();
+    server.ask(&format!("brief {} 100 30 1", brief.port()));
+    let looks = watch.samples_taken() - taken;
+    let view = watch.finish().unwrap();
+    assert!(looks >= 100, "{looks} looks while the server connected 100 times in 3 s");
+    assert!(upstream(&view, brief.address).opened >= 1, "{view:#?}");
+}
+
 /// Loopback reuses a 4-tuple left in TIME-WAIT once it is 1 s old (`tcp_tw_reuse`), as a
 /// server opening connections back to back does within seconds: a connection on it during
 /// the run is new, although the 4-tuple was in the table at the start.

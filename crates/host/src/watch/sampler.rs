@@ -1,14 +1,19 @@
 //! The background thread that learns where the server connects while a run lasts, and keeps
 //! each thread's latest times (threads that end before the run does). Every 1 ms or more for
-//! the first 100 ms (a doctor's baseline), then every 10 ms or more, it lists the processes'
-//! socket descriptors (/proc/PID/fd) and asks only the sockets it has not met before what they are, through a `pidfd_getfd` copy closed at once
-//! (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a few microseconds a socket,
-//! where one read of /proc/net/tcp{,6} walks the kernel's whole connection hash table
-//! (~4 ms on a machine with 262 144 buckets, however few sockets it holds). A server with a
-//! steady set of connections costs one directory listing per process and sample (a connection
-//! that lives a millisecond, one per request, is met often enough to learn where it goes). The
-//! thread waits longer after a costlier sample (a server with very many sockets), to stay
-//! under 1 % of one CPU.
+//! the first 100 ms (a doctor's baseline), then every 10 ms or more, it reads each thread's
+//! times, and when the namespace has opened a TCP connection since its last listing
+//! (`ActiveOpens`, `PassiveOpens`: tcp_opens.rs) it lists the processes' socket descriptors
+//! (/proc/PID/fd) and asks only the sockets it has not met before what they are, through a
+//! `pidfd_getfd` copy closed at once (getsockname, getpeername, SO_PROTOCOL, SO_ACCEPTCONN): a
+//! few microseconds a socket, where one read of /proc/net/tcp{,6} walks the kernel's whole
+//! connection hash table (~4 ms on a machine with 262 144 buckets, however few sockets it
+//! holds). A server with a steady set of connections costs one counter read per namespace and
+//! sample (a connection that lives a millisecond, one per request, is met often enough to
+//! learn where it goes). Once neither count nor the set of threads has moved for a second (a
+//! keep-alive run past its connects), it looks every 160 ms until they move again: each
+//! wake-up takes the generator's core from it, and there is nothing new to learn. The thread
+//! also waits longer after a costlier sample (a server with very many sockets), to stay under
+//! 1 % of one CPU.
 //!
 //! A copy is the server's socket: while it is held (microseconds), a `close` by the server
 //! sends its FIN only when the copy is closed too.
@@ -16,6 +21,7 @@
 use super::connections::{self, Directed};
 use super::load::ThreadTimes;
 use super::reading::{Watched, thread_name, thread_times};
+use super::tcp_opens::{Opens, TcpOpens};
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
 use socket2::{Protocol, SockRef, Type};
@@ -27,7 +33,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The thread's name (at most 15 bytes), to find it in /proc/self/task.
 pub const THREAD_NAME: &str = "nodelay-sampler";
@@ -36,6 +42,13 @@ const INTERVAL: Duration = Duration::from_millis(1);
 /// (a load generator pinned to the sampler's core lost a few % at a 2 ms pace), and a
 /// destination is learned from any one of its connections.
 const LATER_INTERVAL: Duration = Duration::from_millis(10);
+/// Once the counts and the threads have stood still this long...
+const STILL_BEFORE_SLOWING: Duration = Duration::from_secs(1);
+/// ...the wait, until they move. A still keep-alive server's 100 wake-ups a second on the
+/// generator's core cost nginx 1.5 % of its requests/s (24 paired rounds against a 1 s pace,
+/// bench/server_view_overhead.py's setup). A thread that ends in a still period loses up to
+/// this much of its time from the per-thread figures (the process's CPU keeps all of it).
+const STILL_INTERVAL: Duration = Duration::from_millis(160);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
 /// For this long the sampler looks more often (a doctor's baseline of 40 short requests lasts
@@ -75,7 +88,14 @@ impl Sampler {
         let (stop, stopped) = mpsc::channel();
         let samples = Arc::new(AtomicU64::new(0));
         let knowledge = Knowledge { listening_ports, known: HashMap::new(), sampled: Sampled::default() };
-        let learner = Learner { watched, samples: Arc::clone(&samples), knowledge };
+        let learner = Learner {
+            watched,
+            samples: Arc::clone(&samples),
+            knowledge,
+            listed_at_opens: None,
+            still_connecting: false,
+            last_look: None,
+        };
         let thread =
             std::thread::Builder::new().name(THREAD_NAME.into()).spawn(move || learner.run(&stopped))?;
         Ok(Sampler { stop: Some(stop), thread: Some(thread), samples })
@@ -108,6 +128,19 @@ struct Learner {
     /// Completed samples, counted after each.
     samples: Arc<AtomicU64>,
     knowledge: Knowledge,
+    /// The namespaces' counts read before the last descriptor listing.
+    listed_at_opens: Option<Vec<Option<Opens>>>,
+    /// The last listing met a TCP socket not connected yet (or one it could not ask).
+    still_connecting: bool,
+    /// What the last look found, to tell whether anything moved since.
+    last_look: Option<Look>,
+}
+
+/// The namespaces' counts and the threads (PID, TID) at one look.
+#[derive(PartialEq, Eq)]
+struct Look {
+    opens: Vec<Option<Opens>>,
+    threads: Vec<(i32, i32)>,
 }
 
 /// What the samples taught so far.
@@ -134,16 +167,20 @@ impl Learner {
     fn run(mut self, stopped: &Receiver<()>) -> Sampled {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
+        let mut counters = namespace_counters(&self.watched);
         let mut wait = INTERVAL;
-        let started = std::time::Instant::now();
+        let started = Instant::now();
+        let mut last_move = started;
         while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
             let before_ns = thread_cpu_ns();
-            self.sample(&handles);
+            if self.sample(&handles, &mut counters) {
+                last_move = Instant::now();
+            }
             let cost = Duration::from_nanos(thread_cpu_ns().saturating_sub(before_ns));
             // The first looks keep a quicker pace, so that a short run is seen, yet stay at
             // 20 % of a CPU at most: the sampler must not slow what it watches.
             wait = if started.elapsed() > FIRST_LOOKS {
-                LATER_INTERVAL.max(cost * WAIT_PER_CPU)
+                later_wait(last_move.elapsed(), cost)
             } else {
                 INTERVAL.max(cost * FIRST_WAIT_PER_CPU)
             };
@@ -151,14 +188,24 @@ impl Learner {
         self.knowledge.sampled
     }
 
-    fn sample(&mut self, handles: &[Option<PidFd>]) {
+    /// One look at every watched process; true when the namespaces' counts or the set of
+    /// threads moved since the last look (or the counts cannot be read).
+    fn sample(&mut self, handles: &[Option<PidFd>], counters: &mut [Option<TcpOpens>]) -> bool {
+        // Read before the listing: a connect() while it runs moves the count for the next look.
+        let opens: Vec<Option<Opens>> =
+            counters.iter_mut().map(|c| c.as_mut().and_then(TcpOpens::read)).collect();
+        let unknown = opens.iter().any(Option::is_none);
+        let list = unknown || self.still_connecting || self.listed_at_opens.as_ref() != Some(&opens);
         let mut present = HashSet::new();
+        let mut connecting = false;
+        let mut threads_now = Vec::new();
         for (watched, handle) in self.watched.iter().zip(handles) {
             // A process that ended has no sockets left to learn from.
             if let Ok(times) = thread_times(&watched.process) {
                 for thread in times {
                     let threads = &mut self.knowledge.sampled.threads;
                     let key = (thread.pid, thread.tid);
+                    threads_now.push(key);
                     if let Some((last, _)) = threads.get_mut(&key) {
                         *last = thread;
                     } else if threads.len() < MAX_THREADS {
@@ -166,17 +213,30 @@ impl Learner {
                     }
                 }
             }
+            if !list {
+                continue;
+            }
             let (Some(handle), Ok(sockets)) = (handle, socket_fds(&watched.process)) else { continue };
             for (fd, inode) in sockets {
                 present.insert(inode);
                 if !self.knowledge.known.contains_key(&inode) {
                     let met = ask(handle, fd, inode, &mut self.knowledge.listening_ports);
+                    connecting |= met == Met::NotYet;
                     self.knowledge.learn(inode, met);
                 }
             }
         }
-        self.knowledge.known.retain(|inode, _| present.contains(inode));
+        if list {
+            self.knowledge.known.retain(|inode, _| present.contains(inode));
+            self.still_connecting = connecting;
+            self.listed_at_opens = Some(opens.clone());
+        }
+        threads_now.sort_unstable();
+        let look = Look { opens, threads: threads_now };
+        let moved = unknown || self.last_look.as_ref() != Some(&look);
+        self.last_look = Some(look);
         self.samples.fetch_add(1, Ordering::Release);
+        moved
     }
 }
 
@@ -232,6 +292,30 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
     }
 }
 
+/// The wait after a later sample (past the first looks) that cost `cost` of CPU, when the
+/// counts and the threads last moved `still_for` ago.
+fn later_wait(still_for: Duration, cost: Duration) -> Duration {
+    let pace = if still_for < STILL_BEFORE_SLOWING { LATER_INTERVAL } else { STILL_INTERVAL };
+    pace.max(cost * WAIT_PER_CPU)
+}
+
+/// The TCP open counters of each network namespace the processes are in, opened through
+/// the first of its processes; `None` for one that cannot be read (each look lists them all).
+fn namespace_counters(watched: &[Watched]) -> Vec<Option<TcpOpens>> {
+    let mut namespaces = Vec::new();
+    let mut counters = Vec::new();
+    for one in watched {
+        // 0: its namespace could not be named, so it is shared with no one.
+        if one.netns == 0 {
+            counters.push(None);
+        } else if !namespaces.contains(&one.netns) {
+            namespaces.push(one.netns);
+            counters.push(TcpOpens::open(&one.process).ok());
+        }
+    }
+    counters
+}
+
 /// CPU time this thread has used.
 fn thread_cpu_ns() -> u64 {
     let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -248,6 +332,16 @@ mod tests {
 
     fn copy(socket: &impl AsFd) -> OwnedFd {
         socket.as_fd().try_clone_to_owned().unwrap()
+    }
+
+    #[test]
+    fn the_pace_slows_only_after_a_second_without_movement() {
+        let cheap = Duration::from_micros(20);
+        assert_eq!(later_wait(Duration::ZERO, cheap), Duration::from_millis(10));
+        assert_eq!(later_wait(Duration::from_millis(999), cheap), Duration::from_millis(10));
+        assert_eq!(later_wait(Duration::from_secs(1), cheap), Duration::from_millis(160));
+        // A sample that cost 5 ms waits 100 times that, still or not.
+        assert_eq!(later_wait(Duration::ZERO, Duration::from_millis(5)), Duration::from_millis(500));
     }
 
     #[test]

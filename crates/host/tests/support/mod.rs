@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 /// `reuse PORT LOCAL` (a connection from local port LOCAL, closed at once; retried while the
 /// kernel refuses the 4-tuple, still in TIME-WAIT from the last time and younger than 1 s),
 /// `fork_burn MS` (a worker forked now, holding the listening socket, burns MS of CPU and
-/// stays), `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends).
+/// stays), `churn_forever PORT` (fresh connections one after the other, on a thread, until it ends),
+/// `brief PORT N GAP_MS LIFE_MS` (N connections one after the other, each closed LIFE_MS after
+/// it connected, GAP_MS between one's close and the next connect).
 /// With `fork` as argument, a second process (a worker) shares the listening socket.
 const SERVER: &str = r#"
 import ctypes, os, queue, socket, sys, threading, time
@@ -89,6 +91,13 @@ def run(command, args):
             while True:
                 socket.create_connection(('127.0.0.1', port)).close()
         threading.Thread(target=churn, daemon=True).start()
+    elif command == 'brief':
+        port, count, gap, life = (int(a) for a in args)
+        for _ in range(count):
+            connection = socket.create_connection(('127.0.0.1', port))
+            time.sleep(life / 1000)
+            connection.close()
+            time.sleep(gap / 1000)
     elif command == 'send':
         connection = held[int(args[0])][0]
         for _ in range(int(args[1])):
