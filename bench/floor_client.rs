@@ -6,11 +6,14 @@
 //! Modes: `epoll` (a wake-up per ready batch); `uring` (readiness by io_uring multishot poll,
 //! waiting for a batch of N/2 ready sockets or 500 µs, as `nodelay bench --io-uring` does);
 //! `uring-stamped` (the same, reading with recvmsg and SO_TIMESTAMPNS, as `--io-uring` must
-//! to time a held response by its arrival).
+//! to time a held response by its arrival); `uring-multishot` (the reads and writes
+//! themselves as ring operations, stamped: floor_multishot.rs).
 //!
 //! Usage: floor_client MODE HOST:PORT PATH CONNECTIONS SECONDS
 //! Prints one JSON line: requests, seconds (its CPU time is measured from outside, as the
 //! other generators' is).
+
+mod floor_multishot;
 
 use io_uring::{IoUring, opcode, types};
 use std::io::{Read, Write};
@@ -26,6 +29,7 @@ enum Mode {
     Epoll,
     Uring,
     UringStamped,
+    UringMultishot,
 }
 
 fn main() -> ExitCode {
@@ -41,12 +45,13 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [mode, address, path, connections, seconds] = &args[..] else {
-        return Err("usage: floor_client epoll|uring|uring-stamped HOST:PORT PATH CONNECTIONS SECONDS".into());
+        return Err("usage: floor_client epoll|uring|uring-stamped|uring-multishot HOST:PORT PATH CONNECTIONS SECONDS".into());
     };
     let mode = match mode.as_str() {
         "epoll" => Mode::Epoll,
         "uring" => Mode::Uring,
         "uring-stamped" => Mode::UringStamped,
+        "uring-multishot" => Mode::UringMultishot,
         other => return Err(format!("unknown mode '{other}'")),
     };
     let connections: usize =
@@ -63,7 +68,7 @@ fn run() -> Result<(), String> {
     let response_bytes = learn_response_length(&mut streams[0], &request)?;
     for stream in &streams {
         stream.set_nonblocking(true).map_err(|e| e.to_string())?;
-        if mode == Mode::UringStamped {
+        if matches!(mode, Mode::UringStamped | Mode::UringMultishot) {
             nodelay_engine::enable_arrival_stamps(stream.as_raw_fd())
                 .map_err(|e| format!("SO_TIMESTAMPNS: {e}"))?;
         }
@@ -75,6 +80,7 @@ fn run() -> Result<(), String> {
         Mode::Uring | Mode::UringStamped => {
             run_uring(&streams, &request, response_bytes, deadline, mode == Mode::UringStamped)?
         }
+        Mode::UringMultishot => floor_multishot::run(&streams, &request, response_bytes, deadline)?,
     };
     println!("{{\"requests\": {requests}, \"seconds\": {:.6}}}", started.elapsed().as_secs_f64());
     Ok(())

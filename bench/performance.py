@@ -36,7 +36,7 @@ RUNS = [
 def summary_lines(output):
     """The lines that state a ratio against a target, the verdicts under them, and the
     floor's own summary."""
-    keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost")
+    keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations")
     return [line for line in output.splitlines() if any(word in line for word in keep)]
 
 
