@@ -152,7 +152,8 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         // What is about to run, before it runs: a long run is not a blank screen.
         output::stdout(&text.render(&load.settings))?;
     }
-    let watching = server_view::watch(load.workload.address, &args.server_view);
+    let pace = server_view::pace_for(load.config.duration, load.config.max_requests);
+    let watching = server_view::watch(load.workload.address, &args.server_view, pace);
     let measured = load.measure(!args.quiet)?;
     let stats = &measured.stats;
     // The workers' CPU as a share of their time: near 1, nodelay measured itself. Only the

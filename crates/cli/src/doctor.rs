@@ -270,7 +270,8 @@ fn examine_within(
     // baseline's requests made it use. Started before the baseline is sized, so the time its
     // start takes (a scan of /proc) comes out of the baseline's share, not past the budget.
     let watching = if left() >= MIN_PHASE * 3 {
-        server_view::watch(workload.address, &chain.view)
+        // Steady: the verdicts weigh each thread's CPU, to the end of the baseline.
+        server_view::watch(workload.address, &chain.view, nodelay_host::SamplerPace::Steady)
     } else {
         server_view::Watching::Off
     };

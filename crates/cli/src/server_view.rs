@@ -2,7 +2,7 @@
 //! target, or `--pid`), and its view or, in one line, why there is none.
 
 use crate::args::ServerViewArgs;
-use nodelay_host::{ServerView, ServerWatch, Target};
+use nodelay_host::{SamplerPace, ServerView, ServerWatch, Target};
 use nodelay_report::ServerViewReport;
 use std::net::{SocketAddr, UdpSocket};
 
@@ -14,15 +14,16 @@ pub enum Watching {
     Unavailable(String),
 }
 
-/// Starts watching the server behind `address` (or `--pid`), when it runs on this machine.
-pub fn watch(address: SocketAddr, args: &ServerViewArgs) -> Watching {
+/// Starts watching the server behind `address` (or `--pid`), when it runs on this machine,
+/// its sampler looking at `pace`.
+pub fn watch(address: SocketAddr, args: &ServerViewArgs, pace: SamplerPace) -> Watching {
     let target = match args.pid {
         _ if args.no_server_view => return Watching::Off,
         Some(pid) => Target::Pid(pid),
         None if is_this_machine(address) => Target::Address(address),
         None => return Watching::Off,
     };
-    match ServerWatch::start(target) {
+    match ServerWatch::start_paced(target, pace) {
         Ok(watch) => Watching::On(Box::new(watch)),
         Err(error) => Watching::Unavailable(error.to_string()),
     }
@@ -39,6 +40,15 @@ impl Watching {
                 Err(error) => (Some(ServerViewReport::unavailable(error.to_string())), None),
             },
         }
+    }
+}
+
+/// The pace for a run of this length (`None`: bounded by a request count or an interrupt
+/// only): relaxed when its end is known, so that the sampler looks quickly as it nears.
+pub fn pace_for(duration: Option<std::time::Duration>, max_requests: Option<u64>) -> SamplerPace {
+    match (duration, max_requests) {
+        (Some(duration), None) => SamplerPace::RelaxedUntil(std::time::Instant::now() + duration),
+        _ => SamplerPace::Steady,
     }
 }
 

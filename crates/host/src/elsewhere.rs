@@ -28,7 +28,11 @@ pub struct ServerWatch {
 }
 
 impl ServerWatch {
-    pub fn start(_target: Target) -> Result<ServerWatch, HostError> {
+    pub fn start(target: Target) -> Result<ServerWatch, HostError> {
+        ServerWatch::start_paced(target, crate::SamplerPace::Steady)
+    }
+
+    pub fn start_paced(_target: Target, _pace: crate::SamplerPace) -> Result<ServerWatch, HostError> {
         Err(HostError::Unsupported("the server view reads /proc, which only Linux has"))
     }
 

@@ -36,7 +36,7 @@ pub use error::HostError;
 pub use local_ports::{LocalPorts, local_ports};
 pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
-pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView};
+pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SamplerPace, SocketState, SocketView};
 
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};

@@ -1,7 +1,7 @@
 //! A process's socket descriptors, from /proc/PID/fd: one `readlinkat` per descriptor
 //! ("socket:[INODE]"). procfs's `Process::fd` opens, reads, stats and closes each one (four
-//! system calls), and the server view's sampler lists the server's descriptors every 10 ms
-//! on the load generator's core.
+//! system calls), and the server view's sampler lists the server's descriptors as often as
+//! every 10 ms (whenever its namespace opened a TCP connection) on the load generator's core.
 
 use procfs::ProcError;
 use procfs::process::Process;

@@ -7,10 +7,11 @@
 //! - Threads: /proc/PID/task/TID/schedstat (ns on a CPU, ns waiting for one).
 //! - Upstreams: the processes' sockets (/proc/PID/fd inodes found in the socket table) of
 //!   which they are the client, at the start and the end; in between, every 1 ms or more (10
-//!   ms after the first 100 ms, 160 ms once the namespace's TCP open counts and the threads
-//!   have stood still for 1 s), the sockets the sampler meets when those counts moved (asked
-//!   through `pidfd_getfd` copies: reading the table costs milliseconds); the table's connections before and after; TCP_INFO `segments_out` of the
-//!   connections that lived through the run. Every copy is closed at once.
+//!   ms after the first 100 ms; at `SamplerPace::RelaxedUntil`, 160 ms while the namespace's
+//!   TCP open counts and the threads stand still), the sockets the sampler meets when those
+//!   counts moved (asked through `pidfd_getfd` copies: reading the table costs milliseconds);
+//!   the table's connections before and after; TCP_INFO `segments_out` of the connections
+//!   that lived through the run. Every copy is closed at once.
 //! - CPU pressure: /proc/pressure/cpu `some ... total=`.
 //! - Accept queue: /proc/PID/net/netstat `ListenOverflows` and `ListenDrops` at both ends,
 //!   and the listener's backlog from TCP_INFO of a copy of it at the end.
@@ -32,9 +33,12 @@
 //!   changes while it is read may be missed.
 //! - A connection to the same destination opened by *another* process counts too.
 //! - A destination is known only if the server held a connection to it at the start, at
-//!   the end, or at one of the sampler's instants (every 1 ms or more, then 10 ms, or 160 ms
-//!   after a still second until a connect or an accept moves the counts): a server that opens
-//!   a connection for a few microseconds, rarely, may not be caught.
+//!   the end, or at one of the sampler's instants (every 1 ms or more, then 10 ms; at the
+//!   relaxed pace 160 ms after a still second until a connect or an accept moves the counts):
+//!   a server that opens a connection for a few microseconds, rarely, may not be caught.
+//! - At the relaxed pace, a thread that ends during a still stretch more than 250 ms before
+//!   the run's planned end is counted up to the last look, at most 160 ms before it ended
+//!   (the process's CPU counts all of it).
 //! - The processes are those holding the listening socket at the start, and those that hold
 //!   it at the end (counted since they started: a worker forked during the run).
 
@@ -46,7 +50,7 @@ mod sampler;
 mod tcp_opens;
 
 use crate::linux::{no_permission, proc_error, server_processes};
-use crate::{CpuPressure, HostError, ProcessInfo, ServerView, Target, ThreadLoad};
+use crate::{CpuPressure, HostError, ProcessInfo, SamplerPace, ServerView, Target, ThreadLoad};
 use connections::{ConnectionReadings, Directed, Incarnation};
 use load::{CpuTicks, ThreadTimes};
 use procfs::ProcError;
@@ -99,6 +103,11 @@ impl ServerWatch {
     /// Finds the processes behind `target` (every holder of its listening socket, as
     /// `inspect` does) and reads their start values.
     pub fn start(target: Target) -> Result<ServerWatch, HostError> {
+        ServerWatch::start_paced(target, SamplerPace::Steady)
+    }
+
+    /// As `start`, the sampler looking at `pace`.
+    pub fn start_paced(target: Target, pace: SamplerPace) -> Result<ServerWatch, HostError> {
         let mut watched = open_all(target, server_processes(target)?)?;
         let mut unread = Vec::new();
         let pressure_some_us = read_pressure(&mut unread);
@@ -109,7 +118,7 @@ impl ServerWatch {
         }
         let start = start_values(moment, pressure_some_us, unread, &watched)?;
         let sampled = watched.iter().filter_map(|w| Watched::open(w.info.clone()).ok()).collect();
-        let sampler = Sampler::start(sampled, start.listening_ports.clone())
+        let sampler = Sampler::start(sampled, start.listening_ports.clone(), pace)
             .map_err(|e| HostError::io("starting the server view's sampling thread", e))?;
         // The run is timed from here: reading the socket tables (milliseconds, up to a second
         // on a loaded machine with many TIME-WAIT entries) is not part of it.

@@ -9,11 +9,12 @@
 //! connection hash table (~4 ms on a machine with 262 144 buckets, however few sockets it
 //! holds). A server with a steady set of connections costs one counter read per namespace and
 //! sample (a connection that lives a millisecond, one per request, is met often enough to
-//! learn where it goes). Once neither count nor the set of threads has moved for a second (a
-//! keep-alive run past its connects), it looks every 160 ms until they move again: each
-//! wake-up takes the generator's core from it, and there is nothing new to learn. The thread
-//! also waits longer after a costlier sample (a server with very many sockets), to stay under
-//! 1 % of one CPU.
+//! learn where it goes). At the relaxed pace (`SamplerPace::RelaxedUntil`, a run of known
+//! length), once neither count nor the set of threads has moved for a second (a keep-alive
+//! run past its connects) and no socket is still connecting, it looks every 160 ms until they
+//! move again or the run nears its end: each wake-up takes the generator's core from it, and
+//! there is nothing new to learn. The thread also waits longer after a costlier sample (a
+//! server with very many sockets), to stay under 1 % of one CPU.
 //!
 //! A copy is the server's socket: while it is held (microseconds), a `close` by the server
 //! sends its FIN only when the copy is closed too.
@@ -22,13 +23,15 @@ use super::connections::{self, Directed};
 use super::load::ThreadTimes;
 use super::reading::{Watched, thread_name, thread_times};
 use super::tcp_opens::{Opens, TcpOpens};
+use crate::SamplerPace;
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
+use procfs::ProcError;
 use socket2::{Protocol, SockRef, Type};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -49,6 +52,9 @@ const STILL_BEFORE_SLOWING: Duration = Duration::from_secs(1);
 /// bench/server_view_overhead.py's setup). A thread that ends in a still period loses up to
 /// this much of its time from the per-thread figures (the process's CPU keeps all of it).
 const STILL_INTERVAL: Duration = Duration::from_millis(160);
+/// The quick pace returns this long before the run is due to end: the run's own connections
+/// close at its end, and a server's thread per connection ends with them.
+const FINAL_LOOKS: Duration = Duration::from_millis(250);
 /// The wait after a sample is at least this many times the sample's own CPU time.
 const WAIT_PER_CPU: u32 = 100;
 /// For this long the sampler looks more often (a doctor's baseline of 40 short requests lasts
@@ -84,16 +90,21 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn start(watched: Vec<Watched>, listening_ports: HashSet<u16>) -> io::Result<Sampler> {
+    pub fn start(
+        watched: Vec<Watched>,
+        listening_ports: HashSet<u16>,
+        pace: SamplerPace,
+    ) -> io::Result<Sampler> {
         let (stop, stopped) = mpsc::channel();
         let samples = Arc::new(AtomicU64::new(0));
         let knowledge = Knowledge { listening_ports, known: HashMap::new(), sampled: Sampled::default() };
         let learner = Learner {
             watched,
+            pace,
             samples: Arc::clone(&samples),
             knowledge,
             listed_at_opens: None,
-            still_connecting: false,
+            list_again: false,
             last_look: None,
         };
         let thread =
@@ -125,13 +136,15 @@ impl Drop for Sampler {
 
 struct Learner {
     watched: Vec<Watched>,
+    pace: SamplerPace,
     /// Completed samples, counted after each.
     samples: Arc<AtomicU64>,
     knowledge: Knowledge,
     /// The namespaces' counts read before the last descriptor listing.
     listed_at_opens: Option<Vec<Option<Opens>>>,
-    /// The last listing met a TCP socket not connected yet (or one it could not ask).
-    still_connecting: bool,
+    /// The last listing met a socket still connecting (or one it could not ask), or could not
+    /// list a process: the next look lists again, whether the counts moved or not.
+    list_again: bool,
     /// What the last look found, to tell whether anything moved since.
     last_look: Option<Look>,
 }
@@ -159,8 +172,12 @@ enum Met {
     Client(SocketAddr, SocketAddr),
     /// Not TCP, a listener, or a connection the server accepted: for good.
     Other,
-    /// A TCP socket not connected yet, or one that could not be asked.
-    NotYet,
+    /// A TCP socket whose SYN is out (SYN-SENT), or one that could not be asked: asked again
+    /// at the next look, counts moved or not (a connect that completes moves no count).
+    Connecting,
+    /// A TCP socket neither connected nor connecting: asked again at the next listing (its
+    /// connect, if it comes, moves `ActiveOpens`).
+    Unconnected,
 }
 
 impl Learner {
@@ -168,6 +185,7 @@ impl Learner {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
         let mut counters = namespace_counters(&self.watched);
+        let pace = self.pace;
         let mut wait = INTERVAL;
         let started = Instant::now();
         let mut last_move = started;
@@ -180,7 +198,7 @@ impl Learner {
             // The first looks keep a quicker pace, so that a short run is seen, yet stay at
             // 20 % of a CPU at most: the sampler must not slow what it watches.
             wait = if started.elapsed() > FIRST_LOOKS {
-                later_wait(last_move.elapsed(), cost)
+                later_wait(pace, last_move.elapsed(), cost, Instant::now())
             } else {
                 INTERVAL.max(cost * FIRST_WAIT_PER_CPU)
             };
@@ -189,15 +207,16 @@ impl Learner {
     }
 
     /// One look at every watched process; true when the namespaces' counts or the set of
-    /// threads moved since the last look (or the counts cannot be read).
+    /// threads moved since the last look, or it must list again (the counts cannot be read, a
+    /// socket is still connecting).
     fn sample(&mut self, handles: &[Option<PidFd>], counters: &mut [Option<TcpOpens>]) -> bool {
         // Read before the listing: a connect() while it runs moves the count for the next look.
         let opens: Vec<Option<Opens>> =
             counters.iter_mut().map(|c| c.as_mut().and_then(TcpOpens::read)).collect();
         let unknown = opens.iter().any(Option::is_none);
-        let list = unknown || self.still_connecting || self.listed_at_opens.as_ref() != Some(&opens);
+        let list = unknown || self.list_again || self.listed_at_opens.as_ref() != Some(&opens);
         let mut present = HashSet::new();
-        let mut connecting = false;
+        let mut list_again = false;
         let mut threads_now = Vec::new();
         for (watched, handle) in self.watched.iter().zip(handles) {
             // A process that ended has no sockets left to learn from.
@@ -216,24 +235,34 @@ impl Learner {
             if !list {
                 continue;
             }
-            let (Some(handle), Ok(sockets)) = (handle, socket_fds(&watched.process)) else { continue };
+            // Without a pidfd no socket of it can be asked: listing it teaches nothing.
+            let Some(handle) = handle else { continue };
+            let sockets = match socket_fds(&watched.process) {
+                Ok(sockets) => sockets,
+                // It ended: nothing more to learn from it.
+                Err(ProcError::NotFound(_)) => continue,
+                Err(_) => {
+                    list_again = true;
+                    continue;
+                }
+            };
             for (fd, inode) in sockets {
                 present.insert(inode);
                 if !self.knowledge.known.contains_key(&inode) {
                     let met = ask(handle, fd, inode, &mut self.knowledge.listening_ports);
-                    connecting |= met == Met::NotYet;
+                    list_again |= met == Met::Connecting;
                     self.knowledge.learn(inode, met);
                 }
             }
         }
         if list {
             self.knowledge.known.retain(|inode, _| present.contains(inode));
-            self.still_connecting = connecting;
+            self.list_again = list_again;
             self.listed_at_opens = Some(opens.clone());
         }
         threads_now.sort_unstable();
         let look = Look { opens, threads: threads_now };
-        let moved = unknown || self.last_look.as_ref() != Some(&look);
+        let moved = unknown || self.list_again || self.last_look.as_ref() != Some(&look);
         self.last_look = Some(look);
         self.samples.fetch_add(1, Ordering::Release);
         moved
@@ -255,7 +284,7 @@ impl Knowledge {
             Met::Other => {
                 self.known.insert(inode, false);
             }
-            Met::NotYet => {}
+            Met::Connecting | Met::Unconnected => {}
         }
     }
 }
@@ -263,10 +292,10 @@ impl Knowledge {
 /// Asks descriptor `fd` of the process (socket `inode` when it was listed) what it is,
 /// through a copy closed on return. Notes a listening port met on the way.
 fn ask(handle: &PidFd, fd: i32, inode: u64, listening_ports: &mut HashSet<u16>) -> Met {
-    let Ok(copy) = handle.take(fd) else { return Met::NotYet };
-    // The number may name another file by now.
+    let Ok(copy) = handle.take(fd) else { return Met::Connecting };
+    // The number may name another file by now: it is listed again at the next look.
     if pidfd::inode(&copy).ok() != Some(inode) {
-        return Met::NotYet;
+        return Met::Connecting;
     }
     classify(&copy, listening_ports)
 }
@@ -286,31 +315,59 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
         return Met::Other;
     }
     match socket.peer_addr().ok().and_then(|a| a.as_socket()) {
-        None => Met::NotYet,
+        None if syn_sent(copy).unwrap_or(true) => Met::Connecting,
+        None => Met::Unconnected,
         Some(_) if listening_ports.contains(&local.port()) => Met::Other,
         Some(remote) => Met::Client(local, remote),
     }
 }
 
-/// The wait after a later sample (past the first looks) that cost `cost` of CPU, when the
-/// counts and the threads last moved `still_for` ago.
-fn later_wait(still_for: Duration, cost: Duration) -> Duration {
-    let pace = if still_for < STILL_BEFORE_SLOWING { LATER_INTERVAL } else { STILL_INTERVAL };
-    pace.max(cost * WAIT_PER_CPU)
+/// Whether a TCP socket has sent its SYN and awaits the answer; `None` when TCP_INFO fails.
+fn syn_sent(copy: &OwnedFd) -> Option<bool> {
+    // SAFETY: an all-zero tcp_info is valid; getsockopt writes at most `length` bytes into it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut length = size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `info` and `length` are live and describe each other.
+    let done = unsafe {
+        libc::getsockopt(
+            copy.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&raw mut info).cast(),
+            &mut length,
+        )
+    };
+    // TCP_SYN_SENT in the kernel's states (include/net/tcp_states.h).
+    (done == 0).then_some(info.tcpi_state == 2)
 }
 
-/// The TCP open counters of each network namespace the processes are in, opened through
-/// the first of its processes; `None` for one that cannot be read (each look lists them all).
+/// The wait after a later sample (past the first looks) that cost `cost` of CPU, at `now`,
+/// when the counts and the threads last moved `still_for` ago.
+fn later_wait(pace: SamplerPace, still_for: Duration, cost: Duration, now: Instant) -> Duration {
+    let quick = LATER_INTERVAL.max(cost * WAIT_PER_CPU);
+    let SamplerPace::RelaxedUntil(end) = pace else { return quick };
+    let final_looks = end.checked_sub(FINAL_LOOKS).unwrap_or(end);
+    if still_for < STILL_BEFORE_SLOWING || now >= final_looks {
+        return quick;
+    }
+    // Woken in time for the final looks.
+    STILL_INTERVAL.max(cost * WAIT_PER_CPU).min(final_looks - now)
+}
+
+/// The TCP open counters of each network namespace the processes are in, opened through the
+/// first of its processes that allows it; `None` for one that cannot be read (then each look
+/// lists descriptors).
 fn namespace_counters(watched: &[Watched]) -> Vec<Option<TcpOpens>> {
-    let mut namespaces = Vec::new();
+    let mut namespaces: Vec<u64> = Vec::new();
     let mut counters = Vec::new();
     for one in watched {
-        // 0: its namespace could not be named, so it is shared with no one.
+        // 0: its namespace is unknown, so it is not taken for any other process's.
         if one.netns == 0 {
-            counters.push(None);
+            counters.push(TcpOpens::open(&one.process).ok());
         } else if !namespaces.contains(&one.netns) {
             namespaces.push(one.netns);
-            counters.push(TcpOpens::open(&one.process).ok());
+            let same = watched.iter().filter(|other| other.netns == one.netns);
+            counters.push(same.map(|other| TcpOpens::open(&other.process)).find_map(Result::ok));
         }
     }
     counters
@@ -335,13 +392,22 @@ mod tests {
     }
 
     #[test]
-    fn the_pace_slows_only_after_a_second_without_movement() {
-        let cheap = Duration::from_micros(20);
-        assert_eq!(later_wait(Duration::ZERO, cheap), Duration::from_millis(10));
-        assert_eq!(later_wait(Duration::from_millis(999), cheap), Duration::from_millis(10));
-        assert_eq!(later_wait(Duration::from_secs(1), cheap), Duration::from_millis(160));
+    fn the_relaxed_pace_slows_after_a_still_second_until_the_final_looks() {
+        let (cheap, now) = (Duration::from_micros(20), Instant::now());
+        let ms = Duration::from_millis;
+        let relaxed = SamplerPace::RelaxedUntil(now + Duration::from_secs(10));
+        assert_eq!(later_wait(relaxed, Duration::ZERO, cheap, now), ms(10));
+        assert_eq!(later_wait(relaxed, ms(999), cheap, now), ms(10));
+        assert_eq!(later_wait(relaxed, ms(1000), cheap, now), ms(160));
+        // Woken for the final looks, 250 ms before the end, then quick however still.
+        assert_eq!(later_wait(relaxed, ms(5000), cheap, now + ms(9700)), ms(50));
+        assert_eq!(later_wait(relaxed, ms(5000), cheap, now + ms(9750)), ms(10));
+        assert_eq!(later_wait(relaxed, ms(5000), cheap, now + ms(12000)), ms(10));
+        // Steady never slows.
+        assert_eq!(later_wait(SamplerPace::Steady, ms(5000), cheap, now), ms(10));
         // A sample that cost 5 ms waits 100 times that, still or not.
-        assert_eq!(later_wait(Duration::ZERO, Duration::from_millis(5)), Duration::from_millis(500));
+        assert_eq!(later_wait(relaxed, Duration::ZERO, ms(5), now), ms(500));
+        assert_eq!(later_wait(SamplerPace::Steady, Duration::ZERO, ms(5), now), ms(500));
     }
 
     #[test]
@@ -363,6 +429,6 @@ mod tests {
         assert_eq!(classify(&copy(&udp), &mut listening), Met::Other);
         let unconnected = socket2::Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
         unconnected.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
-        assert_eq!(classify(&copy(&unconnected), &mut listening), Met::NotYet, "may connect later");
+        assert_eq!(classify(&copy(&unconnected), &mut listening), Met::Unconnected, "may connect later");
     }
 }
