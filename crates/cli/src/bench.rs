@@ -111,10 +111,12 @@ impl Load {
             .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))
     }
 
-    /// Runs the load once. A target whose first connection fails is an error.
-    pub fn measure(&self, show_progress: bool) -> Result<Measured> {
+    /// Runs the load once, `on_interrupt` once if it is interrupted. A target whose first
+    /// connection fails is an error.
+    pub fn measure(&self, show_progress: bool, on_interrupt: &dyn Fn()) -> Result<Measured> {
         let request_kinds = self.config.requests.len();
-        let finished = run_engine(&self.config, show_progress, |_| Stats::with_requests(request_kinds))?;
+        let finished =
+            run_engine(&self.config, show_progress, |_| Stats::with_requests(request_kinds), on_interrupt)?;
         if let Some(why) = &finished.unreachable {
             // The run's own first connection failed: one clear error, as before any load.
             bail!("cannot connect to {}: {why}", self.workload.address);
@@ -154,7 +156,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     }
     let pace = server_view::pace_for(load.config.duration, load.config.max_requests);
     let watching = server_view::watch(load.workload.address, &args.server_view, pace);
-    let measured = load.measure(!args.quiet)?;
+    let measured = load.measure(!args.quiet, &|| watching.ending())?;
     let stats = &measured.stats;
     // The workers' CPU as a share of their time: near 1, nodelay measured itself. Only the
     // workers': the server view's sampler is not the generator.

@@ -149,7 +149,7 @@ fn run_rounds(targets: &mut [Measuring], rounds: u32, show_progress: bool) -> bo
             if target.error.is_some() {
                 continue;
             }
-            match target.load.measure(show_progress) {
+            match target.load.measure(show_progress, &|| {}) {
                 Ok(measured) => add_round(target, round + 1, measured),
                 Err(error) => target.error = Some(format!("{error:#}")),
             }

@@ -621,7 +621,7 @@ pub(crate) fn run_phase(config: &EngineConfig, experiment: Option<Experiment>) -
 }
 
 fn run_phase_reaching(config: &EngineConfig, experiment: Option<Experiment>) -> Result<(Phase, Reach)> {
-    let finished = run_engine(config, false, |_| CollectingSink::default())?;
+    let finished = run_engine(config, false, |_| CollectingSink::default(), &|| {})?;
     let reach = Reach { unreachable: finished.unreachable.clone(), connected: finished.connected };
     let mut phase = Phase {
         experiment,

@@ -49,10 +49,13 @@ fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
     columns().unwrap_or(DEFAULT_WIDTH)
 }
 
+/// Runs the engine to its end or an interrupt; `on_interrupt` runs once when the run is
+/// asked to stop early, before its connections close.
 pub fn run_engine<S, F>(
     config: &EngineConfig,
     show_progress: bool,
     make_sink: F,
+    on_interrupt: &dyn Fn(),
 ) -> anyhow::Result<Finished<S>>
 where
     S: RecordSink + Send,
@@ -72,8 +75,14 @@ where
             caller.unpark();
             result
         });
+        let mut told = false;
         while !engine.is_finished() {
             if interrupt::interrupted() {
+                if !told {
+                    // Before the stop: the connections close once the workers see it.
+                    on_interrupt();
+                    told = true;
+                }
                 control.stop();
                 // Gone at once, not when the engine has wound down: the terminal is the
                 // user's again as soon as they asked for it.

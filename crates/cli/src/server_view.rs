@@ -30,6 +30,13 @@ pub fn watch(address: SocketAddr, args: &ServerViewArgs, pace: SamplerPace) -> W
 }
 
 impl Watching {
+    /// The run ends sooner than planned (interrupted): the sampler looks quickly from now.
+    pub fn ending(&self) {
+        if let Watching::On(watch) = self {
+            watch.ending();
+        }
+    }
+
     /// Ends the watch: the report (unless off) and the view behind it (when read).
     pub fn finish(self, requests: u64) -> (Option<ServerViewReport>, Option<ServerView>) {
         match self {
@@ -47,7 +54,10 @@ impl Watching {
 /// only): relaxed when its end is known, so that the sampler looks quickly as it nears.
 pub fn pace_for(duration: Option<std::time::Duration>, max_requests: Option<u64>) -> SamplerPace {
     match (duration, max_requests) {
-        (Some(duration), None) => SamplerPace::RelaxedUntil(std::time::Instant::now() + duration),
+        (Some(duration), None) => match std::time::Instant::now().checked_add(duration) {
+            Some(end) => SamplerPace::RelaxedUntil(end),
+            None => SamplerPace::Steady,
+        },
         _ => SamplerPace::Steady,
     }
 }
@@ -55,4 +65,23 @@ pub fn pace_for(duration: Option<std::time::Duration>, max_requests: Option<u64>
 /// Whether `address` is one of this machine's: loopback, or an address a socket can bind.
 pub fn is_this_machine(address: SocketAddr) -> bool {
     address.ip().is_loopback() || UdpSocket::bind(SocketAddr::new(address.ip(), 0)).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn only_a_run_bounded_by_its_duration_alone_is_relaxed() {
+        let before = Instant::now();
+        let SamplerPace::RelaxedUntil(end) = pace_for(Some(Duration::from_secs(5)), None) else {
+            panic!("a 5 s run is relaxed");
+        };
+        assert!(end >= before + Duration::from_secs(5) && end <= Instant::now() + Duration::from_secs(5));
+        assert_eq!(pace_for(Some(Duration::from_secs(5)), Some(1000)), SamplerPace::Steady, "may end sooner");
+        assert_eq!(pace_for(None, Some(1000)), SamplerPace::Steady);
+        assert_eq!(pace_for(None, None), SamplerPace::Steady);
+        assert_eq!(pace_for(Some(Duration::MAX), None), SamplerPace::Steady, "no end to plan for");
+    }
 }

@@ -15,13 +15,15 @@ pub struct ProcessInfo {
 /// How often the server view's sampler looks while a run lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SamplerPace {
-    /// Every 10 ms or more throughout: for a run whose end is not known beforehand (a
-    /// request count) and for the doctor, whose verdicts weigh each thread's CPU.
+    /// Every 10 ms or more once its first 100 ms (at 1 ms) are over: for a run whose end is
+    /// not known beforehand (a request count) and for the doctor, whose verdicts weigh each
+    /// thread's CPU.
     Steady,
-    /// Every 160 ms while the namespace's TCP open counts and the server's threads stand still
-    /// (a keep-alive run past its connects), quick again as soon as they move and over the
-    /// last 250 ms before the run is due to end at this instant, when its connections close
-    /// and a thread per connection ends: each wake-up on the generator's core costs the
+    /// As steady, but every 160 ms once the namespace's TCP open counts and the server's
+    /// threads have stood still for a second and no socket is connecting (a keep-alive run
+    /// past its connects); quick again as soon as they move, after `ServerWatch::ending`, and
+    /// over the last 250 ms before the run is due to end at this instant, when its connections
+    /// close and a thread per connection ends: each wake-up on the generator's core costs the
     /// server requests.
     RelaxedUntil(std::time::Instant),
 }

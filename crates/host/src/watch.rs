@@ -126,6 +126,12 @@ impl ServerWatch {
         Ok(ServerWatch { target, started, watched, start, sampler })
     }
 
+    /// The run ends sooner than the pace planned (interrupted): the sampler looks now, then
+    /// quickly, until `finish`.
+    pub fn ending(&self) {
+        self.sampler.ending();
+    }
+
     /// Samples of the server's outgoing connections taken so far, one every 1 ms or more: a run
     /// shorter than a sample learns its upstreams only from the start and the end.
     pub fn samples_taken(&self) -> u64 {

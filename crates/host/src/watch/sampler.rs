@@ -112,6 +112,14 @@ impl Sampler {
         Ok(Sampler { stop: Some(stop), thread: Some(thread), samples })
     }
 
+    /// The run is ending (interrupted) sooner than its pace planned: look now, then at the
+    /// quick pace, so that threads ending with its connections are seen to their last 10 ms.
+    pub fn ending(&self) {
+        if let Some(stop) = &self.stop {
+            let _ = stop.send(());
+        }
+    }
+
     /// Samples completed so far.
     pub fn samples(&self) -> u64 {
         self.samples.load(Ordering::Acquire)
@@ -172,12 +180,13 @@ enum Met {
     Client(SocketAddr, SocketAddr),
     /// Not TCP, a listener, or a connection the server accepted: for good.
     Other,
-    /// A TCP socket whose SYN is out (SYN-SENT), or one that could not be asked: asked again
-    /// at the next look, counts moved or not (a connect that completes moves no count).
+    /// A TCP socket whose SYN is out (SYN-SENT), or one this process lacked a descriptor to
+    /// ask: asked again at the next look, counts moved or not (a connect that completes moves
+    /// no count).
     Connecting,
-    /// A TCP socket neither connected nor connecting: asked again at the next listing (its
-    /// connect, if it comes, moves `ActiveOpens`).
-    Unconnected,
+    /// A TCP socket neither connected nor connecting, or a descriptor closed since the
+    /// listing: asked again at the next listing (a connect, if it comes, moves `ActiveOpens`).
+    Later,
 }
 
 impl Learner {
@@ -185,11 +194,17 @@ impl Learner {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
         let mut counters = namespace_counters(&self.watched);
-        let pace = self.pace;
+        let mut pace = self.pace;
         let mut wait = INTERVAL;
         let started = Instant::now();
         let mut last_move = started;
-        while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(wait) {
+        loop {
+            match stopped.recv_timeout(wait) {
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {}
+                // The run ends early: from here on, as over the final looks of a planned end.
+                Ok(()) => pace = SamplerPace::RelaxedUntil(Instant::now()),
+            }
             let before_ns = thread_cpu_ns();
             if self.sample(&handles, &mut counters) {
                 last_move = Instant::now();
@@ -284,7 +299,7 @@ impl Knowledge {
             Met::Other => {
                 self.known.insert(inode, false);
             }
-            Met::Connecting | Met::Unconnected => {}
+            Met::Connecting | Met::Later => {}
         }
     }
 }
@@ -292,10 +307,21 @@ impl Knowledge {
 /// Asks descriptor `fd` of the process (socket `inode` when it was listed) what it is,
 /// through a copy closed on return. Notes a listening port met on the way.
 fn ask(handle: &PidFd, fd: i32, inode: u64, listening_ports: &mut HashSet<u16>) -> Met {
-    let Ok(copy) = handle.take(fd) else { return Met::Connecting };
-    // The number may name another file by now: it is listed again at the next look.
+    let copy = match handle.take(fd) {
+        Ok(copy) => copy,
+        // Closed since the listing, or the process ended: nothing left to ask.
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EBADF | libc::ESRCH)) => return Met::Later,
+        // Out of descriptors here: a passing shortage, asked again at the next look.
+        Err(error) if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+            return Met::Connecting;
+        }
+        // Refused (EPERM under Yama's ptrace_scope, say), and so at every look: never asked again.
+        Err(_) => return Met::Other,
+    };
+    // The number names another file by now: a new socket there came from a connect or an
+    // accept, which moved the counts, so it is met at that listing.
     if pidfd::inode(&copy).ok() != Some(inode) {
-        return Met::Connecting;
+        return Met::Later;
     }
     classify(&copy, listening_ports)
 }
@@ -316,7 +342,7 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
     }
     match socket.peer_addr().ok().and_then(|a| a.as_socket()) {
         None if syn_sent(copy).unwrap_or(true) => Met::Connecting,
-        None => Met::Unconnected,
+        None => Met::Later,
         Some(_) if listening_ports.contains(&local.port()) => Met::Other,
         Some(remote) => Met::Client(local, remote),
     }
@@ -429,6 +455,28 @@ mod tests {
         assert_eq!(classify(&copy(&udp), &mut listening), Met::Other);
         let unconnected = socket2::Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
         unconnected.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
-        assert_eq!(classify(&copy(&unconnected), &mut listening), Met::Unconnected, "may connect later");
+        assert_eq!(classify(&copy(&unconnected), &mut listening), Met::Later, "may connect later");
+    }
+
+    /// A listener that accepts nothing, its queue of one full: further connects stay in
+    /// SYN-SENT (their SYNs dropped), and are asked again at every look.
+    #[test]
+    fn a_socket_whose_syn_goes_unanswered_is_connecting() {
+        let listener = socket2::Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
+        listener.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+        listener.listen(0).unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut listening = HashSet::new();
+        let clients: Vec<socket2::Socket> = (0..4)
+            .map(|_| {
+                let client = socket2::Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
+                client.set_nonblocking(true).unwrap();
+                let _ = client.connect(&address);
+                client
+            })
+            .collect();
+        let met: Vec<Met> = clients.iter().map(|client| classify(&copy(client), &mut listening)).collect();
+        assert!(met.contains(&Met::Connecting), "{met:?}");
+        assert!(met.iter().all(|m| matches!(m, Met::Client(..) | Met::Connecting)), "{met:?}");
     }
 }
