@@ -94,12 +94,7 @@ pub fn run(
     response_bytes: usize,
     deadline: Instant,
 ) -> Result<u64, String> {
-    let mut ring: IoUring = IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .setup_taskrun_flag()
-        .build(4096)
-        .map_err(|e| format!("io_uring: {e}"))?;
+    let mut ring = super::batched_ring()?;
     let mut buffers = BufferRing::new()?;
     // SAFETY: the mapping holds BUFFERS entries, and the ring is dropped before it (below).
     unsafe {
@@ -118,17 +113,12 @@ pub fn run(
     }
     let mut pending = vec![0usize; streams.len()];
     let (mut requests, mut stamped) = (0u64, 0u64);
-    let batch = (streams.len() / 2).clamp(1, 64);
-    let timeout = types::Timespec::new().nsec(50_000_000);
-    let arguments = types::SubmitArgs::new().timespec(&timeout).min_wait_usec(500);
     let result = loop {
         if Instant::now() >= deadline {
             break Ok(requests);
         }
-        match ring.submitter().submit_with_args(batch, &arguments) {
-            Ok(_) => {}
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {}
-            Err(e) => break Err(format!("io_uring_enter: {e}")),
+        if let Err(error) = super::submit_and_wait_batch(&mut ring, streams.len()) {
+            break Err(error);
         }
         let done: Vec<(u64, i32, u32)> =
             ring.completion().map(|c| (c.user_data(), c.result(), c.flags())).collect();

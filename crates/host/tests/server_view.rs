@@ -17,6 +17,20 @@ fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> Server
     watch.finish().unwrap()
 }
 
+/// A watch at the relaxed pace (its end far off) once its sampler has slowed, the server
+/// having stood still for a second: at most 2 looks in 200 ms.
+fn slowed_watch(server: &Server) -> ServerWatch {
+    let far = Instant::now() + Duration::from_secs(600);
+    let watch =
+        ServerWatch::start_paced(Target::Address(server.address()), SamplerPace::RelaxedUntil(far)).unwrap();
+    wait_until("the sampler's slower pace (at most 2 looks in 200 ms)", || {
+        let before = watch.samples_taken();
+        std::thread::sleep(Duration::from_millis(200));
+        watch.samples_taken() - before <= 2
+    });
+    watch
+}
+
 fn upstream(view: &ServerView, destination: SocketAddr) -> &Upstream {
     let found = view.upstreams.iter().find(|u| u.destination == destination);
     found.unwrap_or_else(|| panic!("no upstream {destination} in {view:#?}"))
@@ -95,14 +109,7 @@ fn brief_upstream_connections_after_a_still_second_are_met() {
     let _alone = alone();
     let brief = Draining::start();
     let mut server = Server::spawn();
-    let far = Instant::now() + Duration::from_secs(600);
-    let watch =
-        ServerWatch::start_paced(Target::Address(server.address()), SamplerPace::RelaxedUntil(far)).unwrap();
-    wait_until("the sampler's slower pace (at most 2 looks in 200 ms)", || {
-        let before = watch.samples_taken();
-        std::thread::sleep(Duration::from_millis(200));
-        watch.samples_taken() - before <= 2
-    });
+    let watch = slowed_watch(&server);
     let (taken, began) = (watch.samples_taken(), Instant::now());
     server.ask(&format!("brief {} 70 40 5", brief.port()));
     let (looks, elapsed) = (watch.samples_taken() - taken, began.elapsed());
@@ -124,14 +131,7 @@ fn brief_upstream_connections_after_a_still_second_are_met() {
 fn a_run_ending_early_brings_back_the_quick_pace() {
     let _alone = alone();
     let server = Server::spawn();
-    let far = Instant::now() + Duration::from_secs(600);
-    let watch =
-        ServerWatch::start_paced(Target::Address(server.address()), SamplerPace::RelaxedUntil(far)).unwrap();
-    wait_until("the sampler's slower pace (at most 2 looks in 200 ms)", || {
-        let before = watch.samples_taken();
-        std::thread::sleep(Duration::from_millis(200));
-        watch.samples_taken() - before <= 2
-    });
+    let watch = slowed_watch(&server);
     let (taken, told) = (watch.samples_taken(), Instant::now());
     watch.ending();
     wait_until("six looks", || watch.samples_taken() >= taken + 6);
