@@ -108,6 +108,10 @@ SOCKET_TABLE = {  # the fuzz input is (sequence: u32 little-endian, bytes)
     "sock-diag-dump": struct.pack("<I", 1) + sock_diag_receive(),
     "proc-line": struct.pack("<I", 1)
     + b"   3: 0100007F:46A1 0100007F:C944 06 00000000:00000000 03:0000175B 00000000     0        0 0 3 0\n",
+    "snmp": struct.pack("<I", 1)
+    + b"Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+    + b"Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails\n"
+    + b"Tcp: 1 200 120000 -1 3158 3114 5\nUdp: InDatagrams NoPorts\nUdp: 5 6\n",
 }
 
 def write(target: str, name: str, data: bytes) -> None:

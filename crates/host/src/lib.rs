@@ -56,6 +56,11 @@ pub mod fuzzing {
         Ok((lines.len(), ended))
     }
 
+    /// The `Tcp:` ActiveOpens and PassiveOpens of a /proc/net/snmp text, when it has both.
+    pub fn snmp_tcp_opens(text: &[u8]) -> Option<(u64, u64)> {
+        crate::watch::tcp_opens::opens(text).map(|opens| (opens.active, opens.passive))
+    }
+
     /// One line of /proc/net/tcp or tcp6: (local, remote, inode) when it reads as one.
     pub fn proc_tcp_line(line: &str) -> Option<(std::net::SocketAddr, std::net::SocketAddr, u64)> {
         crate::tcp_table::parse_line(line, 100).map(|line| (line.local, line.remote, line.inode))

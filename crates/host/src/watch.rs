@@ -47,7 +47,7 @@ mod listen_queue;
 mod load;
 mod reading;
 mod sampler;
-mod tcp_opens;
+pub(crate) mod tcp_opens;
 
 use crate::linux::{no_permission, proc_error, server_processes};
 use crate::{CpuPressure, HostError, ProcessInfo, SamplerPace, ServerView, Target, ThreadLoad};

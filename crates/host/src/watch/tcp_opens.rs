@@ -60,7 +60,7 @@ impl TcpOpens {
 
 /// The counts from the text of /proc/net/snmp: the values under their names in the second of
 /// the two `Tcp:` lines (names, then values).
-fn opens(snmp: &[u8]) -> Option<Opens> {
+pub(crate) fn opens(snmp: &[u8]) -> Option<Opens> {
     let text = std::str::from_utf8(snmp).ok()?;
     let mut tcp_lines = text.lines().filter_map(|line| line.strip_prefix("Tcp:"));
     let (names, values) = (tcp_lines.next()?, tcp_lines.next()?);
