@@ -44,7 +44,7 @@ pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, TlsSu
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{
-    KERNEL_TCP_FIGURES, ListenQueue, TcpInfo, read_listen_queue, read_tcp_info, set_quickack,
+    KERNEL_TCP_FIGURES, ListenQueue, TcpInfo, is_syn_sent, read_listen_queue, read_tcp_info, set_quickack,
 };
 pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};

@@ -142,6 +142,19 @@ pub fn read_listen_queue(_socket: &impl AsRawFd) -> Option<ListenQueue> {
     None
 }
 
+/// Whether a TCP socket has sent its SYN and awaits the answer (SYN-SENT); `None` where
+/// TCP_INFO is refused, or off Linux.
+#[cfg(target_os = "linux")]
+pub fn is_syn_sent(socket: &impl AsRawFd) -> Option<bool> {
+    const TCP_SYN_SENT: u8 = 2;
+    read_raw(socket).map(|raw| raw.state == TCP_SYN_SENT)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn is_syn_sent(_socket: &impl AsRawFd) -> Option<bool> {
+    None
+}
+
 /// Leaves pingpong (delayed-ACK) mode once and flushes a pending ACK. Not sticky: the
 /// kernel re-enters pingpong, so callers set it again after every read.
 #[cfg(target_os = "linux")]

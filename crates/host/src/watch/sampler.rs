@@ -31,7 +31,7 @@ use socket2::{Protocol, SockRef, Type};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
@@ -341,30 +341,11 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
         return Met::Other;
     }
     match socket.peer_addr().ok().and_then(|a| a.as_socket()) {
-        None if syn_sent(copy).unwrap_or(true) => Met::Connecting,
+        None if nodelay_engine::is_syn_sent(copy).unwrap_or(true) => Met::Connecting,
         None => Met::Later,
         Some(_) if listening_ports.contains(&local.port()) => Met::Other,
         Some(remote) => Met::Client(local, remote),
     }
-}
-
-/// Whether a TCP socket has sent its SYN and awaits the answer; `None` when TCP_INFO fails.
-fn syn_sent(copy: &OwnedFd) -> Option<bool> {
-    // SAFETY: an all-zero tcp_info is valid; getsockopt writes at most `length` bytes into it.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut length = size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `info` and `length` are live and describe each other.
-    let done = unsafe {
-        libc::getsockopt(
-            copy.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&raw mut info).cast(),
-            &mut length,
-        )
-    };
-    // TCP_SYN_SENT in the kernel's states (include/net/tcp_states.h).
-    (done == 0).then_some(info.tcpi_state == 2)
 }
 
 /// The wait after a later sample (past the first looks) that cost `cost` of CPU, at `now`,
