@@ -45,6 +45,7 @@
 mod connections;
 mod listen_queue;
 mod load;
+mod mib;
 mod reading;
 mod sampler;
 pub(crate) mod tcp_opens;

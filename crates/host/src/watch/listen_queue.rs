@@ -24,25 +24,10 @@ pub fn counters(pid: i32) -> Option<ListenCounters> {
     parse_counters(&text)
 }
 
-/// /proc/net/netstat holds pairs of lines: `TcpExt: NAME NAME ...` then `TcpExt: VALUE ...`.
+/// The two counters in /proc/net/netstat's `TcpExt:` section.
 fn parse_counters(text: &str) -> Option<ListenCounters> {
-    let mut lines = text.lines();
-    while let Some(names) = lines.next() {
-        let values = lines.next()?;
-        let (Some(names), Some(values)) = (names.strip_prefix("TcpExt:"), values.strip_prefix("TcpExt:"))
-        else {
-            continue;
-        };
-        let value_of = |wanted: &str| {
-            let index = names.split_whitespace().position(|name| name == wanted)?;
-            values.split_whitespace().nth(index)?.parse::<u64>().ok()
-        };
-        return Some(ListenCounters {
-            overflows: value_of("ListenOverflows")?,
-            drops: value_of("ListenDrops")?,
-        });
-    }
-    None
+    let [overflows, drops] = super::mib::counters(text, "TcpExt", ["ListenOverflows", "ListenDrops"])?;
+    Some(ListenCounters { overflows, drops })
 }
 
 /// The listening sockets among `sockets` that the run's connections reach (`port`; any

@@ -58,17 +58,11 @@ impl TcpOpens {
     }
 }
 
-/// The counts from the text of /proc/net/snmp: the values under their names in the second of
-/// the two `Tcp:` lines (names, then values).
+/// The counts from the text of /proc/net/snmp, in its `Tcp:` section.
 pub(crate) fn opens(snmp: &[u8]) -> Option<Opens> {
     let text = std::str::from_utf8(snmp).ok()?;
-    let mut tcp_lines = text.lines().filter_map(|line| line.strip_prefix("Tcp:"));
-    let (names, values) = (tcp_lines.next()?, tcp_lines.next()?);
-    let value = |wanted: &str| -> Option<u64> {
-        let column = names.split_whitespace().position(|name| name == wanted)?;
-        values.split_whitespace().nth(column)?.parse().ok()
-    };
-    Some(Opens { active: value("ActiveOpens")?, passive: value("PassiveOpens")? })
+    let [active, passive] = super::mib::counters(text, "Tcp", ["ActiveOpens", "PassiveOpens"])?;
+    Some(Opens { active, passive })
 }
 
 #[cfg(test)]
