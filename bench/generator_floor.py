@@ -5,7 +5,7 @@ Issue 15 asks for nodelay's requests per CPU-second at 1.5x wrk's. Most of a req
 is the kernel's TCP send and receive, which every generator pays; this bench measures the
 floor beside nodelay and wrk in one run: bench/floor_client.rs, a client that does nothing
 but send the same GET on each connection when the last response's bytes are in (no parsing,
-no histograms, no server view), in three modes:
+no histograms, no server view), in four modes:
   floor epoll           a wake-up per ready batch, as wrk and nodelay's default
   floor io_uring        batched waits (N/2 ready sockets or 500 us), as nodelay --io-uring
   floor io_uring+stamps the same, reading with recvmsg and SO_TIMESTAMPNS, as --io-uring must

@@ -94,6 +94,8 @@ fn the_sampler_cost_against_a_connection_per_request_server() {
 fn with_connects_elsewhere<T>(measure: impl FnOnce() -> T) -> T {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
+    // The backlog holds what is not accepted: each round takes it, so connects keep completing.
+    listener.set_nonblocking(true).unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|scope| {
         scope.spawn(|| {
@@ -102,8 +104,6 @@ fn with_connects_elsewhere<T>(measure: impl FnOnce() -> T) -> T {
                     break;
                 }
                 drop(std::net::TcpStream::connect(address));
-                // The backlog holds what is not accepted: take it, so connects keep completing.
-                listener.set_nonblocking(true).unwrap();
                 while listener.accept().is_ok() {}
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
