@@ -37,12 +37,13 @@ impl Watching {
         }
     }
 
-    /// Ends the watch: the report (unless off) and the view behind it (when read).
-    pub fn finish(self, requests: u64) -> (Option<ServerViewReport>, Option<ServerView>) {
+    /// Ends the watch of a run that completed `requests` and made `own_connects` connect()s
+    /// (failed ones included): the report (unless off) and the view behind it (when read).
+    pub fn finish(self, requests: u64, own_connects: u64) -> (Option<ServerViewReport>, Option<ServerView>) {
         match self {
             Watching::Off => (None, None),
             Watching::Unavailable(why) => (Some(ServerViewReport::unavailable(why)), None),
-            Watching::On(watch) => match watch.finish() {
+            Watching::On(watch) => match watch.finish(own_connects) {
                 Ok(view) => (Some(ServerViewReport::new(&view, requests)), Some(view)),
                 Err(error) => (Some(ServerViewReport::unavailable(error.to_string())), None),
             },

@@ -222,3 +222,69 @@ fn the_server_view_can_be_skipped_or_named_by_pid() {
     let line: Vec<&str> = text.lines().filter(|l| l.starts_with("server view: not available")).collect();
     assert_eq!(line.len(), 1, "{text}");
 }
+
+/// The Express proxy with a fresh agent in a network namespace of its own (`unshare -n`)
+/// whose local port range is narrowed to 200 ports: 2000 requests through it make 2000
+/// connects to B over those ports, so their 4-tuples repeat as they do at 14 k connects a
+/// second over the default range, and the socket table counts each once. A closes every
+/// connection, and nodelay's side of each is left in TIME-WAIT: its ports may be taken again
+/// after 1 ms instead of 1 s (`tcp_tw_reuse_delay`, Linux 6.13), or nodelay would run out.
+const CYCLED_PORTS: &str = r#"
+set -e
+ip link set lo up
+sysctl -q -w net.ipv4.ip_local_port_range="40000 40199"
+sysctl -q -w net.ipv4.tcp_tw_reuse_delay=1
+exec 3< <(exec node "$SERVICE_B")
+b=$!
+read -r _ b_port <&3
+exec 4< <(exec node "$PROXY_A" --upstream "$b_port" --agent fresh)
+a=$!
+trap 'kill $a $b' EXIT
+read -r _ a_port <&4
+"$NODELAY" bench --json -q -t 1 -c 4 -n 2000 "http://127.0.0.1:$a_port/api/items/7"
+"#;
+
+#[test]
+fn a_proxy_whose_upstream_ports_went_round_is_bounded_by_its_namespace_connects() {
+    let _alone = alone();
+    drop(service_b()); // express installed
+    let output = std::process::Command::new("unshare")
+        .args(["-n", "bash", "-c", CYCLED_PORTS])
+        .env("NODELAY", env!("CARGO_BIN_EXE_nodelay"))
+        .env("SERVICE_B", peer_script("express_proxy/service_b.js"))
+        .env("PROXY_A", peer_script("express_proxy/proxy_a.js"))
+        .output()
+        .expect("run unshare (util-linux)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        matches!(output.status.code(), Some(0 | 3)),
+        "unshare -n needs root or CAP_SYS_ADMIN: {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    validate_against_schema("bench.schema.json", &report);
+    let requests = report["requests_completed"].as_u64().unwrap();
+    assert_eq!(requests, 2000, "{report:#}");
+    let view = &report["server_view"];
+    let upstream = &view["upstreams"][0];
+    // The table's count: at most the range's 200 4-tuples, each counted once.
+    let opened = upstream["opened"].as_u64().unwrap();
+    assert!((25..=200).contains(&opened), "{upstream:#}");
+    assert_eq!(upstream["ports_cycled"], true, "{upstream:#}");
+    // The namespace holds B, A and nodelay only: its connects besides nodelay's are A's, one
+    // per request (a request still in flight at the end adds one).
+    let connects = view["namespace_connects_by_others"].as_u64().unwrap();
+    assert!((2000..=2010).contains(&connects), "{view:#}");
+    let churn = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "upstream-connection-per-request")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!((&churn["proven"], &churn["confidence"]), (&false.into(), &"medium".into()), "{churn:#}");
+    let title = churn["title"].as_str().unwrap();
+    assert!(
+        title.contains("and 1.00 new connections to") && title.contains(&format!("{opened} opened")),
+        "{title}"
+    );
+}

@@ -32,8 +32,7 @@ impl LocalPorts {
 /// be read (or off Linux).
 #[cfg(target_os = "linux")]
 pub fn local_ports(target: SocketAddr) -> Option<LocalPorts> {
-    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
-    let (range_low, range_high) = parse_range(&range)?;
+    let (range_low, range_high) = port_range()?;
     let tcp_tw_reuse =
         std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").ok().and_then(|t| t.trim().parse().ok());
     let entries = crate::tcp_table::read_once(None).ok()?;
@@ -60,6 +59,12 @@ pub fn local_ports(_target: SocketAddr) -> Option<LocalPorts> {
 }
 
 /// "32768\t60999\n" -> (32768, 60999).
+/// `net.ipv4.ip_local_port_range` of this process's network namespace.
+#[cfg(target_os = "linux")]
+pub(crate) fn port_range() -> Option<(u16, u16)> {
+    parse_range(&std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?)
+}
+
 fn parse_range(text: &str) -> Option<(u16, u16)> {
     let mut ends = text.split_whitespace().map(|n| n.parse::<u16>().ok());
     let (low, high) = (ends.next()??, ends.next()??);

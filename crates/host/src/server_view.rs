@@ -38,6 +38,12 @@ pub struct Upstream {
     /// Segments the server sent on connections to `destination` that existed both at the
     /// start and at the end (a keep-alive pool): traffic without new connections.
     pub pooled_segments_out: u64,
+    /// `opened` went past an eighth of the local port range (`ip_local_port_range`, of the
+    /// server's namespace when it is nodelay's): the kernel's choice of local port has gone
+    /// round the range, so 4-tuples were used again and each counted once. `opened` may then
+    /// be far below the true count (a third of it at 40 k connects to one destination over
+    /// the default 28 k ports); `ServerView::namespace_connects_by_others` bounds it above.
+    pub ports_cycled: bool,
 }
 
 impl Upstream {
@@ -90,6 +96,11 @@ pub struct ServerView {
     pub listen_queue: Option<ListenQueueView>,
     /// CPUs this machine has online.
     pub online_cpus: u32,
+    /// connect()s in the server's network namespace during the run (`Tcp: ActiveOpens` of
+    /// /proc/PID/net/snmp) less the run's own when nodelay shares that namespace: every
+    /// connection the server opened is among them, with any other process's. `None` where
+    /// the counters could not be read.
+    pub namespace_connects_by_others: Option<u64>,
     /// Parts that could not be read, each said in a few words (a process that ended, ...).
     pub unread: Vec<String>,
 }

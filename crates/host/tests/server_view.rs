@@ -5,7 +5,7 @@
 mod support;
 
 use nodelay_host::{HostError, SamplerPace, ServerView, ServerWatch, Target, Upstream};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 use support::{Draining, Server, alone, echoing_listener, wait_until};
 
@@ -14,7 +14,7 @@ fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> Server
     for command in commands {
         server.ask(command);
     }
-    watch.finish().unwrap()
+    watch.finish(0).unwrap()
 }
 
 /// A watch at the relaxed pace (its end far off) once its sampler has slowed, the server
@@ -86,7 +86,7 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
     server.ask(&format!("churn {} 19", fresh.port()));
     server.ask(&format!("send {} 100", pooled.port()));
     fresh.wait_closed(20);
-    let view = watch.finish().unwrap();
+    let view = watch.finish(0).unwrap();
 
     let opened = upstream(&view, fresh.address);
     assert_eq!((opened.opened, opened.open_at_end, opened.pooled_segments_out), (20, 0, 0), "{view:#?}");
@@ -96,6 +96,35 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
     assert!(opened.carried_traffic() && reused.carried_traffic());
     assert_eq!(view.upstreams.len(), 2, "{view:#?}");
     assert_eq!(view.upstreams[0].destination, fresh.address, "most opened first");
+    // Twenty connects are far from a round of the local port range; the namespace counted
+    // them among its connects (this test's own included: it passed 0 as nodelay's).
+    assert!(view.upstreams.iter().all(|u| !u.ports_cycled), "{view:#?}");
+    let connects = view.namespace_connects_by_others.expect("this namespace's counters");
+    assert!(connects >= 20, "{connects} connects in the namespace during the run");
+}
+
+/// The run's own connects are not the server's: the namespace's count less those the run
+/// says it made, and never below nothing.
+#[test]
+fn the_runs_own_connects_come_off_the_namespace_count() {
+    let _alone = alone();
+    let mut server = Server::spawn();
+    server.ask("sleep 1");
+    let draining = Draining::start();
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    // 200 connects of this process (the load's), 5 of the server.
+    for _ in 0..200 {
+        drop(TcpStream::connect(draining.address).unwrap());
+    }
+    server.ask(&format!("churn {} 5", draining.port()));
+    draining.wait_closed(205);
+    let others = watch.finish(200).unwrap().namespace_connects_by_others.expect("counted");
+    // Any other process of the machine may connect meanwhile: a margin for them.
+    assert!((5..100).contains(&others), "{others} connects by others than the run");
+    let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
+    server.ask(&format!("churn {} 5", draining.port()));
+    draining.wait_closed(210);
+    assert_eq!(watch.finish(u64::MAX).unwrap().namespace_connects_by_others, Some(0));
 }
 
 /// At the relaxed pace, upstream connections that live 5 ms, about twenty a second for three
@@ -113,7 +142,7 @@ fn brief_upstream_connections_after_a_still_second_are_met() {
     let (taken, began) = (watch.samples_taken(), Instant::now());
     server.ask(&format!("brief {} 70 40 5", brief.port()));
     let (looks, elapsed) = (watch.samples_taken() - taken, began.elapsed());
-    let view = watch.finish().unwrap();
+    let view = watch.finish(0).unwrap();
     let slow_looks = elapsed.as_millis() / 160;
     let met = view.upstreams.iter().find(|u| u.destination == brief.address).map_or(0, |u| u.opened);
     eprintln!("{looks} looks in {elapsed:?}; the brief upstream opened {met} times");
@@ -136,7 +165,7 @@ fn a_run_ending_early_brings_back_the_quick_pace() {
     watch.ending();
     wait_until("six looks", || watch.samples_taken() >= taken + 6);
     let elapsed = told.elapsed();
-    watch.finish().unwrap();
+    watch.finish(0).unwrap();
     assert!(elapsed < Duration::from_millis(700), "six looks took {elapsed:?} after the end was told");
 }
 
@@ -162,7 +191,7 @@ fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     server.ask(&format!("reuse {} {local}", destination.port()));
     destination.wait_closed(2);
-    let view = watch.finish().unwrap();
+    let view = watch.finish(0).unwrap();
     let reused = upstream(&view, destination.address);
     assert_eq!((reused.opened, reused.open_at_end), (1, 1), "{view:#?}");
 }
@@ -190,7 +219,13 @@ fn an_upstream_held_but_idle_carried_no_traffic() {
     let view = watch_while(Target::Port(server.port), &mut server, &["sleep 50"]);
     assert_eq!(
         view.upstreams,
-        [Upstream { destination: pooled, opened: 0, open_at_end: 1, pooled_segments_out: 0 }]
+        [Upstream {
+            destination: pooled,
+            opened: 0,
+            open_at_end: 1,
+            pooled_segments_out: 0,
+            ports_cycled: false
+        }]
     );
     assert!(!view.upstreams[0].carried_traffic());
 }
@@ -261,6 +296,6 @@ fn a_server_that_exits_during_the_run_is_said_unread() {
     server.ask("burn 10");
     let pid = server.pid();
     drop(server);
-    let view = watch.finish().unwrap();
+    let view = watch.finish(0).unwrap();
     assert!(view.unread.iter().any(|part| part.contains(&format!("PID {pid} (python3) ended"))), "{view:#?}");
 }

@@ -49,7 +49,7 @@ fn the_sampling_thread_ends_with_the_watch() {
 
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     wait_until("the sampler's name", || samplers().len() == 1);
-    watch.finish().unwrap();
+    watch.finish(0).unwrap();
     wait_until("the sampler's end after finish", || thread_count() == before);
     assert_eq!(samplers(), []);
 }
@@ -130,7 +130,7 @@ fn sampler_cost_us_per_second(server: &Server, samples: u64) -> u64 {
     wait_until("the samples", || watch.samples_taken() >= taken + samples);
     let cpu_ns = on_cpu_ns(sampler) - cpu_before_ns;
     let wall = wall_before.elapsed();
-    let view = watch.finish().unwrap();
+    let view = watch.finish(0).unwrap();
     assert!(!view.upstreams.is_empty(), "the sampler's server has an upstream: {view:#?}");
     // ns per ns of wall, in µs per s.
     (u128::from(cpu_ns) * 1_000_000 / wall.as_nanos().max(1)) as u64

@@ -17,6 +17,11 @@ use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
+/// The inode of /proc/`pid`/ns/net, 0 when it cannot be read.
+pub fn netns_of(pid: &str) -> u64 {
+    std::fs::metadata(format!("/proc/{pid}/ns/net")).map_or(0, |m| m.ino())
+}
+
 /// A process behind the target. `process` holds /proc/PID open, so a PID reused by another
 /// program after this one ended reads as ended, never as the other program.
 pub struct Watched {
@@ -29,8 +34,12 @@ pub struct Watched {
 impl Watched {
     pub fn open(info: ProcessInfo) -> Result<Watched, ProcError> {
         let process = Process::new(info.pid)?;
-        let netns = std::fs::metadata(format!("/proc/{}/ns/net", info.pid)).map_or(0, |m| m.ino());
-        Ok(Watched { info, process, netns })
+        Ok(Watched { netns: netns_of(&info.pid.to_string()), info, process })
+    }
+
+    /// Whether it is in this process's network namespace (unknown counts as not).
+    pub fn shares_our_namespace(&self) -> bool {
+        self.netns != 0 && self.netns == netns_of("self")
     }
 
     /// "PID 42 (nginx)", for what could not be read.

@@ -22,7 +22,7 @@
 use super::connections::{self, Directed};
 use super::load::ThreadTimes;
 use super::reading::{Watched, thread_name, thread_times};
-use super::tcp_opens::{Opens, TcpOpens};
+use super::tcp_opens::{self, Opens, TcpOpens};
 use crate::SamplerPace;
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
@@ -193,7 +193,8 @@ impl Learner {
     fn run(mut self, stopped: &Receiver<()>) -> Sampled {
         // Without a pidfd (a process that ended, an old kernel) nothing is learned from it.
         let handles: Vec<Option<PidFd>> = self.watched.iter().map(|w| PidFd::open(w.info.pid).ok()).collect();
-        let mut counters = namespace_counters(&self.watched);
+        let mut counters: Vec<Option<TcpOpens>> =
+            tcp_opens::per_namespace(&self.watched).into_iter().map(|(_, counters)| counters).collect();
         let mut pace = self.pace;
         let mut wait = INTERVAL;
         let started = Instant::now();
@@ -359,25 +360,6 @@ fn later_wait(pace: SamplerPace, still_for: Duration, cost: Duration, now: Insta
     }
     // Woken in time for the final looks.
     STILL_INTERVAL.max(cost * WAIT_PER_CPU).min(final_looks - now)
-}
-
-/// The TCP open counters of each network namespace the processes are in, opened through the
-/// first of its processes that allows it; `None` for one that cannot be read (then each look
-/// lists descriptors).
-fn namespace_counters(watched: &[Watched]) -> Vec<Option<TcpOpens>> {
-    let mut namespaces: Vec<u64> = Vec::new();
-    let mut counters = Vec::new();
-    for one in watched {
-        // 0: its namespace is unknown, so it is not taken for any other process's.
-        if one.netns == 0 {
-            counters.push(TcpOpens::open(&one.process).ok());
-        } else if !namespaces.contains(&one.netns) {
-            namespaces.push(one.netns);
-            let same = watched.iter().filter(|other| other.netns == one.netns);
-            counters.push(same.map(|other| TcpOpens::open(&other.process)).find_map(Result::ok));
-        }
-    }
-    counters
 }
 
 /// CPU time this thread has used.

@@ -221,7 +221,24 @@ pub struct ServerText {
     pub threads: Vec<[String; 3]>,
     /// destination, opened, per request, open at the end.
     pub upstreams: Vec<[String; 4]>,
+    /// Why some counts are floors, and what bounds them above (empty when none is).
+    pub upstream_note: String,
     pub warnings: Vec<String>,
+}
+
+/// Said under the upstreams when a count is a floor (≥): why, and the namespace's bound.
+fn upstream_note(view: &ServerViewView) -> String {
+    if !view.upstreams.iter().any(|u| u.ports_cycled) {
+        return String::new();
+    }
+    let bound = match view.namespace_connects_by_others {
+        Some(connects) => format!(
+            " The server's network namespace made {connects} connects besides nodelay's during the run: \
+             the most they can be."
+        ),
+        None => String::new(),
+    };
+    format!("≥: the server's local ports went round, and a 4-tuple used again counts once.{bound}")
 }
 
 pub fn server(view: Option<&ServerViewView>) -> Option<ServerText> {
@@ -258,14 +275,16 @@ pub fn server(view: Option<&ServerViewView>) -> Option<ServerText> {
             .upstreams
             .iter()
             .map(|u| {
+                let floor = if u.ports_cycled { "≥ " } else { "" };
                 [
                     u.destination.clone(),
-                    u.opened.to_string(),
-                    u.opened_per_request.map_or("—".into(), number),
+                    format!("{floor}{}", u.opened),
+                    u.opened_per_request.map_or("—".into(), |n| format!("{floor}{}", number(n))),
                     u.open_at_end.to_string(),
                 ]
             })
             .collect(),
+        upstream_note: upstream_note(view),
         warnings: view.warnings.clone(),
     })
 }

@@ -97,6 +97,7 @@ fn doctor_report(url: &str, findings: Vec<Finding>) -> DoctorReport {
 /// The text of escaped HTML (as much as these tests need).
 fn unescape(html: &str) -> String {
     html.replace("&#x2f;", "/")
+        .replace("&#x27;", "'")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
@@ -126,6 +127,18 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
     }
     assert!(!page.contains("href=") && !page.contains("src="), "nothing links out");
     assert!(!page.contains("<script"), "no script");
+}
+
+#[test]
+fn an_upstream_count_whose_ports_went_round_is_drawn_as_a_floor_with_its_bound() {
+    let report = bench_report("http://example.test/", 0)
+        .with_server_view(crate::server_view::tests::churning_proxy(), Vec::new());
+    let page = unescape(&html_page(&[value(&report)]).unwrap());
+    assert!(page.contains("<td class=\"n\">≥ 13496</td><td class=\"n\">≥ 0.346</td>"), "{page}");
+    assert!(
+        page.contains("made 39062 connects besides nodelay's during the run: the most they can be"),
+        "{page}"
+    );
 }
 
 #[test]

@@ -211,6 +211,7 @@ pub struct UpstreamView {
     pub opened: u64,
     pub opened_per_request: Option<f64>,
     pub open_at_end: u64,
+    pub ports_cycled: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -233,6 +234,7 @@ pub struct ServerViewView {
     pub ceiling_per_second: Option<f64>,
     pub threads: Vec<ThreadView>,
     pub upstreams: Vec<UpstreamView>,
+    pub namespace_connects_by_others: Option<u64>,
     pub warnings: Vec<String>,
 }
 
