@@ -247,7 +247,7 @@ read -r _ a_port <&4
 #[test]
 fn a_proxy_whose_upstream_ports_went_round_is_bounded_by_its_namespace_connects() {
     let _alone = alone();
-    drop(service_b()); // express installed
+    common::hops::ensure_express_installed();
     let output = std::process::Command::new("unshare")
         .args(["-n", "bash", "-c", CYCLED_PORTS])
         .env("NODELAY", env!("CARGO_BIN_EXE_nodelay"))
@@ -258,7 +258,8 @@ fn a_proxy_whose_upstream_ports_went_round_is_bounded_by_its_namespace_connects(
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         matches!(output.status.code(), Some(0 | 3)),
-        "unshare -n needs root or CAP_SYS_ADMIN: {}\n{stdout}",
+        "the namespace's script failed (unshare -n needs root or CAP_SYS_ADMIN, tcp_tw_reuse_delay Linux \
+         6.13): {}\n{stdout}",
         String::from_utf8_lossy(&output.stderr)
     );
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));

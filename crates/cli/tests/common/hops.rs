@@ -16,7 +16,7 @@ pub fn proxy_a(b: &Peer, agent: &str) -> Peer {
     node_peer("express_proxy/proxy_a.js", &["--upstream", &b.port.to_string(), "--agent", agent])
 }
 
-fn ensure_express_installed() {
+pub fn ensure_express_installed() {
     let modules = peer_script("express_proxy/node_modules/express");
     assert!(
         modules.is_dir(),
