@@ -163,11 +163,8 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let thread_seconds = measured.end.elapsed.as_secs_f64() * load.config.threads.max(1) as f64;
     let cpu_share = (thread_seconds > 0.0).then(|| measured.worker_cpu.as_secs_f64() / thread_seconds);
     let mut report = load.report(&measured.stats, measured.end);
-    // Every connect() sent a SYN, a refused or timed-out one too.
-    let own_connects = stats.connections_closed
-        + stats.errors(ErrorKind::ConnectRefused)
-        + stats.errors(ErrorKind::ConnectTimeout);
-    if let (Some(view_report), view) = watching.finish(stats.completed, own_connects) {
+    // Each socket that sent a SYN left a connection record, a refused or timed-out one too.
+    if let (Some(view_report), view) = watching.finish(stats.completed, stats.connections_closed) {
         // One connection in a closed loop sends one request at a time: the server's CPU per
         // request can be set against the time each took.
         let sequential_p50_ms = (load.config.connections == 1 && load.config.rate_per_second.is_none())

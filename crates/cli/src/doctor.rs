@@ -20,7 +20,7 @@ use nodelay_diagnose::{
     next_experiment, proxy_hop_stall,
 };
 use nodelay_engine::{
-    CollectingSink, EngineConfig, ErrorKind, Framing, Selection, SocketOptions, later, probe_expect_continue,
+    CollectingSink, EngineConfig, Framing, Selection, SocketOptions, later, probe_expect_continue,
     probe_hold, probe_idle, with_expect_continue,
 };
 use nodelay_host::{ServerView, Upstream};
@@ -298,13 +298,8 @@ fn examine_within(
     // The baseline's own first connection tells whether the server is reachable: no probe
     // connection is opened before it (servers and captures would see an empty one).
     let (baseline, reach) = run_phase_reaching(&baseline_config, None)?;
-    let failed_connects = baseline
-        .errors
-        .iter()
-        .filter(|e| matches!(e.kind, ErrorKind::ConnectRefused | ErrorKind::ConnectTimeout))
-        .count() as u64;
-    let own_connects = baseline.connections_opened + failed_connects;
-    let (view_report, view) = watching.finish(baseline.responses.len() as u64, own_connects);
+    // Each socket that sent a SYN left a connection record, a refused or timed-out one too.
+    let (view_report, view) = watching.finish(baseline.responses.len() as u64, baseline.connections_opened);
     if let Some(why) = reach.unreachable {
         bail!("cannot connect to {}: {why}", workload.address);
     }

@@ -282,10 +282,13 @@ fn a_proxy_whose_upstream_ports_went_round_is_bounded_by_its_namespace_connects(
         .iter()
         .find(|f| f["id"] == "upstream-connection-per-request")
         .unwrap_or_else(|| panic!("{report:#}"));
-    assert_eq!((&churn["proven"], &churn["confidence"]), (&false.into(), &"medium".into()), "{churn:#}");
+    // Unproven: any process of the namespace may have made the connects; and with a floor of
+    // 0.05 per request, little is sure.
+    assert_eq!((&churn["proven"], &churn["confidence"]), (&false.into(), &"low".into()), "{churn:#}");
     let title = churn["title"].as_str().unwrap();
     assert!(
-        title.contains("and 1.00 new connections to") && title.contains(&format!("{opened} opened")),
+        title.contains("and 1.00 new connections to")
+            && title.contains(&format!("{opened} counted (a floor")),
         "{title}"
     );
 }

@@ -247,53 +247,86 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
     })
 }
 
+/// What the server-view proof of `upstream-connection-per-request` read.
+const CONNECTION_TABLES: &str = "the server's TCP connections, start against end of the run (/proc/net/tcp)";
+
 fn connection_per_request(view: &ServerView, upstream: &Upstream, requests: u64) -> Option<Finding> {
     if requests < MIN_REQUESTS {
         return None;
     }
     let destination = upstream.destination;
     let per_request = upstream.opened as f64 / requests as f64;
-    let counted = format!("{} opened for {requests} requests", upstream.opened);
+    // Once its local ports went round, a 4-tuple used again counted once: the count is a floor.
+    let (floor, at_least, counted) = if upstream.ports_cycled {
+        let counted = format!(
+            "{} counted (a floor: its local ports went round, and a 4-tuple used again counts once)",
+            upstream.opened
+        );
+        ("at least ", ", at least", counted)
+    } else {
+        ("", "", format!("{} opened", upstream.opened))
+    };
     let mut evidence = vec![
-        Evidence::new(format!("new connections to {destination} per request"), per_request, "count"),
         Evidence::new(
-            format!("connections to {destination} opened during the run"),
+            format!("new connections to {destination} per request{at_least}"),
+            per_request,
+            "count",
+        ),
+        Evidence::new(
+            format!("connections to {destination} opened during the run{at_least}"),
             upstream.opened as f64,
             "count",
         ),
         Evidence::new("requests completed during the run", requests as f64, "count"),
     ];
     if per_request >= CONNECTIONS_PER_REQUEST {
-        let seen = format!("{per_request:.2} new connection to {destination} per request ({counted})");
-        let title = format!(
-            "{} opens a new TCP connection to its upstream for every request: {seen}",
-            process_name(view)
+        let seen = format!(
+            "{floor}{per_request:.2} new connection to {destination} per request ({counted} for {requests} requests)"
         );
-        let confidence = if per_request >= 0.9 { Confidence::High } else { Confidence::Medium };
-        return Some(upstream_churn(view, title, true, confidence, evidence, seen));
+        return Some(
+            Churn {
+                title: format!("opens a new TCP connection to its upstream for every request: {seen}"),
+                proven: true,
+                confidence: if per_request >= 0.9 { Confidence::High } else { Confidence::Medium },
+                evidence,
+                experiment: CONNECTION_TABLES.into(),
+                seen,
+            }
+            .finding(view),
+        );
     }
-    // The table counts a 4-tuple once however often it was used: once the connects went round
-    // the port range, the namespace's own connect count bounds the true number from above.
     let at_most = upstream_connects_at_most(view, upstream)?;
     let at_most_per_request = at_most as f64 / requests as f64;
     if at_most_per_request < CONNECTIONS_PER_REQUEST {
         return None;
     }
     evidence.push(Evidence::new(
-        "connects in the server's network namespace by others than nodelay, per request (an upper bound)",
+        format!(
+            "new connections to {destination} per request, at most (connects in the server's network namespace \
+             besides nodelay's, less those counted to its other upstreams)"
+        ),
         at_most_per_request,
         "count",
     ));
     let seen = format!(
         "between {per_request:.2} and {at_most_per_request:.2} new connections to {destination} per request: \
-         {counted}, a count its local ports went round (each 4-tuple counts once), and {at_most} connects \
-         in its network namespace besides nodelay's"
+         {counted} for {requests} requests, and {at_most} connects by any process of its network namespace \
+         besides nodelay"
     );
-    let title = format!(
-        "{} may open a new TCP connection to its upstream for every request: {seen}",
-        process_name(view)
-    );
-    Some(upstream_churn(view, title, false, Confidence::Medium, evidence, seen))
+    Some(
+        Churn {
+            title: format!("may open a new TCP connection to its upstream for every request: {seen}"),
+            proven: false,
+            // Any process of the namespace may have made the connects: the surer the floor, the surer the finding.
+            confidence: if per_request >= CONNECTIONS_PER_REQUEST / 2.0 { Confidence::Medium } else { Confidence::Low },
+            evidence,
+            experiment: format!(
+                "{CONNECTION_TABLES}, and its network namespace's connect count (/proc/PID/net/snmp ActiveOpens)"
+            ),
+            seen,
+        }
+        .finding(view),
+    )
 }
 
 /// The most connections `upstream` can have had: the namespace's connects by others than
@@ -306,41 +339,42 @@ fn upstream_connects_at_most(view: &ServerView, upstream: &Upstream) -> Option<u
     let others = view.namespace_connects_by_others?;
     let elsewhere: u64 =
         view.upstreams.iter().filter(|u| u.destination != upstream.destination).map(|u| u.opened).sum();
-    Some(others.saturating_sub(elsewhere).max(upstream.opened))
+    Some(others.saturating_sub(elsewhere))
 }
 
-fn upstream_churn(
-    view: &ServerView,
+/// What an `upstream-connection-per-request` finding says, before the parts all of them share.
+struct Churn {
+    /// After the process's name.
     title: String,
     proven: bool,
     confidence: Confidence,
     evidence: Vec<Evidence>,
+    experiment: String,
     seen: String,
-) -> Finding {
-    Finding {
-        id: FindingId::UpstreamConnectionPerRequest,
-        title,
-        proven,
-        confidence,
-        evidence,
-        proof: vec![Proof {
-            kind: ProofKind::ServerView,
-            experiment: if proven {
-                "the server's TCP connections, start against end of the run (/proc/net/tcp)".into()
-            } else {
-                "the server's TCP connections, start against end of the run (/proc/net/tcp), and its network \
-                 namespace's connect count (/proc/PID/net/snmp ActiveOpens)"
-                    .into()
-            },
-            baseline_p50_ms: 0.0,
-            experiment_p50_ms: 0.0,
-            removed: false,
-            result: seen,
-        }],
-        fix_summary: "Keep connections to the upstream alive and reuse them (a keep-alive agent, session or \
-                      upstream pool): each new one costs a handshake and CPU on both sides."
-            .into(),
-        fix: stack_fixes(view, upstream_keep_alive()),
+}
+
+impl Churn {
+    fn finding(self, view: &ServerView) -> Finding {
+        Finding {
+            id: FindingId::UpstreamConnectionPerRequest,
+            title: format!("{} {}", process_name(view), self.title),
+            proven: self.proven,
+            confidence: self.confidence,
+            evidence: self.evidence,
+            proof: vec![Proof {
+                kind: ProofKind::ServerView,
+                experiment: self.experiment,
+                baseline_p50_ms: 0.0,
+                experiment_p50_ms: 0.0,
+                removed: false,
+                result: self.seen,
+            }],
+            fix_summary:
+                "Keep connections to the upstream alive and reuse them (a keep-alive agent, session or \
+                          upstream pool): each new one costs a handshake and CPU on both sides."
+                    .into(),
+            fix: stack_fixes(view, upstream_keep_alive()),
+        }
     }
 }
 
@@ -483,7 +517,24 @@ pub(crate) mod tests {
         assert!(
             finding.title.contains("between 0.35 and 1.00 new connections to 127.0.0.1:4000 per request")
         );
+        assert!(
+            finding.title.contains("13496 counted (a floor: its local ports went round"),
+            "{}",
+            finding.title
+        );
         assert_eq!(finding.evidence.last().unwrap().value, 39_062.0 / 39_058.0);
+        assert!(finding.evidence[0].what.ends_with("per request, at least"));
+        // A floor further from the threshold leaves more to other processes: less sure.
+        churning.namespace_connects_by_others = Some(121_000);
+        let low = server_findings_of(&churning, 120_000);
+        assert_eq!(low[0].confidence, Confidence::Low, "{}", low[0].title);
+        // Gone round, and still at least 0.5 per request: proven, and said to be a floor.
+        let proven = server_findings_of(&churning, 20_000);
+        assert!(
+            proven[0].proven && proven[0].title.contains("at least 0.67 new connection"),
+            "{}",
+            proven[0].title
+        );
         // Not gone round: the table's count stands, and 0.35 per request is no finding.
         let counted = view(vec![thread("nginx", 600_000, 0)], vec![upstream(13_496)]);
         let unknown = ServerView { namespace_connects_by_others: Some(39_062), ..counted };

@@ -58,13 +58,35 @@ pub fn local_ports(_target: SocketAddr) -> Option<LocalPorts> {
     None
 }
 
-/// "32768\t60999\n" -> (32768, 60999).
 /// `net.ipv4.ip_local_port_range` of this process's network namespace.
 #[cfg(target_os = "linux")]
-pub(crate) fn port_range() -> Option<(u16, u16)> {
+fn port_range() -> Option<(u16, u16)> {
     parse_range(&std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?)
 }
 
+/// Connects to one destination after which the kernel's choice of local port has gone round
+/// this namespace's range, and meets ports it used earlier in the run: from there 4-tuples
+/// repeat. Since Linux 5.17 (`__inet_hash_connect`'s `table_perturb`) each connect moves the
+/// next port tried 2 to 16 ports on, 9 on average, so a round takes ~range/9 connects (taken
+/// as range/8); before, 2 ports on, so range/2. Measured on 6.18 through an nginx proxy over
+/// 28 232 ports: 3 809 connects made 3 668 distinct 4-tuples, 18 504 made 10 868, 39 108 made
+/// 13 496.
+#[cfg(target_os = "linux")]
+pub(crate) fn connects_per_round() -> Option<u64> {
+    let (low, high) = port_range()?;
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let ports = u64::from(high - low) + 1;
+    Some((ports / ports_per_connect_round(&release)?).max(1))
+}
+
+/// The range's share a round of connects takes, by kernel release (`6.18.44-...`).
+fn ports_per_connect_round(release: &str) -> Option<u64> {
+    let mut numbers = release.split(['.', '-']).map(|n| n.parse::<u32>().ok());
+    let (major, minor) = (numbers.next()??, numbers.next()??);
+    Some(if (major, minor) >= (5, 17) { 8 } else { 2 })
+}
+
+/// "32768\t60999\n" -> (32768, 60999).
 fn parse_range(text: &str) -> Option<(u16, u16)> {
     let mut ends = text.split_whitespace().map(|n| n.parse::<u16>().ok());
     let (low, high) = (ends.next()??, ends.next()??);
@@ -74,6 +96,16 @@ fn parse_range(text: &str) -> Option<(u16, u16)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connects_go_round_the_range_in_an_eighth_of_it_since_5_17() {
+        assert_eq!(ports_per_connect_round("6.18.44-fc-v657"), Some(8));
+        assert_eq!(ports_per_connect_round("5.17.0"), Some(8));
+        assert_eq!(ports_per_connect_round("5.16.20-generic"), Some(2));
+        assert_eq!(ports_per_connect_round("4.19.0-27-amd64"), Some(2));
+        assert_eq!(ports_per_connect_round("6"), None);
+        assert_eq!(ports_per_connect_round("x.y"), None);
+    }
 
     #[test]
     fn the_range_is_two_numbers_low_first() {

@@ -26,7 +26,7 @@
 //!   4-tuple 1 s into its TIME-WAIT, so back-to-back runs meet their own leftovers).
 //! - A 4-tuple used several times in one run counts once. The kernel's choice of local port
 //!   goes round the range every ~range/9 connects to one destination, and then meets ports
-//!   it used before (`connections::ports_cycled`): through an nginx proxy over the default
+//!   it used before (`local_ports::connects_per_round`): through an nginx proxy over the default
 //!   28 k ports, 18.5 k connects counted 10.9 k and 39 k counted 13.5 k. Such an upstream is
 //!   marked `ports_cycled`, and `namespace_connects_by_others` (the namespace's `ActiveOpens`
 //!   over the run, less nodelay's own connects) bounds its count from above.
@@ -191,12 +191,11 @@ impl ServerWatch {
             listen_queue::listener_queue(&end.sockets, port),
         );
         // /proc/sys/net shows the reader's namespace: the range is known when it is the server's.
-        let local_ports = watched
+        let connects_per_round = watched
             .first()
             .filter(|w| w.shares_our_namespace())
-            .and_then(|_| crate::local_ports::port_range())
-            .map(|(low, high)| u32::from(high) - u32::from(low) + 1);
-        let connections = connection_readings(&mut start, end, sampled, local_ports, &mut unread);
+            .and_then(|_| crate::local_ports::connects_per_round());
+        let connections = connection_readings(&mut start, end, sampled, connects_per_round, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
         Ok(ServerView {
@@ -432,7 +431,7 @@ fn connection_readings(
     start: &mut Start,
     end: Moment,
     sampled: sampler::Sampled,
-    local_ports: Option<u32>,
+    connects_per_round: Option<u64>,
     unread: &mut Vec<String>,
 ) -> ConnectionReadings {
     let listening: HashSet<u16> =
@@ -453,7 +452,7 @@ fn connection_readings(
         elapsed_us: duration_us(end.tables_read_at.duration_since(start.tables_read_at)),
         established_at_end,
         pooled_segments_out: pooled_segments_out(start, &clients, unread),
-        local_ports,
+        connects_per_round,
     }
 }
 

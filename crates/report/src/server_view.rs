@@ -203,9 +203,10 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     for (index, upstream) in view.upstreams.iter().enumerate() {
         let label = if index == 0 { "upstreams" } else { "" };
         // Past a round of the ports the count is a floor: said so, and why.
-        let (at_least, went_round) = match upstream.ports_cycled {
-            true => ("at least ", " (its local ports went round: a 4-tuple used again counts once)"),
-            false => ("", ""),
+        let (at_least, went_round) = if upstream.ports_cycled {
+            ("at least ", " (its local ports went round: a 4-tuple used again counts once)")
+        } else {
+            ("", "")
         };
         let per_request = upstream
             .opened_per_request
@@ -229,7 +230,7 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
         table.row([
             "connects".to_string(),
             format!(
-                "{connects} in the server's network namespace during the run besides nodelay's{per_request}: \
+                "{connects} by any process of the server's network namespace but nodelay during the run{per_request}: \
                  the most its upstream connections can be"
             ),
         ]);
@@ -302,7 +303,7 @@ pub(crate) mod tests {
         write_server_view(&mut text, &report, 80).unwrap();
         let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(flat.contains("127.0.0.1:4000: at least 0.35 new connections per request, 13496 opened (its local ports went round"), "{text}");
-        assert!(flat.contains("connects 39062 in the server's network namespace during the run besides nodelay's (1.00 per request)"), "{text}");
+        assert!(flat.contains("connects 39062 by any process of the server's network namespace but nodelay during the run (1.00 per request)"), "{text}");
         assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
         // Not gone round: no floor, and no namespace line.
         let mut counted = report.clone();

@@ -25,14 +25,6 @@ pub type Directed = (SocketAddr, SocketAddr);
 /// 100 ms of the TIME-WAIT it replaced counts once.
 const RESTARTED_MARGIN_US: u64 = 100_000;
 
-/// Connects to one destination past which its 4-tuples repeat, as a share of the local port
-/// range: since Linux 5.17 (`__inet_hash_connect`'s `table_perturb`) each connect moves the
-/// next port tried 2 to 16 ports on, 9 on average, so one destination's connects go round
-/// the range every ~range/9 and then meet the ports of their earlier rounds. Measured on
-/// loopback through an nginx proxy over 28 232 ports: 3 809 connects counted 3 668 4-tuples,
-/// 18 504 counted 10 868, 39 108 counted 13 496.
-const CYCLE_SHARE_OF_RANGE: u64 = 8;
-
 /// Which socket a table line is, among those that had the same addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Incarnation {
@@ -107,8 +99,9 @@ pub struct ConnectionReadings {
     pub established_at_end: HashMap<SocketAddr, u64>,
     /// Segments sent on connections that lived from start to end, by destination.
     pub pooled_segments_out: HashMap<SocketAddr, u64>,
-    /// Ports in the local port range the server's connects draw from, where known.
-    pub local_ports: Option<u32>,
+    /// Connects to one destination after which the server's local ports have gone round
+    /// their range (`local_ports::connects_per_round`), where known.
+    pub connects_per_round: Option<u64>,
 }
 
 impl ConnectionReadings {
@@ -149,19 +142,13 @@ pub fn upstreams(readings: &ConnectionReadings) -> Vec<Upstream> {
             open_at_end: count(&readings.established_at_end, destination),
             pooled_segments_out: count(&readings.pooled_segments_out, destination),
             ports_cycled: readings
-                .local_ports
-                .is_some_and(|ports| ports_cycled(count(&opened, destination), ports)),
+                .connects_per_round
+                .is_some_and(|round| count(&opened, destination) >= round),
         })
         .collect();
     // Stable over the address order the set gave.
     upstreams.sort_by(|a, b| b.opened.cmp(&a.opened).then(b.pooled_segments_out.cmp(&a.pooled_segments_out)));
     upstreams
-}
-
-/// Whether `opened` connections to one destination went round a local port range of
-/// `ports`: then 4-tuples were used again, each counted once, and `opened` is short.
-pub fn ports_cycled(opened: u64, ports: u32) -> bool {
-    opened.saturating_mul(CYCLE_SHARE_OF_RANGE) >= u64::from(ports).max(1)
 }
 
 #[cfg(test)]
@@ -252,7 +239,7 @@ mod tests {
             elapsed_us: 2_000_000,
             established_at_end: [(cache, 1)].into(),
             pooled_segments_out: [(cache, 120)].into(),
-            local_ports: Some(28_232),
+            connects_per_round: Some(3_529),
         };
         let found = upstreams(&readings);
         assert_eq!(
@@ -275,19 +262,12 @@ mod tests {
             ]
         );
         assert!(found.iter().all(Upstream::carried_traffic));
-        // Over a range of 16 ports, 3 connects to one destination have not gone round it yet;
-        // over 24, they have.
-        let narrow = |ports| upstreams(&ConnectionReadings { local_ports: Some(ports), ..readings.clone() });
-        assert!(!narrow(25)[0].ports_cycled);
-        assert!(narrow(24)[0].ports_cycled && !narrow(24)[1].ports_cycled);
-    }
-
-    #[test]
-    fn ports_cycle_past_an_eighth_of_the_range() {
-        assert!(!ports_cycled(3_528, 28_232));
-        assert!(ports_cycled(3_529, 28_232));
-        assert!(ports_cycled(13_496, 28_232));
-        assert!(!ports_cycled(0, 0), "an empty range is no cycle");
-        assert!(ports_cycled(u64::MAX, 1), "no overflow");
+        // The 3 connects to db went round a range whose round is 3 connects, not one of 4;
+        // the cache's pooled connection opened nothing.
+        let round = |connects| {
+            upstreams(&ConnectionReadings { connects_per_round: Some(connects), ..readings.clone() })
+        };
+        assert!(!round(4)[0].ports_cycled);
+        assert!(round(3)[0].ports_cycled && !round(3)[1].ports_cycled);
     }
 }

@@ -22,6 +22,11 @@ pub fn netns_of(pid: &str) -> u64 {
     std::fs::metadata(format!("/proc/{pid}/ns/net")).map_or(0, |m| m.ino())
 }
 
+/// Whether the namespace of inode `netns` is this process's (0, unknown, is not).
+pub fn is_our_namespace(netns: u64) -> bool {
+    netns != 0 && netns == netns_of("self")
+}
+
 /// A process behind the target. `process` holds /proc/PID open, so a PID reused by another
 /// program after this one ended reads as ended, never as the other program.
 pub struct Watched {
@@ -37,9 +42,9 @@ impl Watched {
         Ok(Watched { netns: netns_of(&info.pid.to_string()), info, process })
     }
 
-    /// Whether it is in this process's network namespace (unknown counts as not).
+    /// Whether it is in this process's network namespace.
     pub fn shares_our_namespace(&self) -> bool {
-        self.netns != 0 && self.netns == netns_of("self")
+        is_our_namespace(self.netns)
     }
 
     /// "PID 42 (nginx)", for what could not be read.

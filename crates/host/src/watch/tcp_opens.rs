@@ -8,7 +8,7 @@
 //! listing costs ~2 µs a descriptor (~100 µs for nginx holding 50 connections), 100 times a
 //! second on the load generator's core.
 
-use super::reading::{Watched, netns_of};
+use super::reading::{Watched, is_our_namespace};
 use procfs::process::Process;
 use std::fs::File;
 use std::io;
@@ -97,16 +97,10 @@ impl RunConnects {
         Some(RunConnects { namespaces })
     }
 
-    /// Whether one of the namespaces is this process's own.
-    pub fn shares_ours(&self) -> bool {
-        let ours = netns_of("self");
-        ours != 0 && self.namespaces.iter().any(|(netns, _, _)| *netns == ours)
-    }
-
     /// The connect()s made in the namespaces since the start, less `own_connects` (the run's,
     /// made from this process's namespace) when it is one of them.
     pub fn by_others(mut self, own_connects: u64) -> Option<u64> {
-        let shares_ours = self.shares_ours();
+        let shares_ours = self.namespaces.iter().any(|(netns, _, _)| is_our_namespace(*netns));
         let mut made = 0u64;
         for (_, counters, at_start) in &mut self.namespaces {
             made = made.saturating_add(counters.read()?.active.saturating_sub(*at_start));

@@ -233,8 +233,8 @@ fn upstream_note(view: &ServerViewView) -> String {
     }
     let bound = match view.namespace_connects_by_others {
         Some(connects) => format!(
-            " The server's network namespace made {connects} connects besides nodelay's during the run: \
-             the most they can be."
+            " Any process of the server's network namespace but nodelay made {connects} connects during \
+             the run: the most the server's can be."
         ),
         None => String::new(),
     };

@@ -136,7 +136,7 @@ fn an_upstream_count_whose_ports_went_round_is_drawn_as_a_floor_with_its_bound()
     let page = unescape(&html_page(&[value(&report)]).unwrap());
     assert!(page.contains("<td class=\"n\">≥ 13496</td><td class=\"n\">≥ 0.346</td>"), "{page}");
     assert!(
-        page.contains("made 39062 connects besides nodelay's during the run: the most they can be"),
+        page.contains("but nodelay made 39062 connects during the run: the most the server's can be"),
         "{page}"
     );
 }
