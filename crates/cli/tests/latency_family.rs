@@ -7,7 +7,10 @@
 
 mod common;
 
-use common::{Peer, alone, finding_ids, node_peer, nodelay, python_peer, validate_against_schema};
+use common::{
+    Peer, alone, bench_in_own_network_namespace, finding, finding_ids, node_peer, nodelay, python_peer,
+    validate_against_schema,
+};
 use std::process::Command;
 
 /// The listen backlog `ss` shows for the peer's listening socket (its Send-Q): a check of
@@ -30,15 +33,6 @@ fn doctor_json(args: &[&str]) -> serde_json::Value {
     let report = run.json();
     validate_against_schema("doctor.schema.json", &report);
     report
-}
-
-fn finding<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == id)
-        .unwrap_or_else(|| panic!("no {id} in {report:#}"))
 }
 
 fn evidence(finding: &serde_json::Value, starts_with: &str) -> f64 {
@@ -109,8 +103,6 @@ fn a_deep_listen_queue_does_not_overflow_at_20_connections() {
 /// `tcp_tw_reuse=0` never touch the machine's: a line-protocol server, and a bench that opens
 /// a new connection per request and closes it first (so its ports go to TIME-WAIT).
 const PORT_EXHAUSTION: &str = r#"
-set -e
-ip link set lo up
 sysctl -q -w net.ipv4.ip_local_port_range="40000 40049"
 sysctl -q -w net.ipv4.tcp_tw_reuse=0
 exec 3< <(exec node "$PEER")
@@ -122,20 +114,10 @@ kill "$server"
 
 #[test]
 fn a_narrowed_port_range_runs_out_and_bench_names_the_time_wait_sockets_and_the_fix() {
-    let output = Command::new("unshare")
-        .args(["-n", "bash", "-c", PORT_EXHAUSTION])
-        .env("NODELAY", env!("CARGO_BIN_EXE_nodelay"))
-        .env("PEER", common::peer_script("node_line_server.js"))
-        .output()
-        .expect("run unshare (util-linux)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "unshare -n needs root or CAP_SYS_ADMIN: {}\n{stdout}",
-        String::from_utf8_lossy(&output.stderr)
+    let report = bench_in_own_network_namespace(
+        PORT_EXHAUSTION,
+        &[("PEER", common::peer_script("node_line_server.js"))],
     );
-    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    validate_against_schema("bench.schema.json", &report);
     // 50 ports, one of them the server's own: at most 49 connections, then no port is free.
     let exhausted = report["errors"]["ports_exhausted"].as_u64().unwrap();
     let completed = report["requests_completed"].as_u64().unwrap();

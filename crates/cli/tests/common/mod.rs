@@ -294,6 +294,35 @@ pub fn finding_ids(report: &serde_json::Value) -> Vec<String> {
     findings.iter().map(|f| f["id"].as_str().expect("a finding id").to_string()).collect()
 }
 
+/// The finding `id` of a report (doctor, bench, pcap); the test fails without it.
+pub fn finding<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    let findings = report["findings"].as_array().unwrap_or_else(|| panic!("no findings array in {report:#}"));
+    findings.iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("no {id} in {report:#}"))
+}
+
+/// Runs `script` with bash (`set -e`, loopback up) in a network namespace of its own
+/// (`unshare -n`: root or CAP_SYS_ADMIN), so that the sysctls it sets never touch the
+/// machine's; `vars` and `$NODELAY` in its environment. It must succeed and print a bench
+/// report: returned parsed and checked against its schema.
+pub fn bench_in_own_network_namespace(script: &str, vars: &[(&str, PathBuf)]) -> serde_json::Value {
+    let mut command = Command::new("unshare");
+    let script = format!("set -e\nip link set lo up\n{script}");
+    command.args(["-n", "bash", "-c", &script]).env("NODELAY", env!("CARGO_BIN_EXE_nodelay"));
+    for (name, value) in vars {
+        command.env(name, value);
+    }
+    let output = command.output().expect("run unshare (util-linux)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the script in its own network namespace failed (unshare -n needs root or CAP_SYS_ADMIN): {}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    validate_against_schema("bench.schema.json", &report);
+    report
+}
+
 /// A percentile in milliseconds from a bench JSON section such as "latency_ms".
 pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
     report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
