@@ -120,9 +120,15 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
     assert!(
         page.contains(&format!("id=\"run-1-p50\" data-value=\"{p50}\">{}<", crate::format_duration_ms(p50)))
     );
-    for text in
-        ["latency (ms)", "99.9%", "time since the start (s)", "throughput (req/s)", "kernel", "keep alive"]
-    {
+    for text in [
+        "latency (ms)",
+        "99.9%",
+        "time since the start (s)",
+        "throughput (req/s)",
+        "kernel",
+        "cores nodelay may use",
+        "keep alive",
+    ] {
         assert!(page.contains(text), "{text}");
     }
     assert!(!page.contains("href=") && !page.contains("src="), "nothing links out");
