@@ -49,6 +49,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=100)
     args = parser.parse_args()
+    if args.requests < 1:
+        parser.error("--requests must be at least 1")
     if not os.access(NODELAY, os.X_OK):
         sys.exit("build first: cargo build --release -p nodelay")
     with tempfile.TemporaryDirectory() as directory:

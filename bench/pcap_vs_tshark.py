@@ -79,6 +79,8 @@ def main():
     parser.add_argument("--capture")
     parser.add_argument("--keep", action="store_true", help="keep the capture made here")
     args = parser.parse_args()
+    if args.megabytes < 1:
+        parser.error("--megabytes must be at least 1")
     subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
     if not shutil.which("tshark"):
         sys.exit("tshark is missing: apt-get install tshark")

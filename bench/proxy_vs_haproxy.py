@@ -165,6 +165,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=50)
     args = parser.parse_args()
+    if args.rounds < 1 or args.seconds < 1 or args.connections < 1:
+        parser.error("--rounds, --seconds and --connections must be at least 1")
 
     subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)

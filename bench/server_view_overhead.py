@@ -60,6 +60,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=50)
     args = parser.parse_args()
+    if args.rounds < 1 or args.seconds < 1 or args.connections < 1:
+        parser.error("--rounds, --seconds and --connections must be at least 1")
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "nodelay"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as workdir:
         nginx, url = start_nginx(workdir)

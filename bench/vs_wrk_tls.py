@@ -200,6 +200,8 @@ def main():
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--nodelay", metavar="PATH", help="use this nodelay binary instead of building one")
     args = parser.parse_args()
+    if args.rounds < 1 or args.seconds < 1 or args.connections < 1:
+        parser.error("--rounds, --seconds and --connections must be at least 1")
 
     subprocess.run([os.path.join(ROOT, "scripts", "setup.sh"), "--bench"], check=True)
     nodelay = os.path.abspath(args.nodelay) if args.nodelay else build_nodelay()
