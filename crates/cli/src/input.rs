@@ -1,5 +1,6 @@
-//! Files named on the command line (`-b @FILE`, `--send @FILE`, `--scenario FILE` and a
-//! scenario's `body = "@FILE"`): read once, through a cap, so `/dev/zero` or a huge file is a
+//! Files named on the command line (`-b @FILE`, `--send @FILE`, `--scenario FILE`, a
+//! scenario's `body = "@FILE"`, and the saved runs and interval logs `report` and
+//! `report merge` read): read once, through a cap, so `/dev/zero` or a huge file is a
 //! clear error instead of a process that reads until memory runs out.
 
 use crate::exit::UsageError;
@@ -11,6 +12,9 @@ use std::path::Path;
 pub const MAX_BODY_BYTES: u64 = 64 * 1024 * 1024;
 /// Largest scenario file: a TOML list of requests, not a data file.
 pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
+/// Largest saved run (`--json`) or interval log (`--hdr-log`): a day-long run with an interval
+/// a second writes a few MiB of either.
+pub const MAX_SAVED_RUN_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads at most `limit` bytes of `path`; `what` names the file in errors ("body file").
 pub fn read_capped(path: &Path, what: &str, limit: u64) -> Result<Vec<u8>> {

@@ -68,7 +68,7 @@ pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| anyhow!("cannot read {}: {e}", path.display()))
+    crate::input::read_capped(path, "interval log", crate::input::MAX_SAVED_RUN_BYTES)
 }
 
 /// The interval entries of one log, with their wall-clock starts.

@@ -4,7 +4,7 @@
 use crate::args::PcapArgs;
 use crate::exit::Outcome;
 use crate::output;
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
 use nodelay_report::{Json, PcapReport, Render};
 use std::io::{IsTerminal, Read};
@@ -77,7 +77,12 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
         return Ok(("stdin".into(), Box::new(stdin)));
     }
     let name = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| anyhow!("cannot open {name}: {e}"))?;
+    // A capture that cannot be opened is a bad argument, as any file named on the command line.
+    let usage = |message: String| anyhow::Error::new(crate::exit::UsageError(message));
+    let file = std::fs::File::open(path).map_err(|e| usage(format!("cannot open {name}: {e}")))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(usage(format!("cannot open {name}: it is a directory, not a capture file")));
+    }
     Ok((name, Box::new(file)))
 }
 

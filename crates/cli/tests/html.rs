@@ -339,12 +339,20 @@ fn report_refuses_what_it_cannot_draw_in_one_line() {
         assert!(stderr.contains(name) && stderr.contains(says), "{stderr}");
         assert!(!out.exists(), "no page for {name}");
     }
+    // A file that cannot be read is a bad argument, as `-b @FILE`'s is; an endless one stops at
+    // the cap.
     let run = nodelay(&["report", dir.join("missing.json").to_str().unwrap(), "--html", "/dev/null"]);
-    assert_eq!(run.code(), 1);
+    assert_eq!(run.code(), 2);
     assert!(
         run.stderr().contains("cannot read") && run.stderr().contains("missing.json"),
         "{}",
         run.stderr()
+    );
+    let run = nodelay(&["report", "/dev/zero", "--html", "/dev/null"]);
+    assert_eq!(run.code(), 2);
+    assert_eq!(
+        run.stderr().trim_end(),
+        "nodelay: saved run '/dev/zero' is larger than 256 MiB, the most nodelay reads"
     );
 }
 

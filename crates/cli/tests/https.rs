@@ -322,6 +322,12 @@ fn tls_options_are_validated_where_they_are_parsed() {
         2,
         &["holds no PEM certificate"],
     );
+    // An endless file stops at the cap, not when memory runs out.
+    fails_with(
+        &["bench", "-n", "1", "--cacert", "/dev/zero", &url],
+        2,
+        &["--cacert /dev/zero is larger than 16 MiB: not a certificate file"],
+    );
     fails_with(&["bench", "-n", "1", "--insecure", &peer.url("/")], 2, &["are for https:// URLs"]);
     fails_with(&["bench", "-n", "1", "--sni", "bad name!", &url], 2, &["not a valid TLS server name"]);
     // clap's own message for conflicting options (with its usage line).

@@ -114,8 +114,10 @@ fn what_is_not_an_interval_log_is_one_clear_error() {
     let empty = dir.join("empty.hlog");
     std::fs::write(&empty, "#[StartTime: 1700000000.000 (seconds since epoch)]\n").unwrap();
     let missing = dir.join("missing.hlog");
+    let endless = std::path::PathBuf::from("/dev/zero");
     for (path, says) in [
         (&missing, "cannot read"),
+        (&endless, "is larger than 256 MiB, the most nodelay reads"),
         (&text, "not an HdrHistogram interval log"),
         (&json, "not an HdrHistogram interval log"),
         (&empty, "without intervals"),

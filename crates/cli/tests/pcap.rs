@@ -320,9 +320,16 @@ fn bad_files_say_what_and_where() {
     assert_eq!(report["packets"], 13);
     assert_eq!(report["stalls"], 2);
     assert!(report["error"].as_str().unwrap().contains("truncated"));
+    // Not a file to read: a bad argument (2), as any file named on the command line.
     let missing = nodelay(&["pcap", "/nonexistent/capture.pcap"]);
-    assert_eq!(missing.code(), 1);
+    assert_eq!(missing.code(), 2);
     assert!(missing.stderr().contains("cannot open"), "{}", missing.stderr());
+    let directory = nodelay(&["pcap", "/tmp"]);
+    assert_eq!(directory.code(), 2);
+    assert_eq!(
+        directory.stderr().trim_end(),
+        "nodelay: cannot open /tmp: it is a directory, not a capture file"
+    );
 }
 
 #[test]

@@ -16,6 +16,7 @@ use rustls::ClientConfig;
 use rustls::client::Resumption;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde::Serialize;
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -121,11 +122,24 @@ impl TlsClient {
     }
 }
 
+/// A CA bundle is a few hundred KiB (the system's ~220 KiB): past this, /dev/zero or a data
+/// file was named, and reading on would only fill memory.
+const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
 fn certificates_from_pem(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     use rustls::pki_types::pem::PemObject;
     let shown = path.display();
-    let bytes =
-        std::fs::read(path).map_err(|e| TlsSetupError(format!("cannot read --cacert {shown}: {e}")))?;
+    let cannot_read = |e: std::io::Error| TlsSetupError(format!("cannot read --cacert {shown}: {e}"));
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| std::io::Read::take(file, MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(cannot_read)?;
+    if bytes.len() as u64 > MAX_CA_FILE_BYTES {
+        return Err(TlsSetupError(format!(
+            "--cacert {shown} is larger than {} MiB: not a certificate file",
+            MAX_CA_FILE_BYTES >> 20
+        )));
+    }
     let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<_, _>>()
         .map_err(|e| TlsSetupError(format!("--cacert {shown} is not a PEM certificate file: {e}")))?;
