@@ -221,7 +221,7 @@ fn default_threads() -> usize {
 }
 
 /// The most common failure and its first message, or why nothing was counted at all.
-fn why_nothing_succeeded(report: &BenchReport) -> String {
+pub(crate) fn why_nothing_succeeded(report: &BenchReport) -> String {
     let worst = report.errors.iter().filter(|(_, n)| **n > 0).max_by_key(|(_, n)| **n);
     match worst {
         Some((kind, n)) => {

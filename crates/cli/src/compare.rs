@@ -3,7 +3,7 @@
 //! so that the machine's drift and whatever the previous run left warm hit every target alike.
 
 use crate::args::CompareArgs;
-use crate::bench::{Load, Measured, plan_load};
+use crate::bench::{Load, Measured, plan_load, why_nothing_succeeded};
 use crate::doctor::examine;
 use crate::exit::{Outcome, UsageError};
 use crate::interrupt;
@@ -97,7 +97,23 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }
     output::stdout(&if args.json { Json.render(&report) } else { FittedText::new(width).render(&report) })?;
-    Ok(if report.targets.iter().any(|t| t.error.is_some()) { Outcome::Failed } else { Outcome::Success })
+    // A target that answered nothing has no figures to compare: said, and the exit says so too.
+    let mut silent = false;
+    for target in &report.targets {
+        if let Some(run) = target.run.as_ref().filter(|run| run.requests_completed == 0) {
+            silent = true;
+            let why = why_nothing_succeeded(run);
+            output::stderr_line(&format!(
+                "nodelay: no request succeeded on {} ({}): {why}",
+                target.label, target.url
+            ));
+        }
+    }
+    Ok(if silent || report.targets.iter().any(|t| t.error.is_some()) {
+        Outcome::Failed
+    } else {
+        Outcome::Success
+    })
 }
 
 /// The targets' names: `--labels`, else A, B, C, ...

@@ -115,6 +115,23 @@ fn a_target_nobody_listens_on_is_reported_and_the_other_still_measured() {
     assert!(both.stderr().contains("no target could be measured"), "{}", both.stderr());
 }
 
+/// A server that takes connections and never answers: no figures to compare, said on stderr,
+/// and exit 1 (bench's exit for the same server), while the report is still printed.
+#[test]
+fn a_target_that_never_answers_fails_the_comparison() {
+    let server = python_peer("python_http_server.py", &["--disable-nagle"]);
+    // The kernel completes the handshakes into the backlog; nobody reads or writes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://127.0.0.1:{}/", silent.local_addr().unwrap().port());
+    let (run, report) = compare(&["--rounds", "2", &server.url("/"), &silent_url]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    assert_eq!(report["targets"][1]["run"]["requests_completed"], 0, "{report:#}");
+    let stderr = run.stderr();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no request succeeded on") && stderr.contains(&silent_url), "{stderr}");
+    assert!(stderr.contains("still waiting for a response when the run ended"), "{stderr}");
+}
+
 #[test]
 fn bad_arguments_are_usage_errors() {
     for args in [
