@@ -143,6 +143,11 @@ impl Load {
 pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let load = plan_load(&args.url, &args.load)?;
     // Opened (created) before the run, so that a bad path costs no measurement.
+    output::distinct_files(&[
+        ("--export-json", args.export_json.as_deref()),
+        ("--html", args.html.as_deref()),
+        ("--hdr-log", args.hdr_log.as_deref()),
+    ])?;
     let export = create_output(args.export_json.as_deref(), "--export-json")?;
     let html = create_output(args.html.as_deref(), "--html")?;
     let hdr_log = create_output(args.hdr_log.as_deref(), "--hdr-log")?;

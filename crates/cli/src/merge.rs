@@ -36,6 +36,10 @@ struct Entry<'a> {
 }
 
 pub fn merge(args: &MergeArgs) -> Result<Outcome> {
+    // The page is created before the logs are read: on one of them it would empty it first.
+    for log in &args.logs {
+        output::distinct_files(&[("an interval log", Some(log)), ("--html", args.html.as_deref())])?;
+    }
     let html = create_output(args.html.as_deref(), "--html")?;
     let contents: Vec<Vec<u8>> = args.logs.iter().map(|path| read(path)).collect::<Result<_>>()?;
     let report = merge_logs(&args.logs, &contents)?;

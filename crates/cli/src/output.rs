@@ -5,6 +5,7 @@
 
 use anyhow::{Context, Result};
 use std::io::{ErrorKind, Write};
+use std::path::Path;
 
 /// Writes `text` to stdout and flushes it.
 pub fn stdout(text: &str) -> Result<()> {
@@ -41,11 +42,69 @@ pub fn create_output(path: Option<&std::path::Path>, option: &str) -> Result<Opt
     Ok(Some(OutputFile { path: path.to_path_buf(), file }))
 }
 
+/// Refuses two of `files` (an option or input's name and its path) that name one regular file:
+/// the later write would replace the earlier (or a page its own input). Devices such as
+/// /dev/null may be named twice.
+pub fn distinct_files(files: &[(&str, Option<&Path>)]) -> Result<()> {
+    let named: Vec<(&str, &Path)> =
+        files.iter().filter_map(|(option, path)| Some((*option, (*path)?))).collect();
+    for (index, (option, path)) in named.iter().enumerate() {
+        for (other_option, other) in &named[index + 1..] {
+            if same_regular_file(path, other) {
+                return Err(anyhow::Error::new(crate::exit::UsageError(format!(
+                    "{option} and {other_option} both name {}: one would overwrite the other",
+                    path.display()
+                ))));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The same file: one inode when both exist, else the same absolute path; never a device.
+fn same_regular_file(one: &Path, other: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(one), std::fs::metadata(other)) {
+        (Ok(a), Ok(b)) => a.is_file() && (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        (Err(_), Err(_)) => match (std::path::absolute(one), std::path::absolute(other)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 impl OutputFile {
     pub fn write(mut self, bytes: &[u8]) -> Result<()> {
         self.file
             .write_all(bytes)
             .and_then(|()| self.file.flush())
             .with_context(|| format!("cannot write {}", self.path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_outputs_on_one_file_are_refused_and_devices_are_not() {
+        let dir = std::env::temp_dir().join(format!("nodelay-outputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (new, existing) = (dir.join("new.json"), dir.join("run.json"));
+        std::fs::write(&existing, "{}").unwrap();
+        let same_new = dir.join(".").join("new.json");
+        let refused = distinct_files(&[
+            ("--export-json", Some(&new)),
+            ("--html", None),
+            ("--hdr-log", Some(&same_new)),
+        ]);
+        let message = refused.unwrap_err().to_string();
+        assert!(message.starts_with("--export-json and --hdr-log both name "), "{message}");
+        assert!(distinct_files(&[("a saved run", Some(&existing)), ("--html", Some(&existing))]).is_err());
+        assert!(distinct_files(&[("--html", Some(&new)), ("--export-json", Some(&existing))]).is_ok());
+        let null = Path::new("/dev/null");
+        assert!(distinct_files(&[("--html", Some(null)), ("--export-json", Some(null))]).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,6 +17,9 @@ pub fn report(args: &ReportArgs) -> Result<Outcome> {
 /// Reads each saved run, then writes the page of them all to `html`.
 fn render(paths: &[std::path::PathBuf], html: Option<&Path>) -> Result<Outcome> {
     let Some(html) = html else { bail!(crate::exit::UsageError("report: --html FILE is required".into())) };
+    for run in paths {
+        crate::output::distinct_files(&[("a saved run", Some(run)), ("--html", Some(html))])?;
+    }
     let runs = paths.iter().map(|path| read_run(path)).collect::<Result<Vec<_>>>()?;
     let page = nodelay_report::html::html_page_of_files(&runs)?;
     let output = create_output(Some(html), "--html")?.context("--html names a file")?;

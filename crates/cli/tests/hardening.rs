@@ -222,6 +222,34 @@ fn endless_input_files_are_refused_not_read_until_memory_runs_out() {
     assert_never_connected(&listener);
 }
 
+/// Two outputs on one file, or a page written over its own input, are refused before anything
+/// is created, run or emptied.
+#[test]
+fn an_output_on_another_output_or_on_an_input_is_refused_and_nothing_is_touched() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let http = format!("http://{}/", listener.local_addr().expect("address"));
+    let dir = tempdir("outputs");
+    let (out, log) = (dir.join("out"), dir.join("run.hlog"));
+    std::fs::write(&log, "a log\n").expect("write");
+    let (out, log) = (out.to_str().expect("utf-8"), log.to_str().expect("utf-8"));
+    for (args, says) in [
+        (
+            vec!["bench", &http, "-n", "1", "--export-json", out, "--hdr-log", out],
+            "--export-json and --hdr-log",
+        ),
+        (vec!["report", "merge", log, "--html", log], "an interval log and --html"),
+        (vec!["report", log, "--html", log], "a saved run and --html"),
+    ] {
+        let run = nodelay(&args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+        assert_eq!(run.stderr().trim_end().lines().count(), 1, "{}", run.stderr());
+        assert!(run.stderr().contains(&format!("{says} both name")), "{}", run.stderr());
+    }
+    assert!(!std::path::Path::new(out).exists());
+    assert_eq!(std::fs::read_to_string(log).expect("the log"), "a log\n");
+    assert_never_connected(&listener);
+}
+
 /// Runs nodelay and returns its exit code and peak RSS in MiB (`wait4` on exactly this child,
 /// so parallel tests' processes do not count).
 #[allow(clippy::zombie_processes)] // reaped by wait4 below, which std's Child does not know
