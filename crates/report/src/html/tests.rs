@@ -289,7 +289,18 @@ fn other_json_is_refused_naming_its_schema_and_the_ones_read() {
     assert!(other.0.starts_with("package.json is not a nodelay report"), "{other}");
     let foreign = html_page(&[json!({"schema": "https://example.test/s"})]).unwrap_err();
     assert!(foreign.0.starts_with("run 1 has schema"), "{foreign}");
-    let broken =
-        html_page(&[json!({"schema": "nodelay-bench/1", "requests_completed": "many"})]).unwrap_err();
+    let mut broken = value(&bench_report("http://example.test/", 0));
+    broken["requests_completed"] = json!("many");
+    let broken = html_page(&[broken]).unwrap_err();
     assert!(broken.0.contains("is not a valid \"nodelay-bench/1\" report"), "{broken}");
+    // A schema id alone, or a bench run labelled a capture, is no report: not a page of zeros.
+    let bare = html_page(&[json!({"schema": "nodelay-bench/1"})]).unwrap_err();
+    assert_eq!(
+        bare.0,
+        "run 1 is not a valid \"nodelay-bench/1\" report: it lacks requests_completed, requests_per_second, latency_ms"
+    );
+    let mut relabelled = value(&bench_report("http://example.test/", 0));
+    relabelled["schema"] = json!("nodelay-pcap/1");
+    let relabelled = html_page(&[relabelled]).unwrap_err();
+    assert!(relabelled.0.ends_with("it lacks packets, flows, stalls, verdict"), "{relabelled}");
 }

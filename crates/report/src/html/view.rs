@@ -28,6 +28,21 @@ pub enum Kind {
     Pcap,
 }
 
+impl Kind {
+    /// Fields every version of the kind's schema has written, that its page's figures come
+    /// from: a file without them is no such report (the page would show zeros), while a field
+    /// added later may be missing from an older file and takes its default.
+    fn core_fields(self) -> &'static [&'static str] {
+        match self {
+            Kind::Bench | Kind::Merge => &["requests_completed", "requests_per_second", "latency_ms"],
+            Kind::Compare => &["rounds", "targets"],
+            Kind::Doctor => &["url", "verdict", "phases", "findings"],
+            Kind::DoctorScenario => &["url", "verdict", "requests"],
+            Kind::Pcap => &["packets", "flows", "stalls", "verdict"],
+        }
+    }
+}
+
 /// One run, read.
 pub enum Run {
     /// A bench run, or a merge of interval logs (`merged`), which has the same figures.
@@ -62,6 +77,14 @@ pub fn read_run(name: &str, run: &Value) -> Result<Run, HtmlError> {
             schemas_read()
         )));
     };
+    let missing: Vec<&str> =
+        kind.core_fields().iter().copied().filter(|field| run.get(field).is_none()).collect();
+    if !missing.is_empty() {
+        return Err(HtmlError(format!(
+            "{name} is not a valid \"{schema}\" report: it lacks {}",
+            missing.join(", ")
+        )));
+    }
     let parse_error =
         |e: serde_json::Error| HtmlError(format!("{name} is not a valid \"{schema}\" report: {e}"));
     Ok(match kind {
