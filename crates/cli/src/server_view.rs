@@ -10,7 +10,11 @@ use std::net::{SocketAddr, UdpSocket};
 pub enum Watching {
     /// Not looked at: a remote target, or --no-server-view.
     Off,
-    On(Box<ServerWatch>),
+    /// `named`: the process was named by --pid, for a target on this port.
+    On {
+        watch: Box<ServerWatch>,
+        named: Option<(i32, u16)>,
+    },
     Unavailable(String),
 }
 
@@ -23,8 +27,9 @@ pub fn watch(address: SocketAddr, args: &ServerViewArgs, pace: SamplerPace) -> W
         None if is_this_machine(address) => Target::Address(address),
         None => return Watching::Off,
     };
+    let named = args.pid.map(|pid| (pid, address.port()));
     match ServerWatch::start_paced(target, pace) {
-        Ok(watch) => Watching::On(Box::new(watch)),
+        Ok(watch) => Watching::On { watch: Box::new(watch), named },
         Err(error) => Watching::Unavailable(error.to_string()),
     }
 }
@@ -32,7 +37,7 @@ pub fn watch(address: SocketAddr, args: &ServerViewArgs, pace: SamplerPace) -> W
 impl Watching {
     /// The run ends sooner than planned (interrupted): the sampler looks quickly from now.
     pub fn ending(&self) {
-        if let Watching::On(watch) = self {
+        if let Watching::On { watch, .. } = self {
             watch.ending();
         }
     }
@@ -43,12 +48,30 @@ impl Watching {
         match self {
             Watching::Off => (None, None),
             Watching::Unavailable(why) => (Some(ServerViewReport::unavailable(why)), None),
-            Watching::On(watch) => match watch.finish(own_connects) {
-                Ok(view) => (Some(ServerViewReport::new(&view, requests)), Some(view)),
+            Watching::On { watch, named } => match watch.finish(own_connects) {
+                Ok(view) => {
+                    let mut report = ServerViewReport::new(&view, requests);
+                    report.warnings.extend(named.and_then(|(pid, port)| not_listening(&view, pid, port)));
+                    (Some(report), Some(view))
+                }
                 Err(error) => (Some(ServerViewReport::unavailable(error.to_string())), None),
             },
         }
     }
+}
+
+/// A warning when the process named by --pid did not listen on the target's port: its figures
+/// may be another program's than the server's (a container's server behind a proxy's port is
+/// the case --pid is for, and is said so).
+fn not_listening(view: &ServerView, pid: i32, port: u16) -> Option<String> {
+    if view.listening_ports.contains(&port) {
+        return None;
+    }
+    let command = view.processes.iter().find(|p| p.pid == pid).map_or("?", |p| p.command.as_str());
+    Some(format!(
+        "PID {pid} ({command}) did not listen on port {port}, the target's: unless it serves the target \
+         from behind another process (a container behind a proxy), these figures are not the server's"
+    ))
 }
 
 /// The pace for a run of this length (`None`: bounded by a request count or an interrupt

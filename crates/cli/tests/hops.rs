@@ -209,6 +209,18 @@ fn the_server_view_can_be_skipped_or_named_by_pid() {
     assert!(off["findings"].as_array().unwrap().is_empty());
     let named = bench(&b.url("/api/items/1"), &["-n", "50", "--pid", &b.pid().to_string()]);
     assert_eq!(named["server_view"]["processes"][0]["pid"], b.pid());
+    let warnings = named["server_view"]["warnings"].as_array().unwrap();
+    assert!(!warnings.iter().any(|w| w.as_str().unwrap().contains("did not listen")), "{warnings:#?}");
+    // A process that does not listen on the target's port: read as asked, and said.
+    let me = std::process::id().to_string();
+    let other = bench(&b.url("/api/items/1"), &["-n", "50", "--pid", &me]);
+    let warnings = other["server_view"]["warnings"].as_array().unwrap();
+    let expected = format!("PID {me} (hops-");
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().starts_with(&expected)
+            && w.as_str().unwrap().contains(&format!("did not listen on port {}", b.port))),
+        "{warnings:#?}"
+    );
     // A PID that is not running: one line in the report, and the run goes on.
     let gone = bench(&b.url("/api/items/1"), &["-n", "50", "--pid", "999999999"]);
     assert_eq!(gone["requests_completed"], 50);

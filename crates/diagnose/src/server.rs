@@ -427,6 +427,7 @@ pub(crate) mod tests {
             cpu_pressure: Some(CpuPressure { some_waiting_share: 0.05 }),
             listen_queue: None,
             online_cpus: 2,
+            listening_ports: vec![8080],
             namespace_connects_by_others: None,
             unread: Vec::new(),
         }

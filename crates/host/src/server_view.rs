@@ -98,6 +98,8 @@ pub struct ServerView {
     pub listen_queue: Option<ListenQueueView>,
     /// CPUs this machine has online.
     pub online_cpus: u32,
+    /// The ports the processes listened on, at the start or the end, in order.
+    pub listening_ports: Vec<u16>,
     /// connect()s in the server's network namespace during the run (`Tcp: ActiveOpens` of
     /// /proc/PID/net/snmp) less the run's own when nodelay shares that namespace: every
     /// connection the server opened is among them, with any other process's. `None` where

@@ -166,7 +166,7 @@ impl ServerWatch {
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
         // The server calling itself (its own listening port on this machine) is not an
         // upstream: the run's own connections to it would count as opened.
-        let own_ports: HashSet<u16> =
+        let listening_ports: BTreeSet<u16> =
             start.listening_ports.union(&reading::listening_ports(&end.sockets)).copied().collect();
         // Threads that ended during the run count up to when the sampler last saw them.
         let mut end_threads = end.threads.clone();
@@ -207,13 +207,14 @@ impl ServerWatch {
             upstreams: connections::upstreams(&connections)
                 .into_iter()
                 .filter(|u| {
-                    !(own_ports.contains(&u.destination.port())
+                    !(listening_ports.contains(&u.destination.port())
                         && crate::linux::is_local_ip(u.destination.ip()))
                 })
                 .collect(),
             cpu_pressure: pressure_share(start.pressure_some_us, pressure_some_us, wall_us),
             listen_queue,
             online_cpus: reading::online_cpus(),
+            listening_ports: listening_ports.into_iter().collect(),
             namespace_connects_by_others,
             unread,
         })

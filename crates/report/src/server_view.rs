@@ -290,6 +290,7 @@ pub(crate) mod tests {
             cpu_pressure: None,
             listen_queue: None,
             online_cpus: 2,
+            listening_ports: vec![8080],
             namespace_connects_by_others: Some(39_062),
             unread: Vec::new(),
         };
