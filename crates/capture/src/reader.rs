@@ -80,6 +80,10 @@ pub struct ReadStats {
     pub bytes: u64,
     /// Packets without a timestamp (pcapng simple packet blocks), skipped.
     pub untimed_packets: u64,
+    /// Packets timed earlier than the packet before them in the file (several interfaces,
+    /// or a clock stepped back), and the largest such step: gaps are measured in file order.
+    pub steps_back: u64,
+    pub largest_step_back_ns: u64,
     /// The input was gzip-compressed (byte offsets in errors count decompressed bytes).
     pub gzip: bool,
 }
@@ -245,6 +249,7 @@ where
     let mut legacy: Option<Interface> = None;
     let mut interfaces: Vec<Interface> = Vec::new();
     let mut offset: u64 = 0;
+    let mut previous_ns: u64 = 0;
     let mut pcapng = false;
     let mut big_endian = false;
     loop {
@@ -278,6 +283,17 @@ where
                                 offset: here,
                                 caplen: record.caplen,
                                 snaplen: interface.snaplen,
+                            });
+                        }
+                        // libpcap and Wireshark take a fraction of a second or more as a broken record.
+                        if u64::from(record.ts_usec) >= interface.units_per_second {
+                            return Err(ReadError::Malformed {
+                                packet: stats.packets,
+                                offset: here,
+                                reason: format!(
+                                    "its timestamp's fraction of a second, {}, is a second or more",
+                                    record.ts_usec
+                                ),
                             });
                         }
                         let fraction_ns =
@@ -333,6 +349,11 @@ where
                     PcapBlockOwned::NG(_) => None,
                 };
                 if let Some((timestamp_ns, link_type, data)) = timed {
+                    if let Some(step_back) = previous_ns.checked_sub(timestamp_ns).filter(|&step| step > 0) {
+                        stats.steps_back += 1;
+                        stats.largest_step_back_ns = stats.largest_step_back_ns.max(step_back);
+                    }
+                    previous_ns = timestamp_ns;
                     stats.packets += 1;
                     stats.bytes += data.len() as u64;
                     on_packet(&Packet { number: packet_number, offset: here, timestamp_ns, link_type, data });
@@ -387,20 +408,46 @@ mod tests {
     use flate2::write::GzEncoder;
     use std::io::Write;
 
-    /// A little-endian µs pcap of raw IP frames, one packet per payload.
+    /// A little-endian µs pcap of raw IP frames, one packet per payload, a second apart.
     fn pcap(payloads: &[&[u8]]) -> Vec<u8> {
+        let times: Vec<(u32, u32)> = (0..payloads.len() as u32).map(|second| (second, 0)).collect();
+        pcap_timed(payloads, &times)
+    }
+
+    /// The same, each packet at its (seconds, microseconds).
+    fn pcap_timed(payloads: &[&[u8]], times: &[(u32, u32)]) -> Vec<u8> {
         let mut out = Vec::new();
         for field in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 101] {
             out.extend_from_slice(&field.to_le_bytes());
         }
-        for (second, payload) in payloads.iter().enumerate() {
+        for (payload, (second, micros)) in payloads.iter().zip(times) {
             let length = payload.len() as u32;
-            for field in [second as u32, 0, length, length] {
+            for field in [*second, *micros, length, length] {
                 out.extend_from_slice(&field.to_le_bytes());
             }
             out.extend_from_slice(payload);
         }
         out
+    }
+
+    #[test]
+    fn a_fraction_of_a_second_of_a_second_or_more_is_a_broken_record() {
+        let bytes = pcap_timed(&[b"one", b"two"], &[(1, 999_999), (2, 1_000_000)]);
+        let (numbers, _, result) = read(&bytes[..]);
+        assert_eq!(numbers, [1]);
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "malformed record at byte offset 43 (after packet #1): its timestamp's fraction of a second, \
+             1000000, is a second or more"
+        );
+    }
+
+    #[test]
+    fn packets_timed_before_the_one_before_them_are_counted_with_the_largest_step() {
+        let times = [(10, 0), (9, 500_000), (11, 0), (10, 999_000)];
+        let (numbers, stats, result) = read(&pcap_timed(&[b"a", b"b", b"c", b"d"], &times)[..]);
+        assert!(result.is_ok() && numbers.len() == 4);
+        assert_eq!((stats.steps_back, stats.largest_step_back_ns), (2, 500_000_000));
     }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {

@@ -49,6 +49,15 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     if summary.read.untimed_packets > 0 {
         warnings.push(format!("{} packets without a timestamp were skipped", summary.read.untimed_packets));
     }
+    if summary.read.steps_back > 0 {
+        warnings.push(format!(
+            "{} earlier than the packet before {} (by up to {}): gaps are measured in the file's order, \
+             and a stall across such a step may be missed",
+            nodelay_report::plural(summary.read.steps_back as usize, "packet is timed", "packets are timed"),
+            if summary.read.steps_back == 1 { "it" } else { "them" },
+            nodelay_report::format_duration_ms(summary.read.largest_step_back_ns as f64 / 1e6)
+        ));
+    }
     if summary.tcp_packets == 0 {
         let why = warnings.first().map(|w| format!(" ({w})")).unwrap_or_default();
         bail!("{name}: no TCP packets among its {} packets{why}", summary.read.packets);

@@ -332,6 +332,33 @@ fn bad_files_say_what_and_where() {
     );
 }
 
+/// A capture whose third packet is timed a second before the second: read, and said.
+#[test]
+fn a_clock_that_steps_back_is_a_warning() {
+    let mut bytes = std::fs::read(fixture("ethernet_usec_le.pcap")).unwrap();
+    // Little-endian µs pcap: a 24-byte header, then records of 16 bytes (seconds,
+    // microseconds, captured and original length) and their data.
+    let field = |bytes: &[u8], at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let (mut at, mut seconds) = (24, Vec::new());
+    for _ in 0..3 {
+        seconds.push(at);
+        at += 16 + field(&bytes, at + 8) as usize;
+    }
+    let earlier = field(&bytes, seconds[1]) - 1;
+    bytes[seconds[2]..seconds[2] + 4].copy_from_slice(&earlier.to_le_bytes());
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("steps-back.pcap");
+    std::fs::write(&path, &bytes).unwrap();
+    let (_, report) = pcap_json(path.to_str().unwrap());
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("1 packet is timed earlier than the packet before it (by up to 999.97 ms)")),
+        "{warnings:#?}"
+    );
+}
+
 #[test]
 fn a_capture_on_stdin_reads_like_the_file() {
     let bytes = std::fs::read(fixture("ethernet_usec_le.pcap")).unwrap();
