@@ -23,10 +23,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
+    // A negative number is a value its parser refuses by name, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Bench(Box<BenchArgs>),
     /// Diagnose why requests are slow: measure, run experiments, name the cause, show the fix
+    // A negative number is a value its parser refuses by name, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Doctor(Box<DoctorArgs>),
     /// Find Nagle × delayed-ACK stalls in a packet capture (pcap or pcapng) taken anywhere
+    // A negative number is a value its parser refuses by name, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Pcap(Box<PcapArgs>),
     /// A running program's TCP sockets: TCP_NODELAY, TCP_CORK, RTT, delayed-ACK timeout
     Inspect(SocketsArgs),
@@ -38,8 +44,12 @@ pub enum Command {
     Exec(ExecArgs),
     /// Relay TCP between clients and one upstream, timing every exchange on both legs, and say
     /// where the time goes and which side stalls
+    // A negative number is a value its parser refuses by name, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Proxy(Box<ProxyArgs>),
     /// Measure several targets in interleaved rounds and say whether and by how much they differ
+    // A negative number is a value its parser refuses by name, not an unknown flag.
+    #[command(allow_negative_numbers = true)]
     Compare(Box<CompareArgs>),
     /// Render saved runs together as one HTML page, or merge interval logs of many load machines
     Report(Box<ReportArgs>),
@@ -542,14 +552,22 @@ const MIN_RATE: f64 = 0.001;
 const MAX_RATE: f64 = 1e9;
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    // A bare number is seconds, as wrk's -d 10 means.
-    let with_unit = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        format!("{text}s")
+    if text.trim_start().starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is longer than zero"));
+    }
+    // A bare number is seconds, as wrk's -d 10 means; 1.5 too.
+    let bare = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && text.bytes().filter(|&b| b == b'.').count() <= 1
+        && text.bytes().any(|b| b.is_ascii_digit());
+    let duration = if bare {
+        let seconds: f64 = text.parse().map_err(|_| format!("'{text}' is not a number of seconds"))?;
+        Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is too long: at most 365 days"))?
     } else {
-        text.to_string()
+        humantime::parse_duration(text).map_err(|_| {
+            format!("'{text}' is not a duration: a number and a unit, as 10s, 500ms, 1m or 1h30m (a bare number is seconds)")
+        })?
     };
-    let duration =
-        humantime::parse_duration(&with_unit).map_err(|e| format!("{e} (examples: 10s, 500ms, 1m)"))?;
     if duration.is_zero() {
         return Err("must be longer than zero".into());
     }
@@ -593,15 +611,26 @@ fn parse_rate(text: &str) -> Result<f64, String> {
 }
 
 fn parse_header(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text.split_once(':').ok_or_else(|| format!("'{text}' is not 'Name: value'"))?;
-    let name = name.trim();
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(format!("'{name}' is not a valid header name"));
+    // Echoed escaped: a line break in a message would break its one line.
+    let (name, value) =
+        text.split_once(':').ok_or_else(|| format!("'{}' is not 'Name: value'", text.escape_debug()))?;
+    // HTTP allows no space around a name (RFC 9112 5.1: a server must refuse one before the
+    // colon): 'X : a' or 'X\n: a' is refused, not sent as 'X: a'.
+    if name.is_empty() || !name.bytes().all(is_token_byte) {
+        return Err(format!(
+            "'{}' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only: no space, not even before the colon)",
+            name.escape_debug()
+        ));
     }
     if value.contains(['\r', '\n']) {
         return Err("header values cannot contain line breaks".into());
     }
     Ok((name.to_string(), value.trim().to_string()))
+}
+
+/// A byte of an HTTP token (RFC 9110 5.6.2), which a header name is.
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// A hint for a flag typed from another tool's habit, which clap alone would answer with
@@ -618,6 +647,23 @@ pub fn habit_hint(args: &[OsString]) -> Option<String> {
     next.parse::<f64>().is_ok().then(|| {
         format!("-q means --quiet here; for a request rate (oha's -q, hey's -q per worker) use --rate {next} (requests/s in total)")
     })
+}
+
+/// One line for a value a parser refused (clap's own text echoes the value raw, a line break
+/// and all, and adds a usage tip): the option, the value escaped, and the parser's reason.
+/// `None` for other errors, and for a value error without those parts.
+pub fn invalid_value_line(error: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(text)) => Some(text.clone()),
+        _ => None,
+    };
+    let (option, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
+    let reason = std::error::Error::source(error)?.to_string();
+    Some(format!("invalid value '{}' for {option}: {}", value.escape_debug(), reason.replace('\n', " ")))
 }
 
 /// The error for an argument clap refused because it is not UTF-8: which one, its bytes
@@ -671,7 +717,14 @@ mod tests {
         assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("ten").is_err());
+        assert!(parse_duration("ten").unwrap_err().starts_with("'ten' is not a duration: a number and a unit"));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("-1").unwrap_err().contains("is negative"));
+        assert!(parse_duration("1.5.5").is_err() && parse_duration(".").is_err());
+        for spaced in ["X : a", "X\n: a", " X: a", "X\r: a"] {
+            assert!(parse_header(spaced).unwrap_err().contains("is not a valid header name"), "{spaced:?}");
+        }
+        assert!(!parse_header("X\n: a").unwrap_err().contains('\n'), "echoed escaped");
         assert_eq!(parse_rate("1000"), Ok(1000.0));
         assert!(parse_rate("-1").is_err());
         assert!(parse_rate("inf").is_err());

@@ -18,6 +18,11 @@ fn main() -> std::process::ExitCode {
             nodelay::report_error(&anyhow::anyhow!(nodelay::not_utf8(&args)));
             return nodelay::Outcome::Usage.into();
         }
+        // A refused value in one line, escaped, without the usage tip.
+        Err(error) if nodelay::invalid_value_line(&error).is_some() => {
+            nodelay::report_error(&anyhow::anyhow!(nodelay::invalid_value_line(&error).unwrap_or_default()));
+            return nodelay::Outcome::Usage.into();
+        }
         Err(error) => error.exit(),
     };
     match nodelay::run(cli) {

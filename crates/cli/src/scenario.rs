@@ -89,7 +89,12 @@ pub fn load_scenario(path: &Path) -> Result<Scenario> {
 
 /// Parses scenario text; `@file` bodies are read relative to `base`.
 pub fn parse_scenario(text: &str, base: &Path) -> Result<Scenario> {
-    let file: ScenarioFile = toml::from_str(text).context("invalid TOML")?;
+    let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+        // toml's own text draws the line under a caret over several lines: the place in words.
+        let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        let at = line.map(|line| format!(" at line {line}")).unwrap_or_default();
+        anyhow::anyhow!("invalid TOML{at}: {}", e.message().trim().replace('\n', " "))
+    })?;
     if file.request.is_empty() {
         anyhow::bail!("no [[request]] entries");
     }
@@ -100,7 +105,11 @@ pub fn parse_scenario(text: &str, base: &Path) -> Result<Scenario> {
     }
     let mut requests = Vec::new();
     let mut names = std::collections::HashSet::new();
-    for entry in &file.request {
+    for (index, entry) in file.request.iter().enumerate() {
+        // Names head the per-request table's rows: a line break or an escape would break it.
+        if entry.name.trim().is_empty() || entry.name.chars().any(char::is_control) {
+            anyhow::bail!("request {}: its name is empty or holds a control character", index + 1);
+        }
         if !names.insert(entry.name.as_str()) {
             anyhow::bail!("two requests are named '{}'", entry.name);
         }
@@ -207,6 +216,12 @@ mod tests {
         );
         assert!(error("[[request]]\nname = \"a\"\npath = \"/\"\nweight = 0").contains("every weight is 0"));
         assert!(error("request = []").contains("no [[request]]"));
-        assert!(error("[[request]]\nname = \"a\"\npath = \"/\"\nbogus = 1").contains("invalid TOML"));
+        let unknown = error("[[request]]\nname = \"a\"\npath = \"/\"\nbogus = 1");
+        assert!(unknown.starts_with("invalid TOML at line 4: unknown field `bogus`"), "{unknown}");
+        assert_eq!(unknown.lines().count(), 1, "{unknown}");
+        for name in ["", " ", "a\\nb", "\\u001b[31mred"] {
+            let named = error(&format!("[[request]]\nname = \"{name}\"\npath = \"/\""));
+            assert_eq!(named, "request 1: its name is empty or holds a control character", "{name:?}");
+        }
     }
 }

@@ -160,6 +160,11 @@ fn request_injection_is_refused_naming_the_field_and_nothing_is_sent() {
         (vec!["-m", ""], "method"),
         (vec!["-m", "GET /evil HTTP/1.1"], "method"),
         (vec!["-H", "X Bad: 1"], "name"),
+        // Not sent as 'X: a': a space or a line break before the colon is refused, and echoed
+        // escaped, on one line.
+        (vec!["-H", "X : a"], "'X ' is not a valid header name"),
+        (vec!["-H", "X\n: a"], "'X\\n' is not a valid header name"),
+        (vec!["-H", "X\r: a"], "'X\\r' is not a valid header name"),
     ] {
         let mut all = vec!["bench", url.as_str(), "-n", "1"];
         all.extend(args.iter().copied());
