@@ -502,7 +502,7 @@ pub struct ProxyArgs {
     pub listen: SocketAddr,
 
     /// The one address every connection is relayed to: HOST:PORT
-    #[arg(long, value_name = "ADDR", value_parser = parse_socket_address)]
+    #[arg(long, value_name = "ADDR", value_parser = parse_upstream_address)]
     pub upstream: SocketAddr,
 
     /// Stop after this long, e.g. 30s, 5m [default: until Ctrl-C or -n]
@@ -537,6 +537,15 @@ fn parse_socket_address(text: &str) -> Result<SocketAddr, String> {
         Ok(None) => Err(format!("'{text}' resolves to no address")),
         Err(e) => Err(format!("cannot resolve '{text}': {e}")),
     }
+}
+
+/// A HOST:PORT to connect to: port 0 (any free port, when binding) is none.
+fn parse_upstream_address(text: &str) -> Result<SocketAddr, String> {
+    let address = parse_socket_address(text)?;
+    if address.port() == 0 {
+        return Err(format!("'{text}' names port 0, which no server listens on"));
+    }
+    Ok(address)
 }
 
 fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {
@@ -717,7 +726,9 @@ mod tests {
         assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
         assert!(parse_duration("0").is_err());
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("ten").unwrap_err().starts_with("'ten' is not a duration: a number and a unit"));
+        assert!(
+            parse_duration("ten").unwrap_err().starts_with("'ten' is not a duration: a number and a unit")
+        );
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("-1").unwrap_err().contains("is negative"));
         assert!(parse_duration("1.5.5").is_err() && parse_duration(".").is_err());
@@ -744,5 +755,7 @@ mod tests {
         for bad in ["8080", "127.0.0.1", ":80", "127.0.0.1:99999", "host:port"] {
             assert!(parse_socket_address(bad).unwrap_err().contains("HOST:PORT"), "{bad}");
         }
+        assert!(parse_upstream_address("127.0.0.1:0").unwrap_err().contains("port 0"));
+        assert!(parse_upstream_address("127.0.0.1:80").is_ok());
     }
 }

@@ -79,13 +79,34 @@ pub fn parse_target(text: &str) -> Result<Target> {
     let addresses =
         url.socket_addrs(|| None).with_context(|| format!("cannot resolve the host of '{text}'"))?;
     let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
+    refuse_port_zero(text, address)?;
     Ok(Target::Tcp { url: format!("tcp://{host_port}"), address })
+}
+
+/// Port 0 asks the kernel for any free port when binding; nothing can be connected to it.
+fn refuse_port_zero(text: &str, address: SocketAddr) -> Result<()> {
+    if address.port() == 0 {
+        return Err(anyhow::Error::new(UsageError(format!(
+            "'{text}' names port 0, which no server listens on"
+        ))));
+    }
+    Ok(())
+}
+
+/// `http://::1:8080/` reads as a host `:` and fails: the brackets it lacks, said.
+fn ipv6_hint(text: &str) -> &'static str {
+    let authority = text.split_once("://").map_or(text, |(_, rest)| rest).split('/').next().unwrap_or("");
+    if authority.matches(':').count() >= 2 && !authority.contains('[') {
+        "; an IPv6 address goes in brackets, as http://[::1]:8080/"
+    } else {
+        ""
+    }
 }
 
 /// Parses and resolves an `http://` or `https://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
     let usage = |message: String| anyhow::Error::new(UsageError(message));
-    let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}")))?;
+    let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}{}", ipv6_hint(text))))?;
     match url.scheme() {
         "http" | "https" => {}
         other => {
@@ -102,6 +123,7 @@ pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
         .socket_addrs(|| url.port_or_known_default())
         .with_context(|| format!("cannot resolve the host of '{text}'"))?;
     let address = *addresses.first().with_context(|| format!("the host of '{text}' has no address"))?;
+    refuse_port_zero(text, address)?;
     let host_header = url[url::Position::BeforeHost..url::Position::AfterPort].to_string();
     let request_target = url[url::Position::BeforePath..url::Position::AfterQuery].to_string();
     let basic_auth = basic_auth(&url).map_err(usage)?;
@@ -132,6 +154,17 @@ fn basic_auth(url: &Url) -> Result<Option<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_zero_and_an_unbracketed_ipv6_address_are_refused_with_the_way_out() {
+        for zero in ["http://127.0.0.1:0/", "tcp://127.0.0.1:0"] {
+            let error = parse_target(zero).err().unwrap().to_string();
+            assert_eq!(error, format!("'{zero}' names port 0, which no server listens on"));
+        }
+        let error = parse_target("http://::1:8080/").err().unwrap().to_string();
+        assert!(error.ends_with("an IPv6 address goes in brackets, as http://[::1]:8080/"), "{error}");
+        assert!(parse_target("http://[::1]:8080/").is_ok());
+    }
 
     #[test]
     fn parses_ipv4_ipv6_and_localhost() {
