@@ -319,9 +319,18 @@ fn examine_within(
         if let Some(hint) = crate::workload::tls_hint(workload, suspect) {
             bail!("could not measure {url}: {hint}");
         }
-        let why = baseline.errors.first().map_or("no response arrived within the budget".into(), |e| {
-            format!("{}: {}", e.kind.as_str(), e.message)
-        });
+        // Every experiment would wait as long for nothing: the doctor stops after the baseline's
+        // share of the budget, and says so rather than "within the budget".
+        let silent = || {
+            let waited = format_seconds(baseline_config.duration.unwrap_or_default().as_secs_f64());
+            format!(
+                "no response arrived in the baseline's {waited} ({:.0} % of the budget): the server took the \
+                 connection and answered nothing",
+                BASELINE_SHARE * 100.0
+            )
+        };
+        let why =
+            baseline.errors.first().map_or_else(silent, |e| format!("{}: {}", e.kind.as_str(), e.message));
         bail!("could not measure {url}: no request succeeded ({why})");
     }
     let mut observations =

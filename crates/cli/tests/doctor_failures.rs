@@ -102,6 +102,24 @@ fn the_reachability_probe_counts_against_the_budget() {
     }
 }
 
+/// A server that takes the connection and never answers: the doctor stops after the
+/// baseline's share of the budget (any experiment would wait as long for nothing) and says
+/// that, not "within the budget".
+#[test]
+fn a_server_that_never_answers_is_named_after_the_baselines_share() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let run = nodelay(&["doctor", "--budget", "2s", &url]);
+    assert_eq!(run.code(), 1, "{}", run.stdout());
+    assert!(run.elapsed < Duration::from_secs(2) + SLACK, "took {:?}", run.elapsed);
+    let stderr = run.stderr();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no response arrived in the baseline's 0.8 s (40 % of the budget): the server took the connection and answered nothing"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn each_scenario_request_gets_a_share_of_the_budget() {
     let peer = python_peer("webapp.py", &[]);
