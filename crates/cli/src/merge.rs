@@ -127,7 +127,7 @@ fn decode(path: &Path, entry: &Entry) -> Result<Histogram<u64>> {
         .decode(entry.encoded.trim())
         .map_err(|e| anyhow!("{}: line {}: the histogram is not base64: {e}", path.display(), entry.line))?;
     let mut histogram: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| {
-        anyhow!("{}: line {}: the histogram does not decode: {e:?}", path.display(), entry.line)
+        anyhow!("{}: line {}: the histogram does not decode: {e}", path.display(), entry.line)
     })?;
     histogram.auto(true);
     Ok(histogram)

@@ -38,6 +38,9 @@ impl RawFraming {
             }
             ("fixed", Some(n)) => match n.parse::<u64>() {
                 Ok(n) if n > 0 => Ok(RawFraming::Fixed(n)),
+                Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+                    Err(format!("fixed:{n}: more bytes than a response can have (at most {})", u64::MAX))
+                }
                 _ => Err(format!("fixed:{n}: need a positive byte count")),
             },
             ("len16be", _) => prefix(2, true),
@@ -347,7 +350,12 @@ mod tests {
             assert_eq!(RawFraming::parse(text).unwrap().to_string(), text);
         }
         assert!(RawFraming::parse("len64").unwrap_err().contains("unknown framing"));
-        assert!(RawFraming::parse("fixed:0").is_err());
+        assert!(RawFraming::parse("fixed:0").unwrap_err().ends_with("need a positive byte count"));
+        assert!(
+            RawFraming::parse("fixed:99999999999999999999")
+                .unwrap_err()
+                .contains("more bytes than a response can have")
+        );
         assert!(RawFraming::parse("delim:").is_err());
         assert!(RawFraming::parse("len32be:exclusive").is_err());
     }
