@@ -56,6 +56,10 @@ pub enum ReadError {
     NotACapture { first_bytes: String },
     #[error("truncated: the file header is cut short ({bytes} bytes)")]
     TruncatedHeader { bytes: usize },
+    /// A known magic number whose header does not parse (a pcapng block length that is no
+    /// length, an unknown byte-order mark): the file is damaged, not of another kind.
+    #[error("a {kind} file whose header is damaged (it starts with {first_bytes})")]
+    DamagedHeader { kind: &'static str, first_bytes: String },
     #[error("truncated: packet record #{packet} at byte offset {offset} is cut short")]
     Truncated { packet: u64, offset: u64 },
     #[error(
@@ -148,8 +152,14 @@ fn header_error(head: &[u8]) -> ReadError {
         return ReadError::TruncatedHeader { bytes: head.len() };
     }
     let shown = &head[..head.len().min(SHOWN_BYTES)];
-    ReadError::NotACapture {
-        first_bytes: shown.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" "),
+    let first_bytes = shown.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+    match known {
+        // Long enough for its header (the check above), and the magic number whole.
+        Some(magic) => {
+            let kind = if magic == &CAPTURE_MAGICS[6] { "pcapng" } else { "pcap" };
+            ReadError::DamagedHeader { kind, first_bytes }
+        }
+        _ => ReadError::NotACapture { first_bytes },
     }
 }
 
@@ -428,6 +438,18 @@ mod tests {
             out.extend_from_slice(payload);
         }
         out
+    }
+
+    #[test]
+    fn a_pcapng_header_whose_block_length_is_no_length_is_damaged_not_foreign() {
+        let mut header = vec![0x0a, 0x0d, 0x0d, 0x0a, 5, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a];
+        header.resize(40, 0);
+        let (_, _, result) = read(&header[..]);
+        let error = result.unwrap_err().to_string();
+        assert!(
+            error.starts_with("a pcapng file whose header is damaged (it starts with 0a 0d 0d 0a"),
+            "{error}"
+        );
     }
 
     #[test]
