@@ -112,10 +112,6 @@ impl Render<MergeReport> for FittedText {
     }
 }
 
-fn seconds(s: f64) -> String {
-    format!("{s:.2} s")
-}
-
 fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Result {
     let title =
         format!("nodelay report merge: {}", plural(r.logs.len() as u64, "interval log", "interval logs"));
@@ -127,7 +123,7 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
             log.path.clone(),
             log.intervals.to_string(),
             log.requests.to_string(),
-            seconds(log.span_s),
+            crate::text::format_elapsed(log.span_s),
         ]);
     }
     out.push_str(&logs.render());
@@ -135,7 +131,7 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
     let summary = format!(
         "{} in {} (first interval's start to last one's end, all logs): {:.1} req/s",
         plural(r.requests_completed, "response", "responses"),
-        seconds(r.span_s),
+        crate::text::format_elapsed(r.span_s),
         r.requests_per_second,
     );
     out.push_str(&wrap(&summary, width, "  ", "    "));
@@ -155,7 +151,7 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
     let timeline = format!(
         "timeline: {} of {} aligned by wall-clock start (per interval in --json and --html)",
         plural(r.timeline.len() as u64, "interval", "intervals"),
-        seconds(r.interval_s),
+        crate::format::format_seconds(r.interval_s),
     );
     out.push_str(&wrap(&timeline, width, "  ", "    "));
     Ok(())

@@ -91,7 +91,8 @@ pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// `0.88 s`, `3.83 ms`: a run's length, in milliseconds only when it was that short.
-fn format_elapsed(seconds: f64) -> String {
+/// A run's length: seconds, or milliseconds under 0.1 s (a span of 2 ms is not "0.00 s").
+pub(crate) fn format_elapsed(seconds: f64) -> String {
     if seconds >= 0.1 { format!("{seconds:.2} s") } else { format_duration_ms(seconds * 1e3) }
 }
 
@@ -672,6 +673,12 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_run_shorter_than_a_tenth_of_a_second_is_in_milliseconds() {
+        assert_eq!(format_elapsed(2.7), "2.70 s");
+        assert!(format_elapsed(0.002).ends_with(" ms") && format_elapsed(0.002).starts_with('2'));
     }
 
     #[test]
