@@ -56,7 +56,9 @@ fn assert_backlog_overflow_proven(peer: &Peer) {
     assert_eq!(overflow["proven"], true, "{overflow:#}");
     assert_eq!(evidence(overflow, "the listening socket's backlog"), 2.0);
     assert!(evidence(overflow, "handshakes dropped on a full accept queue") > 0.0, "{overflow:#}");
-    assert!(evidence(overflow, "new connections that waited for a SYN retransmission") >= 1.0);
+    // The kernel drops the SYN (a wait at its retransmission times) or, when the queue fills
+    // between the two, the handshake's last ACK (a wait off them): either is counted.
+    assert!(evidence(overflow, "new connections that waited") >= 1.0, "{overflow:#}");
     let sequential = overflow["proof"]
         .as_array()
         .unwrap()

@@ -153,6 +153,12 @@ pub struct PhaseSummary {
     pub slow_open_retry_s: Option<u32>,
     /// The longest of them, connect start to first byte.
     pub slowest_open_ms: Option<f64>,
+    /// Opens whose connect or first byte (on an otherwise fast server) came 0.9 s or more
+    /// late, at a SYN retransmission time or not. Where the kernel counted listen-queue
+    /// overflows, these waited on a full accept queue even when the handshake's last ACK was
+    /// dropped instead of the SYN, so that the wait ends at the client's data retransmission
+    /// or the server's SYN-ACK one (2.0 s, 3.7 s seen), off the SYN's times.
+    pub late_opens: u64,
     /// TLS handshakes after the TCP one (https only): a fresh connection's other cost.
     pub tls_handshake_p50_ms: Option<f64>,
     /// The very first request of the phase (on a fresh connection).
@@ -186,6 +192,7 @@ pub struct ErrorSummary {
 struct Opens {
     opened: u64,
     slow: u64,
+    late: u64,
     retry_s: Option<u32>,
     slowest_ms: Option<f64>,
 }
@@ -193,6 +200,9 @@ struct Opens {
 /// A first byte a second late counts as a slow open only on a server whose median first
 /// byte is below this.
 const TYPICAL_FIRST_BYTE_LIMIT_MS: f64 = 100.0;
+
+/// An open this late waited on something a second long: a retransmission.
+const LATE_OPEN_MS: f64 = SYN_RETRY_WINDOWS_MS[0].0;
 
 /// Windows around the SYN retransmission times (1 s initial RTO, then 3 s, 7 s), in ms,
 /// with the retry's time in seconds.
@@ -307,6 +317,7 @@ impl Phase {
             slow_opens: opens.slow,
             slow_open_retry_s: opens.retry_s,
             slowest_open_ms: opens.slowest_ms,
+            late_opens: opens.late,
             tls_handshake_p50_ms: (!handshakes.is_empty()).then(|| percentile(&handshakes, 0.5)),
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
             first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),
@@ -335,11 +346,12 @@ impl Phase {
             opens.opened += 1;
             let connect_ms = response.connect.map_or(0.0, ms);
             let first_byte_ms = ms(response.first_byte);
-            let retry = syn_retry_cluster(connect_ms).or_else(|| {
-                (typical_first_byte_ms < TYPICAL_FIRST_BYTE_LIMIT_MS)
-                    .then(|| syn_retry_cluster(first_byte_ms))
-                    .flatten()
-            });
+            let fast_server = typical_first_byte_ms < TYPICAL_FIRST_BYTE_LIMIT_MS;
+            let retry = syn_retry_cluster(connect_ms)
+                .or_else(|| fast_server.then(|| syn_retry_cluster(first_byte_ms)).flatten());
+            if connect_ms >= LATE_OPEN_MS || (fast_server && first_byte_ms >= LATE_OPEN_MS) {
+                opens.late += 1;
+            }
             if let Some(retry_s) = retry {
                 slow(retry_s, first_byte_ms);
             }
@@ -348,6 +360,7 @@ impl Phase {
         let timed_out = self.errors.iter().filter(|e| e.kind == ErrorKind::ConnectTimeout).count() as u64;
         opens.opened += timed_out;
         opens.slow += timed_out;
+        opens.late += timed_out;
         opens.retry_s =
             retries.into_iter().max_by_key(|&(retry_s, n)| (n, std::cmp::Reverse(retry_s))).map(|(s, _)| s);
         opens

@@ -59,7 +59,7 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     let shape = observations.request?;
     let done = |experiment| observations.has_run(experiment);
     // Opens that waited a second: would they wait one at a time? (Cheap, so first.)
-    if baseline.slow_opens > 0 && !done(Experiment::OneConnectionAtATime) {
+    if crate::backlog::opens_waited(observations, &baseline) && !done(Experiment::OneConnectionAtATime) {
         return Some(Experiment::OneConnectionAtATime);
     }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
