@@ -348,11 +348,10 @@ fn report_refuses_what_it_cannot_draw_in_one_line() {
         "{}",
         run.stderr()
     );
-    let run = nodelay(&["report", "/dev/zero", "--html", "/dev/null"]);
-    assert_eq!(run.code(), 2);
-    assert_eq!(
-        run.stderr().trim_end(),
-        "nodelay: saved run '/dev/zero' is larger than 256 MiB, the most nodelay reads"
+    fails_with(
+        &["report", "/dev/zero", "--html", "/dev/null"],
+        2,
+        &["nodelay: saved run '/dev/zero' is larger than 256 MiB, the most nodelay reads"],
     );
 }
 

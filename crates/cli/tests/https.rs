@@ -231,17 +231,6 @@ fn bench_text_names_version_cipher_and_the_handshake_column() {
 
 // ---- what goes wrong -------------------------------------------------------------------------
 
-fn fails_with(args: &[&str], code: i32, expected: &[&str]) -> String {
-    let run = nodelay(args);
-    let stderr = run.stderr();
-    assert_eq!(run.code(), code, "{stderr}\n{}", run.stdout());
-    for part in expected {
-        assert!(squeeze(&stderr).contains(part), "{part:?} not in: {stderr}");
-    }
-    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
-    stderr
-}
-
 #[test]
 fn an_untrusted_issuer_is_named_with_what_to_do() {
     let peer = python_tls(&[]);

@@ -294,6 +294,19 @@ pub fn finding_ids(report: &serde_json::Value) -> Vec<String> {
     findings.iter().map(|f| f["id"].as_str().expect("a finding id").to_string()).collect()
 }
 
+/// Runs nodelay with `args`, which must exit with `code` and one line on stderr holding every
+/// one of `expected` (whitespace squeezed); returns that line.
+pub fn fails_with(args: &[&str], code: i32, expected: &[&str]) -> String {
+    let run = nodelay(args);
+    let stderr = run.stderr();
+    assert_eq!(run.code(), code, "{stderr}\n{}", run.stdout());
+    for part in expected {
+        assert!(squeeze(&stderr).contains(part), "{part:?} not in: {stderr}");
+    }
+    assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+    stderr
+}
+
 /// The finding `id` of a report (doctor, bench, pcap); the test fails without it.
 pub fn finding<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     let findings = report["findings"].as_array().unwrap_or_else(|| panic!("no findings array in {report:#}"));
