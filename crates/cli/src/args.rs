@@ -671,8 +671,26 @@ pub fn invalid_value_line(error: &clap::Error) -> Option<String> {
         _ => None,
     };
     let (option, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
-    let reason = std::error::Error::source(error)?.to_string();
+    let reason = plain_reason(&std::error::Error::source(error)?.to_string());
     Some(format!("invalid value '{}' for {option}: {}", value.escape_debug(), reason.replace('\n', " ")))
+}
+
+/// The standard number parsers' reasons in words: "0 is not in 1..18446744073709551615" is
+/// "must be 1 or more", "invalid digit found in string" is "not a whole number".
+fn plain_reason(reason: &str) -> String {
+    let open_ended = [u64::MAX.to_string(), i64::MAX.to_string(), u32::MAX.to_string(), i32::MAX.to_string()];
+    if let Some((_, range)) = reason.split_once(" is not in ")
+        && let Some((low, high)) = range.split_once("..")
+        && open_ended.iter().any(|max| max == high.trim_start_matches('='))
+    {
+        return format!("must be {low} or more");
+    }
+    match reason {
+        "invalid digit found in string" => "not a whole number".into(),
+        "number too large to fit in target type" => "too large".into(),
+        "cannot parse integer from empty string" => "empty".into(),
+        other => other.into(),
+    }
 }
 
 /// The error for an argument clap refused because it is not UTF-8: which one, its bytes
@@ -757,5 +775,13 @@ mod tests {
         }
         assert!(parse_upstream_address("127.0.0.1:0").unwrap_err().contains("port 0"));
         assert!(parse_upstream_address("127.0.0.1:80").is_ok());
+    }
+
+    #[test]
+    fn the_number_parsers_reasons_are_words() {
+        assert_eq!(plain_reason("0 is not in 1..18446744073709551615"), "must be 1 or more");
+        assert_eq!(plain_reason("0 is not in 1..=2147483647"), "must be 1 or more");
+        assert_eq!(plain_reason("0 is not in 1..=100000"), "0 is not in 1..=100000");
+        assert_eq!(plain_reason("invalid digit found in string"), "not a whole number");
     }
 }
