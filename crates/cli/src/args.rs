@@ -292,8 +292,8 @@ pub struct DoctorArgs {
     /// Target: http:// or https://HOST:PORT/PATH?QUERY, or tcp://HOST:PORT with --send and --frame
     pub url: String,
 
-    /// Longest the whole diagnosis may take
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    /// Longest the whole diagnosis may take (at least 100ms)
+    #[arg(long, default_value = "10s", value_parser = parse_budget)]
     pub budget: Duration,
 
     /// Connections open at once, for the baseline and each experiment: more than one shows what
@@ -560,6 +560,9 @@ const MIN_RATE: f64 = 0.001;
 /// Fastest `--rate`: far beyond any loopback server, still a whole-nanosecond interval.
 const MAX_RATE: f64 = 1e9;
 
+/// The shortest `--budget`.
+const MIN_BUDGET: Duration = Duration::from_millis(100);
+
 fn parse_duration(text: &str) -> Result<Duration, String> {
     if text.trim_start().starts_with('-') {
         return Err(format!("'{text}' is negative: a duration is longer than zero"));
@@ -584,6 +587,16 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("'{text}' is too long: at most 365 days"));
     }
     Ok(duration)
+}
+
+/// The doctor's `--budget`: a duration of 100 ms or more, so that its phases have a time to
+/// share (and messages naming it never round it to "0 s").
+fn parse_budget(text: &str) -> Result<Duration, String> {
+    let budget = parse_duration(text)?;
+    if budget < MIN_BUDGET {
+        return Err(format!("'{text}' is too short for a diagnosis: at least 100ms"));
+    }
+    Ok(budget)
 }
 
 /// `--busy-poll[=TIME]`: `always`, or a spin after each event of 1 µs to 1 s.
@@ -775,6 +788,13 @@ mod tests {
         }
         assert!(parse_upstream_address("127.0.0.1:0").unwrap_err().contains("port 0"));
         assert!(parse_upstream_address("127.0.0.1:80").is_ok());
+    }
+
+    #[test]
+    fn a_budget_is_at_least_100ms() {
+        assert!(parse_budget("1ns").unwrap_err().contains("too short for a diagnosis"));
+        assert!(parse_budget("99ms").is_err());
+        assert_eq!(parse_budget("100ms"), Ok(MIN_BUDGET));
     }
 
     #[test]
