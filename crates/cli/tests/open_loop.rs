@@ -117,3 +117,32 @@ fn the_asked_rate_is_achieved_and_closed_loop_has_no_uncorrected_column() {
     let text = nodelay(&["bench", "-c", "1", "-n", "20", &server.url("/")]).stdout();
     assert!(!text.contains("uncorrected"), "{text}");
 }
+
+/// Four threads at 2 requests/s in all: their schedules interleave (0, 0.5, 1.0, 1.5 s), not
+/// four requests at once, so a short run keeps the asked rate; the same over one thread.
+#[test]
+fn the_threads_schedules_interleave_so_a_short_run_is_no_burst() {
+    let _alone = alone();
+    let server = node_peer("node_http_server.js", &["--body-bytes", "13"]);
+    for threads in ["4", "1"] {
+        let run = nodelay(&[
+            "bench",
+            "--json",
+            "--rate",
+            "2",
+            "-c",
+            "4",
+            "-t",
+            threads,
+            "-n",
+            "4",
+            &server.url("/"),
+        ]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        let report = run.json();
+        assert_eq!(report["requests_completed"], 4, "{report:#}");
+        // The last of four slots half a second apart falls 1.5 s in.
+        let elapsed = report["elapsed_s"].as_f64().unwrap();
+        assert!((1.45..2.5).contains(&elapsed), "{threads} threads: {elapsed} s");
+    }
+}

@@ -133,6 +133,12 @@ fn plan_for_thread(config: &EngineConfig, thread: usize, threads: usize) -> Work
         rate_per_second: config
             .rate_per_second
             .map(|rate| rate * (end_slot - first_slot) as f64 / connections as f64),
+        // The threads' schedules interleave: thread k starts k slots of the whole rate in, so
+        // 4 threads at 0.5 req/s in all send at 0, 2, 4 and 6 s, not all four at once.
+        first_slot_after: config
+            .rate_per_second
+            .and_then(|rate| Duration::try_from_secs_f64(thread as f64 / rate).ok())
+            .unwrap_or(Duration::ZERO),
     }
 }
 
@@ -152,5 +158,10 @@ mod tests {
         let rate: f64 = plans.iter().map(|p| p.rate_per_second.unwrap()).sum();
         assert!((rate - 90.0).abs() < 1e-9);
         assert_eq!(plans[1].first_slot, plans[0].connections);
+        // Thread 1 starts one slot of the whole rate (1/90 s) after thread 0.
+        assert_eq!(plans[0].first_slot_after, Duration::ZERO);
+        assert_eq!(plans[1].first_slot_after, Duration::from_secs_f64(1.0 / 90.0));
+        config.rate_per_second = None;
+        assert_eq!(plan_for_thread(&config, 1, 2).first_slot_after, Duration::ZERO);
     }
 }

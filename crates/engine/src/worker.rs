@@ -148,6 +148,8 @@ pub(crate) struct WorkerPlan {
     pub connections: usize,
     pub quota: Option<u64>,
     pub rate_per_second: Option<f64>,
+    /// Open loop: when this thread's first slot falls after the run's start.
+    pub first_slot_after: Duration,
 }
 
 /// What a thread hands back when its loop ends.
@@ -231,7 +233,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             connections,
             write_ends: config.requests.iter().map(|r| r.write_ends()).collect(),
             mix,
-            pacer: Pacer::new(run_start, plan.rate_per_second, plan.quota),
+            pacer: Pacer::new(later(run_start, plan.first_slot_after), plan.rate_per_second, plan.quota),
             active: plan.connections,
             sending: 0,
             batch_size: BatchSize::new(),
