@@ -122,8 +122,17 @@ struct TimerPattern {
     confidence: Confidence,
 }
 
+/// The delayed ACK a stall on either leg waits for is the relay's own, a Linux socket's,
+/// which never fires before TCP_DELACK_MIN (40 ms); less 3 ms for the relay's read timing
+/// (it times reads, not arrivals). A typical pause shorter than this is the peer's own
+/// pace: a server that sleeps 35 ms between a response's head and its body.
+const RELAY_DELAYED_ACK_FLOOR_MS: f64 = 37.0;
+
 fn timer_pattern(leg: &LegPauses) -> TimerPattern {
-    let timer = match_delayed_ack_timer(leg.gap_p50_ms);
+    let timer = match leg.gap_p50_ms {
+        gap if gap >= RELAY_DELAYED_ACK_FLOOR_MS => match_delayed_ack_timer(gap),
+        _ => None,
+    };
     let clustered = is_clustered(leg.gap_p10_ms, leg.gap_p50_ms, leg.gap_p90_ms);
     let signature = leg.spares_first_exchanges() || leg.matches_relay_ato();
     let proven = timer.is_some() && clustered && leg.stalled >= MIN_STALLS_FOR_PROOF && signature;
@@ -420,6 +429,20 @@ mod tests {
             "{:?}",
             finding.fix[0]
         );
+    }
+
+    /// A server with TCP_NODELAY that sleeps 35 ms between a response's head and its body
+    /// (an exploratory tester's): shorter than any delay of the relay's ACK, so its own pace.
+    #[test]
+    fn a_pause_shorter_than_the_relays_delayed_ack_is_the_upstreams_own_pace() {
+        for gap_ms in [35.2, 30.33] {
+            let findings = relay_findings(&observations(
+                LegPauses { messages: 30, ..LegPauses::default() },
+                stalling(28, 28, gap_ms),
+            ));
+            assert_eq!(ids(&findings), [FindingId::SlowResponseBody], "{gap_ms} ms");
+            assert!(findings[0].title.contains("not on a delayed-ACK timer"), "{}", findings[0].title);
+        }
     }
 
     #[test]
