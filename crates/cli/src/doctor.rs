@@ -390,6 +390,7 @@ fn examine_within(
         }
         observations.hold_probe = probe_hold(workload.address, &http10, HOLD_PROBE_WAIT);
     }
+    observations.interrupted = interrupt::interrupted();
     let mut findings = diagnose(&observations);
     let try_fix_report = match fix {
         FixPolicy::Describe => None,

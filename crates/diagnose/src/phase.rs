@@ -95,6 +95,9 @@ pub struct Observations {
     /// How long the server kept an idle keep-alive connection (`--idle-probe`; the doctor
     /// probes last, after the hops, and adds `keepalive_idle_close` itself).
     pub idle_probe: Option<nodelay_engine::IdleProbe>,
+    /// The run was stopped (Ctrl-C) before the planner ran out of experiments: one that did
+    /// not run was cut short, not left out for want of budget.
+    pub interrupted: bool,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again

@@ -258,20 +258,26 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
 
     let quickack_ran = observations.experiment(Experiment::QuickAck).is_some();
     if !quickack_ran {
-        // Nothing was tried that could tell Nagle from a slow server: say that, claim nothing.
+        // Nothing was tried that could tell Nagle from a slow server: say that, and why, claim nothing.
+        let (why, again) = if observations.interrupted {
+            ("the run was interrupted (Ctrl-C)", "Run the doctor again and let it finish to find the cause.")
+        } else {
+            (
+                "the budget was too small",
+                "Run the doctor again with a larger --budget (the default 10 s is enough) to find the cause.",
+            )
+        };
         return Some(Finding {
             id: FindingId::SlowResponseBody,
             title: format!(
                 "Responses pause {gap:.1} ms mid-way; the experiment that tells Nagle from a slow server (client \
-                 TCP_QUICKACK) did not run: the budget was too small"
+                 TCP_QUICKACK) did not run: {why}"
             ),
             proven: false,
             confidence: Confidence::Low,
             evidence,
             proof: proofs,
-            fix_summary:
-                "Run the doctor again with a larger --budget (the default 10 s is enough) to find the cause."
-                    .into(),
+            fix_summary: again.into(),
             fix: Vec::new(),
         });
     }
@@ -575,6 +581,7 @@ mod tests {
             hold_probe: None,
             expect_probe: None,
             idle_probe: None,
+            interrupted: false,
         }
     }
 
@@ -593,6 +600,15 @@ mod tests {
         assert!(finding.title.contains("did not run: the budget was too small"), "{}", finding.title);
         assert!(!finding.title.contains("removes it"), "{}", finding.title);
         assert!(finding.fix_summary.contains("larger --budget"), "{}", finding.fix_summary);
+        // Stopped by Ctrl-C instead: said so, and no advice about the budget.
+        let interrupted = Observations { interrupted: true, ..observe(GET, keep_alive(0.2, Some(43.5))) };
+        let finding = &diagnose(&interrupted)[0];
+        assert!(
+            finding.title.ends_with("did not run: the run was interrupted (Ctrl-C)"),
+            "{}",
+            finding.title
+        );
+        assert!(!finding.fix_summary.contains("--budget"), "{}", finding.fix_summary);
     }
 
     #[test]
@@ -768,6 +784,7 @@ mod tests {
             hold_probe: None,
             expect_probe: None,
             idle_probe: None,
+            interrupted: false,
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -796,6 +813,7 @@ mod tests {
             hold_probe: None,
             expect_probe: None,
             idle_probe: None,
+            interrupted: false,
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

@@ -432,6 +432,7 @@ mod tests {
             hold_probe: None,
             expect_probe: None,
             idle_probe: None,
+            interrupted: false,
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();
