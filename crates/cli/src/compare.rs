@@ -18,6 +18,9 @@ use nodelay_report::{
 };
 use std::time::Duration;
 
+/// The widest label the comparison's table fits in 80 columns.
+const MAX_LABEL_COLUMNS: usize = 16;
+
 /// The doctor's budget for each target under `--diagnose`.
 const DIAGNOSIS_BUDGET: Duration = Duration::from_secs(10);
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
@@ -133,6 +136,14 @@ fn labels(args: &CompareArgs) -> Result<Vec<String>> {
         if label.trim().is_empty() || label.chars().any(char::is_control) {
             return Err(UsageError(format!(
                 "--labels: label {} is empty or holds a control character",
+                index + 1
+            ))
+            .into());
+        }
+        // Labels head the table's rows and columns: a long one would push it past the terminal.
+        if nodelay_report::display_width(label) > MAX_LABEL_COLUMNS {
+            return Err(UsageError(format!(
+                "--labels: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
                 index + 1
             ))
             .into());

@@ -145,6 +145,15 @@ fn bad_arguments_are_usage_errors() {
         assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
         assert!(run.stdout().is_empty(), "{args:?}");
     }
+    // A label wider than the table fits in 80 columns (CJK characters take two each).
+    for label in ["yyyyyyyyyyyyyyyyy", "日本語ラベル長い名"] {
+        let labels = format!("{label},b");
+        fails_with(
+            &["compare", "--labels", &labels, "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
+            2,
+            &["--labels: label 1 is wider than 16 columns"],
+        );
+    }
 }
 
 #[test]

@@ -63,11 +63,11 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
     }
     if !report.comparisons.is_empty() {
         writeln!(out)?;
-        writeln!(
-            out,
+        let heading = format!(
             "against {} (Hodges-Lehmann ratio, 95 % interval, Mann-Whitney U over rounds):",
             report.targets[0].label
-        )?;
+        );
+        out.push_str(&wrap(&heading, width, "", "  "));
         let mut table =
             TextTable::new(width, 2, &[Col::Left, Col::Left, Col::Right, Col::Right, Col::Left, Col::Right]);
         table.header(["target", "figure", "ratio", "interval", "rounds", "p"]);

@@ -36,7 +36,8 @@ pub use doctor::{
     NamedDoctorReport, PhaseReport, TryFixReport, baseline_shape,
 };
 pub use format::{
-    DurationScale, format_bytes, format_duration_ms, format_seconds, format_status_counts, plural, wrap_words,
+    DurationScale, display_width, format_bytes, format_duration_ms, format_seconds, format_status_counts,
+    plural, wrap_words,
 };
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
