@@ -671,6 +671,38 @@ pub fn habit_hint(args: &[OsString]) -> Option<String> {
     })
 }
 
+/// One line for any other argument error clap found: its message with the lines it listed
+/// (the missing arguments) joined, and where help is, instead of its message, a usage line,
+/// a tip and a pointer to --help over five to seven lines. `None` for help and version
+/// displays, which are no errors.
+pub fn usage_error_line(error: &clap::Error) -> Option<String> {
+    use clap::error::ErrorKind;
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return None;
+    }
+    let text = error.render().to_string();
+    let message = text.split("\n\n").next()?.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    // "Usage: nodelay exec [--quiet] ..." names the command whose help to read.
+    let usage = text.lines().find_map(|line| line.strip_prefix("Usage: "));
+    let command: Vec<&str> = usage
+        .map(|usage| {
+            usage
+                .split_whitespace()
+                .take(2)
+                .take_while(|w| w.chars().all(|c| c.is_ascii_lowercase()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let command = if command.is_empty() { "nodelay".to_string() } else { command.join(" ") };
+    Some(format!("{message} (see {command} --help)"))
+}
+
 /// One line for a value a parser refused (clap's own text echoes the value raw, a line break
 /// and all, and adds a usage tip): the option, the value escaped, and the parser's reason.
 /// `None` for other errors, and for a value error without those parts.

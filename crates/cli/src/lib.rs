@@ -30,7 +30,7 @@ mod workload;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
-    habit_hint, invalid_value_line, not_utf8,
+    habit_hint, invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
 pub use merge::merge_logs;

@@ -18,12 +18,16 @@ fn main() -> std::process::ExitCode {
             nodelay::report_error(&anyhow::anyhow!(nodelay::not_utf8(&args)));
             return nodelay::Outcome::Usage.into();
         }
-        // A refused value in one line, escaped, without the usage tip.
-        Err(error) if nodelay::invalid_value_line(&error).is_some() => {
-            nodelay::report_error(&anyhow::anyhow!(nodelay::invalid_value_line(&error).unwrap_or_default()));
-            return nodelay::Outcome::Usage.into();
-        }
-        Err(error) => error.exit(),
+        // Any other argument error in one line (a refused value with its value escaped);
+        // help and version print as clap prints them.
+        Err(error) => match nodelay::invalid_value_line(&error).or_else(|| nodelay::usage_error_line(&error))
+        {
+            Some(line) => {
+                nodelay::report_error(&anyhow::anyhow!(line));
+                return nodelay::Outcome::Usage.into();
+            }
+            None => error.exit(),
+        },
     };
     match nodelay::run(cli) {
         Ok(outcome) => outcome.into(),

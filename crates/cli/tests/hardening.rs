@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Peer, canned_server, compiled, nodelay, start_peer};
+use common::{Peer, canned_server, compiled, fails_with, nodelay, start_peer};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::net::TcpListener;
@@ -225,6 +225,26 @@ fn endless_input_files_are_refused_not_read_until_memory_runs_out() {
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("body file '/dev/zero' is larger than"), "{}", run.stderr());
     assert_never_connected(&listener);
+}
+
+/// clap's own errors (a missing argument, an unknown flag, a conflict) are one line that says
+/// where the help is, not five to seven lines of usage and tips.
+#[test]
+fn argument_errors_are_one_line_that_points_at_the_help() {
+    for (args, says) in [
+        (
+            &["exec"][..],
+            "the following required arguments were not provided: <PROGRAM>... (see nodelay exec --help)",
+        ),
+        (&["inspect", "-1"], "unexpected argument '-1' found (see nodelay inspect --help)"),
+        (
+            &["bench", "--bogus", "http://x/"],
+            "unexpected argument '--bogus' found (see nodelay bench --help)",
+        ),
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate' (see nodelay --help)"),
+    ] {
+        fails_with(args, 2, &[says]);
+    }
 }
 
 /// Two outputs on one file, or a page written over its own input, are refused before anything

@@ -319,7 +319,7 @@ fn tls_options_are_validated_where_they_are_parsed() {
     );
     fails_with(&["bench", "-n", "1", "--insecure", &peer.url("/")], 2, &["are for https:// URLs"]);
     fails_with(&["bench", "-n", "1", "--sni", "bad name!", &url], 2, &["not a valid TLS server name"]);
-    // clap's own message for conflicting options (with its usage line).
+    // clap's own message for conflicting options, in one line.
     let run = nodelay(&["bench", "-n", "1", "--insecure", "--cacert", &certs().ca, &url]);
     assert_eq!(run.code(), 2);
     assert!(run.stderr().contains("'--insecure' cannot be used with '--cacert <FILE>'"), "{}", run.stderr());
