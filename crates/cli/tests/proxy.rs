@@ -238,6 +238,8 @@ fn a_refusing_upstream_is_counted_and_reported() {
         "{text}"
     );
     assert!(flat.contains("Connection refused"), "{text}");
+    // Every accepted client is accounted for: closed once its upstream refused.
+    assert!(flat.contains("connections: 3 accepted, 3 closed, 0 open at the end"), "{text}");
     assert!(text.trim_end().ends_with("verdict: nothing relayed"), "{text}");
     assert_eq!(run.code(), 1, "nothing relayed");
 }

@@ -264,8 +264,10 @@ impl ProxyReport {
             status_counts: stats.status_counts().map(|(status, n)| (status.to_string(), n)).collect(),
             connections: ConnectionsReport {
                 accepted: end.accepted,
-                // Those the relay closed at the end are counted as open at the end.
-                closed: stats.connections_closed.saturating_sub(end.open_at_end),
+                // Those the relay closed at the end are counted as open at the end; those whose
+                // upstream could not be reached were closed, and left no connection record.
+                closed: stats.connections_closed.saturating_sub(end.open_at_end)
+                    + stats.total_connect_failures(),
                 open_at_end: end.open_at_end,
                 failed: stats.connections_failed,
                 accept_failures: end.accept_failures,
