@@ -28,6 +28,13 @@ impl FromStr for Target {
         }
         match text.parse::<i32>() {
             Ok(pid) if pid > 0 => Ok(Target::Pid(pid)),
+            // A positive number past what a PID can be is no PID either, and is said so.
+            _ if !text.is_empty()
+                && text.bytes().all(|b| b.is_ascii_digit())
+                && !text.trim_start_matches('0').is_empty() =>
+            {
+                Err(format!("'{text}' is too large for a PID (at most {})", i32::MAX))
+            }
             _ => Err(format!("'{text}' is neither a PID (a positive number) nor a local port (:PORT)")),
         }
     }
@@ -55,5 +62,10 @@ mod tests {
             let error = bad.parse::<Target>().unwrap_err();
             assert!(error.contains(&format!("'{bad}'")), "{error}");
         }
+        assert_eq!(
+            "4294967296".parse::<Target>().unwrap_err(),
+            "'4294967296' is too large for a PID (at most 2147483647)"
+        );
+        assert!("0".parse::<Target>().unwrap_err().contains("neither a PID"));
     }
 }
