@@ -166,7 +166,7 @@ impl ServerWatch {
         let (cpu_user_us, cpu_system_us) = cpu_since(&start.cpu, &end.cpu);
         // The server calling itself (its own listening port on this machine) is not an
         // upstream: the run's own connections to it would count as opened.
-        let listening_ports: BTreeSet<u16> =
+        let listening_ports: HashSet<u16> =
             start.listening_ports.union(&reading::listening_ports(&end.sockets)).copied().collect();
         // Threads that ended during the run count up to when the sampler last saw them.
         let mut end_threads = end.threads.clone();
@@ -195,7 +195,8 @@ impl ServerWatch {
             .first()
             .filter(|w| w.shares_our_namespace())
             .and_then(|_| crate::local_ports::connects_per_round());
-        let connections = connection_readings(&mut start, end, sampled, connects_per_round, &mut unread);
+        let connections =
+            connection_readings(&mut start, end, sampled, &listening_ports, connects_per_round, &mut unread);
         let mut processes: Vec<_> = watched.iter().map(|w| w.info.clone()).collect();
         processes.sort_by_key(|p| p.pid);
         Ok(ServerView {
@@ -214,7 +215,11 @@ impl ServerWatch {
             cpu_pressure: pressure_share(start.pressure_some_us, pressure_some_us, wall_us),
             listen_queue,
             online_cpus: reading::online_cpus(),
-            listening_ports: listening_ports.into_iter().collect(),
+            listening_ports: {
+                let mut ports: Vec<u16> = listening_ports.into_iter().collect();
+                ports.sort_unstable();
+                ports
+            },
             namespace_connects_by_others,
             unread,
         })
@@ -432,12 +437,11 @@ fn connection_readings(
     start: &mut Start,
     end: Moment,
     sampled: sampler::Sampled,
+    listening: &HashSet<u16>,
     connects_per_round: Option<u64>,
     unread: &mut Vec<String>,
 ) -> ConnectionReadings {
-    let listening: HashSet<u16> =
-        start.listening_ports.union(&reading::listening_ports(&end.sockets)).copied().collect();
-    let clients: Vec<&HeldSocket> = end.sockets.iter().filter(|s| s.is_client(&listening)).collect();
+    let clients: Vec<&HeldSocket> = end.sockets.iter().filter(|s| s.is_client(listening)).collect();
     let mut destinations = start.destinations.clone();
     destinations.extend(sampled.destinations);
     destinations.extend(clients.iter().map(|s| s.remote));
