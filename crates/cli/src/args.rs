@@ -20,18 +20,17 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The commands that take numbers take negative ones too (`allow_negative_numbers`): a value
+/// its parser refuses by name ("'-1' is negative"), not an unknown flag.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
-    // A negative number is a value its parser refuses by name, not an unknown flag.
     #[command(allow_negative_numbers = true)]
     Bench(Box<BenchArgs>),
     /// Diagnose why requests are slow: measure, run experiments, name the cause, show the fix
-    // A negative number is a value its parser refuses by name, not an unknown flag.
     #[command(allow_negative_numbers = true)]
     Doctor(Box<DoctorArgs>),
     /// Find Nagle × delayed-ACK stalls in a packet capture (pcap or pcapng) taken anywhere
-    // A negative number is a value its parser refuses by name, not an unknown flag.
     #[command(allow_negative_numbers = true)]
     Pcap(Box<PcapArgs>),
     /// A running program's TCP sockets: TCP_NODELAY, TCP_CORK, RTT, delayed-ACK timeout
@@ -44,11 +43,9 @@ pub enum Command {
     Exec(ExecArgs),
     /// Relay TCP between clients and one upstream, timing every exchange on both legs, and say
     /// where the time goes and which side stalls
-    // A negative number is a value its parser refuses by name, not an unknown flag.
     #[command(allow_negative_numbers = true)]
     Proxy(Box<ProxyArgs>),
     /// Measure several targets in interleaved rounds and say whether and by how much they differ
-    // A negative number is a value its parser refuses by name, not an unknown flag.
     #[command(allow_negative_numbers = true)]
     Compare(Box<CompareArgs>),
     /// Render saved runs together as one HTML page, or merge interval logs of many load machines

@@ -2,7 +2,7 @@
 //! load, and renders the merged statistics.
 
 use crate::args::{BenchArgs, LoadArgs};
-use crate::exit::{Outcome, UsageError};
+use crate::exit::{Outcome, usage};
 use crate::output::{self, create_output};
 use crate::runner::{run_engine, text_width};
 use crate::server_view;
@@ -108,7 +108,7 @@ impl Load {
     pub fn reserve_descriptors(&self) -> Result<()> {
         nodelay_engine::reserve_descriptors(self.config.connections as u64, self.config.threads as u64)
             .map(|_| ())
-            .map_err(|shortage| anyhow::Error::new(UsageError(shortage.to_string())))
+            .map_err(|shortage| usage(shortage.to_string()))
     }
 
     /// Runs the load once, `on_interrupt` once if it is interrupted. A target whose first

@@ -61,6 +61,11 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// `message` as a usage error (exit status 2).
+pub fn usage(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(message.into()))
+}
+
 /// The exit status for an error that ended a command.
 pub fn outcome_of(error: &anyhow::Error) -> Outcome {
     if error.chain().any(|cause| cause.is::<UsageError>()) { Outcome::Usage } else { Outcome::Failed }

@@ -3,7 +3,7 @@
 //! `report merge` read): read once, through a cap, so `/dev/zero` or a huge file is a
 //! clear error instead of a process that reads until memory runs out.
 
-use crate::exit::UsageError;
+use crate::exit::usage;
 use anyhow::Result;
 use std::io::Read;
 use std::path::Path;
@@ -18,7 +18,6 @@ pub const MAX_SAVED_RUN_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads at most `limit` bytes of `path`; `what` names the file in errors ("body file").
 pub fn read_capped(path: &Path, what: &str, limit: u64) -> Result<Vec<u8>> {
-    let usage = |message: String| anyhow::Error::new(UsageError(message));
     let shown = path.display();
     let file = std::fs::File::open(path).map_err(|e| usage(format!("cannot read {what} '{shown}': {e}")))?;
     let expected = file.metadata().map(|m| m.len()).unwrap_or(0);

@@ -36,9 +36,8 @@ pub struct OutputFile {
 /// Creates the file at `path` (named by `option` in the error), if one was asked for.
 pub fn create_output(path: Option<&std::path::Path>, option: &str) -> Result<Option<OutputFile>> {
     let Some(path) = path else { return Ok(None) };
-    let file = std::fs::File::create(path).map_err(|e| {
-        anyhow::Error::new(crate::exit::UsageError(format!("{option}: cannot write {}: {e}", path.display())))
-    })?;
+    let file = std::fs::File::create(path)
+        .map_err(|e| crate::exit::usage(format!("{option}: cannot write {}: {e}", path.display())))?;
     Ok(Some(OutputFile { path: path.to_path_buf(), file }))
 }
 
@@ -51,10 +50,10 @@ pub fn distinct_files(files: &[(&str, Option<&Path>)]) -> Result<()> {
     for (index, (option, path)) in named.iter().enumerate() {
         for (other_option, other) in &named[index + 1..] {
             if same_regular_file(path, other) {
-                return Err(anyhow::Error::new(crate::exit::UsageError(format!(
+                return Err(crate::exit::usage(format!(
                     "{option} and {other_option} both name {}: one would overwrite the other",
                     path.display()
-                ))));
+                )));
             }
         }
     }

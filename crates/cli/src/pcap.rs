@@ -2,7 +2,7 @@
 //! through the flow analyzer and reports the stalls with the doctor's finding vocabulary.
 
 use crate::args::PcapArgs;
-use crate::exit::Outcome;
+use crate::exit::{Outcome, usage};
 use crate::output;
 use anyhow::{Result, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
@@ -87,7 +87,6 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
     }
     let name = path.display().to_string();
     // A capture that cannot be opened is a bad argument, as any file named on the command line.
-    let usage = |message: String| anyhow::Error::new(crate::exit::UsageError(message));
     let file = std::fs::File::open(path).map_err(|e| usage(format!("cannot open {name}: {e}")))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(usage(format!("cannot open {name}: it is a directory, not a capture file")));

@@ -15,7 +15,7 @@
 //! headers = { X-Trace = "1" }
 //! ```
 
-use crate::exit::UsageError;
+use crate::exit::usage;
 use crate::input::{MAX_BODY_BYTES, MAX_SCENARIO_BYTES, read_capped};
 use anyhow::{Context, Result};
 use nodelay_engine::Selection;
@@ -79,7 +79,6 @@ pub struct Scenario {
 }
 
 pub fn load_scenario(path: &Path) -> Result<Scenario> {
-    let usage = |message: String| anyhow::Error::new(UsageError(message));
     let bytes = read_capped(path, "scenario", MAX_SCENARIO_BYTES)?;
     let text = String::from_utf8(bytes)
         .map_err(|e| usage(format!("scenario '{}' is not UTF-8 text: {e}", path.display())))?;

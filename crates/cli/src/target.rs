@@ -1,7 +1,7 @@
 //! Turns the user's URL into an address to connect to and the request's Host and target.
 //! Whether it is reachable, the run's own first connection tells (see engine::Control).
 
-use crate::exit::UsageError;
+use crate::exit::usage;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use url::Url;
@@ -66,7 +66,6 @@ pub fn parse_target(text: &str) -> Result<Target> {
     let Some(rest) = text.strip_prefix("tcp://") else {
         return parse_http_target(text).map(Target::Http);
     };
-    let usage = |message: String| anyhow::Error::new(UsageError(message));
     let host_port = rest.trim_end_matches('/');
     if host_port.is_empty() || host_port.contains('/') {
         return Err(usage(format!("invalid target '{text}': use tcp://HOST:PORT")));
@@ -86,9 +85,7 @@ pub fn parse_target(text: &str) -> Result<Target> {
 /// Port 0 asks the kernel for any free port when binding; nothing can be connected to it.
 fn refuse_port_zero(text: &str, address: SocketAddr) -> Result<()> {
     if address.port() == 0 {
-        return Err(anyhow::Error::new(UsageError(format!(
-            "'{text}' names port 0, which no server listens on"
-        ))));
+        return Err(usage(format!("'{text}' names port 0, which no server listens on")));
     }
     Ok(())
 }
@@ -105,7 +102,6 @@ fn ipv6_hint(text: &str) -> &'static str {
 
 /// Parses and resolves an `http://` or `https://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
-    let usage = |message: String| anyhow::Error::new(UsageError(message));
     let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}{}", ipv6_hint(text))))?;
     match url.scheme() {
         "http" | "https" => {}

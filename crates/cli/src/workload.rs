@@ -2,7 +2,7 @@
 //! options: one HTTP request, a scenario of named HTTP requests, or raw TCP bytes.
 
 use crate::args::RequestArgs;
-use crate::exit::UsageError;
+use crate::exit::usage;
 use crate::input::{MAX_BODY_BYTES, read_capped};
 use crate::request::build_request;
 use crate::scenario::load_scenario;
@@ -65,10 +65,6 @@ impl Workload {
     pub fn is_scenario(&self) -> bool {
         self.requests.len() > 1
     }
-}
-
-fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(message.into()))
 }
 
 /// Builds the workload; `keep_alive: false` asks HTTP servers to close after each response.
