@@ -539,9 +539,7 @@ fn parse_socket_address(text: &str) -> Result<SocketAddr, String> {
 /// A HOST:PORT to connect to: port 0 (any free port, when binding) is none.
 fn parse_upstream_address(text: &str) -> Result<SocketAddr, String> {
     let address = parse_socket_address(text)?;
-    if address.port() == 0 {
-        return Err(format!("'{text}' names port 0, which no server listens on"));
-    }
+    crate::target::no_port_zero(text, address)?;
     Ok(address)
 }
 

@@ -83,11 +83,16 @@ pub fn parse_target(text: &str) -> Result<Target> {
 }
 
 /// Port 0 asks the kernel for any free port when binding; nothing can be connected to it.
-fn refuse_port_zero(text: &str, address: SocketAddr) -> Result<()> {
-    if address.port() == 0 {
-        return Err(usage(format!("'{text}' names port 0, which no server listens on")));
+/// `text` names the address in the message (a URL, or `proxy --upstream`'s HOST:PORT).
+pub(crate) fn no_port_zero(text: &str, address: SocketAddr) -> Result<(), String> {
+    match address.port() {
+        0 => Err(format!("'{text}' names port 0, which no server listens on")),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+fn refuse_port_zero(text: &str, address: SocketAddr) -> Result<()> {
+    no_port_zero(text, address).map_err(usage)
 }
 
 /// `http://::1:8080/` reads as a host `:` and fails: the brackets it lacks, said.

@@ -132,7 +132,7 @@ fn certificates_from_pem(path: &std::path::Path) -> Result<Vec<CertificateDer<'s
     let cannot_read = |e: std::io::Error| TlsSetupError(format!("cannot read --cacert {shown}: {e}"));
     let mut bytes = Vec::new();
     std::fs::File::open(path)
-        .and_then(|file| std::io::Read::take(file, MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .and_then(|file| file.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
         .map_err(cannot_read)?;
     if bytes.len() as u64 > MAX_CA_FILE_BYTES {
         return Err(TlsSetupError(format!(
