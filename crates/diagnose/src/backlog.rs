@@ -34,8 +34,7 @@ impl Waited {
 
 /// How the baseline's opens waited, if they did in a way a full listen queue explains.
 fn waited(observations: &Observations, baseline: &PhaseSummary) -> Option<Waited> {
-    let counted =
-        observations.server_view.as_ref().and_then(|v| v.listen_queue).is_some_and(|q| q.overflows > 0);
+    let counted = listen_queue(observations).is_some_and(|q| q.overflows > 0);
     if baseline.slow_opens > 0 {
         Some(Waited::ForSyn)
     } else if counted && baseline.late_opens > 0 {
@@ -43,6 +42,11 @@ fn waited(observations: &Observations, baseline: &PhaseSummary) -> Option<Waited
     } else {
         None
     }
+}
+
+/// The server's accept queue over the baseline, where the server view read it.
+fn listen_queue(observations: &Observations) -> Option<nodelay_host::ListenQueueView> {
+    observations.server_view.as_ref().and_then(|view| view.listen_queue)
 }
 
 /// Whether the one-connection-at-a-time experiment would tell something.
@@ -73,7 +77,7 @@ pub(crate) fn listen_backlog_overflow(
     if let Some(slowest) = baseline.slowest_open_ms {
         evidence.push(Evidence::new("slowest of them, connect to first byte", slowest, "ms"));
     }
-    let queue = observations.server_view.as_ref().and_then(|view| view.listen_queue);
+    let queue = listen_queue(observations);
     let mut proofs = Vec::new();
     if let Some(queue) = queue {
         if let Some(backlog) = queue.backlog {
