@@ -90,7 +90,9 @@ pub fn load_scenario(path: &Path) -> Result<Scenario> {
 pub fn parse_scenario(text: &str, base: &Path) -> Result<Scenario> {
     let file: ScenarioFile = toml::from_str(text).map_err(|e| {
         // toml's own text draws the line under a caret over several lines: the place in words.
-        let line = e.span().map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+        // Counted in bytes: a span need not fall on a character's boundary.
+        let before = |end: usize| &text.as_bytes()[..end.min(text.len())];
+        let line = e.span().map(|span| before(span.start).iter().filter(|&&b| b == b'\n').count() + 1);
         let at = line.map(|line| format!(" at line {line}")).unwrap_or_default();
         anyhow::anyhow!("invalid TOML{at}: {}", e.message().trim().replace('\n', " "))
     })?;
