@@ -683,6 +683,8 @@ pub fn usage_error_line(error: &clap::Error) -> Option<String> {
     let text = error.render().to_string();
     let message = text.split("\n\n").next()?.lines().map(str::trim).collect::<Vec<_>>().join(" ");
     let message = message.strip_prefix("error: ").unwrap_or(&message);
+    // clap echoes what was typed raw: a carriage return or an escape would break the line.
+    let message = escape_controls(message);
     // "Usage: nodelay exec [--quiet] ..." names the command whose help to read.
     let usage = text.lines().find_map(|line| line.strip_prefix("Usage: "));
     let command: Vec<&str> = usage
@@ -712,7 +714,15 @@ pub fn invalid_value_line(error: &clap::Error) -> Option<String> {
     };
     let (option, value) = (text(ContextKind::InvalidArg)?, text(ContextKind::InvalidValue)?);
     let reason = plain_reason(&std::error::Error::source(error)?.to_string());
-    Some(format!("invalid value '{}' for {option}: {}", value.escape_debug(), reason.replace('\n', " ")))
+    // The reason may quote the value too (`'…' is neither a PID …`).
+    let reason = escape_controls(&reason.replace('\n', " "));
+    Some(format!("invalid value '{}' for {option}: {reason}", value.escape_debug()))
+}
+
+/// `text` with its control characters written as Rust escapes (`\r`, `\u{1b}`): one line,
+/// and nothing a terminal would act on.
+fn escape_controls(text: &str) -> String {
+    text.chars().flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] }).collect()
 }
 
 /// The standard number parsers' reasons in words: "0 is not in 1..18446744073709551615" is

@@ -242,6 +242,9 @@ fn argument_errors_are_one_line_that_points_at_the_help() {
             "unexpected argument '--bogus' found (see nodelay bench --help)",
         ),
         (&["frobnicate"], "unrecognized subcommand 'frobnicate' (see nodelay --help)"),
+        // Found by the `arguments` fuzz target: a carriage return echoed raw broke the line.
+        (&["-\r"], "unexpected argument '-\\r' found (see nodelay --help)"),
+        (&["inspect", "x\ry"], "'x\\ry' is neither a PID"),
     ] {
         fails_with(args, 2, &[says]);
     }
