@@ -130,6 +130,29 @@ fn a_target_that_never_answers_fails_the_comparison() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no request succeeded on") && stderr.contains(&silent_url), "{stderr}");
     assert!(stderr.contains("still waiting for a response when the run ended"), "{stderr}");
+    // The text says so under its figures, where "errors 0" alone would read as healthy.
+    let text = nodelay(&[
+        "compare",
+        "-q",
+        "-t",
+        "1",
+        "-c",
+        "1",
+        "-d",
+        "300ms",
+        "--rounds",
+        "2",
+        &server.url("/"),
+        &silent_url,
+    ]);
+    assert_eq!(text.code(), 1, "{}", text.stderr());
+    let said = squeeze(&text.stdout());
+    assert!(
+        said.contains("B: no response in any round; 2 requests were still waiting when its rounds stopped"),
+        "{}",
+        text.stdout()
+    );
+    assert!(!said.contains("A: no response"), "{}", text.stdout());
 }
 
 #[test]

@@ -71,6 +71,7 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
         let mut table =
             TextTable::new(width, 2, &[Col::Left, Col::Left, Col::Right, Col::Right, Col::Left, Col::Right]);
         table.header(["target", "figure", "ratio", "interval", "rounds", "p"]);
+        table.keys(2);
         for c in &report.comparisons {
             let interval = match (c.interval_low, c.interval_high) {
                 (Some(low), Some(high)) => format!("{}–{}×", format_ratio(low), format_ratio(high)),
@@ -143,6 +144,22 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
         "  ",
         "  ",
     ));
+    // A timed round always stops with requests on the wire, and they are no errors; a target
+    // that answered none of them would read as "errors 0" alone.
+    for (target, run) in
+        runs.iter().filter(|(_, run)| run.requests_completed == 0 && run.requests_unfinished > 0)
+    {
+        let line = format!(
+            "{}: no response in any round; {} still waiting when its rounds stopped",
+            target.label,
+            if run.requests_unfinished == 1 {
+                "1 request was".to_string()
+            } else {
+                format!("{} requests were", run.requests_unfinished)
+            }
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
     Ok(())
 }
 

@@ -492,9 +492,16 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let title = lines.iter().position(|l| l.starts_with("  No TCP stall:")).expect("the title");
         assert!(lines[title + 1].starts_with("    ") && !lines[title + 1].starts_with("     "), "{text}");
-        // The phase table's description hangs below its row, the numbers on the first line.
+        // At 60 columns the numbers leave the phase's description too little room: it goes on
+        // a line of its own, above its numbers.
         let row = lines.iter().position(|l| l.starts_with("  baseline:")).expect("the baseline row");
-        assert!(lines[row].ends_with(" %") && lines[row + 1].starts_with("    "), "{text}");
+        assert_eq!(lines[row], "  baseline: keep-alive, one connection", "{text}");
+        assert!(lines[row + 1].ends_with(" %") && lines[row - 1].contains("resp."), "{text}");
+        // At 80 there is room beside them, and the description wraps with a hanging indent.
+        let text = FittedText::new(80).render(&report);
+        let lines: Vec<&str> = text.lines().collect();
+        let row = lines.iter().position(|l| l.starts_with("  baseline:")).expect("the baseline row");
+        assert!(lines[row].ends_with(" %") && lines[row - 1].contains("resp."), "{text}");
     }
 
     #[test]

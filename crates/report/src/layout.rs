@@ -12,6 +12,9 @@ pub const MIN_WIDTH: usize = 60;
 
 /// Columns of prose keep at least this much room before headers give up theirs.
 const PROSE_ROOM: usize = 16;
+/// A table too wide whose labels are no longer than this repeats them, unwrapped, in each
+/// part; longer ones go above their rows' values.
+const LABEL_KEPT_WHOLE: usize = 24;
 
 /// How a column's cells are aligned and whether they may wrap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +35,15 @@ impl Col {
     }
 }
 
+/// A table whose values need more than its width: laid out whole anyway, or in parts that
+/// each repeat the key columns, or with each row's label on a line above its values.
+enum Layout {
+    Whole,
+    /// The columns of each part, keys first.
+    Parts(Vec<Vec<usize>>),
+    LabelsAbove,
+}
+
 /// A borderless table, indented, whose columns are two spaces apart.
 pub(crate) struct TextTable {
     columns: Vec<Col>,
@@ -40,6 +52,9 @@ pub(crate) struct TextTable {
     /// The table's width, less the indent before the first column's padding.
     width: usize,
     indent: usize,
+    /// Leading columns that name a row (a label, a label and a figure): each part of a table
+    /// too wide to lay out whole repeats them.
+    keys: usize,
 }
 
 impl TextTable {
@@ -52,7 +67,14 @@ impl TextTable {
             rows: Vec::new(),
             width,
             indent: indent.saturating_sub(1),
+            keys: 1,
         }
+    }
+
+    /// How many leading columns name a row (1 unless said).
+    pub fn keys(&mut self, keys: usize) -> &mut Self {
+        self.keys = keys.max(1);
+        self
     }
 
     pub fn header<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) -> &mut Self {
@@ -75,14 +97,103 @@ impl TextTable {
         }
     }
 
-    /// The table's lines, each ending in a newline, without trailing spaces.
+    /// Width a value column needs when its header wraps between words: its widest value, or
+    /// its header's longest word (a header broken inside a word reads as letters stacked).
+    fn narrowest(&self, column: usize) -> usize {
+        let longest_word = self
+            .header
+            .as_ref()
+            .and_then(|cells| cells.get(column))
+            .map_or(0, |text| text.split_whitespace().map(display_width).max().unwrap_or(0));
+        self.widest(column, false).max(longest_word)
+    }
+
+    /// How the table is laid out: whole while it fits its width (its headers wrapped between
+    /// words if they must, its prose wrapped while it keeps some room), else in parts.
+    fn layout(&self) -> Layout {
+        let count = self.columns.len();
+        let need = |column: usize| self.narrowest(column) + 2;
+        if self.columns.iter().all(|c| !c.is_prose()) {
+            let keys: Vec<usize> = (0..self.keys.min(count)).collect();
+            let others: Vec<usize> = (keys.len()..count).collect();
+            let parts = self.split(&keys, &others, self.width);
+            return if parts.len() > 1 { Layout::Parts(parts) } else { Layout::Whole };
+        }
+        let label_and_values = self.columns[0].is_prose() && self.columns[1..].iter().all(|c| !c.is_prose());
+        if !label_and_values || count < 3 {
+            return Layout::Whole;
+        }
+        let room = self.width.saturating_sub((1..count).map(need).sum::<usize>() + 2);
+        let longest_label = self.widest(0, false);
+        if room >= PROSE_ROOM.min(longest_label) {
+            Layout::Whole
+        } else if longest_label <= LABEL_KEPT_WHOLE {
+            Layout::Parts(self.split(&[0], &(1..count).collect::<Vec<_>>(), self.width))
+        } else {
+            Layout::LabelsAbove
+        }
+    }
+
+    /// `columns` in parts that each fit `width` beside the `keys` that lead every part, in
+    /// order; a part holds at least one column beside the keys, whatever its width.
+    fn split(&self, keys: &[usize], columns: &[usize], width: usize) -> Vec<Vec<usize>> {
+        let need = |column: usize| self.narrowest(column) + 2;
+        let keys_need: usize = keys.iter().map(|&i| need(i)).sum();
+        let mut parts: Vec<Vec<usize>> = Vec::new();
+        let mut current = keys.to_vec();
+        let mut used = keys_need;
+        for &column in columns {
+            if used + need(column) > width && current.len() > keys.len() {
+                parts.push(std::mem::replace(&mut current, keys.to_vec()));
+                used = keys_need;
+            }
+            current.push(column);
+            used += need(column);
+        }
+        parts.push(current);
+        parts
+    }
+
+    /// The same table with only `columns` (their cells, header and kinds), as wide.
+    fn subset(&self, columns: &[usize], width: usize, indent: usize) -> TextTable {
+        let pick = |row: &Vec<String>| -> Vec<String> {
+            columns.iter().map(|&i| row.get(i).cloned().unwrap_or_default()).collect()
+        };
+        TextTable {
+            columns: columns.iter().map(|&i| self.columns[i]).collect(),
+            header: self.header.as_ref().map(pick),
+            rows: self.rows.iter().map(pick).collect(),
+            width,
+            indent,
+            keys: self.keys,
+        }
+    }
+
+    /// The table's lines, each ending in a newline, without trailing spaces. A table too wide
+    /// for its width is laid out in parts, one under the other, a blank line apart; one whose
+    /// labels would be squeezed puts each label above its row.
     pub fn render(&mut self) -> String {
-        // Values never wrap; headers neither while there is room for them and for some prose.
-        // Widths count the padding, one space each side.
+        match self.layout() {
+            Layout::Whole => self.render_whole(),
+            Layout::LabelsAbove => self.render_labels_above(),
+            Layout::Parts(parts) => {
+                let rendered: Vec<String> = parts
+                    .iter()
+                    .map(|columns| self.subset(columns, self.width, self.indent).render_whole())
+                    .collect();
+                rendered.join("\n")
+            }
+        }
+    }
+
+    /// The table laid out whole, its headers wrapped between words if they must.
+    fn render_whole(&mut self) -> String {
+        // Values never wrap; headers neither while there is room for them and for some prose,
+        // and then only between words. Widths count the padding, one space each side.
         let prose = self.columns.iter().filter(|c| c.is_prose()).count();
         let fixed = |header: bool| -> usize {
             let values = self.columns.iter().enumerate().filter(|(_, c)| !c.is_prose());
-            values.map(|(i, _)| self.widest(i, header) + 2).sum()
+            values.map(|(i, _)| if header { self.widest(i, true) } else { self.narrowest(i) } + 2).sum()
         };
         let with_headers = fixed(true) + prose * PROSE_ROOM <= self.width;
         let mut table = Table::new();
@@ -125,7 +236,8 @@ impl TextTable {
             let Some(column) = table.column_mut(index) else { continue };
             let constraint = match (kind.is_prose(), prose_width) {
                 (false, _) => {
-                    ColumnConstraint::LowerBoundary(fixed_width(self.widest(index, with_headers) + 2))
+                    let width = if with_headers { self.widest(index, true) } else { self.narrowest(index) };
+                    ColumnConstraint::LowerBoundary(fixed_width(width + 2))
                 }
                 (true, Some(width)) if wrapped == Some(index) => {
                     ColumnConstraint::Absolute(fixed_width(width + 2))
@@ -144,6 +256,38 @@ impl TextTable {
             }
         }
         out
+    }
+
+    /// The values as a table of their own (in parts if they need), two columns further in,
+    /// and each row's label wrapped to the whole width on the line above its values.
+    fn render_labels_above(&self) -> String {
+        let values: Vec<usize> = (1..self.columns.len()).collect();
+        let width = self.width.saturating_sub(2);
+        let indent = " ".repeat(self.indent + 1);
+        let rest = if self.columns[0] == Col::Hanging { format!("{indent}  ") } else { indent.clone() };
+        let mut parts = Vec::new();
+        for columns in self.split(&[], &values, width) {
+            let lines = self.subset(&columns, width, self.indent + 2).render_whole();
+            let lines: Vec<&str> = lines.lines().collect();
+            // Values never wrap: every row is the last line of its own, under the header's lines.
+            let (header, rows) = lines.split_at(lines.len().saturating_sub(self.rows.len()));
+            let mut out = String::new();
+            for line in header {
+                out.push_str(line);
+                out.push('\n');
+            }
+            for (row, values) in self.rows.iter().zip(rows) {
+                let label = row.first().map_or("", String::as_str);
+                for line in wrap_lines(label, self.width + self.indent, &indent, &rest) {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
+                out.push_str(values);
+                out.push('\n');
+            }
+            parts.push(out);
+        }
+        parts.join("\n")
     }
 }
 
@@ -184,6 +328,126 @@ mod tests {
         let text = table.render();
         assert!(text.lines().all(|l| display_width(l) <= MIN_WIDTH), "{text}");
         assert!(text.contains("44.01 ms") && text.contains("1.00 ms") && text.contains("0.00 ms"), "{text}");
+    }
+
+    /// Every word of `header` appears whole in `text`: a header wrapped between words, never
+    /// inside one.
+    fn headers_whole(text: &str, header: &[&str]) -> bool {
+        header
+            .iter()
+            .flat_map(|cell| cell.split_whitespace())
+            .all(|word| text.lines().any(|line| line.split_whitespace().any(|cell_word| cell_word == word)))
+    }
+
+    #[test]
+    fn a_table_too_wide_for_its_values_is_laid_out_in_parts_led_by_its_labels() {
+        // `nodelay compare`'s figures at 60 columns: the values alone need 74.
+        let header = ["target", "req/s", "p50", "p90", "p99", "1st byte", "read gap", "errors"];
+        let mut table = TextTable::new(
+            60,
+            2,
+            &[Col::Left, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right],
+        );
+        table.header(header);
+        table.row(["python", "2429.6", "790.5 µs", "1.11 ms", "1.47 ms", "745.0 µs", "10.8 µs", "0"]);
+        table.row(["python-again", "2586.7", "758.8 µs", "1.02 ms", "1.32 ms", "715.3 µs", "2.2 µs", "0"]);
+        let text = table.render();
+        assert!(text.lines().all(|l| display_width(l) <= 60), "{text}");
+        assert!(headers_whole(&text, &header), "{text}");
+        let parts: Vec<&str> = text.split("\n\n").collect();
+        assert!(parts.len() >= 2, "{text}");
+        for part in &parts {
+            assert!(part.starts_with("  target"), "each part is led by the label column:\n{text}");
+            assert!(part.contains("  python-again"), "{text}");
+        }
+        for value in ["2429.6", "790.5 µs", "10.8 µs", "715.3 µs"] {
+            assert_eq!(text.matches(value).count(), 1, "{value} once in\n{text}");
+        }
+        // At 80 columns the same table is one.
+        let mut wide = TextTable::new(
+            80,
+            2,
+            &[Col::Left, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right],
+        );
+        wide.header(header);
+        wide.row(["python", "2429.6", "790.5 µs", "1.11 ms", "1.47 ms", "745.0 µs", "10.8 µs", "0"]);
+        let text = wide.render();
+        assert_eq!(text.lines().count(), 2, "{text}");
+    }
+
+    /// The doctor's phases and the per-request table: a label of prose, then values.
+    fn labelled(labels: &[&str]) -> TextTable {
+        let mut table = TextTable::new(
+            60,
+            2,
+            &[
+                Col::Hanging,
+                Col::Right,
+                Col::Right,
+                Col::Right,
+                Col::Right,
+                Col::Right,
+                Col::Right,
+                Col::Right,
+            ],
+        );
+        table.header(["measured", "done", "errors", "non-ok", "p50", "p99", "1st byte", "read gap"]);
+        for label in labels {
+            table.row([
+                label.to_string(),
+                "25".into(),
+                "0".into(),
+                "0".into(),
+                "1.20 ms".into(),
+                "2.47 ms".into(),
+                "1.12 ms".into(),
+                "16.5 µs".into(),
+            ]);
+        }
+        table
+    }
+
+    #[test]
+    fn short_labels_beside_too_many_values_lead_each_part_of_the_table() {
+        let text = labelled(&["main page", "build page"]).render();
+        assert!(text.lines().all(|l| display_width(l) <= 60), "{text}");
+        let parts: Vec<&str> = text.split("\n\n").collect();
+        assert_eq!(parts.len(), 2, "{text}");
+        for part in parts {
+            let lines: Vec<&str> = part.lines().collect();
+            assert!(lines[1].starts_with("  main page ") && lines[2].starts_with("  build page "), "{text}");
+        }
+    }
+
+    #[test]
+    fn long_labels_beside_too_many_values_go_above_their_rows() {
+        let label = "baseline: keep-alive, one connection, and words enough to wrap at sixty columns";
+        let text = labelled(&[label, "fresh connection per request"]).render();
+        assert!(text.lines().all(|l| display_width(l) <= 60), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let first = lines.iter().position(|l| l.starts_with("  baseline:")).expect("the label");
+        assert!(lines[first + 1].starts_with("    "), "a wrapped label hangs:\n{text}");
+        let values = lines.iter().position(|l| l.trim_start().starts_with("25 ")).expect("values");
+        assert!(values > first + 1 && lines[values + 1] == "  fresh connection per request", "{text}");
+        assert!(text.matches("16.5 µs").count() == 2 && !text.contains("measured"), "{text}");
+        // Room beside the values at 132 columns: one table, labels in their column.
+        let mut wide = labelled(&[label]);
+        wide.width = 132;
+        let text = wide.render();
+        let row = text.lines().nth(1).unwrap_or_default();
+        assert!(row.starts_with("  baseline:") && row.ends_with("16.5 µs"), "{text}");
+    }
+
+    #[test]
+    fn a_header_wider_than_its_values_wraps_between_words_not_letters() {
+        let header = ["target", "rounds", "req/s", "1st byte"];
+        let mut table = TextTable::new(60, 2, &[Col::Left, Col::Right, Col::Right, Col::Right]);
+        table.header(header);
+        table.row(["python-again", "2", "2526.7 – 2646.7", "1.20 ms"]);
+        let text = table.render();
+        assert!(text.lines().all(|l| display_width(l) <= 60), "{text}");
+        assert!(headers_whole(&text, &header), "{text}");
+        assert!(!text.contains("\n\n"), "it fits whole:\n{text}");
     }
 
     #[test]

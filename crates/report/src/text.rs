@@ -181,7 +181,7 @@ fn write_suggestions(out: &mut String, r: &BenchReport, width: usize) -> std::fm
     if !out.ends_with("\n\n") {
         writeln!(out)?;
     }
-    writeln!(out, "what these numbers suggest (not proven; no experiment was run):")?;
+    out.push_str(&wrap("what these numbers suggest (not proven; no experiment was run):", width, "", "  "));
     for suggestion in &r.suggestions {
         out.push_str(&wrap(&format!("{}: {}", suggestion.id, suggestion.why), width, "  ", "    "));
         out.push_str(&wrap(&format!("prove it: {}", suggestion.prove), width, "    ", "      "));
