@@ -15,6 +15,8 @@ use std::time::Duration;
 
 const BUDGET_PER_SERVER: Duration = Duration::from_secs(6);
 const TIMEOUT: Duration = Duration::from_secs(2);
+/// Columns a server's row takes on one line: its name, p50 and the longest verdict.
+const ROW_WIDTH: usize = 78;
 
 pub fn demo() -> Result<Outcome> {
     let behaviours = [
@@ -23,12 +25,27 @@ pub fn demo() -> Result<Outcome> {
         DemoBehaviour::CloseEveryResponse,
         DemoBehaviour::SlowHandler(Duration::from_millis(40)),
     ];
-    output::line(&format!(
-        "nodelay demo: diagnosing {} embedded servers on loopback with `nodelay doctor`\n",
-        behaviours.len()
-    ))?;
-    // 2 + 40 + 10 + 2 + 24 columns: the longest verdict fits 80.
-    output::line(&format!("  {:<40}{:>10}  verdict", "server", "p50"))?;
+    let width = text_width();
+    let say = |first: &str, rest: &str, text: &str| {
+        output::stdout(&(wrap_words(text, width, first, rest).join("\n") + "\n"))
+    };
+    say(
+        "",
+        "  ",
+        &format!(
+            "nodelay demo: diagnosing {} embedded servers on loopback with `nodelay doctor`",
+            behaviours.len()
+        ),
+    )?;
+    output::line("")?;
+    // Rows are printed as each server's diagnosis ends. 2 + 40 + 10 + 2 + 24 columns: the
+    // longest verdict fits 80; narrower, each server's figures go on the line under its name.
+    let one_line = width >= ROW_WIDTH;
+    if one_line {
+        output::line(&format!("  {:<40}{:>10}  verdict", "server", "p50"))?;
+    } else {
+        output::line(&format!("  server\n    {:>10}  verdict", "p50"))?;
+    }
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
@@ -37,19 +54,15 @@ pub fn demo() -> Result<Outcome> {
         let off = ServerViewArgs { pid: None, no_server_view: true };
         let report = examine(&target, &workload, &RequestArgs::default(), &off, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
-        output::line(&format!(
-            "  {:<40}{:>10}  {}",
-            behaviour.describe(),
-            format_duration_ms(baseline_p50(&report)),
-            verdict.join(", ")
-        ))?;
+        let p50 = format_duration_ms(baseline_p50(&report));
+        if one_line {
+            output::line(&format!("  {:<40}{p50:>10}  {}", behaviour.describe(), verdict.join(", ")))?;
+        } else {
+            output::line(&format!("  {}\n    {p50:>10}  {}", behaviour.describe(), verdict.join(", ")))?;
+        }
         reports.push(report);
     }
     let (stalled, fixed) = (&reports[0], &reports[1]);
-    let width = text_width();
-    let say = |first: &str, rest: &str, text: &str| {
-        output::stdout(&(wrap_words(text, width, first, rest).join("\n") + "\n"))
-    };
     output::line("")?;
     say(
         "",
@@ -68,7 +81,8 @@ pub fn demo() -> Result<Outcome> {
         }
         say("  ", "    ", &format!("fix: {}", finding.fix_summary))?;
     }
-    output::line("\nRun `nodelay doctor URL` on your own service for the full report.")?;
+    output::line("")?;
+    say("", "  ", "Run `nodelay doctor URL` on your own service for the full report.")?;
     Ok(Outcome::Success)
 }
 

@@ -29,6 +29,26 @@ fn demo_needs_no_arguments_and_diagnoses_each_server() {
     assert!(run.elapsed.as_secs() < 30, "{:?}", run.elapsed);
 }
 
+/// At 60 columns, the narrowest laid out, each server's p50 and verdict go under its name.
+#[test]
+fn demo_fits_a_narrow_terminal() {
+    let run = nodelay_at_width(60, &["demo"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let text = run.stdout();
+    assert!(text.lines().all(|l| l.chars().count() <= 60), "a line wider than 60 columns:\n{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    for (name, verdict) in
+        [("two writes, Nagle on", "server-nagle-delayed-ack"), ("TCP_NODELAY set", "healthy")]
+    {
+        let row = lines.iter().position(|l| l.contains(name)).unwrap_or_else(|| panic!("{name} in {text}"));
+        assert!(
+            lines[row + 1].trim_end().ends_with(verdict)
+                && (lines[row + 1].contains(" ms  ") || lines[row + 1].contains(" µs  ")),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn doctor_proves_a_server_stall_and_exits_3() {
     let peer = python_peer("python_http_server.py", &[]);

@@ -246,13 +246,17 @@ impl Run {
 /// Runs the nodelay binary with `args`; its text is 80 columns wide, whatever `COLUMNS` the
 /// tests were started with.
 pub fn nodelay(args: &[&str]) -> Run {
+    run_nodelay(Command::new(env!("CARGO_BIN_EXE_nodelay")).args(args).env_remove("COLUMNS"))
+}
+
+/// Runs the nodelay binary with `args`, its text fitted to a terminal `columns` wide.
+pub fn nodelay_at_width(columns: usize, args: &[&str]) -> Run {
+    run_nodelay(Command::new(env!("CARGO_BIN_EXE_nodelay")).args(args).env("COLUMNS", columns.to_string()))
+}
+
+fn run_nodelay(command: &mut Command) -> Run {
     let started = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_nodelay"))
-        .args(args)
-        .env_remove("COLUMNS")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run nodelay");
+    let output = command.stdin(Stdio::null()).output().expect("run nodelay");
     Run { output, elapsed: started.elapsed() }
 }
 
