@@ -263,6 +263,28 @@ fn a_client_that_vanishes_mid_exchange_is_counted_and_the_others_are_served() {
     assert_eq!(report["connections"]["closed"], 3, "the upstream leg closed with it: {report:#}");
 }
 
+/// A client that sends its request and gives up waiting (`curl -m 2`) closed its side first:
+/// its exchange is the client's doing, not one in flight when the relay stopped.
+#[test]
+fn a_client_that_gives_up_before_the_answer_is_not_in_flight_at_the_end() {
+    let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = Proxy::in_front_of(upstream.local_addr().unwrap().port(), &["--json"]);
+    let mut client = TcpStream::connect(&proxy.address).unwrap();
+    client.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    client.shutdown(std::net::Shutdown::Both).unwrap();
+    // The relay passes the client's end on once it has read it: the upstream's read of the
+    // request then ends, and the relay has seen the client go.
+    let (mut relayed, _) = upstream.accept().unwrap();
+    let mut request = Vec::new();
+    relayed.read_to_end(&mut request).unwrap();
+    assert!(request.starts_with(b"GET / HTTP/1.1"), "{request:?}");
+    proxy.interrupt();
+    let run = proxy.finish();
+    let report = run.json();
+    assert_eq!(report["incomplete"]["client_gone"], 1, "{report:#}");
+    assert_eq!(report["incomplete"]["in_flight_at_end"], 0, "{report:#}");
+}
+
 #[test]
 fn listening_beyond_loopback_needs_listen_public() {
     let run = nodelay(&["proxy", "--listen", "0.0.0.0:0", "--upstream", "127.0.0.1:9"]);

@@ -276,8 +276,8 @@ fn write_counts(out: &mut String, r: &ProxyReport, width: usize) {
     }
     let i = &r.incomplete;
     let reasons: Vec<String> = [
-        (i.client_gone, "the client went away mid-exchange"),
-        (i.upstream_gone, "the upstream went away mid-exchange"),
+        (i.client_gone, "the client closed its connection mid-exchange"),
+        (i.upstream_gone, "the upstream closed its connection mid-exchange"),
         (i.in_flight_at_end, "in flight when the relay stopped"),
         (i.untimed, "relayed but not timed (framing the relay could not follow)"),
     ]
