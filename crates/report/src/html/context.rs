@@ -144,9 +144,11 @@ pub struct FindingText {
     pub fixes: Vec<FixText>,
 }
 
-/// `what: 40.2 ms`; a count goes without its unit.
+/// `what: 40.2 ms`; a count goes without its unit, and a ratio of counts keeps two decimals
+/// as the text does (1.0002 connections per response is not "1").
 fn evidence(e: &super::view::EvidenceView) -> String {
     match e.unit.as_str() {
+        "count" | "" if e.value.fract() != 0.0 => format!("{}: {:.2}", e.what, e.value),
         "count" | "" => format!("{}: {}", e.what, number(e.value)),
         unit => format!("{}: {} {unit}", e.what, number(e.value)),
     }

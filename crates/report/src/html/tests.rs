@@ -202,6 +202,16 @@ fn a_doctor_page_shows_findings_with_evidence_proof_and_fix() {
 }
 
 #[test]
+fn a_ratio_of_counts_keeps_its_decimals_and_a_whole_count_has_none() {
+    let mut finding = nagle_finding("The server waits for the ACK");
+    finding.evidence.push(Evidence::new("connections opened per response", 1.0002, "count"));
+    finding.evidence.push(Evidence::new("responses", 40.0, "count"));
+    let page = html_page(&[value(&doctor_report("http://example.test/", vec![finding]))]).unwrap();
+    assert!(page.contains("connections opened per response: 1.00<"), "{page}");
+    assert!(page.contains("responses: 40<"), "{page}");
+}
+
+#[test]
 fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
     let target = |label: &str, slower_by_ms: u64, diagnosis: Option<DoctorReport>| CompareTarget {
         label: label.into(),
