@@ -320,6 +320,68 @@ pub(crate) fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> V
 mod tests {
     use super::*;
 
+    /// Tables of every shape the renderers make (values only, a label then values, with keys),
+    /// with cells of random widths, at widths 60 to 140: each value whole on one line, and
+    /// every line within the width whenever the keys and the widest value column fit it.
+    #[test]
+    fn any_table_keeps_its_values_whole_and_fits_when_its_widest_column_can() {
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |below: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) as usize % below
+        };
+        let words = ["p50", "read gap", "1st byte", "µs", "connections", "a", "per request", "errors"];
+        for case in 0..2000 {
+            let columns = 2 + next(8);
+            let labelled = next(2) == 0;
+            let kinds: Vec<Col> = (0..columns)
+                .map(|i| match (i, labelled) {
+                    (0, true) => [Col::Text, Col::Hanging][next(2)],
+                    (0, false) => Col::Left,
+                    _ => [Col::Left, Col::Right][next(2)],
+                })
+                .collect();
+            let width = 60 + next(81);
+            let mut table = TextTable::new(width, 2, &kinds);
+            if !labelled && columns > 3 && next(2) == 0 {
+                table.keys(2);
+            }
+            table.header((0..columns).map(|_| words[next(words.len())]));
+            let mut rows = Vec::new();
+            for _ in 0..1 + next(4) {
+                let row: Vec<String> = (0..columns)
+                    .map(|i| {
+                        let long = if i == 0 && labelled { 60 } else { 14 };
+                        let words: Vec<String> =
+                            (0..1 + next(long / 6)).map(|_| "x".repeat(1 + next(6))).collect();
+                        if i == 0 && labelled {
+                            words.join(" ")
+                        } else {
+                            format!("{}.{} µs", next(9999), next(99))
+                        }
+                    })
+                    .collect();
+                table.row(row.clone());
+                rows.push(row);
+            }
+            let text = table.render();
+            let first_value = usize::from(labelled);
+            for row in &rows {
+                for value in &row[first_value..] {
+                    assert!(text.contains(value.as_str()), "case {case}: {value:?} whole in\n{text}");
+                }
+            }
+            let keys = if labelled { 0 } else { table.keys };
+            let keys_need: usize = (0..keys).map(|i| table.narrowest(i) + 2).sum();
+            let widest = (keys.max(1)..columns).map(|i| table.narrowest(i) + 2).max().unwrap_or(0);
+            if keys_need + widest <= table.width {
+                for line in text.lines() {
+                    assert!(display_width(line) <= width, "case {case}, width {width}: {line:?} in\n{text}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_header_may_wrap_but_values_do_not() {
         let mut table = TextTable::new(MIN_WIDTH, 2, &[Col::Text, Col::Right, Col::Right, Col::Right]);
