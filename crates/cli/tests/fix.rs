@@ -125,6 +125,12 @@ fn inspect_shows_one_row_per_socket_with_its_options() {
     let cells: Vec<&str> = row.split_whitespace().collect();
     assert_eq!(cells[1..5], ["ESTAB", "from", &client.to_string(), "off"], "{text}");
     assert!(text.contains("LISTEN") && text.contains(&format!("`nodelay fix :{}`", peer.port)), "{text}");
+    // At 60 columns no column is dropped: those that do not fit follow in a part of their own.
+    let narrow = nodelay_at_width(60, &["inspect", &format!(":{}", peer.port)]).stdout();
+    assert!(narrow.lines().all(|line| line.chars().count() <= 60), "{narrow}");
+    for header in ["FD", "STATE", "ADDRESS", "NODELAY", "RTT", "ATO", "UNACKED", "CORK"] {
+        assert!(narrow.split_whitespace().any(|word| word == header), "{header} in\n{narrow}");
+    }
 }
 
 /// Where sock_diag is refused (a seccomp profile that blocks netlink sockets), the socket

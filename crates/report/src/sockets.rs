@@ -3,9 +3,8 @@
 //! contract of `schema/inspect.schema.json`: rename nothing, only add.
 
 use crate::Render;
-use crate::format::display_width;
 use crate::format::{DurationScale, plural};
-use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
+use crate::layout::{Col, TextTable, wrap};
 use crate::text::FittedText;
 use nodelay_engine::TcpInfo;
 use nodelay_host::{Inspection, NodelayChange, ProcessInfo, SocketState, SocketView};
@@ -175,8 +174,7 @@ fn socket_table(
     let listening_ports: Vec<(i32, u16)> =
         sockets.iter().filter(|s| s.state == SocketState::Listen).map(|s| (s.pid, s.local.port())).collect();
     let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
-    // Each column: its header, alignment, and cells; those after the first five are dropped,
-    // the last first, when the table would not fit (JSON has them all).
+    // Each column: its header, alignment, and cells.
     let mut columns: Vec<(&str, Col, Vec<String>)> = Vec::new();
     let mut column = |header, align, cell: &dyn Fn(&SocketView) -> String| {
         columns.push((header, align, sockets.iter().map(cell).collect()));
@@ -199,18 +197,10 @@ fn socket_table(
     column("ATO", Col::Right, &|s| kernel(s, &|i| ato.format(f64::from(i.ato_us) / 1e3)));
     column("UNACKED", Col::Right, &|s| kernel(s, &|i| i.unacked_segments.to_string()));
     column("CORK", Col::Left, &|s| on_off(s.cork));
-    let natural = |columns: &[(&str, Col, Vec<String>)]| -> usize {
-        let widest = |(header, _, cells): &(&str, Col, Vec<String>)| {
-            cells.iter().map(|c| display_width(c)).chain([display_width(header)]).max().unwrap_or(0)
-        };
-        2 + columns.iter().map(widest).sum::<usize>() + 2 * columns.len().saturating_sub(1)
-    };
-    let keep = if with_pid { 5 } else { 4 };
-    while columns.len() > keep && natural(&columns) > width.max(MIN_WIDTH) {
-        columns.pop();
-    }
     let mut table = TextTable::new(width, 2, &columns.iter().map(|(_, align, _)| *align).collect::<Vec<_>>());
     table.header(columns.iter().map(|(header, _, _)| *header));
+    // Too narrow for every column: the rest go in a part below, each row named by its FD.
+    table.keys(if with_pid { 2 } else { 1 });
     for row in 0..sockets.len() {
         table.row(columns.iter().map(|(_, _, cells)| cells[row].clone()));
     }
