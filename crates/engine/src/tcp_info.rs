@@ -13,7 +13,8 @@ pub struct TcpInfo {
     /// Smoothed RTT: inflated on the Nagling side by the peer's ACK delay.
     pub rtt_us: u32,
     pub rttvar_us: u32,
-    /// Minimum RTT seen; the kernel keeps suspected delayed ACKs out of it.
+    /// Minimum RTT seen; the kernel keeps suspected delayed ACKs out of it. 0 before the
+    /// first RTT sample (the kernel's own "none yet" is all ones).
     pub min_rtt_us: u32,
     /// This socket's current delayed-ACK timeout.
     pub ato_us: u32,
@@ -88,7 +89,8 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
     Some(TcpInfo {
         rtt_us: raw.rtt,
         rttvar_us: raw.rttvar,
-        min_rtt_us: raw.min_rtt,
+        // `tcp_min_rtt()` is ~0U until a sample: 4294.967 s is no RTT.
+        min_rtt_us: if raw.min_rtt == u32::MAX { 0 } else { raw.min_rtt },
         ato_us: raw.ato,
         rto_us: raw.rto,
         snd_mss_bytes: raw.snd_mss,
@@ -198,6 +200,14 @@ mod tests {
         let (accepted, _) = listener.accept().unwrap();
         assert_eq!(read_listen_queue(&listener).map(|q| q.queued), Some(2));
         assert_eq!(read_listen_queue(&accepted), None, "a connection is no listener");
+    }
+
+    /// The kernel reports "no RTT sample yet" as all ones, which read as 4294.967 s.
+    #[test]
+    fn a_socket_without_an_rtt_sample_has_no_min_rtt() {
+        let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let info = read_tcp_info(&socket).expect("TCP_INFO on an unconnected TCP socket");
+        assert_eq!((info.rtt_us, info.min_rtt_us), (0, 0), "{info:?}");
     }
 
     #[test]

@@ -439,8 +439,9 @@ fn write_connections(out: &mut String, r: &BenchReport, width: usize) -> std::fm
     for (c, info) in with_info {
         table.row([
             format!("connection {}", c.connection),
-            rtt.format(ms_of_us(info.rtt_us)),
-            min_rtt.format(ms_of_us(info.min_rtt_us)),
+            // No RTT sample yet (a connection that never carried data): no time to show.
+            if info.rtt_us == 0 { "-".into() } else { rtt.format(ms_of_us(info.rtt_us)) },
+            if info.min_rtt_us == 0 { "-".into() } else { min_rtt.format(ms_of_us(info.min_rtt_us)) },
             ato.format(ms_of_us(info.ato_us)),
             format!("{} B", info.snd_mss_bytes),
             format!("{} B", info.rcv_mss_bytes),
@@ -461,7 +462,7 @@ fn connections_summary(r: &BenchReport) -> Option<String> {
     let mut rtts: Vec<u32> = infos.iter().map(|i| i.rtt_us).collect();
     rtts.sort_unstable();
     let rtt = rtts[rtts.len() / 2];
-    let min_rtt = infos.iter().map(|i| i.min_rtt_us).min().unwrap_or(0);
+    let min_rtt = infos.iter().map(|i| i.min_rtt_us).filter(|&us| us > 0).min().unwrap_or(0);
     let max_ato = infos.iter().map(|i| i.ato_us).max().unwrap_or(0);
     let retransmits: u64 = infos.iter().map(|i| u64::from(i.total_retransmits)).sum();
     let scale = DurationScale::for_ms([rtt, min_rtt, max_ato].map(ms_of_us));
