@@ -157,15 +157,39 @@ pub fn format_status_counts(counts: &std::collections::BTreeMap<String, u64>) ->
 /// The space that keeps a number with its unit in [`glue_units`].
 pub const NO_BREAK: char = '\u{a0}';
 
-/// `text` with its words one space apart, but a number and its unit joined by [`NO_BREAK`]
-/// (`40\u{a0}ms)`): for text that something else wraps at spaces, such as a table cell;
-/// replace it with a space once laid out.
+/// A command or code in backticks up to this many columns is kept on one line.
+const CODE_KEPT_WHOLE: usize = 40;
+
+/// `text` with its words one space apart, but joined by [`NO_BREAK`] where a line break would
+/// part what reads as one: a number and its unit (`40\u{a0}ms)`), an `=` and both its sides
+/// (`p = 0.007`, `protocol_version = "HTTP/1.1"`), and a short command in backticks. For text
+/// that something else wraps at spaces, such as a table cell; replace it with a space once
+/// laid out.
 pub fn glue_units(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    // Whether the space before each word is inside a short backticked span.
+    let mut in_code = vec![false; words.len()];
+    let mut index = 0;
+    while index < words.len() {
+        if words[index].matches('`').count() % 2 == 1 {
+            let end = (index + 1..words.len()).find(|&j| words[j].matches('`').count() % 2 == 1);
+            if let Some(end) = end {
+                let span: usize = words[index..=end].iter().map(|w| w.chars().count() + 1).sum();
+                if span <= CODE_KEPT_WHOLE + 1 {
+                    in_code[index + 1..=end].iter_mut().for_each(|glued| *glued = true);
+                }
+                index = end;
+            }
+        }
+        index += 1;
+    }
     let mut glued = String::with_capacity(text.len());
-    for word in text.split_whitespace() {
-        if !glued.is_empty() {
+    for (index, word) in words.iter().enumerate() {
+        if index > 0 {
             let after_number = glued.ends_with(|c: char| c.is_ascii_digit());
-            glued.push(if after_number && is_unit(word) { NO_BREAK } else { ' ' });
+            let around_equals = *word == "=" || words[index - 1] == "=";
+            let keep = in_code[index] || around_equals || (after_number && is_unit(word));
+            glued.push(if keep { NO_BREAK } else { ' ' });
         }
         glued.push_str(word);
     }
@@ -196,6 +220,21 @@ fn split_at_width(text: &str, width: usize) -> (&str, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_reads_as_one_is_glued_and_the_rest_is_not() {
+        let nb = NO_BREAK;
+        assert_eq!(glue_units("waits  40 ms, then"), format!("waits 40{nb}ms, then"));
+        assert_eq!(glue_units("agrees; p = 0.007)"), format!("agrees; p{nb}={nb}0.007)"));
+        assert_eq!(
+            glue_units("start it with `nodelay exec -- PROGRAM ARGS`, or run"),
+            format!("start it with `nodelay{nb}exec{nb}--{nb}PROGRAM{nb}ARGS`, or run")
+        );
+        // Code longer than a line may be, or a backtick never closed, wraps as words.
+        let long = format!("`{}`", ["word"; 12].join(" "));
+        assert!(!glue_units(&long).contains(nb));
+        assert_eq!(glue_units("a ` b c"), "a ` b c");
+    }
 
     #[test]
     fn durations_pick_a_readable_unit() {

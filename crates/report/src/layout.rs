@@ -42,6 +42,8 @@ enum Layout {
     /// The columns of each part, keys first.
     Parts(Vec<Vec<usize>>),
     LabelsAbove,
+    /// The values of each row on a line, its prose (the last column) under them.
+    ProseBelow,
 }
 
 /// A borderless table, indented, whose columns are two spaces apart.
@@ -119,6 +121,20 @@ impl TextTable {
             let parts = self.split(&keys, &others, self.width);
             return if parts.len() > 1 { Layout::Parts(parts) } else { Layout::Whole };
         }
+        let values_then_prose = count >= 2
+            && self.columns[count - 1].is_prose()
+            && self.columns[..count - 1].iter().all(|c| !c.is_prose());
+        if values_then_prose {
+            // Prose that would have to cut a word (a code snippet, a command) to fit beside the
+            // values goes under them, as wide as the table.
+            let room = self.width.saturating_sub((0..count - 1).map(need).sum::<usize>() + 2);
+            let longest_word = self
+                .rows
+                .iter()
+                .filter_map(|row| row.get(count - 1))
+                .flat_map(|cell| glue_units(cell).split(' ').map(display_width).collect::<Vec<_>>());
+            return if longest_word.max().unwrap_or(0) > room { Layout::ProseBelow } else { Layout::Whole };
+        }
         let label_and_values = self.columns[0].is_prose() && self.columns[1..].iter().all(|c| !c.is_prose());
         if !label_and_values || count < 3 {
             return Layout::Whole;
@@ -176,6 +192,7 @@ impl TextTable {
         match self.layout() {
             Layout::Whole => self.render_whole(),
             Layout::LabelsAbove => self.render_labels_above(),
+            Layout::ProseBelow => self.render_prose_below(),
             Layout::Parts(parts) => {
                 let rendered: Vec<String> = parts
                     .iter()
@@ -252,6 +269,33 @@ impl TextTable {
             if !line.is_empty() {
                 out.push_str(&" ".repeat(self.indent));
                 out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    /// Each row's values on a line (as a table of their own, so that they align), and its
+    /// prose under them, two columns further in and as wide as the table.
+    fn render_prose_below(&self) -> String {
+        let prose = self.columns.len() - 1;
+        let values: Vec<usize> = (0..prose).collect();
+        let lines = self.subset(&values, self.width, self.indent).render_whole();
+        let lines: Vec<&str> = lines.lines().collect();
+        let (header, rows) = lines.split_at(lines.len().saturating_sub(self.rows.len()));
+        let indent = " ".repeat(self.indent + 3);
+        let rest = if self.columns[prose] == Col::Hanging { format!("{indent}  ") } else { indent.clone() };
+        let mut out = String::new();
+        for line in header {
+            out.push_str(line);
+            out.push('\n');
+        }
+        for (row, values) in self.rows.iter().zip(rows) {
+            out.push_str(values);
+            out.push('\n');
+            let text = row.get(prose).map_or("", String::as_str);
+            for line in wrap_lines(text, self.width + self.indent, &indent, &rest) {
+                out.push_str(&line);
                 out.push('\n');
             }
         }
@@ -498,6 +542,33 @@ mod tests {
         let text = wide.render();
         let row = text.lines().nth(1).unwrap_or_default();
         assert!(row.starts_with("  baseline:") && row.ends_with("16.5 µs"), "{text}");
+    }
+
+    /// The doctor's fixes: a stack, then how to fix it, which holds code that must not be cut.
+    #[test]
+    fn prose_that_would_cut_a_word_beside_its_values_goes_under_them() {
+        let fixes = |width: usize| {
+            let mut table = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
+            table.row([
+                "Python http.server / socketserver",
+                "set disable_nagle_algorithm = True on the handler",
+            ]);
+            table.row([
+                "Rust tokio / axum",
+                "TcpStream::set_nodelay(true); axum::serve::ListenerExt in scope",
+            ]);
+            table.render()
+        };
+        let text = fixes(60);
+        assert!(text.lines().all(|l| display_width(l) <= 60), "{text}");
+        for code in ["disable_nagle_algorithm", "TcpStream::set_nodelay(true);", "axum::serve::ListenerExt"] {
+            assert!(text.contains(code), "{code} whole in\n{text}");
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "    Python http.server / socketserver", "{text}");
+        assert!(lines[1].starts_with("      set disable_nagle_algorithm"), "{text}");
+        // With room for every word beside the stacks, one line a row.
+        assert_eq!(fixes(132).lines().count(), 2, "{}", fixes(132));
     }
 
     #[test]

@@ -116,7 +116,7 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
     let title =
         format!("nodelay report merge: {}", plural(r.logs.len() as u64, "interval log", "interval logs"));
     out.push_str(&wrap(&title, width, "", "  "));
-    let mut logs = TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right]);
+    let mut logs = TextTable::new(width, 2, &[Col::Hanging, Col::Right, Col::Right, Col::Right]);
     logs.header(["log", "intervals", "responses", "span"]);
     for log in &r.logs {
         logs.row([
