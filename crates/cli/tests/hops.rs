@@ -62,8 +62,14 @@ fn the_express_proxy_costs_more_cpu_than_its_service_and_reconnects_per_request(
     assert!(finding_ids(&on_fresh).contains(&"upstream-connection-per-request".to_string()), "{on_fresh:#}");
     let upstream = &on_fresh["server_view"]["upstreams"][0];
     assert_eq!(upstream["destination"], format!("127.0.0.1:{}", b.port));
+    // A counts 4-tuples, and a 4-tuple can carry two of the 600 connections: B closes first
+    // and holds the TIME-WAIT, so A's port is free again at once (one fresh-clone CI run on a
+    // loaded machine counted 529). The namespace's connects bound the truth from above.
     let per_request = upstream["opened_per_request"].as_f64().unwrap();
-    assert!((0.95..=1.05).contains(&per_request), "{upstream:#}");
+    assert!((0.8..=1.05).contains(&per_request), "{upstream:#}");
+    let connects =
+        on_fresh["server_view"]["namespace_connects_by_others"].as_u64().expect("ActiveOpens read");
+    assert!(connects >= 600, "{connects} connects by A's namespace bound A's 600 from above");
     assert!(
         !finding_ids(&on_pooled).contains(&"upstream-connection-per-request".to_string()),
         "{on_pooled:#}"

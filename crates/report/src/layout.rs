@@ -35,8 +35,9 @@ impl Col {
     }
 }
 
-/// A table whose values need more than its width: laid out whole anyway, or in parts that
-/// each repeat the key columns, or with each row's label on a line above its values.
+/// How a table is laid out: whole, or, when its values need more than its width, in parts
+/// that each repeat the key columns, with each row's label on a line above its values, or with
+/// each row's prose under its values.
 enum Layout {
     Whole,
     /// The columns of each part, keys first.
