@@ -105,30 +105,44 @@ pub struct ConnectionReadings {
 }
 
 impl ConnectionReadings {
-    /// The connections that were opened during the run and are in the end's table or were
-    /// met by the sampler.
-    fn opened(&self) -> HashSet<Pair> {
-        let at_end = self
-            .at_end
-            .iter()
-            .filter(|(end, now)| is_new(self.at_start.get(end).copied(), **now, self.elapsed_us))
-            .map(|(end, _)| pair(*end));
-        let sampled = self
-            .sampled
-            .iter()
-            .filter(|(end, inode)| is_new(self.at_start.get(end).copied(), Incarnation::Held(*inode), 0))
-            .map(|(end, _)| pair(*end));
-        at_end.chain(sampled).collect()
+    /// The connections opened during the run, by address pair: those in the end's table or
+    /// met by the sampler. A pair counts once per socket the sampler met on one of its ends
+    /// (a 4-tuple used again during the run is two connections when both were met), and at
+    /// least once; the end's TIME-WAIT or closing socket may be one of those met, so it adds
+    /// none of its own. Still a floor: a 4-tuple used twice between two looks counts once.
+    fn opened(&self) -> HashMap<Pair, u64> {
+        let mut sockets: HashMap<Directed, HashSet<u64>> = HashMap::new();
+        for (end, inode) in &self.sampled {
+            if is_new(self.at_start.get(end).copied(), Incarnation::Held(*inode), 0) {
+                sockets.entry(*end).or_default().insert(*inode);
+            }
+        }
+        for (end, now) in &self.at_end {
+            if is_new(self.at_start.get(end).copied(), *now, self.elapsed_us) {
+                let met = sockets.entry(*end).or_default();
+                if let Incarnation::Held(inode) = now {
+                    met.insert(*inode);
+                }
+            }
+        }
+        // Both ends of one connection may be listed (a server that calls itself): the pair
+        // counts as often as its busier end.
+        let mut opened: HashMap<Pair, u64> = HashMap::new();
+        for (end, met) in &sockets {
+            let count = opened.entry(pair(*end)).or_default();
+            *count = (*count).max((met.len() as u64).max(1));
+        }
+        opened
     }
 }
 
 /// One [`Upstream`] per destination, most connections opened first.
 pub fn upstreams(readings: &ConnectionReadings) -> Vec<Upstream> {
     let mut opened: HashMap<SocketAddr, u64> = HashMap::new();
-    for (one, other) in readings.opened() {
+    for ((one, other), connections) in readings.opened() {
         for end in [one, other] {
             if readings.destinations.contains(&end) {
-                *opened.entry(end).or_default() += 1;
+                *opened.entry(end).or_default() += connections;
             }
         }
     }
@@ -208,6 +222,28 @@ mod tests {
         assert_eq!(ends(&[line(None, 42)]), [(end, Held(42))].into());
         let listening = TableLine { state: TcpState::Listen, remote: at("0.0.0.0:0"), ..line(None, 9) };
         assert_eq!(ends(&[listening]), HashMap::new());
+    }
+
+    #[test]
+    fn a_four_tuple_used_twice_counts_twice_when_both_sockets_were_met() {
+        let upstream = at("10.0.0.5:8080");
+        let readings = ConnectionReadings {
+            destinations: [upstream].into(),
+            // The upstream closed first each time and holds the TIME-WAIT; the server's port
+            // came free at once and was picked again: two sockets, one 4-tuple.
+            at_end: [((upstream, mine(1)), TimeWait { left_us: 59_000_000 })].into(),
+            sampled: [((mine(1), upstream), 70), ((mine(1), upstream), 71), ((mine(2), upstream), 72)].into(),
+            elapsed_us: 2_000_000,
+            ..ConnectionReadings::default()
+        };
+        assert_eq!(upstreams(&readings)[0].opened, 3);
+        // A server that calls itself lists both ends of each connection: once each.
+        let itself = ConnectionReadings {
+            destinations: [mine(80)].into(),
+            sampled: [((mine(1), mine(80)), 70), ((mine(80), mine(1)), 71)].into(),
+            ..ConnectionReadings::default()
+        };
+        assert_eq!(upstreams(&itself)[0].opened, 1);
     }
 
     #[test]
