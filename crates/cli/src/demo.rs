@@ -10,7 +10,7 @@ use crate::runner::text_width;
 use crate::target::parse_target;
 use crate::workload::build_workload;
 use anyhow::{Context, Result};
-use nodelay_report::{DoctorReport, format_duration_ms, wrap_words};
+use nodelay_report::{DoctorReport, MIN_WIDTH, format_duration_ms, wrap_words};
 use std::time::Duration;
 
 const BUDGET_PER_SERVER: Duration = Duration::from_secs(6);
@@ -25,7 +25,8 @@ pub fn demo() -> Result<Outcome> {
         DemoBehaviour::CloseEveryResponse,
         DemoBehaviour::SlowHandler(Duration::from_millis(40)),
     ];
-    let width = text_width();
+    // As every report: no narrower than the narrowest laid out.
+    let width = text_width().max(MIN_WIDTH);
     let say = |first: &str, rest: &str, text: &str| {
         output::stdout(&(wrap_words(text, width, first, rest).join("\n") + "\n"))
     };

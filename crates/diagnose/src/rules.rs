@@ -202,7 +202,8 @@ fn handshake_share(baseline: &PhaseSummary, experiment: &PhaseSummary) -> String
 }
 
 fn tcp_info_evidence(phase: &Phase, evidence: &mut Vec<Evidence>) {
-    if let Some(info) = phase.tcp_info {
+    // Before its first RTT sample a connection has no RTT to show (min_rtt 0).
+    if let Some(info) = phase.tcp_info.filter(|info| info.min_rtt_us > 0) {
         let ms = |us: u32| f64::from(us) / 1e3;
         evidence.push(Evidence::new("client TCP_INFO rtt (smoothed)", ms(info.rtt_us), "ms"));
         evidence.push(Evidence::new("client TCP_INFO min_rtt (true path RTT)", ms(info.min_rtt_us), "ms"));

@@ -276,8 +276,8 @@ impl Connection {
     /// connection's record with both legs' TCP_INFO. Returns the buffers for the next one.
     pub fn finish(mut self, ending: Ending, sink: &mut impl RelaySink) -> (Buffer, Buffer) {
         let why = match ending {
-            // A side that closed first (a client that gave up waiting) ended the exchange,
-            // not the stop.
+            // A side that closed first (a client that gave up waiting, or only shut its
+            // sending side: a FIN reads the same) is why the exchange did not end, not the stop.
             Ending::Stopped => self.first_gone.unwrap_or(Unfinished::InFlightAtStop),
             Ending::ClientError => *self.first_gone.get_or_insert(Unfinished::ClientGone),
             Ending::UpstreamError => *self.first_gone.get_or_insert(Unfinished::UpstreamGone),

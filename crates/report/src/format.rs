@@ -168,15 +168,15 @@ const CODE_KEPT_WHOLE: usize = 40;
 pub fn glue_units(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     // Whether the space before each word is inside a short backticked span.
-    let mut in_code = vec![false; words.len()];
+    let mut glued_in_code = vec![false; words.len()];
     let mut index = 0;
     while index < words.len() {
         if words[index].matches('`').count() % 2 == 1 {
             let end = (index + 1..words.len()).find(|&j| words[j].matches('`').count() % 2 == 1);
             if let Some(end) = end {
-                let span: usize = words[index..=end].iter().map(|w| w.chars().count() + 1).sum();
+                let span: usize = words[index..=end].iter().map(|w| display_width(w) + 1).sum();
                 if span <= CODE_KEPT_WHOLE + 1 {
-                    in_code[index + 1..=end].iter_mut().for_each(|glued| *glued = true);
+                    glued_in_code[index + 1..=end].iter_mut().for_each(|glued| *glued = true);
                 }
                 index = end;
             }
@@ -187,8 +187,14 @@ pub fn glue_units(text: &str) -> String {
     for (index, word) in words.iter().enumerate() {
         if index > 0 {
             let after_number = glued.ends_with(|c: char| c.is_ascii_digit());
-            let around_equals = *word == "=" || words[index - 1] == "=";
-            let keep = in_code[index] || around_equals || (after_number && is_unit(word));
+            // An assignment short enough to keep whole: `name = value` around the `=` at `at`.
+            let short_assignment = |at: usize| {
+                let side = |i: Option<usize>| i.and_then(|i| words.get(i)).map_or(0, |w| display_width(w));
+                side(at.checked_sub(1)) + side(Some(at + 1)) + 3 <= CODE_KEPT_WHOLE
+            };
+            let around_equals = (*word == "=" && short_assignment(index))
+                || (words[index - 1] == "=" && short_assignment(index - 1));
+            let keep = glued_in_code[index] || around_equals || (after_number && is_unit(word));
             glued.push(if keep { NO_BREAK } else { ' ' });
         }
         glued.push_str(word);
@@ -234,6 +240,9 @@ mod tests {
         let long = format!("`{}`", ["word"; 12].join(" "));
         assert!(!glue_units(&long).contains(nb));
         assert_eq!(glue_units("a ` b c"), "a ` b c");
+        // An assignment too long to keep whole breaks at its spaces, not inside a name.
+        let long = "set the_quite_long_configuration_option_name = some_value_that_is_long_too";
+        assert_eq!(glue_units(long), long);
     }
 
     #[test]

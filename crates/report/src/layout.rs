@@ -100,9 +100,10 @@ impl TextTable {
         }
     }
 
-    /// Width a value column needs when its header wraps between words: its widest value, or
-    /// its header's longest word (a header broken inside a word reads as letters stacked).
-    fn narrowest(&self, column: usize) -> usize {
+    /// Width a column needs when its header wraps between words: its widest value, or its
+    /// header's longest word, whichever is wider (a header broken inside a word reads as
+    /// letters stacked).
+    fn fit_width(&self, column: usize) -> usize {
         let longest_word = self
             .header
             .as_ref()
@@ -111,11 +112,54 @@ impl TextTable {
         self.widest(column, false).max(longest_word)
     }
 
+    /// A value column's width as drawn: with its header on one line, or wrapped between words.
+    fn drawn_width(&self, column: usize, headers_whole: bool) -> usize {
+        if headers_whole { self.widest(column, true) } else { self.fit_width(column) }
+    }
+
+    /// A column's width with its padding, one space each side, its header wrapped if need be.
+    fn need(&self, column: usize) -> usize {
+        self.fit_width(column) + 2
+    }
+
+    /// The room a prose column asks for before the headers beside it give up theirs: a
+    /// label short enough to repeat in parts, whole; longer prose, [`PROSE_ROOM`].
+    fn prose_wanted(&self, column: usize) -> usize {
+        let widest = self.widest(column, false);
+        if widest <= LABEL_KEPT_WHOLE { widest.max(1) } else { PROSE_ROOM }
+    }
+
+    /// Whether the value columns keep their headers on one line: while that leaves the prose
+    /// the room it asks for.
+    fn headers_whole(&self) -> bool {
+        let values: usize = (0..self.columns.len())
+            .filter(|&i| !self.columns[i].is_prose())
+            .map(|i| self.widest(i, true) + 2)
+            .sum();
+        let prose: usize = (0..self.columns.len())
+            .filter(|&i| self.columns[i].is_prose())
+            .map(|i| self.prose_wanted(i) + 2)
+            .sum();
+        values + prose <= self.width
+    }
+
+    /// The room a single prose column gets beside the values, as [`Self::render_whole`] lays
+    /// them out (with their padding, and the prose's own).
+    fn prose_room(&self) -> usize {
+        let whole = self.headers_whole();
+        let values: usize = (0..self.columns.len())
+            .filter(|&i| !self.columns[i].is_prose())
+            .map(|i| self.drawn_width(i, whole) + 2)
+            .sum();
+        self.width.saturating_sub(values + 2)
+    }
+
     /// How the table is laid out: whole while it fits its width (its headers wrapped between
-    /// words if they must, its prose wrapped while it keeps some room), else in parts.
+    /// words if they must, its prose wrapped while it keeps some room); else in parts, with
+    /// labels above their values, or with prose below them.
     fn layout(&self) -> Layout {
         let count = self.columns.len();
-        let need = |column: usize| self.narrowest(column) + 2;
+        let need = |column: usize| self.need(column);
         if self.columns.iter().all(|c| !c.is_prose()) {
             let keys: Vec<usize> = (0..self.keys.min(count)).collect();
             let others: Vec<usize> = (keys.len()..count).collect();
@@ -127,8 +171,9 @@ impl TextTable {
             && self.columns[..count - 1].iter().all(|c| !c.is_prose());
         if values_then_prose {
             // Prose that would have to cut a word (a code snippet, a command) to fit beside the
-            // values goes under them, as wide as the table.
-            let room = self.width.saturating_sub((0..count - 1).map(need).sum::<usize>() + 2);
+            // values goes under them, as wide as the table; a hanging indent takes 2 more.
+            let hanging = if self.columns[count - 1] == Col::Hanging { 2 } else { 0 };
+            let room = self.prose_room().saturating_sub(hanging);
             let longest_word = self
                 .rows
                 .iter()
@@ -154,7 +199,9 @@ impl TextTable {
     /// `columns` in parts that each fit `width` beside the `keys` that lead every part, in
     /// order; a part holds at least one column beside the keys, whatever its width.
     fn split(&self, keys: &[usize], columns: &[usize], width: usize) -> Vec<Vec<usize>> {
-        let need = |column: usize| self.narrowest(column) + 2;
+        let need = |column: usize| self.need(column);
+        // The last column's right padding is trimmed off the line: one column more fits.
+        let width = width + 1;
         let keys_need: usize = keys.iter().map(|&i| need(i)).sum();
         let mut parts: Vec<Vec<usize>> = Vec::new();
         let mut current = keys.to_vec();
@@ -189,7 +236,7 @@ impl TextTable {
     /// The table's lines, each ending in a newline, without trailing spaces. A table too wide
     /// for its width is laid out in parts, one under the other, a blank line apart; one whose
     /// labels would be squeezed puts each label above its row.
-    pub fn render(&mut self) -> String {
+    pub fn render(&self) -> String {
         match self.layout() {
             Layout::Whole => self.render_whole(),
             Layout::LabelsAbove => self.render_labels_above(),
@@ -205,22 +252,18 @@ impl TextTable {
     }
 
     /// The table laid out whole, its headers wrapped between words if they must.
-    fn render_whole(&mut self) -> String {
+    fn render_whole(&self) -> String {
         // Values never wrap; headers neither while there is room for them and for some prose,
         // and then only between words. Widths count the padding, one space each side.
         let prose = self.columns.iter().filter(|c| c.is_prose()).count();
-        let fixed = |header: bool| -> usize {
-            let values = self.columns.iter().enumerate().filter(|(_, c)| !c.is_prose());
-            values.map(|(i, _)| if header { self.widest(i, true) } else { self.narrowest(i) } + 2).sum()
-        };
-        let with_headers = fixed(true) + prose * PROSE_ROOM <= self.width;
+        let with_headers = self.headers_whole();
         let mut table = Table::new();
         table.load_preset(presets::NOTHING);
         table.set_content_arrangement(ContentArrangement::Dynamic);
         table.set_width(u16::try_from(self.width).unwrap_or(u16::MAX));
         // One column of prose is wrapped here, to the room the others leave, so that it can
         // hang its indent and keep numbers with their units; more are left to the table.
-        let room = self.width.saturating_sub(fixed(with_headers) + 2);
+        let room = self.prose_room();
         let wrapped =
             self.columns.iter().position(|c| c.is_prose()).filter(|_| prose == 1 && room >= PROSE_ROOM);
         let prose_width = wrapped.map(|i| self.widest(i, true).min(room));
@@ -254,8 +297,7 @@ impl TextTable {
             let Some(column) = table.column_mut(index) else { continue };
             let constraint = match (kind.is_prose(), prose_width) {
                 (false, _) => {
-                    let width = if with_headers { self.widest(index, true) } else { self.narrowest(index) };
-                    ColumnConstraint::LowerBoundary(fixed_width(width + 2))
+                    ColumnConstraint::LowerBoundary(fixed_width(self.drawn_width(index, with_headers) + 2))
                 }
                 (true, Some(width)) if wrapped == Some(index) => {
                     ColumnConstraint::Absolute(fixed_width(width + 2))
@@ -276,29 +318,55 @@ impl TextTable {
         out
     }
 
+    /// The lines of a table of `columns`, values only, `width` wide behind `indent`: its
+    /// header's lines, then one line per row. A value never wraps, so each row is one line
+    /// once a line break inside a value is a space and a row without any value shows "-".
+    fn value_lines(&self, columns: &[usize], width: usize, indent: usize) -> (Vec<String>, Vec<String>) {
+        let mut values = self.subset(columns, width, indent);
+        for row in &mut values.rows {
+            row.iter_mut().for_each(|cell| *cell = cell.replace(['\n', '\r'], " "));
+            if row.iter().all(|cell| cell.trim().is_empty())
+                && let Some(first) = row.first_mut()
+            {
+                *first = "-".into();
+            }
+        }
+        let rendered = values.render_whole();
+        let mut lines: Vec<String> = rendered.lines().map(str::to_string).collect();
+        let rows = lines.split_off(lines.len().saturating_sub(self.rows.len()));
+        (lines, rows)
+    }
+
+    /// `text` wrapped at the table's whole width behind `indent`, hanging 2 more if `column`
+    /// hangs; nothing for an empty cell.
+    fn push_prose(&self, out: &mut String, column: usize, text: &str, indent: &str) {
+        if text.trim().is_empty() {
+            return;
+        }
+        let rest =
+            if self.columns[column] == Col::Hanging { format!("{indent}  ") } else { indent.to_string() };
+        for line in wrap_lines(text, self.width + self.indent, indent, &rest) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+
     /// Each row's values on a line (as a table of their own, so that they align), and its
     /// prose under them, two columns further in and as wide as the table.
     fn render_prose_below(&self) -> String {
         let prose = self.columns.len() - 1;
         let values: Vec<usize> = (0..prose).collect();
-        let lines = self.subset(&values, self.width, self.indent).render_whole();
-        let lines: Vec<&str> = lines.lines().collect();
-        let (header, rows) = lines.split_at(lines.len().saturating_sub(self.rows.len()));
+        let (header, rows) = self.value_lines(&values, self.width, self.indent);
         let indent = " ".repeat(self.indent + 3);
-        let rest = if self.columns[prose] == Col::Hanging { format!("{indent}  ") } else { indent.clone() };
         let mut out = String::new();
         for line in header {
-            out.push_str(line);
+            out.push_str(&line);
             out.push('\n');
         }
         for (row, values) in self.rows.iter().zip(rows) {
-            out.push_str(values);
+            out.push_str(&values);
             out.push('\n');
-            let text = row.get(prose).map_or("", String::as_str);
-            for line in wrap_lines(text, self.width + self.indent, &indent, &rest) {
-                out.push_str(&line);
-                out.push('\n');
-            }
+            self.push_prose(&mut out, prose, row.get(prose).map_or("", String::as_str), &indent);
         }
         out
     }
@@ -309,25 +377,17 @@ impl TextTable {
         let values: Vec<usize> = (1..self.columns.len()).collect();
         let width = self.width.saturating_sub(2);
         let indent = " ".repeat(self.indent + 1);
-        let rest = if self.columns[0] == Col::Hanging { format!("{indent}  ") } else { indent.clone() };
         let mut parts = Vec::new();
         for columns in self.split(&[], &values, width) {
-            let lines = self.subset(&columns, width, self.indent + 2).render_whole();
-            let lines: Vec<&str> = lines.lines().collect();
-            // Values never wrap: every row is the last line of its own, under the header's lines.
-            let (header, rows) = lines.split_at(lines.len().saturating_sub(self.rows.len()));
+            let (header, rows) = self.value_lines(&columns, width, self.indent + 2);
             let mut out = String::new();
             for line in header {
-                out.push_str(line);
+                out.push_str(&line);
                 out.push('\n');
             }
             for (row, values) in self.rows.iter().zip(rows) {
-                let label = row.first().map_or("", String::as_str);
-                for line in wrap_lines(label, self.width + self.indent, &indent, &rest) {
-                    out.push_str(&line);
-                    out.push('\n');
-                }
-                out.push_str(values);
+                self.push_prose(&mut out, 0, row.first().map_or("", String::as_str), &indent);
+                out.push_str(&values);
                 out.push('\n');
             }
             parts.push(out);
@@ -417,8 +477,8 @@ mod tests {
                 }
             }
             let keys = if labelled { 0 } else { table.keys };
-            let keys_need: usize = (0..keys).map(|i| table.narrowest(i) + 2).sum();
-            let widest = (keys.max(1)..columns).map(|i| table.narrowest(i) + 2).max().unwrap_or(0);
+            let keys_need: usize = (0..keys).map(|i| table.fit_width(i) + 2).sum();
+            let widest = (keys.max(1)..columns).map(|i| table.fit_width(i) + 2).max().unwrap_or(0);
             if keys_need + widest <= table.width {
                 for line in text.lines() {
                     assert!(display_width(line) <= width, "case {case}, width {width}: {line:?} in\n{text}");
@@ -570,6 +630,78 @@ mod tests {
         assert!(lines[1].starts_with("      set disable_nagle_algorithm"), "{text}");
         // With room for every word beside the stacks, one line a row.
         assert_eq!(fixes(132).lines().count(), 2, "{}", fixes(132));
+    }
+
+    /// The last column's right padding is trimmed: a table that fits to the column stays whole
+    /// (the bench's histogram at 60 columns was split in two).
+    #[test]
+    fn a_table_that_fits_exactly_is_not_split() {
+        let mut table = TextTable::new(60, 2, &[Col::Left, Col::Right, Col::Right]);
+        table.row(["a".repeat(20), "b".repeat(16), "c".repeat(18)]);
+        let text = table.render();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert_eq!(display_width(text.lines().next().unwrap()), 60, "{text}");
+    }
+
+    /// Every word of the prose whole, at every width: the plan and the drawing agree on the
+    /// room beside the values, headers and hanging indent counted (a .NET fix was cut at 85).
+    #[test]
+    fn prose_beside_values_never_cuts_a_word_that_fits_a_line() {
+        let how = "set DefaultRequestHeaders.ExpectContinue = false; or HttpClientHandler.Expect100Continue";
+        for width in 60..=140 {
+            for header in [None, Some(["stack name here", "fix"])] {
+                let mut table = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
+                if let Some(header) = header {
+                    table.header(header);
+                }
+                table.row(["C# HttpClient", how]);
+                table.row(["Rust", "use a_very_long_identifier_that_names_the_option_to_set now"]);
+                let text = table.render();
+                let said: Vec<&str> = text.split_whitespace().collect();
+                for word in how.split(' ').chain(["a_very_long_identifier_that_names_the_option_to_set"]) {
+                    assert!(said.contains(&word), "{word} whole at {width}:\n{text}");
+                }
+                assert!(text.lines().all(|l| display_width(l) <= width), "{width}:\n{text}");
+            }
+        }
+    }
+
+    /// Labels above their values stay with their own row when a row has no value, or a value
+    /// holds a line break.
+    #[test]
+    fn labels_above_stay_with_their_rows_whatever_the_values() {
+        let mut table = labelled(&[]);
+        let long = "baseline: keep-alive, one connection, and words enough to wrap at sixty";
+        table.row([
+            long.to_string(),
+            "25".into(),
+            "0".into(),
+            "0".into(),
+            "1.20 ms".into(),
+            "2.47 ms".into(),
+            "1.12 ms".into(),
+            "16.5 µs".into(),
+        ]);
+        table.row(["nothing measured".to_string()]);
+        table.row([
+            "third".to_string(),
+            "7".into(),
+            "0".into(),
+            "0\n%".into(),
+            "1.20 ms".into(),
+            "2.47 ms".into(),
+            "1.12 ms".into(),
+            "16.5 µs".into(),
+        ]);
+        let text = table.render();
+        let lines: Vec<&str> = text.lines().collect();
+        let under = |label: &str| {
+            let at = lines.iter().position(|l| l.trim_start().starts_with(label)).expect(label);
+            lines[at + 1].split_whitespace().next().unwrap_or_default().to_string()
+        };
+        assert_eq!(under("nothing measured"), "-", "{text}");
+        assert_eq!(under("third"), "7", "{text}");
+        assert!(lines.iter().any(|l| l.trim_start().starts_with("25 ")), "{text}");
     }
 
     #[test]

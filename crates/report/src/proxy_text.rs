@@ -205,8 +205,8 @@ fn write_tcp_info_table(out: &mut String, r: &ProxyReport, width: usize) {
     for (name, info) in legs {
         table.row([
             name.to_string(),
-            scale.format(ms_of_us(info.rtt_us)),
-            scale.format(ms_of_us(info.min_rtt_us)),
+            crate::text::sampled(&info, info.rtt_us, &scale),
+            crate::text::sampled(&info, info.min_rtt_us, &scale),
             scale.format(ms_of_us(info.ato_us)),
             info.total_retransmits.to_string(),
         ]);
@@ -276,8 +276,8 @@ fn write_counts(out: &mut String, r: &ProxyReport, width: usize) {
     }
     let i = &r.incomplete;
     let reasons: Vec<String> = [
-        (i.client_gone, "the client closed its connection mid-exchange"),
-        (i.upstream_gone, "the upstream closed its connection mid-exchange"),
+        (i.client_gone, "the client closed its side mid-exchange"),
+        (i.upstream_gone, "the upstream closed its side mid-exchange"),
         (i.in_flight_at_end, "in flight when the relay stopped"),
         (i.untimed, "relayed but not timed (framing the relay could not follow)"),
     ]

@@ -199,7 +199,7 @@ fn socket_table(
     column("CORK", Col::Left, &|s| on_off(s.cork));
     let mut table = TextTable::new(width, 2, &columns.iter().map(|(_, align, _)| *align).collect::<Vec<_>>());
     table.header(columns.iter().map(|(header, _, _)| *header));
-    // Too narrow for every column: the rest go in a part below, each row named by its FD.
+    // Too narrow for every column: the rest go in a part below, rows named by their FD (and PID).
     table.keys(if with_pid { 2 } else { 1 });
     for row in 0..sockets.len() {
         table.row(columns.iter().map(|(_, _, cells)| cells[row].clone()));

@@ -439,9 +439,8 @@ fn write_connections(out: &mut String, r: &BenchReport, width: usize) -> std::fm
     for (c, info) in with_info {
         table.row([
             format!("connection {}", c.connection),
-            // No RTT sample yet (a connection that never carried data): no time to show.
-            if info.rtt_us == 0 { "-".into() } else { rtt.format(ms_of_us(info.rtt_us)) },
-            if info.min_rtt_us == 0 { "-".into() } else { min_rtt.format(ms_of_us(info.min_rtt_us)) },
+            sampled(&info, info.rtt_us, &rtt),
+            sampled(&info, info.min_rtt_us, &min_rtt),
             ato.format(ms_of_us(info.ato_us)),
             format!("{} B", info.snd_mss_bytes),
             format!("{} B", info.rcv_mss_bytes),
@@ -453,24 +452,37 @@ fn write_connections(out: &mut String, r: &BenchReport, width: usize) -> std::fm
     Ok(())
 }
 
+/// An RTT figure of `info` in `scale`, or "-" before the connection's first RTT sample (a
+/// connection that never carried data), which the kernel leaves at 0.
+pub(crate) fn sampled(info: &TcpInfo, rtt_us: u32, scale: &DurationScale) -> String {
+    if info.min_rtt_us == 0 { "-".into() } else { scale.format(ms_of_us(rtt_us)) }
+}
+
 /// Beyond [`CONNECTIONS_LISTED`] connections, one sentence for them all.
 fn connections_summary(r: &BenchReport) -> Option<String> {
     let infos: Vec<TcpInfo> = r.connections.iter().filter_map(|c| c.tcp_info).collect();
     if infos.len() <= CONNECTIONS_LISTED {
         return None;
     }
-    let mut rtts: Vec<u32> = infos.iter().map(|i| i.rtt_us).collect();
+    // RTT figures only of the connections that had an RTT sample.
+    let mut rtts: Vec<u32> = infos.iter().filter(|i| i.min_rtt_us > 0).map(|i| i.rtt_us).collect();
     rtts.sort_unstable();
-    let rtt = rtts[rtts.len() / 2];
-    let min_rtt = infos.iter().map(|i| i.min_rtt_us).filter(|&us| us > 0).min().unwrap_or(0);
+    let rtt = rtts.get(rtts.len() / 2).copied();
+    let min_rtt = infos.iter().map(|i| i.min_rtt_us).filter(|&us| us > 0).min();
     let max_ato = infos.iter().map(|i| i.ato_us).max().unwrap_or(0);
     let retransmits: u64 = infos.iter().map(|i| u64::from(i.total_retransmits)).sum();
-    let scale = DurationScale::for_ms([rtt, min_rtt, max_ato].map(ms_of_us));
+    let scale = DurationScale::for_ms([rtt.unwrap_or(0), min_rtt.unwrap_or(0), max_ato].map(ms_of_us));
+    let rtt_text = match (rtt, min_rtt) {
+        (Some(rtt), Some(min_rtt)) => format!(
+            "rtt median {} (lowest min_rtt {})",
+            scale.format(ms_of_us(rtt)),
+            scale.format(ms_of_us(min_rtt))
+        ),
+        _ => "no RTT sampled".into(),
+    };
     Some(format!(
-        "{} connections: rtt median {} (lowest min_rtt {}), highest ato {}, {} in total",
+        "{} connections: {rtt_text}, highest ato {}, {} in total",
         infos.len(),
-        scale.format(ms_of_us(rtt)),
-        scale.format(ms_of_us(min_rtt)),
         scale.format(ms_of_us(max_ato)),
         plural(retransmits, "retransmit", "retransmits"),
     ))
@@ -767,6 +779,33 @@ mod tests {
         let text = Text.render(&report);
         assert!(text.contains("interrupted (Ctrl-C) after 0.88 s"), "{text}");
         assert!(text.contains("still running when the run was stopped"), "{text}");
+    }
+
+    /// The kernel has no RTT for a connection that never carried data: "-", not 0, and the
+    /// many-connections summary takes its RTTs from the others.
+    #[test]
+    fn a_connection_without_an_rtt_sample_shows_none() {
+        let mut r = stalled();
+        r.connections.push(ConnectionReport {
+            connection: 1,
+            requests: 0,
+            tcp_info: Some(tcp_info(0, 0, 0)),
+        });
+        let text = FittedText::new(80).render(&r);
+        let row = text.lines().find(|l| l.trim_start().starts_with("connection 1")).expect("its row");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[2..4], ["-", "-"], "rtt and min rtt of {row:?} in\n{text}");
+        r.connections = (0..12)
+            .map(|c| ConnectionReport {
+                connection: c,
+                requests: 2,
+                tcp_info: Some(tcp_info(900, 20, 40_000)),
+            })
+            .chain([ConnectionReport { connection: 12, requests: 0, tcp_info: Some(tcp_info(0, 0, 0)) }])
+            .collect();
+        let text = FittedText::new(80).render(&r);
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("13 connections: rtt median 0.900 ms (lowest min_rtt 0.020 ms)"), "{text}");
     }
 
     #[test]
