@@ -560,18 +560,14 @@ mod tests {
         );
         table.header(["measured", "done", "errors", "non-ok", "p50", "p99", "1st byte", "read gap"]);
         for label in labels {
-            table.row([
-                label.to_string(),
-                "25".into(),
-                "0".into(),
-                "0".into(),
-                "1.20 ms".into(),
-                "2.47 ms".into(),
-                "1.12 ms".into(),
-                "16.5 µs".into(),
-            ]);
+            table.row(figures(label));
         }
         table
+    }
+
+    /// A row of [`labelled`]: its label, then its seven figures.
+    fn figures(label: &str) -> [String; 8] {
+        [label, "25", "0", "0", "1.20 ms", "2.47 ms", "1.12 ms", "16.5 µs"].map(str::to_string)
     }
 
     #[test]
@@ -672,16 +668,7 @@ mod tests {
     fn labels_above_stay_with_their_rows_whatever_the_values() {
         let mut table = labelled(&[]);
         let long = "baseline: keep-alive, one connection, and words enough to wrap at sixty";
-        table.row([
-            long.to_string(),
-            "25".into(),
-            "0".into(),
-            "0".into(),
-            "1.20 ms".into(),
-            "2.47 ms".into(),
-            "1.12 ms".into(),
-            "16.5 µs".into(),
-        ]);
+        table.row(figures(long));
         table.row(["nothing measured".to_string()]);
         table.row([
             "third".to_string(),
