@@ -195,7 +195,8 @@ fn write_diagnosis(out: &mut String, target: &CompareTarget, width: usize) -> st
         return Ok(());
     }
     let Some(diagnosis) = &target.diagnosis else { return Ok(()) };
-    writeln!(out, "{} diagnosed ({}): verdict {}", target.label, target.url, diagnosis.verdict)?;
+    let heading = format!("{} diagnosed ({}): verdict {}", target.label, target.url, diagnosis.verdict);
+    out.push_str(&wrap(&heading, width, "", "  "));
     for finding in &diagnosis.findings {
         write_finding_fitted(out, finding, width)?;
     }

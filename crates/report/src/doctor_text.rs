@@ -179,13 +179,16 @@ fn write_hops(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::Res
         out.push_str(&wrap(&heading, width, "", "  "));
         match (&hop.report, &hop.error) {
             (Some(report), _) => {
+                // Indented 4 under its hop, less where that would take the nested report
+                // below the narrowest width laid out.
+                let indent = " ".repeat(width.saturating_sub(MIN_WIDTH).min(4));
                 let mut nested = String::new();
-                write_doctor(&mut nested, report, width.saturating_sub(4).max(MIN_WIDTH))?;
+                write_doctor(&mut nested, report, width - indent.len())?;
                 for line in nested.lines() {
                     if line.is_empty() {
                         writeln!(out)?;
                     } else {
-                        writeln!(out, "    {line}")?;
+                        writeln!(out, "{indent}{line}")?;
                     }
                 }
             }
@@ -478,6 +481,26 @@ mod tests {
             request: None,
             baseline: Phase { responses: responses(40), ..Phase::default() },
             ..Observations::default()
+        }
+    }
+
+    /// A hop's own diagnosis is indented under it, and still fits at the narrowest width.
+    #[test]
+    fn a_hops_diagnosis_fits_under_its_indent_at_any_width() {
+        let mut front = report(&healthy());
+        front.hops.push(crate::HopReport {
+            address: "127.0.0.1:5432".into(),
+            how_used: "1.00 new connections per request".into(),
+            report: Some(Box::new(report(&healthy()))),
+            error: None,
+        });
+        for width in [60, 62, 64, 80] {
+            let text = FittedText::new(width).render(&front);
+            assert!(text.lines().all(|l| l.chars().count() <= width), "{width}:\n{text}");
+            let indent = (width - 60).min(4);
+            let nested = text.lines().filter(|l| l.trim_start().starts_with("nodelay doctor")).nth(1);
+            let nested = nested.expect("the hop's report");
+            assert!(nested.starts_with(&format!("{}nodelay", " ".repeat(indent))), "{width}:\n{text}");
         }
     }
 
