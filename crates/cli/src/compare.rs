@@ -5,7 +5,7 @@
 use crate::args::CompareArgs;
 use crate::bench::{Load, Measured, plan_load, why_nothing_succeeded};
 use crate::doctor::examine;
-use crate::exit::{Outcome, UsageError};
+use crate::exit::{Outcome, usage};
 use crate::interrupt;
 use crate::output::{self, create_output};
 use crate::runner::text_width;
@@ -125,31 +125,28 @@ fn labels(args: &CompareArgs) -> Result<Vec<String>> {
         return Ok((0..args.urls.len()).map(default_label).collect());
     }
     if args.labels.len() != args.urls.len() {
-        return Err(UsageError(format!(
+        return Err(usage(format!(
             "--labels names {} targets but {} URLs were given",
             args.labels.len(),
             args.urls.len()
-        ))
-        .into());
+        )));
     }
     for (index, label) in args.labels.iter().enumerate() {
         if label.trim().is_empty() || label.chars().any(char::is_control) {
-            return Err(UsageError(format!(
+            return Err(usage(format!(
                 "--labels: label {} is empty or holds a control character",
                 index + 1
-            ))
-            .into());
+            )));
         }
         // Labels head the table's rows and columns: a long one would push it past the terminal.
         if nodelay_report::display_width(label) > MAX_LABEL_COLUMNS {
-            return Err(UsageError(format!(
+            return Err(usage(format!(
                 "--labels: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
                 index + 1
-            ))
-            .into());
+            )));
         }
         if args.labels[..index].contains(label) {
-            return Err(UsageError(format!("--labels: '{label}' names two targets")).into());
+            return Err(usage(format!("--labels: '{label}' names two targets")));
         }
     }
     Ok(args.labels.clone())
