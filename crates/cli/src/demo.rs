@@ -41,12 +41,14 @@ pub fn demo() -> Result<Outcome> {
     output::line("")?;
     // Rows are printed as each server's diagnosis ends. 2 + 40 + 10 + 2 + 24 columns: the
     // longest verdict fits 80; narrower, each server's figures go on the line under its name.
-    let one_line = width >= ROW_WIDTH;
-    if one_line {
-        output::line(&format!("  {:<40}{:>10}  verdict", "server", "p50"))?;
-    } else {
-        output::line(&format!("  server\n    {:>10}  verdict", "p50"))?;
-    }
+    let row = |server: &str, p50: &str, verdict: &str| {
+        if width >= ROW_WIDTH {
+            format!("  {server:<40}{p50:>10}  {verdict}")
+        } else {
+            format!("  {server}\n    {p50:>10}  {verdict}")
+        }
+    };
+    output::line(&row("server", "p50", "verdict"))?;
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
@@ -56,11 +58,7 @@ pub fn demo() -> Result<Outcome> {
         let report = examine(&target, &workload, &RequestArgs::default(), &off, BUDGET_PER_SERVER, TIMEOUT)?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         let p50 = format_duration_ms(baseline_p50(&report));
-        if one_line {
-            output::line(&format!("  {:<40}{p50:>10}  {}", behaviour.describe(), verdict.join(", ")))?;
-        } else {
-            output::line(&format!("  {}\n    {p50:>10}  {}", behaviour.describe(), verdict.join(", ")))?;
-        }
+        output::line(&row(&behaviour.describe(), &p50, &verdict.join(", ")))?;
         reports.push(report);
     }
     let (stalled, fixed) = (&reports[0], &reports[1]);
