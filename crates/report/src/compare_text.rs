@@ -149,14 +149,11 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
     for (target, run) in
         runs.iter().filter(|(_, run)| run.requests_completed == 0 && run.requests_unfinished > 0)
     {
+        let were = if run.requests_unfinished == 1 { "was" } else { "were" };
         let line = format!(
-            "{}: no response in any round; {} still waiting when its rounds stopped",
+            "{}: no response in any round; {} {were} still waiting when its rounds stopped",
             target.label,
-            if run.requests_unfinished == 1 {
-                "1 request was".to_string()
-            } else {
-                format!("{} requests were", run.requests_unfinished)
-            }
+            crate::text::plural(run.requests_unfinished, "request", "requests")
         );
         out.push_str(&wrap(&line, width, "  ", "    "));
     }

@@ -159,7 +159,6 @@ impl TextTable {
     /// labels above their values, or with prose below them.
     fn layout(&self) -> Layout {
         let count = self.columns.len();
-        let need = |column: usize| self.need(column);
         if self.columns.iter().all(|c| !c.is_prose()) {
             let keys: Vec<usize> = (0..self.keys.min(count)).collect();
             let others: Vec<usize> = (keys.len()..count).collect();
@@ -185,7 +184,7 @@ impl TextTable {
         if !label_and_values || count < 3 {
             return Layout::Whole;
         }
-        let room = self.width.saturating_sub((1..count).map(need).sum::<usize>() + 2);
+        let room = self.width.saturating_sub((1..count).map(|i| self.need(i)).sum::<usize>() + 2);
         let longest_label = self.widest(0, false);
         if room >= PROSE_ROOM.min(longest_label) {
             Layout::Whole
@@ -199,20 +198,19 @@ impl TextTable {
     /// `columns` in parts that each fit `width` beside the `keys` that lead every part, in
     /// order; a part holds at least one column beside the keys, whatever its width.
     fn split(&self, keys: &[usize], columns: &[usize], width: usize) -> Vec<Vec<usize>> {
-        let need = |column: usize| self.need(column);
         // The last column's right padding is trimmed off the line: one column more fits.
         let width = width + 1;
-        let keys_need: usize = keys.iter().map(|&i| need(i)).sum();
+        let keys_need: usize = keys.iter().map(|&i| self.need(i)).sum();
         let mut parts: Vec<Vec<usize>> = Vec::new();
         let mut current = keys.to_vec();
         let mut used = keys_need;
         for &column in columns {
-            if used + need(column) > width && current.len() > keys.len() {
+            if used + self.need(column) > width && current.len() > keys.len() {
                 parts.push(std::mem::replace(&mut current, keys.to_vec()));
                 used = keys_need;
             }
             current.push(column);
-            used += need(column);
+            used += self.need(column);
         }
         parts.push(current);
         parts
@@ -235,7 +233,8 @@ impl TextTable {
 
     /// The table's lines, each ending in a newline, without trailing spaces. A table too wide
     /// for its width is laid out in parts, one under the other, a blank line apart; one whose
-    /// labels would be squeezed puts each label above its row.
+    /// labels would be squeezed puts each label above its row; one whose prose would be cut
+    /// mid-word puts it under its row (see [`Self::layout`]).
     pub fn render(&self) -> String {
         match self.layout() {
             Layout::Whole => self.render_whole(),

@@ -465,10 +465,11 @@ fn connections_summary(r: &BenchReport) -> Option<String> {
         return None;
     }
     // RTT figures only of the connections that had an RTT sample.
-    let mut rtts: Vec<u32> = infos.iter().filter(|i| i.min_rtt_us > 0).map(|i| i.rtt_us).collect();
+    let sampled: Vec<&TcpInfo> = infos.iter().filter(|i| i.min_rtt_us > 0).collect();
+    let mut rtts: Vec<u32> = sampled.iter().map(|i| i.rtt_us).collect();
     rtts.sort_unstable();
     let rtt = rtts.get(rtts.len() / 2).copied();
-    let min_rtt = infos.iter().map(|i| i.min_rtt_us).filter(|&us| us > 0).min();
+    let min_rtt = sampled.iter().map(|i| i.min_rtt_us).min();
     let max_ato = infos.iter().map(|i| i.ato_us).max().unwrap_or(0);
     let retransmits: u64 = infos.iter().map(|i| u64::from(i.total_retransmits)).sum();
     let scale = DurationScale::for_ms([rtt.unwrap_or(0), min_rtt.unwrap_or(0), max_ato].map(ms_of_us));
