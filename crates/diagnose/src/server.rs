@@ -256,10 +256,10 @@ fn connection_per_request(view: &ServerView, upstream: &Upstream, requests: u64)
     }
     let destination = upstream.destination;
     let per_request = upstream.opened as f64 / requests as f64;
-    // Once its local ports went round, a 4-tuple used again counted once: the count is a floor.
+    // Once its local ports went round, a 4-tuple used again may have counted once: a floor.
     let (floor, at_least, counted) = if upstream.ports_cycled {
         let counted = format!(
-            "{} counted (a floor: its local ports went round, and a 4-tuple used again counts once)",
+            "{} counted (a floor: its local ports went round, and a 4-tuple used again may count once)",
             upstream.opened
         );
         ("at least ", ", at least", counted)

@@ -41,8 +41,8 @@ pub struct Upstream {
     /// `opened` reached a round of the local port range (an eighth of `ip_local_port_range`
     /// since Linux 5.17, half before; known when the server shares nodelay's namespace): the
     /// kernel's choice of local port has gone round the range, so 4-tuples may have been used
-    /// again, each counting once (where the side holding TIME-WAIT lets a 4-tuple be reused,
-    /// as loopback does). `opened` may then be far below the true count (a third of it at 40 k
+    /// again, each counting once unless the sampler met each of its sockets (where the side
+    /// holding TIME-WAIT lets a 4-tuple be reused, as loopback does). `opened` may then be far below the true count (a third of it at 40 k
     /// connects to one destination over the default 28 k ports);
     /// `ServerView::namespace_connects_by_others` bounds it from above.
     pub ports_cycled: bool,

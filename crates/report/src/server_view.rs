@@ -204,7 +204,7 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
         let label = if index == 0 { "upstreams" } else { "" };
         // Past a round of the ports the count is a floor: said so, and why.
         let (at_least, went_round) = if upstream.ports_cycled {
-            ("at least ", " (its local ports went round: a 4-tuple used again counts once)")
+            ("at least ", " (its local ports went round: a 4-tuple used again may count once)")
         } else {
             ("", "")
         };

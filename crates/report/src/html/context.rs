@@ -240,7 +240,7 @@ fn upstream_note(view: &ServerViewView) -> String {
         ),
         None => String::new(),
     };
-    format!("≥: the server's local ports went round, and a 4-tuple used again counts once.{bound}")
+    format!("≥: the server's local ports went round, and a 4-tuple used again may count once.{bound}")
 }
 
 pub fn server(view: Option<&ServerViewView>) -> Option<ServerText> {
