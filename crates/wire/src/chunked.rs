@@ -5,14 +5,19 @@
 
 use thiserror::Error;
 
+/// A chunked body that breaks RFC 9112 §7.1, found at the byte that breaks it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum ChunkedError {
+    /// A chunk-size line starts with something other than a hexadecimal digit.
     #[error("chunk size is not hexadecimal")]
     BadSize,
+    /// A chunk size does not fit in 64 bits.
     #[error("chunk size overflows 64 bits")]
     SizeOverflow,
+    /// A chunk's data is followed by something other than CRLF.
     #[error("chunk data is not followed by CRLF")]
     MissingCrlf,
+    /// A chunk-size or trailer line is longer than the limit, in bytes.
     #[error("chunk-size or trailer line longer than {0} bytes")]
     LineTooLong(usize),
 }
@@ -44,6 +49,7 @@ enum State {
     Done,
 }
 
+/// Where a chunked body ends, found by feeding it piece by piece; payload bytes are skipped.
 #[derive(Debug, Clone)]
 pub struct ChunkedDecoder {
     state: State,
@@ -59,10 +65,12 @@ impl Default for ChunkedDecoder {
 }
 
 impl ChunkedDecoder {
+    /// A decoder at the start of a chunked body.
     pub fn new() -> Self {
         ChunkedDecoder { state: State::Size { any: false }, remaining: 0, line_bytes: 0 }
     }
 
+    /// Whether the last chunk and the trailer's ending empty line have been read.
     pub fn is_done(&self) -> bool {
         self.state == State::Done
     }

@@ -6,24 +6,33 @@ use crate::response::{Feed, ResponseError, ResponseParser};
 /// How responses are delimited on a connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Framing {
-    /// `max_response_bytes`: bound on head and body of one response, `u64::MAX` for none.
+    /// HTTP/1.1 responses, framed by their head, then Content-Length, chunked encoding or close.
     Http {
+        /// Longest response head accepted, in bytes.
         max_head_bytes: usize,
+        /// Bound on head and body of one response, in bytes; `u64::MAX` for none.
         max_response_bytes: u64,
     },
+    /// A raw TCP protocol's responses, delimited by a [`RawFraming`].
     Raw {
+        /// How each response ends.
         framing: RawFraming,
+        /// Bound on one response, in bytes; `u64::MAX` for none.
         max_response_bytes: u64,
     },
 }
 
+/// The framer for one connection's responses, HTTP or raw, chosen by its [`Framing`].
 #[derive(Debug, Clone)]
 pub enum ResponseFramer {
+    /// Frames HTTP/1.1 responses.
     Http(ResponseParser),
+    /// Frames raw TCP responses.
     Raw(RawResponseParser),
 }
 
 impl ResponseFramer {
+    /// A framer ready for the first response.
     pub fn new(framing: &Framing) -> Self {
         match framing {
             Framing::Http { max_head_bytes, max_response_bytes } => {
@@ -43,6 +52,8 @@ impl ResponseFramer {
         }
     }
 
+    /// Consumes the bytes of one read; says whether the response completed in them and after
+    /// how many.
     pub fn feed(&mut self, data: &[u8]) -> Result<Feed, ResponseError> {
         match self {
             ResponseFramer::Http(parser) => parser.feed(data),
@@ -74,6 +85,7 @@ impl ResponseFramer {
         }
     }
 
+    /// The server said it will close the connection (HTTP only), so it must not be reused.
     pub fn wants_close(&self) -> bool {
         match self {
             ResponseFramer::Http(parser) => parser.wants_close(),

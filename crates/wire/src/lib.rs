@@ -4,6 +4,8 @@
 //! Everything here is pure (no sockets, no clocks) so it can be unit-tested and fuzzed; the
 //! engine feeds it whatever each `read()` returned.
 
+#![warn(missing_docs)]
+
 mod chunked;
 mod escapes;
 mod framer;

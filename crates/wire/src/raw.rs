@@ -5,6 +5,7 @@
 use crate::response::{Feed, ResponseError};
 use std::fmt;
 
+/// How a raw TCP protocol's responses end, as parsed from `--framing`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RawFraming {
     /// Ends with this byte sequence (`line` = `\n`, `crlf` = `\r\n`, `delim:...`).
@@ -13,7 +14,14 @@ pub enum RawFraming {
     Fixed(u64),
     /// A big- or little-endian length prefix of 2 or 4 bytes; `inclusive` when the length
     /// counts the prefix itself.
-    LengthPrefix { bytes: u8, big_endian: bool, inclusive: bool },
+    LengthPrefix {
+        /// Size of the prefix, in bytes (2 or 4).
+        bytes: u8,
+        /// The prefix is big-endian (network order).
+        big_endian: bool,
+        /// The length counts the prefix's own bytes as well as the payload.
+        inclusive: bool,
+    },
 }
 
 impl RawFraming {
@@ -86,6 +94,8 @@ enum State {
     Done,
 }
 
+/// Where each raw TCP response ends under a [`RawFraming`], fed piece by piece; payload bytes
+/// are skipped.
 #[derive(Debug, Clone)]
 pub struct RawResponseParser {
     framing: RawFraming,
@@ -95,12 +105,14 @@ pub struct RawResponseParser {
 }
 
 impl RawResponseParser {
+    /// A parser ready for the first response; `max_response_bytes`: `u64::MAX` for no bound.
     pub fn new(framing: RawFraming, max_response_bytes: u64) -> Self {
         let mut parser = RawResponseParser { framing, max_response_bytes, seen_bytes: 0, state: State::Done };
         parser.reset();
         parser
     }
 
+    /// Ready for the next response on the same connection.
     pub fn reset(&mut self) {
         self.seen_bytes = 0;
         self.state = match self.framing {
@@ -110,6 +122,7 @@ impl RawResponseParser {
         };
     }
 
+    /// Whether any byte of the current response has arrived.
     pub fn has_started(&self) -> bool {
         self.seen_bytes > 0
     }

@@ -12,6 +12,7 @@ use thiserror::Error;
 /// What to send; encoded once per run and reused for every request.
 #[derive(Debug, Clone)]
 pub struct HttpRequest {
+    /// The method, an RFC 9110 token (`GET`, `POST`, ...).
     pub method: String,
     /// Value of the `Host` header (`host[:port]`).
     pub host: String,
@@ -19,6 +20,8 @@ pub struct HttpRequest {
     pub target: String,
     /// Extra headers as given by the user; a user `Host` replaces ours.
     pub headers: Vec<(String, String)>,
+    /// Bytes sent as the request body; when there are some and the user's headers frame none,
+    /// a `Content-Length` is added for them.
     pub body: Vec<u8>,
     /// `false` adds `Connection: close` (one request per connection).
     pub keep_alive: bool,
@@ -32,6 +35,7 @@ pub struct RequestError {
     pub field: String,
     /// The offending text, escaped so that it prints on one line.
     pub shown: String,
+    /// Why the text cannot be sent.
     pub reason: String,
 }
 

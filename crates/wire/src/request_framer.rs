@@ -37,16 +37,25 @@ pub fn guess_http_request(first_bytes: &[u8]) -> Option<bool> {
     if undecided { None } else { Some(false) }
 }
 
+/// A request that breaks HTTP/1.x framing, or a head over the limit.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RequestFramingError {
+    /// httparse rejected the request head.
     #[error("invalid request head: {0}")]
     InvalidHead(httparse::Error),
+    /// The head passed the limit without ending.
     #[error("request head larger than {limit} bytes")]
-    HeadTooLarge { limit: usize },
+    HeadTooLarge {
+        /// Longest head accepted, in bytes.
+        limit: usize,
+    },
+    /// A `Content-Length` that is not a number, or two that differ.
     #[error("invalid Content-Length header")]
     InvalidContentLength,
+    /// A `Transfer-Encoding` whose final coding is not chunked, so the body's end cannot be known.
     #[error("Transfer-Encoding without chunked as the final coding")]
     UnframedBody,
+    /// The chunked body is malformed.
     #[error("invalid chunked body: {0}")]
     Chunked(#[from] ChunkedError),
 }
@@ -68,6 +77,7 @@ pub struct RequestKind {
     pub connect: bool,
 }
 
+/// Where each request a client sends on one connection ends, fed read by read.
 #[derive(Debug, Clone)]
 pub struct RequestFramer {
     /// An incomplete head carried across reads (empty in the common one-read case).
@@ -80,6 +90,7 @@ pub struct RequestFramer {
 }
 
 impl RequestFramer {
+    /// A framer ready for the first request; `max_head_bytes`: longest head accepted, in bytes.
     pub fn new(max_head_bytes: usize) -> Self {
         RequestFramer {
             head_buf: Vec::new(),

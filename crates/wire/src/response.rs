@@ -19,24 +19,45 @@ use thiserror::Error;
 /// How many headers one response may carry.
 const MAX_HEADERS: usize = 100;
 
+/// Why a response could not be framed.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ResponseError {
+    /// httparse rejected the response head.
     #[error("invalid response head: {0}")]
     InvalidHead(httparse::Error),
+    /// The head passed the limit without ending.
     #[error("response head larger than {limit} bytes")]
-    HeadTooLarge { limit: usize },
+    HeadTooLarge {
+        /// Longest head accepted, in bytes.
+        limit: usize,
+    },
+    /// A `Content-Length` that is not a number, or two that differ.
     #[error("invalid Content-Length header")]
     InvalidContentLength,
+    /// The chunked body is malformed.
     #[error("invalid chunked body: {0}")]
     Chunked(#[from] ChunkedError),
+    /// The connection closed before the response was complete.
     #[error("connection closed before the response was complete")]
     ClosedEarly,
+    /// A response the framer cannot follow (101 Switching Protocols); the text names it.
     #[error("{0} is not supported")]
     Unsupported(&'static str),
+    /// The response passed the limit, or its `Content-Length` or length prefix says it will.
     #[error("response larger than {limit} bytes")]
-    TooLarge { limit: u64 },
+    TooLarge {
+        /// Bound on one response, in bytes.
+        limit: u64,
+    },
+    /// A length prefix that cannot frame a response.
     #[error("length prefix {length} is {reason}")]
-    BadLengthPrefix { length: u64, reason: &'static str },
+    BadLengthPrefix {
+        /// The length the prefix says, in bytes.
+        length: u64,
+        /// Why it cannot be used.
+        reason: &'static str,
+    },
+    /// A status outside 100-599.
     #[error("status {0} is outside 100-599")]
     StatusOutOfRange(u16),
 }
@@ -54,7 +75,10 @@ pub enum Feed {
     /// The final response is not complete yet; all bytes were consumed.
     Partial,
     /// The final response ended after `used` bytes of this input.
-    Complete { used: usize },
+    Complete {
+        /// Bytes of this input that belonged to the response.
+        used: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -120,6 +144,8 @@ impl RememberedHead {
     }
 }
 
+/// Where each HTTP/1.1 response on one connection ends, fed read by read; it also keeps the
+/// status, whether the server will close, and the first `Server` header.
 #[derive(Debug, Clone)]
 pub struct ResponseParser {
     /// An incomplete head carried across reads (empty in the common one-read case).
