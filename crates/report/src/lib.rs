@@ -7,6 +7,7 @@ mod compare_text;
 mod doctor;
 mod doctor_text;
 mod format;
+mod hdr_log;
 pub mod html;
 mod json;
 mod layout;
@@ -39,6 +40,8 @@ pub use format::{
     DurationScale, display_width, format_bytes, format_duration_ms, format_seconds, format_status_counts,
     plural, wrap_words,
 };
+pub use hdr_log::merge::merge_logs;
+pub use hdr_log::write::interval_log;
 pub use json::Json;
 pub use layout::{DEFAULT_WIDTH, MIN_WIDTH};
 pub use merge::{MERGE_SCHEMA_ID, MergeReport, MergedLog};

@@ -1,0 +1,5 @@
+//! HdrHistogram interval logs: written from a run ([`write`]) and read back, any number of
+//! them merged into one report ([`merge`]).
+
+pub(crate) mod merge;
+pub(crate) mod write;
