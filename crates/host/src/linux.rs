@@ -2,7 +2,8 @@
 
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
-use crate::tcp_table::{self, TableLine};
+use crate::table_line::TableLine;
+use crate::tcp_table;
 use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView, Target};
 use procfs::ProcError;
 use procfs::net::TcpState;

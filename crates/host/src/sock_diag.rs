@@ -9,7 +9,7 @@
 //! Only sockets of the namespace the calling thread is in are listed: another namespace's
 //! table is read from /proc/PID/net (see `tcp_table`).
 
-use crate::tcp_table::TableLine;
+use crate::table_line::TableLine;
 use procfs::net::TcpState;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};

@@ -12,27 +12,13 @@
 //! In /proc, addresses are the kernel's 32-bit words printed as native integers (`%08X`),
 //! ports in host order, and `tm->when` is in clock ticks.
 
+use crate::table_line::TableLine;
 use procfs::ProcError;
 use procfs::net::TcpState;
 use procfs::process::Process;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::unix::fs::MetadataExt;
-
-/// What the server view and `inspect` need of one socket.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TableLine {
-    pub local: SocketAddr,
-    pub remote: SocketAddr,
-    pub state: TcpState,
-    /// Microseconds left in TIME-WAIT; `None` for any other socket.
-    pub time_wait_left_us: Option<u64>,
-    /// 0 for a socket no process holds (TIME-WAIT, or closed and still closing).
-    pub inode: u64,
-    /// The user that owns it. A half-open connection (SYN-RECV) has the listener's in /proc
-    /// and 0 in sock_diag: only listeners' owners are read.
-    pub uid: u32,
-}
 
 /// The lines of one /proc table file.
 struct Lines(Vec<TableLine>);

@@ -7,7 +7,7 @@
 
 use crate::Upstream;
 use crate::linux::mapped;
-use crate::tcp_table::TableLine;
+use crate::table_line::TableLine;
 use procfs::net::TcpState;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::net::SocketAddr;
