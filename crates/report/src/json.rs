@@ -1,6 +1,6 @@
 //! JSON renderer: the serde form of a report model, pretty-printed.
 
-use crate::Render;
+use crate::render::Render;
 use serde::Serialize;
 
 pub struct Json;

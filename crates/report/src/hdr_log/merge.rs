@@ -3,8 +3,8 @@
 //! into one histogram, whose percentiles are those of all the responses together. The logs'
 //! intervals are aligned by their wall-clock start into one timeline.
 
-use crate::merge::{MergeReport, MergedLog};
-use crate::series::IntervalPoint;
+use crate::model::merge::{MergeReport, MergedLog};
+use crate::model::series::IntervalPoint;
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine as _;
 use hdrhistogram::Histogram;

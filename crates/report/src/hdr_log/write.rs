@@ -8,7 +8,7 @@
 //! entry per interval that had responses: start, length, max in milliseconds, and the
 //! histogram of nanoseconds, V2-encoded, deflated, in base64.
 
-use crate::bench::BenchSettings;
+use crate::model::bench::BenchSettings;
 use anyhow::{Context, Result};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;

@@ -2,11 +2,11 @@
 //! summary numbers, findings, settings and the machine. Numbers are formatted here, with their
 //! units, and kept raw beside the text (`data-value`) for scripts and tests.
 
-use super::HtmlError;
+use super::error::HtmlError;
 use super::plots::{Line, spectrum_svg};
 use super::view::{FindingView, MachineView, ServerViewView};
 use crate::format::format_duration_ms;
-use crate::series::SpectrumPoint;
+use crate::model::series::SpectrumPoint;
 use serde::Serialize;
 use serde_json::{Map, Value};
 

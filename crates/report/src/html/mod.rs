@@ -5,6 +5,7 @@
 //! make the template's context, `page` renders `page.html` (with `style.css`).
 
 mod context;
+mod error;
 mod page;
 mod plots;
 mod sections;
@@ -12,19 +13,7 @@ mod sections;
 mod tests;
 mod view;
 
-use std::fmt;
-
-/// Why runs could not be drawn.
-#[derive(Debug)]
-pub struct HtmlError(pub String);
-
-impl fmt::Display for HtmlError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for HtmlError {}
+pub use error::HtmlError;
 
 /// One page showing `runs` (each the JSON of a bench, compare, doctor, pcap or merge report)
 /// together.

@@ -2,11 +2,11 @@
 //! from the `page.html` template (auto-escaped: every text from a run is escaped there; only
 //! the plots' own SVG is inserted as is).
 
-use super::HtmlError;
 use super::context::{Figure, spectra_figure};
+use super::error::HtmlError;
 use super::sections::{self, BenchSection, CompareSection, DoctorSection, PcapSection};
 use super::view::{Run, read_run};
-use crate::series::SpectrumPoint;
+use crate::model::series::SpectrumPoint;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 use serde_json::Value;

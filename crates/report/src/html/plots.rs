@@ -4,9 +4,9 @@
 //! (legends are the page's HTML, escaped there); axis and text colours are black here and set
 //! by the page's CSS for light and dark.
 
-use super::HtmlError;
+use super::error::HtmlError;
 use super::view::BucketView;
-use crate::series::SpectrumPoint;
+use crate::model::series::SpectrumPoint;
 use plotters::prelude::*;
 
 /// Okabe and Ito's colour-blind-safe palette, less its yellow (unreadable on white) and

@@ -1,14 +1,14 @@
 //! One section of the page per run, by kind: what each shows, as the template's context.
 
-use super::HtmlError;
 use super::context::{
     Figure, FindingText, MachineText, ServerText, Stat, findings, machine, number, per_second, server,
     settings, spectra_figure,
 };
+use super::error::HtmlError;
 use super::plots::{histogram_svg, timeline_svg};
 use super::view::{BenchView, CompareView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
 use crate::format::{format_bytes, format_duration_ms, format_seconds};
-use crate::series::SpectrumPoint;
+use crate::model::series::SpectrumPoint;
 use serde::Serialize;
 
 /// A statistic of the latency table: its label, and where it is in the percentiles.
@@ -175,7 +175,7 @@ fn timeline(view: &BenchView) -> Result<Vec<Figure>, HtmlError> {
         return Ok(vec![Figure::nothing("timeline", "Timeline", "No timeline was recorded for this run.")]);
     }
     let end_s = view.timeline.iter().map(|p| p.start_s + p.duration_s).fold(0.0, f64::max);
-    let middle = |p: &crate::series::IntervalPoint| p.start_s + p.duration_s / 2.0;
+    let middle = |p: &crate::model::series::IntervalPoint| p.start_s + p.duration_s / 2.0;
     let rate: Vec<(f64, Option<f64>)> =
         view.timeline.iter().map(|p| (middle(p), Some(p.requests_per_second))).collect();
     let p99: Vec<(f64, Option<f64>)> = view.timeline.iter().map(|p| (middle(p), p.p99_ms)).collect();

@@ -3,11 +3,11 @@
 
 use super::plots::series_lines;
 use super::{html_page, html_page_of_files};
-use crate::bench::{BenchReport, BenchSettings, RunEnd};
-use crate::compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, Comparison, RoundFigures};
-use crate::doctor::DoctorReport;
-use crate::series::{IntervalPoint, Machine};
-use crate::status::SuccessStatuses;
+use crate::model::bench::{BenchReport, BenchSettings, RunEnd};
+use crate::model::compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, Comparison, RoundFigures};
+use crate::model::doctor::DoctorReport;
+use crate::model::series::{IntervalPoint, Machine};
+use crate::model::status::SuccessStatuses;
 use nodelay_diagnose::{Confidence, Evidence, Finding, FindingId, Fix, Observations, Proof, ProofKind};
 use nodelay_engine::Stats;
 use serde_json::{Value, json};
@@ -117,9 +117,10 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
         assert!(page[at..].find("<svg") < page[at..].find("</figure>"), "{plot} has no SVG");
     }
     let p50 = report.latency_ms.unwrap().p50;
-    assert!(
-        page.contains(&format!("id=\"run-1-p50\" data-value=\"{p50}\">{}<", crate::format_duration_ms(p50)))
-    );
+    assert!(page.contains(&format!(
+        "id=\"run-1-p50\" data-value=\"{p50}\">{}<",
+        crate::format::format_duration_ms(p50)
+    )));
     for text in [
         "latency (ms)",
         "99.9%",
@@ -138,7 +139,7 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
 #[test]
 fn an_upstream_count_whose_ports_went_round_is_drawn_as_a_floor_with_its_bound() {
     let report = bench_report("http://example.test/", 0)
-        .with_server_view(crate::server_view::tests::churning_proxy(), Vec::new());
+        .with_server_view(crate::model::server_view::tests::churning_proxy(), Vec::new());
     let page = unescape(&html_page(&[value(&report)]).unwrap());
     assert!(page.contains("<td class=\"n\">≥ 13496</td><td class=\"n\">≥ 0.346</td>"), "{page}");
     assert!(

@@ -2,8 +2,8 @@
 //! fields drawn (serde ignores the rest, and a field a run lacks takes its default), and the
 //! schema ids this build reads.
 
-use super::HtmlError;
-use crate::series::{IntervalPoint, SpectrumPoint};
+use super::error::HtmlError;
+use crate::model::series::{IntervalPoint, SpectrumPoint};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ pub const SCHEMAS_READ: [(&str, Kind); 6] = [
     ("nodelay-merge/1", Kind::Merge),
     ("nodelay-compare/1", Kind::Compare),
     ("nodelay-doctor/1", Kind::Doctor),
-    (crate::doctor::DOCTOR_SCENARIO_SCHEMA_ID, Kind::DoctorScenario),
+    (crate::model::doctor::DOCTOR_SCENARIO_SCHEMA_ID, Kind::DoctorScenario),
     ("nodelay-pcap/1", Kind::Pcap),
 ];
 
@@ -308,8 +308,8 @@ pub struct DoctorView {
     pub try_fix: Option<TryFixView>,
     pub server_view: Option<ServerViewView>,
     pub hops: Vec<HopView>,
-    pub expect_continue: Option<crate::probes::ExpectContinueReport>,
-    pub idle_keep_alive: Option<crate::probes::IdleKeepAliveReport>,
+    pub expect_continue: Option<crate::model::probes::ExpectContinueReport>,
+    pub idle_keep_alive: Option<crate::model::probes::IdleKeepAliveReport>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

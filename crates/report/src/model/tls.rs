@@ -2,7 +2,7 @@
 //! run) and what the handshakes settled on and cost (after it). Part of the bench, compare
 //! and doctor JSON contracts.
 
-use crate::bench::Percentiles;
+use crate::model::percentiles::Percentiles;
 use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
 use serde::Serialize;
 

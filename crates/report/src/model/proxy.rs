@@ -2,7 +2,7 @@
 //! `schema/proxy.schema.json`: rename nothing, only add. Findings share the doctor's types;
 //! they come from `nodelay_diagnose::relay_findings` over the relay's aggregated records.
 
-use crate::bench::Percentiles;
+use crate::model::percentiles::Percentiles;
 use hdrhistogram::Histogram;
 use nodelay_diagnose::{Finding, LATE_FIRST_BYTE_MS, LegPauses, RelayObservations, relay_findings};
 use nodelay_engine::{TcpInfo, quantile_ms};

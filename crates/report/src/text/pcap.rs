@@ -3,12 +3,11 @@
 //! then the findings. No line is wider than the width, and each table gives all its
 //! durations in one unit (ms), so that columns compare at a glance.
 
-use crate::Render;
-use crate::format::{
-    NO_BREAK, display_width, format_bytes, format_duration_ms, format_ms, ms_decimals, wrap_atoms, wrap_words,
-};
-use crate::pcap::{FlowReport, PcapReport, StallReport};
+use crate::format::{display_width, format_bytes, format_duration_ms, format_ms, ms_decimals};
+use crate::model::pcap::{FlowReport, PcapReport, StallReport};
+use crate::render::Render;
 use crate::text::Text;
+use crate::text::wrap::{NO_BREAK, wrap_atoms, wrap_words};
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use nodelay_diagnose::Finding;
@@ -279,7 +278,7 @@ fn describe_stall(stall: &StallReport) -> String {
 fn write_finding(out: &mut Lines, f: &Finding) {
     let mut text = String::new();
     // Writing to a String cannot fail.
-    let _ = crate::doctor_text::write_finding_fitted(&mut text, f, out.width);
+    let _ = crate::text::finding::write_finding_fitted(&mut text, f, out.width);
     out.lines.extend(text.lines().map(str::to_string));
 }
 
@@ -322,7 +321,7 @@ mod tests {
 
     fn model(flows: Vec<FlowReport>) -> PcapReport {
         PcapReport {
-            schema: crate::PCAP_SCHEMA_ID,
+            schema: crate::model::pcap::PCAP_SCHEMA_ID,
             file: "f.pcap".into(),
             packets: 20,
             tcp_packets: 20,

@@ -1,13 +1,16 @@
 //! Text rendering of a doctor report: what was measured, then each finding with its
 //! evidence, proof and fix, then the verdict.
 
-use crate::Render;
-use crate::doctor::{DoctorReport, DoctorScenarioReport, PhaseReport};
 use crate::format::{DurationScale, format_duration_ms};
-use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
-use crate::server_view::write_server_view;
+use crate::model::doctor::{DoctorReport, DoctorScenarioReport, PhaseReport};
+use crate::render::Render;
+use crate::text::MIN_WIDTH;
+use crate::text::finding::write_finding_fitted;
+use crate::text::layout::{Col, TextTable};
+use crate::text::server_view::write_server_view;
+use crate::text::wrap::wrap;
 use crate::text::{FittedText, Text};
-use nodelay_diagnose::{Evidence, Finding, MAX_FAILED_SHARE, ProofKind, STALL_GAP_MS};
+use nodelay_diagnose::{MAX_FAILED_SHARE, STALL_GAP_MS};
 use std::fmt::Write;
 
 impl Render<DoctorReport> for Text {
@@ -21,26 +24,6 @@ impl Render<DoctorReport> for FittedText {
         let mut out = String::new();
         write_doctor(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
         out
-    }
-}
-
-/// Evidence values, the milliseconds in the finding's one unit.
-fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
-    match evidence.unit {
-        // The block's unit, unless it would show a small value as zero (0.46 ms among seconds).
-        "ms" => match scale.format(evidence.value) {
-            shown if evidence.value > 0.0 && !shown.chars().any(|c| c.is_ascii_digit() && c != '0') => {
-                crate::format::format_duration_ms(evidence.value)
-            }
-            shown => shown,
-        },
-        "%" => format!("{:.0} %", evidence.value),
-        "bytes" => format!("{:.0} bytes", evidence.value),
-        "cores" => format!("{:.2} cores", evidence.value),
-        "requests/s" => format!("{:.0} requests/s", evidence.value),
-        "count" if evidence.value.fract() == 0.0 => format!("{:.0}", evidence.value),
-        "count" => format!("{:.2}", evidence.value),
-        unit => format!("{} {unit}", evidence.value),
     }
 }
 
@@ -255,65 +238,6 @@ fn failures(phase: &PhaseReport) -> String {
     line
 }
 
-/// A finding laid out for `width` columns: the title and proofs wrap with a hanging indent,
-/// the evidence and the fixes are tables whose text wraps beside its label.
-pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt::Result {
-    let proven = if f.proven { "proven" } else { "not proven" };
-    let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
-    let heading = format!("{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default());
-    out.push_str(&wrap(&heading, width, "", "  "));
-    out.push_str(&wrap(&f.title, width, "  ", "    "));
-    writeln!(out, "  evidence:")?;
-    let scale = DurationScale::for_ms(f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
-    let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
-    for item in &f.evidence {
-        evidence.row([item.what.clone(), format_evidence(item, &scale)]);
-    }
-    out.push_str(&evidence.render());
-    if !f.proof.is_empty() {
-        writeln!(out, "  proof:")?;
-        for proof in &f.proof {
-            let line = format!("{}: {} ({})", proof.experiment, proof.result, proof_verdict(proof));
-            out.push_str(&wrap(&line, width, "    ", "      "));
-        }
-    }
-    out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
-    // The server's own stack, when its Server header named it, and the others folded.
-    let detected = f.fix.iter().filter(|fix| fix.detected).count();
-    let mut fixes = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
-    for fix in f.fix.iter().filter(|fix| detected == 0 || fix.detected) {
-        if fix.detected {
-            fixes.row([fix.stack.to_string(), format!("{} (your server's stack)", fix.how)]);
-        } else {
-            fixes.row([fix.stack.to_string(), fix.how.to_string()]);
-        }
-    }
-    out.push_str(&fixes.render());
-    let others = f.fix.len() - detected;
-    if detected > 0 && others > 0 {
-        out.push_str(&wrap(
-            &format!("(fixes for {others} other stacks: --json lists them)"),
-            width,
-            "    ",
-            "      ",
-        ));
-    }
-    Ok(())
-}
-
-fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
-    match (proof.kind, proof.removed) {
-        (ProofKind::CaptureRule, _) => "seen in the capture",
-        (ProofKind::ServerView, _) => "read on the server",
-        (ProofKind::Probe, _) => "seen",
-        (ProofKind::UpstreamDiagnosis, true) => "removed it on that hop",
-        (ProofKind::UpstreamDiagnosis, false) => "seen on that hop",
-        (ProofKind::RelayRule, _) => "seen by the relay",
-        (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
-        (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
-    }
-}
-
 impl Render<DoctorScenarioReport> for Text {
     fn render(&self, report: &DoctorScenarioReport) -> String {
         FittedText::default().render(report)
@@ -348,7 +272,7 @@ impl Render<DoctorScenarioReport> for FittedText {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::doctor::NamedDoctorReport;
+    use crate::model::doctor::NamedDoctorReport;
     use nodelay_diagnose::{Experiment, Observations, Phase, diagnose};
     use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord};
     use std::time::Duration;
@@ -488,7 +412,7 @@ mod tests {
     #[test]
     fn a_hops_diagnosis_fits_under_its_indent_at_any_width() {
         let mut front = report(&healthy());
-        front.hops.push(crate::HopReport {
+        front.hops.push(crate::model::doctor::HopReport {
             address: "127.0.0.1:5432".into(),
             how_used: "1.00 new connections per request".into(),
             report: Some(Box::new(report(&healthy()))),

@@ -1,14 +1,10 @@
 //! Terminal layout: tables and wrapped prose that fit a given width. The text renderers build
 //! every line through these, so that none is wider than the width they were given.
 
-use crate::format::{NO_BREAK, glue_units};
+use crate::text::MIN_WIDTH;
+use crate::text::wrap::{glue_units, wrap_lines};
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width, presets};
 use textwrap::core::display_width;
-
-/// Width of text when the caller knows of no terminal (a pipe, a file).
-pub const DEFAULT_WIDTH: usize = 80;
-/// Narrowest width laid out: below it the widest tables cannot keep each value on one line.
-pub const MIN_WIDTH: usize = 60;
 
 /// Columns of prose keep at least this much room before headers give up theirs.
 const PROSE_ROOM: usize = 16;
@@ -399,30 +395,10 @@ fn fixed_width(width: usize) -> Width {
     Width::Fixed(u16::try_from(width).unwrap_or(u16::MAX))
 }
 
-/// `text` wrapped at `width`, the first line after `first`, the others after `rest` (a
-/// hanging indent); each line ends in a newline. A number stays on the line of its unit;
-/// words longer than a line are broken.
-pub(crate) fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
-    let mut out = String::new();
-    for line in wrap_lines(text, width.max(MIN_WIDTH), first, rest) {
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
-}
-
-/// The lines of [`wrap`], at any width.
-pub(crate) fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
-    let options = textwrap::Options::new(width.max(1)).initial_indent(first).subsequent_indent(rest);
-    textwrap::wrap(&glue_units(text), options)
-        .iter()
-        .map(|line| line.trim_end().replace(NO_BREAK, " "))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::text::wrap::{NO_BREAK, wrap};
 
     /// Tables of every shape the renderers make (values only, a label then values, with keys),
     /// with cells of random widths, at widths 60 to 140: each value whole on one line, and

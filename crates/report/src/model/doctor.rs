@@ -1,9 +1,9 @@
 //! The model of a `nodelay doctor` result. Its serde form is the JSON contract described by
 //! `schema/doctor.schema.json`: rename nothing, only add.
 
-use crate::series::{SpectrumPoint, spectrum_ms};
-use crate::server_view::ServerViewReport;
-use crate::status::SuccessStatuses;
+use crate::model::series::{SpectrumPoint, spectrum_ms};
+use crate::model::server_view::ServerViewReport;
+use crate::model::status::SuccessStatuses;
 use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
 use nodelay_host::ProcessInfo;
@@ -59,13 +59,13 @@ pub struct DoctorReport {
     pub hops: Vec<HopReport>,
     /// https:// targets: how the certificate was checked and what TLS settled on; null for
     /// plain HTTP.
-    pub tls: Option<crate::tls::TlsNegotiated>,
+    pub tls: Option<crate::model::tls::TlsNegotiated>,
     /// Requests with a body (plain HTTP): how the server answered a head with `Expect:
     /// 100-continue`; null when not probed.
-    pub expect_continue: Option<crate::probes::ExpectContinueReport>,
+    pub expect_continue: Option<crate::model::probes::ExpectContinueReport>,
     /// With --idle-probe (plain HTTP): how long the server kept an idle keep-alive
     /// connection; null when not probed.
-    pub idle_keep_alive: Option<crate::probes::IdleKeepAliveReport>,
+    pub idle_keep_alive: Option<crate::model::probes::IdleKeepAliveReport>,
 }
 
 /// One hop of the chain: the server's upstream, diagnosed directly.
@@ -235,8 +235,14 @@ impl DoctorReport {
             server_view: None,
             hops: Vec::new(),
             tls: None,
-            expect_continue: observations.expect_probe.as_ref().map(crate::probes::ExpectContinueReport::new),
-            idle_keep_alive: observations.idle_probe.as_ref().map(crate::probes::IdleKeepAliveReport::new),
+            expect_continue: observations
+                .expect_probe
+                .as_ref()
+                .map(crate::model::probes::ExpectContinueReport::new),
+            idle_keep_alive: observations
+                .idle_probe
+                .as_ref()
+                .map(crate::model::probes::IdleKeepAliveReport::new),
         }
     }
 

@@ -3,15 +3,17 @@
 //! stalled and who held the data, then the tables, what failed, and the findings. Every
 //! number carries its unit, each table uses one, and no line is wider than the width.
 
-use crate::Render;
-use crate::bench::Percentiles;
-use crate::doctor_text::write_finding_fitted;
 use crate::format::{
     DurationScale, format_bytes, format_duration_ms, format_ms, format_status_counts, ms_decimals, plural,
 };
-use crate::layout::{Col, DEFAULT_WIDTH, MIN_WIDTH, TextTable, wrap};
-use crate::proxy::{LegReport, ProxyReport, StallExampleReport};
+use crate::model::percentiles::Percentiles;
+use crate::model::proxy::{LegReport, ProxyReport, StallExampleReport};
+use crate::render::Render;
 use crate::text::Text;
+use crate::text::finding::write_finding_fitted;
+use crate::text::layout::{Col, TextTable};
+use crate::text::wrap::wrap;
+use crate::text::{DEFAULT_WIDTH, MIN_WIDTH};
 use std::fmt::Write;
 
 /// Stalled messages spelled out (the JSON has a few more).
@@ -205,8 +207,8 @@ fn write_tcp_info_table(out: &mut String, r: &ProxyReport, width: usize) {
     for (name, info) in legs {
         table.row([
             name.to_string(),
-            crate::text::sampled(&info, info.rtt_us, &scale),
-            crate::text::sampled(&info, info.min_rtt_us, &scale),
+            crate::text::bench::sampled(&info, info.rtt_us, &scale),
+            crate::text::bench::sampled(&info, info.min_rtt_us, &scale),
             scale.format(ms_of_us(info.ato_us)),
             info.total_retransmits.to_string(),
         ]);

@@ -2,12 +2,14 @@
 //! target against the first on p50, p99 and requests/s, the verdict, and with `--diagnose`
 //! each target's findings.
 
-use crate::compare::{CompareReport, CompareTarget, format_p, format_ratio};
-use crate::doctor_text::write_finding_fitted;
 use crate::format::{DurationScale, plural};
-use crate::layout::{Col, TextTable, wrap};
+use crate::model::compare::{CompareReport, CompareTarget, format_p, format_ratio};
+use crate::render::Render;
 use crate::text::FittedText;
-use crate::{MIN_WIDTH, Render};
+use crate::text::MIN_WIDTH;
+use crate::text::finding::write_finding_fitted;
+use crate::text::layout::{Col, TextTable};
+use crate::text::wrap::wrap;
 use std::fmt::Write;
 
 impl Render<CompareReport> for FittedText {
@@ -20,13 +22,13 @@ impl Render<CompareReport> for FittedText {
 
 /// What is about to run, before it runs.
 pub fn compare_header(
-    report_settings: &crate::BenchSettings,
+    report_settings: &crate::model::bench::BenchSettings,
     labels: &[(String, String)],
     rounds: u32,
     width: usize,
 ) -> String {
     let s = report_settings;
-    let bound = crate::text::run_bound(s);
+    let bound = crate::text::bench::run_bound(s);
     let mut out = wrap(
         &format!(
             "nodelay compare: {} targets, {rounds} rounds each, interleaved (the order alternates each round), {bound} a round, {} and {} each",
@@ -112,10 +114,10 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
         return Ok(());
     }
     // Each column its own unit: a fast target's microseconds need not widen a slow one's.
-    let column = |pick: fn(&crate::BenchReport) -> Option<f64>| {
+    let column = |pick: fn(&crate::model::bench::BenchReport) -> Option<f64>| {
         DurationScale::for_ms(runs.iter().filter_map(|(_, run)| pick(run)))
     };
-    let columns: [fn(&crate::BenchReport) -> Option<f64>; 5] = [
+    let columns: [fn(&crate::model::bench::BenchReport) -> Option<f64>; 5] = [
         |run| run.latency_ms.map(|p| p.p50),
         |run| run.latency_ms.map(|p| p.p90),
         |run| run.latency_ms.map(|p| p.p99),
@@ -153,7 +155,7 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
         let line = format!(
             "{}: no response in any round; {} {were} still waiting when its rounds stopped",
             target.label,
-            crate::text::plural(run.requests_unfinished, "request", "requests")
+            crate::text::bench::plural(run.requests_unfinished, "request", "requests")
         );
         out.push_str(&wrap(&line, width, "  ", "    "));
     }

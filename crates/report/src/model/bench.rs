@@ -1,54 +1,19 @@
 //! The model of a `nodelay bench` result. Its serde form *is* the JSON contract described by
 //! `schema/bench.schema.json`: rename nothing, only add.
 
-use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
-use crate::server_view::ServerViewReport;
-use crate::status::SuccessStatuses;
-use crate::tls::{TlsReport, TlsSettings};
+use crate::model::percentiles::Percentiles;
+use crate::model::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
+use crate::model::server_view::ServerViewReport;
+use crate::model::status::SuccessStatuses;
+use crate::model::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
 use nodelay_diagnose::{Finding, RunShape, Suggestion};
-use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo, quantile_ms};
+use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub const BENCH_SCHEMA_ID: &str = "nodelay-bench/1";
-
-/// Latency percentiles and moments in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Percentiles {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub min: f64,
-    pub mean: f64,
-    pub p95: f64,
-    /// Standard deviation (of the population: every value was recorded).
-    pub stdev: f64,
-}
-
-impl Percentiles {
-    /// From a nanosecond histogram; `None` when it holds no value.
-    pub fn from_ns(histogram: &Histogram<u64>) -> Option<Self> {
-        if histogram.is_empty() {
-            return None;
-        }
-        let ms = |ns: u64| ns as f64 / 1e6;
-        Some(Percentiles {
-            p50: quantile_ms(histogram, 0.50),
-            p90: quantile_ms(histogram, 0.90),
-            p99: quantile_ms(histogram, 0.99),
-            p999: quantile_ms(histogram, 0.999),
-            max: ms(histogram.max()),
-            min: ms(histogram.min()),
-            mean: histogram.mean() / 1e6,
-            p95: ms(histogram.value_at_quantile(0.95)),
-            stdev: histogram.stdev() / 1e6,
-        })
-    }
-}
 
 /// Bars in the latency histogram: about what oha and hey show.
 pub const HISTOGRAM_BUCKETS: usize = 10;

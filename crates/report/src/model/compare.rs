@@ -2,9 +2,9 @@
 //! run, and each target set against the first. Its serde form *is* the JSON contract
 //! described by `schema/compare.schema.json`: rename nothing, only add.
 
-use crate::bench::{BenchReport, BenchSettings};
-use crate::doctor::DoctorReport;
-use crate::series::Machine;
+use crate::model::bench::{BenchReport, BenchSettings};
+use crate::model::doctor::DoctorReport;
+use crate::model::series::Machine;
 use serde::Serialize;
 
 pub const COMPARE_SCHEMA_ID: &str = "nodelay-compare/1";

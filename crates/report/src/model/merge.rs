@@ -2,15 +2,11 @@
 //! into one run) and its text. Its serde form *is* the JSON contract described by
 //! `schema/merge.schema.json`: rename nothing, only add.
 
-use crate::Render;
-use crate::bench::{HISTOGRAM_BUCKETS, HistogramBucket, Percentiles, histogram_buckets};
-use crate::format::DurationScale;
-use crate::layout::{Col, MIN_WIDTH, TextTable, wrap};
-use crate::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
-use crate::text::{FittedText, STATISTICS, Text, plural};
+use crate::model::bench::{HISTOGRAM_BUCKETS, HistogramBucket, histogram_buckets};
+use crate::model::percentiles::Percentiles;
+use crate::model::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::fmt::Write;
 
 pub const MERGE_SCHEMA_ID: &str = "nodelay-merge/1";
 
@@ -98,71 +94,12 @@ impl IntervalPoint {
     }
 }
 
-impl Render<MergeReport> for Text {
-    fn render(&self, report: &MergeReport) -> String {
-        FittedText::default().render(report)
-    }
-}
-
-impl Render<MergeReport> for FittedText {
-    fn render(&self, report: &MergeReport) -> String {
-        let mut out = String::new();
-        write_merge(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
-        out
-    }
-}
-
-fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Result {
-    let title =
-        format!("nodelay report merge: {}", plural(r.logs.len() as u64, "interval log", "interval logs"));
-    out.push_str(&wrap(&title, width, "", "  "));
-    let mut logs = TextTable::new(width, 2, &[Col::Hanging, Col::Right, Col::Right, Col::Right]);
-    logs.header(["log", "intervals", "responses", "span"]);
-    for log in &r.logs {
-        logs.row([
-            log.path.clone(),
-            log.intervals.to_string(),
-            log.requests.to_string(),
-            crate::text::format_elapsed(log.span_s),
-        ]);
-    }
-    out.push_str(&logs.render());
-    writeln!(out)?;
-    let summary = format!(
-        "{} in {} (first interval's start to last one's end, all logs): {:.1} req/s",
-        plural(r.requests_completed, "response", "responses"),
-        crate::text::format_elapsed(r.span_s),
-        r.requests_per_second,
-    );
-    out.push_str(&wrap(&summary, width, "  ", "    "));
-    let Some(latency) = &r.latency_ms else {
-        writeln!(out, "  no response in any log")?;
-        return Ok(());
-    };
-    writeln!(out)?;
-    let scale = DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(latency)));
-    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Right]);
-    table.header(["", "latency"]);
-    for (statistic, pick) in STATISTICS {
-        table.row([statistic.to_string(), scale.format(pick(latency))]);
-    }
-    out.push_str(&table.render());
-    writeln!(out)?;
-    let timeline = format!(
-        "timeline: {} of {} aligned by wall-clock start (per interval in --json and --html)",
-        plural(r.timeline.len() as u64, "interval", "intervals"),
-        crate::format::format_seconds(r.interval_s),
-    );
-    out.push_str(&wrap(&timeline, width, "  ", "    "));
-    Ok(())
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::layout::DEFAULT_WIDTH;
 
-    fn report() -> MergeReport {
+    /// Four logs of 100 responses each, 2.7 s in all, at 1 s intervals.
+    pub(crate) fn report() -> MergeReport {
         let mut all = Histogram::<u64>::new_with_bounds(1, 2, 3).unwrap();
         all.auto(true);
         for i in 1..=400u64 {
@@ -177,22 +114,6 @@ mod tests {
         };
         let point = IntervalPoint::of(0.0, 1.0, 0, &all);
         MergeReport::new((0..4).map(log).collect(), &all, 1_700_000_000.0, 2.7, 1.0, vec![point; 3])
-    }
-
-    #[test]
-    fn the_text_fits_and_every_figure_has_its_unit() {
-        let report = report();
-        for width in [MIN_WIDTH, DEFAULT_WIDTH, 120] {
-            let text = FittedText::new(width).render(&report);
-            for line in text.lines() {
-                assert!(line.chars().count() <= width, "wider than {width}: {line:?}\n{text}");
-            }
-            assert!(text.contains("400 responses in 2.70 s"), "{text}");
-            assert!(text.contains("148.1 req/s"), "{text}");
-            let p50 = text.lines().find(|l| l.trim_start().starts_with("p50")).unwrap();
-            assert!(p50.trim_end().ends_with(" ms"), "{p50}");
-            assert_eq!(text.matches("nodelay.hlog").count(), 4, "{text}");
-        }
     }
 
     #[test]

@@ -1,35 +1,17 @@
 //! Human-readable text renderers, in the spirit of wrk's and oha's summaries: figures first,
 //! every number with its unit, one unit per table, and no line wider than the width given.
 
-use crate::Render;
-use crate::bench::{BenchReport, BenchSettings, HistogramBucket, Percentiles, RequestReport};
-use crate::doctor_text::write_finding_fitted;
 use crate::format::{DurationScale, format_bytes, format_duration_ms, format_status_counts};
-use crate::layout::{Col, DEFAULT_WIDTH, MIN_WIDTH, TextTable, wrap};
-use crate::server_view::write_server_view;
+use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, RequestReport};
+use crate::model::percentiles::Percentiles;
+use crate::render::Render;
+use crate::text::finding::write_finding_fitted;
+use crate::text::layout::{Col, TextTable};
+use crate::text::server_view::write_server_view;
+use crate::text::wrap::wrap;
+use crate::text::{FittedText, MIN_WIDTH, Text};
 use nodelay_engine::TcpInfo;
 use std::fmt::Write;
-
-/// Text at the default width (80 columns): what is written to a pipe or a file.
-pub struct Text;
-
-/// Text laid out for a terminal of `width` columns (at least [`MIN_WIDTH`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FittedText {
-    pub width: usize,
-}
-
-impl Default for FittedText {
-    fn default() -> Self {
-        FittedText { width: DEFAULT_WIDTH }
-    }
-}
-
-impl FittedText {
-    pub fn new(width: usize) -> Self {
-        FittedText { width: width.max(MIN_WIDTH) }
-    }
-}
 
 /// Share of due requests never sent past which an open-loop run is said to miss its rate.
 const MISSED_RATE_SHARE: f64 = 0.05;
@@ -492,7 +474,7 @@ fn connections_summary(r: &BenchReport) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{ConnectionReport, RequestReport};
+    use crate::model::bench::{ConnectionReport, RequestReport};
     use std::collections::BTreeMap;
 
     /// Percentiles from `min` to `max` milliseconds.
@@ -555,7 +537,7 @@ mod tests {
     /// nanoseconds' range, 20 responses on one connection.
     fn stalled() -> BenchReport {
         BenchReport {
-            schema: crate::bench::BENCH_SCHEMA_ID,
+            schema: crate::model::bench::BENCH_SCHEMA_ID,
             settings: settings(),
             requests_completed: 20,
             non_success_responses: 0,
@@ -583,7 +565,11 @@ mod tests {
             latency_spectrum: Vec::new(),
             read_gap_spectrum: Vec::new(),
             timeline: Vec::new(),
-            machine: crate::Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "test".into() },
+            machine: crate::model::series::Machine {
+                kernel: "Linux 6.1.0".into(),
+                cores: 2,
+                hostname: "test".into(),
+            },
             read_chunks_per_response: 2.0,
             status_counts: BTreeMap::from([("200".into(), 20)]),
             errors: nodelay_engine::ErrorKind::ALL.iter().map(|k| (k.as_str(), 0)).collect(),

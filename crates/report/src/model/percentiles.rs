@@ -1,0 +1,42 @@
+//! Latency percentiles in milliseconds, the figures every report shares (bench, TLS
+//! handshakes, proxy legs, merged logs).
+
+use hdrhistogram::Histogram;
+use nodelay_engine::quantile_ms;
+use serde::Serialize;
+
+/// Latency percentiles and moments in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub min: f64,
+    pub mean: f64,
+    pub p95: f64,
+    /// Standard deviation (of the population: every value was recorded).
+    pub stdev: f64,
+}
+
+impl Percentiles {
+    /// From a nanosecond histogram; `None` when it holds no value.
+    pub fn from_ns(histogram: &Histogram<u64>) -> Option<Self> {
+        if histogram.is_empty() {
+            return None;
+        }
+        let ms = |ns: u64| ns as f64 / 1e6;
+        Some(Percentiles {
+            p50: quantile_ms(histogram, 0.50),
+            p90: quantile_ms(histogram, 0.90),
+            p99: quantile_ms(histogram, 0.99),
+            p999: quantile_ms(histogram, 0.999),
+            max: ms(histogram.max()),
+            min: ms(histogram.min()),
+            mean: histogram.mean() / 1e6,
+            p95: ms(histogram.value_at_quantile(0.95)),
+            stdev: histogram.stdev() / 1e6,
+        })
+    }
+}

@@ -1,0 +1,6 @@
+//! The one trait every renderer implements: a report in, its text (of some format) out.
+
+/// A report format.
+pub trait Render<Report: ?Sized> {
+    fn render(&self, report: &Report) -> String;
+}

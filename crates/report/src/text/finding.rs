@@ -1,0 +1,87 @@
+//! A diagnosis finding as text, the same in every report that shows one (bench, doctor,
+//! compare, pcap, proxy): its title, evidence, proof and fix.
+
+use crate::format::{DurationScale, format_duration_ms};
+use crate::text::layout::{Col, TextTable};
+use crate::text::wrap::wrap;
+use nodelay_diagnose::{Evidence, Finding, ProofKind};
+use std::fmt::Write;
+
+/// Evidence values, the milliseconds in the finding's one unit.
+fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
+    match evidence.unit {
+        // The block's unit, unless it would show a small value as zero (0.46 ms among seconds).
+        "ms" => match scale.format(evidence.value) {
+            shown if evidence.value > 0.0 && !shown.chars().any(|c| c.is_ascii_digit() && c != '0') => {
+                format_duration_ms(evidence.value)
+            }
+            shown => shown,
+        },
+        "%" => format!("{:.0} %", evidence.value),
+        "bytes" => format!("{:.0} bytes", evidence.value),
+        "cores" => format!("{:.2} cores", evidence.value),
+        "requests/s" => format!("{:.0} requests/s", evidence.value),
+        "count" if evidence.value.fract() == 0.0 => format!("{:.0}", evidence.value),
+        "count" => format!("{:.2}", evidence.value),
+        unit => format!("{} {unit}", evidence.value),
+    }
+}
+
+/// A finding laid out for `width` columns: the title and proofs wrap with a hanging indent,
+/// the evidence and the fixes are tables whose text wraps beside its label.
+pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) -> std::fmt::Result {
+    let proven = if f.proven { "proven" } else { "not proven" };
+    let confidence = serde_json::to_value(f.confidence).ok().and_then(|v| v.as_str().map(str::to_string));
+    let heading = format!("{} ({proven}, {} confidence)", f.id.as_str(), confidence.unwrap_or_default());
+    out.push_str(&wrap(&heading, width, "", "  "));
+    out.push_str(&wrap(&f.title, width, "  ", "    "));
+    writeln!(out, "  evidence:")?;
+    let scale = DurationScale::for_ms(f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
+    let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
+    for item in &f.evidence {
+        evidence.row([item.what.clone(), format_evidence(item, &scale)]);
+    }
+    out.push_str(&evidence.render());
+    if !f.proof.is_empty() {
+        writeln!(out, "  proof:")?;
+        for proof in &f.proof {
+            let line = format!("{}: {} ({})", proof.experiment, proof.result, proof_verdict(proof));
+            out.push_str(&wrap(&line, width, "    ", "      "));
+        }
+    }
+    out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
+    // The server's own stack, when its Server header named it, and the others folded.
+    let detected = f.fix.iter().filter(|fix| fix.detected).count();
+    let mut fixes = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
+    for fix in f.fix.iter().filter(|fix| detected == 0 || fix.detected) {
+        if fix.detected {
+            fixes.row([fix.stack.to_string(), format!("{} (your server's stack)", fix.how)]);
+        } else {
+            fixes.row([fix.stack.to_string(), fix.how.to_string()]);
+        }
+    }
+    out.push_str(&fixes.render());
+    let others = f.fix.len() - detected;
+    if detected > 0 && others > 0 {
+        out.push_str(&wrap(
+            &format!("(fixes for {others} other stacks: --json lists them)"),
+            width,
+            "    ",
+            "      ",
+        ));
+    }
+    Ok(())
+}
+
+fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
+    match (proof.kind, proof.removed) {
+        (ProofKind::CaptureRule, _) => "seen in the capture",
+        (ProofKind::ServerView, _) => "read on the server",
+        (ProofKind::Probe, _) => "seen",
+        (ProofKind::UpstreamDiagnosis, true) => "removed it on that hop",
+        (ProofKind::UpstreamDiagnosis, false) => "seen on that hop",
+        (ProofKind::RelayRule, _) => "seen by the relay",
+        (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
+        (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
+    }
+}
