@@ -227,8 +227,8 @@ pub struct RequestArgs {
 
     /// Send each request in several writes with Nagle left on, as many real clients do:
     /// byte counts of the leading writes, e.g. 40,rest (header then body)
-    #[arg(long, value_name = "SIZES", value_parser = crate::workload::parse_write_split)]
-    pub write_split: Option<crate::workload::WriteSplit>,
+    #[arg(long, value_name = "SIZES", value_parser = nodelay_load::parse_write_split)]
+    pub write_split: Option<nodelay_load::WriteSplit>,
 
     #[command(flatten)]
     pub tls: TlsArgs,
@@ -256,31 +256,6 @@ pub struct TlsArgs {
     /// A new connection makes a full handshake instead of resuming an earlier session
     #[arg(long, help_heading = TLS_HEADING)]
     pub no_tls_resume: bool,
-}
-
-impl TlsArgs {
-    /// The options as given, one token each, for commands nodelay suggests.
-    pub fn as_command_line(&self) -> Vec<String> {
-        let mut words = Vec::new();
-        if let Some(path) = &self.cacert {
-            words.extend(["--cacert".to_string(), path.display().to_string()]);
-        }
-        if self.insecure {
-            words.push("--insecure".into());
-        }
-        if let Some(name) = &self.sni {
-            words.extend(["--sni".to_string(), name.clone()]);
-        }
-        if self.no_tls_resume {
-            words.push("--no-tls-resume".into());
-        }
-        words
-    }
-
-    /// Some TLS option was given (they are refused for plain http:// and tcp://).
-    pub fn any(&self) -> bool {
-        !self.as_command_line().is_empty()
-    }
 }
 
 /// `nodelay doctor`: measure, experiment, explain.
@@ -539,7 +514,7 @@ fn parse_socket_address(text: &str) -> Result<SocketAddr, String> {
 /// A HOST:PORT to connect to: port 0 (any free port, when binding) is none.
 fn parse_upstream_address(text: &str) -> Result<SocketAddr, String> {
     let address = parse_socket_address(text)?;
-    crate::target::no_port_zero(text, address)?;
+    nodelay_load::no_port_zero(text, address)?;
     Ok(address)
 }
 

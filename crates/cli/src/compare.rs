@@ -3,18 +3,16 @@
 //! so that the machine's drift and whatever the previous run left warm hit every target alike.
 
 use crate::args::CompareArgs;
-use crate::bench::{Load, Measured, plan_load, why_nothing_succeeded};
-use crate::doctor::examine;
 use crate::exit::{Outcome, usage};
-use crate::interrupt;
 use crate::output::{self, create_output};
-use crate::runner::text_width;
-use crate::target::parse_target;
+use crate::runner::{LoadProgress, text_width};
 use anyhow::{Context, Result, bail};
-use nodelay_engine::Stats;
+use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
+use nodelay_load::{
+    COMPARE_TEST, Contender, comparisons, finish_rounds, plan_load, run_rounds, why_nothing_succeeded,
+};
 use nodelay_report::{
-    COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, FittedText, Json, Machine, Render,
-    RoundFigures, RunEnd, compare_header,
+    COMPARE_SCHEMA_ID, CompareReport, CompareTarget, FittedText, Json, Machine, Render, compare_header,
 };
 use std::time::Duration;
 
@@ -25,74 +23,50 @@ const MAX_LABEL_COLUMNS: usize = 16;
 const DIAGNOSIS_BUDGET: Duration = Duration::from_secs(10);
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The test behind the comparisons, as the JSON states it.
-const TEST: &str = "Mann-Whitney U over the rounds' figures (two-sided; exact up to 20+20 rounds without ties); ratio: Hodges-Lehmann estimate with its ~95 % interval; a difference is named at p < 0.05 when the whole interval lies beyond ±5 %";
-
-/// One target while the rounds run.
-struct Measuring {
-    label: String,
-    load: Load,
-    rounds: Vec<RoundFigures>,
-    /// Every round's responses together.
-    stats: Option<Stats>,
-    elapsed: Duration,
-    error: Option<String>,
-}
-
 pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     let labels = labels(args)?;
     let mut targets = Vec::new();
+    let options = args.load.options();
     for (label, url) in labels.iter().zip(&args.urls) {
-        let load = plan_load(url, &args.load).with_context(|| format!("target {label}"))?;
-        targets.push(Measuring {
-            label: label.clone(),
-            load,
-            rounds: Vec::new(),
-            stats: None,
-            elapsed: Duration::ZERO,
-            error: None,
-        });
+        let load = plan_load(url, &options).with_context(|| format!("target {label}"))?;
+        targets.push(Contender::new(label.clone(), load));
     }
     let html = create_output(args.html.as_deref(), "--html")?;
     for target in &targets {
-        target.load.reserve_descriptors()?;
+        target.load().reserve_descriptors()?;
     }
     // The same flags for every target: one warning will do.
-    targets[0].load.warn_fallbacks();
-    let settings = targets[0].load.settings.clone();
+    crate::bench::warn_fallbacks(targets[0].load());
+    let settings = targets[0].load().settings.clone();
     let width = text_width();
     if !args.json {
         let named: Vec<(String, String)> =
-            targets.iter().map(|t| (t.label.clone(), t.load.settings.url.clone())).collect();
+            targets.iter().map(|t| (t.label().to_string(), t.load().settings.url.clone())).collect();
         output::stdout(&compare_header(&settings, &named, args.rounds, width))?;
     }
-    let interrupted = run_rounds(&mut targets, args.rounds, !args.quiet);
-    if targets.iter().all(|t| t.error.is_some()) {
-        let why: Vec<String> = targets
-            .iter()
-            .map(|t| format!("{}: {}", t.label, t.error.as_deref().unwrap_or_default()))
-            .collect();
+    fn nothing_to_stop() {}
+    let interrupted = run_rounds(&mut targets, args.rounds, &mut |load| {
+        Box::new(LoadProgress::new(&load.config, !args.quiet, &nothing_to_stop))
+    });
+    if targets.iter().all(|t| t.error().is_some()) {
+        let why: Vec<String> =
+            targets.iter().map(|t| format!("{}: {}", t.label(), t.error().unwrap_or_default())).collect();
         bail!("no target could be measured: {}", why.join("; "));
     }
-    let mut measured: Vec<CompareTarget> = targets.into_iter().map(finish).collect();
+    let mut measured: Vec<CompareTarget> = targets.into_iter().map(finish_rounds).collect();
     if args.diagnose && !interrupted {
         for (target, url) in measured.iter_mut().zip(&args.urls) {
             diagnose(target, url, args)?;
         }
     }
-    let comparisons = measured[1..]
-        .iter()
-        .flat_map(|target| {
-            COMPARED.iter().filter_map(|(metric, _)| Comparison::between(&measured[0], target, metric))
-        })
-        .collect();
+    let comparisons = comparisons(&measured);
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds: args.rounds,
         settings,
         targets: measured,
         comparisons,
-        test: TEST,
+        test: COMPARE_TEST,
         machine: Machine::this(),
         interrupted,
     };
@@ -160,67 +134,24 @@ fn default_label(index: usize) -> String {
     }
 }
 
-/// Runs the rounds; a target whose connection fails is measured no more, the others go on.
-/// Returns whether a Ctrl-C cut the rounds short.
-fn run_rounds(targets: &mut [Measuring], rounds: u32, show_progress: bool) -> bool {
-    for round in 0..rounds {
-        let mut order: Vec<usize> = (0..targets.len()).collect();
-        if round % 2 == 1 {
-            order.reverse();
-        }
-        for index in order {
-            let target = &mut targets[index];
-            if target.error.is_some() {
-                continue;
-            }
-            match target.load.measure(show_progress, &|| {}) {
-                Ok(measured) => add_round(target, round + 1, measured),
-                Err(error) => target.error = Some(format!("{error:#}")),
-            }
-            if interrupt::interrupted() {
-                return true;
-            }
-        }
-    }
-    false
-}
-
-fn add_round(target: &mut Measuring, round: u32, measured: Measured) {
-    let report = target.load.report(&measured.stats, measured.end);
-    target.rounds.push(RoundFigures::of(round, &report));
-    target.elapsed += measured.end.elapsed;
-    match &mut target.stats {
-        Some(stats) => stats.append(&measured.stats),
-        None => target.stats = Some(measured.stats),
-    }
-}
-
-fn finish(target: Measuring) -> CompareTarget {
-    let run = target.stats.map(|stats| {
-        let end = RunEnd { elapsed: target.elapsed, interrupted: false, due_not_sent: 0 };
-        target.load.report(&stats, end)
-    });
-    CompareTarget {
-        label: target.label,
-        url: target.load.settings.url.clone(),
-        error: target.error,
-        rounds: target.rounds,
-        run,
-        diagnosis: None,
-        diagnosis_error: None,
-    }
-}
-
 /// The doctor on one target, after the rounds (so that its experiments do not disturb them).
 fn diagnose(target: &mut CompareTarget, url: &str, args: &CompareArgs) -> Result<()> {
     if target.error.is_some() {
         return Ok(());
     }
-    let parsed = parse_target(url)?;
-    let workload = crate::workload::build_workload(&parsed, &args.load.request, true)?;
-    let timeout = args.load.timeout.min(DIAGNOSIS_TIMEOUT);
-    match examine(&parsed, &workload, &args.load.request, &args.server_view, DIAGNOSIS_BUDGET, timeout) {
-        Ok(report) => target.diagnosis = Some(report),
+    let options = DoctorOptions {
+        budget: DIAGNOSIS_BUDGET,
+        timeout: args.load.timeout.min(DIAGNOSIS_TIMEOUT),
+        request: args.load.request.options(),
+        server_view: args.server_view.options(),
+        ..DoctorOptions::default()
+    };
+    match Doctor::new(url, options)?.run(&mut ()) {
+        Ok(Diagnosis::Single(report)) => target.diagnosis = Some(report),
+        // The comparison's report holds one diagnosis a target: a scenario's first request's.
+        Ok(Diagnosis::Scenario(scenario)) => {
+            target.diagnosis = scenario.requests.into_iter().next().map(|named| named.report);
+        }
         Err(error) => target.diagnosis_error = Some(format!("{error:#}")),
     }
     Ok(())

@@ -1,15 +1,13 @@
 //! `nodelay demo`: starts the embedded servers and runs the real doctor on each, so a new
 //! user sees a stall, its proof and its fix with no setup and no network.
 
-use crate::args::{RequestArgs, ServerViewArgs};
-use crate::demo_servers::{DemoBehaviour, start_demo_server};
-use crate::doctor::examine;
 use crate::exit::Outcome;
 use crate::output;
 use crate::runner::text_width;
-use crate::target::parse_target;
-use crate::workload::build_workload;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
+use nodelay_doctor::demo_servers::{DemoBehaviour, start_demo_server};
+use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
+use nodelay_load::ServerViewOptions;
 use nodelay_report::{DoctorReport, MIN_WIDTH, format_duration_ms, wrap_words};
 use std::time::Duration;
 
@@ -52,10 +50,17 @@ pub fn demo() -> Result<Outcome> {
     let mut reports = Vec::new();
     for behaviour in behaviours {
         let address = start_demo_server(behaviour).context("cannot start an embedded server")?;
-        let target = parse_target(&format!("http://{address}/"))?;
-        let workload = build_workload(&target, &RequestArgs::default(), true)?;
-        let off = ServerViewArgs { pid: None, no_server_view: true };
-        let report = examine(&target, &workload, &RequestArgs::default(), &off, BUDGET_PER_SERVER, TIMEOUT)?;
+        // The servers run inside nodelay: there is no other process to read.
+        let options = DoctorOptions {
+            budget: BUDGET_PER_SERVER,
+            timeout: TIMEOUT,
+            server_view: ServerViewOptions { pid: None, no_server_view: true },
+            ..DoctorOptions::default()
+        };
+        let Diagnosis::Single(report) = Doctor::new(&format!("http://{address}/"), options)?.run(&mut ())?
+        else {
+            bail!("the demo's request is one request, not a scenario");
+        };
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         let p50 = format_duration_ms(baseline_p50(&report));
         output::line(&row(&behaviour.describe(), &p50, &verdict.join(", ")))?;

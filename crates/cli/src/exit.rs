@@ -49,24 +49,9 @@ impl From<&nodelay_launch::LaunchError> for Outcome {
     }
 }
 
-/// An error in what the user asked for (exit status 2), as opposed to a failure to measure.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
-
-/// `message` as a usage error (exit status 2).
-pub fn usage(message: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UsageError(message.into()))
-}
+pub use nodelay_load::{UsageError, usage};
 
 /// The exit status for an error that ended a command.
 pub fn outcome_of(error: &anyhow::Error) -> Outcome {
-    if error.chain().any(|cause| cause.is::<UsageError>()) { Outcome::Usage } else { Outcome::Failed }
+    if nodelay_load::is_usage(error) { Outcome::Usage } else { Outcome::Failed }
 }

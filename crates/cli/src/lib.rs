@@ -5,36 +5,26 @@ mod args;
 mod bench;
 mod compare;
 mod demo;
-mod demo_servers;
 mod doctor;
 mod exec;
 mod exit;
-mod hdr_log;
 mod html;
-mod input;
 mod interrupt;
 mod merge;
+mod options;
 mod output;
 mod pcap;
 mod proxy;
 mod report;
-mod request;
 mod runner;
-mod scenario;
 mod self_docs;
-mod server_view;
 mod sockets;
-mod target;
-mod try_fix;
-mod workload;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
     habit_hint, invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
-pub use merge::merge_logs;
-pub use scenario::parse_scenario;
 
 /// Prints the error that ended a command: one line, with its context chain.
 pub fn report_error(error: &anyhow::Error) {

@@ -1,39 +1,14 @@
-//! `nodelay report merge LOG...`: interval logs of any number of load machines (`bench
-//! --hdr-log`) added into one report, losslessly: every interval histogram of every log goes
-//! into one histogram, whose percentiles are those of all the responses together. The logs'
-//! intervals are aligned by their wall-clock start into one timeline.
+//! `nodelay report merge LOG...`: reads the interval logs of any number of load machines
+//! (`bench --hdr-log`), merges them (`nodelay_report::merge_logs`, lossless) and renders the
+//! merged report.
 
 use crate::args::MergeArgs;
 use crate::exit::Outcome;
 use crate::output::{self, create_output};
 use crate::runner::text_width;
-use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
-use hdrhistogram::Histogram;
-use hdrhistogram::serialization::Deserializer;
-use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry, LogIteratorError};
-use nodelay_report::{FittedText, IntervalPoint, Json, MergeReport, MergedLog, Render};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-/// Entry timestamps at most this much below StartTime are taken as offsets from it (the Java
-/// `HistogramLogReader`'s rule for a log without BaseTime): a year.
-const ABSOLUTE_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
-
-/// Points of the merged timeline at most (nearly 3 hours of 1 s intervals): logs whose intervals lie far apart in time (days,
-/// or a bogus timestamp) widen the step rather than make a point per interval between.
-const MAX_TIMELINE_POINTS: u32 = 10_000;
-
-/// One interval histogram of one log, still encoded.
-struct Entry<'a> {
-    log: usize,
-    /// Wall-clock start, from the Unix epoch.
-    start: Duration,
-    duration: Duration,
-    encoded: &'a str,
-    /// 1-based, for messages.
-    line: usize,
-}
+use anyhow::Result;
+use nodelay_report::{FittedText, Json, Render, merge_logs};
+use std::path::Path;
 
 pub fn merge(args: &MergeArgs) -> Result<Outcome> {
     // The page is created before the logs are read: on one of them it would empty it first.
@@ -54,172 +29,6 @@ pub fn merge(args: &MergeArgs) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The logs' bytes (`contents`, one per path, the paths naming them in messages) merged into
-/// one report; a log that is not an interval log, or holds no interval, is an error.
-pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport> {
-    let mut entries = Vec::new();
-    for (log, (path, bytes)) in paths.iter().zip(contents).enumerate() {
-        let before = entries.len();
-        entries.extend(parse(log, path, bytes)?);
-        if entries.len() == before {
-            bail!(
-                "{}: an interval log without intervals (bench --hdr-log writes one per interval that had responses)",
-                path.display()
-            );
-        }
-    }
-    merge_entries(paths, entries)
-}
-
 fn read(path: &Path) -> Result<Vec<u8>> {
-    crate::input::read_capped(path, "interval log", crate::input::MAX_SAVED_RUN_BYTES)
-}
-
-/// The interval entries of one log, with their wall-clock starts.
-fn parse<'a>(log: usize, path: &Path, bytes: &'a [u8]) -> Result<Vec<Entry<'a>>> {
-    let line_at =
-        |offset: usize| bytes[..offset.min(bytes.len())].iter().filter(|&&b| b == b'\n').count() + 1;
-    let (mut start_time, mut base_time) = (None, None);
-    let mut entries = Vec::new();
-    for entry in IntervalLogIterator::new(bytes) {
-        let interval = match entry {
-            Ok(LogEntry::StartTime(time)) => {
-                start_time = Some(time);
-                continue;
-            }
-            Ok(LogEntry::BaseTime(time)) => {
-                base_time = Some(time);
-                continue;
-            }
-            Ok(LogEntry::Interval(interval)) => interval,
-            Err(LogIteratorError::ParseError { offset }) => bail!(
-                "{}: not an HdrHistogram interval log (line {} is neither a comment nor an interval)",
-                path.display(),
-                line_at(offset)
-            ),
-        };
-        let timestamp = interval.start_timestamp();
-        let base = match (base_time, start_time) {
-            (Some(base), _) => base,
-            (None, Some(start)) if timestamp.saturating_add(ABSOLUTE_AFTER) < start => start,
-            _ => Duration::ZERO,
-        };
-        let offset = interval.encoded_histogram().as_ptr() as usize - bytes.as_ptr() as usize;
-        let start = base
-            .checked_add(timestamp)
-            .filter(|start| start.checked_add(interval.duration()).is_some())
-            .ok_or_else(|| {
-                anyhow!("{}: line {}: a time beyond any clock", path.display(), line_at(offset))
-            })?;
-        entries.push(Entry {
-            log,
-            start,
-            duration: interval.duration(),
-            encoded: interval.encoded_histogram(),
-            line: line_at(offset),
-        });
-    }
-    Ok(entries)
-}
-
-fn decode(path: &Path, entry: &Entry) -> Result<Histogram<u64>> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(entry.encoded.trim())
-        .map_err(|e| anyhow!("{}: line {}: the histogram is not base64: {e}", path.display(), entry.line))?;
-    let mut histogram: Histogram<u64> = Deserializer::new().deserialize(&mut &bytes[..]).map_err(|e| {
-        anyhow!("{}: line {}: the histogram does not decode: {e}", path.display(), entry.line)
-    })?;
-    histogram.auto(true);
-    Ok(histogram)
-}
-
-/// A histogram empty and alike `like` (resolution and lowest value), that grows as needed.
-fn empty_like(like: &Histogram<u64>) -> Histogram<u64> {
-    let low = like.low();
-    let mut histogram = Histogram::new_with_bounds(low, like.high().max(2 * low), like.sigfig())
-        .expect("bounds of a histogram that exists are valid");
-    histogram.auto(true);
-    histogram
-}
-
-/// Per log: intervals, values, earliest start and latest end.
-#[derive(Default, Clone, Copy)]
-struct LogFigures {
-    intervals: usize,
-    requests: u64,
-    start: Option<Duration>,
-    end: Duration,
-}
-
-fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeReport> {
-    entries.sort_by_key(|entry| entry.start);
-    let origin = entries.first().map(|entry| entry.start).context("no interval in any log")?;
-    let end = entries.iter().map(|entry| entry.start + entry.duration).max().unwrap_or(origin);
-    let span = end - origin;
-    // The timeline's step: the longest interval (a log's last one may be cut short).
-    let longest = entries.iter().map(|entry| entry.duration).max().unwrap_or_default();
-    let widest_step = span.as_nanos().div_ceil(u128::from(MAX_TIMELINE_POINTS));
-    let step = longest
-        .max(Duration::from_millis(1))
-        .max(Duration::from_nanos(u64::try_from(widest_step).unwrap_or(u64::MAX)));
-    let index_of = |start: Duration| ((start - origin).as_nanos() / step.as_nanos()) as usize;
-    let buckets = (span.as_nanos().div_ceil(step.as_nanos()) as usize).max(1);
-
-    let mut logs = vec![LogFigures::default(); paths.len()];
-    let mut all: Option<(Histogram<u64>, usize)> = None;
-    let mut timeline = Vec::with_capacity(buckets);
-    let mut bucket: Option<Histogram<u64>> = None;
-    let close_bucket = |timeline: &mut Vec<IntervalPoint>, histogram: &Histogram<u64>| {
-        let start = step.checked_mul(timeline.len() as u32).unwrap_or(Duration::MAX);
-        let duration = step.min(span.saturating_sub(start));
-        timeline.push(IntervalPoint::of(start.as_secs_f64(), duration.as_secs_f64(), 0, histogram));
-    };
-    for entry in &entries {
-        let path = &paths[entry.log];
-        let histogram = decode(path, entry)?;
-        let (total, first_log) = all.get_or_insert_with(|| (empty_like(&histogram), entry.log));
-        if histogram.sigfig() != total.sigfig() || histogram.low() != total.low() {
-            bail!(
-                "{} and {} cannot be added losslessly: histograms of {} and {} significant digits, lowest values {} and {}",
-                paths[*first_log].display(),
-                path.display(),
-                total.sigfig(),
-                histogram.sigfig(),
-                total.low(),
-                histogram.low()
-            );
-        }
-        total.add(&histogram).map_err(|e| anyhow!("{}: line {}: {e:?}", path.display(), entry.line))?;
-        let index = index_of(entry.start).min(buckets - 1);
-        while timeline.len() < index {
-            let histogram = bucket.take().unwrap_or_else(|| empty_like(total));
-            close_bucket(&mut timeline, &histogram);
-        }
-        bucket.get_or_insert_with(|| empty_like(total)).add(&histogram).expect("alike histograms add");
-        let figures = &mut logs[entry.log];
-        figures.intervals += 1;
-        figures.requests += histogram.len();
-        figures.start = Some(figures.start.map_or(entry.start, |start| start.min(entry.start)));
-        figures.end = figures.end.max(entry.start + entry.duration);
-    }
-    let (all, _) = all.context("no interval in any log")?;
-    while timeline.len() < buckets {
-        let histogram = bucket.take().unwrap_or_else(|| empty_like(&all));
-        close_bucket(&mut timeline, &histogram);
-    }
-    let logs = paths
-        .iter()
-        .zip(logs)
-        .map(|(path, figures)| {
-            let start = figures.start.unwrap_or(origin);
-            MergedLog {
-                path: path.display().to_string(),
-                intervals: figures.intervals,
-                requests: figures.requests,
-                start_unix_s: start.as_secs_f64(),
-                span_s: figures.end.saturating_sub(start).as_secs_f64(),
-            }
-        })
-        .collect();
-    Ok(MergeReport::new(logs, &all, origin.as_secs_f64(), span.as_secs_f64(), step.as_secs_f64(), timeline))
+    nodelay_load::input::read_capped(path, "interval log", nodelay_load::input::MAX_SAVED_RUN_BYTES)
 }

@@ -3,7 +3,6 @@
 
 use crate::args::ProxyArgs;
 use crate::exit::{Outcome, UsageError};
-use crate::interrupt;
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, anyhow};
@@ -30,7 +29,8 @@ pub fn proxy(args: &ProxyArgs) -> Result<Outcome> {
     // Tests and scripts wait for this line: the relay accepts from now on.
     output::stderr_line(&format!("listening on {listening}"));
     let mut stats = ProxyStats::new(Instant::now(), Duration::from_secs_f64(STALL_GAP_MS / 1e3));
-    let end = relay.run(&mut stats, interrupt::interrupted).map_err(|e| anyhow!("relay failed: {e}"))?;
+    let end =
+        relay.run(&mut stats, nodelay_load::stop::requested).map_err(|e| anyhow!("relay failed: {e}"))?;
     let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end);
     output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.relayed_nothing() {

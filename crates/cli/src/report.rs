@@ -29,7 +29,8 @@ fn render(paths: &[std::path::PathBuf], html: Option<&Path>) -> Result<Outcome> 
 
 /// One saved run: its file name, for the page's labels, and its JSON.
 fn read_run(path: &Path) -> Result<(String, serde_json::Value)> {
-    let bytes = crate::input::read_capped(path, "saved run", crate::input::MAX_SAVED_RUN_BYTES)?;
+    let bytes =
+        nodelay_load::input::read_capped(path, "saved run", nodelay_load::input::MAX_SAVED_RUN_BYTES)?;
     let run: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| {
         anyhow::anyhow!("{} is not JSON ({e}): report reads runs saved with --json", path.display())
     })?;

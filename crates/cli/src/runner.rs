@@ -1,16 +1,16 @@
-//! The terminal around a run: runs the engine on a background thread while the calling
-//! thread forwards Ctrl-C and draws progress on stderr (only when stderr is a terminal), and
-//! tells the text renderers how wide stdout is.
+//! The terminal around a run: the progress drawn on stderr (only when stderr is a terminal)
+//! while the library runs the load or the diagnosis, and how wide stdout is for the text
+//! renderers.
 
-use crate::interrupt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
-use nodelay_engine::{Control, EngineConfig, RecordSink, RunOutput};
+use nodelay_engine::EngineConfig;
+use nodelay_load::{RunObserver, RunProgress};
 use nodelay_report::{DEFAULT_WIDTH, format_seconds};
 use std::collections::VecDeque;
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How often the progress bar and the Ctrl-C flag are looked at.
+/// How often the doctor's line redraws itself.
 const UI_TICK: Duration = Duration::from_millis(100);
 /// The live rate is taken over this much of the recent past: one tick's count jumps about.
 const RATE_WINDOW: Duration = Duration::from_secs(1);
@@ -18,15 +18,6 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 const ECHO_ROOM: u16 = 3;
 /// Redraws per second at most, as indicatif's own stderr target.
 const REFRESH_HZ: u8 = 20;
-
-pub struct Finished<S> {
-    pub output: RunOutput<S>,
-    pub interrupted: bool,
-    /// The run's first connect failed before any succeeded: why.
-    pub unreachable: Option<String>,
-    /// Some connection of the run opened.
-    pub connected: bool,
-}
 
 /// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
 /// set (a pipe to a pager the user sized), else 80.
@@ -49,72 +40,55 @@ fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
     columns().unwrap_or(DEFAULT_WIDTH)
 }
 
-/// Runs the engine to its end or an interrupt; `on_interrupt` runs once when the run is
-/// asked to stop early, before its connections close.
-pub fn run_engine<S, F>(
-    config: &EngineConfig,
-    show_progress: bool,
-    make_sink: F,
-    on_interrupt: &dyn Fn(),
-) -> anyhow::Result<Finished<S>>
-where
-    S: RecordSink + Send,
-    F: Fn(usize) -> S + Sync + Send,
-{
-    interrupt::install();
-    let control = Control::new(config.threads.max(1));
-    let bar = (show_progress && std::io::stderr().is_terminal()).then(|| progress_bar(config));
-    let started = Instant::now();
-    let mut rate = RateWindow::default();
-    let output = std::thread::scope(|scope| {
-        let control = &control;
-        let make_sink = &make_sink;
-        let caller = std::thread::current();
-        let engine = scope.spawn(move || {
-            let result = nodelay_engine::run(config, control, make_sink);
-            caller.unpark();
-            result
-        });
-        let mut told = false;
-        while !engine.is_finished() {
-            if interrupt::interrupted() {
-                if !told {
-                    // Before the stop: the connections close once the workers see it.
-                    on_interrupt();
-                    told = true;
-                }
-                control.stop();
-                // Gone at once, not when the engine has wound down: the terminal is the
-                // user's again as soon as they asked for it.
-                if let Some(bar) = &bar {
-                    bar.finish_and_clear();
-                }
-            }
-            if let Some(bar) = bar.as_ref().filter(|bar| !bar.is_finished()) {
-                let elapsed = started.elapsed();
-                let done = control.completed();
-                match config.max_requests {
-                    Some(_) => bar.set_position(done),
-                    None => bar.set_position(elapsed.as_millis() as u64),
-                }
-                let per_second = rate.per_second(elapsed, done);
-                bar.set_message(progress_message(
-                    config.max_requests.is_none(),
-                    done,
-                    per_second,
-                    control.errors(),
-                ));
-            }
-            std::thread::park_timeout(UI_TICK);
-        }
-        engine.join().expect("engine thread panicked")
-    });
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
+/// A load run's progress bar, when `show` and stderr is a terminal; `on_stop` runs once when
+/// the run is asked to stop early, before its connections close.
+pub struct LoadProgress<'a> {
+    bar: Option<ProgressBar>,
+    counts_requests: bool,
+    rate: RateWindow,
+    on_stop: &'a dyn Fn(),
+}
+
+impl<'a> LoadProgress<'a> {
+    pub fn new(config: &EngineConfig, show: bool, on_stop: &'a dyn Fn()) -> Self {
+        let bar = (show && std::io::stderr().is_terminal()).then(|| progress_bar(config));
+        let counts_requests = config.max_requests.is_some();
+        LoadProgress { bar, counts_requests, rate: RateWindow::default(), on_stop }
     }
-    let unreachable = control.unreachable().map(str::to_string);
-    let connected = control.connected();
-    Ok(Finished { output: output?, interrupted: interrupt::interrupted(), unreachable, connected })
+}
+
+impl RunObserver for LoadProgress<'_> {
+    fn tick(&mut self, progress: RunProgress) {
+        let Some(bar) = self.bar.as_ref().filter(|bar| !bar.is_finished()) else { return };
+        match self.counts_requests {
+            true => bar.set_position(progress.completed),
+            false => bar.set_position(progress.elapsed.as_millis() as u64),
+        }
+        let per_second = self.rate.per_second(progress.elapsed, progress.completed);
+        bar.set_message(progress_message(
+            !self.counts_requests,
+            progress.completed,
+            per_second,
+            progress.errors,
+        ));
+    }
+
+    fn stopping(&mut self) {
+        (self.on_stop)();
+        // Gone at once, not when the engine has wound down: the terminal is the user's again
+        // as soon as they asked for it.
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for LoadProgress<'_> {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// `1200 responses, 598 req/s, 3 errors` (the count only when the bar does not show it).
@@ -218,15 +192,15 @@ impl RateWindow {
 
 /// The doctor's line on stderr: which phase runs and how much of the budget is spent. It
 /// redraws itself (indicatif's steady tick), so it moves during the connection probe too.
+/// Nothing is drawn when stderr is not a terminal (a file or a pipe).
 pub struct DoctorProgress {
-    bar: ProgressBar,
+    bar: Option<ProgressBar>,
 }
 
 impl DoctorProgress {
-    /// `None` when stderr is not a terminal: nothing is drawn into a file or a pipe.
-    pub fn start(budget: Duration) -> Option<Self> {
+    pub fn start(budget: Duration) -> Self {
         if !std::io::stderr().is_terminal() {
-            return None;
+            return DoctorProgress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(None, stderr_target());
         let style = ProgressStyle::with_template("{budget_bar} {budget} {wide_msg}").map(|style| {
@@ -247,49 +221,28 @@ impl DoctorProgress {
             bar.set_style(style);
         }
         bar.enable_steady_tick(UI_TICK);
-        Some(DoctorProgress { bar })
-    }
-
-    /// Names the step now running.
-    pub fn phase(&self, what: &str) {
-        self.bar.set_message(what.to_string());
-    }
-
-    /// The phases of the whole diagnosis.
-    pub fn whole(&self) -> PhaseProgress<'_> {
-        PhaseProgress { progress: self, request: None }
-    }
-
-    /// The phases of one named request of a scenario.
-    pub fn named(&self, request: &str) -> PhaseProgress<'_> {
-        PhaseProgress { progress: self, request: Some(request.to_string()) }
+        DoctorProgress { bar: Some(bar) }
     }
 
     /// Clears the line before the report is printed, or at Ctrl-C.
     pub fn finish(&self) {
-        self.bar.finish_and_clear();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl nodelay_doctor::Progress for DoctorProgress {
+    fn phase(&mut self, what: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(what.to_string());
+        }
     }
 }
 
 impl Drop for DoctorProgress {
     fn drop(&mut self) {
-        self.bar.finish_and_clear();
-    }
-}
-
-/// One diagnosis's view of the doctor's line: its phases, after the request's name in a
-/// scenario.
-pub struct PhaseProgress<'a> {
-    progress: &'a DoctorProgress,
-    request: Option<String>,
-}
-
-impl PhaseProgress<'_> {
-    pub fn phase(&self, what: &str) {
-        match &self.request {
-            Some(request) => self.progress.phase(&format!("'{request}', {what}")),
-            None => self.progress.phase(what),
-        }
+        self.finish();
     }
 }
 

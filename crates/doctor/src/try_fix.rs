@@ -2,12 +2,12 @@
 //! set TCP_NODELAY on the server's own sockets (crates/host), measure the baseline again on a
 //! fresh keep-alive connection, and put the original setting back unless `--keep-fix`.
 
-use crate::doctor::run_phase;
-use crate::interrupt;
+use crate::phases::run_phase;
 use anyhow::{Context, Result};
 use nodelay_diagnose::{Finding, FindingId, FixTrial};
 use nodelay_engine::EngineConfig;
 use nodelay_host::{NodelayChange, ProcessInfo, Restored, Target};
+use nodelay_load::stop;
 use nodelay_report::{TryFixReport, plural};
 
 /// A trial where at least this share of responses still pause did not fix the server.
@@ -19,11 +19,14 @@ pub enum FixPolicy {
     /// Only say what to change.
     Describe,
     /// Apply it to the server and measure; restore the original setting unless `keep`.
-    Try { keep: bool },
+    Try {
+        /// Leave TCP_NODELAY on afterwards.
+        keep: bool,
+    },
 }
 
 /// Whether the findings so far call for the trial, and why not when they do not.
-pub fn worth_trying(findings: &[Finding]) -> Result<(), &'static str> {
+pub(crate) fn worth_trying(findings: &[Finding]) -> Result<(), &'static str> {
     if findings.iter().any(|f| f.id == FindingId::ServerNagleDelayedAck && f.proven) {
         Ok(())
     } else {
@@ -39,7 +42,7 @@ fn processes(processes: &[ProcessInfo]) -> String {
 
 /// Applies the fix to the server behind `config.address`, runs `config` once more, restores.
 /// Returns the measured trial, if any, and what was done.
-pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, TryFixReport)> {
+pub(crate) fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, TryFixReport)> {
     let address = config.address;
     let change = match nodelay_host::set_nodelay(Target::Address(address), false) {
         Ok(change) => change,
@@ -61,7 +64,7 @@ pub fn try_fix(config: &EngineConfig, keep: bool) -> Result<(Option<FixTrial>, T
     // that exits at once still restores. A failed measurement restores even with --keep-fix:
     // there is nothing to keep a fix for.
     let undo = change.clone();
-    let (measured, restored) = interrupt::undoing(
+    let (measured, restored) = stop::undoing(
         move || {
             if !keep {
                 nodelay_host::restore(&undo);

@@ -15,8 +15,8 @@
 //! headers = { X-Trace = "1" }
 //! ```
 
-use crate::exit::usage;
 use crate::input::{MAX_BODY_BYTES, MAX_SCENARIO_BYTES, read_capped};
+use crate::usage::usage;
 use anyhow::{Context, Result};
 use nodelay_engine::Selection;
 use serde::Deserialize;
@@ -64,20 +64,29 @@ fn default_weight() -> u32 {
 /// One named request of a scenario, ready to encode against the base URL.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScenarioRequest {
+    /// Its name: the row of the per-request table.
     pub name: String,
+    /// HTTP method, upper case.
     pub method: String,
     /// Path and query, starting with `/`.
     pub path: String,
+    /// Its own headers (a Content-Type for form and json bodies).
     pub headers: Vec<(String, String)>,
+    /// The body, empty for none.
     pub body: Vec<u8>,
 }
 
+/// A parsed scenario file.
 #[derive(Debug, Clone)]
 pub struct Scenario {
+    /// The named requests, in the file's order.
     pub requests: Vec<ScenarioRequest>,
+    /// How each connection picks its next request: by weight, or in sequence.
     pub selection: Selection,
 }
 
+/// Reads and parses the scenario file at `path` (capped in size); any mistake is a usage
+/// error naming the file.
 pub fn load_scenario(path: &Path) -> Result<Scenario> {
     let bytes = read_capped(path, "scenario", MAX_SCENARIO_BYTES)?;
     let text = String::from_utf8(bytes)

@@ -1,12 +1,11 @@
 //! What a run sends and how responses are framed, built from the target and the request
 //! options: one HTTP request, a scenario of named HTTP requests, or raw TCP bytes.
 
-use crate::args::RequestArgs;
-use crate::exit::usage;
 use crate::input::{MAX_BODY_BYTES, read_capped};
-use crate::request::build_request;
+use crate::request::{RequestOptions, TlsChoices, build_request};
 use crate::scenario::load_scenario;
 use crate::target::{HttpTarget, Target};
+use crate::usage::usage;
 use anyhow::Result;
 use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection, TlsClient, TlsOptions};
 use nodelay_wire::{HttpRequest, unescape};
@@ -21,6 +20,7 @@ const MAX_RAW_RESPONSE_BYTES: u64 = 1024 * 1024;
 /// One kind of request with what the doctor's experiments need to vary it.
 #[derive(Debug, Clone)]
 pub struct WorkloadRequest {
+    /// The request as the engine sends it.
     pub spec: RequestSpec,
     /// The head of the same request asking the server to close (HTTP `Connection: close`);
     /// empty for raw protocols, which send the request as it is.
@@ -30,12 +30,18 @@ pub struct WorkloadRequest {
     pub head_bytes: Option<usize>,
 }
 
+/// What a run sends, where, and how its responses end.
 #[derive(Debug, Clone)]
 pub struct Workload {
+    /// The target's URL as reports show it.
     pub url: String,
+    /// The address connected to.
     pub address: SocketAddr,
+    /// One request, or a scenario's named requests.
     pub requests: Vec<WorkloadRequest>,
+    /// How a connection picks its next request.
     pub selection: Selection,
+    /// How a response is framed: HTTP, or a raw framing.
     pub framing: Framing,
     /// `--write-split` asks for a client that writes in pieces with Nagle on.
     pub client_nodelay: bool,
@@ -58,17 +64,19 @@ impl WorkloadRequest {
 }
 
 impl Workload {
+    /// The requests as the engine takes them.
     pub fn specs(&self) -> Vec<RequestSpec> {
         self.requests.iter().map(|r| r.spec.clone()).collect()
     }
 
+    /// More than one named request.
     pub fn is_scenario(&self) -> bool {
         self.requests.len() > 1
     }
 }
 
 /// Builds the workload; `keep_alive: false` asks HTTP servers to close after each response.
-pub fn build_workload(target: &Target, args: &RequestArgs, keep_alive: bool) -> Result<Workload> {
+pub fn build_workload(target: &Target, args: &RequestOptions, keep_alive: bool) -> Result<Workload> {
     let write_split = args.write_split.clone().map(|split| split.0).unwrap_or_default();
     let mut workload = match target {
         Target::Http(http) => http_workload(http, args, keep_alive)?,
@@ -83,7 +91,7 @@ pub fn build_workload(target: &Target, args: &RequestArgs, keep_alive: bool) -> 
 }
 
 /// The TLS client of an https:// target; TLS options on any other target are a mistake.
-fn tls_client(target: &Target, args: &crate::args::TlsArgs) -> Result<Option<TlsClient>> {
+fn tls_client(target: &Target, args: &TlsChoices) -> Result<Option<TlsClient>> {
     let Target::Http(HttpTarget { tls_host: Some(host), .. }) = target else {
         if args.any() {
             return Err(usage("--insecure, --cacert, --sni and --no-tls-resume are for https:// URLs"));
@@ -99,7 +107,7 @@ fn tls_client(target: &Target, args: &crate::args::TlsArgs) -> Result<Option<Tls
     TlsClient::new(host, &options).map(Some).map_err(|e| usage(e.to_string()))
 }
 
-fn http_workload(target: &HttpTarget, args: &RequestArgs, keep_alive: bool) -> Result<Workload> {
+fn http_workload(target: &HttpTarget, args: &RequestOptions, keep_alive: bool) -> Result<Workload> {
     if args.send.is_some() || args.frame.is_some() {
         return Err(usage("--send and --frame are for tcp:// targets; HTTP requests use -m, -H and -b"));
     }
@@ -193,7 +201,7 @@ fn join_path(base: &str, path: &str) -> String {
     format!("{base}{path}")
 }
 
-fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Workload> {
+fn tcp_workload(url: &str, address: SocketAddr, args: &RequestOptions) -> Result<Workload> {
     if args.method.is_some() || !args.headers.is_empty() || args.body.is_some() || args.scenario.is_some() {
         return Err(usage(
             "-m, -H, -b and --scenario are for http:// targets; tcp:// uses --send and --frame",
@@ -227,38 +235,9 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestArgs) -> Result<Wo
     })
 }
 
-/// Byte counts of the leading writes of a request (`--write-split`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteSplit(pub Vec<usize>);
-
-/// Parses `--write-split`: comma-separated byte counts, optionally ending in `rest`.
-pub fn parse_write_split(text: &str) -> Result<WriteSplit, String> {
-    let mut sizes = Vec::new();
-    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
-    for (i, part) in parts.iter().enumerate() {
-        if *part == "rest" && i == parts.len() - 1 && i > 0 {
-            break;
-        }
-        match part.parse::<usize>() {
-            Ok(n) if n > 0 => sizes.push(n),
-            _ => return Err(format!("'{part}' in '{text}': use byte counts such as 40,rest or 4,8,rest")),
-        }
-    }
-    Ok(WriteSplit(sizes))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn write_split_syntax() {
-        assert_eq!(parse_write_split("40,rest"), Ok(WriteSplit(vec![40])));
-        assert_eq!(parse_write_split("4, 8"), Ok(WriteSplit(vec![4, 8])));
-        assert!(parse_write_split("rest").is_err());
-        assert!(parse_write_split("0,rest").is_err());
-        assert!(parse_write_split("4,rest,8").is_err());
-    }
 
     #[test]
     fn scenario_paths_join_the_base_path() {

@@ -1,14 +1,17 @@
 //! Turns the user's URL into an address to connect to and the request's Host and target.
 //! Whether it is reachable, the run's own first connection tells (see engine::Control).
 
-use crate::exit::usage;
+use crate::usage::usage;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use url::Url;
 
+/// An `http://` or `https://` target, resolved.
 #[derive(Debug, Clone)]
 pub struct HttpTarget {
+    /// The URL as reports show it (a password replaced by `***`).
     pub url: String,
+    /// The address connected to (the host's first).
     pub address: SocketAddr,
     /// `host[:port]` as written in the URL, for the Host header.
     pub host_header: String,
@@ -38,8 +41,15 @@ impl HttpTarget {
 /// Where to send load: an HTTP URL, or a raw TCP request/response service.
 #[derive(Debug, Clone)]
 pub enum Target {
+    /// An HTTP server.
     Http(HttpTarget),
-    Tcp { url: String, address: SocketAddr },
+    /// A raw TCP request/response service.
+    Tcp {
+        /// `tcp://HOST:PORT` as given.
+        url: String,
+        /// The address connected to.
+        address: SocketAddr,
+    },
 }
 
 impl Target {
@@ -84,7 +94,7 @@ pub fn parse_target(text: &str) -> Result<Target> {
 
 /// Port 0 asks the kernel for any free port when binding; nothing can be connected to it.
 /// `text` names the address in the message (a URL, or `proxy --upstream`'s HOST:PORT).
-pub(crate) fn no_port_zero(text: &str, address: SocketAddr) -> Result<(), String> {
+pub fn no_port_zero(text: &str, address: SocketAddr) -> Result<(), String> {
     match address.port() {
         0 => Err(format!("'{text}' names port 0, which no server listens on")),
         _ => Ok(()),

@@ -3,7 +3,7 @@
 //! `report merge` read): read once, through a cap, so `/dev/zero` or a huge file is a
 //! clear error instead of a process that reads until memory runs out.
 
-use crate::exit::usage;
+use crate::usage::usage;
 use anyhow::Result;
 use std::io::Read;
 use std::path::Path;

@@ -1,10 +1,19 @@
 //! Reading the server's side of a run: which process to watch (the one behind a local
 //! target, or `--pid`), and its view or, in one line, why there is none.
 
-use crate::args::ServerViewArgs;
 use nodelay_host::{SamplerPace, ServerView, ServerWatch, Target};
 use nodelay_report::ServerViewReport;
 use std::net::{SocketAddr, UdpSocket};
+
+/// Whether and how to read the server's side of a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerViewOptions {
+    /// The server's process ID [default: the process listening on the target's port, when
+    /// the target is on this machine].
+    pub pid: Option<i32>,
+    /// Do not read the server's side at all.
+    pub no_server_view: bool,
+}
 
 /// A watch in progress, or why there is none.
 pub enum Watching {
@@ -12,15 +21,18 @@ pub enum Watching {
     Off,
     /// `named`: the process was named by --pid, for a target on this port.
     On {
+        /// The sampler running.
         watch: Box<ServerWatch>,
+        /// The PID named and the target's port, to warn when that process did not listen there.
         named: Option<(i32, u16)>,
     },
+    /// The server is local but cannot be read here: why.
     Unavailable(String),
 }
 
 /// Starts watching the server behind `address` (or `--pid`), when it runs on this machine,
 /// its sampler looking at `pace`.
-pub fn watch(address: SocketAddr, args: &ServerViewArgs, pace: SamplerPace) -> Watching {
+pub fn watch(address: SocketAddr, args: &ServerViewOptions, pace: SamplerPace) -> Watching {
     let target = match args.pid {
         _ if args.no_server_view => return Watching::Off,
         Some(pid) => Target::Pid(pid),

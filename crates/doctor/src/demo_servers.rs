@@ -6,6 +6,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
+/// What a demo server does wrong, or right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DemoBehaviour {
     /// Head and body in two writes, Nagle on: the classic stall.
@@ -19,6 +20,7 @@ pub enum DemoBehaviour {
 }
 
 impl DemoBehaviour {
+    /// One line saying what the server does, for the demo's table.
     pub fn describe(self) -> String {
         match self {
             DemoBehaviour::SplitWrites => "head and body in two writes, Nagle on".into(),

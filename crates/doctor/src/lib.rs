@@ -1,0 +1,36 @@
+//! nodelay's doctor as a library: names the cause of slow requests, proves it by experiment
+//! and shows the fix, within a bounded budget. [`Doctor::new`] validates a target and its
+//! options; [`Doctor::run`] measures a keep-alive baseline, runs the experiments the rules
+//! of `nodelay_diagnose` ask for while the budget lasts, probes, tries a fix when asked,
+//! follows the hops behind a server of this machine, and returns the report that
+//! `nodelay_report` renders as text, JSON or HTML.
+//!
+//! ```no_run
+//! use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
+//!
+//! let doctor = Doctor::new("http://127.0.0.1:8000/", DoctorOptions::default())?;
+//! if let Diagnosis::Single(report) = doctor.run(&mut ())? {
+//!     for finding in &report.findings {
+//!         println!("{}: {}", finding.id.as_str(), finding.title);
+//!     }
+//! }
+//! # anyhow::Ok(())
+//! ```
+//!
+//! Nothing here prints: steps are told to a [`Progress`]; a stop request
+//! (`nodelay_load::stop::request`, the CLI's Ctrl-C) ends the step running and the report
+//! says so. [`demo_servers`] are the small servers `nodelay demo` diagnoses.
+
+#![warn(missing_docs)]
+
+mod chain;
+pub mod demo_servers;
+mod doctor;
+mod examine;
+mod phases;
+mod progress;
+mod try_fix;
+
+pub use doctor::{Diagnosis, Doctor, DoctorOptions};
+pub use progress::Progress;
+pub use try_fix::FixPolicy;

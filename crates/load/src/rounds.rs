@@ -1,0 +1,114 @@
+//! Compare's rounds: targets measured in interleaved rounds, to be set side by side. Each
+//! round runs every target once, the order reversed every other round (A B, B A, ...),
+//! so that the machine's drift and whatever the previous run left warm hit every target alike.
+
+use crate::plan::{Load, Measured};
+use crate::run::RunObserver;
+use crate::stop;
+use nodelay_engine::Stats;
+use nodelay_report::{COMPARED, CompareTarget, Comparison, RoundFigures, RunEnd};
+use std::time::Duration;
+
+/// The statistical test behind the comparisons, as the JSON states it.
+pub const TEST: &str = "Mann-Whitney U over the rounds' figures (two-sided; exact up to 20+20 rounds without ties); ratio: Hodges-Lehmann estimate with its ~95 % interval; a difference is named at p < 0.05 when the whole interval lies beyond ±5 %";
+
+/// One target while the rounds run.
+pub struct Contender {
+    label: String,
+    load: Load,
+    rounds: Vec<RoundFigures>,
+    /// Every round's responses together.
+    stats: Option<Stats>,
+    elapsed: Duration,
+    error: Option<String>,
+}
+
+impl Contender {
+    /// A target named `label`, loaded as `load` plans, before its first round.
+    pub fn new(label: String, load: Load) -> Self {
+        Contender { label, load, rounds: Vec::new(), stats: None, elapsed: Duration::ZERO, error: None }
+    }
+
+    /// Its name in the comparison.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Its load plan.
+    pub fn load(&self) -> &Load {
+        &self.load
+    }
+
+    /// Why it is measured no more (its connection failed), if it is not.
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+}
+
+/// Runs the rounds; a target whose connection fails is measured no more, the others go on.
+/// Returns whether a Ctrl-C cut the rounds short.
+/// `observe` gives the observer of each run.
+pub fn run_rounds(
+    targets: &mut [Contender],
+    rounds: u32,
+    observe: &mut dyn FnMut(&Load) -> Box<dyn RunObserver + '_>,
+) -> bool {
+    for round in 0..rounds {
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for index in order {
+            let target = &mut targets[index];
+            if target.error.is_some() {
+                continue;
+            }
+            let measured = target.load.measure(observe(&target.load).as_mut());
+            match measured {
+                Ok(measured) => add_round(target, round + 1, measured),
+                Err(error) => target.error = Some(format!("{error:#}")),
+            }
+            if stop::requested() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn add_round(target: &mut Contender, round: u32, measured: Measured) {
+    let report = target.load.report(&measured.stats, measured.end);
+    target.rounds.push(RoundFigures::of(round, &report));
+    target.elapsed += measured.end.elapsed;
+    match &mut target.stats {
+        Some(stats) => stats.append(&measured.stats),
+        None => target.stats = Some(measured.stats),
+    }
+}
+
+/// A target's figures over all its rounds, without a diagnosis yet.
+pub fn finish(target: Contender) -> CompareTarget {
+    let run = target.stats.map(|stats| {
+        let end = RunEnd { elapsed: target.elapsed, interrupted: false, due_not_sent: 0 };
+        target.load.report(&stats, end)
+    });
+    CompareTarget {
+        label: target.label,
+        url: target.load.settings.url.clone(),
+        error: target.error,
+        rounds: target.rounds,
+        run,
+        diagnosis: None,
+        diagnosis_error: None,
+    }
+}
+
+/// Every target against the first, figure by figure.
+pub fn comparisons(targets: &[CompareTarget]) -> Vec<Comparison> {
+    targets[1..]
+        .iter()
+        .flat_map(|target| {
+            COMPARED.iter().filter_map(|(metric, _)| Comparison::between(&targets[0], target, metric))
+        })
+        .collect()
+}
