@@ -22,6 +22,8 @@ pub struct RequestSpec {
 }
 
 impl RequestSpec {
+    /// A request named `name` of these encoded bytes, sent in one write and answered with a
+    /// body (`expects_no_body` false).
     pub fn new(name: impl Into<String>, bytes: impl Into<Arc<Vec<u8>>>) -> Self {
         RequestSpec {
             name: name.into(),
@@ -57,14 +59,20 @@ pub enum Selection {
     Weighted(Vec<u32>),
 }
 
+/// What one engine run does: where, what, how many at once, for how long, and how.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
+    /// The server's address; every connection goes to it.
     pub address: SocketAddr,
     /// At least one.
     pub requests: Vec<RequestSpec>,
+    /// Which request each connection sends next.
     pub selection: Selection,
+    /// How the server's responses are delimited.
     pub framing: Framing,
+    /// Connection slots kept busy, over all threads.
     pub connections: usize,
+    /// Worker threads (event loops); at most one per connection.
     pub threads: usize,
     /// Stop after this many requests (completed or failed).
     pub max_requests: Option<u64>,
@@ -72,10 +80,13 @@ pub struct EngineConfig {
     pub duration: Option<Duration>,
     /// Open loop: requests are due at this rate overall, latency counted from when due.
     pub rate_per_second: Option<f64>,
+    /// A request's deadline from its first write to its response's last byte.
     pub timeout: Duration,
+    /// A new connection's deadline for its TCP handshake, and again for its TLS handshake.
     pub connect_timeout: Duration,
     /// `false`: a new connection for every request.
     pub keep_alive: bool,
+    /// Options set on every connection's socket.
     pub socket: SocketOptions,
     /// Length of one interval of the run's time series (`Stats::timeline`).
     pub interval: Duration,

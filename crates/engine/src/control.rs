@@ -15,6 +15,8 @@ struct ThreadCounters {
     errors: AtomicU64,
 }
 
+/// What the caller and the engine's threads share while a run lasts: the stop flag, progress
+/// counters and reachability.
 pub struct Control {
     stop: AtomicBool,
     threads: Box<[ThreadCounters]>,
@@ -25,6 +27,7 @@ pub struct Control {
 }
 
 impl Control {
+    /// Counters for `threads` threads, not stopped.
     pub fn new(threads: usize) -> Self {
         Control {
             stop: AtomicBool::new(false),
@@ -62,6 +65,7 @@ impl Control {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// Whether `stop` was called, by the caller or because the target was unreachable.
     pub fn is_stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }

@@ -16,15 +16,28 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExpectAnswer {
     /// `100 Continue` (or another interim response), `after` the head was sent.
-    Continue { after: Duration },
+    Continue {
+        /// Time from sending the head to the end of the interim response's head.
+        after: Duration,
+    },
     /// A final response without waiting for the body (often 417 Expectation Failed).
-    FinalAtOnce { status: u16, after: Duration },
+    FinalAtOnce {
+        /// Status of the final response.
+        status: u16,
+        /// Time from sending the head to the end of the final response's head.
+        after: Duration,
+    },
     /// Nothing within `waited`: the server waits for the body the client holds back.
-    Silence { waited: Duration },
+    Silence {
+        /// How long the probe waited for an answer to the head.
+        waited: Duration,
+    },
 }
 
+/// What a server did with one `Expect: 100-continue` request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ExpectProbe {
+    /// What it answered to the head alone.
     pub answer: ExpectAnswer,
     /// After `Continue` or `Silence` the body was sent: the final response's status...
     pub final_status: Option<u16>,

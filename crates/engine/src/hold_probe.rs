@@ -15,10 +15,11 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// What the server did with an HTTP/1.0 request that did not ask for keep-alive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoldProbe {
+    /// Status of the response.
     pub status: u16,
     /// The response said `Connection: keep-alive`.
     pub said_keep_alive: bool,
-    /// How long after the response ended the server closed; `None`: still open after `held`.
+    /// How long after the response ended the server closed; `None`: still open after `waited`.
     pub closed_after: Option<Duration>,
     /// How long the probe waited for the close.
     pub waited: Duration,

@@ -7,8 +7,10 @@ use crate::hold_probe::{header_values, respond_then_wait};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// What the server did with a keep-alive connection left idle after one response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdleProbe {
+    /// Status of the response.
     pub status: u16,
     /// The response said `Connection: close`: there was no idle connection to keep.
     pub said_close: bool,
@@ -17,6 +19,7 @@ pub struct IdleProbe {
     /// How long after the response the server closed the idle connection; `None`: still
     /// open after `waited`.
     pub closed_after: Option<Duration>,
+    /// How long the probe waited for the close, from the response's end.
     pub waited: Duration,
 }
 

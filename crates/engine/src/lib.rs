@@ -4,6 +4,8 @@
 //! The engine knows sockets, time and HTTP framing; it never prints. Callers turn the
 //! records into statistics, diagnoses and reports.
 
+#![warn(missing_docs)]
+
 mod arrival;
 mod config;
 mod control;
@@ -63,6 +65,7 @@ pub fn io_uring_unavailable() -> Option<String> {
 
 /// Per-thread sinks and how long the run took.
 pub struct RunOutput<S> {
+    /// Each thread's sink, in thread order.
     pub sinks: Vec<S>,
     /// From the start until the last thread's loop stopped (its connections' closing after).
     pub elapsed: Duration,

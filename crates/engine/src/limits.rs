@@ -10,7 +10,9 @@ const OVERHEAD_DESCRIPTORS: u64 = 16;
 /// The process's limit on open descriptors after raising it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DescriptorLimit {
+    /// The limit the kernel enforces now, in descriptors.
     pub soft: u64,
+    /// The ceiling the soft limit may be raised to without privilege, in descriptors.
     pub hard: u64,
 }
 
@@ -21,8 +23,11 @@ pub struct DescriptorLimit {
      (ulimit -n, hard limit {limit}): lower -c, or raise the hard limit (ulimit -Hn as root, or LimitNOFILE)"
 )]
 pub struct DescriptorShortage {
+    /// Connections the run asked for (`-c`).
     pub connections: u64,
+    /// Descriptors the run would need (`descriptors_needed`).
     pub needed: u64,
+    /// Descriptors this process may open.
     pub limit: u64,
 }
 

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+/// What the pacer answers when a connection asks for the next request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Claim {
     /// Send now; latency counts from this intended start.
@@ -33,6 +34,7 @@ fn slot_offset_ns(index: u64, rate: f64) -> u64 {
     }
 }
 
+/// One thread's schedule of requests: when each is due and how many are left.
 #[derive(Debug, Clone)]
 pub struct Pacer {
     start: Instant,
@@ -76,6 +78,7 @@ impl Pacer {
         Claim::Now(intended)
     }
 
+    /// Whether the request quota is spent.
     pub fn is_exhausted(&self) -> bool {
         self.remaining == Some(0)
     }

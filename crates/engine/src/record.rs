@@ -37,18 +37,27 @@ pub struct ResponseRecord {
     pub max_read_gap: Duration,
     /// Bytes that arrived before that longest pause (e.g. only the head).
     pub bytes_before_max_gap: u64,
+    /// Bytes read for this response, head and body.
     pub response_bytes: u64,
+    /// HTTP status of the final response; 0 for raw protocols.
     pub status: u16,
 }
 
 /// Why a request attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ErrorKind {
+    /// The server refused the connection (ECONNREFUSED).
     ConnectRefused,
+    /// The TCP or TLS handshake did not finish within `connect_timeout`.
     ConnectTimeout,
+    /// The connection was reset or aborted, or a write found it closed (EPIPE).
     Reset,
+    /// No complete response within `timeout`.
     Timeout,
+    /// The response broke its framing: unparseable, too large, or followed by bytes nobody
+    /// asked for.
     MalformedResponse,
+    /// The server closed the connection before the response was complete.
     ClosedEarly,
     /// The process or the system ran out of file descriptors (EMFILE, ENFILE).
     OutOfFiles,
@@ -57,10 +66,12 @@ pub enum ErrorKind {
     PortsExhausted,
     /// The TLS handshake or a TLS record failed (certificate, alert, not TLS at all).
     Tls,
+    /// Any other failure, as the message says.
     Other,
 }
 
 impl ErrorKind {
+    /// Every kind, in the order of `index`.
     pub const ALL: [ErrorKind; 10] = [
         ErrorKind::ConnectRefused,
         ErrorKind::ConnectTimeout,
@@ -90,6 +101,7 @@ impl ErrorKind {
         }
     }
 
+    /// This kind's position in `ALL`, for per-kind arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -116,22 +128,28 @@ impl ErrorKind {
 /// One failed attempt; the connection is closed and reopened after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ErrorRecord {
+    /// Connection slot (0..connections) the attempt was made on.
     pub connection: u32,
+    /// Index of the request kind in the run's request list.
     pub request: u16,
     /// When the attempt failed, relative to the run's start (its interval of the timeline).
     pub offset: Duration,
+    /// The kind of failure.
     pub kind: ErrorKind,
+    /// What went wrong, in the words of the error that said so.
     pub message: String,
 }
 
 /// A TCP connection's kernel view, taken just before it closed or when the run ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConnectionRecord {
+    /// Connection slot (0..connections) it occupied.
     pub connection: u32,
     /// Complete responses it carried.
     pub requests: u64,
     /// A request was still in flight on it when the run ended (not counted as done or failed).
     pub abandoned_request: bool,
+    /// Its TCP_INFO, when the kernel gave one (Linux only).
     pub tcp_info: Option<TcpInfo>,
     /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack;
     /// on the slot's first record that has one, `None` on the later ones.

@@ -5,9 +5,13 @@ use crate::config::EngineConfig;
 use crate::record::{ConnectionRecord, ErrorRecord, ResponseRecord};
 use std::time::{Duration, SystemTime};
 
+/// Where a worker thread hands its records, in the order they happen.
 pub trait RecordSink {
+    /// A request received a complete response.
     fn response(&mut self, record: &ResponseRecord);
+    /// A request attempt failed; its connection is closed.
     fn error(&mut self, record: &ErrorRecord);
+    /// A connection closed, or was still open when the run ended.
     fn connection(&mut self, record: &ConnectionRecord);
     /// Before the first record: the run's settings and its wall-clock start (the instant
     /// record offsets count from).
@@ -19,8 +23,11 @@ pub trait RecordSink {
 /// Keeps every record: for short diagnostic runs that need per-request detail.
 #[derive(Debug, Default, Clone)]
 pub struct CollectingSink {
+    /// Every completed request, in the order they completed.
     pub responses: Vec<ResponseRecord>,
+    /// Every failed attempt, in the order they failed.
     pub errors: Vec<ErrorRecord>,
+    /// Every closed connection, in the order they closed.
     pub connections: Vec<ConnectionRecord>,
 }
 

@@ -24,9 +24,13 @@ const RUN_SIGNIFICANT_DIGITS: u8 = crate::quantile::SIGNIFICANT_DIGITS;
 /// which matters for scenarios of hundreds of names on many threads.
 const PER_NAME_SIGNIFICANT_DIGITS: u8 = 2;
 
+/// A run's aggregates, one per thread and merged at the end; the records' [`RecordSink`] for a
+/// long run.
 #[derive(Debug, Clone)]
 pub struct Stats {
+    /// Requests that received a complete response.
     pub completed: u64,
+    /// Bytes read for the completed responses, heads and bodies.
     pub response_bytes: u64,
     /// Request start to last byte.
     pub latency_ns: Histogram<u64>,
@@ -45,6 +49,7 @@ pub struct Stats {
     pub tls_resumed_handshake_ns: Histogram<u64>,
     /// What the first TLS connection that completed its handshake settled on.
     tls: Option<crate::TlsSummary>,
+    /// `read()` calls that returned part of a completed response, summed.
     pub read_chunks: u64,
     /// Responses that arrived on a connection that had already carried one (keep-alive
     /// reuse, as ab's "Keep-Alive requests").
@@ -56,6 +61,7 @@ pub struct Stats {
     error_examples: [Option<String>; ErrorKind::ALL.len()],
     /// Last closed connection per slot, for the slots this thread used.
     connections: BTreeMap<u32, ConnectionRecord>,
+    /// Connection records received: connections closed, or still open at the run's end.
     pub connections_closed: u64,
     /// Requests in flight when the run ended.
     pub unfinished: u64,
@@ -69,12 +75,19 @@ pub struct Stats {
 /// The figures of one request kind in a multi-request run.
 #[derive(Debug, Clone)]
 pub struct RequestStats {
+    /// Requests of this kind that received a complete response.
     pub completed: u64,
+    /// Failed attempts of this kind, every error kind together.
     pub errors: u64,
+    /// Bytes read for this kind's completed responses, heads and bodies.
     pub response_bytes: u64,
+    /// Request start to last byte.
     pub latency_ns: Histogram<u64>,
+    /// Request start to first byte.
     pub first_byte_ns: Histogram<u64>,
+    /// Largest gap between two reads of one response (0 for single-read responses).
     pub read_gap_ns: Histogram<u64>,
+    /// Every HTTP status code that parsed, with its count (raw protocols have none).
     pub status_counts: BTreeMap<u16, u64>,
 }
 
@@ -85,6 +98,7 @@ impl Default for RequestStats {
 }
 
 impl RequestStats {
+    /// Empty figures, at the per-name resolution (2 significant digits).
     pub fn new() -> Self {
         RequestStats {
             completed: 0,
@@ -125,8 +139,8 @@ fn nanos(duration: Duration) -> u64 {
 }
 
 impl Stats {
-    /// Aggregates for a run on `connections` connections sending `request_kinds` kinds of
-    /// request (per-kind figures are kept only when there is more than one).
+    /// Aggregates for a run sending `request_kinds` kinds of request (per-kind figures are
+    /// kept only when there is more than one).
     pub fn with_requests(request_kinds: usize) -> Self {
         let mut stats = Stats::new();
         if request_kinds > 1 {
@@ -135,6 +149,7 @@ impl Stats {
         stats
     }
 
+    /// Empty aggregates that keep no per-kind figures.
     pub fn new() -> Self {
         let run_histogram = || histogram(RUN_SIGNIFICANT_DIGITS);
         Stats {
@@ -182,14 +197,17 @@ impl Stats {
         Some(slot.get_or_insert_with(|| Box::new(RequestStats::new())))
     }
 
+    /// Failed attempts of `kind`.
     pub fn errors(&self, kind: ErrorKind) -> u64 {
         self.errors[kind.index()]
     }
 
+    /// Failed attempts, every kind together.
     pub fn total_errors(&self) -> u64 {
         self.errors.iter().sum()
     }
 
+    /// The message of the first failure of `kind`, when there was one.
     pub fn error_example(&self, kind: ErrorKind) -> Option<&str> {
         self.error_examples[kind.index()].as_deref()
     }

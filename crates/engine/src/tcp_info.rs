@@ -12,19 +12,28 @@ use std::os::fd::AsRawFd;
 pub struct TcpInfo {
     /// Smoothed RTT: inflated on the Nagling side by the peer's ACK delay.
     pub rtt_us: u32,
+    /// Variation of the smoothed RTT.
     pub rttvar_us: u32,
     /// Minimum RTT seen; the kernel keeps suspected delayed ACKs out of it. 0 before the
     /// first RTT sample (the kernel's own "none yet" is all ones).
     pub min_rtt_us: u32,
     /// This socket's current delayed-ACK timeout.
     pub ato_us: u32,
+    /// Current retransmission timeout.
     pub rto_us: u32,
+    /// The maximum segment size this side sends with, in bytes.
     pub snd_mss_bytes: u32,
+    /// The kernel's estimate of the maximum segment size the peer sends with, in bytes.
     pub rcv_mss_bytes: u32,
+    /// Segments sent and not yet acknowledged.
     pub unacked_segments: u32,
+    /// Bytes written and not yet sent (waiting for the window, Nagle or a cork).
     pub notsent_bytes: u32,
+    /// Retransmitted segments over the connection's life.
     pub total_retransmits: u32,
+    /// Segments sent over the connection's life.
     pub segments_out: u32,
+    /// Segments received over the connection's life.
     pub segments_in: u32,
 }
 

@@ -70,7 +70,9 @@ pub struct IntervalFigures {
     pub start_offset: Duration,
     /// The interval's length: the run's interval, the last one cut at the run's end.
     pub duration: Duration,
+    /// Responses that completed in the interval.
     pub responses: u64,
+    /// Attempts that failed in the interval.
     pub errors: u64,
     /// The latencies of the interval's responses, in nanoseconds (empty when none).
     pub latency_ns: Histogram<u64>,
@@ -83,6 +85,7 @@ impl Default for Timeline {
 }
 
 impl Timeline {
+    /// An empty timeline of intervals this long (1 ns at least).
     pub fn new(interval: Duration) -> Self {
         Timeline {
             interval: interval.max(Duration::from_nanos(1)),
@@ -93,14 +96,17 @@ impl Timeline {
         }
     }
 
+    /// Length of one interval.
     pub fn interval(&self) -> Duration {
         self.interval
     }
 
+    /// The wall-clock time the run started, when known.
     pub fn started_at(&self) -> Option<SystemTime> {
         self.started_at
     }
 
+    /// How long the run lasted, once it has ended.
     pub fn elapsed(&self) -> Option<Duration> {
         self.elapsed
     }
@@ -112,6 +118,7 @@ impl Timeline {
         self.slots.len().max(until_end)
     }
 
+    /// Whether there are no intervals yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
