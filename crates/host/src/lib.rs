@@ -13,6 +13,8 @@
 //!
 //! Linux only: elsewhere every call returns [`HostError::Unsupported`].
 
+#![warn(missing_docs)]
+
 mod error;
 mod local_ports;
 mod server_view;

@@ -8,10 +8,12 @@
 use serde::Serialize;
 use std::net::SocketAddr;
 
+/// This machine's ephemeral port range, TIME-WAIT reuse setting and TIME-WAIT sockets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LocalPorts {
     /// `net.ipv4.ip_local_port_range`, both ends included.
     pub range_low: u16,
+    /// The range's upper end.
     pub range_high: u16,
     /// `net.ipv4.tcp_tw_reuse`: 0 off, 1 on, 2 (the default) on for loopback only.
     pub tcp_tw_reuse: Option<u8>,

@@ -15,7 +15,9 @@ const TICK_ROUNDING_US: u64 = 20_000;
 /// One thread of the server and how it spent the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ThreadLoad {
+    /// The process the thread belongs to.
     pub pid: i32,
+    /// The thread's ID.
     pub tid: i32,
     /// The thread's name (`comm`).
     pub name: String,
@@ -29,6 +31,7 @@ pub struct ThreadLoad {
 /// one of its listening ports), and what the run did there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Upstream {
+    /// The address the server connected to.
     pub destination: SocketAddr,
     /// TCP connections to `destination` that appeared during the run (new 4-tuples in
     /// the TCP socket table in any state, TIME-WAIT included, between the start and the end).
@@ -59,6 +62,7 @@ impl Upstream {
 /// (`/proc/pressure/cpu`, the `some` line's `total`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CpuPressure {
+    /// Fraction of the run (0 to 1) during which some task waited for a CPU.
     pub some_waiting_share: f64,
 }
 
@@ -84,8 +88,9 @@ pub struct ServerView {
     pub processes: Vec<ProcessInfo>,
     /// From start to finish of the watch.
     pub wall_us: u64,
-    /// CPU time of all the processes during the run, exited threads included.
+    /// User CPU time of all the processes during the run, exited threads included.
     pub cpu_user_us: u64,
+    /// System CPU time of all the processes during the run, exited threads included.
     pub cpu_system_us: u64,
     /// Threads that ran during the run, busiest first (at most 16).
     pub threads: Vec<ThreadLoad>,
@@ -119,6 +124,7 @@ impl ServerView {
         if ticks > threads + TICK_ROUNDING_US { ticks } else { threads }
     }
 
+    /// The thread that spent the most time on a CPU, when any ran.
     pub fn busiest_thread(&self) -> Option<&ThreadLoad> {
         self.threads.first()
     }

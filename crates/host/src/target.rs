@@ -5,6 +5,7 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::str::FromStr;
 
+/// Which sockets to read or change, parsed from `4242` (a PID) or `:8080` (a local port).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// Every TCP socket of the process.

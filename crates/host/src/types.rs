@@ -4,11 +4,14 @@ use nodelay_engine::TcpInfo;
 use serde::Serialize;
 use std::net::SocketAddr;
 
+/// A process that holds a socket.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ProcessInfo {
+    /// Its process ID.
     pub pid: i32,
     /// The kernel's name for it (`comm`, at most 15 bytes).
     pub command: String,
+    /// The user that owns it (the owner of /proc/PID).
     pub uid: u32,
 }
 
@@ -32,16 +35,27 @@ pub enum SamplerPace {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SocketState {
+    /// Listening for connections.
     Listen,
+    /// Connected.
     Established,
+    /// Connecting: SYN sent, no answer yet.
     SynSent,
+    /// A half-open connection: SYN received, SYN-ACK sent.
     SynRecv,
+    /// Closed by this side, its FIN not yet acknowledged.
     FinWait1,
+    /// Closed by this side and acknowledged, waiting for the peer's FIN.
     FinWait2,
+    /// Closed on both sides, waiting out the peer's last retransmissions.
     TimeWait,
+    /// Closed.
     Close,
+    /// Closed by the peer, not yet by this side.
     CloseWait,
+    /// Closed by the peer then by this side, waiting for the ACK of its FIN.
     LastAck,
+    /// Both sides closed at once, waiting for the ACK of this side's FIN.
     Closing,
 }
 
@@ -67,16 +81,21 @@ impl SocketState {
 /// One TCP socket of a process, as read through a copy of its descriptor.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SocketView {
+    /// The process that holds the descriptor.
     pub pid: i32,
     /// The descriptor number in that process.
     pub fd: i32,
     /// The socket's inode: the same socket shared by several processes has one inode.
     pub inode: u64,
+    /// Its TCP state.
     pub state: SocketState,
+    /// Its local address.
     pub local: SocketAddr,
     /// `None` for a listening socket.
     pub peer: Option<SocketAddr>,
+    /// Whether TCP_NODELAY is on.
     pub nodelay: bool,
+    /// Whether TCP_CORK is on.
     pub cork: bool,
     /// Only for connected sockets.
     pub tcp_info: Option<TcpInfo>,
@@ -86,14 +105,18 @@ pub struct SocketView {
 /// once, under the first process that holds them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Inspection {
+    /// The processes that hold the sockets.
     pub processes: Vec<ProcessInfo>,
+    /// The sockets, shared ones once.
     pub sockets: Vec<SocketView>,
 }
 
 /// What setting TCP_NODELAY did (or, on a dry run, would do).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodelayChange {
+    /// The processes whose sockets were set.
     pub processes: Vec<ProcessInfo>,
+    /// Nothing was set: the change says what would have been.
     pub dry_run: bool,
     /// The sockets whose TCP_NODELAY was off, as they were before (`nodelay: false`).
     pub changed: Vec<SocketView>,
@@ -102,6 +125,8 @@ pub struct NodelayChange {
 }
 
 impl NodelayChange {
+    /// How many of the changed sockets were listening ones (connections they accept later
+    /// inherit TCP_NODELAY).
     pub fn listening_changed(&self) -> usize {
         self.changed.iter().filter(|s| s.state == SocketState::Listen).count()
     }
