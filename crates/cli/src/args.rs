@@ -1,6 +1,7 @@
 //! Command-line arguments (clap derive). Defaults are stated in each option's help.
 
 use clap::{Args, Parser, Subcommand};
+use nodelay_load::values;
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -124,7 +125,7 @@ pub struct LoadArgs {
 
     /// Stop after this long, e.g. 10s, 500ms, 1m; a bare number is seconds, as in wrk (-z as in
     /// hey and oha) [default: 10s unless -n is given]
-    #[arg(short = 'd', long, visible_short_alias = 'z', value_parser = parse_duration)]
+    #[arg(short = 'd', long, visible_short_alias = 'z', value_parser = values::parse_duration)]
     pub duration: Option<Duration>,
 
     /// Worker threads, each with its own event loop [default: number of cores]
@@ -133,18 +134,18 @@ pub struct LoadArgs {
 
     /// Open loop: R requests/s in total, latency counted from when each request was due
     /// (corrects coordinated omission) [default: closed loop, as fast as responses come]
-    #[arg(long, value_name = "R", value_parser = parse_rate)]
+    #[arg(long, value_name = "R", value_parser = values::parse_rate)]
     pub rate: Option<f64>,
 
     #[command(flatten)]
     pub request: RequestArgs,
 
     /// Longest wait for a complete response
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = values::parse_duration)]
     pub timeout: Duration,
 
     /// Longest wait for a connection to open (TCP, then the TLS handshake for https://)
-    #[arg(long, default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, default_value = "3s", value_parser = values::parse_duration)]
     pub connect_timeout: Duration,
 
     /// Open a new connection for every request (sends Connection: close)
@@ -157,14 +158,14 @@ pub struct LoadArgs {
     pub success_status: nodelay_report::SuccessStatuses,
 
     /// Length of one interval of the time series (req/s, errors, p50 and p99 per interval)
-    #[arg(long, default_value = "1s", value_parser = parse_interval)]
+    #[arg(long, default_value = "1s", value_parser = values::parse_interval)]
     pub interval: Duration,
 
     /// Poll without sleeping, so the server never has to wake the generator: a fast server
     /// (nginx) then serves ~10 % more, for a whole core per thread (give the generator cores of
     /// its own). --busy-poll=TIME spins that long after each event, then sleeps: shorter than
     /// the gap between responses it gains nothing, longer it spins nearly all the time
-    #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = parse_busy_poll)]
+    #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = values::parse_busy_poll)]
     pub busy_poll: Option<nodelay_engine::BusyPoll>,
 
     /// Wait for the sockets through io_uring, waking for several responses at once (as many
@@ -199,7 +200,7 @@ pub struct RequestArgs {
 
     /// Extra request header 'Name: value' (repeatable); 'Name:' with no value sends no such
     /// header, not even the one nodelay adds itself (Host, User-Agent), as curl does
-    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = parse_header)]
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", value_parser = values::parse_header)]
     pub headers: Vec<(String, String)>,
 
     /// Request body; @FILE reads it from a file
@@ -265,7 +266,7 @@ pub struct DoctorArgs {
     pub url: String,
 
     /// Longest the whole diagnosis may take (at least 100ms)
-    #[arg(long, default_value = "10s", value_parser = parse_budget)]
+    #[arg(long, default_value = "10s", value_parser = values::parse_budget)]
     pub budget: Duration,
 
     /// Connections open at once, for the baseline and each experiment: more than one shows what
@@ -277,7 +278,7 @@ pub struct DoctorArgs {
     pub request: RequestArgs,
 
     /// Longest wait for one response
-    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, default_value = "5s", value_parser = values::parse_duration)]
     pub timeout: Duration,
 
     /// Print the diagnosis as JSON (its JSON Schema: nodelay schema doctor) on stdout instead of text
@@ -315,7 +316,7 @@ pub struct PcapArgs {
 
     /// Only flows with this port on either side (PORT), this endpoint on either side
     /// (IP:PORT, IPv6 as [::1]:80) or this pair (IP:PORT-IP:PORT)
-    #[arg(long, value_name = "FLOW", value_parser = parse_flow_filter)]
+    #[arg(long, value_name = "FLOW", value_parser = nodelay_capture::FlowFilter::parse)]
     pub flow: Option<nodelay_capture::FlowFilter>,
 
     /// How many flows with stalls to list, most time lost first
@@ -470,15 +471,15 @@ Ctrl-C quits at once. Exit status: 0 healthy, 3 a finding, 1 nothing relayed, 2 
 pub struct ProxyArgs {
     /// Where clients connect: a loopback address such as 127.0.0.1:8080 unless --listen-public
     /// (port 0 picks a free port); `listening on ADDR` goes to stderr once it accepts
-    #[arg(long, value_name = "ADDR", value_parser = parse_socket_address)]
+    #[arg(long, value_name = "ADDR", value_parser = values::parse_socket_address)]
     pub listen: SocketAddr,
 
     /// The one address every connection is relayed to: HOST:PORT
-    #[arg(long, value_name = "ADDR", value_parser = parse_upstream_address)]
+    #[arg(long, value_name = "ADDR", value_parser = values::parse_upstream_address)]
     pub upstream: SocketAddr,
 
     /// Stop after this long, e.g. 30s, 5m [default: until Ctrl-C or -n]
-    #[arg(short = 'd', long, value_parser = parse_duration)]
+    #[arg(short = 'd', long, value_parser = values::parse_duration)]
     pub duration: Option<Duration>,
 
     /// Stop after N exchanges relayed in full [default: until Ctrl-C or -d]
@@ -493,136 +494,6 @@ pub struct ProxyArgs {
     /// the relay to reach the upstream
     #[arg(long)]
     pub listen_public: bool,
-}
-
-/// HOST:PORT as an address: an IP literal (`[::1]:80` for IPv6) or a name, resolved now.
-fn parse_socket_address(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(address) = text.parse() {
-        return Ok(address);
-    }
-    let example = "e.g. 127.0.0.1:8080, [::1]:8080 or localhost:8080";
-    if text.rsplit_once(':').is_none_or(|(host, port)| host.is_empty() || port.parse::<u16>().is_err()) {
-        return Err(format!("'{text}' is not HOST:PORT ({example})"));
-    }
-    match std::net::ToSocketAddrs::to_socket_addrs(text).map(|mut addresses| addresses.next()) {
-        Ok(Some(address)) => Ok(address),
-        Ok(None) => Err(format!("'{text}' resolves to no address")),
-        Err(e) => Err(format!("cannot resolve '{text}': {e}")),
-    }
-}
-
-/// A HOST:PORT to connect to: port 0 (any free port, when binding) is none.
-fn parse_upstream_address(text: &str) -> Result<SocketAddr, String> {
-    let address = parse_socket_address(text)?;
-    nodelay_load::no_port_zero(text, address)?;
-    Ok(address)
-}
-
-fn parse_flow_filter(text: &str) -> Result<nodelay_capture::FlowFilter, String> {
-    nodelay_capture::FlowFilter::parse(text)
-}
-
-/// Longest duration any option takes: long enough for any soak test, short enough that no
-/// deadline computed from it can overflow the clock.
-const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
-/// Slowest `--rate`: one request every 1000 s.
-const MIN_RATE: f64 = 0.001;
-/// Fastest `--rate`: far beyond any loopback server, still a whole-nanosecond interval.
-const MAX_RATE: f64 = 1e9;
-
-/// The shortest `--budget`.
-const MIN_BUDGET: Duration = Duration::from_millis(100);
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    if text.trim_start().starts_with('-') {
-        return Err(format!("'{text}' is negative: a duration is longer than zero"));
-    }
-    // A bare number is seconds, as wrk's -d 10 means; 1.5 too.
-    let bare = !text.is_empty()
-        && text.bytes().all(|b| b.is_ascii_digit() || b == b'.')
-        && text.bytes().filter(|&b| b == b'.').count() <= 1
-        && text.bytes().any(|b| b.is_ascii_digit());
-    let duration = if bare {
-        let seconds: f64 = text.parse().map_err(|_| format!("'{text}' is not a number of seconds"))?;
-        Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is too long: at most 365 days"))?
-    } else {
-        humantime::parse_duration(text).map_err(|_| {
-            format!("'{text}' is not a duration: a number and a unit, as 10s, 500ms, 1m or 1h30m (a bare number is seconds)")
-        })?
-    };
-    if duration.is_zero() {
-        return Err("must be longer than zero".into());
-    }
-    if duration > MAX_DURATION {
-        return Err(format!("'{text}' is too long: at most 365 days"));
-    }
-    Ok(duration)
-}
-
-/// The doctor's `--budget`: a duration of 100 ms or more, so that its phases have a time to
-/// share (and messages naming it never round it to "0 s").
-fn parse_budget(text: &str) -> Result<Duration, String> {
-    let budget = parse_duration(text)?;
-    if budget < MIN_BUDGET {
-        return Err(format!("'{text}' is too short for a diagnosis: at least 100ms"));
-    }
-    Ok(budget)
-}
-
-/// `--busy-poll[=TIME]`: `always`, or a spin after each event of 1 µs to 1 s.
-fn parse_busy_poll(text: &str) -> Result<nodelay_engine::BusyPoll, String> {
-    if text == "always" {
-        return Ok(nodelay_engine::BusyPoll::Always);
-    }
-    let window =
-        humantime::parse_duration(text).map_err(|e| format!("{e} (examples: always, 10us, 50us)"))?;
-    if window < Duration::from_micros(1) || window > Duration::from_secs(1) {
-        return Err(format!("'{text}' is out of range: use 1us to 1s, or always"));
-    }
-    Ok(nodelay_engine::BusyPoll::After(window))
-}
-
-/// An interval of the time series: from 10 ms (finer costs memory for nothing a plot shows) to
-/// an hour.
-fn parse_interval(text: &str) -> Result<Duration, String> {
-    let interval = parse_duration(text)?;
-    if interval < Duration::from_millis(10) || interval > Duration::from_secs(3600) {
-        return Err(format!("'{text}' is out of range: use 10ms to 1h"));
-    }
-    Ok(interval)
-}
-
-fn parse_rate(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(rate) if (MIN_RATE..=MAX_RATE).contains(&rate) => Ok(rate),
-        Ok(rate) if rate > 0.0 && rate.is_finite() => {
-            Err(format!("'{text}' is out of range: use {MIN_RATE} to {MAX_RATE:e} requests per second"))
-        }
-        _ => Err(format!("'{text}' is not a positive number of requests per second")),
-    }
-}
-
-fn parse_header(text: &str) -> Result<(String, String), String> {
-    // Echoed escaped: a line break in a message would break its one line.
-    let (name, value) =
-        text.split_once(':').ok_or_else(|| format!("'{}' is not 'Name: value'", text.escape_debug()))?;
-    // HTTP allows no space around a name (RFC 9112 5.1: a server must refuse one before the
-    // colon): 'X : a' or 'X\n: a' is refused, not sent as 'X: a'.
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err(format!(
-            "'{}' is not a valid header name (letters, digits and !#$%&'*+-.^_`|~ only: no space, not even before the colon)",
-            name.escape_debug()
-        ));
-    }
-    if value.contains(['\r', '\n']) {
-        return Err("header values cannot contain line breaks".into());
-    }
-    Ok((name.to_string(), value.trim().to_string()))
-}
-
-/// A byte of an HTTP token (RFC 9110 5.6.2), which a header name is.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// A hint for a flag typed from another tool's habit, which clap alone would answer with
@@ -758,55 +629,6 @@ mod tests {
     fn cli_definition_is_consistent() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn parses_headers_durations_and_rates() {
-        assert_eq!(parse_header("X-A: b c"), Ok(("X-A".into(), "b c".into())));
-        assert!(parse_header("no colon").is_err());
-        assert!(parse_header(": v").is_err());
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("0s").is_err());
-        assert!(
-            parse_duration("ten").unwrap_err().starts_with("'ten' is not a duration: a number and a unit")
-        );
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("-1").unwrap_err().contains("is negative"));
-        assert!(parse_duration("1.5.5").is_err() && parse_duration(".").is_err());
-        for spaced in ["X : a", "X\n: a", " X: a", "X\r: a"] {
-            assert!(parse_header(spaced).unwrap_err().contains("is not a valid header name"), "{spaced:?}");
-        }
-        assert!(!parse_header("X\n: a").unwrap_err().contains('\n'), "echoed escaped");
-        assert_eq!(parse_rate("1000"), Ok(1000.0));
-        assert!(parse_rate("-1").is_err());
-        assert!(parse_rate("inf").is_err());
-        assert!(parse_rate("1e-20").unwrap_err().contains("out of range"));
-        assert!(parse_rate("nan").is_err());
-        for absurd in ["18446744073709551615s", "300000000000y", "366days"] {
-            assert!(parse_duration(absurd).is_err(), "{absurd}");
-        }
-        assert_eq!(parse_duration("365days"), Ok(MAX_DURATION));
-    }
-
-    #[test]
-    fn socket_addresses_are_literals_or_resolved_names() {
-        assert_eq!(parse_socket_address("127.0.0.1:0"), Ok("127.0.0.1:0".parse().unwrap()));
-        assert_eq!(parse_socket_address("[::1]:8080"), Ok("[::1]:8080".parse().unwrap()));
-        assert!(parse_socket_address("localhost:8080").unwrap().ip().is_loopback());
-        for bad in ["8080", "127.0.0.1", ":80", "127.0.0.1:99999", "host:port"] {
-            assert!(parse_socket_address(bad).unwrap_err().contains("HOST:PORT"), "{bad}");
-        }
-        assert!(parse_upstream_address("127.0.0.1:0").unwrap_err().contains("port 0"));
-        assert!(parse_upstream_address("127.0.0.1:80").is_ok());
-    }
-
-    #[test]
-    fn a_budget_is_at_least_100ms() {
-        assert!(parse_budget("1ns").unwrap_err().contains("too short for a diagnosis"));
-        assert!(parse_budget("99ms").is_err());
-        assert_eq!(parse_budget("100ms"), Ok(MIN_BUDGET));
     }
 
     #[test]

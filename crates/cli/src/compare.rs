@@ -9,22 +9,19 @@ use crate::runner::{LoadProgress, text_width};
 use anyhow::{Context, Result, bail};
 use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
 use nodelay_load::{
-    COMPARE_TEST, Contender, comparisons, finish_rounds, plan_load, run_rounds, why_nothing_succeeded,
+    COMPARE_TEST, Contender, comparisons, finish_rounds, labels, plan_load, run_rounds, why_nothing_succeeded,
 };
 use nodelay_report::{
     COMPARE_SCHEMA_ID, CompareReport, CompareTarget, FittedText, Json, Machine, Render, compare_header,
 };
 use std::time::Duration;
 
-/// The widest label the comparison's table fits in 80 columns.
-const MAX_LABEL_COLUMNS: usize = 16;
-
 /// The doctor's budget for each target under `--diagnose`.
 const DIAGNOSIS_BUDGET: Duration = Duration::from_secs(10);
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn compare(args: &CompareArgs) -> Result<Outcome> {
-    let labels = labels(args)?;
+    let labels = labels(&args.labels, args.urls.len()).map_err(usage)?;
     let mut targets = Vec::new();
     let options = args.load.options();
     for (label, url) in labels.iter().zip(&args.urls) {
@@ -91,47 +88,6 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     } else {
         Outcome::Success
     })
-}
-
-/// The targets' names: `--labels`, else A, B, C, ...
-fn labels(args: &CompareArgs) -> Result<Vec<String>> {
-    if args.labels.is_empty() {
-        return Ok((0..args.urls.len()).map(default_label).collect());
-    }
-    if args.labels.len() != args.urls.len() {
-        return Err(usage(format!(
-            "--labels names {} targets but {} URLs were given",
-            args.labels.len(),
-            args.urls.len()
-        )));
-    }
-    for (index, label) in args.labels.iter().enumerate() {
-        if label.trim().is_empty() || label.chars().any(char::is_control) {
-            return Err(usage(format!(
-                "--labels: label {} is empty or holds a control character",
-                index + 1
-            )));
-        }
-        // Labels head the table's rows and columns: a long one would push it past the terminal.
-        if nodelay_report::display_width(label) > MAX_LABEL_COLUMNS {
-            return Err(usage(format!(
-                "--labels: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
-                index + 1
-            )));
-        }
-        if args.labels[..index].contains(label) {
-            return Err(usage(format!("--labels: '{label}' names two targets")));
-        }
-    }
-    Ok(args.labels.clone())
-}
-
-/// A, B, ..., Z, then T27, T28, ...
-fn default_label(index: usize) -> String {
-    match u8::try_from(index) {
-        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
-        _ => format!("T{}", index + 1),
-    }
 }
 
 /// The doctor on one target, after the rounds (so that its experiments do not disturb them).

@@ -4,6 +4,7 @@
 use crate::args::PcapArgs;
 use crate::exit::{Outcome, usage};
 use crate::output;
+use crate::runner::text_width;
 use anyhow::{Result, bail};
 use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
 use nodelay_report::{Json, PcapReport, Render};
@@ -92,21 +93,4 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
         return Err(usage(format!("cannot open {name}: it is a directory, not a capture file")));
     }
     Ok((name, Box::new(file)))
-}
-
-/// Columns for the text report: the terminal's when stdout is one; otherwise (a file, a
-/// pipe) COLUMNS when it is a number, as ls does, else 80.
-fn text_width() -> usize {
-    let stdout = std::io::stdout();
-    if stdout.is_terminal()
-        && let Some((terminal_size::Width(columns), _)) = terminal_size::terminal_size_of(&stdout)
-        && columns > 0
-    {
-        return usize::from(columns);
-    }
-    std::env::var("COLUMNS")
-        .ok()
-        .and_then(|columns| columns.trim().parse::<usize>().ok())
-        .filter(|columns| *columns > 0)
-        .unwrap_or(PcapReport::DEFAULT_TEXT_WIDTH)
 }

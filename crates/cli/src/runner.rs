@@ -6,14 +6,11 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, T
 use nodelay_engine::EngineConfig;
 use nodelay_load::{RunObserver, RunProgress};
 use nodelay_report::{DEFAULT_WIDTH, format_seconds};
-use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::time::Duration;
 
 /// How often the doctor's line redraws itself.
 const UI_TICK: Duration = Duration::from_millis(100);
-/// The live rate is taken over this much of the recent past: one tick's count jumps about.
-const RATE_WINDOW: Duration = Duration::from_secs(1);
 /// Columns left free at the end of a progress line: room for the `^C` a terminal echoes.
 const ECHO_ROOM: u16 = 3;
 /// Redraws per second at most, as indicatif's own stderr target.
@@ -34,6 +31,7 @@ fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
     let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok().filter(|&c| c > 0);
     if stream.is_terminal()
         && let Some((terminal_size::Width(width), _)) = terminal_size::terminal_size_of(stream)
+        && width > 0
     {
         return usize::from(width);
     }
@@ -45,7 +43,6 @@ fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
 pub struct LoadProgress<'a> {
     bar: Option<ProgressBar>,
     counts_requests: bool,
-    rate: RateWindow,
     on_stop: &'a dyn Fn(),
 }
 
@@ -53,7 +50,7 @@ impl<'a> LoadProgress<'a> {
     pub fn new(config: &EngineConfig, show: bool, on_stop: &'a dyn Fn()) -> Self {
         let bar = (show && std::io::stderr().is_terminal()).then(|| progress_bar(config));
         let counts_requests = config.max_requests.is_some();
-        LoadProgress { bar, counts_requests, rate: RateWindow::default(), on_stop }
+        LoadProgress { bar, counts_requests, on_stop }
     }
 }
 
@@ -64,13 +61,8 @@ impl RunObserver for LoadProgress<'_> {
             true => bar.set_position(progress.completed),
             false => bar.set_position(progress.elapsed.as_millis() as u64),
         }
-        let per_second = self.rate.per_second(progress.elapsed, progress.completed);
-        bar.set_message(progress_message(
-            !self.counts_requests,
-            progress.completed,
-            per_second,
-            progress.errors,
-        ));
+        let (done, per_second) = (progress.completed, progress.per_second);
+        bar.set_message(progress_message(!self.counts_requests, done, per_second, progress.errors));
     }
 
     fn stopping(&mut self) {
@@ -170,26 +162,6 @@ impl TermLike for Stderr {
     }
 }
 
-/// Completions per second over the last [`RATE_WINDOW`], from the samples of each tick;
-/// time is an input, so it is tested without waiting.
-#[derive(Default)]
-struct RateWindow {
-    samples: VecDeque<(Duration, u64)>,
-}
-
-impl RateWindow {
-    fn per_second(&mut self, at: Duration, done: u64) -> f64 {
-        self.samples.push_back((at, done));
-        // Keep the newest sample at least a window old, so the window is always full.
-        while self.samples.len() > 2 && self.samples.get(1).is_some_and(|(t, _)| at - *t >= RATE_WINDOW) {
-            self.samples.pop_front();
-        }
-        let Some(&(since, before)) = self.samples.front() else { return 0.0 };
-        let span = (at - since).as_secs_f64();
-        if span > 0.0 { done.saturating_sub(before) as f64 / span } else { 0.0 }
-    }
-}
-
 /// The doctor's line on stderr: which phase runs and how much of the budget is spent. It
 /// redraws itself (indicatif's steady tick), so it moves during the connection probe too.
 /// Nothing is drawn when stderr is not a terminal (a file or a pipe).
@@ -259,23 +231,6 @@ fn budget_bar(elapsed: Duration, budget: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_rate_is_taken_over_the_last_second() {
-        let mut window = RateWindow::default();
-        let ms = Duration::from_millis;
-        assert_eq!(window.per_second(ms(0), 0), 0.0);
-        assert_eq!(window.per_second(ms(100), 50), 500.0);
-        for tick in 2..=20 {
-            window.per_second(ms(100 * tick), 50 * tick);
-        }
-        // 2 s at 500/s, then a stall: the rate falls within the window, not over the run.
-        for tick in 21..=30 {
-            window.per_second(ms(100 * tick), 1000);
-        }
-        assert_eq!(window.per_second(ms(3100), 1000), 0.0);
-        assert_eq!(window.per_second(ms(3200), 1100), 100.0 / 1.0);
-    }
 
     #[test]
     fn the_message_says_rate_and_errors() {

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod input;
+mod outcome;
 mod plan;
 mod request;
 mod rounds;
@@ -19,11 +20,13 @@ mod server_view;
 pub mod stop;
 mod target;
 mod usage;
+pub mod values;
 mod workload;
 
-pub use plan::{Load, LoadOptions, Measured, plan_load, why_nothing_succeeded};
+pub use outcome::why_nothing_succeeded;
+pub use plan::{Load, LoadOptions, Measured, plan_load};
 pub use request::{RequestOptions, TlsChoices, WriteSplit, build_request, parse_write_split};
-pub use rounds::{Contender, TEST as COMPARE_TEST, comparisons, finish as finish_rounds, run_rounds};
+pub use rounds::{Contender, TEST as COMPARE_TEST, comparisons, finish as finish_rounds, labels, run_rounds};
 pub use run::{Finished, RunObserver, RunProgress, run_engine};
 pub use server_view::{ServerViewOptions, Watching, is_this_machine, pace_for, watch as watch_server};
 pub use target::{HttpTarget, Target, no_port_zero, parse_target};

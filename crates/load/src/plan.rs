@@ -166,19 +166,3 @@ impl Load {
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
-
-/// The most common failure and its first message, or why nothing was counted at all.
-pub fn why_nothing_succeeded(report: &BenchReport) -> String {
-    let worst = report.errors.iter().filter(|(_, n)| **n > 0).max_by_key(|(_, n)| **n);
-    match worst {
-        Some((kind, n)) => {
-            let example = report.error_examples.get(kind).map(|m| format!(": {m}")).unwrap_or_default();
-            format!("{kind} ×{n}{example}")
-        }
-        None if report.requests_unfinished > 0 => format!(
-            "{} still waiting for a response when the run ended (server never answered?)",
-            report.requests_unfinished
-        ),
-        None => "the run ended before any request was sent".into(),
-    }
-}

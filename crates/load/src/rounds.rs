@@ -112,3 +112,41 @@ pub fn comparisons(targets: &[CompareTarget]) -> Vec<Comparison> {
         })
         .collect()
 }
+
+/// The widest label the comparison's table fits in 80 columns.
+pub const MAX_LABEL_COLUMNS: usize = 16;
+
+/// The targets' names: `given` (`--labels`), checked against the `targets` count, else A, B,
+/// C, ...; why not, in one line.
+pub fn labels(given: &[String], targets: usize) -> Result<Vec<String>, String> {
+    if given.is_empty() {
+        return Ok((0..targets).map(default_label).collect());
+    }
+    if given.len() != targets {
+        return Err(format!("--labels names {} targets but {targets} URLs were given", given.len()));
+    }
+    for (index, label) in given.iter().enumerate() {
+        if label.trim().is_empty() || label.chars().any(char::is_control) {
+            return Err(format!("--labels: label {} is empty or holds a control character", index + 1));
+        }
+        // Labels head the table's rows and columns: a long one would push it past the terminal.
+        if nodelay_report::display_width(label) > MAX_LABEL_COLUMNS {
+            return Err(format!(
+                "--labels: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
+                index + 1
+            ));
+        }
+        if given[..index].contains(label) {
+            return Err(format!("--labels: '{label}' names two targets"));
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// A, B, ..., Z, then T27, T28, ...
+fn default_label(index: usize) -> String {
+    match u8::try_from(index) {
+        Ok(i) if i < 26 => char::from(b'A' + i).to_string(),
+        _ => format!("T{}", index + 1),
+    }
+}

@@ -4,10 +4,14 @@
 
 use crate::stop;
 use nodelay_engine::{Control, EngineConfig, RecordSink, RunOutput};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// How often the stop request is looked at and the observer told.
 const TICK: Duration = Duration::from_millis(100);
+
+/// The live rate is taken over this much of the recent past: one tick's count jumps about.
+const RATE_WINDOW: Duration = Duration::from_secs(1);
 
 /// How far a run is, as its observer is told every tick.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +22,8 @@ pub struct RunProgress {
     pub completed: u64,
     /// Requests that failed so far.
     pub errors: u64,
+    /// Requests completed per second over the last second.
+    pub per_second: f64,
 }
 
 /// Watches a run from the calling thread: progress every tick, and the stop request once.
@@ -55,6 +61,7 @@ where
 {
     let control = Control::new(config.threads.max(1));
     let started = Instant::now();
+    let mut rate = RateWindow::default();
     let output = std::thread::scope(|scope| {
         let control = &control;
         let make_sink = &make_sink;
@@ -74,11 +81,9 @@ where
                 }
                 control.stop();
             }
-            observer.tick(RunProgress {
-                elapsed: started.elapsed(),
-                completed: control.completed(),
-                errors: control.errors(),
-            });
+            let (elapsed, completed) = (started.elapsed(), control.completed());
+            let per_second = rate.per_second(elapsed, completed);
+            observer.tick(RunProgress { elapsed, completed, errors: control.errors(), per_second });
             std::thread::park_timeout(TICK);
         }
         engine.join().expect("engine thread panicked")
@@ -86,4 +91,46 @@ where
     let unreachable = control.unreachable().map(str::to_string);
     let connected = control.connected();
     Ok(Finished { output: output?, interrupted: stop::requested(), unreachable, connected })
+}
+
+/// Completions per second over the last [`RATE_WINDOW`], from the samples of each tick;
+/// time is an input, so it is tested without waiting.
+#[derive(Default)]
+struct RateWindow {
+    samples: VecDeque<(Duration, u64)>,
+}
+
+impl RateWindow {
+    fn per_second(&mut self, at: Duration, done: u64) -> f64 {
+        self.samples.push_back((at, done));
+        // Keep the newest sample at least a window old, so the window is always full.
+        while self.samples.len() > 2 && self.samples.get(1).is_some_and(|(t, _)| at - *t >= RATE_WINDOW) {
+            self.samples.pop_front();
+        }
+        let Some(&(since, before)) = self.samples.front() else { return 0.0 };
+        let span = (at - since).as_secs_f64();
+        if span > 0.0 { done.saturating_sub(before) as f64 / span } else { 0.0 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_is_taken_over_the_last_second() {
+        let mut window = RateWindow::default();
+        let ms = Duration::from_millis;
+        assert_eq!(window.per_second(ms(0), 0), 0.0);
+        assert_eq!(window.per_second(ms(100), 50), 500.0);
+        for tick in 2..=20 {
+            window.per_second(ms(100 * tick), 50 * tick);
+        }
+        // 2 s at 500/s, then a stall: the rate falls within the window, not over the run.
+        for tick in 21..=30 {
+            window.per_second(ms(100 * tick), 1000);
+        }
+        assert_eq!(window.per_second(ms(3100), 1000), 0.0);
+        assert_eq!(window.per_second(ms(3200), 1100), 100.0 / 1.0);
+    }
 }
