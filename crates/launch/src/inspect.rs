@@ -25,8 +25,8 @@ pub fn why_no_preload(program: &Path) -> Option<NoPreload> {
 }
 
 /// The verdict on an ELF image already in memory, named `file` in the reason: the parser of
-/// untrusted bytes behind [`why_no_preload`], without the file system (the fuzz target's
-/// entry). Not ELF, or not an executable: `None`, the preload is tried.
+/// untrusted bytes behind [`prepare`](crate::prepare)'s, without the file system (the fuzz
+/// target's entry). Not ELF, or not an executable: `None`, the preload is tried.
 pub fn why_no_preload_in_elf(image: &[u8], file: PathBuf) -> Option<NoPreload> {
     match FileKind::parse(image) {
         Ok(FileKind::Elf32) => inspect_elf::<elf::FileHeader32<Endianness>, _>(image, file),

@@ -15,6 +15,8 @@
 //!
 //! Linux only; elsewhere [`prepare`] answers [`LaunchError::Unsupported`].
 
+#![warn(missing_docs)]
+
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::io;
@@ -35,9 +37,15 @@ mod watch;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Method {
     /// The shim, through `LD_PRELOAD`: this library file.
-    Preload { library: PathBuf },
+    Preload {
+        /// The shim's library file, as written by [`prepare`].
+        library: PathBuf,
+    },
     /// A watcher setting it on the program's sockets from outside, because of `reason`.
-    FromOutside { reason: NoPreload },
+    FromOutside {
+        /// Why the preload cannot work.
+        reason: NoPreload,
+    },
 }
 
 /// Why a preload cannot work for this program.
@@ -45,18 +53,36 @@ pub enum Method {
 pub enum NoPreload {
     /// `file` (the program, or the interpreter of its `#!` line) has no ELF interpreter
     /// (PT_INTERP): no dynamic loader runs, so nothing reads `LD_PRELOAD`.
-    StaticallyLinked { file: PathBuf },
+    StaticallyLinked {
+        /// The file judged: the program, or the interpreter its `#!` line runs.
+        file: PathBuf,
+    },
     /// `file` is set-user-ID or set-group-ID to someone else: the loader runs it in secure
     /// mode and ignores a preload path with a slash.
-    SetId { file: PathBuf },
+    SetId {
+        /// The file judged: the program, or the interpreter its `#!` line runs.
+        file: PathBuf,
+    },
     /// `file` carries file capabilities: secure mode again.
-    Capabilities { file: PathBuf },
+    Capabilities {
+        /// The file judged: the program, or the interpreter its `#!` line runs.
+        file: PathBuf,
+    },
     /// `file` is a Go program: its runtime makes its own system calls, past any libc wrapper.
-    Go { file: PathBuf },
+    Go {
+        /// The file judged: the program, or the interpreter its `#!` line runs.
+        file: PathBuf,
+    },
     /// `file` is built for another architecture or word size than the embedded shim.
-    OtherArchitecture { file: PathBuf },
+    OtherArchitecture {
+        /// The file judged: the program, or the interpreter its `#!` line runs.
+        file: PathBuf,
+    },
     /// No directory could hold the library (each candidate's reason, joined).
-    NoLibraryDirectory { why: String },
+    NoLibraryDirectory {
+        /// Each candidate directory's reason, joined.
+        why: String,
+    },
 }
 
 impl fmt::Display for NoPreload {
@@ -104,9 +130,19 @@ impl fmt::Display for NoPreload {
 pub enum LaunchError {
     /// No such program: `message` is the shell's wording ("command not found" for a name
     /// searched in PATH, "No such file or directory" for a path).
-    NotFound { program: OsString, message: String },
+    NotFound {
+        /// The program as the user named it.
+        program: OsString,
+        /// The shell's wording of the failure.
+        message: String,
+    },
     /// The program exists but cannot be executed (permission, a directory, a bad format).
-    NotExecutable { program: OsString, message: String },
+    NotExecutable {
+        /// The program as the user named it.
+        program: OsString,
+        /// The shell's wording of the failure ("Permission denied", "Is a directory", ...).
+        message: String,
+    },
     /// The fallback could not start its watcher: the program was not started.
     Watcher(io::Error),
     /// Not on Linux.
@@ -174,6 +210,7 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// How TCP_NODELAY will be forced on the program.
     pub fn method(&self) -> &Method {
         &self.method
     }
