@@ -6,6 +6,8 @@
 //! The relay emits typed records to a sink ([`RelaySink`]); it never prints. [`ProxyStats`]
 //! aggregates them in bounded memory for the diagnosis and the reports.
 
+#![warn(missing_docs)]
+
 mod buffer;
 mod connection;
 mod exchange;

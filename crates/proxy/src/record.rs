@@ -9,10 +9,13 @@ use std::time::{Duration, Instant};
 /// when its first and last bytes were read, in how many reads, and its longest pause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reads {
+    /// When the first byte was read.
     pub first: Instant,
+    /// When the last byte was read.
     pub last: Instant,
     /// `read()` calls that returned part of it.
     pub reads: u32,
+    /// Bytes read for it.
     pub bytes: u64,
     /// Longest pause between two reads of this message (zero for one read).
     pub max_gap: Duration,
@@ -63,6 +66,7 @@ pub enum Framing {
 }
 
 impl Framing {
+    /// Stable name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
             Framing::Http => "http",
@@ -79,6 +83,7 @@ pub struct ExchangeRecord {
     pub connection: u64,
     /// 0 for the first exchange on the connection, then 1, 2, ...
     pub sequence: u32,
+    /// How the exchange was told apart from the next.
     pub framing: Framing,
     /// The request as read from the client.
     pub request: Reads,
@@ -137,9 +142,11 @@ pub enum Unfinished {
 }
 
 impl Unfinished {
+    /// Every reason, in declaration order (the index of the relay's per-reason counts).
     pub const ALL: [Unfinished; 4] =
         [Unfinished::ClientGone, Unfinished::UpstreamGone, Unfinished::InFlightAtStop, Unfinished::Untimed];
 
+    /// Stable name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
             Unfinished::ClientGone => "client_gone",
@@ -153,8 +160,11 @@ impl Unfinished {
 /// An exchange that began (request bytes arrived) and was not relayed in full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IncompleteRecord {
+    /// The connection (numbered from 1 in the order accepted).
     pub connection: u64,
+    /// 0 for the first exchange on the connection, then 1, 2, ...
     pub sequence: u32,
+    /// Why it was not relayed in full.
     pub why: Unfinished,
 }
 
@@ -174,14 +184,19 @@ pub enum Ending {
 /// A relayed connection, when it ended: both legs' kernel view and what it carried.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionRecord {
+    /// The connection (numbered from 1 in the order accepted).
     pub connection: u64,
+    /// Exchanges relayed in full on it.
     pub exchanges: u32,
     /// Bytes read from the client (all relayed to the upstream unless it failed).
     pub client_bytes: u64,
+    /// Bytes read from the upstream (all relayed to the client unless it failed).
     pub upstream_bytes: u64,
     /// The upstream connection's handshake.
     pub upstream_connect: Option<Duration>,
+    /// The client leg's TCP_INFO, when the kernel gave one.
     pub client_tcp_info: Option<TcpInfo>,
+    /// The upstream leg's TCP_INFO, when the kernel gave one.
     pub upstream_tcp_info: Option<TcpInfo>,
     /// How exchanges were told apart; `None` when the client sent nothing.
     pub framing: Option<Framing>,
@@ -189,20 +204,25 @@ pub struct ConnectionRecord {
     pub framing_lost: Option<String>,
     /// The upstream's first HTTP `Server` header on this connection (printable ASCII).
     pub upstream_server: Option<String>,
+    /// How it ended.
     pub ending: Ending,
 }
 
 /// Why an upstream connection could not be opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ConnectFailure {
+    /// The upstream refused the connection (ECONNREFUSED).
     Refused,
+    /// The handshake did not finish within the relay's connect timeout.
     TimedOut,
     /// The relay ran out of file descriptors.
     OutOfFiles,
+    /// Any other failure, as the message says.
     Other,
 }
 
 impl ConnectFailure {
+    /// Every kind, in declaration order (the index of the relay's per-kind counts).
     pub const ALL: [ConnectFailure; 4] = [
         ConnectFailure::Refused,
         ConnectFailure::TimedOut,
@@ -210,6 +230,7 @@ impl ConnectFailure {
         ConnectFailure::Other,
     ];
 
+    /// Stable name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
             ConnectFailure::Refused => "refused",
@@ -219,6 +240,7 @@ impl ConnectFailure {
         }
     }
 
+    /// Classifies a connect error.
     pub fn of(error: &std::io::Error) -> Self {
         if matches!(error.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
             return ConnectFailure::OutOfFiles;
@@ -234,8 +256,11 @@ impl ConnectFailure {
 /// An upstream connection that could not be opened; its client's connection was closed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectFailureRecord {
+    /// The client's connection (numbered from 1 in the order accepted), closed for it.
     pub connection: u64,
+    /// The kind of failure.
     pub kind: ConnectFailure,
+    /// What went wrong, in the words of the error that said so.
     pub message: String,
 }
 

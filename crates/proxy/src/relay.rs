@@ -59,13 +59,16 @@ impl RelayConfig {
 /// Why the relay stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopReason {
+    /// The configured duration was over.
     Duration,
+    /// The configured number of exchanges was relayed.
     Exchanges,
     /// The caller's stop signal (Ctrl-C).
     Signal,
 }
 
 impl StopReason {
+    /// Stable name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Duration => "duration",
@@ -78,7 +81,9 @@ impl StopReason {
 /// How the run went, besides the records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RelayEnd {
+    /// From the start of the relay's loop until it stopped and closed the connections still open.
     pub elapsed: Duration,
+    /// What stopped it.
     pub stopped_by: StopReason,
     /// Client connections accepted.
     pub accepted: u64,

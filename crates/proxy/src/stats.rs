@@ -25,6 +25,7 @@ pub enum Leg {
 }
 
 impl Leg {
+    /// Stable name used in JSON output.
     pub fn as_str(self) -> &'static str {
         match self {
             Leg::Client => "client",
@@ -36,8 +37,11 @@ impl Leg {
 /// How one leg's messages arrived: requests on the client leg, responses on the upstream's.
 #[derive(Debug, Clone)]
 pub struct LegStats {
+    /// Messages relayed in full on this leg.
     pub messages: u64,
+    /// Bytes of those messages.
     pub bytes: u64,
+    /// `read()` calls that returned part of those messages.
     pub reads: u64,
     /// Messages that arrived in two reads or more.
     pub split: u64,
@@ -46,6 +50,7 @@ pub struct LegStats {
     /// Of the messages, those of a connection's first exchange (a fresh connection ACKs at
     /// once, so a Nagle stall spares it), and how many of those stalled.
     pub first_on_connection: u64,
+    /// Of the first-exchange messages, those that stalled.
     pub stalled_first_on_connection: u64,
     /// The pauses of the stalled messages.
     pub stall_gap_ns: Histogram<u64>,
@@ -93,28 +98,42 @@ impl LegStats {
 /// One message that paused, spelled out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StallExample {
+    /// The connection (numbered from 1 in the order accepted).
     pub connection: u64,
+    /// The exchange's number on the connection, from 0.
     pub sequence: u32,
+    /// The leg the message crossed.
     pub leg: Leg,
     /// When its exchange began, from the start of the run.
     pub at: Duration,
+    /// Bytes of the message.
     pub bytes: u64,
+    /// `read()` calls that returned part of it.
     pub reads: u32,
+    /// Its longest pause between two reads.
     pub gap: Duration,
+    /// Bytes that had arrived before that pause.
     pub bytes_before_gap: u64,
 }
 
+/// The relay's records aggregated in bounded memory: its [`RelaySink`] for a run of any length.
 #[derive(Debug, Clone)]
 pub struct ProxyStats {
     /// A pause at least this long inside a message counts as a stall.
     stall_gap: Duration,
     started: Instant,
+    /// Exchanges relayed in full.
     pub exchanges: u64,
+    /// Of those, the ones framed as HTTP.
     pub http_exchanges: u64,
     /// Request's first byte read to response's last byte written.
     pub total_ns: Histogram<u64>,
+    /// Time on the client's side (see [`ExchangeRecord::client_leg`]).
     pub client_leg_ns: Histogram<u64>,
+    /// The relay's own time (see [`ExchangeRecord::relay`]).
     pub relay_ns: Histogram<u64>,
+    /// Request forwarded in full to the response's last byte read (see
+    /// [`ExchangeRecord::upstream`]).
     pub upstream_ns: Histogram<u64>,
     /// Request forwarded to the response's first byte.
     pub upstream_first_byte_ns: Histogram<u64>,
@@ -126,14 +145,17 @@ pub struct ProxyStats {
     pub stalled_exchanges: u64,
     status_counts: BTreeMap<u16, u64>,
     unfinished: [u64; Unfinished::ALL.len()],
+    /// Relayed connections that ended, however they ended.
     pub connections_closed: u64,
     /// Connections that ended because a side reset or failed.
     pub connections_failed: u64,
     /// Connections whose HTTP framing was given up, and the first reason.
     pub framing_lost: u64,
+    /// The first reason HTTP framing was given up, when it was.
     pub framing_lost_example: Option<String>,
     connect_failures: [u64; ConnectFailure::ALL.len()],
     connect_failure_example: Option<String>,
+    /// Upstream connections' handshakes.
     pub upstream_connect_ns: Histogram<u64>,
     /// The first HTTP `Server` header the upstream sent.
     pub upstream_server: Option<String>,
@@ -190,18 +212,22 @@ impl ProxyStats {
         }
     }
 
+    /// A pause at least this long inside a message counts as a stall.
     pub fn stall_gap(&self) -> Duration {
         self.stall_gap
     }
 
+    /// Exchanges that began and were not relayed in full for `why`.
     pub fn unfinished(&self, why: Unfinished) -> u64 {
         self.unfinished[why as usize]
     }
 
+    /// Upstream connections that could not be opened for `kind`.
     pub fn connect_failures(&self, kind: ConnectFailure) -> u64 {
         self.connect_failures[kind as usize]
     }
 
+    /// Upstream connections that could not be opened, every kind together.
     pub fn total_connect_failures(&self) -> u64 {
         self.connect_failures.iter().sum()
     }
