@@ -1,4 +1,5 @@
-//! Number formatting for people: every figure carries its unit.
+//! Number formatting for people: every figure carries its unit. Shared by the models (their
+//! one-line summaries), the text renderers and the HTML page.
 
 /// Milliseconds in the unit that keeps 3-4 significant digits: `850 ns`, `12.3 µs`,
 /// `44.01 ms`, `2.50 s`.

@@ -3,6 +3,7 @@
 use crate::render::Render;
 use serde::Serialize;
 
+/// The JSON contract: a model's serde form, pretty-printed, one trailing newline.
 pub struct Json;
 
 impl<T: Serialize> Render<T> for Json {

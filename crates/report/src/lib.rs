@@ -8,6 +8,8 @@
 //! - `hdr_log`: HdrHistogram interval logs, written from a run ([`interval_log`]) and merged
 //!   ([`merge_logs`]).
 
+#![warn(missing_docs)]
+
 mod format;
 mod hdr_log;
 pub mod html;

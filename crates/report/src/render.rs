@@ -2,5 +2,6 @@
 
 /// A report format.
 pub trait Render<Report: ?Sized> {
+    /// `report` in this format.
     fn render(&self, report: &Report) -> String;
 }

@@ -1,7 +1,8 @@
 //! Reads and merges interval logs (the pure part of `nodelay report merge LOG...`): interval
-//! logs of any number of load machines (`bench --hdr-log`) added into one report, losslessly: every interval histogram of every log goes
-//! into one histogram, whose percentiles are those of all the responses together. The logs'
-//! intervals are aligned by their wall-clock start into one timeline.
+//! logs of any number of load machines (`bench --hdr-log`) added into one report, losslessly:
+//! every interval histogram of every log goes into one histogram, whose percentiles are those
+//! of all the responses together. The logs' intervals are aligned by their wall-clock start
+//! into one timeline.
 
 use crate::model::merge::{MergeReport, MergedLog};
 use crate::model::series::IntervalPoint;
@@ -17,8 +18,9 @@ use std::time::Duration;
 /// `HistogramLogReader`'s rule for a log without BaseTime): a year.
 const ABSOLUTE_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// Points of the merged timeline at most (nearly 3 hours of 1 s intervals): logs whose intervals lie far apart in time (days,
-/// or a bogus timestamp) widen the step rather than make a point per interval between.
+/// Points of the merged timeline at most (nearly 3 hours of 1 s intervals): logs whose
+/// intervals lie far apart in time (days, or a bogus timestamp) widen the step rather than make
+/// a point per interval between.
 const MAX_TIMELINE_POINTS: u32 = 10_000;
 
 /// One interval histogram of one log, still encoded.

@@ -1,6 +1,7 @@
-//! Writes interval logs (`bench --hdr-log FILE`): the run's per-interval latency histograms in HdrHistogram's
-//! interval-log format (version 1.3, as the Java `HistogramLogWriter` writes it), which
-//! `nodelay report merge` and HdrHistogram's own tools (`HistogramLogProcessor`) read.
+//! Writes interval logs (`bench --hdr-log FILE`): the run's per-interval latency histograms in
+//! HdrHistogram's interval-log format (version 1.3, as the Java `HistogramLogWriter` writes
+//! it), which `nodelay report merge` and HdrHistogram's own tools (`HistogramLogProcessor`)
+//! read.
 //!
 //! The header: comments naming nodelay, the target and the unit, the format version,
 //! `#[StartTime: ...]` and `#[BaseTime: ...]` (both the run's wall-clock start, so entry

@@ -13,6 +13,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The `schema` of a bench report (`schema/bench.schema.json`).
 pub const BENCH_SCHEMA_ID: &str = "nodelay-bench/1";
 
 /// Bars in the latency histogram: about what oha and hey show.
@@ -22,7 +23,9 @@ pub const HISTOGRAM_BUCKETS: usize = 10;
 /// bucket starts at the minimum) and at most `up_to_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct HistogramBucket {
+    /// The bucket's upper bound, in milliseconds (included).
     pub up_to_ms: f64,
+    /// Responses in the bucket.
     pub count: u64,
 }
 
@@ -56,21 +59,31 @@ pub fn histogram_buckets(histogram: &Histogram<u64>, buckets: usize) -> Vec<Hist
 /// What the run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchSettings {
+    /// The target as given (`http://`, `https://` or `tcp://`).
     pub url: String,
+    /// The IP:port actually connected to.
     pub address: String,
     /// HTTP method, `scenario`, or the raw framing.
     pub method: String,
     /// `http` or `tcp`.
     pub protocol: &'static str,
+    /// Concurrent connections (`-c`).
     pub connections: usize,
+    /// Generator threads (`-t`).
     pub threads: usize,
+    /// Requests to send in all (`-n`); null when the run is timed.
     pub requests: Option<u64>,
+    /// How long the run lasts, in seconds (`-d`); null when it counts requests.
     pub duration_s: Option<f64>,
+    /// Open loop (`--rate`): requests started per second; null in closed loop.
     pub rate_per_second: Option<f64>,
+    /// Connections carry many requests (keep-alive); false for a new connection per request.
     pub keep_alive: bool,
     /// Leading write sizes of each request (`--write-split`); empty for one write.
     pub write_split: Vec<usize>,
+    /// How long a request may take before it fails, in seconds.
     pub timeout_s: f64,
+    /// How long a connect may take before it fails, in seconds.
     pub connect_timeout_s: f64,
     /// Statuses counted as success (`--success-status`), e.g. `2xx,3xx`.
     pub success_status: String,
@@ -88,6 +101,7 @@ pub struct BenchSettings {
 /// How the run ended, besides its records.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RunEnd {
+    /// How long the run lasted.
     pub elapsed: Duration,
     /// Stopped early (Ctrl-C).
     pub interrupted: bool,
@@ -96,32 +110,47 @@ pub struct RunEnd {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// One connection slot and the TCP_INFO of its last connection, taken before it closed.
 pub struct ConnectionReport {
+    /// The slot's index, from 0.
     pub connection: u32,
     /// Responses on the last TCP connection of this slot.
     pub requests: u64,
+    /// The kernel's TCP_INFO of its last connection; null when not read.
     pub tcp_info: Option<TcpInfo>,
 }
 
 /// Figures for one named request of a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RequestReport {
+    /// The request's name in the scenario.
     pub name: String,
+    /// Complete responses received.
     pub requests_completed: u64,
+    /// Attempts that failed.
     pub errors: u64,
+    /// Head and body bytes of the complete responses.
     pub response_bytes: u64,
+    /// Request start to last byte, in milliseconds; null when nothing completed.
     pub latency_ms: Option<Percentiles>,
+    /// Request start to first response byte, in milliseconds.
     pub first_byte_ms: Option<Percentiles>,
+    /// Per response, the longest pause between two reads, in milliseconds.
     pub read_gap_ms: Option<Percentiles>,
+    /// Responses per HTTP status code.
     pub status_counts: BTreeMap<String, u64>,
     /// Completed with a status outside `settings.success_status` (an error page).
     pub non_success_responses: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay bench` run: its settings, figures, findings and suggestions.
 pub struct BenchReport {
+    /// The schema id, `nodelay-bench/1`.
     pub schema: &'static str,
+    /// What the run was asked to do.
     pub settings: BenchSettings,
+    /// Complete responses received.
     pub requests_completed: u64,
     /// Completed with a status outside `settings.success_status` (4xx/5xx by default): counted
     /// in `requests_completed` and in the latencies, and apart here, as wrk does.
@@ -133,17 +162,27 @@ pub struct BenchReport {
     pub requests_due_not_sent: u64,
     /// Requests still in flight when the run ended: neither completed nor failed.
     pub requests_unfinished: u64,
+    /// How long the run lasted, in seconds.
     pub elapsed_s: f64,
+    /// `requests_completed` over `elapsed_s`.
     pub requests_per_second: f64,
+    /// Head and body bytes of the complete responses.
     pub response_bytes: u64,
+    /// `response_bytes` over `elapsed_s`, in bytes per second.
     pub transfer_bytes_per_second: f64,
+    /// Request start (the intended start under `--rate`) to last byte, in milliseconds; null
+    /// when nothing completed.
     pub latency_ms: Option<Percentiles>,
     /// Open loop (`--rate`): from when each request actually began (not when it was due) to
     /// its last byte, the latency without the coordinated-omission correction, shown beside
     /// `latency_ms`; null in closed loop, where the two are the same.
     pub latency_uncorrected_ms: Option<Percentiles>,
+    /// Request start to first response byte, in milliseconds.
     pub first_byte_ms: Option<Percentiles>,
+    /// Per response, the longest pause between two reads (0 when it came in one read), in
+    /// milliseconds.
     pub read_gap_ms: Option<Percentiles>,
+    /// TCP handshake, for requests that opened a connection, in milliseconds.
     pub connect_ms: Option<Percentiles>,
     /// Connects that took as long as a SYN retransmission (0.9-1.4 s, 2.9-3.5 s, 6.9-7.6 s):
     /// on loopback each one is a SYN the server's full listen queue dropped.
@@ -165,11 +204,17 @@ pub struct BenchReport {
     pub timeline: Vec<IntervalPoint>,
     /// Where the run was measured.
     pub machine: Machine,
+    /// Mean number of reads that returned part of a response.
     pub read_chunks_per_response: f64,
+    /// Responses per HTTP status code; empty for tcp:// targets.
     pub status_counts: BTreeMap<String, u64>,
+    /// Failed attempts per error kind (every kind listed, 0 included).
     pub errors: BTreeMap<&'static str, u64>,
+    /// The first message seen per error kind.
     pub error_examples: BTreeMap<&'static str, String>,
+    /// TCP connections opened during the run.
     pub connections_opened: u64,
+    /// Per connection slot, the TCP_INFO of its last connection.
     pub connections: Vec<ConnectionReport>,
     /// The run was stopped early (Ctrl-C).
     pub interrupted: bool,
@@ -309,14 +354,14 @@ impl BenchReport {
         }
     }
 
-    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was
-    /// and the options besides the URL that reached the target (for the commands it shows).
     /// What the machine's ephemeral ports looked like after connects found none free.
     pub fn with_local_ports(mut self, local_ports: Option<nodelay_host::LocalPorts>) -> Self {
         self.local_ports = local_ports;
         self
     }
 
+    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was
+    /// and the options besides the URL that reached the target (for the commands it shows).
     pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>, tls_options: Vec<String>) -> Self {
         self.generator_cpu_share = generator_cpu_share;
         let shape = RunShape { tls_options, ..self.run_shape() };
@@ -369,6 +414,7 @@ impl BenchReport {
         self
     }
 
+    /// Failed attempts of every kind together.
     pub fn total_errors(&self) -> u64 {
         self.errors.values().sum()
     }

@@ -7,6 +7,7 @@ use crate::model::doctor::DoctorReport;
 use crate::model::series::Machine;
 use serde::Serialize;
 
+/// The `schema` of a compare report (`schema/compare.schema.json`).
 pub const COMPARE_SCHEMA_ID: &str = "nodelay-compare/1";
 
 /// The figures of one round of one target.
@@ -14,25 +15,35 @@ pub const COMPARE_SCHEMA_ID: &str = "nodelay-compare/1";
 pub struct RoundFigures {
     /// 1 for the first round.
     pub round: u32,
+    /// Complete responses in the round.
     pub requests_completed: u64,
+    /// Failed attempts in the round.
     pub errors: u64,
+    /// The round's responses per second.
     pub requests_per_second: f64,
     /// Null when nothing completed in the round.
     pub p50_ms: Option<f64>,
+    /// 90th percentile latency, in milliseconds.
     pub p90_ms: Option<f64>,
+    /// 99th percentile latency, in milliseconds.
     pub p99_ms: Option<f64>,
+    /// Median time to first byte, in milliseconds.
     pub first_byte_p50_ms: Option<f64>,
+    /// Median of the longest pause between two reads of each response, in milliseconds.
     pub read_gap_p50_ms: Option<f64>,
 }
 
 /// One target: its rounds, and the rounds merged into one run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CompareTarget {
+    /// The target's label, which names it in the text and the comparisons.
     pub label: String,
+    /// The target's URL.
     pub url: String,
     /// Why the target could not be measured (its first connection failed); its other fields
     /// are then empty.
     pub error: Option<String>,
+    /// Its rounds, in the order run.
     pub rounds: Vec<RoundFigures>,
     /// Every round's responses in one run: percentiles, spectrum, histogram, timeline (the
     /// rounds one after another). Null when the target could not be measured.
@@ -40,12 +51,14 @@ pub struct CompareTarget {
     /// The doctor's diagnosis of the target (`--diagnose`); null without it, or when it failed
     /// (`diagnosis_error` says why).
     pub diagnosis: Option<DoctorReport>,
+    /// Why the diagnosis failed; null when it ran or was not asked for.
     pub diagnosis_error: Option<String>,
 }
 
 /// A target set against the first on one figure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The label of the target set against the first.
     pub label: String,
     /// The first target's label.
     pub against: String,
@@ -56,6 +69,7 @@ pub struct Comparison {
     pub ratio: f64,
     /// The ratio's 95 % confidence interval from the same test; null with too few rounds.
     pub interval_low: Option<f64>,
+    /// The upper end of that interval; null with too few rounds.
     pub interval_high: Option<f64>,
     /// Two-sided p-value of the Mann-Whitney U test over the rounds' figures.
     pub p_value: f64,
@@ -68,16 +82,22 @@ pub struct Comparison {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay compare` run: targets measured in interleaved rounds and set against
+/// the first.
 pub struct CompareReport {
+    /// The schema id, [`COMPARE_SCHEMA_ID`].
     pub schema: &'static str,
     /// Rounds per target, interleaved.
     pub rounds: u32,
     /// The load each target got (its url is the first target's; the others differ only there).
     pub settings: BenchSettings,
+    /// Every target, the first (the reference) first.
     pub targets: Vec<CompareTarget>,
+    /// Each target after the first against the first, per figure in [`COMPARED`].
     pub comparisons: Vec<Comparison>,
     /// The test behind `comparisons`, in words.
     pub test: &'static str,
+    /// The machine the targets were measured from.
     pub machine: Machine,
     /// Stopped early (Ctrl-C): fewer rounds than asked were run.
     pub interrupted: bool,

@@ -11,6 +11,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The `schema` of a doctor report (`schema/doctor.schema.json`).
 pub const DOCTOR_SCHEMA_ID: &str = "nodelay-doctor/1";
 
 /// One measured phase, as reported.
@@ -18,9 +19,12 @@ pub const DOCTOR_SCHEMA_ID: &str = "nodelay-doctor/1";
 pub struct PhaseReport {
     /// `baseline` or the experiment's id (`quick-ack`, `new-connection-per-request`, ...).
     pub name: String,
+    /// What the phase ran, in words (`baseline: keep-alive, one connection`).
     pub description: String,
     #[serde(flatten)]
+    /// The phase's figures, flattened into this object.
     pub summary: PhaseSummary,
+    /// The kernel's TCP_INFO of the client's connection; null when not read.
     pub client_tcp_info: Option<TcpInfo>,
     /// Every response's total time as a percentile spectrum (the figures above skip the first
     /// response on each reused connection; this does not); empty when none completed.
@@ -28,16 +32,24 @@ pub struct PhaseReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay doctor` run: its phases, findings and verdict.
 pub struct DoctorReport {
+    /// The schema id, [`DOCTOR_SCHEMA_ID`].
     pub schema: &'static str,
+    /// The target as given.
     pub url: String,
+    /// The IP:port actually connected to.
     pub address: String,
+    /// The time budget the doctor was given, in seconds.
     pub budget_s: f64,
+    /// How long it took, in seconds.
     pub elapsed_s: f64,
     /// `healthy`; `findings` when anything else was found; `unreliable` when too many
     /// baseline requests failed for a verdict.
     pub verdict: &'static str,
+    /// The baseline first, then each experiment run.
     pub phases: Vec<PhaseReport>,
+    /// What the doctor found, with evidence, proof and fixes.
     pub findings: Vec<Finding>,
     /// Experiments the budget left no time for.
     pub skipped_experiments: Vec<String>,
@@ -77,6 +89,7 @@ pub struct HopReport {
     pub how_used: String,
     /// The upstream's diagnosis, or why it could not be made.
     pub report: Option<Box<DoctorReport>>,
+    /// Why the hop was not diagnosed; null when it was.
     pub error: Option<String>,
 }
 
@@ -154,6 +167,7 @@ pub fn baseline_shape(connections: u32) -> String {
 }
 
 impl PhaseReport {
+    /// The report of one measured phase.
     pub fn new(phase: &Phase) -> Self {
         let (name, description) = match phase.experiment {
             None => ("baseline".to_string(), format!("baseline: {}", baseline_shape(phase.connections))),
@@ -198,6 +212,7 @@ fn experiment_id(experiment: nodelay_diagnose::Experiment) -> String {
 }
 
 impl DoctorReport {
+    /// The report of a doctor run, its verdict decided from its findings.
     pub fn new(
         url: String,
         address: String,
@@ -246,6 +261,7 @@ impl DoctorReport {
         }
     }
 
+    /// Nothing was found: the verdict is `healthy`.
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
     }
@@ -269,30 +285,37 @@ impl HopReport {
     }
 }
 
+/// The `schema` of a doctor report over a scenario (`schema/doctor.schema.json`).
 pub const DOCTOR_SCENARIO_SCHEMA_ID: &str = "nodelay-doctor-scenario/1";
 
 /// The diagnosis of one named request of a scenario.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NamedDoctorReport {
+    /// The request's name in the scenario.
     pub name: String,
     #[serde(flatten)]
+    /// Its diagnosis, flattened into this object.
     pub report: DoctorReport,
 }
 
 /// `nodelay doctor --scenario`: one diagnosis per named request.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DoctorScenarioReport {
+    /// The schema id, [`DOCTOR_SCENARIO_SCHEMA_ID`].
     pub schema: &'static str,
+    /// The target as given.
     pub url: String,
     /// `unreliable` when any request's is (the diagnosis is incomplete), else `healthy`
     /// when every request is, otherwise `findings`.
     pub verdict: &'static str,
+    /// One diagnosis per named request, in the scenario's order.
     pub requests: Vec<NamedDoctorReport>,
     /// Stopped early (Ctrl-C): the requests after the interrupted one were not diagnosed.
     pub interrupted: bool,
 }
 
 impl DoctorScenarioReport {
+    /// The report of the diagnoses of a scenario's requests, its verdict decided from theirs.
     pub fn new(url: String, requests: Vec<NamedDoctorReport>) -> Self {
         let verdict = if requests.iter().any(|r| r.report.is_unreliable()) {
             "unreliable"
@@ -305,10 +328,12 @@ impl DoctorScenarioReport {
         DoctorScenarioReport { schema: DOCTOR_SCENARIO_SCHEMA_ID, url, verdict, requests, interrupted }
     }
 
+    /// Every request was found healthy.
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
     }
 
+    /// Some request's diagnosis is unreliable (too many of its baseline requests failed).
     pub fn is_unreliable(&self) -> bool {
         self.verdict == "unreliable"
     }

@@ -1,5 +1,5 @@
 //! The model of a `nodelay report merge` result (interval logs of many load machines added
-//! into one run) and its text. Its serde form *is* the JSON contract described by
+//! into one run). Its serde form *is* the JSON contract described by
 //! `schema/merge.schema.json`: rename nothing, only add.
 
 use crate::model::bench::{HISTOGRAM_BUCKETS, HistogramBucket, histogram_buckets};
@@ -8,11 +8,13 @@ use crate::model::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+/// The `schema` of a merge report (`schema/merge.schema.json`).
 pub const MERGE_SCHEMA_ID: &str = "nodelay-merge/1";
 
 /// One interval log that went into the merge.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct MergedLog {
+    /// The log's path as given.
     pub path: String,
     /// Interval histograms in it.
     pub intervals: usize,
@@ -25,8 +27,12 @@ pub struct MergedLog {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay report merge` result: interval logs of many load machines added into
+/// one run.
 pub struct MergeReport {
+    /// The schema id, [`MERGE_SCHEMA_ID`].
     pub schema: &'static str,
+    /// The interval logs merged, in the order given.
     pub logs: Vec<MergedLog>,
     /// Every value of every log.
     pub requests_completed: u64,
@@ -40,7 +46,10 @@ pub struct MergeReport {
     pub interval_s: f64,
     /// Percentiles of one histogram holding every value of every log (lossless).
     pub latency_ms: Option<Percentiles>,
+    /// `latency_ms` in equal-width buckets from its min to its max; the counts add up to
+    /// `requests_completed`.
     pub latency_histogram: Vec<HistogramBucket>,
+    /// `latency_ms` as a percentile spectrum, ending at 100 % with the maximum.
     pub latency_spectrum: Vec<SpectrumPoint>,
     /// The logs' intervals aligned by their wall-clock start, added per interval of
     /// `interval_s` from `start_unix_s`; errors are 0 (interval logs carry responses only).

@@ -6,9 +6,11 @@ use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_a
 use serde::Serialize;
 use std::net::IpAddr;
 
+/// The `schema` of a pcap report (`schema/pcap.schema.json`).
 pub const PCAP_SCHEMA_ID: &str = "nodelay-pcap/1";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// One stall in a capture: a segment held until the peer's delayed ACK released it.
 pub struct StallReport {
     /// `server` or `client`: the side that held its data (the Nagling sender).
     pub held_by: &'static str,
@@ -16,63 +18,98 @@ pub struct StallReport {
     pub exchange: u32,
     /// Seconds since the first packet of the capture.
     pub at_s: f64,
+    /// Size of the segment whose ACK was delayed, in bytes.
     pub segment_bytes: u32,
+    /// The capture's number of the segment the sender held its next data after.
     pub held_after_packet: u64,
+    /// The capture's number of the peer's delayed pure ACK.
     pub ack_packet: u64,
+    /// The capture's number of the segment the ACK released.
     pub release_packet: u64,
+    /// How long the peer delayed its ACK, in milliseconds.
     pub ack_delay_ms: f64,
+    /// From that ACK to the released segment, in microseconds.
     pub release_after_ack_us: f64,
+    /// From the held-after segment to the release, in milliseconds.
     pub lost_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// One TCP flow of a capture that stalled: its figures and its first stalls.
 pub struct FlowReport {
     /// Wireshark's `tcp.stream` index of the flow's conversation.
     pub tcp_stream: u64,
     /// A Wireshark display filter that shows this flow.
     pub wireshark_filter: String,
+    /// The client's address, IP:port (IPv6 as `[addr]:port`).
     pub client: String,
+    /// The server's address, IP:port.
     pub server: String,
     /// Roles come from the SYN; without it the side that sent data first is the client.
     pub roles_from_handshake: bool,
+    /// Packets of the flow.
     pub packets: u64,
+    /// Request/response exchanges seen on it.
     pub exchanges: u32,
+    /// Payload bytes the client sent.
     pub client_bytes: u64,
+    /// Payload bytes the server sent.
     pub server_bytes: u64,
+    /// Segments sent again.
     pub retransmissions: u64,
+    /// From the SYN to the client's first ACK, in milliseconds; null without a handshake in the
+    /// capture.
     pub handshake_rtt_ms: Option<f64>,
+    /// Stalls on the flow, both sides.
     pub stalls: u64,
+    /// Time the stalls held data, in milliseconds.
     pub time_lost_ms: f64,
     /// `server`, `client` or `both`.
     pub held_by: &'static str,
     /// The side whose delayed ACK released the data.
     pub ack_delayed_by: &'static str,
+    /// Median delay of the delayed ACKs, in milliseconds.
     pub ack_delay_p50_ms: f64,
     /// The delayed-ACK timer that delay matches, naming the acking side's stack.
     pub suggested_stack: Option<String>,
+    /// The flow's first stalls, in capture order.
     pub examples: Vec<StallReport>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay pcap` analysis: the capture's totals, its stalled flows and findings.
 pub struct PcapReport {
+    /// The schema id, [`PCAP_SCHEMA_ID`].
     pub schema: &'static str,
+    /// The capture file as given.
     pub file: String,
+    /// Packets read.
     pub packets: u64,
+    /// Of them, TCP packets.
     pub tcp_packets: u64,
+    /// Packets not TCP, or not decodable.
     pub other_packets: u64,
+    /// Captured bytes of all packets.
     pub bytes: u64,
+    /// From the first packet to the last, in seconds.
     pub duration_s: f64,
+    /// TCP flows seen.
     pub flows: u64,
+    /// Of them, flows with at least one stall.
     pub flows_with_stalls: u64,
+    /// Stalls in all flows.
     pub stalls: u64,
+    /// Time the stalls held data, all flows, in milliseconds.
     pub time_lost_ms: f64,
     /// `healthy` or `findings`.
     pub verdict: &'static str,
+    /// What the capture shows, in the doctor's finding contract (proof of kind `capture-rule`).
     pub findings: Vec<Finding>,
     /// The flows with stalls, most time lost first (up to --top).
     pub top_flows: Vec<FlowReport>,
     /// Flows with stalls not listed in `top_flows`.
     pub flows_not_listed: u64,
+    /// What might make the figures wrong (a truncated capture, missing handshakes, ...).
     pub warnings: Vec<String>,
     /// Why reading stopped early, when it did; the figures cover the packets before it.
     pub error: Option<String>,
@@ -252,6 +289,7 @@ impl PcapReport {
         }
     }
 
+    /// Nothing was found: the verdict is `healthy`.
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
     }

@@ -8,13 +8,21 @@ use serde::Serialize;
 /// Latency percentiles and moments in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Percentiles {
+    /// Median, in milliseconds.
     pub p50: f64,
+    /// 90th percentile, in milliseconds.
     pub p90: f64,
+    /// 99th percentile, in milliseconds.
     pub p99: f64,
+    /// 99.9th percentile, in milliseconds.
     pub p999: f64,
+    /// The largest value, in milliseconds.
     pub max: f64,
+    /// The smallest value, in milliseconds.
     pub min: f64,
+    /// The mean, in milliseconds.
     pub mean: f64,
+    /// 95th percentile, in milliseconds.
     pub p95: f64,
     /// Standard deviation (of the population: every value was recorded).
     pub stdev: f64,

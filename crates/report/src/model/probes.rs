@@ -26,6 +26,7 @@ fn ms(duration: std::time::Duration) -> f64 {
 }
 
 impl ExpectContinueReport {
+    /// The report of an `Expect: 100-continue` probe.
     pub fn new(probe: &ExpectProbe) -> Self {
         let (answer, answered_after_ms, waited_ms) = match probe.answer {
             ExpectAnswer::Continue { after } => ("continue", Some(ms(after)), None),
@@ -83,6 +84,7 @@ pub struct IdleKeepAliveReport {
 }
 
 impl IdleKeepAliveReport {
+    /// The report of an idle keep-alive probe.
     pub fn new(probe: &IdleProbe) -> Self {
         IdleKeepAliveReport {
             closed_after_s: probe.closed_after.map(|d| d.as_secs_f64()),

@@ -10,6 +10,7 @@ use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, StallEx
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// The `schema` of a proxy report (`schema/proxy.schema.json`).
 pub const PROXY_SCHEMA_ID: &str = "nodelay-proxy/1";
 
 /// Each part of an exchange, as percentiles over the exchanges relayed in full (`None` when
@@ -33,9 +34,13 @@ pub struct ExchangeParts {
 /// Percentiles of the pauses of the messages that stalled.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Pauses {
+    /// 10th percentile pause, in milliseconds.
     pub p10: f64,
+    /// Median pause, in milliseconds.
     pub p50: f64,
+    /// 90th percentile pause, in milliseconds.
     pub p90: f64,
+    /// The longest pause, in milliseconds.
     pub max: f64,
 }
 
@@ -44,16 +49,23 @@ pub struct Pauses {
 pub struct LegReport {
     /// `requests` or `responses`.
     pub messages_are: &'static str,
+    /// Messages read in full on this leg.
     pub messages: u64,
+    /// Their bytes.
     pub bytes: u64,
+    /// Reads the messages took.
     pub reads: u64,
     /// Messages that arrived in two reads or more.
     pub split: u64,
     /// Messages with a pause of at least `stall_threshold_ms` between two reads.
     pub stalled: u64,
+    /// Messages that were the first exchange on their connection.
     pub first_on_connection: u64,
+    /// Of them, messages that stalled.
     pub stalled_first_on_connection: u64,
+    /// The stalled messages' longest pauses; null when none stalled.
     pub stall_pause_ms: Option<Pauses>,
+    /// The stalled messages' longest pauses added up, in milliseconds.
     pub time_lost_ms: f64,
     /// The side whose data waited when a message of this leg stalled.
     pub held_by: &'static str,
@@ -62,26 +74,38 @@ pub struct LegReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The client connections the relay accepted, and how they ended.
 pub struct ConnectionsReport {
+    /// Client connections accepted.
     pub accepted: u64,
+    /// Closed during the run (those whose upstream could not be reached included).
     pub closed: u64,
+    /// Open when the relay stopped (it closed them).
     pub open_at_end: u64,
     /// Closed because a side reset the connection or a read or write failed.
     pub failed: u64,
+    /// accept() calls that failed.
     pub accept_failures: u64,
+    /// Upstream TCP handshake, in milliseconds; null when none was opened.
     pub upstream_connect_ms: Option<Percentiles>,
     /// Connections whose HTTP framing the relay had to give up, and the first reason.
     pub framing_lost: u64,
+    /// Why the first of them lost its framing; null when none did.
     pub framing_lost_example: Option<String>,
 }
 
 /// Upstream connections that could not be opened (their clients' connections were closed).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct UpstreamFailures {
+    /// Connects the upstream refused.
     pub refused: u64,
+    /// Connects that timed out.
     pub timed_out: u64,
+    /// Connects that failed for want of file descriptors.
     pub out_of_files: u64,
+    /// Connects that failed otherwise.
     pub other: u64,
+    /// All of them.
     pub total: u64,
     /// The first failure's message.
     pub example: Option<String>,
@@ -101,7 +125,9 @@ pub struct IncompleteReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// One stalled message, as the proof's example reads it.
 pub struct StallExampleReport {
+    /// The client connection's number, in accept order.
     pub connection: u64,
     /// 1 for a connection's first exchange.
     pub exchange: u32,
@@ -109,39 +135,61 @@ pub struct StallExampleReport {
     pub leg: &'static str,
     /// When the exchange began, from the start of the run.
     pub at_s: f64,
+    /// The message's bytes.
     pub bytes: u64,
+    /// Reads it took.
     pub reads: u32,
+    /// Its longest pause between two reads, in milliseconds.
     pub pause_ms: f64,
+    /// Bytes read before that pause.
     pub bytes_before_pause: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of a `nodelay proxy` run: what the relay saw of each exchange, leg by leg.
 pub struct ProxyReport {
+    /// The schema id, [`PROXY_SCHEMA_ID`].
     pub schema: &'static str,
+    /// The address the relay listened on (the port chosen for port 0).
     pub listen: String,
+    /// The upstream address the relay connected to.
     pub upstream: String,
+    /// How long the relay ran, in seconds.
     pub elapsed_s: f64,
     /// `duration`, `exchanges` or `signal` (Ctrl-C, SIGTERM).
     pub stopped_by: &'static str,
+    /// Stopped by Ctrl-C or SIGTERM.
     pub interrupted: bool,
+    /// Exchanges relayed in full (the response delivered).
     pub exchanges: u64,
     /// Of them, framed as HTTP/1.x (the others by turns).
     pub http_exchanges: u64,
+    /// `exchanges` over `elapsed_s`.
     pub exchanges_per_second: f64,
+    /// A pause this long or longer between two reads of one message is a stall, in milliseconds.
     pub stall_threshold_ms: f64,
     /// Exchanges with a stall on either leg.
     pub stalled_exchanges: u64,
+    /// Each part of an exchange, in milliseconds.
     pub latency_ms: ExchangeParts,
+    /// How the requests arrived from the clients.
     pub client_leg: LegReport,
+    /// How the responses arrived from the upstream.
     pub upstream_leg: LegReport,
+    /// HTTP statuses of the responses relayed.
     pub status_counts: BTreeMap<String, u64>,
+    /// The client connections and how they ended.
     pub connections: ConnectionsReport,
+    /// Upstream connections that could not be opened.
     pub upstream_failures: UpstreamFailures,
+    /// Exchanges that began and were not relayed in full.
     pub incomplete: IncompleteReport,
     /// The first messages that stalled.
     pub stall_examples: Vec<StallExampleReport>,
     /// `healthy`, `findings`, or `nothing-relayed`.
     pub verdict: &'static str,
+    /// What the relay's figures show (Nagle and delayed ACK on either leg); empty when nothing
+    /// was relayed.
     pub findings: Vec<Finding>,
 }
 
@@ -208,6 +256,7 @@ fn leg_pauses(leg: &LegReport, stats: &LegStats, example: Option<&StallExample>)
 }
 
 impl ProxyReport {
+    /// The report of a relay's run, its findings decided from its figures.
     pub fn new(listen: String, upstream: String, stats: &ProxyStats, end: &RelayEnd) -> Self {
         let busiest = stats.busiest.as_ref();
         let client_leg = leg_report(&stats.client, Leg::Client, busiest.and_then(|c| c.client_tcp_info));
@@ -308,10 +357,12 @@ impl ProxyReport {
         }
     }
 
+    /// Something was relayed and nothing found: the verdict is `healthy`.
     pub fn is_healthy(&self) -> bool {
         self.verdict == "healthy"
     }
 
+    /// No exchange was relayed: the verdict is `nothing-relayed`.
     pub fn relayed_nothing(&self) -> bool {
         self.verdict == "nothing-relayed"
     }

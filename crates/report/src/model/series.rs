@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 /// `latency_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SpectrumPoint {
+    /// Percent of the values at most `latency_ms` (0 to 100).
     pub percentile: f64,
+    /// The value at that percentile, in milliseconds.
     pub latency_ms: f64,
 }
 
@@ -49,9 +51,11 @@ pub struct IntervalPoint {
     pub requests: u64,
     /// Requests that failed in the interval.
     pub errors: u64,
+    /// `requests` over `duration_s`.
     pub requests_per_second: f64,
     /// Null when nothing completed in the interval.
     pub p50_ms: Option<f64>,
+    /// 99th percentile latency of the interval's responses, in milliseconds.
     pub p99_ms: Option<f64>,
 }
 
@@ -62,6 +66,7 @@ pub struct Machine {
     pub kernel: String,
     /// CPUs this process may run on.
     pub cores: usize,
+    /// The machine's host name (empty when unknown).
     pub hostname: String,
 }
 

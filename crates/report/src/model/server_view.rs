@@ -11,17 +11,24 @@ use serde::Serialize;
 const THREADS_SHOWN: usize = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The server's side of a run, read from /proc on this machine: its CPU, threads and upstream
+/// connections.
 pub struct ServerViewReport {
     /// False when the server's processes could not be read; `why_unavailable` says why.
     pub available: bool,
+    /// Why the server's processes could not be read; null when they were.
     pub why_unavailable: Option<String>,
     /// Every process holding the listening socket.
     pub processes: Vec<ProcessInfo>,
+    /// How long the server was watched, in seconds.
     pub wall_s: f64,
     /// Requests completed while the server was watched.
     pub requests: u64,
+    /// CPU time in user mode, all the processes, in milliseconds.
     pub cpu_user_ms: f64,
+    /// CPU time in the kernel, all the processes, in milliseconds.
     pub cpu_system_ms: f64,
+    /// CPU time per request completed, in milliseconds; null when none completed.
     pub cpu_per_request_ms: Option<f64>,
     /// The processes' CPU as cores kept busy over the run (1.0: one core all the time).
     pub cores_busy: f64,
@@ -29,7 +36,9 @@ pub struct ServerViewReport {
     pub ceiling_per_second: Option<f64>,
     /// The ceiling is set by one thread doing most of the work; otherwise by all the cores.
     pub ceiling_one_thread: bool,
+    /// The busiest threads, most CPU first (at most 3).
     pub threads: Vec<ThreadReport>,
+    /// Upstream destinations the server connected to during the run.
     pub upstreams: Vec<UpstreamReport>,
     /// connect()s in the server's network namespace during the run by others than nodelay
     /// (`Tcp: ActiveOpens`): an upper bound of the connections the server opened.
@@ -38,29 +47,43 @@ pub struct ServerViewReport {
     pub cpu_pressure_share: Option<f64>,
     /// The listening socket's accept queue and the handshakes dropped on it during the run.
     pub listen_queue: Option<nodelay_host::ListenQueueView>,
+    /// CPUs online on this machine.
     pub online_cpus: u32,
+    /// What the view's figures warn of, in words.
     pub warnings: Vec<String>,
     /// Parts that could not be read (a process that ended during the run, ...).
     pub unread: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// One thread of the server and the CPU it used.
 pub struct ThreadReport {
+    /// Its process's id.
     pub pid: i32,
+    /// The thread's id.
     pub tid: i32,
+    /// The thread's name (comm).
     pub name: String,
+    /// CPU time it used, in milliseconds.
     pub on_cpu_ms: f64,
     /// Shares of the run, 0 to 1.
     pub on_cpu_share: f64,
+    /// Share of the run it spent runnable, waiting for a CPU.
     pub waiting_for_cpu_share: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// Connections the server opened to one upstream destination during the run.
 pub struct UpstreamReport {
+    /// The destination, IP:port.
     pub destination: String,
+    /// TCP connections to it that appeared during the run (new 4-tuples, TIME-WAIT included).
     pub opened: u64,
+    /// `opened` per request completed; null when none completed.
     pub opened_per_request: Option<f64>,
+    /// Connections to it established at the end of the run.
     pub open_at_end: u64,
+    /// Segments sent on connections that existed at both the start and the end (a keep-alive pool).
     pub pooled_segments_out: u64,
     /// The connects went round the local port range: `opened` counts each 4-tuple once and
     /// is a lower bound, maybe far under the true count.
@@ -68,6 +91,7 @@ pub struct UpstreamReport {
 }
 
 impl ServerViewReport {
+    /// The report of a server view, `requests` being the responses completed while it was taken.
     pub fn new(view: &ServerView, requests: u64) -> Self {
         let load = server_load(view, requests);
         let wall_us = view.wall_us.max(1) as f64;

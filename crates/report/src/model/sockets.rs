@@ -5,19 +5,26 @@
 use nodelay_host::{Inspection, NodelayChange, ProcessInfo, SocketView};
 use serde::Serialize;
 
+/// The `schema` of an inspect report (`schema/inspect.schema.json`).
 pub const INSPECT_SCHEMA_ID: &str = "nodelay-inspect/1";
+/// The `schema` of a fix report (`schema/inspect.schema.json`).
 pub const FIX_SCHEMA_ID: &str = "nodelay-fix/1";
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of `nodelay inspect`: a program's TCP sockets and their options.
 pub struct InspectReport {
+    /// The schema id, [`INSPECT_SCHEMA_ID`].
     pub schema: &'static str,
     /// What the user named: `PID 4242` or `port 8080`.
     pub target: String,
+    /// The processes of the target.
     pub processes: Vec<ProcessInfo>,
+    /// One entry per socket (one shared by several processes appears once, under the first).
     pub sockets: Vec<SocketView>,
 }
 
 impl InspectReport {
+    /// The report of an inspection of `target`.
     pub fn new(target: String, inspection: Inspection) -> Self {
         InspectReport {
             schema: INSPECT_SCHEMA_ID,
@@ -29,19 +36,27 @@ impl InspectReport {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+/// The model of `nodelay fix`: the sockets whose TCP_NODELAY was turned on.
 pub struct FixReport {
+    /// The schema id, [`FIX_SCHEMA_ID`].
     pub schema: &'static str,
+    /// What the user named: `PID 4242` or `port 8080`.
     pub target: String,
+    /// The processes of the target.
     pub processes: Vec<ProcessInfo>,
     /// Nothing was changed: `changed` lists what would have been.
     pub dry_run: bool,
     /// The sockets whose TCP_NODELAY was off, as they were before the fix.
     pub changed: Vec<SocketView>,
+    /// Of the sockets changed, listening sockets: connections they accept afterwards inherit
+    /// TCP_NODELAY.
     pub listening_changed: usize,
+    /// Sockets that had TCP_NODELAY on already.
     pub already_on: usize,
 }
 
 impl FixReport {
+    /// The report of a change made (or, dry, planned) on `target`.
     pub fn new(target: String, change: NodelayChange) -> Self {
         FixReport {
             schema: FIX_SCHEMA_ID,

@@ -13,6 +13,7 @@ enum StatusPattern {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// The HTTP statuses counted as success (`--success-status`): classes and codes.
 pub struct SuccessStatuses(Vec<StatusPattern>);
 
 impl Default for SuccessStatuses {
@@ -42,6 +43,7 @@ impl SuccessStatuses {
         Ok(SuccessStatuses(patterns))
     }
 
+    /// Whether `status` is one of them.
     pub fn is_success(&self, status: u16) -> bool {
         self.0.iter().any(|pattern| match *pattern {
             StatusPattern::Class(class) => status / 100 == class,

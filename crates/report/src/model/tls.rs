@@ -17,6 +17,7 @@ pub struct TlsSettings {
 }
 
 impl TlsSettings {
+    /// The settings of a TLS client.
     pub fn of(client: &TlsClient) -> Self {
         TlsSettings { trust: client.trust, resume: client.resume }
     }
@@ -42,14 +43,18 @@ fn trust_phrase(trust: TlsTrust) -> &'static str {
 /// How a doctor's connections were trusted and what they settled on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TlsNegotiated {
+    /// How the certificate was checked.
     pub trust: TlsTrust,
     /// `TLSv1.3` or `TLSv1.2`; null when no handshake completed.
     pub version: Option<&'static str>,
+    /// IANA cipher suite name; null when no handshake completed.
     pub cipher: Option<&'static str>,
+    /// The protocol the server chose by ALPN (`http/1.1`); null when it ignored ALPN.
     pub alpn: Option<&'static str>,
 }
 
 impl TlsNegotiated {
+    /// What a client's handshakes settled on (`summary`; none when no handshake completed).
     pub fn of(client: &TlsClient, summary: Option<TlsSummary>) -> Self {
         TlsNegotiated {
             trust: client.trust,
@@ -78,7 +83,9 @@ pub struct TlsReport {
     pub cipher: Option<&'static str>,
     /// The protocol the server chose by ALPN (`http/1.1`), null if it ignored ALPN.
     pub alpn: Option<&'static str>,
+    /// Handshakes that exchanged certificates.
     pub full_handshakes: u64,
+    /// Handshakes that resumed an earlier session.
     pub resumed_handshakes: u64,
     /// Handshakes that exchanged certificates (after the TCP handshake).
     pub full_handshake_ms: Option<Percentiles>,
@@ -87,6 +94,7 @@ pub struct TlsReport {
 }
 
 impl TlsReport {
+    /// What the TLS handshakes of a run settled on and cost.
     pub fn of(stats: &Stats) -> Self {
         let summary = stats.tls();
         TlsReport {

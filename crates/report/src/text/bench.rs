@@ -1,5 +1,6 @@
-//! Human-readable text renderers, in the spirit of wrk's and oha's summaries: figures first,
-//! every number with its unit, one unit per table, and no line wider than the width given.
+//! `nodelay bench` as text: the settings before the run, then its figures (latency table,
+//! histogram, outcomes, connections), the server view, findings and suggestions. Also the
+//! helpers the other renderers share with it (the latency statistics, run lengths, plurals).
 
 use crate::format::{DurationScale, format_bytes, format_duration_ms, format_status_counts};
 use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, RequestReport};

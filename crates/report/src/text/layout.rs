@@ -1,5 +1,6 @@
-//! Terminal layout: tables and wrapped prose that fit a given width. The text renderers build
-//! every line through these, so that none is wider than the width they were given.
+//! Terminal tables that fit a given width: values kept whole, prose cells wrapped, and a table
+//! too wide split into parts, or its labels or prose set on lines of their own. The text
+//! renderers build every table through [`TextTable`], so that none is wider than its width.
 
 use crate::text::MIN_WIDTH;
 use crate::text::wrap::{glue_units, wrap_lines};

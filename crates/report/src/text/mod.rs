@@ -25,6 +25,7 @@ pub struct Text;
 /// Text laid out for a terminal of `width` columns (at least [`MIN_WIDTH`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FittedText {
+    /// Columns per line, at least [`MIN_WIDTH`].
     pub width: usize,
 }
 
@@ -35,6 +36,7 @@ impl Default for FittedText {
 }
 
 impl FittedText {
+    /// Text for `width` columns; narrower widths are raised to [`MIN_WIDTH`].
     pub fn new(width: usize) -> Self {
         FittedText { width: width.max(MIN_WIDTH) }
     }

@@ -65,7 +65,7 @@ impl Lines {
         self.lines.extend(wrap_words(text, self.width, first, rest));
     }
 
-    /// A table's lines, behind `indent` (cells may hold [`glue_units`] text).
+    /// A table's lines, behind `indent` (cells may hold [`glue_units`](crate::text::wrap::glue_units) text).
     fn table(&mut self, indent: &str, table: &Table) {
         self.lines
             .extend(table.lines().map(|line| format!("{indent}{}", line.trim_end().replace(NO_BREAK, " "))));
