@@ -74,18 +74,25 @@ impl FlowFilter {
 /// Everything a capture showed.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureSummary {
+    /// What the reader saw besides packets.
     pub read: ReadStats,
+    /// Packets that decoded as TCP.
     pub tcp_packets: u64,
     /// Packets that are not TCP (or could not be decoded).
     pub other_packets: u64,
     /// Link types nodelay cannot decode, with their packet counts.
     pub unsupported_link_types: BTreeMap<u16, u64>,
+    /// Capture time of the earliest packet, in nanoseconds since the Unix epoch.
     pub first_ns: Option<u64>,
+    /// Capture time of the latest packet, in nanoseconds since the Unix epoch.
     pub last_ns: Option<u64>,
+    /// Flows followed: each began with a SYN or data, and passed the filter.
     pub flows_seen: u64,
+    /// Of those, the flows with at least one stall.
     pub flows_with_stalls: u64,
-    /// All stalls where clients held data, and where servers did.
+    /// All stalls where clients held data.
     pub client_stalls: SenderStalls,
+    /// All stalls where servers held data.
     pub server_stalls: SenderStalls,
     /// Flows with stalls, most time lost first.
     pub flows: Vec<FlowSummary>,
@@ -200,6 +207,8 @@ fn after_close(
     AfterClose::Continues(stream)
 }
 
+/// Follows every TCP flow of a capture, packet by packet, and sums up what it saw; fed in file
+/// order, then [`finish`](Analyzer::finish)ed.
 pub struct Analyzer {
     /// Open conversations: every packet looks here first, so it stays small (live
     /// connections) and in cache.
@@ -230,6 +239,7 @@ impl Analyzer {
         }
     }
 
+    /// Takes the next packet of the capture, in file order.
     pub fn packet(&mut self, packet: &Packet<'_>) {
         let summary = &mut self.summary;
         summary.first_ns = Some(summary.first_ns.map_or(packet.timestamp_ns, |t| t.min(packet.timestamp_ns)));

@@ -7,15 +7,25 @@
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// BSD loopback (`DLT_NULL`): a 4-byte address family, then IP.
 pub const LINKTYPE_NULL: u16 = 0;
+/// Ethernet, VLAN tags allowed.
 pub const LINKTYPE_ETHERNET: u16 = 1;
+/// Raw IP, under an older number some systems' libpcap writes.
 pub const LINKTYPE_RAW_12: u16 = 12;
+/// Raw IP, under an older number some systems' libpcap writes.
 pub const LINKTYPE_RAW_14: u16 = 14;
+/// Raw IPv4 or IPv6, no link header.
 pub const LINKTYPE_RAW: u16 = 101;
+/// OpenBSD loopback: a 4-byte address family, then IP.
 pub const LINKTYPE_LOOP: u16 = 108;
+/// Linux cooked capture v1 (`tcpdump -i any`).
 pub const LINKTYPE_LINUX_SLL: u16 = 113;
+/// Raw IPv4, no link header.
 pub const LINKTYPE_IPV4: u16 = 228;
+/// Raw IPv6, no link header.
 pub const LINKTYPE_IPV6: u16 = 229;
+/// Linux cooked capture v2 (`tcpdump -i any` with newer libpcap).
 pub const LINKTYPE_LINUX_SLL2: u16 = 276;
 
 /// Whether nodelay can decode frames of this link type.
@@ -38,13 +48,21 @@ pub fn link_type_supported(link_type: u16) -> bool {
 /// One TCP segment as the analysis sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpSegment {
+    /// Sender's address and port.
     pub source: (IpAddr, u16),
+    /// Receiver's address and port.
     pub destination: (IpAddr, u16),
+    /// Sequence number of the first payload byte (or of the SYN or FIN).
     pub seq: u32,
+    /// Acknowledgment number; meaningful when `ack_flag` is set.
     pub ack: u32,
+    /// The SYN flag.
     pub syn: bool,
+    /// The ACK flag.
     pub ack_flag: bool,
+    /// The FIN flag.
     pub fin: bool,
+    /// The RST flag.
     pub rst: bool,
     /// Payload bytes on the wire (from the IP length, even when the capture cut them).
     pub payload_len: u32,

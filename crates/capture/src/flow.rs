@@ -23,12 +23,15 @@ const UNKNOWN_RTT_NS: u64 = 2_000_000;
 const SAMPLES_KEPT: usize = 256;
 const EXAMPLES_KEPT: usize = 5;
 
+/// An IP address and a TCP port.
 pub type Endpoint = (IpAddr, u16);
 
 /// Which end of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Role {
+    /// The end that opened the connection (sent the SYN), or sent data first.
     Client,
+    /// The other end.
     Server,
 }
 
@@ -37,14 +40,19 @@ pub enum Role {
 pub struct StallExample {
     /// Request/response exchange on the connection (1 = first request).
     pub exchange: u32,
+    /// Capture packet number (1-based) of the segment whose ACK was delayed.
     pub held_after_packet: u64,
+    /// Capture packet number of the delayed ACK.
     pub ack_packet: u64,
+    /// Capture packet number of the held data the ACK released.
     pub release_packet: u64,
     /// Capture time of the release.
     pub at_ns: u64,
     /// Size of the segment whose ACK was delayed.
     pub segment_bytes: u32,
+    /// How long the receiver delayed its ACK of that segment.
     pub ack_delay_ns: u64,
+    /// From the delayed ACK to the held data's release.
     pub release_after_ack_ns: u64,
     /// From the held-after segment to the release.
     pub lost_ns: u64,
@@ -53,10 +61,15 @@ pub struct StallExample {
 /// The stalls of one sender (bounded samples, exact counts).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SenderStalls {
+    /// Stalls counted.
     pub count: u64,
+    /// Time lost to them, summed.
     pub lost_ns: u64,
+    /// Each stall's ACK delay, for the first stalls (at most 256).
     pub ack_delays_ns: Vec<u64>,
+    /// Each stall's release after the ACK, for the same stalls as `ack_delays_ns`.
     pub releases_ns: Vec<u64>,
+    /// The first stalls in full (at most 5).
     pub examples: Vec<StallExample>,
 }
 
@@ -73,6 +86,7 @@ impl SenderStalls {
         }
     }
 
+    /// Adds another sender's stalls; samples and examples past the bounds are dropped.
     pub fn merge(&mut self, other: &SenderStalls) {
         self.count += other.count;
         self.lost_ns = self.lost_ns.saturating_add(other.lost_ns);
@@ -89,28 +103,41 @@ impl SenderStalls {
 pub struct FlowSummary {
     /// Wireshark's `tcp.stream` of the conversation the flow belongs to.
     pub stream: u64,
+    /// The end that opened the connection (or sent data first).
     pub client: Endpoint,
+    /// The other end.
     pub server: Endpoint,
     /// Roles come from the SYN; otherwise the side that sent data first is the client.
     pub roles_from_handshake: bool,
+    /// Packets of the flow, both ways.
     pub packets: u64,
+    /// Payload bytes the client sent, retransmissions left out.
     pub client_bytes: u64,
+    /// Payload bytes the server sent, retransmissions left out.
     pub server_bytes: u64,
+    /// Request/response exchanges: each time the client sent data after the server had.
     pub exchanges: u32,
+    /// Segments that resent bytes already sent, both ways.
     pub retransmissions: u64,
+    /// From the client's SYN to its ACK that completed the handshake, when the capture showed both.
     pub handshake_rtt_ns: Option<u64>,
+    /// Capture time of the flow's first packet, in nanoseconds since the Unix epoch.
     pub first_ns: u64,
+    /// Capture time of the flow's last packet, in nanoseconds since the Unix epoch.
     pub last_ns: u64,
-    /// Stalls where the client held data (its request waited), and where the server did.
+    /// Stalls where the client held data (its request waited).
     pub client_stalls: SenderStalls,
+    /// Stalls where the server held data (its response waited).
     pub server_stalls: SenderStalls,
 }
 
 impl FlowSummary {
+    /// Time lost to stalls on both sides.
     pub fn lost_ns(&self) -> u64 {
         self.client_stalls.lost_ns.saturating_add(self.server_stalls.lost_ns)
     }
 
+    /// Stalls on both sides.
     pub fn stalls(&self) -> u64 {
         self.client_stalls.count + self.server_stalls.count
     }
@@ -154,6 +181,7 @@ fn seq_after(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 
+/// One TCP connection being followed: its two sides' sequence state, exchanges and stalls.
 #[derive(Debug, Clone)]
 pub struct Flow {
     stream: u64,

@@ -2,6 +2,8 @@
 //! directions (numbered like Wireshark's `tcp.stream`) and find Nagle × delayed-ACK stalls
 //! by the capture rule of FIELD_NOTES §5.
 
+#![warn(missing_docs)]
+
 mod analyzer;
 pub mod decode;
 mod flow;

@@ -39,6 +39,7 @@ pub struct Packet<'a> {
     pub number: u64,
     /// Byte offset of the packet's record in the file.
     pub offset: u64,
+    /// Capture time, in nanoseconds since the Unix epoch (the interface's offset applied).
     pub timestamp_ns: u64,
     /// LINKTYPE_* value of the interface it was captured on.
     pub link_type: u16,
@@ -49,29 +50,74 @@ pub struct Packet<'a> {
 /// Why reading stopped before the end of the file.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ReadError {
+    /// The input has no bytes at all.
     #[error("it is empty (0 bytes)")]
     Empty,
-    /// `first_bytes`: the first bytes of the input (after decompression), in hex.
+    /// The input starts with no pcap or pcapng magic number.
     #[error("not a pcap or pcapng file (it starts with {first_bytes})")]
-    NotACapture { first_bytes: String },
+    NotACapture {
+        /// The first bytes of the input (after decompression), in hex.
+        first_bytes: String,
+    },
+    /// The input ends inside the file header.
     #[error("truncated: the file header is cut short ({bytes} bytes)")]
-    TruncatedHeader { bytes: usize },
+    TruncatedHeader {
+        /// The input's length, in bytes.
+        bytes: usize,
+    },
     /// A known magic number whose header does not parse (a pcapng block length that is no
     /// length, an unknown byte-order mark): the file is damaged, not of another kind.
     #[error("a {kind} file whose header is damaged (it starts with {first_bytes})")]
-    DamagedHeader { kind: &'static str, first_bytes: String },
+    DamagedHeader {
+        /// `pcap` or `pcapng`, as the magic number says.
+        kind: &'static str,
+        /// The first bytes of the input (after decompression), in hex.
+        first_bytes: String,
+    },
+    /// The input ends inside a packet record.
     #[error("truncated: packet record #{packet} at byte offset {offset} is cut short")]
-    Truncated { packet: u64, offset: u64 },
+    Truncated {
+        /// Number of the record cut short (1-based).
+        packet: u64,
+        /// Byte offset of the record in the (decompressed) input.
+        offset: u64,
+    },
+    /// A packet record says it captured more bytes than its interface's snap length allows.
     #[error(
         "packet #{packet} at byte offset {offset}: captured length {caplen} exceeds the snap length {snaplen}"
     )]
-    CaplenExceedsSnaplen { packet: u64, offset: u64, caplen: u32, snaplen: u32 },
+    CaplenExceedsSnaplen {
+        /// Number of the packet (1-based).
+        packet: u64,
+        /// Byte offset of its record in the (decompressed) input.
+        offset: u64,
+        /// The captured length the record gives, in bytes.
+        caplen: u32,
+        /// The interface's snap length, in bytes.
+        snaplen: u32,
+    },
+    /// A pcapng packet names an interface no earlier block described.
     #[error(
         "packet #{packet} at byte offset {offset}: refers to interface {interface}, which was never described"
     )]
-    UnknownInterface { packet: u64, offset: u64, interface: u32 },
+    UnknownInterface {
+        /// Number of the packet (1-based).
+        packet: u64,
+        /// Byte offset of its block in the (decompressed) input.
+        offset: u64,
+        /// The interface ID it names.
+        interface: u32,
+    },
+    /// A record that cannot be parsed.
     #[error("malformed record at byte offset {offset} (after packet #{packet}): {reason}")]
-    Malformed { packet: u64, offset: u64, reason: String },
+    Malformed {
+        /// Packets read before it.
+        packet: u64,
+        /// Byte offset of the record in the (decompressed) input.
+        offset: u64,
+        /// What is wrong with it, in words.
+        reason: String,
+    },
     /// Why reading failed, in words (`cannot read it: ...`, `the gzip stream is cut short`).
     #[error("{0}")]
     Io(String),
@@ -80,13 +126,16 @@ pub enum ReadError {
 /// What the reader saw besides packets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReadStats {
+    /// Packet records read, timed or not.
     pub packets: u64,
+    /// Captured bytes of the timed packets (decompressed).
     pub bytes: u64,
     /// Packets without a timestamp (pcapng simple packet blocks), skipped.
     pub untimed_packets: u64,
     /// Packets timed earlier than the packet before them in the file (several interfaces,
-    /// or a clock stepped back), and the largest such step: gaps are measured in file order.
+    /// or a clock stepped back): gaps are measured in file order.
     pub steps_back: u64,
+    /// The largest of those steps back, in nanoseconds.
     pub largest_step_back_ns: u64,
     /// The input was gzip-compressed (byte offsets in errors count decompressed bytes).
     pub gzip: bool,
