@@ -3,7 +3,7 @@
 //! renderers build every table through [`TextTable`], so that none is wider than its width.
 
 use crate::text::MIN_WIDTH;
-use crate::text::wrap::{glue_units, wrap_lines};
+use crate::text::wrap::{glue_units, wrap_words};
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width, presets};
 use textwrap::core::display_width;
 
@@ -270,7 +270,7 @@ impl TextTable {
                     let text = match (wrapped, prose_width) {
                         (Some(column), Some(width)) if column == i => {
                             let rest = if self.columns[i] == Col::Hanging { "  " } else { "" };
-                            wrap_lines(text, width, "", rest).join("\n")
+                            wrap_words(text, width, "", rest).join("\n")
                         }
                         _ => text.clone(),
                     };
@@ -341,7 +341,7 @@ impl TextTable {
         }
         let rest =
             if self.columns[column] == Col::Hanging { format!("{indent}  ") } else { indent.to_string() };
-        for line in wrap_lines(text, self.width + self.indent, indent, &rest) {
+        for line in wrap_words(text, self.width + self.indent, indent, &rest) {
             out.push_str(&line);
             out.push('\n');
         }

@@ -10,6 +10,7 @@ use crate::model::percentiles::Percentiles;
 use crate::model::proxy::{LegReport, ProxyReport, StallExampleReport};
 use crate::render::Render;
 use crate::text::Text;
+use crate::text::bench::format_elapsed;
 use crate::text::finding::write_finding_fitted;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
@@ -100,11 +101,6 @@ fn write_proxy(out: &mut String, r: &ProxyReport, width: usize) -> std::fmt::Res
     };
     out.push_str(&wrap(&format!("verdict: {verdict}"), width, "", "  "));
     Ok(())
-}
-
-/// `1.35 s`, or milliseconds for a run that short.
-fn format_elapsed(seconds: f64) -> String {
-    if seconds >= 0.1 { format!("{seconds:.2} s") } else { format_duration_ms(seconds * 1e3) }
 }
 
 fn p50(percentiles: &Option<Percentiles>) -> f64 {

@@ -44,25 +44,22 @@ pub fn wrap_atoms<'a>(
     lines
 }
 
-/// `text` wrapped at spaces with a hanging indent, a unit kept with its number.
-pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
-    wrap_lines(text, width, first, rest)
-}
-
 /// `text` wrapped at `width`, the first line after `first`, the others after `rest` (a
 /// hanging indent); each line ends in a newline. A number stays on the line of its unit;
 /// words longer than a line are broken.
 pub(crate) fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
     let mut out = String::new();
-    for line in wrap_lines(text, width.max(MIN_WIDTH), first, rest) {
+    for line in wrap_words(text, width.max(MIN_WIDTH), first, rest) {
         out.push_str(&line);
         out.push('\n');
     }
     out
 }
 
-/// The lines of [`wrap`], at any width.
-pub(crate) fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+/// The lines of `text` wrapped at `width` columns (any width), the first after `first`, the
+/// others after `rest` (a hanging indent): at spaces, a number kept with its unit, words
+/// longer than a line broken.
+pub fn wrap_words(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let options = textwrap::Options::new(width.max(1)).initial_indent(first).subsequent_indent(rest);
     textwrap::wrap(&glue_units(text), options)
         .iter()
