@@ -11,12 +11,17 @@ use crate::timers::match_delayed_ack_timer;
 pub struct CaptureStalls {
     /// The Nagling sender was the server (else the client).
     pub held_by_server: bool,
+    /// Stalls counted.
     pub stalls: u64,
+    /// Flows with at least one such stall.
     pub flows: u64,
+    /// Time lost to the stalls, summed.
     pub time_lost_ms: f64,
     /// The peer's ACK delay: percentiles over the stalls.
     pub ack_delay_p10_ms: f64,
+    /// Median of the peer's ACK delay.
     pub ack_delay_p50_ms: f64,
+    /// 90th percentile of the peer's ACK delay.
     pub ack_delay_p90_ms: f64,
     /// How soon after that ACK the held data left.
     pub release_after_ack_p50_us: f64,

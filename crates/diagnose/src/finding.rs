@@ -38,12 +38,14 @@ pub enum FindingId {
     /// The server closes idle keep-alive connections after a timeout (`--idle-probe`):
     /// clients whose pools keep them longer reuse closed ones.
     KeepaliveIdleClose,
+    /// Nothing found that costs latency.
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
     UnreliableMeasurement,
 }
 
 impl FindingId {
+    /// The stable id as it appears in JSON and the docs.
     pub fn as_str(self) -> &'static str {
         match self {
             FindingId::ServerNagleDelayedAck => "server-nagle-delayed-ack",
@@ -64,23 +66,31 @@ impl FindingId {
     }
 }
 
+/// How sure a finding is, as each rule grades what it saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
+    /// Weak: few of the signs the rule looks for, or too little to go on.
     Low,
+    /// Likely: some of the signs agree, others are missing or thin.
     Medium,
+    /// The signs the rule looks for agree, on enough samples.
     High,
 }
 
 /// One measured fact. `value` is in `unit` (ms, %, bytes, count, ...).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Evidence {
+    /// What was measured, in words.
     pub what: String,
+    /// The measured value, in `unit`.
     pub value: f64,
+    /// The unit of `value`: `ms`, `%`, `bytes`, `count`, ...
     pub unit: &'static str,
 }
 
 impl Evidence {
+    /// A fact `what` measured at `value` in `unit`.
     pub fn new(what: impl Into<String>, value: f64, unit: &'static str) -> Self {
         Evidence { what: what.into(), value, unit }
     }
@@ -111,35 +121,52 @@ pub enum ProofKind {
 /// packet pattern that shows it).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Proof {
+    /// How it was proven.
     pub kind: ProofKind,
+    /// What was changed or looked at, in words.
     pub experiment: String,
+    /// Median total latency of the baseline, for an experiment; other kinds of proof carry
+    /// their own figure here (a capture: the median ACK delay), or 0.
     pub baseline_p50_ms: f64,
+    /// Median total latency with the change made, for an experiment; other kinds of proof
+    /// carry their own figure here (a capture: the median release after the ACK), or 0.
     pub experiment_p50_ms: f64,
     /// Whether the experiment removed the symptom.
     pub removed: bool,
+    /// What happened, in one line.
     pub result: String,
 }
 
+/// How to fix the cause in one stack.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Fix {
+    /// The stack: a server, proxy, language or library.
     pub stack: &'static str,
+    /// What to change there.
     pub how: &'static str,
     /// This is the stack the server runs (from its `Server` header); listed first.
     pub detected: bool,
 }
 
+/// One diagnosis: a cause (or health), what shows it, what proved it, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
+    /// The stable id of the cause.
     pub id: FindingId,
+    /// One line saying what was found.
     pub title: String,
     /// True when an experiment confirmed the cause; otherwise the finding only says what
     /// was seen.
     pub proven: bool,
+    /// How sure the finding is.
     pub confidence: Confidence,
+    /// The measured facts that show it.
     pub evidence: Vec<Evidence>,
+    /// The experiments, probes or packet patterns that tested it.
     pub proof: Vec<Proof>,
     /// What to change, in one sentence, then per stack.
     pub fix_summary: String,
+    /// Per-stack fixes, the detected stack first.
     pub fix: Vec<Fix>,
 }
 

@@ -20,10 +20,13 @@ const HELD_TOO_LONG: Duration = Duration::from_millis(200);
 /// One upstream of the target, diagnosed on its own address.
 #[derive(Debug, Clone)]
 pub struct HopDiagnosis<'a> {
+    /// The upstream's address.
     pub address: SocketAddr,
     /// The process behind it, when the server view read it: `python3 (PID 4242)`.
     pub process: Option<String>,
+    /// The figures of its own baseline phase.
     pub baseline: PhaseSummary,
+    /// Its own findings.
     pub findings: &'a [Finding],
 }
 

@@ -7,6 +7,8 @@
 //! unit-tested on synthetic records. The kernel facts behind the rules are in
 //! shared/FIELD_NOTES.md.
 
+#![warn(missing_docs)]
+
 mod backlog;
 mod capture;
 mod expect;

@@ -38,6 +38,7 @@ pub enum Experiment {
 }
 
 impl Experiment {
+    /// The experiment in a few words, for reports.
     pub fn describe(self) -> &'static str {
         match self {
             Experiment::QuickAck => "client TCP_QUICKACK after every read",
@@ -53,6 +54,7 @@ impl Experiment {
 /// What the request looks like, which decides the experiments worth running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestShape {
+    /// The request carries a body.
     pub has_body: bool,
     /// The baseline itself writes the request in pieces (user's `--write-split`).
     pub baseline_split: bool,
@@ -67,9 +69,12 @@ pub struct Phase {
     pub experiment: Option<Experiment>,
     /// Connections the phase kept open at once (`doctor -c`); 0 is read as 1.
     pub connections: u32,
+    /// The responses it timed, in the order they completed.
     pub responses: Vec<ResponseRecord>,
     /// Failed attempts, in the order they happened (a phase is a few dozen requests).
     pub errors: Vec<ErrorRecord>,
+    /// Connections it closed (one connection record each): the run's own connects, for the
+    /// server view.
     pub connections_opened: u64,
     /// The client's TCP_INFO on its busiest connection, taken before it closed.
     pub tcp_info: Option<TcpInfo>,
@@ -79,10 +84,16 @@ pub struct Phase {
     pub tls: Option<nodelay_engine::TlsSummary>,
 }
 
+/// Everything the doctor measured about one target: the phases, the probes and the server's
+/// counters.
 #[derive(Debug, Clone, Default)]
 pub struct Observations {
+    /// The request's shape; `None` when unknown, and the planner and the rules that need it
+    /// then say nothing.
     pub request: Option<RequestShape>,
+    /// The baseline phase: the client as configured.
     pub baseline: Phase,
+    /// The experiments run so far, in the order they ran.
     pub experiments: Vec<Phase>,
     /// The fix tried on the server itself (`doctor --try-fix`), once a stall was proven.
     pub fix_trial: Option<FixTrial>,
@@ -106,6 +117,7 @@ pub struct Observations {
 pub struct FixTrial {
     /// What was changed, for the proof: "TCP_NODELAY set on PID 4242 (python3)".
     pub applied: String,
+    /// The baseline measured again after the change.
     pub phase: Phase,
 }
 
@@ -124,27 +136,40 @@ impl Observations {
 /// The figures of a phase that the rules and reports use (milliseconds).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PhaseSummary {
+    /// Responses timed.
     pub responses: usize,
     /// Responses the figures below are taken over: all but the first on each connection
     /// when connections are reused (a fresh connection ACKs quickly and escapes stalls).
     pub steady_responses: usize,
+    /// Median total latency.
     pub total_p50_ms: f64,
+    /// 90th percentile of total latency.
     pub total_p90_ms: f64,
+    /// Median time to first byte.
     pub first_byte_p50_ms: f64,
+    /// 10th percentile of time to first byte.
     pub first_byte_p10_ms: f64,
+    /// 90th percentile of time to first byte.
     pub first_byte_p90_ms: f64,
+    /// Median of each response's longest pause between two reads.
     pub read_gap_p50_ms: f64,
+    /// Mean `read()` calls per response.
     pub read_chunks_mean: f64,
     /// Steady responses with a mid-response pause of at least 25 ms.
     pub stalled: usize,
+    /// 10th percentile of the stalled responses' pauses.
     pub stalled_gap_p10_ms: Option<f64>,
+    /// Median of the stalled responses' pauses.
     pub stalled_gap_p50_ms: Option<f64>,
+    /// 90th percentile of the stalled responses' pauses.
     pub stalled_gap_p90_ms: Option<f64>,
     /// Median bytes that arrived before the pause, over stalled responses.
     pub bytes_before_stall: Option<u64>,
     /// Steady responses whose first byte came 25 ms or more after the request.
     pub late_first_byte: usize,
+    /// Median TCP handshake, over responses that opened their connection.
     pub connect_p50_ms: Option<f64>,
+    /// 90th percentile of the TCP handshake, over responses that opened their connection.
     pub connect_p90_ms: Option<f64>,
     /// Connections opened: responses on a fresh connection, and failed connects.
     pub opens: u64,
@@ -168,6 +193,7 @@ pub struct PhaseSummary {
     pub first_request_total_ms: Option<f64>,
     /// Its longest pause between two reads.
     pub first_request_read_gap_ms: Option<f64>,
+    /// Some response came on a connection that had already carried one.
     pub reuses_connections: bool,
     /// Failed attempts.
     pub errors: u64,
@@ -176,6 +202,7 @@ pub struct PhaseSummary {
     pub attempts: u64,
     /// Failed attempts per error kind, only the kinds seen.
     pub errors_by_kind: BTreeMap<&'static str, u64>,
+    /// The most common kind of failure, when there were failures.
     pub most_common_error: Option<ErrorSummary>,
     /// At most `MAX_FAILED_SHARE` of the attempts failed: the phase can carry a verdict or a
     /// proof.
@@ -185,8 +212,11 @@ pub struct PhaseSummary {
 /// The most common kind of failure in a phase, with its first message.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorSummary {
+    /// The error kind's stable name.
     pub kind: &'static str,
+    /// Failed attempts of that kind.
     pub count: u64,
+    /// The first message of that kind.
     pub example: String,
 }
 
@@ -238,14 +268,17 @@ fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
 }
 
 impl PhaseSummary {
+    /// Share of the steady responses that stalled (0 to 1).
     pub fn stalled_fraction(&self) -> f64 {
         fraction(self.stalled, self.steady_responses)
     }
 
+    /// Share of the steady responses whose first byte was late (0 to 1).
     pub fn late_first_byte_fraction(&self) -> f64 {
         fraction(self.late_first_byte, self.steady_responses)
     }
 
+    /// Share of the attempts that failed (0 to 1).
     pub fn failed_fraction(&self) -> f64 {
         if self.attempts == 0 { 0.0 } else { self.errors as f64 / self.attempts as f64 }
     }
@@ -275,6 +308,7 @@ fn fraction(part: usize, whole: usize) -> f64 {
 }
 
 impl Phase {
+    /// The figures the rules and reports read, computed from the records.
     pub fn summary(&self) -> PhaseSummary {
         let reuses_connections = self.responses.iter().any(|r| r.sequence_on_connection > 0);
         let steady: Vec<&ResponseRecord> = if reuses_connections {

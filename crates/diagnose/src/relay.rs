@@ -31,16 +31,21 @@ const MAX_EXCHANGES_PER_CONNECTION: f64 = 1.5;
 /// upstream leg). Times in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LegPauses {
+    /// Messages relayed in full on this leg.
     pub messages: u64,
     /// Messages with a pause of at least [`STALL_GAP_MS`] between two reads.
     pub stalled: u64,
     /// Messages of a connection's first exchange, and how many of those stalled.
     pub first_on_connection: u64,
+    /// Of the first-exchange messages, those that stalled.
     pub stalled_first_on_connection: u64,
     /// Percentiles of the stalled messages' pauses.
     pub gap_p10_ms: f64,
+    /// Median of the stalled messages' pauses.
     pub gap_p50_ms: f64,
+    /// 90th percentile of the stalled messages' pauses.
     pub gap_p90_ms: f64,
+    /// The stalled messages' pauses, summed.
     pub lost_ms: f64,
     /// Median bytes that came before the pause.
     pub bytes_before_p50: Option<u64>,
@@ -77,17 +82,23 @@ impl LegPauses {
 /// What the relay saw over its run (milliseconds).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RelayObservations {
+    /// Exchanges relayed in full.
     pub exchanges: u64,
     /// Connections that carried them (closed ones and those open at the end).
     pub connections: u64,
+    /// Requests as read from the client.
     pub client: LegPauses,
+    /// Responses as read from the upstream.
     pub upstream: LegPauses,
     /// From the request forwarded to the upstream's first byte.
     pub upstream_first_byte_p10_ms: f64,
+    /// Median from the request forwarded to the upstream's first byte.
     pub upstream_first_byte_p50_ms: f64,
+    /// 90th percentile from the request forwarded to the upstream's first byte.
     pub upstream_first_byte_p90_ms: f64,
     /// Exchanges whose upstream first byte came [`LATE_FIRST_BYTE_MS`] or more after the request.
     pub late_first_bytes: u64,
+    /// Median handshake of the relay's upstream connections.
     pub upstream_connect_p50_ms: Option<f64>,
     /// The upstream's HTTP `Server` header, naming its stack for the fixes.
     pub upstream_server_header: Option<String>,

@@ -31,9 +31,11 @@ const PRESSURE_SHARE: f64 = 0.25;
 /// What the server's counters say about its load, in the units the reports show.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerLoad {
+    /// The server's CPU per completed request; `None` when none completed.
     pub cpu_per_request_ms: Option<f64>,
     /// The process's CPU as a share of one core over the run (2.0: two cores busy).
     pub cores_busy: f64,
+    /// The thread busiest over the run (on a CPU or waiting for one).
     pub busiest: Option<ThreadShare>,
     /// Requests per second the server could reach before its bottleneck saturates.
     pub ceiling_per_second: Option<f64>,
@@ -47,9 +49,13 @@ pub struct ServerLoad {
 /// One thread's share of the run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadShare {
+    /// The thread's name (`comm`).
     pub name: String,
+    /// The thread's ID.
     pub tid: i32,
+    /// Share of the run it spent on a CPU (0 to 1).
     pub on_cpu: f64,
+    /// Share of the run it spent runnable but waiting for a CPU (0 to 1).
     pub waiting_for_cpu: f64,
 }
 

@@ -15,27 +15,40 @@ pub struct RunShape {
     /// `--no-tls-resume`), one token each: a command without them would fail where the run
     /// did not.
     pub tls_options: Vec<String>,
+    /// Connections the run kept open at once (`-c`).
     pub connections: usize,
+    /// Worker threads of the generator.
     pub threads: usize,
+    /// Connections were reused (no `--no-keep-alive`).
     pub keep_alive: bool,
+    /// Responses completed.
     pub responses: u64,
+    /// Of those, responses on a connection that had already carried one.
     pub reused_responses: u64,
     /// Responses outside the success statuses.
     pub non_success: u64,
+    /// Median of each response's longest pause between two reads.
     pub read_gap_p50_ms: Option<f64>,
+    /// 90th percentile of each response's longest pause between two reads.
     pub read_gap_p90_ms: Option<f64>,
     /// Mean `read()` calls per response: a stall needs at least two.
     pub read_chunks_mean: f64,
+    /// Median TCP handshake.
     pub connect_p50_ms: Option<f64>,
+    /// 90th percentile of the TCP handshake.
     pub connect_p90_ms: Option<f64>,
     /// Connects that gave up (`--connect-timeout`, 3 s by default: a SYN dropped twice).
     pub connect_timeouts: u64,
     /// Connects that took as long as a SYN retransmission ([`crate::SYN_RETRY_WINDOWS_MS`]): on
     /// loopback each is a dropped SYN, even when too few to move a percentile.
     pub connects_at_syn_retry: u64,
+    /// 99th percentile of the TCP handshake.
     pub connect_p99_ms: Option<f64>,
+    /// Median time to first byte.
     pub first_byte_p50_ms: Option<f64>,
+    /// 90th percentile of time to first byte.
     pub first_byte_p90_ms: Option<f64>,
+    /// 99th percentile of time to first byte.
     pub first_byte_p99_ms: Option<f64>,
     /// Total latency at p10, p20 ... p90 (any ascending set of quantiles).
     pub latency_quantiles_ms: Vec<f64>,
@@ -55,8 +68,11 @@ pub struct RunShape {
 /// command that proves or disproves it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suggestion {
+    /// The finding id it points at, or a generator one.
     pub id: &'static str,
+    /// Why the numbers point at it.
     pub why: String,
+    /// The command that proves or disproves it.
     pub prove: String,
 }
 

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+/// A delayed-ACK timer, told by the stall lengths it causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DelayedAckTimer {
@@ -17,6 +18,7 @@ pub enum DelayedAckTimer {
 }
 
 impl DelayedAckTimer {
+    /// The timer in a few words, for reports.
     pub fn describe(self) -> &'static str {
         match self {
             DelayedAckTimer::Linux40ms => "the Linux/FreeBSD delayed-ACK timer (40 ms)",
