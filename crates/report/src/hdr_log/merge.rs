@@ -199,3 +199,52 @@ fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeRepo
         .collect();
     Ok(MergeReport::new(logs, &all, origin.as_secs_f64(), span.as_secs_f64(), step.as_secs_f64(), timeline))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hdr_log::write::interval_log;
+    use crate::hdr_log::write::tests::{response, settings};
+    use nodelay_engine::{EngineConfig, RecordSink, Stats};
+    use std::time::SystemTime;
+
+    /// The log of a run started at `started_ms` (Unix time) with responses of 2, 3 and 40 ms
+    /// in its first and third 100 ms intervals.
+    fn log(started_ms: u64) -> Vec<u8> {
+        let mut stats = Stats::new();
+        let config = EngineConfig {
+            interval: Duration::from_millis(100),
+            ..EngineConfig::new(([127, 0, 0, 1], 1).into(), Vec::new())
+        };
+        stats.run_started(&config, SystemTime::UNIX_EPOCH + Duration::from_millis(started_ms));
+        for (at_ms, total_ms) in [(0, 2), (10, 3), (250, 40)] {
+            stats.response(&response(at_ms, total_ms));
+        }
+        stats.run_ended(Duration::from_millis(300));
+        interval_log(&stats, &settings()).unwrap()
+    }
+
+    #[test]
+    fn logs_written_by_bench_merge_into_one_report_aligned_by_their_start() {
+        let paths = [PathBuf::from("a.hlog"), PathBuf::from("b.hlog")];
+        let report = merge_logs(&paths, &[log(1_700_000_000_000), log(1_700_000_000_050)]).unwrap();
+        assert_eq!(report.requests_completed, 6);
+        assert_eq!((report.logs[0].intervals, report.logs[0].requests), (2, 3));
+        assert_eq!(report.logs[1].path, "b.hlog");
+        assert_eq!(report.start_unix_s, 1_700_000_000.0);
+        assert_eq!(report.timeline.iter().map(|p| p.requests).sum::<u64>(), 6);
+        assert!(report.latency_ms.unwrap().max >= 40.0);
+    }
+
+    #[test]
+    fn what_is_not_an_interval_log_is_refused_naming_the_file_and_line() {
+        let paths = [PathBuf::from("x.hlog")];
+        let error = merge_logs(&paths, &[b"#a comment\nhello\n".to_vec()]).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "x.hlog: not an HdrHistogram interval log (line 2 is neither a comment nor an interval)"
+        );
+        let error = merge_logs(&paths, &[b"#only comments\n".to_vec()]).unwrap_err();
+        assert!(error.to_string().starts_with("x.hlog: an interval log without intervals"), "{error}");
+    }
+}

@@ -71,7 +71,7 @@ pub fn interval_log(stats: &Stats, settings: &BenchSettings) -> Result<Vec<u8>> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use hdrhistogram::Histogram;
     use hdrhistogram::serialization::Deserializer;
@@ -79,7 +79,7 @@ mod tests {
     use nodelay_engine::{EngineConfig, RecordSink, ResponseRecord};
     use std::time::{Duration, SystemTime};
 
-    fn settings() -> BenchSettings {
+    pub(crate) fn settings() -> BenchSettings {
         BenchSettings {
             url: "http://127.0.0.1:8080/".into(),
             address: "127.0.0.1:8080".into(),
@@ -102,7 +102,7 @@ mod tests {
         }
     }
 
-    fn response(at_ms: u64, total_ms: u64) -> ResponseRecord {
+    pub(crate) fn response(at_ms: u64, total_ms: u64) -> ResponseRecord {
         ResponseRecord {
             connection: 0,
             request: 0,
