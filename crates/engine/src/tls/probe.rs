@@ -1,7 +1,8 @@
 //! Whether a port speaks TLS: asked when plain HTTP got nothing back, so the user learns to
 //! write https:// instead of reading a page of closed connections.
 
-use super::{TlsClient, TlsOptions};
+use super::client::TlsClient;
+use super::options::TlsOptions;
 use std::io::Read;
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -36,7 +37,7 @@ pub fn speaks_tls(address: SocketAddr, timeout: Duration) -> bool {
                 Ok(_) => {}
                 // An alert is still TLS, and so is a handshake that fails past the hello.
                 Err(rustls::Error::AlertReceived(_)) => return true,
-                Err(_) => return super::looks_like_tls_record(&buffer[..n]),
+                Err(_) => return super::describe::looks_like_tls_record(&buffer[..n]),
             }
         }
     }

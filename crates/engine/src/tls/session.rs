@@ -2,7 +2,7 @@
 //! to the socket, and turns the ciphertext of each `read()` into the plaintext it completes.
 //! The worker does every socket call, so each read keeps its own timestamp.
 
-use super::TlsClient;
+use super::client::TlsClient;
 use super::describe::{describe_tls_error, plain_text_answer};
 use crate::record::TlsSummary;
 use rustls::client::ClientConnection;

@@ -2,7 +2,7 @@
 //! issuer and subject (rustls' own error does not say who issued it), and `--insecure`'s
 //! check of nothing but the handshake's signatures.
 
-use super::{TlsSetupError, TlsTrust};
+use super::options::{TlsSetupError, TlsTrust};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
