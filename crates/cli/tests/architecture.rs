@@ -1,0 +1,246 @@
+//! The house's shape, as docs/architecture.md states it: no crate's files import each other in
+//! a circle, each crate depends only on the crates it may, and `crates/cli` stays a thin shell
+//! (at most 2,000 lines, args.rs included).
+//!
+//! A file's imports are the `crate::...` paths it names (in `use` lines and in code, braces
+//! expanded) and its non-test `super::...` paths, resolved to the file that defines the
+//! longest module prefix. `lib.rs` and `main.rs` are each crate's table of contents (its
+//! `mod` lines and re-exports) and are left out; test modules are left out too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The library crates and the crates of this workspace each may depend on (docs/architecture.md).
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("wire", &[]),
+    ("engine", &["wire"]),
+    ("capture", &[]),
+    ("host", &["engine"]),
+    ("diagnose", &["engine", "host"]),
+    ("proxy", &["wire", "engine"]),
+    ("launch", &["host"]),
+    ("report", &["engine", "diagnose", "capture", "host", "proxy"]),
+    ("load", &["wire", "engine", "diagnose", "host", "report"]),
+    ("doctor", &["engine", "diagnose", "host", "report", "load"]),
+    (
+        "cli",
+        &["wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor"],
+    ),
+];
+
+#[test]
+fn each_crate_depends_only_on_the_crates_it_may() {
+    for (name, allowed) in ALLOWED {
+        let manifest = std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml"))
+            .unwrap_or_else(|e| panic!("crates/{name}/Cargo.toml: {e}"));
+        // Normal dependencies only: a test may use any crate.
+        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
+        for line in dependencies.lines() {
+            let Some(dependency) = line.trim().strip_prefix("nodelay-") else { continue };
+            let dependency = dependency.split(['.', ' ', '=']).next().unwrap_or_default();
+            assert!(
+                allowed.contains(&dependency),
+                "crates/{name} depends on nodelay-{dependency}, which docs/architecture.md does not allow it"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_library_crate_documents_its_public_items() {
+    for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
+        let lib = std::fs::read_to_string(workspace().join("crates").join(name).join("src/lib.rs")).unwrap();
+        assert!(
+            lib.contains("#![warn(missing_docs)]"),
+            "crates/{name}/src/lib.rs lacks #![warn(missing_docs)]"
+        );
+    }
+}
+
+#[test]
+fn no_crate_has_a_circle_of_files() {
+    for (name, _) in ALLOWED {
+        let src = workspace().join("crates").join(name).join("src");
+        let modules = modules(&src);
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (module, path) in &modules {
+            if module.is_empty() {
+                continue;
+            }
+            let text = without_tests(&std::fs::read_to_string(path).unwrap());
+            for target in imports(module, &text) {
+                if let Some(file) = resolve(&modules, &target)
+                    && !file.is_empty()
+                    && &file != module
+                {
+                    edges.entry(module.clone()).or_default().insert(file);
+                }
+            }
+        }
+        if let Some(circle) = find_circle(&edges) {
+            panic!("crates/{name}: these files import each other in a circle: {}", circle.join(" -> "));
+        }
+    }
+}
+
+#[test]
+fn the_cli_is_a_thin_shell() {
+    let src = workspace().join("crates/cli/src");
+    let lines: usize =
+        modules(&src).values().map(|path| std::fs::read_to_string(path).unwrap().lines().count()).sum();
+    assert!(lines <= 2000, "crates/cli/src has {lines} lines: its logic belongs in a library crate");
+}
+
+/// Module path (`a::b`, "" for the root) to file, for every .rs file under `src`.
+fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    let mut folders = vec![src.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let relative = path.strip_prefix(src).unwrap().with_extension("");
+            let mut parts: Vec<String> =
+                relative.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+                parts.pop();
+            }
+            found.insert(parts.join("::"), path);
+        }
+    }
+    found
+}
+
+/// The code before the file's test module (`#[cfg(test)]` then `mod`, which closes every file
+/// that has one), without comments: a doc link names a module without importing it.
+fn without_tests(text: &str) -> String {
+    let mut kept = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod "))
+        {
+            break;
+        }
+        kept.push_str(line.split("//").next().unwrap_or_default());
+        kept.push('\n');
+    }
+    kept
+}
+
+/// The module paths `text` (the file of `module`) names through `crate::` and `super::`.
+fn imports(module: &str, text: &str) -> Vec<String> {
+    let parent: Vec<&str> = module.split("::").collect();
+    let parent = parent[..parent.len() - 1].join("::");
+    let mut found = Vec::new();
+    for (prefix, base) in [("crate::", String::new()), ("super::", parent)] {
+        let mut rest = text;
+        while let Some(at) = rest.find(prefix) {
+            let preceded = rest[..at].chars().last().is_some_and(|c| c.is_alphanumeric() || c == '_');
+            rest = &rest[at + prefix.len()..];
+            if preceded {
+                continue;
+            }
+            for path in expand(rest) {
+                found.push(if base.is_empty() { path } else { format!("{base}::{path}") });
+            }
+        }
+    }
+    found
+}
+
+/// The paths at the start of `text`: `a::b::C` gives one, `{a::X, b::{c, d}}` each.
+fn expand(text: &str) -> Vec<String> {
+    let head: String = text.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+    let head = head.trim_end_matches(':').to_string();
+    let after = &text[head.len()..].trim_start_matches(':');
+    if !after.starts_with('{') {
+        return vec![head];
+    }
+    // The group's items at depth one, each expanded in turn.
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0, 1);
+    for (index, c) in after.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' | ',' if depth == 1 => {
+                items.push(&after[start..index]);
+                start = index + 1;
+                if c == '}' {
+                    break;
+                }
+            }
+            '}' => depth -= 1,
+            _ => {}
+        }
+    }
+    items
+        .into_iter()
+        .map(str::trim)
+        .filter(|item| !item.is_empty() && *item != "self")
+        .flat_map(|item| expand(item).into_iter().map(|path| join(&head, &path)).collect::<Vec<_>>())
+        .collect()
+}
+
+fn join(head: &str, path: &str) -> String {
+    if head.is_empty() { path.to_string() } else { format!("{head}::{path}") }
+}
+
+/// The module whose file defines `path`: its longest prefix that is a file.
+fn resolve(modules: &BTreeMap<String, PathBuf>, path: &str) -> Option<String> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (0..=parts.len()).rev().map(|n| parts[..n].join("::")).find(|prefix| modules.contains_key(prefix))
+}
+
+/// A circle in the import graph, as the files along it, if there is one.
+fn find_circle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut circle = path[at..].to_vec();
+            circle.push(node.to_string());
+            return Some(circle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, done, path) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges.keys().find_map(|node| visit(node, edges, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn the_import_reader_sees_grouped_and_nested_paths() {
+    let text = "use crate::a::{B, c::{D, e}};\nfn f() { crate::f::g(); notcrate::x(); }";
+    let found = imports("x::y", text);
+    assert_eq!(found, ["a::B", "a::c::D", "a::c::e", "f::g"]);
+    assert_eq!(imports("x::y", "use super::z::W;"), ["x::z::W"]);
+    let edges = BTreeMap::from([
+        ("a".to_string(), BTreeSet::from(["b".to_string()])),
+        ("b".to_string(), BTreeSet::from(["a".to_string()])),
+    ]);
+    assert_eq!(find_circle(&edges), Some(vec!["a".into(), "b".into(), "a".into()]));
+}
