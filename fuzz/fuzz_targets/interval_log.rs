@@ -16,5 +16,5 @@ fuzz_target!(|data: &[u8]| {
         contents.push(second.to_vec());
     }
     let paths: Vec<PathBuf> = (0..contents.len()).map(|i| PathBuf::from(format!("{i}.hlog"))).collect();
-    let _ = nodelay::merge_logs(&paths, &contents);
+    let _ = nodelay_report::merge_logs(&paths, &contents);
 });

@@ -9,7 +9,7 @@ use std::path::Path;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     // A base that does not exist, so `@file` bodies fail rather than read the machine's files.
-    let Ok(scenario) = nodelay::parse_scenario(&text, Path::new("/nonexistent/nodelay-fuzz")) else { return };
+    let Ok(scenario) = nodelay_load::scenario::parse_scenario(&text, Path::new("/nonexistent/nodelay-fuzz")) else { return };
     for request in scenario.requests {
         let request = HttpRequest {
             method: request.method,
