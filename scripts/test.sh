@@ -8,5 +8,6 @@ scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # The library crates' Rust API: every public item documented (missing_docs), no broken links.
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+# Not the binary's: its doc comments are clap's help text, written for a terminal.
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --exclude nodelay --no-deps --locked
 cargo test --workspace --locked

@@ -36,7 +36,7 @@ impl Chain {
         Chain {
             target: target.clone(),
             request: request.clone(),
-            view: view.clone(),
+            view: *view,
             visited: vec![address],
             connections,
             idle_probe: false,
@@ -57,7 +57,7 @@ impl Chain {
         Chain {
             target: self.target.at(address),
             request,
-            view: ServerViewOptions { pid: None, ..self.view.clone() },
+            view: ServerViewOptions { pid: None, ..self.view },
             visited,
             connections: self.connections,
             idle_probe: false,

@@ -58,6 +58,7 @@ pub struct Doctor {
 
 /// What a diagnosis found: of one request, or of each named request of a scenario.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one value a run, moved once: a box would buy nothing
 pub enum Diagnosis {
     /// One request (the usual case).
     Single(DoctorReport),
