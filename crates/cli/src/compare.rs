@@ -7,7 +7,7 @@ use crate::exit::{Outcome, usage};
 use crate::output::{self, create_output};
 use crate::runner::{LoadProgress, text_width};
 use anyhow::{Context, Result, bail};
-use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
+use nodelay_doctor::{Doctor, DoctorOptions};
 use nodelay_load::{
     COMPARE_TEST, Contender, comparisons, finish_rounds, labels, plan_load, run_rounds, why_nothing_succeeded,
 };
@@ -102,12 +102,8 @@ fn diagnose(target: &mut CompareTarget, url: &str, args: &CompareArgs) -> Result
         server_view: args.server_view.options(),
         ..DoctorOptions::default()
     };
-    match Doctor::new(url, options)?.run(&mut ()) {
-        Ok(Diagnosis::Single(report)) => target.diagnosis = Some(report),
-        // The comparison's report holds one diagnosis a target: a scenario's first request's.
-        Ok(Diagnosis::Scenario(scenario)) => {
-            target.diagnosis = scenario.requests.into_iter().next().map(|named| named.report);
-        }
+    match Doctor::new(url, options)?.run_first() {
+        Ok(report) => target.diagnosis = Some(report),
         Err(error) => target.diagnosis_error = Some(format!("{error:#}")),
     }
     Ok(())

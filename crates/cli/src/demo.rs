@@ -4,9 +4,9 @@
 use crate::exit::Outcome;
 use crate::output;
 use crate::runner::text_width;
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use nodelay_doctor::demo_servers::{DemoBehaviour, start_demo_server};
-use nodelay_doctor::{Diagnosis, Doctor, DoctorOptions};
+use nodelay_doctor::{Doctor, DoctorOptions};
 use nodelay_load::ServerViewOptions;
 use nodelay_report::{DoctorReport, MIN_WIDTH, format_duration_ms, wrap_words};
 use std::time::Duration;
@@ -57,10 +57,7 @@ pub fn demo() -> Result<Outcome> {
             server_view: ServerViewOptions { pid: None, no_server_view: true },
             ..DoctorOptions::default()
         };
-        let Diagnosis::Single(report) = Doctor::new(&format!("http://{address}/"), options)?.run(&mut ())?
-        else {
-            bail!("the demo's request is one request, not a scenario");
-        };
+        let report = Doctor::new(&format!("http://{address}/"), options)?.run_first()?;
         let verdict: Vec<&str> = report.findings.iter().map(|f| f.id.as_str()).collect();
         let p50 = format_duration_ms(baseline_p50(&report));
         output::line(&row(&behaviour.describe(), &p50, &verdict.join(", ")))?;

@@ -11,6 +11,7 @@ use nodelay_report::{FittedText, Json, Render};
 use serde::Serialize;
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
+    nodelay_doctor::supported()?;
     let doctor = Doctor::new(&args.url, args.options())?;
     let html = output::create_output(args.html.as_deref(), "--html")?;
     let mut progress = DoctorProgress::start(args.budget);

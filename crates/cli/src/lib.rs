@@ -33,8 +33,10 @@ pub fn report_error(error: &anyhow::Error) {
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
-    if matches!(cli.command, Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_) | Command::Compare(_))
-    {
+    if matches!(
+        cli.command,
+        Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_) | Command::Compare(_) | Command::Demo
+    ) {
         // From the start, not just while load runs: a Ctrl-C during the reachability probe
         // must still end with a report (marked interrupted), not kill the process silently.
         interrupt::install();

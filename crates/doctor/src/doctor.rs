@@ -54,6 +54,9 @@ pub struct Doctor {
     target: Target,
     workload: Workload,
     options: DoctorOptions,
+    /// When it was asked for: [`Doctor::run`]'s budget counts from here, so resolving the
+    /// host and reading the request's files are part of it.
+    created: Instant,
 }
 
 /// What a diagnosis found: of one request, or of each named request of a scenario.
@@ -69,13 +72,12 @@ pub enum Diagnosis {
 impl Doctor {
     /// Validates `url` (`http://`, `https://` or `tcp://`) and the options into a diagnosis
     /// ready to run; a mistake in either is a usage error, and nothing is sent.
+    /// Its budget counts from here.
     pub fn new(url: &str, options: DoctorOptions) -> Result<Doctor> {
-        if !nodelay_engine::KERNEL_TCP_FIGURES {
-            bail!("nodelay doctor needs Linux: its experiments use TCP_QUICKACK and its evidence TCP_INFO");
-        }
+        let created = Instant::now();
         let target = parse_target(url)?;
         let workload = build_workload(&target, &options.request, true)?;
-        Ok(Doctor { target, workload, options })
+        Ok(Doctor { target, workload, options, created })
     }
 
     /// What will be sent, to which address.
@@ -87,8 +89,9 @@ impl Doctor {
     /// nothing could be measured; a run stopped by [`stop::request`] reports what it measured,
     /// marked interrupted.
     pub fn run(&self, progress: &mut dyn Progress) -> Result<Diagnosis> {
+        supported()?;
         let options = &self.options;
-        let started = Instant::now();
+        let started = self.created;
         let deadline = later(started, options.budget);
         // No single wait may outlast the whole diagnosis.
         let timeout = options.timeout.min(options.budget);
@@ -138,6 +141,37 @@ impl Doctor {
         }
         Ok(Diagnosis::Scenario(DoctorScenarioReport::new(workload.url.clone(), reports)))
     }
+}
+
+impl Doctor {
+    /// The diagnosis of the workload's first request only (of a scenario, its first named
+    /// request), with the whole budget counted from now: one report, as a comparison or the
+    /// demo shows it. Steps are not told; a hop's errors carry no budget context.
+    pub fn run_first(&self) -> Result<DoctorReport> {
+        let options = &self.options;
+        let chain = Chain {
+            idle_probe: options.idle_probe,
+            ..Chain::start(
+                &self.target,
+                &options.request,
+                &options.server_view,
+                self.workload.address,
+                options.connections,
+            )
+        };
+        let timeout = options.timeout.min(options.budget);
+        let started = Instant::now();
+        examine_within(&self.workload, started, options.budget, timeout, options.fix, &mut (), &chain)
+    }
+}
+
+/// Refuses a machine whose kernel gives no TCP_INFO and TCP_QUICKACK: the experiments and
+/// the evidence need them (Linux).
+pub fn supported() -> Result<()> {
+    if !nodelay_engine::KERNEL_TCP_FIGURES {
+        bail!("nodelay doctor needs Linux: its experiments use TCP_QUICKACK and its evidence TCP_INFO");
+    }
+    Ok(())
 }
 
 impl Diagnosis {

@@ -31,6 +31,6 @@ mod phases;
 mod progress;
 mod try_fix;
 
-pub use doctor::{Diagnosis, Doctor, DoctorOptions};
+pub use doctor::{Diagnosis, Doctor, DoctorOptions, supported};
 pub use progress::Progress;
 pub use try_fix::FixPolicy;
