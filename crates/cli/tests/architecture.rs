@@ -89,9 +89,18 @@ fn no_crate_has_a_circle_of_files() {
 
 #[test]
 fn the_cli_is_a_thin_shell() {
-    let src = workspace().join("crates/cli/src");
-    let lines: usize =
-        modules(&src).values().map(|path| std::fs::read_to_string(path).unwrap().lines().count()).sum();
+    // Every file: lib.rs and main.rs are one module path but two files.
+    let mut lines = 0;
+    let mut folders = vec![workspace().join("crates/cli/src")];
+    while let Some(folder) = folders.pop() {
+        for path in std::fs::read_dir(&folder).unwrap().flatten().map(|entry| entry.path()) {
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                lines += std::fs::read_to_string(&path).unwrap().lines().count();
+            }
+        }
+    }
     assert!(lines <= 2000, "crates/cli/src has {lines} lines: its logic belongs in a library crate");
 }
 
