@@ -8,6 +8,9 @@ use serde::Serialize;
 pub enum FindingId {
     /// The server's response waits for the client's delayed ACK (Nagle on the server).
     ServerNagleDelayedAck,
+    /// Across a path, the server's response waits one round trip for the ACK of its first
+    /// part (Nagle on the server, released by an ACK the client sent at once).
+    ServerNagleRoundTrip,
     /// The client's request waits for the server's delayed ACK (Nagle on the client).
     ClientNagleDelayedAck,
     /// Every request pays a TCP handshake because connections are not reused.
@@ -38,6 +41,25 @@ pub enum FindingId {
     /// The server closes idle keep-alive connections after a timeout (`--idle-probe`):
     /// clients whose pools keep them longer reuse closed ones.
     KeepaliveIdleClose,
+    /// Across a path, the client's request waits one round trip: Nagle on the client holds
+    /// its second write until the server's ACK of the first comes back.
+    ClientNagleRoundTrip,
+    /// The path's round trip is what the exchanges spend most on (a capture's handshake and
+    /// ACKs show a slow path).
+    NetworkRoundTrip,
+    /// The client waits between its handshake (or the previous response) and its request.
+    ClientDelay,
+    /// Segments were lost and resent after a retransmission timeout (200 ms or more), or
+    /// the sender gave up on a peer that was gone.
+    RetransmissionTimeout,
+    /// A receiver advertised a zero window: its application stopped reading.
+    ZeroWindow,
+    /// A keep-alive connection idle longer than its RTO restarts in slow start: a large
+    /// response after a pause takes extra round trips.
+    SlowStartAfterIdle,
+    /// A response larger than the initial congestion window takes extra round trips on a
+    /// fresh connection.
+    InitialWindowLimited,
     /// Nothing found that costs latency.
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
@@ -49,6 +71,7 @@ impl FindingId {
     pub fn as_str(self) -> &'static str {
         match self {
             FindingId::ServerNagleDelayedAck => "server-nagle-delayed-ack",
+            FindingId::ServerNagleRoundTrip => "server-nagle-round-trip",
             FindingId::ClientNagleDelayedAck => "client-nagle-delayed-ack",
             FindingId::ConnectionPerRequest => "connection-per-request",
             FindingId::SlowFirstByte => "slow-first-byte",
@@ -60,6 +83,13 @@ impl FindingId {
             FindingId::ListenBacklogOverflow => "listen-backlog-overflow",
             FindingId::ExpectContinueWait => "expect-100-continue-wait",
             FindingId::KeepaliveIdleClose => "keepalive-idle-close",
+            FindingId::ClientNagleRoundTrip => "client-nagle-round-trip",
+            FindingId::NetworkRoundTrip => "network-round-trip",
+            FindingId::ClientDelay => "client-delay",
+            FindingId::RetransmissionTimeout => "retransmission-timeout",
+            FindingId::ZeroWindow => "zero-window",
+            FindingId::SlowStartAfterIdle => "slow-start-after-idle",
+            FindingId::InitialWindowLimited => "initial-window-limited",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

@@ -35,6 +35,7 @@ fn is_cause(id: FindingId) -> bool {
     matches!(
         id,
         FindingId::ServerNagleDelayedAck
+            | FindingId::ServerNagleRoundTrip
             | FindingId::ClientNagleDelayedAck
             | FindingId::ProxyHopStall
             | FindingId::SlowFirstByte

@@ -10,6 +10,15 @@ use std::time::Duration;
 pub const STALL_GAP_MS: f64 = 25.0;
 /// A first byte later than this counts as late.
 pub const LATE_FIRST_BYTE_MS: f64 = 25.0;
+/// A path round trip (TCP_INFO `min_rtt`) shorter than this is loopback or a near LAN:
+/// the rules then judge times as they are. From this much on they judge what the path
+/// does not explain: a first byte less one round trip, a pause less one round trip.
+pub const MIN_PATH_RTT_MS: f64 = 1.0;
+/// The initial congestion window in segments (RFC 6928, Linux's default): a response no
+/// larger leaves in the first flight, so a pause inside it is no congestion-window wait.
+pub const INITIAL_WINDOW_SEGMENTS: u64 = 10;
+/// An MSS to assume before the connection has told its own (IPv4 over Ethernet).
+const DEFAULT_MSS_BYTES: u64 = 1460;
 /// A phase where more than this share of the attempts failed decides nothing: no verdict
 /// on such a baseline, no proof from such an experiment. The rules call a symptom removed
 /// when at most 10 % of responses still show it (`REMOVED_FRACTION`); failed requests are
@@ -155,8 +164,17 @@ pub struct PhaseSummary {
     pub read_gap_p50_ms: f64,
     /// Mean `read()` calls per response.
     pub read_chunks_mean: f64,
-    /// Steady responses with a mid-response pause of at least 25 ms.
+    /// The path's round trip: the client socket's TCP_INFO `min_rtt` (the kernel keeps
+    /// delayed ACKs out of it); `None` before the connection took a sample.
+    pub path_rtt_ms: Option<f64>,
+    /// Steady responses with a mid-response pause of at least 25 ms beyond the path's round
+    /// trip (on a path under 1 ms, of at least 25 ms).
     pub stalled: usize,
+    /// Steady responses, on a path of 1 ms or more, that paused about one round trip
+    /// mid-response although they fit the initial window: bytes held until an ACK came back.
+    pub round_trip_held: usize,
+    /// Median of those pauses.
+    pub round_trip_hold_p50_ms: Option<f64>,
     /// 10th percentile of the stalled responses' pauses.
     pub stalled_gap_p10_ms: Option<f64>,
     /// Median of the stalled responses' pauses.
@@ -165,7 +183,8 @@ pub struct PhaseSummary {
     pub stalled_gap_p90_ms: Option<f64>,
     /// Median bytes that arrived before the pause, over stalled responses.
     pub bytes_before_stall: Option<u64>,
-    /// Steady responses whose first byte came 25 ms or more after the request.
+    /// Steady responses whose first byte came 25 ms or more after the request, beyond the
+    /// path's round trip.
     pub late_first_byte: usize,
     /// Median TCP handshake, over responses that opened their connection.
     pub connect_p50_ms: Option<f64>,
@@ -273,6 +292,32 @@ impl PhaseSummary {
         fraction(self.stalled, self.steady_responses)
     }
 
+    /// Share of the steady responses held one round trip mid-response (0 to 1).
+    pub fn round_trip_held_fraction(&self) -> f64 {
+        fraction(self.round_trip_held, self.steady_responses)
+    }
+
+    /// The round trip the rules take out of each time: the path's, from 1 ms on; 0 below.
+    pub fn judged_rtt_ms(&self) -> f64 {
+        self.path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0)
+    }
+
+    /// The median total less what the path costs a response: one round trip, and one more
+    /// where responses are held a round trip mid-way (that hold is judged on its own). On a
+    /// path under 1 ms, the median total.
+    pub fn beyond_path_p50_ms(&self) -> f64 {
+        let held = match self.round_trip_hold_p50_ms {
+            Some(hold) if self.round_trip_held_fraction() >= 0.25 => hold,
+            _ => 0.0,
+        };
+        (self.total_p50_ms - self.judged_rtt_ms() - held).max(0.0)
+    }
+
+    /// The median first byte less the path's round trip: the server's own time.
+    pub fn server_first_byte_p50_ms(&self) -> f64 {
+        (self.first_byte_p50_ms - self.judged_rtt_ms()).max(0.0)
+    }
+
     /// Share of the steady responses whose first byte was late (0 to 1).
     pub fn late_first_byte_fraction(&self) -> f64 {
         fraction(self.late_first_byte, self.steady_responses)
@@ -319,8 +364,32 @@ impl Phase {
         let totals = sorted(steady.iter().map(|r| ms(r.total)));
         let first_bytes = sorted(steady.iter().map(|r| ms(r.first_byte)));
         let gaps = sorted(steady.iter().map(|r| ms(r.max_read_gap)));
-        let stalls: Vec<&&ResponseRecord> =
-            steady.iter().filter(|r| r.read_chunks >= 2 && ms(r.max_read_gap) >= STALL_GAP_MS).collect();
+        let path_rtt_ms =
+            self.tcp_info.filter(|info| info.min_rtt_us > 0).map(|info| f64::from(info.min_rtt_us) / 1e3);
+        // On a path, a pause or a first byte is judged by what the round trip does not explain.
+        let rtt = path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0);
+        let mss = self
+            .tcp_info
+            .map(|info| u64::from(info.rcv_mss_bytes))
+            .filter(|&m| m > 0)
+            .unwrap_or(DEFAULT_MSS_BYTES);
+        let stalls: Vec<&&ResponseRecord> = steady
+            .iter()
+            .filter(|r| r.read_chunks >= 2 && ms(r.max_read_gap) - rtt >= STALL_GAP_MS)
+            .collect();
+        let round_trip_holds = sorted(
+            steady
+                .iter()
+                .filter(|r| {
+                    let gap = ms(r.max_read_gap);
+                    rtt > 0.0
+                        && r.read_chunks >= 2
+                        && gap >= rtt / 2.0
+                        && gap - rtt < STALL_GAP_MS
+                        && r.response_bytes <= INITIAL_WINDOW_SEGMENTS * mss
+                })
+                .map(|r| ms(r.max_read_gap)),
+        );
         let stalled_gaps = sorted(stalls.iter().map(|r| ms(r.max_read_gap)));
         let mut bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
         bytes_before.sort_unstable();
@@ -342,12 +411,16 @@ impl Phase {
             } else {
                 steady.iter().map(|r| f64::from(r.read_chunks)).sum::<f64>() / steady.len() as f64
             },
+            path_rtt_ms,
             stalled: stalls.len(),
+            round_trip_held: round_trip_holds.len(),
+            round_trip_hold_p50_ms: (!round_trip_holds.is_empty())
+                .then(|| percentile(&round_trip_holds, 0.5)),
             stalled_gap_p10_ms: on_stalls(0.1),
             stalled_gap_p50_ms: on_stalls(0.5),
             stalled_gap_p90_ms: on_stalls(0.9),
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
-            late_first_byte: first_bytes.iter().filter(|&&t| t >= LATE_FIRST_BYTE_MS).count(),
+            late_first_byte: first_bytes.iter().filter(|&&t| t - rtt >= LATE_FIRST_BYTE_MS).count(),
             connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
             connect_p90_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.9)),
             opens: opens.opened,

@@ -12,8 +12,12 @@ use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSumma
 use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 
-/// A median first byte later than this makes the server "slow to answer".
+/// A median first byte later than this (less the path's round trip) makes the server "slow
+/// to answer"...
 const SLOW_FIRST_BYTE_MS: f64 = 10.0;
+/// ...when it is also at least this share of the round trip: beside a long path, a few
+/// milliseconds of the server's are not what the user waits for.
+const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
 /// A symptom seen in at least this share of steady responses is worth a finding.
 const SYMPTOM_FRACTION: f64 = 0.25;
 /// An experiment removed a symptom when at most this share still shows it...
@@ -32,17 +36,16 @@ struct Symptom {
     label: &'static str,
 }
 
-const PAUSE: Symptom =
-    Symptom { share: PhaseSummary::stalled_fraction, median_ms: total_p50_ms, label: "a pause" };
+const PAUSE: Symptom = Symptom {
+    share: PhaseSummary::stalled_fraction,
+    median_ms: PhaseSummary::beyond_path_p50_ms,
+    label: "a pause",
+};
 const LATE_FIRST_BYTE: Symptom = Symptom {
     share: PhaseSummary::late_first_byte_fraction,
     median_ms: first_byte_p50_ms,
     label: "a late first byte",
 };
-
-fn total_p50_ms(summary: &PhaseSummary) -> f64 {
-    summary.total_p50_ms
-}
 
 fn first_byte_p50_ms(summary: &PhaseSummary) -> f64 {
     summary.first_byte_p50_ms
@@ -63,7 +66,8 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
         return Some(Experiment::OneConnectionAtATime);
     }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
-    let slow = stalls || baseline.first_byte_p50_ms >= SLOW_FIRST_BYTE_MS;
+    let held = baseline.round_trip_held_fraction() >= SYMPTOM_FRACTION;
+    let slow = stalls || held || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS;
 
     if slow && !done(Experiment::QuickAck) {
         return Some(Experiment::QuickAck);
@@ -108,6 +112,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     // A second per new connection outweighs every other finding: first.
     findings.extend(listen_backlog_overflow(observations, &baseline));
     findings.extend(server_stall(observations, &baseline));
+    findings.extend(server_round_trip_hold(observations, &baseline));
     let client = client_stall(observations, &baseline);
     let client_explains_first_byte =
         client.as_ref().is_some_and(|f| observations.request.is_some_and(|s| s.baseline_split) && f.proven);
@@ -217,7 +222,8 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         return None;
     }
     let gap = baseline.stalled_gap_p50_ms.unwrap_or(baseline.read_gap_p50_ms);
-    let timer = match_delayed_ack_timer(gap);
+    // Across a path the pause is the ACK's delay plus its round trip: the timer is the delay.
+    let timer = match_delayed_ack_timer(gap - baseline.judged_rtt_ms());
     // Over TLS the response arrives as records: the pause falls between two of them.
     let over_tls = baseline.tls_handshake_p50_ms.is_some();
     let pause = match over_tls {
@@ -306,21 +312,146 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     }
     let quantized = baseline.stalls_are_quantized() && timer.is_some();
     if let Some(timer) = timer {
-        evidence.push(Evidence::new(format!("the pause matches {}", timer.describe()), gap, "ms"));
+        let (what, delay) = match baseline.judged_rtt_ms() {
+            0.0 => (format!("the pause matches {}", timer.describe()), gap),
+            rtt => (format!("the pause less the round trip matches {}", timer.describe()), gap - rtt),
+        };
+        evidence.push(Evidence::new(what, delay, "ms"));
     }
     let confidence =
         if quantized && baseline.stalled_fraction() >= 0.75 { Confidence::High } else { Confidence::Medium };
+    let mut title = format!(
+        "The server's responses wait {gap:.0} ms for the client's delayed ACK: Nagle's algorithm on the server \
+         holds the rest of each response"
+    );
+    let mut fix_summary = fixes::SERVER_NODELAY_SUMMARY.to_string();
+    // Across a path the wait is the ACK's delay plus its round trip; with quick ACKs one
+    // round trip is left, which TCP_NODELAY on the server saves as well.
+    if let Some(hold) = observations
+        .experiment(Experiment::QuickAck)
+        .map(Phase::summary)
+        .filter(|quick| quick.round_trip_held_fraction() >= SYMPTOM_FRACTION)
+        .and_then(|quick| quick.round_trip_hold_p50_ms)
+    {
+        evidence.push(Evidence::new("pause left with the client's quick ACKs (one round trip)", hold, "ms"));
+        title.push_str(&format!(
+            "; {:.0} ms of it is the ACK's delay and {hold:.0} ms its round trip, which a client that ACKs at \
+             once still waits",
+            (gap - hold).max(0.0)
+        ));
+        fix_summary.push_str(&format!(
+            " Here it saves {gap:.1} ms of {:.1} ms per response, and one round trip ({hold:.1} ms) even for a \
+             client that ACKs at once.",
+            baseline.total_p50_ms
+        ));
+    }
     Some(Finding {
         id: FindingId::ServerNagleDelayedAck,
-        title: format!(
-            "The server's responses wait {gap:.0} ms for the client's delayed ACK: Nagle's algorithm on the server \
-             holds the rest of each response"
-        ),
+        title,
         proven: true,
         confidence,
         evidence,
         proof: proofs,
-        fix_summary: fixes::SERVER_NODELAY_SUMMARY.into(),
+        fix_summary,
+        fix: fixes::server_nodelay(),
+    })
+}
+
+/// Across a path, responses that pause one round trip although they fit the first flight:
+/// Nagle on the server holds the rest until the client's ACK of the first part is back. The
+/// proof is the client's quick ACKs: with an ACK sent the moment the first part is read,
+/// the rest arrives one round trip later (ACK-clocked), where a slow server would not keep
+/// time with the path. Judged only where no delayed-ACK stall was found (that finding
+/// already says the round trip).
+fn server_round_trip_hold(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
+    let rtt = baseline.judged_rtt_ms();
+    if rtt <= 0.0
+        || baseline.stalled_fraction() >= SYMPTOM_FRACTION
+        || baseline.round_trip_held_fraction() < SYMPTOM_FRACTION
+    {
+        return None;
+    }
+    let hold = baseline.round_trip_hold_p50_ms?;
+    let mut evidence = vec![
+        Evidence::new(
+            "keep-alive responses held about one round trip mid-response",
+            baseline.round_trip_held_fraction() * 100.0,
+            "%",
+        ),
+        Evidence::new("median pause within a response", hold, "ms"),
+        Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"),
+        Evidence::new(
+            "median first byte (one round trip plus the server's time)",
+            baseline.first_byte_p50_ms,
+            "ms",
+        ),
+        Evidence::new("median total", baseline.total_p50_ms, "ms"),
+    ];
+    let quick = observations.experiment(Experiment::QuickAck).map(|phase| (phase, phase.summary()));
+    let ack_clocked = quick.as_ref().and_then(|(_, summary)| {
+        let quick_hold = summary.round_trip_hold_p50_ms?;
+        // Within the path's jitter of its round trip: a quarter of it, and a millisecond.
+        let keeps_time = (quick_hold - rtt).abs() <= rtt / 4.0 + 1.0;
+        (summary.round_trip_held_fraction() >= SYMPTOM_FRACTION && keeps_time).then_some(quick_hold)
+    });
+    let proofs: Vec<Proof> = quick
+        .iter()
+        .map(|(phase, summary)| Proof {
+            kind: ProofKind::Experiment,
+            experiment: Experiment::QuickAck.describe().into(),
+            baseline_p50_ms: baseline.total_p50_ms,
+            experiment_p50_ms: summary.total_p50_ms,
+            removed: false,
+            result: match ack_clocked {
+                Some(quick_hold) => format!(
+                    "with an ACK sent the moment the first part arrived, the rest came {quick_hold:.2} ms later, \
+                     one round trip ({rtt:.2} ms): released by the ACK, in {} of {} responses",
+                    summary.round_trip_held, phase.responses.len()
+                ),
+                None => format!(
+                    "the pause did not keep time with the round trip ({} of {} responses held)",
+                    summary.round_trip_held, phase.responses.len()
+                ),
+            },
+        })
+        .collect();
+    let Some(quick_hold) = ack_clocked else {
+        return Some(Finding {
+            id: FindingId::SlowResponseBody,
+            title: format!(
+                "Responses pause {hold:.1} ms mid-way, about the path's {rtt:.1} ms round trip; the client's quick \
+                 ACKs did not show it released by an ACK"
+            ),
+            proven: false,
+            confidence: Confidence::Low,
+            evidence,
+            proof: proofs,
+            fix_summary:
+                "Look at what the server does between writing the first part of a response and the rest."
+                    .into(),
+            fix: fixes::slow_body(),
+        });
+    };
+    evidence.push(Evidence::new("pause with the client's quick ACKs", quick_hold, "ms"));
+    Some(Finding {
+        id: FindingId::ServerNagleRoundTrip,
+        title: format!(
+            "The server's responses wait one round trip ({hold:.1} ms) for the client's ACK of their first part: \
+             Nagle's algorithm on the server holds the rest until an ACK comes back"
+        ),
+        proven: true,
+        confidence: if baseline.round_trip_held_fraction() >= 0.75 {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+        evidence,
+        proof: proofs,
+        fix_summary: format!(
+            "{} TCP_NODELAY on the server saves one round trip, {hold:.1} ms of {:.1} ms per response.",
+            fixes::SERVER_NODELAY_SUMMARY,
+            baseline.total_p50_ms
+        ),
         fix: fixes::server_nodelay(),
     })
 }
@@ -405,7 +536,11 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
 
 /// The first byte itself is late and no client-side experiment helps.
 fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
-    if baseline.first_byte_p50_ms < SLOW_FIRST_BYTE_MS {
+    // The server's own time: the first byte less the path's round trip, large absolutely and
+    // beside the round trip (a 41 ms first byte on a 40 ms path is the path's).
+    let rtt = baseline.judged_rtt_ms();
+    let server = baseline.server_first_byte_p50_ms();
+    if server < SLOW_FIRST_BYTE_MS || server < rtt * SLOW_FIRST_BYTE_RTT_SHARE {
         return None;
     }
     let first_byte = baseline.first_byte_p50_ms;
@@ -422,7 +557,15 @@ fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Opti
     let any_removed = proofs.iter().any(|p| p.removed);
     // Only where a stalled upstream really lands (timer plus a few ms of work), so a steady
     // 50 ms handler is not called a timer.
-    let timer = hop_stall_timer(first_byte).filter(|_| baseline.first_bytes_are_quantized());
+    if rtt > 0.0 {
+        evidence.push(Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"));
+        evidence.push(Evidence::new(
+            "median first byte less the round trip (the server's time)",
+            server,
+            "ms",
+        ));
+    }
+    let timer = hop_stall_timer(server).filter(|_| baseline.first_bytes_are_quantized());
     let title = match timer {
         Some(timer) => {
             evidence.push(Evidence::new(
@@ -431,10 +574,14 @@ fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Opti
                 "ms",
             ));
             format!(
-                "The server takes {first_byte:.1} ms before its first byte, a steady delay like a delayed-ACK timer: \
+                "The server takes {server:.1} ms before its first byte, a steady delay like a delayed-ACK timer: \
                  it may be waiting on a stalled hop of its own (an upstream service)"
             )
         }
+        None if rtt > 0.0 => format!(
+            "The server takes {server:.1} ms before it sends the first byte of a response, beyond the path's \
+             {rtt:.1} ms round trip"
+        ),
         None => format!("The server takes {first_byte:.1} ms before it sends the first byte of a response"),
     };
     Some(Finding {
@@ -535,21 +682,43 @@ fn healthy(baseline: &PhaseSummary) -> Finding {
     } else {
         "no pause within responses".to_string()
     };
-    Finding {
-        id: FindingId::Healthy,
-        title: format!(
+    let rtt = baseline.judged_rtt_ms();
+    let title = if rtt > 0.0 {
+        // Across a path, most of a healthy request is the network's: say how much.
+        let share = (rtt / baseline.total_p50_ms.max(rtt) * 100.0).min(100.0);
+        format!(
+            "No TCP stall: the server answers in {:.2} ms; {rtt:.1} ms of each request ({share:.0} %) is the \
+             network's round trip (median {:.3} ms per request, {pauses})",
+            baseline.server_first_byte_p50_ms(),
+            baseline.total_p50_ms
+        )
+    } else {
+        format!(
             "No TCP stall: median {:.3} ms per request, first byte {:.3} ms, {pauses}",
             baseline.total_p50_ms, baseline.first_byte_p50_ms
-        ),
+        )
+    };
+    let mut evidence = vec![
+        Evidence::new("median total", baseline.total_p50_ms, "ms"),
+        Evidence::new("90th percentile total", baseline.total_p90_ms, "ms"),
+        Evidence::new("median first byte", baseline.first_byte_p50_ms, "ms"),
+        Evidence::new("responses that pause mid-response", baseline.stalled_fraction() * 100.0, "%"),
+        Evidence::new("responses measured", baseline.steady_responses as f64, "count"),
+    ];
+    if rtt > 0.0 {
+        evidence.push(Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"));
+        evidence.push(Evidence::new(
+            "median first byte less the round trip (the server's time)",
+            baseline.server_first_byte_p50_ms(),
+            "ms",
+        ));
+    }
+    Finding {
+        id: FindingId::Healthy,
+        title,
         proven: true,
         confidence: if baseline.steady_responses >= 20 { Confidence::High } else { Confidence::Medium },
-        evidence: vec![
-            Evidence::new("median total", baseline.total_p50_ms, "ms"),
-            Evidence::new("90th percentile total", baseline.total_p90_ms, "ms"),
-            Evidence::new("median first byte", baseline.first_byte_p50_ms, "ms"),
-            Evidence::new("responses that pause mid-response", baseline.stalled_fraction() * 100.0, "%"),
-            Evidence::new("responses measured", baseline.steady_responses as f64, "count"),
-        ],
+        evidence,
         proof: Vec::new(),
         fix_summary: "Nothing to fix.".into(),
         fix: Vec::new(),
@@ -588,6 +757,124 @@ mod tests {
 
     fn ids(findings: &[Finding]) -> Vec<FindingId> {
         findings.iter().map(|f| f.id).collect()
+    }
+
+    /// A phase measured across a path of `rtt_ms` (its client socket's min_rtt).
+    fn on_path(
+        experiment: Option<Experiment>,
+        rtt_ms: f64,
+        responses: Vec<nodelay_engine::ResponseRecord>,
+    ) -> Phase {
+        let tcp_info = nodelay_engine::TcpInfo {
+            min_rtt_us: (rtt_ms * 1e3) as u32,
+            rtt_us: (rtt_ms * 1e3) as u32,
+            rcv_mss_bytes: 1448,
+            ..Default::default()
+        };
+        Phase { tcp_info: Some(tcp_info), ..phase(experiment, responses) }
+    }
+
+    #[test]
+    fn across_a_path_the_round_trip_is_not_server_time() {
+        // A 41 ms first byte on a 40 ms path: the server answers in 1 ms.
+        let observations = Observations {
+            baseline: on_path(None, 40.0, keep_alive(41.0, None)),
+            ..observe(GET, Vec::new())
+        };
+        assert_eq!(next_experiment(&observations), None, "nothing to separate");
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::Healthy]);
+        assert!(
+            findings[0].title.contains("the server answers in 1.0")
+                && findings[0].title.contains("; 40.0 ms of each request"),
+            "{}",
+            findings[0].title
+        );
+        // 60 ms on the same path is 20 ms of the server's: slow, and said net of the path.
+        let slow = Observations {
+            baseline: on_path(None, 40.0, keep_alive(60.0, None)),
+            ..observe(GET, Vec::new())
+        };
+        let finding = &diagnose(&slow)[0];
+        assert_eq!(finding.id, FindingId::SlowFirstByte);
+        assert!(
+            finding.title.contains("takes 20.0 ms") && finding.title.contains("40.0 ms round trip"),
+            "{}",
+            finding.title
+        );
+        // The same 20 ms beside a 200 ms path is under a quarter of it: not what the user waits for.
+        let far = Observations {
+            baseline: on_path(None, 200.0, keep_alive(220.0, None)),
+            ..observe(GET, Vec::new())
+        };
+        assert_eq!(ids(&diagnose(&far)), vec![FindingId::Healthy]);
+        // On loopback (under 1 ms) nothing changes: 12 ms is slow.
+        let local = Observations {
+            baseline: on_path(None, 0.02, keep_alive(12.0, None)),
+            ..observe(GET, Vec::new())
+        };
+        assert_eq!(ids(&diagnose(&local))[0], FindingId::SlowFirstByte);
+    }
+
+    #[test]
+    fn a_hold_of_one_round_trip_that_quick_acks_keep_is_server_nagle_round_trip() {
+        // 10 ms path: the first part on time, the rest one round trip later, with and
+        // without the client's quick ACKs (a client that ACKs at once either way).
+        let mut observations = Observations {
+            baseline: on_path(None, 10.0, keep_alive(10.4, Some(10.3))),
+            ..observe(GET, Vec::new())
+        };
+        assert_eq!(next_experiment(&observations), Some(Experiment::QuickAck));
+        observations.experiments.push(on_path(
+            Some(Experiment::QuickAck),
+            10.0,
+            keep_alive(10.4, Some(10.5)),
+        ));
+        let findings = diagnose(&observations);
+        assert_eq!(findings[0].id, FindingId::ServerNagleRoundTrip, "{findings:#?}");
+        assert!(findings[0].proven);
+        assert!(
+            findings[0].fix_summary.contains("saves one round trip, 10.5 ms of"),
+            "{}",
+            findings[0].fix_summary
+        );
+        // A pause that does not keep time with the round trip under quick ACKs claims nothing.
+        let mut observations = Observations {
+            baseline: on_path(None, 10.0, keep_alive(10.4, Some(10.3))),
+            ..observe(GET, Vec::new())
+        };
+        observations.experiments.push(on_path(
+            Some(Experiment::QuickAck),
+            10.0,
+            keep_alive(10.4, Some(21.0)),
+        ));
+        let finding = &diagnose(&observations)[0];
+        assert_eq!(finding.id, FindingId::SlowResponseBody);
+        assert!(!finding.proven);
+    }
+
+    #[test]
+    fn across_a_path_a_delayed_ack_stall_is_its_timer_plus_a_round_trip() {
+        // 40 ms path: 83 ms pauses (42 ms ACK delay + 41 ms round trip); quick ACKs leave 41 ms.
+        let mut observations = Observations {
+            baseline: on_path(None, 40.5, keep_alive(41.0, Some(83.0))),
+            ..observe(GET, Vec::new())
+        };
+        observations.experiments.push(on_path(
+            Some(Experiment::QuickAck),
+            40.5,
+            keep_alive(41.0, Some(41.0)),
+        ));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck], "{findings:#?}");
+        let finding = &findings[0];
+        assert!(finding.proven, "the quick ACKs removed the delay: {:?}", finding.proof);
+        assert!(finding.title.contains("41 ms its round trip"), "{}", finding.title);
+        assert!(
+            finding.fix_summary.contains("one round trip (41.2 ms) even for a client that ACKs at once"),
+            "{}",
+            finding.fix_summary
+        );
     }
 
     #[test]

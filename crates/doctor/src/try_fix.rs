@@ -27,7 +27,8 @@ pub enum FixPolicy {
 
 /// Whether the findings so far call for the trial, and why not when they do not.
 pub(crate) fn worth_trying(findings: &[Finding]) -> Result<(), &'static str> {
-    if findings.iter().any(|f| f.id == FindingId::ServerNagleDelayedAck && f.proven) {
+    let server_nagle = [FindingId::ServerNagleDelayedAck, FindingId::ServerNagleRoundTrip];
+    if findings.iter().any(|f| server_nagle.contains(&f.id) && f.proven) {
         Ok(())
     } else {
         Err("nothing to try: no server-side Nagle stall was proven")

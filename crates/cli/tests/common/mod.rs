@@ -9,6 +9,7 @@ pub mod hops;
 pub mod nginx;
 pub mod seccomp;
 pub mod tls;
+pub mod wan;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

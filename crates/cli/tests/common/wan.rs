@@ -1,0 +1,106 @@
+//! A real network path for a test: `shared/tools/wan.py` joins two network namespaces with
+//! a user-space link of a chosen round trip (real TCP on both ends), torn down when the
+//! `Link` is dropped. Servers run in the server's namespace, nodelay and the independent
+//! client in the client's. Needs root, as CI has.
+
+use super::{Peer, Run, peer_script, read_until, repo_root, start_command};
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Instant;
+
+/// The server's address on every link (wan.py gives each pair of namespaces the same two).
+pub const SERVER_IP: &str = "10.211.0.2";
+
+/// A path between two fresh network namespaces.
+pub struct Link {
+    forwarder: Child,
+    name: String,
+}
+
+fn wan_py() -> PathBuf {
+    let path = repo_root().join("../shared/tools/wan.py");
+    assert!(path.exists(), "{} is missing: the WAN tests need shared/ beside the repository", path.display());
+    path
+}
+
+impl Link {
+    /// Brings up a path of `rtt` (`10ms`) with wan.py's `extra` options (`--loss 2`); returns
+    /// once it forwards. Names are unique per process and link, so tests run side by side.
+    pub fn up(rtt: &str, extra: &[&str]) -> Link {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        // At most 12 letters or digits: "nd", 6 of the PID, 2 of the counter.
+        let name = format!(
+            "nd{:06}{:02}",
+            std::process::id() % 1_000_000,
+            NEXT.fetch_add(1, Ordering::SeqCst) % 100
+        );
+        let mut forwarder = Command::new("python3")
+            .arg(wan_py())
+            .args(["up", "--rtt", rtt, "--name", &name])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start wan.py");
+        let mut stdout = BufReader::new(forwarder.stdout.take().expect("piped stdout"));
+        read_until(&mut stdout, "wan.py", |line| line.starts_with("READY"));
+        Link { forwarder, name }
+    }
+
+    /// `ip netns exec NS` for the client's (`c`) or the server's (`s`) side.
+    fn in_namespace(&self, side: char, program: &str) -> Command {
+        let mut command = Command::new("ip");
+        command.args(["netns", "exec", &format!("{}-{side}", self.name), program]);
+        command
+    }
+
+    /// Starts a Python peer of tests/peers in the server's namespace, bound to its address.
+    pub fn python_server(&self, script: &str, args: &[&str]) -> Peer {
+        let mut command = self.in_namespace('s', "python3");
+        command.arg(peer_script(script)).args(["--bind", SERVER_IP]).args(args);
+        start_command(&mut command)
+    }
+
+    /// The median time in ms of `requests` GETs on one keep-alive connection, as Python's
+    /// http.client (an independent client) sees them from the client's namespace; the first
+    /// request, which opens the connection, is not counted.
+    pub fn client_median_ms(&self, port: u16, requests: u32) -> f64 {
+        let script = format!(
+            "import http.client, statistics, time\n\
+             c = http.client.HTTPConnection('{SERVER_IP}', {port})\n\
+             times = []\n\
+             for i in range({requests} + 1):\n\
+             \x20   t = time.perf_counter(); c.request('GET', '/'); c.getresponse().read()\n\
+             \x20   times.append((time.perf_counter() - t) * 1000)\n\
+             print(statistics.median(times[1:]))\n"
+        );
+        let output =
+            self.in_namespace('c', "python3").args(["-c", &script]).output().expect("run the client");
+        assert!(output.status.success(), "client failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).trim().parse().expect("a median in ms")
+    }
+
+    /// Runs the nodelay binary in the client's namespace.
+    pub fn nodelay(&self, args: &[&str]) -> Run {
+        let started = Instant::now();
+        let output = self
+            .in_namespace('c', env!("CARGO_BIN_EXE_nodelay"))
+            .args(args)
+            .env_remove("COLUMNS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run nodelay");
+        Run { output, elapsed: started.elapsed() }
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        // SIGTERM: wan.py deletes both namespaces, then exits.
+        unsafe { libc::kill(self.forwarder.id() as i32, libc::SIGTERM) };
+        let _ = self.forwarder.wait();
+    }
+}

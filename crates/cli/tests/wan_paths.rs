@@ -1,0 +1,83 @@
+//! The doctor across real network paths (`shared/tools/wan.py`: two namespaces, a link of
+//! 2, 10 or 40 ms round trip, real TCP on both ends). The same Python server with Nagle on
+//! (head and body in two sends) and its TCP_NODELAY twin; an independent client (Python's
+//! http.client) takes the ground truth first, then the doctor must agree with it: the twin
+//! is `healthy` with the network's share named, never `slow-first-byte`; the Nagle server's
+//! hold is named, with the round trip it costs.
+
+mod common;
+
+use common::wan::Link;
+use common::{finding, finding_ids, validate_against_schema};
+
+/// The ground truth on one path: the Nagle server's median against its twin's.
+fn ground_truth(link: &Link, nagle: u16, twin: u16) -> (f64, f64) {
+    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle, 15), link.client_median_ms(twin, 15));
+    // What the tests rest on: over a path, Nagle on the server costs a round trip or more.
+    assert!(nagle_ms >= twin_ms * 1.6, "ground truth: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
+    (nagle_ms, twin_ms)
+}
+
+fn doctor(link: &Link, port: u16) -> serde_json::Value {
+    let run = link.nodelay(&["doctor", "--json", &format!("http://{}:{port}/", common::wan::SERVER_IP)]);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert!(run.elapsed.as_secs_f64() <= 10.5, "the doctor took {:?} of its 10 s budget", run.elapsed);
+    report
+}
+
+fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
+    finding["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["what"].as_str().is_some_and(|what| what.starts_with(label)))
+        .and_then(|e| e["value"].as_f64())
+        .unwrap_or_else(|| panic!("no evidence '{label}' in {finding:#}"))
+}
+
+/// One path: ground truth, then the doctor on both servers.
+fn across(rtt_ms: f64) {
+    let link = Link::up(&format!("{rtt_ms}ms"), &[]);
+    let nagle = link.python_server("python_http_server.py", &[]);
+    let twin = link.python_server("python_http_server.py", &["--disable-nagle"]);
+    let (nagle_ms, twin_ms) = ground_truth(&link, nagle.port, twin.port);
+
+    let healthy = doctor(&link, twin.port);
+    assert_eq!(finding_ids(&healthy), ["healthy"], "twin at {rtt_ms} ms ({twin_ms:.2} ms):\n{healthy:#}");
+    let verdict = finding(&healthy, "healthy");
+    let path = evidence(verdict, "path round trip");
+    assert!((path - rtt_ms).abs() <= rtt_ms * 0.25 + 0.5, "path round trip {path} ms on a {rtt_ms} ms link");
+    let server_time = evidence(verdict, "median first byte less the round trip");
+    assert!(server_time < 5.0, "the server's own time is {server_time} ms");
+    assert!(verdict["title"].as_str().unwrap().contains("network's round trip"), "{verdict:#}");
+    assert_eq!(healthy["phases"][0]["path_rtt_ms"].as_f64().map(|p| p > rtt_ms * 0.75), Some(true));
+
+    let stalled = doctor(&link, nagle.port);
+    let ids = finding_ids(&stalled);
+    assert_eq!(ids.len(), 1, "Nagle server at {rtt_ms} ms ({nagle_ms:.2} ms): {ids:?}\n{stalled:#}");
+    assert!(
+        ["server-nagle-delayed-ack", "server-nagle-round-trip"].contains(&ids[0].as_str()),
+        "Nagle server at {rtt_ms} ms: {ids:?}\n{stalled:#}"
+    );
+    let hold = &stalled["findings"][0];
+    assert_eq!(hold["proven"], true, "{hold:#}");
+    // The fix says what it saves: at least the round trip a client that ACKs at once waits.
+    let fix = hold["fix_summary"].as_str().unwrap();
+    assert!(fix.contains("saves") && fix.contains("round trip"), "{fix}");
+}
+
+#[test]
+fn a_2ms_path() {
+    across(2.0);
+}
+
+#[test]
+fn a_10ms_path() {
+    across(10.0);
+}
+
+#[test]
+fn a_40ms_path() {
+    across(40.0);
+}
