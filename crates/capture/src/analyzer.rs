@@ -5,6 +5,7 @@
 //! flows folded into totals, and the flows with stalls kept for the report, the worst first,
 //! up to a bound.
 
+use crate::analysis::{Budget, ExchangeTiming, Retransmissions, ZeroWindows};
 use crate::decode::{TcpSegment, decode_tcp, link_type_supported};
 use crate::flow::{Endpoint, Flow, FlowSummary, SenderStalls};
 use crate::reader::{Packet, ReadStats};
@@ -21,6 +22,8 @@ use std::net::SocketAddr;
 const CLOSED_KEPT_NS: u64 = 4 * 60 * 1_000_000_000;
 /// The closed table is swept when it has doubled since the last sweep, and not below this.
 const SWEEP_AT_LEAST: usize = 4096;
+/// Round trips of flows kept for the capture's percentiles.
+const RTTS_KEPT: usize = 4096;
 
 /// `--flow`: a port (either side of any flow), one endpoint (either side of a flow) or an
 /// exact pair.
@@ -98,6 +101,42 @@ pub struct CaptureSummary {
     pub flows: Vec<FlowSummary>,
     /// Flows with stalls beyond the kept bound (counted in the totals).
     pub flows_not_kept: u64,
+    /// Holds of one round trip where clients held data (servers ACKed at once).
+    pub client_round_trips: SenderStalls,
+    /// Holds of one round trip where servers held data (clients ACKed at once).
+    pub server_round_trips: SenderStalls,
+    /// Where all flows' exchanges spent their time.
+    pub budget: Budget,
+    /// Flows whose round trip is known (both sides of the capture point).
+    pub flows_with_rtt: u64,
+    /// Their round trips, for the first flows (at most 4096).
+    pub rtts_ns: Vec<u64>,
+    /// Flows by where the capture was taken: next to the client, next to the server, between.
+    pub positions: [u64; 3],
+    /// Flows whose round trip is a slow path (`SLOW_PATH_RTT_NS` or more).
+    pub slow_path_flows: u64,
+    /// The slowest of them: its stream and round trip.
+    pub slowest_path: Option<(u64, crate::analysis::Legs)>,
+    /// Exchanges whose first byte came late (`LATE_FIRST_BYTE_NS` beyond the round trip).
+    pub late_first_bytes: u64,
+    /// The slowest first byte of the capture, with its flow's stream.
+    pub slowest_first_byte: Option<(u64, ExchangeTiming)>,
+    /// Clients' waits after their handshake of `CLIENT_WAIT_NS` or more.
+    pub client_waits: u64,
+    /// The longest such wait, with its flow's stream.
+    pub longest_client_wait: Option<(u64, ExchangeTiming)>,
+    /// Retransmissions of all flows.
+    pub losses: Retransmissions,
+    /// The stream of the flow with the worst timeout series.
+    pub worst_series_stream: Option<u64>,
+    /// Zero windows of all flows.
+    pub zero_windows: ZeroWindows,
+    /// The stream of the flow with the longest zero window.
+    pub longest_zero_window_stream: Option<u64>,
+    /// Flows that lost time to what is not a Nagle hold (`FlowSummary::slow_ns`), most first.
+    pub slow_flows: Vec<FlowSummary>,
+    /// Such flows beyond the kept bound (counted in the totals).
+    pub slow_flows_not_kept: u64,
 }
 
 type FlowKey = (Endpoint, Endpoint);
@@ -312,6 +351,13 @@ impl Analyzer {
 
     fn finish_flow(&mut self, flow: Flow) {
         let flow = flow.summary();
+        self.note_path(&flow);
+        if flow.slow_ns() > 0 {
+            self.summary.slow_flows.push(flow.clone());
+            if self.summary.slow_flows.len() >= 2 * self.max_kept {
+                self.trim_kept();
+            }
+        }
         if flow.stalls() == 0 {
             return;
         }
@@ -319,10 +365,55 @@ impl Analyzer {
         summary.flows_with_stalls += 1;
         summary.client_stalls.merge(&flow.client_stalls);
         summary.server_stalls.merge(&flow.server_stalls);
+        summary.client_round_trips.merge(&flow.client_round_trips);
+        summary.server_round_trips.merge(&flow.server_round_trips);
         summary.flows.push(flow);
         if summary.flows.len() >= 2 * self.max_kept {
             self.trim_kept();
         }
+    }
+
+    /// Adds a finished flow's round trip, budget, losses and windows to the capture's.
+    fn note_path(&mut self, flow: &FlowSummary) {
+        let summary = &mut self.summary;
+        summary.budget.merge(&flow.budget);
+        if let Some(rtt) = flow.legs.rtt_ns() {
+            summary.flows_with_rtt += 1;
+            if summary.rtts_ns.len() < RTTS_KEPT {
+                summary.rtts_ns.push(rtt);
+            }
+            if flow.slow_path() {
+                summary.slow_path_flows += 1;
+                if summary.slowest_path.is_none_or(|(_, legs)| legs.rtt_ns() < Some(rtt)) {
+                    summary.slowest_path = Some((flow.stream, flow.legs));
+                }
+            }
+        }
+        if let Some(position) = flow.legs.position() {
+            summary.positions[position as usize] += 1;
+        }
+        summary.late_first_bytes += flow.late_first_bytes;
+        if let Some(timing) = flow.slowest_first_byte
+            && summary.slowest_first_byte.is_none_or(|(_, slowest)| timing.server_ns > slowest.server_ns)
+        {
+            summary.slowest_first_byte = Some((flow.stream, timing));
+        }
+        summary.client_waits += flow.client_waits;
+        if let Some(timing) = flow.longest_client_wait
+            && summary.longest_client_wait.is_none_or(|(_, w)| timing.client_wait_ns > w.client_wait_ns)
+        {
+            summary.longest_client_wait = Some((flow.stream, timing));
+        }
+        let worst = |losses: &Retransmissions| losses.worst.map_or(0, |series| series.lost_ns);
+        if worst(&flow.losses) > worst(&summary.losses) {
+            summary.worst_series_stream = Some(flow.stream);
+        }
+        summary.losses.merge(&flow.losses);
+        let longest = |windows: &ZeroWindows| windows.longest.map_or(0, |window| window.duration_ns);
+        if longest(&flow.zero_windows) > longest(&summary.zero_windows) {
+            summary.longest_zero_window_stream = Some(flow.stream);
+        }
+        summary.zero_windows.merge(&flow.zero_windows);
     }
 
     fn trim_kept(&mut self) {
@@ -330,6 +421,12 @@ impl Analyzer {
         flows.sort_by(|a, b| b.lost_ns().cmp(&a.lost_ns()).then(a.first_ns.cmp(&b.first_ns)));
         if flows.len() > self.max_kept {
             self.summary.flows_not_kept += (flows.len() - self.max_kept) as u64;
+            flows.truncate(self.max_kept);
+        }
+        let flows = &mut self.summary.slow_flows;
+        flows.sort_by(|a, b| b.slow_ns().cmp(&a.slow_ns()).then(a.first_ns.cmp(&b.first_ns)));
+        if flows.len() > self.max_kept {
+            self.summary.slow_flows_not_kept += (flows.len() - self.max_kept) as u64;
             flows.truncate(self.max_kept);
         }
     }

@@ -70,6 +70,8 @@ pub struct TcpSegment {
     pub mss_option: Option<u16>,
     /// The segment carries the timestamps option (12 bytes off every segment's payload).
     pub timestamps: bool,
+    /// The window field as sent (unscaled: 0 is a zero window whatever the scale).
+    pub window: u16,
 }
 
 /// Decodes a frame; `None` when it is not a TCP segment (ARP, UDP, fragments, runts).
@@ -138,5 +140,6 @@ pub fn decode_tcp(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
         payload_len: ip_payload_len.saturating_sub(header_len) as u32,
         mss_option,
         timestamps,
+        window: tcp.window_size(),
     })
 }

@@ -1,13 +1,32 @@
-//! TCP flow tracking and the stall rule of FIELD_NOTES §5, as a pure state machine: feed it
-//! segments with their timestamps, read the stalls out.
+//! TCP flow tracking as a pure state machine: feed it segments with their timestamps, read
+//! out what the capture shows (FIELD_NOTES §5 and §9).
 //!
-//! A stall: side S sends a data segment that is not a whole number of MSS (so Nagle holds
-//! what follows while it is unacknowledged); the peer's first ACK covering it is a *pure*
-//! ACK that comes after 25-500 ms (its delayed-ACK timer); S's next *new* data segment leaves
-//! within the ACK-clock window after that ACK (released by the ACK, not by the application).
-//! The peer must not have sent data in between: the held bytes continue the same message.
-//! Retransmissions (sequence numbers already sent) never count.
+//! - **Round trips** from the capture's own packets: SYN → SYN-ACK and the client's data →
+//!   the server's ACK time the server's side of the capture point, SYN-ACK → ACK and the
+//!   server's data → the client's ACK the client's side (Wireshark's `tcp.analysis.ack_rtt`;
+//!   Karn's rule: never from a resent segment). Their sum is the round trip wherever the
+//!   capture was taken; how it splits says where that was.
+//! - **Exchanges** (a request, then its response): the client's wait before the request, the
+//!   server's ACK of it and its first byte (each net of the server's side of the round trip),
+//!   the transfer; summed per flow into a [`Budget`].
+//! - **Nagle holds**: side S sends a data segment that is not a whole number of MSS (so Nagle
+//!   holds what follows while it is unacknowledged); the peer's first ACK covering it is a
+//!   *pure* ACK; S's next *new* data segment leaves as that ACK reaches S (released by the
+//!   ACK, not by the application). Where the peer delayed its ACK by 25-500 ms (its
+//!   delayed-ACK timer, net of its side of the round trip) the hold is a delayed-ACK stall;
+//!   where it ACKed at once the hold lasted one round trip (counted from 0.5 ms). The peer
+//!   must not have sent data in between: the held bytes continue the same message.
+//! - **Retransmissions** (sequence numbers already sent; keep-alives and window probes
+//!   aside): a resend [`RTO_SEEN_NS`] or more after the sender's previous transmission, and
+//!   not after three duplicate ACKs, is a timeout's; the resends of one segment until an ACK
+//!   covers it form a series (the timer doubling), and a series no ACK ended is a peer gone.
+//! - **Zero windows**: a receiver's window field of 0 until it opens again, and the sender's
+//!   probes meanwhile.
 
+use crate::analysis::{
+    Budget, ExchangeTiming, Legs, RTO_SEEN_NS, Retransmissions, RtoSeries, SERIES_KEPT, ZeroWindow,
+    ZeroWindows,
+};
 use crate::decode::TcpSegment;
 use std::net::IpAddr;
 
@@ -15,10 +34,23 @@ use std::net::IpAddr;
 pub const MIN_ACK_DELAY_NS: u64 = 25_000_000;
 /// Longest: delayed-ACK timers stop at 200 ms (Windows, macOS, Linux's ceiling).
 pub const MAX_ACK_DELAY_NS: u64 = 500_000_000;
+/// A hold released by an ACK sent at once counts from this long: below it, the round trip of
+/// one host or a switch, which no one notices.
+pub const MIN_ROUND_TRIP_HOLD_NS: u64 = 500_000;
+/// A first byte this late beyond the round trip is late (the doctor's `LATE_FIRST_BYTE_MS`).
+pub const LATE_FIRST_BYTE_NS: u64 = 25_000_000;
+/// A client's wait this long between its handshake and its request is reported.
+pub const CLIENT_WAIT_NS: u64 = 200_000_000;
+/// A round trip this long is a slow path: longer than any path between two places on Earth
+/// needs (the antipodes are about 200 ms apart over fibre).
+pub const SLOW_PATH_RTT_NS: u64 = 200_000_000;
 /// A release this soon after the ACK is ACK-clocked...
 const ACK_CLOCK_MIN_WINDOW_NS: u64 = 2_000_000;
 /// ...and where the handshake RTT is unknown, assume at most this RTT.
 const UNKNOWN_RTT_NS: u64 = 2_000_000;
+/// How far a quick ACK and an ACK-clocked release may stray from the round trip: this, plus
+/// a quarter of the round trip.
+const ROUND_TRIP_SLACK_NS: u64 = 200_000;
 /// Samples and examples kept per sender, to bound memory whatever the capture size.
 const SAMPLES_KEPT: usize = 256;
 const EXAMPLES_KEPT: usize = 5;
@@ -33,6 +65,16 @@ pub enum Role {
     Client,
     /// The other end.
     Server,
+}
+
+/// What released a Nagle hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HoldKind {
+    /// The peer's delayed ACK (25-500 ms after the segment, net of its side of the round trip).
+    #[default]
+    DelayedAck,
+    /// An ACK the peer sent at once: the hold lasted one round trip.
+    RoundTrip,
 }
 
 /// One stall, for reports.
@@ -50,12 +92,18 @@ pub struct StallExample {
     pub at_ns: u64,
     /// Size of the segment whose ACK was delayed.
     pub segment_bytes: u32,
-    /// How long the receiver delayed its ACK of that segment.
+    /// From that segment to the peer's ACK of it, as the capture saw them.
     pub ack_delay_ns: u64,
+    /// The same, less the peer's side of the round trip: how long the peer itself waited.
+    pub peer_ack_delay_ns: u64,
     /// From the delayed ACK to the held data's release.
     pub release_after_ack_ns: u64,
     /// From the held-after segment to the release.
     pub lost_ns: u64,
+    /// The flow's round trip as known then (0: unknown).
+    pub rtt_ns: u64,
+    /// What released the hold.
+    pub kind: HoldKind,
 }
 
 /// The stalls of one sender (bounded samples, exact counts).
@@ -65,10 +113,13 @@ pub struct SenderStalls {
     pub count: u64,
     /// Time lost to them, summed.
     pub lost_ns: u64,
-    /// Each stall's ACK delay, for the first stalls (at most 256).
+    /// Each stall's ACK delay by the peer (net of its side of the round trip), for the first
+    /// stalls (at most 256).
     pub ack_delays_ns: Vec<u64>,
     /// Each stall's release after the ACK, for the same stalls as `ack_delays_ns`.
     pub releases_ns: Vec<u64>,
+    /// Each stall's length (segment to release), for the same stalls.
+    pub holds_ns: Vec<u64>,
     /// The first stalls in full (at most 5).
     pub examples: Vec<StallExample>,
 }
@@ -78,8 +129,9 @@ impl SenderStalls {
         self.count += 1;
         self.lost_ns = self.lost_ns.saturating_add(stall.lost_ns);
         if self.ack_delays_ns.len() < SAMPLES_KEPT {
-            self.ack_delays_ns.push(stall.ack_delay_ns);
+            self.ack_delays_ns.push(stall.peer_ack_delay_ns);
             self.releases_ns.push(stall.release_after_ack_ns);
+            self.holds_ns.push(stall.lost_ns);
         }
         if self.examples.len() < EXAMPLES_KEPT {
             self.examples.push(stall);
@@ -93,6 +145,7 @@ impl SenderStalls {
         let room = SAMPLES_KEPT.saturating_sub(self.ack_delays_ns.len());
         self.ack_delays_ns.extend(other.ack_delays_ns.iter().take(room));
         self.releases_ns.extend(other.releases_ns.iter().take(room));
+        self.holds_ns.extend(other.holds_ns.iter().take(room));
         let room = EXAMPLES_KEPT.saturating_sub(self.examples.len());
         self.examples.extend(other.examples.iter().take(room).cloned());
     }
@@ -117,7 +170,7 @@ pub struct FlowSummary {
     pub server_bytes: u64,
     /// Request/response exchanges: each time the client sent data after the server had.
     pub exchanges: u32,
-    /// Segments that resent bytes already sent, both ways.
+    /// Data segments that resent bytes already sent, both ways.
     pub retransmissions: u64,
     /// From the client's SYN to its ACK that completed the handshake, when the capture showed both.
     pub handshake_rtt_ns: Option<u64>,
@@ -125,21 +178,68 @@ pub struct FlowSummary {
     pub first_ns: u64,
     /// Capture time of the flow's last packet, in nanoseconds since the Unix epoch.
     pub last_ns: u64,
-    /// Stalls where the client held data (its request waited).
+    /// Stalls where the client held data until the server's delayed ACK.
     pub client_stalls: SenderStalls,
-    /// Stalls where the server held data (its response waited).
+    /// Stalls where the server held data until the client's delayed ACK.
     pub server_stalls: SenderStalls,
+    /// Holds of one round trip where the client held data (the server ACKed at once).
+    pub client_round_trips: SenderStalls,
+    /// Holds of one round trip where the server held data (the client ACKed at once).
+    pub server_round_trips: SenderStalls,
+    /// The round trip on each side of the capture point.
+    pub legs: Legs,
+    /// Where the exchanges spent their time.
+    pub budget: Budget,
+    /// Exchanges whose first byte came [`LATE_FIRST_BYTE_NS`] or more beyond the round trip.
+    pub late_first_bytes: u64,
+    /// The exchange whose server took longest before its first byte.
+    pub slowest_first_byte: Option<ExchangeTiming>,
+    /// Waits of [`CLIENT_WAIT_NS`] or more between the handshake and the first request.
+    pub client_waits: u64,
+    /// The longest wait between the handshake and the first request.
+    pub longest_client_wait: Option<ExchangeTiming>,
+    /// Retransmissions, their timeouts and series, both ways.
+    pub losses: Retransmissions,
+    /// Zero windows of [`ZERO_WINDOW_NS`](crate::analysis::ZERO_WINDOW_NS) or more, both ways.
+    pub zero_windows: ZeroWindows,
 }
 
 impl FlowSummary {
-    /// Time lost to stalls on both sides.
+    /// Time lost to Nagle holds on both sides, both kinds.
     pub fn lost_ns(&self) -> u64 {
-        self.client_stalls.lost_ns.saturating_add(self.server_stalls.lost_ns)
+        [&self.client_stalls, &self.server_stalls, &self.client_round_trips, &self.server_round_trips]
+            .iter()
+            .fold(0u64, |sum, stalls| sum.saturating_add(stalls.lost_ns))
     }
 
-    /// Stalls on both sides.
+    /// Nagle holds on both sides, both kinds.
     pub fn stalls(&self) -> u64 {
-        self.client_stalls.count + self.server_stalls.count
+        self.client_stalls.count
+            + self.server_stalls.count
+            + self.client_round_trips.count
+            + self.server_round_trips.count
+    }
+
+    /// The round trip is a slow path ([`SLOW_PATH_RTT_NS`] or more).
+    pub fn slow_path(&self) -> bool {
+        self.legs.rtt_ns().is_some_and(|rtt| rtt >= SLOW_PATH_RTT_NS)
+    }
+
+    /// Time the flow lost to what is not a Nagle hold: a slow path, a client's waits after
+    /// its handshake, late first bytes, retransmission timeouts and zero windows. 0: none of
+    /// these.
+    pub fn slow_ns(&self) -> u64 {
+        let mut slow = self.losses.lost_ns.saturating_add(self.zero_windows.total_ns);
+        if self.slow_path() {
+            slow = slow.saturating_add(self.budget.network_ns).saturating_add(self.budget.handshake_ns);
+        }
+        if self.client_waits > 0 {
+            slow = slow.saturating_add(self.budget.client_wait_ns);
+        }
+        if self.late_first_bytes > 0 {
+            slow = slow.saturating_add(self.budget.server_ns);
+        }
+        slow
     }
 }
 
@@ -155,30 +255,56 @@ struct DataSegment {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct DelayedAck {
+struct PendingAck {
     time_ns: u64,
     packet: u64,
     delay_ns: u64,
     held_after: DataSegment,
 }
 
-/// What one side sends.
+/// What one side sends (and the window it advertises).
 #[derive(Debug, Clone, Default)]
 struct Side {
     advertised_mss: Option<u16>,
     timestamps: bool,
+    syn_sent: bool,
+    syn_resent: bool,
     next_seq: Option<u32>,
+    /// The peer's cumulative ACK of this side's bytes.
+    acked: Option<u32>,
+    dupacks: u32,
+    /// A data segment being timed until an ACK covers it: its end and when it was sent.
+    timed: Option<(u32, u64)>,
+    last_send_ns: u64,
     last_data: Option<DataSegment>,
-    pending_ack: Option<DelayedAck>,
+    pending_ack: Option<PendingAck>,
     payload_bytes: u64,
     retransmissions: u64,
+    /// The timeout series under way and the sequence number it resends.
+    series: Option<(u32, RtoSeries)>,
+    losses: Retransmissions,
+    /// This side's window is shut (as receiver).
+    zero: Option<ZeroWindow>,
+    zero_windows: ZeroWindows,
     fin: bool,
     stalls: SenderStalls,
+    round_trips: SenderStalls,
 }
 
 /// Sequence-number order with wrap-around (RFC 1982).
 fn seq_after(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
+}
+
+/// The exchange under way: its request, the server's ACK of it, its response.
+#[derive(Debug, Clone, Copy, Default)]
+struct Current {
+    timing: ExchangeTiming,
+    request_last_ns: u64,
+    request_end_seq: u32,
+    server_ack: Option<(u64, u64)>,
+    response_first: Option<(u64, u64)>,
+    response_last: (u64, u64),
 }
 
 /// One TCP connection being followed: its two sides' sequence state, exchanges and stalls.
@@ -188,11 +314,24 @@ pub struct Flow {
     ends: [Endpoint; 2],
     sides: [Side; 2],
     syn_ns: Option<u64>,
+    synack_ns: Option<u64>,
+    /// The client's ACK of the SYN-ACK: time and packet.
+    handshake_ack: Option<(u64, u64)>,
     client: Option<usize>,
     handshake_rtt_ns: Option<u64>,
+    /// The round trip from the capture point to each side (index as `sides`).
+    legs: [Option<u64>; 2],
     first_data_side: Option<usize>,
     last_data_side: Option<usize>,
     exchanges: u32,
+    current: Option<Current>,
+    /// The last response's end: time and packet.
+    previous_response_end: Option<(u64, u64)>,
+    budget: Budget,
+    late_first_bytes: u64,
+    slowest_first_byte: Option<ExchangeTiming>,
+    client_waits: u64,
+    longest_client_wait: Option<ExchangeTiming>,
     packets: u64,
     first_ns: u64,
     last_ns: u64,
@@ -207,11 +346,21 @@ impl Flow {
             ends,
             sides: Default::default(),
             syn_ns: None,
+            synack_ns: None,
+            handshake_ack: None,
             client: None,
             handshake_rtt_ns: None,
+            legs: [None; 2],
             first_data_side: None,
             last_data_side: None,
             exchanges: 0,
+            current: None,
+            previous_response_end: None,
+            budget: Budget::default(),
+            late_first_bytes: 0,
+            slowest_first_byte: None,
+            client_waits: 0,
+            longest_client_wait: None,
             packets: 0,
             first_ns,
             last_ns: first_ns,
@@ -242,6 +391,14 @@ impl Flow {
         rtt.saturating_mul(2).saturating_add(1_000_000).max(ACK_CLOCK_MIN_WINDOW_NS)
     }
 
+    fn client_side(&self) -> usize {
+        self.client.or(self.first_data_side).unwrap_or(0)
+    }
+
+    fn known_rtt_ns(&self) -> u64 {
+        self.legs[0].unwrap_or(0).saturating_add(self.legs[1].unwrap_or(0))
+    }
+
     /// Feeds one segment captured at `time_ns` as packet `packet`.
     pub fn segment(&mut self, packet: u64, time_ns: u64, segment: &TcpSegment) {
         let side = usize::from(segment.source != self.ends[0]);
@@ -249,25 +406,28 @@ impl Flow {
         self.packets += 1;
         self.last_ns = self.last_ns.max(time_ns);
         if segment.syn {
-            let sender = &mut self.sides[side];
-            sender.advertised_mss = segment.mss_option.or(sender.advertised_mss);
-            sender.timestamps = segment.timestamps;
-            sender.next_seq = Some(segment.seq.wrapping_add(1));
-            if !segment.ack_flag {
-                self.syn_ns = Some(time_ns);
-                self.client = Some(side);
-            }
+            self.note_syn(side, packet, time_ns, segment);
             return;
         }
         if self.handshake_rtt_ns.is_none() && self.client == Some(side) && segment.ack_flag {
             self.handshake_rtt_ns = self.syn_ns.map(|syn| time_ns.saturating_sub(syn));
+            if let Some(synack) = self.synack_ns {
+                self.handshake_ack = Some((time_ns, packet));
+                if !self.sides[peer].syn_resent {
+                    Legs::note(&mut self.legs[side], time_ns.saturating_sub(synack));
+                }
+                self.budget.handshakes += 1;
+                self.budget.handshake_ns =
+                    self.budget.handshake_ns.saturating_add(self.handshake_rtt_ns.unwrap_or(0));
+            }
         }
         if segment.rst {
             self.closed = true;
             return;
         }
         if segment.ack_flag {
-            self.note_ack(peer, packet, time_ns, segment);
+            self.note_window(side, packet, time_ns, segment);
+            self.note_ack(side, peer, packet, time_ns, segment);
         }
         if segment.payload_len > 0 {
             self.note_data(side, peer, packet, time_ns, segment);
@@ -278,61 +438,220 @@ impl Flow {
         }
     }
 
-    /// An ACK covering `peer`'s last data: a delayed pure ACK is remembered.
-    fn note_ack(&mut self, peer: usize, packet: u64, time_ns: u64, segment: &TcpSegment) {
-        let pure = segment.payload_len == 0 && !segment.fin;
-        let receiver = &mut self.sides[peer];
-        let Some(data) = receiver.last_data.as_mut() else { return };
+    /// A SYN or SYN-ACK: options, the handshake's times, or a resend.
+    fn note_syn(&mut self, side: usize, packet: u64, time_ns: u64, segment: &TcpSegment) {
+        let sender = &mut self.sides[side];
+        sender.advertised_mss = segment.mss_option.or(sender.advertised_mss);
+        sender.timestamps = segment.timestamps;
+        if sender.syn_sent && sender.next_seq == Some(segment.seq.wrapping_add(1)) {
+            sender.syn_resent = true;
+            self.note_resend(side, packet, time_ns, segment.seq, true);
+            return;
+        }
+        sender.syn_sent = true;
+        sender.next_seq = Some(segment.seq.wrapping_add(1));
+        sender.last_send_ns = time_ns;
+        if !segment.ack_flag {
+            self.syn_ns = Some(time_ns);
+            self.client = Some(side);
+            return;
+        }
+        self.synack_ns = Some(time_ns);
+        if let Some(syn) = self.syn_ns
+            && !self.sides[1 - side].syn_resent
+        {
+            Legs::note(&mut self.legs[side], time_ns.saturating_sub(syn));
+        }
+        // The SYN-ACK answers the SYN: a series of SYN resends ends here.
+        self.note_ack(side, 1 - side, packet, time_ns, segment);
+    }
+
+    /// The receiver's window: a zero window begins, or ends.
+    fn note_window(&mut self, side: usize, packet: u64, time_ns: u64, segment: &TcpSegment) {
+        let receiver = &mut self.sides[side];
+        if segment.window == 0 {
+            if receiver.zero.is_none() {
+                receiver.zero =
+                    Some(ZeroWindow { at_ns: time_ns, first_packet: packet, ..ZeroWindow::default() });
+            }
+        } else if let Some(mut window) = receiver.zero.take() {
+            window.reopened_packet = packet;
+            window.duration_ns = time_ns.saturating_sub(window.at_ns);
+            receiver.zero_windows.add(window);
+        }
+    }
+
+    /// An ACK from `acker` of `sender`'s bytes: round-trip samples, a timeout series
+    /// answered, the server's ACK of a request, and a pure ACK that may release held data.
+    fn note_ack(
+        &mut self,
+        acker: usize,
+        sender_side: usize,
+        packet: u64,
+        time_ns: u64,
+        segment: &TcpSegment,
+    ) {
+        let pure = segment.payload_len == 0 && !segment.fin && !segment.syn;
+        let sender = &mut self.sides[sender_side];
+        let advanced = match sender.acked {
+            Some(acked) if !seq_after(segment.ack, acked) => {
+                let outstanding = sender.next_seq.is_some_and(|next| seq_after(next, acked));
+                if segment.ack == acked && pure && outstanding {
+                    sender.dupacks += 1;
+                }
+                false
+            }
+            _ => {
+                sender.acked = Some(segment.ack);
+                sender.dupacks = 0;
+                true
+            }
+        };
+        if advanced {
+            if let Some((end, sent_ns)) = sender.timed
+                && !seq_after(end, segment.ack)
+            {
+                sender.timed = None;
+                Legs::note(&mut self.legs[acker], time_ns.saturating_sub(sent_ns));
+            }
+            if let Some((seq, mut series)) = sender.series
+                && seq_after(segment.ack, seq)
+            {
+                series.answered = true;
+                sender.series = None;
+                sender.losses.add_series(series);
+            }
+            if let Some(current) = self.current.as_mut()
+                && Some(sender_side) == self.client.or(self.first_data_side)
+                && current.server_ack.is_none()
+                && current.response_first.is_none()
+                && !seq_after(current.request_end_seq, segment.ack)
+            {
+                current.server_ack = Some((time_ns, packet));
+            }
+        }
+        let sender = &mut self.sides[sender_side];
+        let Some(data) = sender.last_data.as_mut() else { return };
         if data.acked || seq_after(data.end_seq, segment.ack) {
             return;
         }
         data.acked = true;
         let delay = time_ns.saturating_sub(data.time_ns);
-        if pure && data.sub_mss && (MIN_ACK_DELAY_NS..=MAX_ACK_DELAY_NS).contains(&delay) {
-            receiver.pending_ack = Some(DelayedAck { time_ns, packet, delay_ns: delay, held_after: *data });
+        if pure && data.sub_mss {
+            sender.pending_ack = Some(PendingAck { time_ns, packet, delay_ns: delay, held_after: *data });
+        }
+    }
+
+    /// Bytes sent again (or a SYN): counted, timed, and a timeout's joins its series.
+    fn note_resend(&mut self, side: usize, packet: u64, time_ns: u64, seq: u32, syn: bool) {
+        let rtt = self.known_rtt_ns();
+        let sender = &mut self.sides[side];
+        sender.losses.segments += 1;
+        sender.timed = None;
+        let gap = time_ns.saturating_sub(sender.last_send_ns);
+        sender.last_send_ns = time_ns;
+        if gap < RTO_SEEN_NS || gap < rtt || sender.dupacks >= 3 {
+            return;
+        }
+        sender.losses.timeouts += 1;
+        match sender.series.as_mut() {
+            Some((series_seq, series)) if *series_seq == seq => {
+                let after = time_ns.saturating_sub(series.original_ns);
+                if let Some(slot) = series.resent_after_ns.get_mut(series.resends as usize) {
+                    *slot = after;
+                }
+                series.resends += 1;
+                series.lost_ns = after;
+            }
+            _ => {
+                if let Some((_, old)) = sender.series.take() {
+                    sender.losses.add_series(old);
+                }
+                let mut resent_after_ns = [0; SERIES_KEPT];
+                resent_after_ns[0] = gap;
+                sender.series = Some((
+                    seq,
+                    RtoSeries {
+                        by_server: false,
+                        syn,
+                        original_ns: time_ns - gap,
+                        first_packet: packet,
+                        resends: 1,
+                        resent_after_ns,
+                        answered: false,
+                        lost_ns: gap,
+                    },
+                ));
+            }
         }
     }
 
     fn note_data(&mut self, side: usize, peer: usize, packet: u64, time_ns: u64, segment: &TcpSegment) {
         let end_seq = segment.seq.wrapping_add(segment.payload_len);
+        if segment.payload_len <= 1
+            && let Some(window) = self.sides[peer].zero.as_mut()
+        {
+            // A window probe: neither news nor a resend.
+            window.probes += 1;
+            return;
+        }
         let mss = self.send_mss(side);
         let window = self.ack_clock_window_ns();
+        let client = self.client.or(self.first_data_side.or(Some(side)));
         let sender = &mut self.sides[side];
         if sender.next_seq.is_some_and(|next| !seq_after(end_seq, next)) {
+            // A keep-alive (one byte just before the next one), as Wireshark tells it.
+            if segment.payload_len == 1 && sender.next_seq == Some(end_seq) {
+                return;
+            }
             // Bytes already sent: a retransmission, whatever the timing.
             sender.retransmissions += 1;
             sender.pending_ack = None;
+            self.note_resend(side, packet, time_ns, segment.seq, false);
+            // The message's last byte left now.
+            if let Some(current) = self.current.as_mut() {
+                if client == Some(side) && current.response_first.is_none() {
+                    current.request_last_ns = time_ns;
+                } else if client != Some(side) && current.response_first.is_some() {
+                    current.response_last = (time_ns, packet);
+                }
+            }
             return;
         }
         sender.payload_bytes += u64::from(segment.payload_len);
         sender.next_seq = Some(end_seq);
+        sender.last_send_ns = time_ns;
+        if sender.timed.is_none() {
+            sender.timed = Some((end_seq, time_ns));
+        }
         if self.first_data_side.is_none() {
             self.first_data_side = Some(side);
         }
-        let client = self.client.or(self.first_data_side);
         if self.last_data_side != Some(side) {
             if client == Some(side) {
                 self.exchanges += 1;
+                self.begin_exchange(packet, time_ns, end_seq);
             }
             self.last_data_side = Some(side);
+        } else if client == Some(side)
+            && let Some(current) = self.current.as_mut()
+        {
+            current.request_last_ns = time_ns;
+            current.request_end_seq = end_seq;
+            current.server_ack = None;
         }
+        if client != Some(side)
+            && let Some(current) = self.current.as_mut()
+        {
+            current.response_first.get_or_insert((time_ns, packet));
+            current.response_last = (time_ns, packet);
+        } else if client != Some(side) {
+            // Data before any request (a server that speaks first): the client's next wait
+            // counts from its end.
+            self.previous_response_end = Some((time_ns, packet));
+        }
+        self.note_release(side, peer, packet, time_ns, window);
         let sender = &mut self.sides[side];
-        if let Some(ack) = sender.pending_ack.take() {
-            let release = time_ns.saturating_sub(ack.time_ns);
-            if release <= window {
-                sender.stalls.add(StallExample {
-                    exchange: self.exchanges,
-                    held_after_packet: ack.held_after.packet,
-                    ack_packet: ack.packet,
-                    release_packet: packet,
-                    at_ns: time_ns,
-                    segment_bytes: ack.held_after.len,
-                    ack_delay_ns: ack.delay_ns,
-                    release_after_ack_ns: release,
-                    lost_ns: time_ns.saturating_sub(ack.held_after.time_ns),
-                });
-            }
-        }
         sender.last_data = Some(DataSegment {
             time_ns,
             end_seq,
@@ -345,12 +664,140 @@ impl Flow {
         self.sides[peer].pending_ack = None;
     }
 
+    /// New data from `side` after a pure ACK of its partial segment: a hold the ACK released,
+    /// of one kind or the other, or not a hold at all.
+    fn note_release(&mut self, side: usize, peer: usize, packet: u64, time_ns: u64, window: u64) {
+        let Some(ack) = self.sides[side].pending_ack.take() else { return };
+        let release = time_ns.saturating_sub(ack.time_ns);
+        let hold = time_ns.saturating_sub(ack.held_after.time_ns);
+        let rtt = self.known_rtt_ns();
+        let slack = ROUND_TRIP_SLACK_NS.saturating_add(rtt / 4);
+        let peer_delay = ack.delay_ns.saturating_sub(self.legs[peer].unwrap_or(0));
+        let quick = self.legs[peer].is_some() && peer_delay <= slack;
+        let ack_clocked = self.legs[side].is_some_and(|leg| release.abs_diff(leg) <= slack);
+        let kind = if quick && ack_clocked && hold >= MIN_ROUND_TRIP_HOLD_NS {
+            HoldKind::RoundTrip
+        } else if (MIN_ACK_DELAY_NS..=MAX_ACK_DELAY_NS).contains(&peer_delay) && release <= window {
+            HoldKind::DelayedAck
+        } else {
+            return;
+        };
+        let stall = StallExample {
+            exchange: self.exchanges,
+            held_after_packet: ack.held_after.packet,
+            ack_packet: ack.packet,
+            release_packet: packet,
+            at_ns: time_ns,
+            segment_bytes: ack.held_after.len,
+            ack_delay_ns: ack.delay_ns,
+            peer_ack_delay_ns: peer_delay,
+            release_after_ack_ns: release,
+            lost_ns: hold,
+            rtt_ns: rtt,
+            kind,
+        };
+        let sender = &mut self.sides[side];
+        match kind {
+            HoldKind::DelayedAck => sender.stalls.add(stall),
+            HoldKind::RoundTrip => sender.round_trips.add(stall),
+        }
+    }
+
+    /// A new request: the one before it is decomposed, and the client's wait measured.
+    fn begin_exchange(&mut self, packet: u64, time_ns: u64, end_seq: u32) {
+        self.finish_exchange();
+        let client_leg = self.legs[self.client_side()].unwrap_or(0);
+        let (wait, after_handshake, from) = match (self.previous_response_end, self.handshake_ack) {
+            (Some((end, from)), _) => (time_ns.saturating_sub(end).saturating_sub(client_leg), false, from),
+            (None, Some((ack, from))) => (time_ns.saturating_sub(ack), true, from),
+            (None, None) => (0, false, 0),
+        };
+        self.current = Some(Current {
+            timing: ExchangeTiming {
+                exchange: self.exchanges,
+                at_ns: time_ns,
+                request_packet: packet,
+                client_wait_ns: wait,
+                after_handshake,
+                wait_from_packet: from,
+                ..ExchangeTiming::default()
+            },
+            request_last_ns: time_ns,
+            request_end_seq: end_seq,
+            ..Current::default()
+        });
+    }
+
+    /// The exchange under way, decomposed into the flow's budget (when it had a response).
+    fn finish_exchange(&mut self) {
+        let Some(current) = self.current.take() else { return };
+        let Some((response_ns, response_packet)) = current.response_first else { return };
+        let server_leg = self.legs[1 - self.client_side()].unwrap_or(0);
+        let mut timing = current.timing;
+        let request_done = current.request_last_ns;
+        timing.server_ns = response_ns.saturating_sub(request_done).saturating_sub(server_leg);
+        timing.response_packet = response_packet;
+        if let Some((ack_ns, ack_packet)) = current.server_ack {
+            timing.server_ack_ns = Some(ack_ns.saturating_sub(request_done).saturating_sub(server_leg));
+            timing.server_ack_packet = ack_packet;
+        }
+        timing.transfer_ns = request_done
+            .saturating_sub(timing.at_ns)
+            .saturating_add(current.response_last.0.saturating_sub(response_ns));
+        timing.rtt_ns = self.known_rtt_ns();
+        let budget = &mut self.budget;
+        budget.exchanges += 1;
+        budget.network_ns = budget.network_ns.saturating_add(timing.rtt_ns);
+        budget.server_ns = budget.server_ns.saturating_add(timing.server_ns);
+        budget.transfer_ns = budget.transfer_ns.saturating_add(timing.transfer_ns);
+        if timing.after_handshake {
+            budget.client_wait_ns = budget.client_wait_ns.saturating_add(timing.client_wait_ns);
+            if timing.client_wait_ns >= CLIENT_WAIT_NS {
+                self.client_waits += 1;
+            }
+            if self.longest_client_wait.is_none_or(|w| timing.client_wait_ns > w.client_wait_ns) {
+                self.longest_client_wait = Some(timing);
+            }
+        } else {
+            budget.client_idle_ns = budget.client_idle_ns.saturating_add(timing.client_wait_ns);
+        }
+        if timing.server_ns >= LATE_FIRST_BYTE_NS {
+            self.late_first_bytes += 1;
+        }
+        if self.slowest_first_byte.is_none_or(|slowest| timing.server_ns > slowest.server_ns) {
+            self.slowest_first_byte = Some(timing);
+        }
+        self.previous_response_end = Some(current.response_last);
+    }
+
     /// The flow's figures, with roles settled.
-    pub fn summary(self) -> FlowSummary {
-        let client = self.client.or(self.first_data_side).unwrap_or(0);
+    pub fn summary(mut self) -> FlowSummary {
+        self.finish_exchange();
+        let client = self.client_side();
         let server = 1 - client;
+        let last_ns = self.last_ns;
+        for (index, side) in self.sides.iter_mut().enumerate() {
+            let by_server = index == server;
+            if let Some((_, series)) = side.series.take() {
+                side.losses.add_series(series);
+            }
+            if let Some(worst) = side.losses.worst.as_mut() {
+                worst.by_server = by_server;
+            }
+            if let Some(mut window) = side.zero.take() {
+                window.duration_ns = last_ns.saturating_sub(window.at_ns);
+                side.zero_windows.add(window);
+            }
+            if let Some(longest) = side.zero_windows.longest.as_mut() {
+                longest.by_server = by_server;
+            }
+        }
         let [a, b] = self.sides;
         let (client_side, server_side) = if client == 0 { (a, b) } else { (b, a) };
+        let mut losses = client_side.losses;
+        losses.merge(&server_side.losses);
+        let mut zero_windows = client_side.zero_windows;
+        zero_windows.merge(&server_side.zero_windows);
         FlowSummary {
             stream: self.stream,
             client: self.ends[client],
@@ -366,6 +813,16 @@ impl Flow {
             last_ns: self.last_ns,
             client_stalls: client_side.stalls,
             server_stalls: server_side.stalls,
+            client_round_trips: client_side.round_trips,
+            server_round_trips: server_side.round_trips,
+            legs: Legs { client_ns: self.legs[client], server_ns: self.legs[server] },
+            budget: self.budget,
+            late_first_bytes: self.late_first_bytes,
+            slowest_first_byte: self.slowest_first_byte,
+            client_waits: self.client_waits,
+            longest_client_wait: self.longest_client_wait,
+            losses,
+            zero_windows,
         }
     }
 }
@@ -385,12 +842,17 @@ mod tests {
         flow: Flow,
         packet: u64,
         seq: [u32; 2],
+        window: u16,
     }
 
     impl Conversation {
         fn new() -> Self {
-            let mut c =
-                Conversation { flow: Flow::new([CLIENT, SERVER], 0, 0), packet: 0, seq: [1000, 5000] };
+            let mut c = Conversation {
+                flow: Flow::new([CLIENT, SERVER], 0, 0),
+                packet: 0,
+                seq: [1000, 5000],
+                window: 65535,
+            };
             c.syn(0, 0, false);
             c.syn(1, 20 * US, true);
             c.ack(0, 40 * US);
@@ -412,6 +874,7 @@ mod tests {
                 payload_len: payload,
                 mss_option: flags.0.then_some(65495),
                 timestamps: true,
+                window: self.window,
             };
             self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(flags.0));
             self.flow.segment(self.packet, at, &segment);
@@ -536,6 +999,7 @@ mod tests {
             payload_len: payload,
             mss_option: None,
             timestamps: false,
+            window: 65535,
         };
         flow.segment(1, 0, &segment(CLIENT, SERVER, 100, 50));
         flow.segment(2, 10, &segment(SERVER, CLIENT, 900, 60));
@@ -550,5 +1014,340 @@ mod tests {
         assert!(seq_after(5, u32::MAX - 5));
         assert!(!seq_after(u32::MAX - 5, 5));
         assert!(!seq_after(7, 7));
+    }
+}
+
+/// The round trips, exchanges, retransmissions and windows a flow reads from its packets.
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+    use crate::analysis::{Position, RTO_MIN_NS};
+    use std::net::Ipv4Addr;
+
+    const CLIENT: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)), 40000);
+    const SERVER: Endpoint = (IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 8080);
+    const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
+
+    /// Segments as one capture point sees them: `client_leg` and `server_leg` are the round
+    /// trips from it to each end, so a segment sent by one end at `t` shows at `t` plus half
+    /// that end's leg. Sequence numbers follow the bytes sent.
+    struct Path {
+        flow: Flow,
+        packet: u64,
+        seq: [u32; 2],
+        legs: [u64; 2],
+        window: [u16; 2],
+    }
+
+    impl Path {
+        fn new(client_leg: u64, server_leg: u64) -> Self {
+            Path {
+                flow: Flow::new([CLIENT, SERVER], 0, 0),
+                packet: 0,
+                seq: [1000, 5000],
+                legs: [client_leg, server_leg],
+                window: [65535; 2],
+            }
+        }
+
+        /// A handshake that starts at the client at `t` (sender's clock), as the capture sees it.
+        fn handshake(&mut self, t: u64) -> u64 {
+            let [c, s] = self.legs;
+            self.send(0, t, 0, true, false, 0);
+            self.send(1, t + c / 2 + s / 2, 0, true, true, 0);
+            self.send(0, t + c + s, 0, false, true, 0);
+            t + c + s
+        }
+
+        /// `from` sends at its own clock `t`; the capture sees it half `from`'s leg later.
+        fn send(&mut self, from: usize, t: u64, payload: u32, syn: bool, ack: bool, rewind: u32) -> u64 {
+            self.packet += 1;
+            let seen = t + self.legs[from] / 2;
+            self.seq[from] = self.seq[from].wrapping_sub(rewind);
+            let (source, destination) = if from == 0 { (CLIENT, SERVER) } else { (SERVER, CLIENT) };
+            let segment = TcpSegment {
+                source,
+                destination,
+                seq: self.seq[from],
+                ack: self.seq[1 - from],
+                syn,
+                ack_flag: ack,
+                fin: false,
+                rst: false,
+                payload_len: payload,
+                mss_option: syn.then_some(1460),
+                timestamps: false,
+                window: self.window[from],
+            };
+            self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(syn));
+            self.flow.segment(self.packet, seen, &segment);
+            seen
+        }
+
+        fn data(&mut self, from: usize, t: u64, bytes: u32) -> u64 {
+            self.send(from, t, bytes, false, true, 0)
+        }
+        fn ack(&mut self, from: usize, t: u64) -> u64 {
+            self.send(from, t, 0, false, true, 0)
+        }
+    }
+
+    /// The three places a capture is taken, for a 40 ms path.
+    const PLACES: [(u64, u64, Option<Position>); 3] = [
+        (0, 40 * MS, Some(Position::Client)),
+        (40 * MS, 0, Some(Position::Server)),
+        (16 * MS, 24 * MS, Some(Position::Between)),
+    ];
+
+    #[test]
+    fn the_handshake_splits_the_round_trip_wherever_the_capture_was_taken() {
+        for (c, s, position) in PLACES {
+            let mut path = Path::new(c, s);
+            path.handshake(0);
+            let summary = path.flow.summary();
+            assert_eq!(summary.legs.rtt_ns(), Some(40 * MS), "{c} {s}");
+            assert_eq!(summary.legs.position(), position, "{c} {s}");
+            assert_eq!(summary.handshake_rtt_ns, Some(40 * MS));
+            assert_eq!(summary.budget.handshakes, 1);
+        }
+        // One host: the split tells nothing.
+        let mut path = Path::new(20 * US, 30 * US);
+        path.handshake(0);
+        assert_eq!(path.flow.summary().legs.position(), None);
+    }
+
+    #[test]
+    fn a_server_that_acks_at_once_but_answers_late_is_late_net_of_the_round_trip() {
+        for (c, s, _) in PLACES {
+            let mut path = Path::new(c, s);
+            let t = path.handshake(0);
+            // Client sends at t; it reaches the server at t + 20 ms (server's clock).
+            path.data(0, t, 80);
+            path.ack(1, t + 20 * MS);
+            path.data(1, t + 1020 * MS, 200);
+            path.ack(0, t + 1040 * MS);
+            let summary = path.flow.summary();
+            let slowest = summary.slowest_first_byte.expect("an exchange");
+            let within = |value: u64, expected: u64| value.abs_diff(expected) <= 10 * US;
+            assert!(within(slowest.server_ns, 1000 * MS), "{c} {s}: {slowest:?}");
+            assert!(within(slowest.server_ack_ns.unwrap(), 0), "{c} {s}: {slowest:?}");
+            assert_eq!(summary.late_first_bytes, 1);
+            assert_eq!(slowest.client_wait_ns, 0, "the request followed the handshake at once");
+            assert!(slowest.after_handshake);
+            assert_eq!(summary.budget.network_ns, 40 * MS);
+        }
+    }
+
+    #[test]
+    fn a_healthy_server_over_a_path_is_not_late() {
+        for (c, s, _) in PLACES {
+            let mut path = Path::new(c, s);
+            let t = path.handshake(0);
+            for i in 0..3 {
+                let at = t + i * 100 * MS;
+                path.data(0, at, 80);
+                path.data(1, at + 20 * MS + 300 * US, 200);
+                path.ack(0, at + 40 * MS + 300 * US);
+            }
+            let summary = path.flow.summary();
+            assert_eq!(summary.late_first_bytes, 0, "{c} {s}: {:?}", summary.slowest_first_byte);
+            assert!(summary.slowest_first_byte.unwrap().server_ns <= 400 * US);
+            assert_eq!(summary.slow_ns(), 0, "{c} {s}: {summary:?}");
+            assert_eq!(summary.budget.exchanges, 3);
+        }
+    }
+
+    #[test]
+    fn a_client_that_waits_after_its_handshake_is_timed() {
+        for (c, s, _) in PLACES {
+            let mut path = Path::new(c, s);
+            let t = path.handshake(0);
+            path.data(0, t + 1300 * MS, 80);
+            path.data(1, t + 1300 * MS + 20 * MS, 200);
+            let summary = path.flow.summary();
+            let wait = summary.longest_client_wait.unwrap();
+            assert!(wait.client_wait_ns.abs_diff(1300 * MS) <= 10 * US, "{c} {s}: {wait:?}");
+            assert_eq!(summary.client_waits, 1);
+            assert!(summary.slow_ns() >= 1300 * MS - 10 * US);
+        }
+    }
+
+    #[test]
+    fn idle_time_between_exchanges_is_not_a_wait() {
+        let mut path = Path::new(0, 40 * MS);
+        let t = path.handshake(0);
+        path.data(0, t, 80);
+        path.data(1, t + 20 * MS, 200);
+        path.data(0, t + 5000 * MS, 80);
+        path.data(1, t + 5020 * MS, 200);
+        let summary = path.flow.summary();
+        assert_eq!(summary.client_waits, 0);
+        assert!(summary.budget.client_idle_ns >= 4900 * MS);
+        assert_eq!(summary.slow_ns(), 0);
+    }
+
+    #[test]
+    fn a_segment_resent_with_a_doubling_timer_and_never_answered_is_a_peer_gone() {
+        let mut path = Path::new(0, 40 * MS);
+        let t = path.handshake(0);
+        path.data(0, t, 80);
+        let mut resent = Vec::new();
+        for after in [200, 600, 1200, 2400, 4800] {
+            path.send(0, t + after * MS, 80, false, true, 80);
+            resent.push(after * MS);
+        }
+        let summary = path.flow.summary();
+        assert_eq!(summary.retransmissions, 5);
+        assert_eq!(summary.losses.timeouts, 5);
+        assert_eq!(summary.losses.series, 1);
+        assert_eq!(summary.losses.unanswered, 1);
+        let series = summary.losses.worst.unwrap();
+        assert_eq!(series.resent_after(), resent);
+        assert!(!series.answered && !series.by_server && !series.syn);
+        assert_eq!(series.lost_ns, 4800 * MS);
+        assert!(summary.slow_ns() >= 4800 * MS);
+    }
+
+    #[test]
+    fn an_answered_timeout_and_fast_retransmits() {
+        let mut path = Path::new(0, 40 * MS);
+        let t = path.handshake(0);
+        path.data(0, t, 80);
+        path.send(0, t + RTO_MIN_NS + 30 * MS, 80, false, true, 80);
+        path.data(1, t + RTO_MIN_NS + 50 * MS, 200);
+        // A resend 1 ms after the last transmission is no timeout's.
+        path.data(1, t + RTO_MIN_NS + 51 * MS, 100);
+        path.send(1, t + RTO_MIN_NS + 52 * MS, 100, false, true, 100);
+        let summary = path.flow.summary();
+        assert_eq!((summary.retransmissions, summary.losses.timeouts), (2, 1));
+        let series = summary.losses.worst.unwrap();
+        assert!(series.answered, "{series:?}");
+        assert_eq!(series.lost_ns, RTO_MIN_NS + 30 * MS);
+        // Karn: the resent request gave no round-trip sample; the handshake's stands.
+        assert_eq!(summary.legs.server_ns, Some(40 * MS));
+    }
+
+    #[test]
+    fn syn_resends_are_timeouts_and_leave_the_round_trip_out() {
+        let mut path = Path::new(0, 40 * MS);
+        path.send(0, 0, 0, true, false, 0);
+        path.send(0, 1000 * MS, 0, true, false, 1);
+        path.send(0, 3000 * MS, 0, true, false, 1);
+        let summary = path.clone_summary();
+        assert_eq!(summary.losses.timeouts, 2);
+        let series = summary.losses.worst.unwrap();
+        assert!(series.syn && !series.answered, "{series:?}");
+        assert_eq!(series.resent_after(), [1000 * MS, 3000 * MS]);
+        // Then answered: the SYN-ACK ends the series, but times no round trip (which SYN?).
+        path.send(1, 3000 * MS, 0, true, true, 0);
+        path.send(0, 3040 * MS, 0, false, true, 0);
+        let summary = path.flow.summary();
+        assert!(summary.losses.worst.unwrap().answered);
+        assert_eq!(summary.legs.server_ns, None);
+    }
+
+    impl Path {
+        fn clone_summary(&self) -> FlowSummary {
+            self.flow.clone().summary()
+        }
+    }
+
+    #[test]
+    fn a_zero_window_lasts_until_the_receiver_opens_it_and_probes_are_no_resends() {
+        let mut path = Path::new(0, 40 * MS);
+        let t = path.handshake(0);
+        path.data(0, t, 80);
+        path.data(1, t + 20 * MS, 1460);
+        path.window[0] = 0;
+        path.ack(0, t + 40 * MS);
+        for probe in [200, 600, 1400] {
+            path.send(1, t + probe * MS, 1, false, true, 0);
+            path.send(1, t + probe * MS, 0, false, true, 0);
+            path.ack(0, t + probe * MS + 20 * MS);
+            path.seq[1] -= 1;
+        }
+        path.window[0] = 65535;
+        path.ack(0, t + 3000 * MS);
+        path.data(1, t + 3020 * MS, 1460);
+        let summary = path.flow.summary();
+        assert_eq!(summary.retransmissions, 0);
+        assert_eq!(summary.zero_windows.count, 1);
+        let window = summary.zero_windows.longest.unwrap();
+        assert!(!window.by_server);
+        assert_eq!(window.duration_ns, 2960 * MS);
+        assert_eq!(window.probes, 3);
+        assert!(window.reopened_packet > window.first_packet);
+    }
+
+    #[test]
+    fn a_short_zero_window_is_not_reported() {
+        let mut path = Path::new(0, 40 * MS);
+        let t = path.handshake(0);
+        path.window[0] = 0;
+        path.ack(0, t);
+        path.window[0] = 1000;
+        path.ack(0, t + 50 * MS);
+        assert_eq!(path.flow.summary().zero_windows.count, 0);
+    }
+
+    /// A Nagle server over a path: head, then the body held until the ACK of the head.
+    fn nagle_server(c: u64, s: u64, client_ack_delay: u64) -> FlowSummary {
+        let mut path = Path::new(c, s);
+        let t = path.handshake(0);
+        for i in 0..3 {
+            let at = t + i * 300 * MS;
+            path.data(0, at, 80);
+            path.data(1, at + 20 * MS, 120);
+            // The head reaches the client at +40 ms, the ACK the server at +60 ms + delay.
+            path.ack(0, at + 40 * MS + client_ack_delay);
+            path.data(1, at + 60 * MS + client_ack_delay + 10 * US, 13);
+        }
+        path.flow.summary()
+    }
+
+    #[test]
+    fn a_hold_released_by_a_quick_ack_lasts_one_round_trip_wherever_it_is_seen() {
+        for (c, s, _) in PLACES {
+            let summary = nagle_server(c, s, 50 * US);
+            assert_eq!(summary.server_round_trips.count, 3, "{c} {s}: {summary:?}");
+            assert_eq!(summary.server_stalls.count, 0);
+            let hold = &summary.server_round_trips.examples[0];
+            assert_eq!(hold.kind, HoldKind::RoundTrip);
+            assert!(hold.lost_ns.abs_diff(40 * MS) <= 100 * US, "{hold:?}");
+            assert!(hold.peer_ack_delay_ns <= 100 * US, "{hold:?}");
+        }
+    }
+
+    #[test]
+    fn a_delayed_ack_over_a_path_is_told_net_of_the_round_trip() {
+        for (c, s, _) in PLACES {
+            let summary = nagle_server(c, s, 40 * MS);
+            assert_eq!(summary.server_stalls.count, 3, "{c} {s}: {summary:?}");
+            assert_eq!(summary.server_round_trips.count, 0);
+            let stall = &summary.server_stalls.examples[0];
+            assert!(stall.peer_ack_delay_ns.abs_diff(40 * MS) <= 100 * US, "{stall:?}");
+            assert!(stall.lost_ns.abs_diff(80 * MS) <= 100 * US, "{stall:?}");
+        }
+    }
+
+    #[test]
+    fn an_application_that_writes_a_round_trip_later_is_no_hold() {
+        // The body leaves 15 ms after the ACK reached the server: the application's pace.
+        for (c, s, _) in PLACES {
+            let mut path = Path::new(c, s);
+            let t = path.handshake(0);
+            path.data(0, t, 80);
+            path.data(1, t + 20 * MS, 120);
+            path.ack(0, t + 40 * MS);
+            path.data(1, t + 75 * MS, 13);
+            assert_eq!(path.flow.summary().stalls(), 0, "{c} {s}");
+        }
+    }
+
+    #[test]
+    fn on_one_host_a_quick_acks_hold_is_too_short_to_count() {
+        let summary = nagle_server(20 * US, 20 * US, 10 * US);
+        assert_eq!(summary.stalls(), 0, "{summary:?}");
     }
 }

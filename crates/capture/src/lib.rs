@@ -4,6 +4,7 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 mod analyzer;
 pub mod decode;
 mod flow;
@@ -12,5 +13,8 @@ mod stream;
 
 pub use analyzer::{Analyzer, CaptureSummary, FlowFilter};
 pub use decode::{TcpSegment, decode_tcp, link_type_supported};
-pub use flow::{Endpoint, Flow, FlowSummary, Role, SenderStalls, StallExample};
+pub use flow::{
+    CLIENT_WAIT_NS, Endpoint, Flow, FlowSummary, HoldKind, LATE_FIRST_BYTE_NS, MIN_ROUND_TRIP_HOLD_NS, Role,
+    SLOW_PATH_RTT_NS, SenderStalls, StallExample,
+};
 pub use reader::{Packet, ReadError, ReadStats, read_packets, read_packets_buffered};

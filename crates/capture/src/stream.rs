@@ -63,6 +63,7 @@ mod tests {
             payload_len: 0,
             mss_option: None,
             timestamps: false,
+            window: 65535,
         }
     }
 
