@@ -108,9 +108,11 @@ pub(crate) fn listen_backlog_overflow(
         }
     }
     let mut removed_one_at_a_time = false;
+    let mut waited_one_at_a_time = false;
     if let Some(phase) = observations.experiment(Experiment::OneConnectionAtATime) {
         let sequential = phase.summary();
         removed_one_at_a_time = waited.count(&sequential) == 0 && sequential.opens >= MIN_SEQUENTIAL_OPENS;
+        waited_one_at_a_time = waited.count(&sequential) > 0;
         proofs.push(Proof {
             kind: ProofKind::Experiment,
             experiment: Experiment::OneConnectionAtATime.describe().into(),
@@ -127,6 +129,11 @@ pub(crate) fn listen_backlog_overflow(
         });
     }
     let counted = queue.is_some_and(|q| q.overflows > 0);
+    // One connection at a time cannot fill a listen queue of its own: a SYN that waited for
+    // its retransmission then, with no overflow counted, was lost on the path.
+    if waited == Waited::ForSyn && !counted && (connections == 1 || waited_one_at_a_time) {
+        return Some(lost_syns(baseline, connections, retry_s, evidence, proofs));
+    }
     let proven = removed_one_at_a_time || counted;
     let backlog = queue.and_then(|q| q.backlog).map(|b| format!(" (backlog {b})")).unwrap_or_default();
     let title = if proven {
@@ -164,6 +171,34 @@ pub(crate) fn listen_backlog_overflow(
         fix_summary: fixes::LISTEN_BACKLOG_SUMMARY.into(),
         fix,
     })
+}
+
+/// New connections that waited for a SYN retransmission one at a time: the path lost the
+/// SYN (or its SYN-ACK), which a listen queue cannot explain.
+fn lost_syns(
+    baseline: &PhaseSummary,
+    connections: u32,
+    retry_s: u32,
+    evidence: Vec<Evidence>,
+    proof: Vec<Proof>,
+) -> Finding {
+    let how =
+        if connections == 1 { "with one connection open at a time" } else { "also one connection at a time" };
+    Finding {
+        id: FindingId::RetransmissionTimeout,
+        title: format!(
+            "{} of {} new connections took {retry_s} s to open, {how}: their SYN (or its SYN-ACK) was lost and resent \
+             after the {retry_s} s retransmission timeout; the path loses packets (no full listen queue explains it)",
+            baseline.slow_opens, baseline.opens
+        ),
+        // Counted: the opens took the SYN's retransmission time.
+        proven: true,
+        confidence: Confidence::Medium,
+        evidence,
+        proof,
+        fix_summary: fixes::RETRANSMISSION_SUMMARY.into(),
+        fix: fixes::retransmission(),
+    }
 }
 
 #[cfg(test)]
@@ -270,13 +305,23 @@ mod tests {
     }
 
     #[test]
-    fn slow_opens_that_stay_one_at_a_time_prove_nothing_and_fast_opens_say_nothing() {
+    fn slow_opens_that_stay_one_at_a_time_are_lost_syns_and_fast_opens_say_nothing() {
+        // No overflow counted, and the opens wait one at a time too: no listen queue explains
+        // them, the path lost the SYNs (as over wan.py with 2 % loss).
         let mut observations =
             Observations { baseline: opening(None, 60, 5, 1010.0), ..Observations::default() };
         observations.server_view = Some(view(0));
         observations.experiments.push(opening(Some(Experiment::OneConnectionAtATime), 30, 2, 1005.0));
         let finding = listen_backlog_overflow(&observations, &observations.baseline.summary()).unwrap();
-        assert!(!finding.proven, "{:?}", finding.proof);
+        assert_eq!(finding.id, FindingId::RetransmissionTimeout, "{:?}", finding.proof);
+        assert!(finding.title.contains("was lost and resent"), "{}", finding.title);
+        // One connection at a time from the start: the same, without the experiment.
+        let single = Observations {
+            baseline: Phase { connections: 1, ..opening(None, 1, 1, 1010.0) },
+            ..Observations::default()
+        };
+        let finding = listen_backlog_overflow(&single, &single.baseline.summary()).unwrap();
+        assert_eq!(finding.id, FindingId::RetransmissionTimeout);
         let fast = Observations { baseline: opening(None, 60, 0, 0.0), ..Observations::default() };
         assert!(listen_backlog_overflow(&fast, &fast.baseline.summary()).is_none());
         // A server that takes a second for everything has no slow opens, only a slow first byte.

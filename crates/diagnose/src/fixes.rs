@@ -134,6 +134,23 @@ pub fn slow_body() -> Vec<Fix> {
     ]
 }
 
+/// What to do about packets lost on the path.
+pub const RETRANSMISSION_SUMMARY: &str = "Find where the path drops packets (a saturated link or queue, a \
+     policer, Wi-Fi, a bad cable); `nstat -az TcpRetransSegs TcpTimeouts` on either end counts them. Each loss costs a \
+     retransmission timeout (200 ms at least) unless later data makes the receiver ask for it sooner.";
+
+/// Where losses are found and what shortens their cost.
+pub fn retransmission() -> Vec<Fix> {
+    vec![
+        fix("Linux", "ss -ti shows retrans and rto per connection; tcpdump shows which segments repeat"),
+        fix(
+            "Linux routes",
+            "ip route change DEST ... rto_min 50ms shortens the minimum RTO on a path whose round trip is short",
+        ),
+        fix("the network", "look for drops at the bottleneck: interface counters, policers, queue lengths"),
+    ]
+}
+
 pub const LISTEN_BACKLOG_SUMMARY: &str = "Give the listening socket a larger backlog (the listen() argument; \
      Linux caps it at net.core.somaxconn) and let the server accept connections as fast as they come: until then, \
      a burst of new connections waits 1 s, 3 s, 7 s for SYN retransmissions. Clients that keep connections alive \

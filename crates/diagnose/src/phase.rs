@@ -17,6 +17,9 @@ pub const MIN_PATH_RTT_MS: f64 = 1.0;
 /// The initial congestion window in segments (RFC 6928, Linux's default): a response no
 /// larger leaves in the first flight, so a pause inside it is no congestion-window wait.
 pub const INITIAL_WINDOW_SEGMENTS: u64 = 10;
+/// Linux's least retransmission timeout (`TCP_RTO_MIN`): a segment lost and resent costs
+/// at least this much on top of the round trip.
+pub const RTO_MIN_MS: f64 = 200.0;
 /// An MSS to assume before the connection has told its own (IPv4 over Ethernet).
 const DEFAULT_MSS_BYTES: u64 = 1460;
 /// A phase where more than this share of the attempts failed decides nothing: no verdict
@@ -186,6 +189,11 @@ pub struct PhaseSummary {
     /// Steady responses whose first byte came 25 ms or more after the request, beyond the
     /// path's round trip.
     pub late_first_byte: usize,
+    /// Steady responses that waited a retransmission timeout (200 ms or more beyond the
+    /// round trip, on a connection that resent as many segments): set apart from the stalls.
+    pub retransmission_waits: usize,
+    /// Median of those waits beyond the round trip.
+    pub retransmission_wait_p50_ms: Option<f64>,
     /// Median TCP handshake, over responses that opened their connection.
     pub connect_p50_ms: Option<f64>,
     /// 90th percentile of the TCP handshake, over responses that opened their connection.
@@ -373,9 +381,25 @@ impl Phase {
             .map(|info| u64::from(info.rcv_mss_bytes))
             .filter(|&m| m > 0)
             .unwrap_or(DEFAULT_MSS_BYTES);
+        // A connection that resent segments (TCP_INFO) had up to that many responses wait a
+        // retransmission timeout: the longest waits of 200 ms or more beyond the round trip are
+        // those, counted apart, not as stalls or late first bytes. Without retransmissions,
+        // none is set apart.
+        let retransmits = self.tcp_info.map_or(0, |info| info.total_retransmits) as usize;
+        let extra_wait = |r: &ResponseRecord| (ms(r.max_read_gap).max(ms(r.first_byte)) - rtt).max(0.0);
+        let mut waits: Vec<(f64, u32, u32)> = steady
+            .iter()
+            .filter(|r| extra_wait(r) >= RTO_MIN_MS)
+            .map(|r| (extra_wait(r), r.connection, r.sequence_on_connection))
+            .collect();
+        waits.sort_by(|a, b| b.0.total_cmp(&a.0));
+        waits.truncate(retransmits);
+        let resent =
+            |r: &ResponseRecord| waits.iter().any(|w| (w.1, w.2) == (r.connection, r.sequence_on_connection));
+        let retransmission_waits = sorted(waits.iter().map(|w| w.0));
         let stalls: Vec<&&ResponseRecord> = steady
             .iter()
-            .filter(|r| r.read_chunks >= 2 && ms(r.max_read_gap) - rtt >= STALL_GAP_MS)
+            .filter(|r| r.read_chunks >= 2 && ms(r.max_read_gap) - rtt >= STALL_GAP_MS && !resent(r))
             .collect();
         let round_trip_holds = sorted(
             steady
@@ -420,7 +444,13 @@ impl Phase {
             stalled_gap_p50_ms: on_stalls(0.5),
             stalled_gap_p90_ms: on_stalls(0.9),
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
-            late_first_byte: first_bytes.iter().filter(|&&t| t - rtt >= LATE_FIRST_BYTE_MS).count(),
+            late_first_byte: steady
+                .iter()
+                .filter(|r| ms(r.first_byte) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
+                .count(),
+            retransmission_waits: retransmission_waits.len(),
+            retransmission_wait_p50_ms: (!retransmission_waits.is_empty())
+                .then(|| percentile(&retransmission_waits, 0.5)),
             connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
             connect_p90_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.9)),
             opens: opens.opened,

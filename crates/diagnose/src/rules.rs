@@ -8,7 +8,9 @@ use crate::expect::expect_continue_wait;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
-use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
+use crate::phase::{
+    Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, RTO_MIN_MS, STALL_GAP_MS,
+};
 use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 
@@ -18,6 +20,9 @@ const SLOW_FIRST_BYTE_MS: f64 = 10.0;
 /// ...when it is also at least this share of the round trip: beside a long path, a few
 /// milliseconds of the server's are not what the user waits for.
 const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
+/// Responses that waited a retransmission timeout are named from this share on (one in
+/// twenty: the 95th percentile is then the loss's).
+const RETRANSMISSION_SHARE: f64 = 0.05;
 /// A symptom seen in at least this share of steady responses is worth a finding.
 const SYMPTOM_FRACTION: f64 = 0.25;
 /// An experiment removed a symptom when at most this share still shows it...
@@ -121,6 +126,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         findings.extend(slow_first_byte(observations, &baseline));
     }
     findings.extend(connection_per_request(&baseline));
+    findings.extend(retransmission_timeout(observations, &baseline));
     if findings.is_empty() {
         findings.push(healthy(&baseline));
     }
@@ -636,6 +642,52 @@ fn connection_per_request(baseline: &PhaseSummary) -> Option<Finding> {
     })
 }
 
+/// Responses that waited a retransmission timeout: segments lost on the path and resent
+/// after 200 ms or more. Not Nagle and not the server: the path drops packets. Named when
+/// at least one response in twenty paid it (its 95th percentile, then, is the loss's).
+fn retransmission_timeout(observations: &Observations, baseline: &PhaseSummary) -> Option<Finding> {
+    if baseline.retransmission_waits == 0
+        || (baseline.retransmission_waits as f64) < RETRANSMISSION_SHARE * baseline.steady_responses as f64
+    {
+        return None;
+    }
+    let wait = baseline.retransmission_wait_p50_ms.unwrap_or(RTO_MIN_MS);
+    let resent = observations.baseline.tcp_info.map_or(0, |info| info.total_retransmits);
+    let mut evidence = vec![
+        Evidence::new(
+            "responses that waited a retransmission timeout",
+            baseline.retransmission_waits as f64,
+            "count",
+        ),
+        Evidence::new("responses measured", baseline.steady_responses as f64, "count"),
+        Evidence::new("median wait beyond the round trip", wait, "ms"),
+        Evidence::new("segments the client's connection resent (TCP_INFO)", f64::from(resent), "count"),
+        Evidence::new("median total (the others)", baseline.total_p50_ms, "ms"),
+    ];
+    if baseline.judged_rtt_ms() > 0.0 {
+        evidence.push(Evidence::new(
+            "path round trip (client TCP_INFO min_rtt)",
+            baseline.judged_rtt_ms(),
+            "ms",
+        ));
+    }
+    Some(Finding {
+        id: FindingId::RetransmissionTimeout,
+        title: format!(
+            "{} of {} responses waited a retransmission timeout ({wait:.0} ms beyond the round trip): the path \
+             loses packets, and each loss costs at least the kernel's 200 ms minimum RTO",
+            baseline.retransmission_waits, baseline.steady_responses
+        ),
+        // Counted, not inferred: the connection resent segments and these responses waited an RTO.
+        proven: true,
+        confidence: Confidence::Medium,
+        evidence,
+        proof: Vec::new(),
+        fix_summary: fixes::RETRANSMISSION_SUMMARY.into(),
+        fix: fixes::retransmission(),
+    })
+}
+
 /// Too many baseline requests failed: whatever the rest shows is no verdict.
 fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
     let (errors, attempts) = (baseline.errors, baseline.attempts);
@@ -875,6 +927,37 @@ mod tests {
             "{}",
             finding.fix_summary
         );
+    }
+
+    #[test]
+    fn retransmission_timeouts_are_counted_apart_from_stalls() {
+        // 10 ms path, 2 % loss: three of 30 responses waited an RTO on a connection that
+        // resent three segments. Not stalls: the quick ACKs still removed the delayed-ACK stall.
+        let lossy = |experiment, gap: f64, resent: u32| {
+            let mut responses = keep_alive(10.4, Some(gap));
+            for r in responses.iter_mut().skip(5).step_by(10) {
+                r.max_read_gap = std::time::Duration::from_millis(230);
+                r.total = r.first_byte + r.max_read_gap;
+            }
+            let mut phase = on_path(experiment, 10.0, responses);
+            phase.tcp_info.as_mut().unwrap().total_retransmits = resent;
+            phase
+        };
+        let mut observations = Observations { baseline: lossy(None, 52.5, 3), ..observe(GET, Vec::new()) };
+        observations.experiments.push(lossy(Some(Experiment::QuickAck), 10.4, 3));
+        let summary = observations.experiments[0].summary();
+        assert_eq!((summary.stalled, summary.retransmission_waits), (0, 3));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck, FindingId::RetransmissionTimeout]);
+        assert!(findings[0].proven);
+        assert!(
+            findings[1].title.starts_with("3 of 29 responses waited a retransmission timeout"),
+            "{}",
+            findings[1].title
+        );
+        // The same long pauses on a connection that resent nothing are stalls, not losses.
+        let clean = lossy(Some(Experiment::QuickAck), 10.4, 0).summary();
+        assert_eq!((clean.stalled, clean.retransmission_waits), (3, 0));
     }
 
     #[test]
