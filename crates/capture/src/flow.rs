@@ -412,7 +412,9 @@ impl Flow {
         if self.handshake_rtt_ns.is_none() && self.client == Some(side) && segment.ack_flag {
             self.handshake_rtt_ns = self.syn_ns.map(|syn| time_ns.saturating_sub(syn));
             if let Some(synack) = self.synack_ns {
-                self.handshake_ack = Some((time_ns, packet));
+                // An ACK timed before the SYN-ACK is a clock stepped back: the wait counts
+                // from the SYN-ACK.
+                self.handshake_ack = Some((time_ns.max(synack), packet));
                 if !self.sides[peer].syn_resent {
                     Legs::note(&mut self.legs[side], time_ns.saturating_sub(synack));
                 }
