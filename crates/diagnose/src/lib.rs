@@ -24,7 +24,10 @@ mod significance;
 mod suggest;
 mod timers;
 
-pub use capture::{CaptureStalls, capture_findings};
+pub use capture::{
+    CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
+    NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
+};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 pub use hops::{HopDiagnosis, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
