@@ -1,8 +1,13 @@
 //! The model of a `nodelay pcap` result. Its serde form is the JSON contract described by
 //! `schema/pcap.schema.json`: rename nothing, only add. Findings share the doctor's types.
 
-use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, SenderStalls, StallExample};
-use nodelay_diagnose::{CaptureStalls, Finding, capture_findings, match_delayed_ack_timer, percentile};
+use nodelay_capture::analysis::{Budget, ExchangeTiming, Legs, Retransmissions, ZeroWindows};
+use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, SenderStalls, StallExample};
+use nodelay_diagnose::{
+    CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, Finding, FindingId,
+    LateFirstByte, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, match_delayed_ack_timer,
+    percentile,
+};
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -32,6 +37,12 @@ pub struct StallReport {
     pub release_after_ack_us: f64,
     /// From the held-after segment to the release, in milliseconds.
     pub lost_ms: f64,
+    /// `delayed-ack` (the peer's timer released it) or `round-trip` (an ACK sent at once).
+    pub kind: &'static str,
+    /// The peer's own ACK delay: `ack_delay_ms` less its side of the round trip.
+    pub peer_ack_delay_ms: f64,
+    /// The flow's round trip as the capture had timed it then (0: unknown).
+    pub rtt_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -74,6 +85,13 @@ pub struct FlowReport {
     pub suggested_stack: Option<String>,
     /// The flow's first stalls, in capture order.
     pub examples: Vec<StallReport>,
+    /// Of `stalls`, holds of one round trip (released by an ACK sent at once).
+    pub round_trip_holds: u64,
+    /// The flow's round trip, from its handshake and ACKs; null when unknown.
+    pub rtt_ms: Option<f64>,
+    /// Where the capture was taken on this flow's path: `client`, `server`, `between`; null
+    /// when the round trip is too short (or unknown) to tell.
+    pub capture_position: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -113,6 +131,191 @@ pub struct PcapReport {
     pub warnings: Vec<String>,
     /// Why reading stopped early, when it did; the figures cover the packets before it.
     pub error: Option<String>,
+    /// Of `stalls`, holds of one round trip (released by an ACK sent at once).
+    pub round_trip_holds: u64,
+    /// Where the exchanges of all flows spent their time.
+    pub time: TimeReport,
+    /// Round trips of the flows, from their handshakes and ACKs.
+    pub rtt: RttReport,
+    /// Segments resent, timeouts and their series.
+    pub retransmissions: RetransmissionReport,
+    /// Zero windows of 200 ms or more.
+    pub zero_windows: ZeroWindowReport,
+    /// Flows that lost time to a slow path, a client's wait, a late first byte, a timeout or a
+    /// zero window, the most first (up to --top).
+    pub slow_flows: Vec<SlowFlowReport>,
+    /// Such flows not listed in `slow_flows`.
+    pub slow_flows_not_listed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Where exchanges spent their time, in milliseconds, summed over flows.
+pub struct TimeReport {
+    /// Exchanges with a request and a response.
+    pub exchanges: u64,
+    /// Handshakes seen whole.
+    pub handshakes: u64,
+    /// Round trips: one per handshake and one per exchange.
+    pub network_ms: f64,
+    /// Clients' waits between their handshake and their first request.
+    pub client_wait_ms: f64,
+    /// Clients' idle time between a response and their next request (not counted below).
+    pub client_idle_ms: f64,
+    /// Servers' time before their first byte, net of the round trip.
+    pub server_ms: f64,
+    /// Requests and responses on the wire, first byte to last.
+    pub transfer_ms: f64,
+    /// Of the transfer, time Nagle held data.
+    pub nagle_held_ms: f64,
+    /// `network`, `client`, `server` or `transfer`: the part that took most; null: none.
+    pub dominant: Option<&'static str>,
+    /// Its share of network, client wait, server and transfer, in %.
+    pub dominant_percent: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The flows' round trips.
+pub struct RttReport {
+    /// Flows whose round trip is known (both sides of the capture point).
+    pub flows: u64,
+    /// Smallest, median and largest round trip, in milliseconds (null: none known).
+    pub min_ms: Option<f64>,
+    /// Median round trip.
+    pub p50_ms: Option<f64>,
+    /// Largest round trip.
+    pub max_ms: Option<f64>,
+    /// Flows by where the capture was taken on their path.
+    pub captured_at_client: u64,
+    /// Flows captured next to the server.
+    pub captured_at_server: u64,
+    /// Flows captured between the two.
+    pub captured_between: u64,
+    /// Flows whose round trip is 200 ms or more.
+    pub slow_path_flows: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Retransmissions in a capture (or a flow).
+pub struct RetransmissionReport {
+    /// Segments that resent bytes already sent (SYNs included).
+    pub segments: u64,
+    /// Of them, resends after a timeout.
+    pub timeouts: u64,
+    /// Series: one segment resent until an ACK covered it (or never).
+    pub series: u64,
+    /// Series that no ACK ended: the peer was gone.
+    pub unanswered: u64,
+    /// Time the series waited on timers, in milliseconds.
+    pub lost_ms: f64,
+    /// The worst series.
+    pub worst: Option<SeriesReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A segment resent after timeouts.
+pub struct SeriesReport {
+    /// Wireshark's `tcp.stream` of its flow.
+    pub tcp_stream: u64,
+    /// `client` or `server`: who resent.
+    pub sent_by: &'static str,
+    /// A SYN (or SYN-ACK): the connection being opened.
+    pub syn: bool,
+    /// Capture packet number of the first resend.
+    pub first_packet: u64,
+    /// Each resend's time after the original transmission, in seconds.
+    pub resent_after_s: Vec<f64>,
+    /// An ACK covered the resent bytes at last.
+    pub answered: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Zero windows in a capture (or a flow).
+pub struct ZeroWindowReport {
+    /// Zero windows of 200 ms or more.
+    pub count: u64,
+    /// Their time, summed, in milliseconds.
+    pub total_ms: f64,
+    /// Window probes during them.
+    pub probes: u64,
+    /// The longest.
+    pub longest: Option<WindowReport>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One zero window.
+pub struct WindowReport {
+    /// Wireshark's `tcp.stream` of its flow.
+    pub tcp_stream: u64,
+    /// `client` or `server`: the receiver that shut its window.
+    pub receiver: &'static str,
+    /// Seconds since the capture's first packet.
+    pub at_s: f64,
+    /// How long it stayed shut, in milliseconds.
+    pub duration_ms: f64,
+    /// Capture packet number of the first zero window.
+    pub first_packet: u64,
+    /// Capture packet number of the segment that opened it (null: never did).
+    pub reopened_packet: Option<u64>,
+    /// The sender's probes meanwhile.
+    pub probes: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One exchange, its time split up (in milliseconds).
+pub struct ExchangeReport {
+    /// The exchange's number on its connection (1 = first request).
+    pub exchange: u32,
+    /// Seconds since the capture's first packet.
+    pub at_s: f64,
+    /// Capture packet number of the request's first segment.
+    pub request_packet: u64,
+    /// The client's wait before the request.
+    pub client_wait_ms: f64,
+    /// The wait followed the handshake (else the previous response).
+    pub after_handshake: bool,
+    /// The server's ACK of the request, net of the round trip (null: none before the response).
+    pub server_ack_ms: Option<f64>,
+    /// The server's time before its first byte, net of the round trip.
+    pub server_ms: f64,
+    /// Capture packet number of the response's first segment.
+    pub response_packet: u64,
+    /// Request and response on the wire.
+    pub transfer_ms: f64,
+    /// The round trip it paid.
+    pub rtt_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+/// A flow that lost time to something other than Nagle.
+pub struct SlowFlowReport {
+    /// Wireshark's `tcp.stream` index of the flow's conversation.
+    pub tcp_stream: u64,
+    /// A Wireshark display filter that shows this flow.
+    pub wireshark_filter: String,
+    /// The client's address, IP:port.
+    pub client: String,
+    /// The server's address, IP:port.
+    pub server: String,
+    /// The flow's round trip (null: unknown).
+    pub rtt_ms: Option<f64>,
+    /// Of it, from the capture point to the client and back.
+    pub client_side_ms: Option<f64>,
+    /// Of it, from the capture point to the server and back.
+    pub server_side_ms: Option<f64>,
+    /// `client`, `server`, `between` or null.
+    pub capture_position: Option<&'static str>,
+    /// Where its exchanges spent their time.
+    pub time: TimeReport,
+    /// Time lost to what made it slow, in milliseconds.
+    pub lost_ms: f64,
+    /// The exchange whose first byte took longest.
+    pub slowest_first_byte: Option<ExchangeReport>,
+    /// The longest wait between the handshake and the first request.
+    pub longest_client_wait: Option<ExchangeReport>,
+    /// Its retransmissions.
+    pub retransmissions: RetransmissionReport,
+    /// Its zero windows.
+    pub zero_windows: ZeroWindowReport,
 }
 
 fn ms(ns: u64) -> f64 {
@@ -138,6 +341,205 @@ fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -
         ack_delay_ms: ms(example.ack_delay_ns),
         release_after_ack_us: example.release_after_ack_ns as f64 / 1e3,
         lost_ms: ms(example.lost_ns),
+        kind: hold_kind(example.kind),
+        peer_ack_delay_ms: ms(example.peer_ack_delay_ns),
+        rtt_ms: ms(example.rtt_ns),
+    }
+}
+
+fn hold_kind(kind: HoldKind) -> &'static str {
+    match kind {
+        HoldKind::DelayedAck => "delayed-ack",
+        HoldKind::RoundTrip => "round-trip",
+    }
+}
+
+fn side(by_server: bool) -> &'static str {
+    if by_server { "server" } else { "client" }
+}
+
+fn time_report(budget: &Budget, nagle_held_ns: u64) -> TimeReport {
+    let time = capture_time(budget);
+    let dominant = time.dominant();
+    TimeReport {
+        exchanges: budget.exchanges,
+        handshakes: budget.handshakes,
+        network_ms: time.network_ms,
+        client_wait_ms: time.client_wait_ms,
+        client_idle_ms: ms(budget.client_idle_ns),
+        server_ms: time.server_ms,
+        transfer_ms: time.transfer_ms,
+        nagle_held_ms: ms(nagle_held_ns),
+        dominant: dominant.map(|(part, _)| part),
+        dominant_percent: dominant.map_or(0.0, |(_, part)| part / time.total_ms() * 100.0),
+    }
+}
+
+fn capture_time(budget: &Budget) -> CaptureTime {
+    CaptureTime {
+        exchanges: budget.exchanges,
+        network_ms: ms(budget.network_ns.saturating_add(budget.handshake_ns)),
+        client_wait_ms: ms(budget.client_wait_ns),
+        server_ms: ms(budget.server_ns),
+        transfer_ms: ms(budget.transfer_ns),
+    }
+}
+
+fn retransmission_report(losses: &Retransmissions, stream: u64) -> RetransmissionReport {
+    RetransmissionReport {
+        segments: losses.segments,
+        timeouts: losses.timeouts,
+        series: losses.series,
+        unanswered: losses.unanswered,
+        lost_ms: ms(losses.lost_ns),
+        worst: losses.worst.map(|series| SeriesReport {
+            tcp_stream: stream,
+            sent_by: side(series.by_server),
+            syn: series.syn,
+            first_packet: series.first_packet,
+            resent_after_s: series.resent_after().iter().map(|ns| *ns as f64 / 1e9).collect(),
+            answered: series.answered,
+        }),
+    }
+}
+
+fn zero_window_report(windows: &ZeroWindows, stream: u64, origin_ns: u64) -> ZeroWindowReport {
+    ZeroWindowReport {
+        count: windows.count,
+        total_ms: ms(windows.total_ns),
+        probes: windows.probes,
+        longest: windows.longest.map(|window| WindowReport {
+            tcp_stream: stream,
+            receiver: side(window.by_server),
+            at_s: window.at_ns.saturating_sub(origin_ns) as f64 / 1e9,
+            duration_ms: ms(window.duration_ns),
+            first_packet: window.first_packet,
+            reopened_packet: (window.reopened_packet > 0).then_some(window.reopened_packet),
+            probes: window.probes,
+        }),
+    }
+}
+
+fn exchange_report(timing: &ExchangeTiming, origin_ns: u64) -> ExchangeReport {
+    ExchangeReport {
+        exchange: timing.exchange,
+        at_s: timing.at_ns.saturating_sub(origin_ns) as f64 / 1e9,
+        request_packet: timing.request_packet,
+        client_wait_ms: ms(timing.client_wait_ns),
+        after_handshake: timing.after_handshake,
+        server_ack_ms: timing.server_ack_ns.map(ms),
+        server_ms: ms(timing.server_ns),
+        response_packet: timing.response_packet,
+        transfer_ms: ms(timing.transfer_ns),
+        rtt_ms: ms(timing.rtt_ns),
+    }
+}
+
+fn slow_flow_report(flow: &FlowSummary, origin_ns: u64) -> SlowFlowReport {
+    SlowFlowReport {
+        tcp_stream: flow.stream,
+        wireshark_filter: wireshark_filter(flow.stream, flow.client, flow.server),
+        client: format_endpoint(flow.client),
+        server: format_endpoint(flow.server),
+        rtt_ms: flow.legs.rtt_ns().map(ms),
+        client_side_ms: flow.legs.client_ns.map(ms),
+        server_side_ms: flow.legs.server_ns.map(ms),
+        capture_position: flow.legs.position().map(|p| p.as_str()),
+        time: time_report(&flow.budget, flow.lost_ns()),
+        lost_ms: ms(flow.slow_ns()),
+        slowest_first_byte: flow
+            .slowest_first_byte
+            .filter(|_| flow.late_first_bytes > 0)
+            .map(|t| exchange_report(&t, origin_ns)),
+        longest_client_wait: flow
+            .longest_client_wait
+            .filter(|_| flow.client_waits > 0)
+            .map(|t| exchange_report(&t, origin_ns)),
+        retransmissions: retransmission_report(&flow.losses, flow.stream),
+        zero_windows: zero_window_report(&flow.zero_windows, flow.stream, origin_ns),
+    }
+}
+
+fn legs_ms(legs: &Legs) -> (f64, f64, f64) {
+    (legs.rtt_ns().map_or(0.0, ms), legs.client_ns.map_or(0.0, ms), legs.server_ns.map_or(0.0, ms))
+}
+
+/// What the capture shows besides Nagle holds, for the rules.
+fn capture_path(summary: &CaptureSummary, rtts_ms: &[f64]) -> CapturePath {
+    let slow_path = summary.slowest_path.map(|(stream, legs)| {
+        let (rtt_ms, client_side_ms, server_side_ms) = legs_ms(&legs);
+        SlowPath { flows: summary.slow_path_flows, stream, rtt_ms, client_side_ms, server_side_ms }
+    });
+    let late_first_byte =
+        summary.slowest_first_byte.filter(|_| summary.late_first_bytes > 0).map(|(stream, t)| {
+            LateFirstByte {
+                exchanges: summary.late_first_bytes,
+                stream,
+                exchange: t.exchange,
+                server_ms: ms(t.server_ns),
+                server_ack_ms: t.server_ack_ns.map(ms),
+                rtt_ms: ms(t.rtt_ns),
+                packets: (t.request_packet, t.server_ack_packet, t.response_packet),
+            }
+        });
+    let client_wait =
+        summary.longest_client_wait.filter(|_| summary.client_waits > 0).map(|(stream, t)| ClientWait {
+            waits: summary.client_waits,
+            stream,
+            wait_ms: ms(t.client_wait_ns),
+            packets: (t.wait_from_packet, t.request_packet),
+        });
+    let losses = &summary.losses;
+    let timeouts = losses.worst.filter(|_| losses.timeouts > 0).map(|series| Timeouts {
+        timeouts: losses.timeouts,
+        series: losses.series,
+        unanswered: losses.unanswered,
+        lost_ms: ms(losses.lost_ns),
+        stream: summary.worst_series_stream.unwrap_or(0),
+        by_server: series.by_server,
+        syn: series.syn,
+        answered: series.answered,
+        first_packet: series.first_packet,
+        resent_after_ms: series.resent_after().iter().map(|ns| ms(*ns)).collect(),
+    });
+    let windows = &summary.zero_windows;
+    let zero_window = windows.longest.map(|window| ZeroWindowFacts {
+        count: windows.count,
+        total_ms: ms(windows.total_ns),
+        stream: summary.longest_zero_window_stream.unwrap_or(0),
+        longest_ms: ms(window.duration_ns),
+        by_server: window.by_server,
+        probes: windows.probes,
+        packets: (window.first_packet, window.reopened_packet),
+    });
+    CapturePath {
+        time: capture_time(&summary.budget),
+        rtt_p50_ms: (!rtts_ms.is_empty()).then(|| percentile(rtts_ms, 0.5)),
+        slow_path,
+        late_first_byte,
+        client_wait,
+        timeouts,
+        zero_window,
+    }
+}
+
+fn round_trips(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureRoundTrips {
+    let holds = sorted_ms(stalls.holds_ns.iter().copied());
+    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
+    let rtts = sorted_ms(stalls.examples.iter().map(|e| e.rtt_ns));
+    CaptureRoundTrips {
+        held_by_server,
+        holds: stalls.count,
+        flows,
+        time_lost_ms: ms(stalls.lost_ns),
+        hold_p50_ms: percentile(&holds, 0.5),
+        rtt_p50_ms: percentile(&rtts, 0.5),
+        peer_ack_delay_p50_ms: percentile(&delays, 0.5),
+        example: stalls
+            .examples
+            .first()
+            .map(|e| describe_example(side(held_by_server), e))
+            .unwrap_or_default(),
     }
 }
 
@@ -157,13 +559,18 @@ fn describe_example(held_by: &str, example: &StallExample) -> String {
 }
 
 fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
-    let held_by = match (flow.server_stalls.count > 0, flow.client_stalls.count > 0) {
+    let server_held = flow.server_stalls.count + flow.server_round_trips.count > 0;
+    let client_held = flow.client_stalls.count + flow.client_round_trips.count > 0;
+    let held_by = match (server_held, client_held) {
         (true, true) => "both",
         (false, true) => "client",
         _ => "server",
     };
-    let delays =
-        sorted_ms(flow.server_stalls.ack_delays_ns.iter().chain(&flow.client_stalls.ack_delays_ns).copied());
+    let delays = sorted_ms(
+        [&flow.server_stalls, &flow.client_stalls, &flow.server_round_trips, &flow.client_round_trips]
+            .into_iter()
+            .flat_map(|stalls| stalls.ack_delays_ns.iter().copied()),
+    );
     let ack_delay_p50_ms = percentile(&delays, 0.5);
     let mut examples: Vec<StallReport> = flow
         .server_stalls
@@ -171,6 +578,8 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         .iter()
         .map(|e| stall_report("server", e, origin_ns))
         .chain(flow.client_stalls.examples.iter().map(|e| stall_report("client", e, origin_ns)))
+        .chain(flow.server_round_trips.examples.iter().map(|e| stall_report("server", e, origin_ns)))
+        .chain(flow.client_round_trips.examples.iter().map(|e| stall_report("client", e, origin_ns)))
         .collect();
     examples.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     FlowReport {
@@ -196,6 +605,9 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         ack_delay_p50_ms,
         suggested_stack: match_delayed_ack_timer(ack_delay_p50_ms).map(|t| t.describe().to_string()),
         examples,
+        round_trip_holds: flow.server_round_trips.count + flow.client_round_trips.count,
+        rtt_ms: flow.legs.rtt_ns().map(ms),
+        capture_position: flow.legs.position().map(|p| p.as_str()),
     }
 }
 
@@ -262,9 +674,35 @@ impl PcapReport {
             group(&summary.server_stalls, true, count_flows(true)),
             group(&summary.client_stalls, false, count_flows(false)),
         ];
-        let findings = capture_findings(&groups, summary.flows_seen);
-        let stalls = summary.server_stalls.count + summary.client_stalls.count;
+        let count_holds = |server: bool| {
+            summary
+                .flows
+                .iter()
+                .filter(
+                    |f| if server { f.server_round_trips.count > 0 } else { f.client_round_trips.count > 0 },
+                )
+                .count() as u64
+        };
+        let holds = [
+            round_trips(&summary.server_round_trips, true, count_holds(true)),
+            round_trips(&summary.client_round_trips, false, count_holds(false)),
+        ];
+        let rtts_ms = sorted_ms(summary.rtts_ns.iter().copied());
+        let path = capture_path(summary, &rtts_ms);
+        let findings = capture_diagnosis(&groups, &holds, &path, summary.flows_seen);
+        let round_trip_holds = summary.server_round_trips.count + summary.client_round_trips.count;
+        let stalls = summary.server_stalls.count + summary.client_stalls.count + round_trip_holds;
+        let nagle_lost_ns = [
+            &summary.server_stalls,
+            &summary.client_stalls,
+            &summary.server_round_trips,
+            &summary.client_round_trips,
+        ]
+        .iter()
+        .fold(0u64, |sum, s| sum.saturating_add(s.lost_ns));
         let listed = summary.flows.len().min(top);
+        let slow_listed = summary.slow_flows.len().min(top);
+        let healthy = findings.iter().all(|f| f.id == FindingId::Healthy);
         PcapReport {
             schema: PCAP_SCHEMA_ID,
             file,
@@ -279,13 +717,39 @@ impl PcapReport {
             flows: summary.flows_seen,
             flows_with_stalls: summary.flows_with_stalls,
             stalls,
-            time_lost_ms: ms(summary.server_stalls.lost_ns.saturating_add(summary.client_stalls.lost_ns)),
-            verdict: if stalls == 0 { "healthy" } else { "findings" },
+            time_lost_ms: ms(nagle_lost_ns),
+            verdict: if healthy { "healthy" } else { "findings" },
             findings,
             top_flows: summary.flows.iter().take(listed).map(|f| flow_report(f, origin)).collect(),
             flows_not_listed: summary.flows_with_stalls - listed as u64,
             warnings,
             error,
+            round_trip_holds,
+            time: time_report(&summary.budget, nagle_lost_ns),
+            rtt: RttReport {
+                flows: summary.flows_with_rtt,
+                min_ms: rtts_ms.first().copied(),
+                p50_ms: path.rtt_p50_ms,
+                max_ms: rtts_ms.last().copied(),
+                captured_at_client: summary.positions[0],
+                captured_at_server: summary.positions[1],
+                captured_between: summary.positions[2],
+                slow_path_flows: summary.slow_path_flows,
+            },
+            retransmissions: retransmission_report(&summary.losses, summary.worst_series_stream.unwrap_or(0)),
+            zero_windows: zero_window_report(
+                &summary.zero_windows,
+                summary.longest_zero_window_stream.unwrap_or(0),
+                origin,
+            ),
+            slow_flows: summary
+                .slow_flows
+                .iter()
+                .take(slow_listed)
+                .map(|f| slow_flow_report(f, origin))
+                .collect(),
+            slow_flows_not_listed: (summary.slow_flows.len() - slow_listed) as u64
+                + summary.slow_flows_not_kept,
         }
     }
 

@@ -4,7 +4,7 @@
 //! durations in one unit (ms), so that columns compare at a glance.
 
 use crate::format::{display_width, format_bytes, format_duration_ms, format_ms, ms_decimals};
-use crate::model::pcap::{FlowReport, PcapReport, StallReport};
+use crate::model::pcap::{FlowReport, PcapReport, SlowFlowReport, StallReport, TimeReport};
 use crate::render::Render;
 use crate::text::Text;
 use crate::text::wrap::{NO_BREAK, wrap_atoms, wrap_words};
@@ -127,6 +127,7 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
             format_ms(r.time_lost_ms, 2)
         ),
     );
+    write_time(out, r);
     if !r.top_flows.is_empty() {
         out.blank();
         write_flow_table(out, &r.top_flows);
@@ -142,6 +143,18 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
                 &format!("... and {} more flows with stalls (--top to list more)", r.flows_not_listed),
             );
         }
+    }
+    for flow in &r.slow_flows {
+        out.blank();
+        write_slow_flow(out, flow);
+    }
+    if r.slow_flows_not_listed > 0 {
+        out.blank();
+        out.para(
+            "",
+            "  ",
+            &format!("... and {} more slow flows (--top to list more)", r.slow_flows_not_listed),
+        );
     }
     for finding in &r.findings {
         out.blank();
@@ -159,6 +172,184 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
     out.blank();
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
     out.para("", "  ", &format!("verdict: {}", ids.join(", ")));
+}
+
+/// Where the exchanges' time went, the round trips, losses and windows: one line each.
+fn write_time(out: &mut Lines, r: &PcapReport) {
+    if r.time.exchanges > 0 {
+        out.para("", "  ", &format!("time: {}", describe_time(&r.time)));
+    }
+    if let (Some(p50), Some(min), Some(max)) = (r.rtt.p50_ms, r.rtt.min_ms, r.rtt.max_ms) {
+        let rtt = &r.rtt;
+        let places = [
+            (rtt.captured_at_client, "next to the client"),
+            (rtt.captured_at_server, "next to the server"),
+            (rtt.captured_between, "between the two"),
+        ];
+        let places: Vec<String> =
+            places.iter().filter(|(n, _)| *n > 0).map(|(n, place)| format!("{n} {place}")).collect();
+        let captured =
+            if places.is_empty() { String::new() } else { format!("; captured {}", places.join(", ")) };
+        out.para(
+            "",
+            "  ",
+            &format!(
+                "round trip: {} median ({} to {}) over {} flows{captured}",
+                format_ms(p50, 2),
+                format_ms(min, 2),
+                format_ms(max, 2),
+                rtt.flows
+            ),
+        );
+    }
+    let resent = &r.retransmissions;
+    if resent.segments > 0 {
+        out.para(
+            "",
+            "  ",
+            &format!(
+                "retransmissions: {} segments, {} after a timeout ({} series, {} never answered, {} waited)",
+                resent.segments,
+                resent.timeouts,
+                resent.series,
+                resent.unanswered,
+                format_ms(resent.lost_ms, 1)
+            ),
+        );
+    }
+    let windows = &r.zero_windows;
+    if windows.count > 0 {
+        out.para(
+            "",
+            "  ",
+            &format!(
+                "zero windows: {} of 200 ms or more, {} shut, {} probes",
+                windows.count,
+                format_ms(windows.total_ms, 1),
+                windows.probes
+            ),
+        );
+    }
+}
+
+/// `N exchanges: network X, server Y, ...; most: the network's (P%)`, all in ms.
+fn describe_time(time: &TimeReport) -> String {
+    let mut text = format!(
+        "{} exchanges, {} handshakes: network {}, server {}, client waits {}, transfer {} (Nagle held {}); \
+         clients idle {}",
+        time.exchanges,
+        time.handshakes,
+        format_ms(time.network_ms, 1),
+        format_ms(time.server_ms, 1),
+        format_ms(time.client_wait_ms, 1),
+        format_ms(time.transfer_ms, 1),
+        format_ms(time.nagle_held_ms, 1),
+        format_ms(time.client_idle_ms, 1),
+    );
+    if let Some(part) = time.dominant {
+        text.push_str(&format!("; most: the {part}'s ({:.0}%)", time.dominant_percent));
+    }
+    text
+}
+
+/// A flow that lost time to the path, the client, the server, losses or a shut window.
+fn write_slow_flow(out: &mut Lines, flow: &SlowFlowReport) {
+    out.para(
+        "",
+        "  ",
+        &format!(
+            "slow stream {}: {} -> {}, {} lost",
+            flow.tcp_stream,
+            flow.client,
+            flow.server,
+            format_ms(flow.lost_ms, 1)
+        ),
+    );
+    if let (Some(rtt), Some(client), Some(server)) = (flow.rtt_ms, flow.client_side_ms, flow.server_side_ms) {
+        let at = match flow.capture_position {
+            Some("between") => ", captured between the two",
+            Some("client") => ", captured next to the client",
+            Some("server") => ", captured next to the server",
+            _ => "",
+        };
+        out.para(
+            "  ",
+            "    ",
+            &format!(
+                "round trip {}: {} to the client and back, {} to the server and back{at}",
+                format_ms(rtt, 2),
+                format_ms(client, 2),
+                format_ms(server, 2)
+            ),
+        );
+    }
+    if flow.time.exchanges > 0 {
+        out.para("  ", "    ", &format!("time: {}", describe_time(&flow.time)));
+    }
+    let mut terms = flow.wireshark_filter.split(" && ");
+    let first = terms.next().unwrap_or_default().to_string();
+    let atoms: Vec<String> = std::iter::once(first).chain(terms.map(|t| format!("&& {t}"))).collect();
+    out.lines.extend(wrap_atoms(atoms.iter().map(String::as_str), out.width, "  Wireshark: ", "    "));
+    if let Some(e) = &flow.longest_client_wait {
+        out.para(
+            "  ",
+            "    ",
+            &format!(
+                "exchange {} at {:.6} s: the client waited {} after its handshake before request #{}",
+                e.exchange,
+                e.at_s,
+                format_ms(e.client_wait_ms, 1),
+                e.request_packet
+            ),
+        );
+    }
+    if let Some(e) = &flow.slowest_first_byte {
+        let ack =
+            e.server_ack_ms.map(|a| format!(" (its ACK after {})", format_ms(a, 1))).unwrap_or_default();
+        out.para(
+            "  ",
+            "    ",
+            &format!(
+                "exchange {} at {:.6} s: request #{}, the server's first byte #{} after {} net of the round \
+                 trip{ack}",
+                e.exchange,
+                e.at_s,
+                e.request_packet,
+                e.response_packet,
+                format_ms(e.server_ms, 1)
+            ),
+        );
+    }
+    if let Some(series) = &flow.retransmissions.worst {
+        let times: Vec<String> = series.resent_after_s.iter().map(|s| format!("{s:.1}")).collect();
+        out.para(
+            "  ",
+            "    ",
+            &format!(
+                "the {}'s {} resent from #{} after {} s, {}",
+                series.sent_by,
+                if series.syn { "SYN" } else { "segment" },
+                series.first_packet,
+                times.join(", "),
+                if series.answered { "then acknowledged" } else { "never acknowledged" }
+            ),
+        );
+    }
+    if let Some(window) = &flow.zero_windows.longest {
+        let reopened =
+            window.reopened_packet.map_or("never reopened".to_string(), |p| format!("reopened at #{p}"));
+        out.para(
+            "  ",
+            "    ",
+            &format!(
+                "the {}'s window shut at #{} for {}, {} probes, {reopened}",
+                window.receiver,
+                window.first_packet,
+                format_ms(window.duration_ms, 1),
+                window.probes
+            ),
+        );
+    }
 }
 
 /// One row per flow. A flow too wide for what the other columns leave takes two lines; when
@@ -316,6 +507,9 @@ mod tests {
             ack_delay_p50_ms: delay_ms,
             suggested_stack: None,
             examples: Vec::new(),
+            round_trip_holds: 0,
+            rtt_ms: None,
+            capture_position: None,
         }
     }
 
@@ -338,6 +532,7 @@ mod tests {
             flows_not_listed: 0,
             warnings: Vec::new(),
             error: None,
+            ..fixture_report("ethernet_usec_le.pcap")
         }
     }
 
