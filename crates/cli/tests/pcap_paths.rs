@@ -1,0 +1,190 @@
+//! `nodelay pcap` across paths: one committed capture per finding of issue 30 (item 5) and a
+//! control for each (the same exchanges without the cause), taken next to the client, next to
+//! the server and in between where the position changes the arithmetic
+//! (tests/fixtures/pcap/make_fixtures.py writes them). Before the path rules every one of
+//! them was `healthy`, exit status 0.
+
+mod common;
+
+use common::*;
+
+fn fixture(name: &str) -> String {
+    repo_root().join("tests/fixtures/pcap").join(name).to_string_lossy().into_owned()
+}
+
+/// The report of `nodelay pcap --json FILE`, checked against the schema, and its exit status.
+fn pcap(name: &str) -> (i32, serde_json::Value) {
+    let run = nodelay(&["pcap", "--json", &fixture(name)]);
+    let report = run.json();
+    validate_against_schema("pcap.schema.json", &report);
+    assert!(!run.stderr().contains("panicked"), "{name}: {}", run.stderr());
+    (run.code(), report)
+}
+
+fn evidence(finding: &serde_json::Value, what: &str) -> f64 {
+    finding["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["what"].as_str().unwrap().starts_with(what))
+        .unwrap_or_else(|| panic!("no evidence {what:?} in {finding:#}"))["value"]
+        .as_f64()
+        .unwrap()
+}
+
+fn near(value: f64, expected: f64, slack: f64) -> bool {
+    (value - expected).abs() <= slack
+}
+
+const PLACES: [&str; 3] = ["at_client", "at_server", "between"];
+
+#[test]
+fn a_healthy_server_40_ms_away_is_healthy_wherever_the_capture_was_taken() {
+    for place in PLACES {
+        let name = format!("healthy_40ms_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (0, vec!["healthy".to_string()]), "{name}");
+        assert!(near(report["rtt"]["p50_ms"].as_f64().unwrap(), 40.0, 0.5), "{name}: {}", report["rtt"]);
+        assert_eq!(report["time"]["dominant"], "network", "{name}");
+        assert_eq!(report["time"]["exchanges"], 3, "{name}");
+        // The server's time is its own, net of the round trip: 0.2 ms per exchange.
+        assert!(near(report["time"]["server_ms"].as_f64().unwrap(), 0.6, 0.05), "{name}: {}", report["time"]);
+        let position = place.trim_start_matches("at_");
+        let counted = match position {
+            "client" => &report["rtt"]["captured_at_client"],
+            "server" => &report["rtt"]["captured_at_server"],
+            _ => &report["rtt"]["captured_between"],
+        };
+        assert_eq!(counted, 1, "{name}: {}", report["rtt"]);
+        assert!(report["findings"][0]["title"].as_str().unwrap().contains("network's"), "{name}");
+    }
+}
+
+#[test]
+fn a_server_that_acks_at_once_but_answers_a_second_later_is_slow_first_byte() {
+    for place in PLACES {
+        let name = format!("slow_first_byte_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (3, vec!["slow-first-byte".to_string()]), "{name}");
+        let finding = &report["findings"][0];
+        assert!(near(evidence(finding, "slowest first byte"), 1000.0, 0.5), "{name}: {finding:#}");
+        assert!(evidence(finding, "the server's ACK of the request") < 1.0, "{name}: {finding:#}");
+        assert!(near(evidence(finding, "round trip"), 40.0, 0.5), "{name}: {finding:#}");
+        let flow = &report["slow_flows"][0];
+        assert_eq!(flow["slowest_first_byte"]["exchange"], 1, "{name}");
+        assert_eq!(flow["tcp_stream"], 0, "{name}");
+    }
+}
+
+#[test]
+fn a_slow_path_is_network_round_trip_and_its_split_says_where_the_capture_was() {
+    for (place, rtt, client_side) in
+        [("at_client", 900.0, 0.0), ("at_server", 900.0, 900.0), ("between", 1800.0, 900.0)]
+    {
+        let name = format!("slow_path_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (3, vec!["network-round-trip".to_string()]), "{name}");
+        let finding = &report["findings"][0];
+        assert!(near(evidence(finding, "round trip of the slowest path"), rtt, 0.5), "{name}: {finding:#}");
+        assert!(
+            near(evidence(finding, "of it, between the capture point and the client"), client_side, 0.5),
+            "{name}: {finding:#}"
+        );
+        assert_eq!(report["rtt"]["slow_path_flows"], 1, "{name}");
+        // The server answered at once: no slow first byte, wherever the capture was.
+        assert!(report["time"]["server_ms"].as_f64().unwrap() < 1.0, "{name}: {}", report["time"]);
+    }
+}
+
+#[test]
+fn a_client_that_waits_after_its_handshake_is_client_delay() {
+    for place in ["at_client", "at_server"] {
+        let name = format!("client_delay_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (3, vec!["client-delay".to_string()]), "{name}");
+        let finding = &report["findings"][0];
+        assert!(
+            near(evidence(finding, "longest wait after a handshake"), 1300.0, 0.5),
+            "{name}: {finding:#}"
+        );
+        assert!(near(report["time"]["client_wait_ms"].as_f64().unwrap(), 1300.0, 0.5), "{name}");
+        let wait = &report["slow_flows"][0]["longest_client_wait"];
+        assert_eq!(wait["after_handshake"], true, "{name}");
+        assert_eq!(wait["request_packet"], 4, "{name}");
+    }
+}
+
+#[test]
+fn nagle_held_for_one_round_trip_is_server_nagle_round_trip() {
+    for place in PLACES {
+        let name = format!("nagle_round_trip_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (3, vec!["server-nagle-round-trip".to_string()]), "{name}");
+        assert_eq!(
+            (report["stalls"].as_u64(), report["round_trip_holds"].as_u64()),
+            (Some(3), Some(3)),
+            "{name}"
+        );
+        let example = &report["top_flows"][0]["examples"][0];
+        assert_eq!(example["kind"], "round-trip", "{name}");
+        assert!(near(example["lost_ms"].as_f64().unwrap(), 40.0, 0.2), "{name}: {example}");
+        assert!(example["peer_ack_delay_ms"].as_f64().unwrap() < 0.2, "{name}: {example}");
+        assert_eq!(report["top_flows"][0]["held_by"], "server", "{name}");
+    }
+}
+
+#[test]
+fn a_segment_resent_with_a_doubling_timer_to_a_peer_gone_is_retransmission_timeout() {
+    let (code, report) = pcap("rto_peer_gone_at_client.pcap");
+    assert_eq!((code, finding_ids(&report)), (3, vec!["retransmission-timeout".to_string()]));
+    let title = report["findings"][0]["title"].as_str().unwrap();
+    assert!(title.contains("resent 5 times (after 0.2, 0.6, 1.2, 2.4, 4.8 s)"), "{title}");
+    assert!(title.contains("the peer was gone"), "{title}");
+    let resent = &report["retransmissions"];
+    assert_eq!((resent["timeouts"].as_u64(), resent["unanswered"].as_u64()), (Some(5), Some(1)));
+    assert_eq!(resent["worst"]["resent_after_s"], serde_json::json!([0.2, 0.6, 1.2, 2.4, 4.8]));
+    assert_eq!(resent["worst"]["sent_by"], "client");
+    // Seen at the server: its response lost twice, then acknowledged.
+    let (code, report) = pcap("rto_answered_at_server.pcap");
+    assert_eq!((code, finding_ids(&report)), (3, vec!["retransmission-timeout".to_string()]));
+    let resent = &report["retransmissions"];
+    assert_eq!((resent["timeouts"].as_u64(), resent["unanswered"].as_u64()), (Some(2), Some(0)));
+    assert_eq!(resent["worst"]["sent_by"], "server");
+    assert_eq!(resent["worst"]["answered"], true);
+    assert!(near(resent["lost_ms"].as_f64().unwrap(), 600.0, 0.1), "{resent}");
+}
+
+#[test]
+fn a_receiver_that_stops_reading_is_zero_window_and_a_short_one_is_not() {
+    let (code, report) = pcap("zero_window_at_client.pcap");
+    assert_eq!((code, finding_ids(&report)), (3, vec!["zero-window".to_string()]));
+    let longest = &report["zero_windows"]["longest"];
+    assert_eq!(longest["receiver"], "client");
+    assert!(near(longest["duration_ms"].as_f64().unwrap(), 3000.0, 1.0), "{longest}");
+    assert_eq!(longest["probes"], 4);
+    assert!(longest["reopened_packet"].as_u64().is_some(), "{longest}");
+    assert_eq!(report["retransmissions"]["segments"], 0, "window probes are no resends");
+    let (code, report) = pcap("zero_window_short_at_client.pcap");
+    assert_eq!((code, finding_ids(&report)), (0, vec!["healthy".to_string()]), "100 ms is no finding");
+}
+
+#[test]
+fn text_names_the_time_the_round_trip_and_the_slow_flow() {
+    let run = nodelay(&["pcap", &fixture("slow_first_byte_at_server.pcap")]);
+    assert_eq!(run.code(), 3);
+    let text = run.stdout().split_whitespace().collect::<Vec<_>>().join(" ");
+    for needle in [
+        "most: the server's (95%)",
+        "round trip: 40.01 ms median",
+        "captured 1 next to the server",
+        "slow stream 0: 10.0.0.1:40000 -> 10.0.0.2:8080",
+        "captured next to the server",
+        "the server's first byte #6 after 1000.0 ms net of the round trip",
+        "verdict: slow-first-byte",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?}:\n{}", run.stdout());
+    }
+    for line in run.stdout().lines() {
+        assert!(line.chars().count() <= 80, "{line:?}");
+    }
+}
