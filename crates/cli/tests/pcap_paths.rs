@@ -188,3 +188,35 @@ fn text_names_the_time_the_round_trip_and_the_slow_flow() {
         assert!(line.chars().count() <= 80, "{line:?}");
     }
 }
+
+/// Real captures (tcpdump -i any in each namespace of `shared/tools/wan.py up --rtt 40ms`,
+/// `tests/peers/python_http_server.py` under `nodelay bench -c 1 -n 10`, committed as
+/// `wan40_*`): the Nagle server is named at both ends with the client's own 42 ms ACK delay
+/// (net of the round trip at the server), and its TCP_NODELAY twin is healthy there, not a
+/// slow first byte, though each first byte comes 41 ms after its request.
+#[test]
+fn real_captures_of_a_40_ms_path_name_the_nagle_server_and_pass_its_twin() {
+    for place in ["client", "server"] {
+        let name = format!("wan40_nagle_at_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!(code, 3, "{name}");
+        assert_eq!(
+            finding_ids(&report),
+            ["server-nagle-delayed-ack", "server-nagle-round-trip"],
+            "{name}: the first exchange's quick ACK holds a round trip, the other nine the timer"
+        );
+        assert_eq!((report["stalls"].as_u64(), report["round_trip_holds"].as_u64()), (Some(10), Some(1)));
+        assert_eq!(report["rtt"][format!("captured_at_{place}")], 1, "{name}: {}", report["rtt"]);
+        let rtt = report["rtt"]["p50_ms"].as_f64().unwrap();
+        assert!((40.0..42.0).contains(&rtt), "{name}: {rtt}");
+        for example in report["top_flows"][0]["examples"].as_array().unwrap().iter().skip(1) {
+            let own = example["peer_ack_delay_ms"].as_f64().unwrap();
+            assert!((30.0..65.0).contains(&own), "{name}: the Linux timer: {example}");
+        }
+        let name = format!("wan40_twin_at_{place}.pcap");
+        let (code, report) = pcap(&name);
+        assert_eq!((code, finding_ids(&report)), (0, vec!["healthy".to_string()]), "{name}");
+        assert_eq!(report["time"]["dominant"], "network", "{name}");
+        assert!(report["time"]["server_ms"].as_f64().unwrap() < 10.0 * 2.0, "{name}: {}", report["time"]);
+    }
+}
