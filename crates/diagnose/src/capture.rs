@@ -538,8 +538,10 @@ fn first_byte_finding(late: &LateFirstByte, time: &CaptureTime) -> Finding {
     Finding {
         id: FindingId::SlowFirstByte,
         title: format!(
-            "The server took {:.0} ms before its first byte, beyond the {:.1} ms round trip{ack}",
-            late.server_ms, late.rtt_ms
+            "The server took {:.0} ms before its first byte, beyond the {:.*} ms round trip{ack}",
+            late.server_ms,
+            if late.rtt_ms < 1.0 { 3 } else { 1 },
+            late.rtt_ms
         ),
         proven: true,
         confidence: if late.server_ack_ms.is_some() { Confidence::High } else { Confidence::Medium },
