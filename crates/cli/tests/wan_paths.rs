@@ -111,3 +111,76 @@ fn a_10ms_path_with_jitter_and_loss() {
     // still tell the path from the server, and the hold from a slow body.
     across_with(10.0, &["--jitter", "1ms", "--loss", "2"]);
 }
+
+/// Ground truth for large responses: the median time in ms of a warm keep-alive request, of
+/// one on a fresh connection less its handshake, and of one after `idle_s` of idle.
+fn large_response_truth(link: &Link, port: u16, idle_s: f64) -> (f64, f64, f64) {
+    let script = format!(
+        "import http.client, socket, statistics, time\n\
+         def get(c):\n\
+         \x20   t = time.perf_counter(); c.request('GET', '/'); c.getresponse().read()\n\
+         \x20   return (time.perf_counter() - t) * 1000\n\
+         c = http.client.HTTPConnection('{ip}', {port})\n\
+         warm = [get(c) for _ in range(12)][2:]\n\
+         idle = []\n\
+         for _ in range(3):\n\
+         \x20   time.sleep({idle_s}); idle.append(get(c))\n\
+         fresh = []\n\
+         for _ in range(3):\n\
+         \x20   t = time.perf_counter(); f = http.client.HTTPConnection('{ip}', {port}); f.connect()\n\
+         \x20   handshake = (time.perf_counter() - t) * 1000; fresh.append(get(f) ); f.close()\n\
+         print(statistics.median(warm), statistics.median(fresh), statistics.median(idle))\n",
+        ip = common::wan::SERVER_IP
+    );
+    let out = link.client_python(&script);
+    let figures: Vec<f64> = out.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    (figures[0], figures[1], figures[2])
+}
+
+#[test]
+fn a_large_response_on_a_fresh_connection_is_initial_window_limited() {
+    // 200 KB at 10 ms: a warm window sends it in one flight, a fresh one in about five.
+    let link = Link::up("10ms", &[]);
+    let server = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", "200000"]);
+    let (warm, fresh, _) = large_response_truth(&link, server.port, 0.0);
+    assert!(
+        fresh >= warm + 20.0,
+        "ground truth: warm {warm:.1} ms, fresh {fresh:.1} ms (less its handshake)"
+    );
+    let report = doctor(&link, server.port);
+    let limited = finding(&report, "initial-window-limited");
+    assert_eq!(limited["proven"], true);
+    assert!(evidence(limited, "extra round trips per response") >= 2.0, "{limited:#}");
+    assert!(!finding_ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+}
+
+#[test]
+fn an_idle_keep_alive_connection_restarts_slow_start_unless_the_server_says_not() {
+    for restart in [true, false] {
+        let link = Link::up("10ms", &[]);
+        // BBR keeps its window across idle; Reno (allowed in a namespace) restarts slow start,
+        // as CUBIC does, where net.ipv4.tcp_slow_start_after_idle asks for it.
+        link.server_sysctl("net.ipv4.tcp_congestion_control", "reno");
+        link.server_sysctl("net.ipv4.tcp_slow_start_after_idle", if restart { "1" } else { "0" });
+        let server =
+            link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", "200000"]);
+        let (warm, _, after_idle) = large_response_truth(&link, server.port, 1.0);
+        let report = doctor(&link, server.port);
+        let ids = finding_ids(&report);
+        if restart {
+            assert!(
+                after_idle >= warm + 15.0,
+                "ground truth: warm {warm:.1} ms, after idle {after_idle:.1} ms"
+            );
+            let restarted = finding(&report, "slow-start-after-idle");
+            assert_eq!(restarted["proven"], true);
+            assert!(restarted["fix_summary"].as_str().unwrap().contains("tcp_slow_start_after_idle=0"));
+        } else {
+            assert!(
+                after_idle < warm + 5.0,
+                "ground truth: warm {warm:.1} ms, after idle {after_idle:.1} ms"
+            );
+            assert!(!ids.contains(&"slow-start-after-idle".to_string()), "{ids:?}\n{report:#}");
+        }
+    }
+}

@@ -134,6 +134,40 @@ pub fn slow_body() -> Vec<Fix> {
     ]
 }
 
+/// What a fresh connection's small initial window costs, and what removes it.
+pub const INITIAL_WINDOW_SUMMARY: &str = "Reuse connections (keep-alive, a connection pool) so that large \
+     responses travel on a window already grown, or raise the server's initial window on its route (initcwnd).";
+
+/// Where the initial window is set.
+pub fn initial_window() -> Vec<Fix> {
+    vec![
+        fix("any client", "keep connections alive and pooled: a warm connection's window is already open"),
+        fix(
+            "Linux (the server)",
+            "ip route change default via GATEWAY dev DEV initcwnd 32 initrwnd 32 (per route; 10 by default)",
+        ),
+        fix(
+            "CDNs and proxies",
+            "terminate near the client: the window grows in round trips of the short leg",
+        ),
+    ]
+}
+
+/// What slow start after idle costs, and what removes it.
+pub const SLOW_START_AFTER_IDLE_SUMMARY: &str = "On the server, sysctl -w net.ipv4.tcp_slow_start_after_idle=0 \
+     (its connections keep their window across idle gaps), or keep the connection busy.";
+
+/// Where slow start after idle is turned off.
+pub fn slow_start_after_idle() -> Vec<Fix> {
+    vec![
+        fix("Linux (the server)", "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 (per network namespace)"),
+        fix(
+            "any client",
+            "send within the connection's RTO, or warm an idle connection with a small request",
+        ),
+    ]
+}
+
 /// What to do about packets lost on the path.
 pub const RETRANSMISSION_SUMMARY: &str = "Find where the path drops packets (a saturated link or queue, a \
      policer, Wi-Fi, a bad cable); `nstat -az TcpRetransSegs TcpTimeouts` on either end counts them. Each loss costs a \

@@ -47,6 +47,10 @@ pub enum Experiment {
     /// Connections opened one after another, a new one per request: no two handshakes wait
     /// in the server's accept queue together.
     OneConnectionAtATime,
+    /// The same requests on one keep-alive connection, each after an idle gap longer than
+    /// the connection's retransmission timeout: a sender that restarts slow start after idle
+    /// sends a large response in more round trips.
+    AfterIdle,
 }
 
 impl Experiment {
@@ -59,6 +63,7 @@ impl Experiment {
             Experiment::SplitRequestNoDelay => "request in two writes, client TCP_NODELAY",
             Experiment::SingleWrite => "request in one write",
             Experiment::OneConnectionAtATime => "one connection at a time, a new one per request",
+            Experiment::AfterIdle => "one connection, each request after an idle gap longer than its RTO",
         }
     }
 }
@@ -167,6 +172,11 @@ pub struct PhaseSummary {
     pub read_gap_p50_ms: f64,
     /// Mean `read()` calls per response.
     pub read_chunks_mean: f64,
+    /// Median response size, head and body, in bytes.
+    pub response_bytes_p50: u64,
+    /// The server's segment size as the client's socket saw it (TCP_INFO `rcv_mss`), in
+    /// bytes; 1460 before the connection told it.
+    pub mss_bytes: u64,
     /// The path's round trip: the client socket's TCP_INFO `min_rtt` (the kernel keeps
     /// delayed ACKs out of it); `None` before the connection took a sample.
     pub path_rtt_ms: Option<f64>,
@@ -321,6 +331,12 @@ impl PhaseSummary {
         (self.total_p50_ms - self.judged_rtt_ms() - held).max(0.0)
     }
 
+    /// The responses are larger than the initial congestion window (10 segments): they take
+    /// more than one flight when the window starts small.
+    pub fn beyond_initial_window(&self) -> bool {
+        self.response_bytes_p50 > INITIAL_WINDOW_SEGMENTS * self.mss_bytes
+    }
+
     /// The median first byte less the path's round trip: the server's own time.
     pub fn server_first_byte_p50_ms(&self) -> f64 {
         (self.first_byte_p50_ms - self.judged_rtt_ms()).max(0.0)
@@ -435,6 +451,12 @@ impl Phase {
             } else {
                 steady.iter().map(|r| f64::from(r.read_chunks)).sum::<f64>() / steady.len() as f64
             },
+            response_bytes_p50: {
+                let mut sizes: Vec<u64> = steady.iter().map(|r| r.response_bytes).collect();
+                sizes.sort_unstable();
+                sizes.get(sizes.len() / 2).copied().unwrap_or(0)
+            },
+            mss_bytes: mss,
             path_rtt_ms,
             stalled: stalls.len(),
             round_trip_held: round_trip_holds.len(),

@@ -9,7 +9,8 @@ use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind}
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
 use crate::phase::{
-    Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, RTO_MIN_MS, STALL_GAP_MS,
+    Experiment, INITIAL_WINDOW_SEGMENTS, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, RTO_MIN_MS,
+    STALL_GAP_MS,
 };
 use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
@@ -20,6 +21,9 @@ const SLOW_FIRST_BYTE_MS: f64 = 10.0;
 /// ...when it is also at least this share of the round trip: beside a long path, a few
 /// milliseconds of the server's are not what the user waits for.
 const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
+/// An experiment that changed only the window's start costs a round trip when its median
+/// total grew by at least this share of the round trip.
+const EXTRA_ROUND_TRIP_SHARE: f64 = 0.75;
 /// Responses that waited a retransmission timeout are named from this share on (one in
 /// twenty: the 95th percentile is then the loss's).
 const RETRANSMISSION_SHARE: f64 = 0.05;
@@ -101,6 +105,15 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
             return Some(Experiment::SplitRequestNoDelay);
         }
     }
+    // Across a path, responses larger than the initial window: do fresh connections and
+    // idle ones (slow start again) cost round trips that a warm connection does not?
+    if baseline.judged_rtt_ms() > 0.0 && baseline.beyond_initial_window() && baseline.reuses_connections {
+        for experiment in [Experiment::NewConnectionPerRequest, Experiment::AfterIdle] {
+            if !done(experiment) {
+                return Some(experiment);
+            }
+        }
+    }
     None
 }
 
@@ -127,6 +140,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     }
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
+    findings.extend(window_findings(observations, &baseline));
     if findings.is_empty() {
         findings.push(healthy(&baseline));
     }
@@ -686,6 +700,105 @@ fn retransmission_timeout(observations: &Observations, baseline: &PhaseSummary) 
         fix_summary: fixes::RETRANSMISSION_SUMMARY.into(),
         fix: fixes::retransmission(),
     })
+}
+
+/// Across a path, a response larger than the initial window costs extra round trips where
+/// the sender's window starts small: on a fresh connection (`initial-window-limited`) and,
+/// where the sender restarts slow start after idle, on a keep-alive connection left idle
+/// longer than its RTO (`slow-start-after-idle`). Each is proven by its experiment: the same
+/// request with only the connection's freshness, or an idle gap, changed.
+fn window_findings(observations: &Observations, baseline: &PhaseSummary) -> Vec<Finding> {
+    let rtt = baseline.judged_rtt_ms();
+    if rtt <= 0.0 || !baseline.beyond_initial_window() || !baseline.reuses_connections {
+        return Vec::new();
+    }
+    let window_bytes = INITIAL_WINDOW_SEGMENTS * baseline.mss_bytes;
+    let size = baseline.response_bytes_p50;
+    let mut findings = Vec::new();
+    let checks = [
+        (Experiment::NewConnectionPerRequest, FindingId::InitialWindowLimited),
+        (Experiment::AfterIdle, FindingId::SlowStartAfterIdle),
+    ];
+    for (experiment, id) in checks {
+        let Some(phase) = observations.experiment(experiment) else { continue };
+        let summary = phase.summary();
+        if summary.steady_responses < 3 || !summary.reliable {
+            continue;
+        }
+        // A fresh connection's total includes its handshake: one round trip not counted here.
+        let handshake = summary.connect_p50_ms.filter(|_| !summary.reuses_connections).unwrap_or(0.0);
+        let extra = summary.total_p50_ms - handshake - baseline.total_p50_ms;
+        if extra < rtt * EXTRA_ROUND_TRIP_SHARE {
+            continue;
+        }
+        let rounds = (extra / rtt).round().max(1.0);
+        let mut evidence = vec![
+            Evidence::new("median response size", size as f64, "bytes"),
+            Evidence::new("initial window (10 segments of the server's MSS)", window_bytes as f64, "bytes"),
+            Evidence::new("median total on the warm keep-alive connection", baseline.total_p50_ms, "ms"),
+            Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"),
+            Evidence::new("extra time per response", extra, "ms"),
+            Evidence::new("extra round trips per response", rounds, "count"),
+        ];
+        let (title, fix_summary, fix) = if id == FindingId::InitialWindowLimited {
+            evidence.insert(
+                3,
+                Evidence::new(
+                    "median total on a fresh connection, less its handshake",
+                    summary.total_p50_ms - handshake,
+                    "ms",
+                ),
+            );
+            (
+                format!(
+                    "On a fresh connection a {:.0} KB response takes {extra:.1} ms more ({rounds:.0} round trips): the \
+                     server's window starts at 10 segments ({:.0} KB) and grows one round trip at a time",
+                    size as f64 / 1024.0,
+                    window_bytes as f64 / 1024.0
+                ),
+                fixes::INITIAL_WINDOW_SUMMARY,
+                fixes::initial_window(),
+            )
+        } else {
+            evidence.insert(3, Evidence::new("median total after an idle gap", summary.total_p50_ms, "ms"));
+            (
+                format!(
+                    "After an idle gap a {:.0} KB response takes {extra:.1} ms more ({rounds:.0} round trips) on the same \
+                     keep-alive connection: the server restarts slow start on a connection idle longer than its RTO",
+                    size as f64 / 1024.0
+                ),
+                fixes::SLOW_START_AFTER_IDLE_SUMMARY,
+                fixes::slow_start_after_idle(),
+            )
+        };
+        findings.push(Finding {
+            id,
+            title,
+            proven: true,
+            confidence: if rounds >= 2.0 { Confidence::High } else { Confidence::Medium },
+            evidence,
+            proof: vec![Proof {
+                kind: ProofKind::Experiment,
+                experiment: experiment.describe().into(),
+                baseline_p50_ms: baseline.total_p50_ms,
+                experiment_p50_ms: summary.total_p50_ms,
+                removed: false,
+                result: format!(
+                    "p50 {:.2} ms -> {:.2} ms{}: {extra:.1} ms more, {rounds:.0} round trips of {rtt:.1} ms",
+                    baseline.total_p50_ms,
+                    summary.total_p50_ms,
+                    if handshake > 0.0 {
+                        format!(" (of which a {handshake:.2} ms handshake)")
+                    } else {
+                        String::new()
+                    }
+                ),
+            }],
+            fix_summary: fix_summary.into(),
+            fix,
+        });
+    }
+    findings
 }
 
 /// Too many baseline requests failed: whatever the rest shows is no verdict.

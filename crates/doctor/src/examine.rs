@@ -5,9 +5,9 @@
 
 use crate::chain::{Chain, MAX_HOPS, MAX_UPSTREAMS};
 use crate::phases::{
-    BASELINE_REQUESTS, BASELINE_SHARE, EXPECT_PROBE_WAIT, EXPERIMENT_SHARE, HOLD_PROBE_WAIT,
-    IDLE_PROBE_MARGIN, MIN_IDLE_WAIT, MIN_PHASE, PER_CONNECTION_REQUESTS, experiment_config,
-    http10_without_keep_alive, phase_requests, run_phase, run_phase_reaching,
+    AFTER_IDLE_REQUESTS, BASELINE_REQUESTS, BASELINE_SHARE, EXPECT_PROBE_WAIT, EXPERIMENT_SHARE,
+    HOLD_PROBE_WAIT, IDLE_PROBE_MARGIN, MIN_IDLE_WAIT, MIN_PHASE, PER_CONNECTION_REQUESTS, experiment_config,
+    http10_without_keep_alive, idle_gap, phase_requests, run_phase, run_phase_reaching,
 };
 use crate::progress::Progress;
 use crate::try_fix::{FixPolicy, try_fix, worth_trying};
@@ -155,7 +155,13 @@ pub(crate) fn examine_within(
             continue;
         }
         let duration = left.min(budget.mul_f64(EXPERIMENT_SHARE));
-        let config = experiment_config(&baseline_config, request, experiment, duration);
+        let gap = idle_gap(observations.baseline.tcp_info.as_ref());
+        // The after-idle experiment is its gaps: as long as they take, from what is left.
+        let duration = match experiment {
+            Experiment::AfterIdle => left.min(gap * (AFTER_IDLE_REQUESTS as u32 + 1)),
+            _ => duration,
+        };
+        let config = experiment_config(&baseline_config, request, experiment, duration, gap);
         progress.phase(&format!("experiment: {}", experiment.describe()));
         if experiment == Experiment::OneConnectionAtATime {
             // The baseline's last connections may still fill the accept queue: one request,

@@ -56,12 +56,27 @@ pub(crate) fn phase_requests(one_connection: u64, connections: usize, per_connec
     if connections <= 1 { one_connection } else { one_connection.max(connections as u64 * per_connection) }
 }
 
-/// The baseline with exactly one thing changed.
+/// The idle gap of the after-idle experiment: four of the connection's retransmission
+/// timeouts (TCP_INFO `rto`). Linux restarts slow start after one RTO idle by halving the
+/// window for each RTO that passed (`tcp_cwnd_restart`): after four, a warm window is an
+/// eighth of itself, small enough for a large response to need more round trips.
+pub(crate) fn idle_gap(baseline_info: Option<&nodelay_engine::TcpInfo>) -> Duration {
+    let rto = baseline_info.map_or(Duration::ZERO, |info| Duration::from_micros(u64::from(info.rto_us)));
+    (rto * 4).max(MIN_IDLE_GAP)
+}
+
+/// The shortest idle gap: Linux's least RTO (200 ms) four times.
+const MIN_IDLE_GAP: Duration = Duration::from_millis(800);
+/// Requests after an idle gap: enough for a median, each costs a gap.
+pub(crate) const AFTER_IDLE_REQUESTS: u64 = 3;
+
+/// The baseline with exactly one thing changed; `idle_gap` paces the after-idle experiment.
 pub(crate) fn experiment_config(
     baseline: &EngineConfig,
     request: &WorkloadRequest,
     experiment: Experiment,
     duration: Duration,
+    idle_gap: Duration,
 ) -> EngineConfig {
     let mut config = EngineConfig {
         max_requests: Some(phase_requests(
@@ -96,6 +111,13 @@ pub(crate) fn experiment_config(
             config.max_requests = Some(EXPERIMENT_REQUESTS);
             config.keep_alive = false;
             spec.bytes = request.closing_bytes();
+        }
+        // One keep-alive connection, a request each gap (open loop): the first opens it, the
+        // others each find it idle longer than its RTO.
+        Experiment::AfterIdle => {
+            config.connections = 1;
+            config.max_requests = Some(1 + AFTER_IDLE_REQUESTS);
+            config.rate_per_second = Some(1.0 / idle_gap.as_secs_f64());
         }
     }
     config

@@ -57,6 +57,23 @@ impl Link {
         command
     }
 
+    /// Sets a sysctl of the server's namespace (TCP's are per namespace: the machine's stay).
+    pub fn server_sysctl(&self, key: &str, value: &str) {
+        let status = self
+            .in_namespace('s', "sysctl")
+            .args(["-q", "-w", &format!("{key}={value}")])
+            .status()
+            .expect("run sysctl");
+        assert!(status.success(), "sysctl {key}={value} in the server's namespace failed");
+    }
+
+    /// Runs a Python script in the client's namespace and returns its stdout.
+    pub fn client_python(&self, script: &str) -> String {
+        let output = self.in_namespace('c', "python3").args(["-c", script]).output().expect("run python3");
+        assert!(output.status.success(), "client script failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// Starts a Python peer of tests/peers in the server's namespace, bound to its address.
     pub fn python_server(&self, script: &str, args: &[&str]) -> Peer {
         let mut command = self.in_namespace('s', "python3");
