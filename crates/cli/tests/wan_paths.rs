@@ -184,3 +184,51 @@ fn an_idle_keep_alive_connection_restarts_slow_start_unless_the_server_says_not(
         }
     }
 }
+
+/// Ground truth for a split-writing client: the median ms of a POST whose head and body go
+/// in two sends with Nagle on, and of the same POST in one send, each on a keep-alive socket.
+fn split_request_truth(link: &Link, port: u16) -> (f64, f64) {
+    let script = format!(
+        "import socket, statistics, time\n\
+         head = b'POST / HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 11\\r\\n\\r\\n'; body = b'hello=world'\n\
+         def run(split):\n\
+         \x20   s = socket.create_connection(('{ip}', {port})); times = []\n\
+         \x20   for i in range(12):\n\
+         \x20       t = time.perf_counter()\n\
+         \x20       if split: s.sendall(head); s.sendall(body)\n\
+         \x20       else: s.sendall(head + body)\n\
+         \x20       data = b''\n\
+         \x20       while not data.endswith(b'Hello, world!'): data += s.recv(65536)\n\
+         \x20       times.append((time.perf_counter() - t) * 1000)\n\
+         \x20   s.close(); return statistics.median(times[2:])\n\
+         print(run(True), run(False))\n",
+        ip = common::wan::SERVER_IP
+    );
+    let out = link.client_python(&script);
+    let figures: Vec<f64> = out.split_whitespace().map(|f| f.parse().unwrap()).collect();
+    (figures[0], figures[1])
+}
+
+#[test]
+fn a_split_writing_client_waits_one_round_trip_for_a_server_that_acks_at_once() {
+    let link = Link::up("10ms", &[]);
+    let server = link.python_server("quickack_server.py", &[]);
+    let (split, whole) = split_request_truth(&link, server.port);
+    assert!(
+        (split - whole - 10.0).abs() <= 4.0,
+        "ground truth: split {split:.1} ms, one write {whole:.1} ms"
+    );
+    let run = link.nodelay(&[
+        "doctor",
+        "--json",
+        "-b",
+        "hello=world",
+        &format!("http://{}:{}/", common::wan::SERVER_IP, server.port),
+    ]);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    let held = finding(&report, "client-nagle-round-trip");
+    assert_eq!(held["proven"], true, "{held:#}");
+    assert!(held["fix_summary"].as_str().unwrap().contains("saves one round trip"), "{held:#}");
+    assert!(!finding_ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+}

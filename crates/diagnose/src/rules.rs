@@ -56,6 +56,15 @@ const LATE_FIRST_BYTE: Symptom = Symptom {
     label: "a late first byte",
 };
 
+/// A first byte a round trip late (a split-writing client across a path): judged by the
+/// median only, as no share of responses is "late" by a fixed bar there.
+const ROUND_TRIP_LATE_FIRST_BYTE: Symptom =
+    Symptom { share: no_share, median_ms: first_byte_p50_ms, label: "a first byte a round trip late" };
+
+fn no_share(_summary: &PhaseSummary) -> f64 {
+    0.0
+}
+
 fn first_byte_p50_ms(summary: &PhaseSummary) -> f64 {
     summary.first_byte_p50_ms
 }
@@ -97,10 +106,10 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
         if !done(Experiment::SplitRequestNagle) {
             return Some(Experiment::SplitRequestNagle);
         }
-        let split_stalls = observations
-            .experiment(Experiment::SplitRequestNagle)
-            .map(|p| p.summary())
-            .is_some_and(|split| whole_response_late(&split, &baseline));
+        let split_stalls =
+            observations.experiment(Experiment::SplitRequestNagle).map(|p| p.summary()).is_some_and(
+                |split| whole_response_late(&split, &baseline) || round_trip_late(&split, &baseline),
+            );
         if split_stalls && !done(Experiment::SplitRequestNoDelay) {
             return Some(Experiment::SplitRequestNoDelay);
         }
@@ -176,6 +185,14 @@ fn removed(baseline: &PhaseSummary, experiment: &PhaseSummary, symptom: Symptom)
     experiment.responses > 0
         && (symptom.share)(experiment) <= REMOVED_FRACTION
         && (symptom.median_ms)(experiment) <= (symptom.median_ms)(baseline) * REMOVED_P50_RATIO
+}
+
+/// Across a path, the first byte came one round trip later than the baseline's (within a
+/// quarter of it, plus 1 ms): a hold that an ACK sent at once released.
+fn round_trip_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
+    let rtt = baseline.judged_rtt_ms();
+    let extra = phase.first_byte_p50_ms - baseline.first_byte_p50_ms;
+    rtt > 0.0 && (extra - rtt).abs() <= rtt / 4.0 + 1.0
 }
 
 fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
@@ -490,7 +507,17 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     } else {
         stalling.late_first_byte_fraction() >= SYMPTOM_FRACTION
     };
-    if !late {
+    // Across a path the held body waits for the server's ACK of the head: its delay plus a
+    // round trip, or the round trip alone from a server that ACKs at once.
+    let rtt = baseline.judged_rtt_ms();
+    let reference = [Experiment::SplitRequestNoDelay, Experiment::SingleWrite]
+        .into_iter()
+        .filter(|_| !hypothetical)
+        .find_map(|e| observations.experiment(e))
+        .map_or(baseline.first_byte_p50_ms, |phase| phase.summary().first_byte_p50_ms);
+    let extra = stalling.first_byte_p50_ms - reference;
+    let round_trip = !late && rtt > 0.0 && (extra - rtt).abs() <= rtt / 4.0 + 1.0;
+    if !late && !round_trip {
         return None;
     }
     let first_byte = stalling.first_byte_p50_ms;
@@ -510,19 +537,42 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
             "ms",
         ));
     }
-    if let Some(timer) = match_delayed_ack_timer(first_byte) {
-        evidence.push(Evidence::new(
-            format!("the delay matches {} (server side)", timer.describe()),
-            first_byte,
-            "ms",
-        ));
+    // On a path, the server's ACK delay is what the pieces add beyond one round trip.
+    let delay = if rtt > 0.0 { extra - rtt } else { first_byte };
+    if let Some(timer) = match_delayed_ack_timer(delay).filter(|_| !round_trip) {
+        let what = match rtt > 0.0 {
+            true => format!("the wait less the round trip matches {} (server side)", timer.describe()),
+            false => format!("the delay matches {} (server side)", timer.describe()),
+        };
+        evidence.push(Evidence::new(what, delay, "ms"));
+    }
+    if rtt > 0.0 {
+        evidence.push(Evidence::new("extra first-byte time with the request in pieces", extra, "ms"));
     }
     tcp_info_evidence(stalling_phase, &mut evidence);
 
+    // The pieces' symptom: a late first byte, or on a path a first byte one round trip late.
+    let symptom = if round_trip { ROUND_TRIP_LATE_FIRST_BYTE } else { LATE_FIRST_BYTE };
     let proofs: Vec<Proof> = [Experiment::SplitRequestNoDelay, Experiment::SingleWrite]
         .into_iter()
-        .filter_map(|e| Some(proof(e, &stalling, observations.experiment(e)?, LATE_FIRST_BYTE)))
+        .filter_map(|e| Some(proof(e, &stalling, observations.experiment(e)?, symptom)))
         .collect();
+    if round_trip {
+        // Removed when the first byte came back by most of the round trip.
+        let proofs: Vec<Proof> = [Experiment::SplitRequestNoDelay, Experiment::SingleWrite]
+            .into_iter()
+            .filter_map(|e| {
+                let mut tested = proof(e, &stalling, observations.experiment(e)?, symptom);
+                let summary = observations.experiment(e)?.summary();
+                tested.removed = summary.first_byte_p50_ms <= first_byte - rtt * 0.75;
+                Some(tested)
+            })
+            .collect();
+        if !proofs.iter().any(|p| p.removed) {
+            return None;
+        }
+        return Some(client_round_trip(hypothetical, first_byte, extra, rtt, evidence, proofs));
+    }
     if !proofs.iter().any(|p| p.removed) {
         // Without the proof this is only a slow server; slow_first_byte reports it.
         return None;
@@ -552,6 +602,40 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         fix_summary: fixes::CLIENT_SINGLE_WRITE_SUMMARY.into(),
         fix: fixes::client_single_write(),
     })
+}
+
+/// A split-writing client across a path whose server ACKs the head at once: the body waits
+/// one round trip for that ACK, and TCP_NODELAY (or one write) gives it back.
+fn client_round_trip(
+    hypothetical: bool,
+    first_byte: f64,
+    extra: f64,
+    rtt: f64,
+    evidence: Vec<Evidence>,
+    proof: Vec<Proof>,
+) -> Finding {
+    let who = if hypothetical {
+        "Clients that write the request head and body separately without TCP_NODELAY wait"
+    } else {
+        "The client's request waits"
+    };
+    Finding {
+        id: FindingId::ClientNagleRoundTrip,
+        title: format!(
+            "{who} one round trip ({extra:.1} ms) for the server's ACK of the head: Nagle's algorithm on the client \
+             holds the body until an ACK comes back ({first_byte:.1} ms to the first byte)"
+        ),
+        proven: true,
+        confidence: Confidence::High,
+        evidence,
+        proof,
+        fix_summary: format!(
+            "{} Across this path it saves one round trip, {extra:.1} ms of {:.1} ms per request.",
+            fixes::CLIENT_SINGLE_WRITE_SUMMARY,
+            first_byte.max(rtt)
+        ),
+        fix: fixes::client_single_write(),
+    }
 }
 
 /// The first byte itself is late and no client-side experiment helps.
@@ -1040,6 +1124,43 @@ mod tests {
             "{}",
             finding.fix_summary
         );
+    }
+
+    #[test]
+    fn a_split_writing_client_across_a_path_waits_one_round_trip_for_a_quick_server() {
+        // 10 ms path, a server that ACKs the head at once: the pieces cost one round trip.
+        let mut observations = Observations {
+            baseline: on_path(None, 10.0, keep_alive(10.5, None)),
+            ..observe(POST, Vec::new())
+        };
+        assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNagle));
+        observations.experiments.push(on_path(
+            Some(Experiment::SplitRequestNagle),
+            10.0,
+            keep_alive(20.8, None),
+        ));
+        assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNoDelay));
+        observations.experiments.push(on_path(
+            Some(Experiment::SplitRequestNoDelay),
+            10.0,
+            keep_alive(10.6, None),
+        ));
+        let findings = diagnose(&observations);
+        assert_eq!(findings[0].id, FindingId::ClientNagleRoundTrip, "{findings:#?}");
+        assert!(findings[0].proven && findings[0].proof[0].removed);
+        assert!(
+            findings[0].fix_summary.contains("saves one round trip, 10.3 ms"),
+            "{}",
+            findings[0].fix_summary
+        );
+        // The same pieces cost nothing on a server whose first byte does not move.
+        let mut fine = Observations {
+            baseline: on_path(None, 10.0, keep_alive(10.5, None)),
+            ..observe(POST, Vec::new())
+        };
+        fine.experiments.push(on_path(Some(Experiment::SplitRequestNagle), 10.0, keep_alive(10.6, None)));
+        assert_eq!(next_experiment(&fine), None);
+        assert_eq!(ids(&diagnose(&fine)), vec![FindingId::Healthy]);
     }
 
     #[test]
