@@ -1164,6 +1164,36 @@ mod tests {
     }
 
     #[test]
+    fn large_responses_cost_round_trips_on_fresh_and_idle_connections() {
+        // 200 KB at 40 ms: one flight warm, four more round trips fresh, three after idle.
+        let large = |experiment, first_byte: f64, total: f64, fresh: bool| {
+            let mut responses = keep_alive(first_byte, Some(total - first_byte));
+            for r in &mut responses {
+                r.response_bytes = 200_000;
+                r.read_chunks = 40;
+                if fresh {
+                    r.sequence_on_connection = 0;
+                    r.connect = Some(std::time::Duration::from_millis(41));
+                }
+            }
+            on_path(experiment, 40.5, responses)
+        };
+        let mut observations =
+            Observations { baseline: large(None, 41.0, 42.0, false), ..observe(GET, Vec::new()) };
+        assert_eq!(next_experiment(&observations), Some(Experiment::NewConnectionPerRequest));
+        observations.experiments.push(large(Some(Experiment::NewConnectionPerRequest), 82.0, 245.0, true));
+        assert_eq!(next_experiment(&observations), Some(Experiment::AfterIdle));
+        observations.experiments.push(large(Some(Experiment::AfterIdle), 41.0, 164.0, false));
+        let findings = diagnose(&observations);
+        assert_eq!(ids(&findings), vec![FindingId::InitialWindowLimited, FindingId::SlowStartAfterIdle]);
+        assert!(findings[0].title.contains("(4 round trips)"), "{}", findings[0].title);
+        assert!(findings[1].title.contains("(3 round trips)"), "{}", findings[1].title);
+        // A sender that keeps its window (BBR, or the sysctl off) shows nothing after idle.
+        observations.experiments[1] = large(Some(Experiment::AfterIdle), 41.0, 43.0, false);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::InitialWindowLimited]);
+    }
+
+    #[test]
     fn retransmission_timeouts_are_counted_apart_from_stalls() {
         // 10 ms path, 2 % loss: three of 30 responses waited an RTO on a connection that
         // resent three segments. Not stalls: the quick ACKs still removed the delayed-ACK stall.
