@@ -9,7 +9,7 @@
 //! timed where it returns and handed to the exchange tracker.
 
 use crate::buffer::Buffer;
-use crate::exchange::Exchanges;
+use crate::exchange::{Exchanges, PathRtt};
 use crate::record::{ConnectionRecord, Ending, Unfinished};
 use crate::sink::RelaySink;
 use mio::net::TcpStream;
@@ -82,6 +82,19 @@ pub(crate) struct Connection {
     upstream_bytes: u64,
     /// The side that closed or failed first: what an unfinished exchange is blamed on.
     first_gone: Option<Unfinished>,
+    /// Exchanges completed when each leg's round trip was last read.
+    rtt_read_at: Option<u32>,
+}
+
+/// Each leg's round trip is read again after this many exchanges (`min_rtt` only falls, and
+/// slowly: a getsockopt per exchange would buy nothing).
+const RTT_REFRESH_EXCHANGES: u32 = 16;
+
+/// A socket's TCP_INFO `min_rtt`, once the kernel has a sample.
+fn min_rtt(stream: &TcpStream) -> Option<Duration> {
+    read_tcp_info(stream)
+        .filter(|info| info.min_rtt_us > 0)
+        .map(|info| Duration::from_micros(info.min_rtt_us.into()))
 }
 
 impl Connection {
@@ -104,6 +117,7 @@ impl Connection {
             client_bytes: 0,
             upstream_bytes: 0,
             first_gone: None,
+            rtt_read_at: None,
         }
     }
 
@@ -136,6 +150,8 @@ impl Connection {
                 Ok(true) => {
                     self.connecting_since = None;
                     self.upstream_connect = Some(started.elapsed());
+                    // Both handshakes gave the kernel a sample: the first exchange has its RTTs.
+                    self.read_path_rtt();
                 }
                 Ok(false) => {
                     self.upstream.writable = false;
@@ -158,6 +174,10 @@ impl Connection {
                 Ok(false) => break,
                 Err(ending) => return Status::Done(ending),
             }
+        }
+        let completed = self.exchanges.completed();
+        if self.rtt_read_at.is_none_or(|at| completed >= at + RTT_REFRESH_EXCHANGES) {
+            self.read_path_rtt();
         }
         let drained = self.to_upstream.is_empty() && self.to_client.is_empty();
         if self.client.read_closed && self.upstream.read_closed && drained {
@@ -250,6 +270,15 @@ impl Connection {
             moved = true;
         }
         Ok(moved)
+    }
+
+    /// Reads each leg's round trip from the relay's own sockets, for the exchanges to come.
+    fn read_path_rtt(&mut self) {
+        self.rtt_read_at = Some(self.exchanges.completed());
+        self.exchanges.set_path_rtt(PathRtt {
+            client: min_rtt(&self.client.stream),
+            upstream: min_rtt(&self.upstream.stream),
+        });
     }
 
     /// Reads only from a side whose bytes have room to go (backpressure); the registration

@@ -13,7 +13,7 @@ use crate::record::{ExchangeRecord, Framing, IncompleteRecord, Reads, Unfinished
 use crate::sink::RelaySink;
 use nodelay_wire::{Feed, HTTP_GUESS_BYTES, RequestFramer, ResponseParser, guess_http_request};
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Longest HTTP head (request or response) the framers buffer.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -38,7 +38,7 @@ struct Pending {
 }
 
 impl Pending {
-    fn record(&self, connection: u64, framing: Framing) -> Option<ExchangeRecord> {
+    fn record(&self, connection: u64, framing: Framing, rtt: PathRtt) -> Option<ExchangeRecord> {
         Some(ExchangeRecord {
             connection,
             sequence: self.sequence,
@@ -48,8 +48,18 @@ impl Pending {
             response: self.response?,
             delivered: self.delivered?,
             status: self.status,
+            client_rtt: rtt.client,
+            upstream_rtt: rtt.upstream,
         })
     }
+}
+
+/// Each leg's round trip as the kernel last gave it (TCP_INFO `min_rtt`), stamped on the
+/// exchanges the connection completes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PathRtt {
+    pub client: Option<Duration>,
+    pub upstream: Option<Duration>,
 }
 
 /// The two framers of an HTTP connection (boxed: allocated once per connection).
@@ -81,6 +91,7 @@ pub(crate) struct Exchanges {
     to_client: u64,
     to_client_at: Instant,
     completed: u32,
+    rtt: PathRtt,
     framing_lost: Option<String>,
 }
 
@@ -100,8 +111,14 @@ impl Exchanges {
             to_client: 0,
             to_client_at: now,
             completed: 0,
+            rtt: PathRtt::default(),
             framing_lost: None,
         }
+    }
+
+    /// Each leg's round trip, stamped on the exchanges completed from now on.
+    pub fn set_path_rtt(&mut self, rtt: PathRtt) {
+        self.rtt = rtt;
     }
 
     /// Exchanges relayed in full so far.
@@ -412,7 +429,9 @@ impl Exchanges {
     /// Emits the exchanges at the front that are complete, in order.
     fn emit_ready(&mut self, sink: &mut impl RelaySink) {
         let framing = self.current_framing();
-        while let Some(record) = self.pending.front().and_then(|p| p.record(self.connection, framing)) {
+        while let Some(record) =
+            self.pending.front().and_then(|p| p.record(self.connection, framing, self.rtt))
+        {
             self.pending.pop_front();
             self.completed += 1;
             sink.exchange(&record);

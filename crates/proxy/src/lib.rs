@@ -23,4 +23,6 @@ pub use record::{
 };
 pub use relay::{Relay, RelayConfig, RelayEnd, StopReason};
 pub use sink::{CollectingSink, RelaySink};
-pub use stats::{Leg, LegStats, ProxyStats, STALL_EXAMPLES, StallExample};
+pub use stats::{
+    INITIAL_WINDOW_BYTES, Leg, LegStats, MIN_PATH_RTT, ProxyStats, STALL_EXAMPLES, StallExample, judged_rtt,
+};

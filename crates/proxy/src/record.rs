@@ -95,6 +95,12 @@ pub struct ExchangeRecord {
     pub delivered: Instant,
     /// HTTP status of the response; 0 when not HTTP.
     pub status: u16,
+    /// The client leg's round trip (TCP_INFO `min_rtt` of the relay's socket to the
+    /// client) as last read on this connection; `None` before the kernel had a sample.
+    pub client_rtt: Option<Duration>,
+    /// The upstream leg's round trip (TCP_INFO `min_rtt` of the relay's socket to the
+    /// upstream) as last read on this connection; `None` before the kernel had a sample.
+    pub upstream_rtt: Option<Duration>,
 }
 
 impl ExchangeRecord {
@@ -297,6 +303,8 @@ mod tests {
             response: Reads::start(us(100), 200),
             delivered: us(110),
             status: 200,
+            client_rtt: None,
+            upstream_rtt: None,
         };
         assert_eq!(exchange.client_leg(), Duration::from_micros(50));
         assert_eq!(exchange.relay(), Duration::from_micros(5));

@@ -14,6 +14,26 @@ use std::time::{Duration, Instant};
 
 /// Paused messages kept as examples.
 pub const STALL_EXAMPLES: usize = 5;
+/// A leg's round trip shorter than this is loopback or a near LAN: its pauses are judged as
+/// they are. From this much on, only what the path does not explain (the same floor as the
+/// doctor's `MIN_PATH_RTT_MS`).
+pub const MIN_PATH_RTT: Duration = Duration::from_millis(1);
+/// The most bytes a message may have for a pause of one round trip inside it to be a hold
+/// an ACK released, not a congestion window's wait: the initial window, 10 segments of
+/// 1460 bytes (RFC 6928, Linux's default).
+pub const INITIAL_WINDOW_BYTES: u64 = 10 * 1460;
+
+/// The part of a leg's round trip the rules take out of its times: all of it from
+/// [`MIN_PATH_RTT`] on, none below.
+pub fn judged_rtt(rtt: Option<Duration>) -> Duration {
+    rtt.filter(|rtt| *rtt >= MIN_PATH_RTT).unwrap_or(Duration::ZERO)
+}
+
+/// A pause of about one round trip: within a quarter of it plus 1 ms.
+fn about_one_round_trip(gap: Duration, rtt: Duration) -> bool {
+    let (gap, rtt) = (gap.as_secs_f64() * 1e3, rtt.as_secs_f64() * 1e3);
+    (gap - rtt).abs() <= rtt / 4.0 + 1.0
+}
 
 /// Which leg a message crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +78,19 @@ pub struct LegStats {
     pub bytes_before_stall: Histogram<u64>,
     /// Sum of those pauses.
     pub lost_ns: u64,
+    /// The leg's round trip (TCP_INFO `min_rtt` of the relay's socket) per message, when
+    /// the kernel had a sample.
+    pub rtt_ns: Histogram<u64>,
+    /// Messages no larger than the initial window that paused for about one round trip of
+    /// a path (the leg's round trip at least [`MIN_PATH_RTT`]): the sender held the rest
+    /// until the relay's ACK of the first part came back.
+    pub round_trip_held: u64,
+    /// Of them, messages of a connection's first exchange.
+    pub round_trip_held_first_on_connection: u64,
+    /// Those messages' pauses.
+    pub round_trip_hold_ns: Histogram<u64>,
+    /// Sum of those pauses.
+    pub round_trip_lost_ns: u64,
 }
 
 impl LegStats {
@@ -73,17 +106,44 @@ impl LegStats {
             stall_gap_ns: empty(),
             bytes_before_stall: empty(),
             lost_ns: 0,
+            rtt_ns: empty(),
+            round_trip_held: 0,
+            round_trip_held_first_on_connection: 0,
+            round_trip_hold_ns: empty(),
+            round_trip_lost_ns: 0,
         }
     }
 
-    /// Counts a message; whether it stalled.
-    fn message(&mut self, reads: &Reads, first_exchange: bool, stall_gap: Duration) -> bool {
+    /// Counts a message that crossed a leg of round trip `rtt`; whether it stalled: paused
+    /// `stall_gap` beyond the round trip (beyond nothing under [`MIN_PATH_RTT`]).
+    fn message(
+        &mut self,
+        reads: &Reads,
+        first_exchange: bool,
+        stall_gap: Duration,
+        rtt: Option<Duration>,
+    ) -> bool {
         self.messages += 1;
         self.bytes += reads.bytes;
         self.reads += u64::from(reads.reads);
         self.split += u64::from(reads.reads > 1);
         self.first_on_connection += u64::from(first_exchange);
-        let stalled = reads.reads > 1 && reads.max_gap >= stall_gap;
+        if let Some(rtt) = rtt {
+            add(&mut self.rtt_ns, nanos(rtt));
+        }
+        let path = judged_rtt(rtt);
+        let stalled = reads.reads > 1 && reads.max_gap >= stall_gap + path;
+        let held = !stalled
+            && !path.is_zero()
+            && reads.reads > 1
+            && reads.bytes <= INITIAL_WINDOW_BYTES
+            && about_one_round_trip(reads.max_gap, path);
+        if held {
+            self.round_trip_held += 1;
+            self.round_trip_held_first_on_connection += u64::from(first_exchange);
+            add(&mut self.round_trip_hold_ns, nanos(reads.max_gap));
+            self.round_trip_lost_ns = self.round_trip_lost_ns.saturating_add(nanos(reads.max_gap));
+        }
         if stalled {
             self.stalled += 1;
             self.stalled_first_on_connection += u64::from(first_exchange);
@@ -137,6 +197,9 @@ pub struct ProxyStats {
     pub upstream_ns: Histogram<u64>,
     /// Request forwarded to the response's first byte.
     pub upstream_first_byte_ns: Histogram<u64>,
+    /// The upstream's own time: its first byte less the upstream leg's round trip (from
+    /// [`MIN_PATH_RTT`] on; the first byte as it is below).
+    pub upstream_time_ns: Histogram<u64>,
     /// Requests, as read from the client.
     pub client: LegStats,
     /// Responses, as read from the upstream.
@@ -194,6 +257,7 @@ impl ProxyStats {
             relay_ns: empty(),
             upstream_ns: empty(),
             upstream_first_byte_ns: empty(),
+            upstream_time_ns: empty(),
             client: LegStats::new(),
             upstream: LegStats::new(),
             stalled_exchanges: 0,
@@ -267,9 +331,12 @@ impl RelaySink for ProxyStats {
         add(&mut self.relay_ns, nanos(record.relay()));
         add(&mut self.upstream_ns, nanos(record.upstream()));
         add(&mut self.upstream_first_byte_ns, nanos(record.upstream_first_byte()));
+        let upstream_time = record.upstream_first_byte().saturating_sub(judged_rtt(record.upstream_rtt));
+        add(&mut self.upstream_time_ns, nanos(upstream_time));
         let first = record.sequence == 0;
-        let request_stalled = self.client.message(&record.request, first, self.stall_gap);
-        let response_stalled = self.upstream.message(&record.response, first, self.stall_gap);
+        let request_stalled = self.client.message(&record.request, first, self.stall_gap, record.client_rtt);
+        let response_stalled =
+            self.upstream.message(&record.response, first, self.stall_gap, record.upstream_rtt);
         if request_stalled {
             self.example(record, Leg::Client, &record.request);
         }
@@ -331,6 +398,8 @@ mod tests {
             response,
             delivered: response.last,
             status: 200,
+            client_rtt: Some(Duration::from_micros(20)),
+            upstream_rtt: Some(Duration::from_micros(30)),
         }
     }
 
@@ -350,6 +419,34 @@ mod tests {
         assert_eq!(stats.examples.len(), 3);
         assert_eq!((stats.examples[0].leg, stats.examples[0].bytes_before_gap), (Leg::Upstream, 100));
         assert_eq!(stats.status_counts().collect::<Vec<_>>(), [(200, 5)]);
+    }
+
+    /// Across a path (an upstream leg of 20 ms), the round trip is taken out: a pause of one
+    /// round trip is a hold an ACK released, a stall is 25 ms beyond the round trip, and the
+    /// upstream's own time is its first byte less the round trip.
+    #[test]
+    fn across_a_path_pauses_and_first_bytes_are_judged_beyond_the_round_trip() {
+        let t0 = Instant::now();
+        let mut stats = ProxyStats::new(t0, Duration::from_millis(25));
+        let across = |sequence, gap_ms| {
+            let mut record = exchange(t0, sequence, gap_ms);
+            record.upstream_rtt = Some(Duration::from_millis(20));
+            record.forwarded = t0;
+            record.response.first = t0 + Duration::from_millis(21);
+            record
+        };
+        for (sequence, gap_ms) in [(0, 21), (1, 62), (2, 40), (3, 19), (4, 0)] {
+            stats.exchange(&across(sequence, gap_ms));
+        }
+        assert_eq!((stats.upstream.stalled, stats.upstream.round_trip_held), (1, 2));
+        assert_eq!(stats.upstream.round_trip_held_first_on_connection, 1);
+        assert_eq!(stats.upstream.round_trip_lost_ns, 40_000_000);
+        assert_eq!(stats.upstream.rtt_ns.len(), 5);
+        assert!((stats.upstream_time_ns.value_at_quantile(0.5) as f64 - 1e6).abs() < 1e4);
+        // Under 1 ms the round trip is loopback's: nothing is taken out, nothing is a hold.
+        let mut loopback = ProxyStats::new(t0, Duration::from_millis(25));
+        loopback.exchange(&exchange(t0, 1, 1));
+        assert_eq!((loopback.upstream.stalled, loopback.upstream.round_trip_held), (0, 0));
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub struct ExchangeParts {
     pub upstream: Option<Percentiles>,
     /// From the request written to the upstream to the response's first byte read.
     pub upstream_first_byte: Option<Percentiles>,
+    /// The upstream's own time: its first byte less the upstream leg's round trip (TCP_INFO
+    /// `min_rtt`, from 1 ms on; the first byte as it is below).
+    pub upstream_time: Option<Percentiles>,
 }
 
 /// Percentiles of the pauses of the messages that stalled.
@@ -71,6 +74,20 @@ pub struct LegReport {
     pub held_by: &'static str,
     /// TCP_INFO of the relay's own socket on this leg, on the busiest connection.
     pub relay_socket: Option<TcpInfo>,
+    /// The leg's round trip: the median TCP_INFO `min_rtt` of the relay's socket on it over
+    /// the messages, in milliseconds; null when the kernel gave none. From 1 ms on it is
+    /// taken out of pauses (a stall is `stall_threshold_ms` beyond it) and first bytes.
+    pub path_rtt_ms: Option<f64>,
+    /// Messages no larger than the initial window (10 segments) that paused about one round
+    /// trip (within a quarter of it plus 1 ms), across a path only: the sender's Nagle held
+    /// the rest until the relay's ACK came back.
+    pub round_trip_held: u64,
+    /// Of them, messages that were the first exchange on their connection.
+    pub round_trip_held_first_on_connection: u64,
+    /// Those messages' pauses; null when none.
+    pub round_trip_hold_ms: Option<Pauses>,
+    /// Those pauses added up, in milliseconds.
+    pub round_trip_time_lost_ms: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -220,6 +237,11 @@ fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegRe
         time_lost_ms: ms(leg.lost_ns),
         held_by: kind.as_str(),
         relay_socket,
+        path_rtt_ms: (!leg.rtt_ns.is_empty()).then(|| quantile_ms(&leg.rtt_ns, 0.5)),
+        round_trip_held: leg.round_trip_held,
+        round_trip_held_first_on_connection: leg.round_trip_held_first_on_connection,
+        round_trip_hold_ms: pauses(&leg.round_trip_hold_ns),
+        round_trip_time_lost_ms: ms(leg.round_trip_lost_ns),
     }
 }
 
@@ -252,6 +274,11 @@ fn leg_pauses(leg: &LegReport, stats: &LegStats, example: Option<&StallExample>)
             .then(|| stats.bytes_before_stall.value_at_quantile(0.5)),
         relay_socket: leg.relay_socket,
         example: example.map(describe_example).unwrap_or_default(),
+        path_rtt_ms: leg.path_rtt_ms.unwrap_or(0.0),
+        round_trip_held: leg.round_trip_held,
+        round_trip_held_first_on_connection: leg.round_trip_held_first_on_connection,
+        round_trip_hold_p50_ms: leg.round_trip_hold_ms.map_or(0.0, |p| p.p50),
+        round_trip_lost_ms: leg.round_trip_time_lost_ms,
     }
 }
 
@@ -264,6 +291,7 @@ impl ProxyReport {
             leg_report(&stats.upstream, Leg::Upstream, busiest.and_then(|c| c.upstream_tcp_info));
         let example = |leg: Leg| stats.examples.iter().find(|e| e.leg == leg);
         let first_byte = &stats.upstream_first_byte_ns;
+        let upstream_time = &stats.upstream_time_ns;
         let late_ns = (LATE_FIRST_BYTE_MS * 1e6) as u64;
         let observations = RelayObservations {
             exchanges: stats.exchanges,
@@ -273,14 +301,15 @@ impl ProxyReport {
             upstream_first_byte_p10_ms: quantile_ms(first_byte, 0.1),
             upstream_first_byte_p50_ms: quantile_ms(first_byte, 0.5),
             upstream_first_byte_p90_ms: quantile_ms(first_byte, 0.9),
-            late_first_bytes: if first_byte.is_empty() {
+            late_first_bytes: if upstream_time.is_empty() {
                 0
             } else {
-                first_byte.count_between(late_ns, u64::MAX)
+                upstream_time.count_between(late_ns, u64::MAX)
             },
             upstream_connect_p50_ms: (!stats.upstream_connect_ns.is_empty())
                 .then(|| quantile_ms(&stats.upstream_connect_ns, 0.5)),
             upstream_server_header: stats.upstream_server.clone(),
+            total_p50_ms: if stats.total_ns.is_empty() { 0.0 } else { quantile_ms(&stats.total_ns, 0.5) },
         };
         let findings = relay_findings(&observations);
         let verdict = match findings.first() {
@@ -307,6 +336,7 @@ impl ProxyReport {
                 relay: Percentiles::from_ns(&stats.relay_ns),
                 upstream: Percentiles::from_ns(&stats.upstream_ns),
                 upstream_first_byte: Percentiles::from_ns(first_byte),
+                upstream_time: Percentiles::from_ns(upstream_time),
             },
             client_leg,
             upstream_leg,

@@ -323,6 +323,8 @@ mod tests {
                 response,
                 delivered: response.last + Duration::from_micros(15),
                 status: 200,
+                client_rtt: Some(Duration::from_micros(12)),
+                upstream_rtt: Some(Duration::from_micros(30)),
             });
         }
         let end = RelayEnd {
