@@ -56,6 +56,17 @@ pub fn histogram_buckets(histogram: &Histogram<u64>, buckets: usize) -> Vec<Hist
         .collect()
 }
 
+/// A path round trip (TCP_INFO `min_rtt`) shorter than this is loopback or a near LAN: the
+/// text then says nothing of it (the doctor's threshold, `nodelay_diagnose`'s
+/// `MIN_PATH_RTT_MS`).
+pub const MIN_PATH_RTT_MS: f64 = 1.0;
+
+/// The path's round trip in milliseconds: the lowest `min_rtt` of the connections that had an
+/// RTT sample (the kernel leaves it at 0 before one); `None` when none had.
+pub fn path_rtt_ms(infos: impl IntoIterator<Item = TcpInfo>) -> Option<f64> {
+    infos.into_iter().map(|info| info.min_rtt_us).filter(|&us| us > 0).min().map(|us| f64::from(us) / 1e3)
+}
+
 /// What the run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchSettings {
@@ -173,6 +184,10 @@ pub struct BenchReport {
     /// Request start (the intended start under `--rate`) to last byte, in milliseconds; null
     /// when nothing completed.
     pub latency_ms: Option<Percentiles>,
+    /// The path's round trip, in milliseconds: the lowest TCP_INFO `min_rtt` sampled on the
+    /// run's connections (the kernel keeps delayed ACKs out of it); null when none had an RTT
+    /// sample. Under [`MIN_PATH_RTT_MS`] it is loopback or a near LAN.
+    pub path_rtt_ms: Option<f64>,
     /// Open loop (`--rate`): from when each request actually began (not when it was due) to
     /// its last byte, the latency without the coordinated-omission correction, shown beside
     /// `latency_ms`; null in closed loop, where the two are the same.
@@ -268,6 +283,7 @@ impl BenchReport {
             response_bytes: stats.response_bytes,
             transfer_bytes_per_second: stats.response_bytes as f64 / seconds,
             latency_ms: Percentiles::from_ns(&stats.latency_ns),
+            path_rtt_ms: path_rtt_ms(stats.connections().filter_map(|c| c.tcp_info)),
             latency_uncorrected_ms: if open_loop {
                 Percentiles::from_ns(&stats.latency_uncorrected_ns)
             } else {

@@ -2,8 +2,8 @@
 //! histogram, outcomes, connections), the server view, findings and suggestions. Also the
 //! helpers the other renderers share with it (the latency statistics, run lengths, plurals).
 
-use crate::format::{DurationScale, format_bytes, format_duration_ms, format_status_counts};
-use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, RequestReport};
+use crate::format::{DurationScale, display_width, format_bytes, format_duration_ms, format_status_counts};
+use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, MIN_PATH_RTT_MS, RequestReport};
 use crate::model::percentiles::Percentiles;
 use crate::render::Render;
 use crate::text::finding::write_finding_fitted;
@@ -134,6 +134,9 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
         out.push_str(&wrap(&interrupted, width, "  ", "    "));
     }
     write_missed_rate(out, r, width)?;
+    if let Some(line) = path_line(r, width) {
+        out.push_str(&line);
+    }
     write_latency_table(out, r, width)?;
     if r.requests_completed > 0 {
         writeln!(out, "  read() calls per response: {:.2} (mean)", r.read_chunks_per_response)?;
@@ -154,6 +157,40 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
         write_finding_fitted(out, finding, width)?;
     }
     write_suggestions(out, r, width)
+}
+
+/// Across a path (a round trip of [`MIN_PATH_RTT_MS`] or more), one line beside the latency
+/// figures: the round trip, the network's share of the median, and what the server and the
+/// load add beyond it. The most the width holds of three wordings; `None` on loopback and
+/// when nothing completed.
+fn path_line(r: &BenchReport, width: usize) -> Option<String> {
+    let rtt = r.path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS)?;
+    let p50 = r.latency_ms.as_ref()?.p50;
+    // min_rtt is the least sample: a median under it is the clock's rounding, all network.
+    let share = (rtt / p50.max(rtt) * 100.0).min(100.0);
+    let beyond = (p50 - rtt).max(0.0);
+    let scale = DurationScale::for_ms([rtt, p50, beyond]);
+    let (rtt, p50, beyond) = (scale.format(rtt), scale.format(p50), scale.format(beyond));
+    let share = format!("{share:.0} %");
+    let wordings = [
+        format!(
+            "path round trip {rtt} (TCP_INFO min_rtt): p50 {p50} is {share} the network's; \
+             the server and the load add {beyond}"
+        ),
+        format!(
+            "path round trip {rtt} (TCP_INFO min_rtt): p50 {p50} is {share} the network's; server and load {beyond}"
+        ),
+        format!("path round trip {rtt} (min_rtt): {share} of p50 {p50}; server and load {beyond}"),
+        format!("path round trip {rtt}: {share} of p50 {p50}; server and load {beyond}"),
+        format!("path round trip {rtt}: {share} of p50; {beyond} beyond it"),
+    ];
+    let indent = "  ";
+    let fitting = wordings.iter().find(|w| display_width(indent) + display_width(w) <= width);
+    // Narrower than any wording (below the least width): the shortest, wrapped.
+    Some(match fitting {
+        Some(line) => format!("{indent}{line}\n"),
+        None => wrap(&wordings[wordings.len() - 1], width, indent, "    "),
+    })
 }
 
 /// What the numbers suggest, each with the command that would prove it.
@@ -550,6 +587,7 @@ mod tests {
             response_bytes: 2680,
             transfer_bytes_per_second: 3041.0,
             latency_ms: Some(spread(43.62, 44.17)),
+            path_rtt_ms: Some(0.007),
             latency_uncorrected_ms: None,
             first_byte_ms: Some(spread(0.2614, 1.17)),
             read_gap_ms: Some(spread(43.2, 43.68)),
@@ -684,7 +722,7 @@ mod tests {
 
     #[test]
     fn every_line_fits_and_every_number_has_its_unit() {
-        for report in [stalled(), busy(), nothing_completed()] {
+        for report in [stalled(), busy(), nothing_completed(), across_a_path()] {
             for width in [MIN_WIDTH, 80, 132] {
                 assert_fits_with_units(&FittedText::new(width).render(&report), width);
             }
@@ -796,6 +834,70 @@ mod tests {
         assert!(flat.contains("13 connections: rtt median 0.900 ms (lowest min_rtt 0.020 ms)"), "{text}");
     }
 
+    /// A healthy run across a 40 ms path: the twin of `stalled` a WAN away.
+    fn across_a_path() -> BenchReport {
+        let mut r = stalled();
+        r.latency_ms = Some(spread(40.9, 41.5));
+        r.read_gap_ms = Some(spread(0.0, 0.0));
+        r.path_rtt_ms = Some(40.512);
+        r.connections[0].tcp_info = Some(tcp_info(40_900, 40_512, 40_000));
+        r
+    }
+
+    /// Across a path, one line beside the figures: the round trip, the network's share of the
+    /// median and the rest, the most the width holds of it; nothing of it on loopback.
+    #[test]
+    fn across_a_path_the_round_trip_is_said_beside_the_latency() {
+        let r = across_a_path();
+        let at = |width: usize| {
+            let text = FittedText::new(width).render(&r);
+            let lines: Vec<String> =
+                text.lines().filter(|l| l.contains("40.51 ms")).map(str::to_string).collect();
+            (text, lines)
+        };
+        let (text, lines) = at(132);
+        assert_eq!(
+            lines[0],
+            "  path round trip 40.51 ms (TCP_INFO min_rtt): p50 41.20 ms is 98 % the network's; the server and \
+             the load add 0.69 ms",
+            "{text}"
+        );
+        // Before the table: it reads with the figures.
+        assert!(text.find("path round trip").unwrap() < text.find("  min ").unwrap(), "{text}");
+        for width in [MIN_WIDTH, 70, 80, 100] {
+            let (text, lines) = at(width);
+            assert!(
+                lines[0].starts_with("  path round trip 40.51 ms")
+                    && lines[0].contains("98 % ")
+                    && lines[0].contains("0.69 ms"),
+                "{width}: {text}"
+            );
+            assert_fits_with_units(&text, width);
+        }
+        assert_eq!(at(80).1[0], "  path round trip 40.51 ms: 98 % of p50 41.20 ms; server and load 0.69 ms");
+        assert_eq!(
+            at(100).1[0],
+            "  path round trip 40.51 ms (min_rtt): 98 % of p50 41.20 ms; server and load 0.69 ms"
+        );
+        assert_eq!(at(MIN_WIDTH).1[0], "  path round trip 40.51 ms: 98 % of p50; 0.69 ms beyond it");
+        // Loopback, or an unsampled connection: not a word of it.
+        for rtt in [Some(0.007), Some(0.999), None] {
+            let mut r = across_a_path();
+            r.path_rtt_ms = rtt;
+            let text = Text.render(&r);
+            assert!(!text.contains("path round trip") && !text.contains("path RTT"), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_path_round_trip_is_the_lowest_sampled_min_rtt() {
+        use crate::model::bench::path_rtt_ms;
+        let infos = [tcp_info(0, 0, 0), tcp_info(41_000, 40_512, 40_000), tcp_info(45_000, 40_900, 40_000)];
+        assert_eq!(path_rtt_ms(infos), Some(40.512));
+        assert_eq!(path_rtt_ms([tcp_info(0, 0, 0)]), None);
+        assert_eq!(path_rtt_ms([]), None);
+    }
+
     #[test]
     fn nothing_completed_prints_no_table_and_no_histogram() {
         let text = Text.render(&nothing_completed());
@@ -851,7 +953,7 @@ nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)
     #[test]
     #[ignore]
     fn show_layouts() {
-        for report in [stalled(), busy(), nothing_completed()] {
+        for report in [stalled(), busy(), nothing_completed(), across_a_path()] {
             for width in [MIN_WIDTH, 80, 132] {
                 println!("{}\n{}", "-".repeat(width), FittedText::new(width).render(&report));
             }
