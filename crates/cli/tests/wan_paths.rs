@@ -43,6 +43,8 @@ fn across(rtt_ms: f64) {
 
 /// The same across a path with wan.py's `extra` options (jitter, loss).
 fn across_with(rtt_ms: f64, extra: &[&str]) {
+    // Latencies, on 2 cores with a user-space link: one path at a time.
+    let _alone = common::alone();
     let link = Link::up(&format!("{rtt_ms}ms"), extra);
     let nagle = link.python_server("python_http_server.py", &[]);
     let twin = link.python_server("python_http_server.py", &["--disable-nagle"]);
@@ -139,6 +141,7 @@ fn large_response_truth(link: &Link, port: u16, idle_s: f64) -> (f64, f64, f64) 
 
 #[test]
 fn a_large_response_on_a_fresh_connection_is_initial_window_limited() {
+    let _alone = common::alone();
     // 200 KB at 10 ms: a warm window sends it in one flight, a fresh one in about five.
     let link = Link::up("10ms", &[]);
     let server = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", "200000"]);
@@ -156,6 +159,7 @@ fn a_large_response_on_a_fresh_connection_is_initial_window_limited() {
 
 #[test]
 fn an_idle_keep_alive_connection_restarts_slow_start_unless_the_server_says_not() {
+    let _alone = common::alone();
     for restart in [true, false] {
         let link = Link::up("10ms", &[]);
         // BBR keeps its window across idle; Reno (allowed in a namespace) restarts slow start,
@@ -211,6 +215,7 @@ fn split_request_truth(link: &Link, port: u16) -> (f64, f64) {
 
 #[test]
 fn a_split_writing_client_waits_one_round_trip_for_a_server_that_acks_at_once() {
+    let _alone = common::alone();
     let link = Link::up("10ms", &[]);
     let server = link.python_server("quickack_server.py", &[]);
     let (split, whole) = split_request_truth(&link, server.port);
