@@ -89,6 +89,8 @@ pub(crate) struct Connection {
 /// Each leg's round trip is read again after this many exchanges (`min_rtt` only falls, and
 /// slowly: a getsockopt per exchange would buy nothing).
 const RTT_REFRESH_EXCHANGES: u32 = 16;
+/// Each leg's round trip is read after each of a connection's first exchanges.
+const RTT_EARLY_EXCHANGES: u32 = 8;
 
 /// A socket's TCP_INFO `min_rtt`, once the kernel has a sample.
 fn min_rtt(stream: &TcpStream) -> Option<Duration> {
@@ -176,7 +178,12 @@ impl Connection {
             }
         }
         let completed = self.exchanges.completed();
-        if self.rtt_read_at.is_none_or(|at| completed >= at + RTT_REFRESH_EXCHANGES) {
+        // The handshake's sample may run long (a first packet's slow path): the first few
+        // exchanges each read it again, later ones every RTT_REFRESH_EXCHANGES.
+        let due = |at: u32| {
+            completed > at && (completed <= RTT_EARLY_EXCHANGES || completed >= at + RTT_REFRESH_EXCHANGES)
+        };
+        if self.rtt_read_at.is_none_or(due) {
             self.read_path_rtt();
         }
         let drained = self.to_upstream.is_empty() && self.to_client.is_empty();
