@@ -12,7 +12,7 @@
 //! client.
 //!
 //! Across a path (a leg's round trip, the relay socket's TCP_INFO `min_rtt`, of
-//! [`MIN_PATH_RTT_MS`] or more) the rules judge only what the path does not explain, as the
+//! 1 ms or more) the rules judge only what the path does not explain, as the
 //! doctor does (FIELD_NOTES §9): the upstream's own time is its first byte less the upstream
 //! leg's round trip; a pause is a stall when it lasts [`STALL_GAP_MS`] beyond the leg's
 //! round trip, and its timer is matched net of it (Nagle held the rest until the relay's
@@ -64,7 +64,7 @@ pub struct LegPauses {
     /// One stalled message spelled out.
     pub example: String,
     /// The leg's round trip: the median TCP_INFO `min_rtt` of the relay's socket on it over
-    /// the messages (0 when the kernel gave none). From [`MIN_PATH_RTT_MS`] on it is taken
+    /// the messages (0 when the kernel gave none). From 1 ms on it is taken
     /// out of the pauses: a stall is [`STALL_GAP_MS`] beyond it.
     pub path_rtt_ms: f64,
     /// Messages no larger than the initial window that paused about one round trip (within
@@ -87,7 +87,7 @@ impl LegPauses {
         if self.messages == 0 { 0.0 } else { self.round_trip_held as f64 / self.messages as f64 }
     }
 
-    /// The round trip taken out of this leg's pauses: all of it from [`MIN_PATH_RTT_MS`]
+    /// The round trip taken out of this leg's pauses: all of it from 1 ms
     /// on, none on loopback or a near LAN.
     pub fn judged_rtt_ms(&self) -> f64 {
         judged(self.path_rtt_ms)
@@ -141,7 +141,7 @@ pub struct RelayObservations {
     /// 90th percentile from the request forwarded to the upstream's first byte.
     pub upstream_first_byte_p90_ms: f64,
     /// Exchanges whose upstream took [`LATE_FIRST_BYTE_MS`] or more of its own time: the first
-    /// byte after the request, less the upstream leg's round trip from [`MIN_PATH_RTT_MS`] on.
+    /// byte after the request, less the upstream leg's round trip from 1 ms on.
     pub late_first_bytes: u64,
     /// Median handshake of the relay's upstream connections.
     pub upstream_connect_p50_ms: Option<f64>,
@@ -151,7 +151,7 @@ pub struct RelayObservations {
     pub total_p50_ms: f64,
 }
 
-/// A round trip as the rules take it out: all of it from [`MIN_PATH_RTT_MS`] on, none below.
+/// A round trip as the rules take it out: all of it from 1 ms on, none below.
 fn judged(rtt_ms: f64) -> f64 {
     if rtt_ms >= MIN_PATH_RTT_MS { rtt_ms } else { 0.0 }
 }
