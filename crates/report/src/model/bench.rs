@@ -186,7 +186,7 @@ pub struct BenchReport {
     pub latency_ms: Option<Percentiles>,
     /// The path's round trip, in milliseconds: the lowest TCP_INFO `min_rtt` sampled on the
     /// run's connections (the kernel keeps delayed ACKs out of it); null when none had an RTT
-    /// sample. Under [`MIN_PATH_RTT_MS`] it is loopback or a near LAN.
+    /// sample. Under 1 ms it is loopback or a near LAN, and the text says nothing of it.
     pub path_rtt_ms: Option<f64>,
     /// Open loop (`--rate`): from when each request actually began (not when it was due) to
     /// its last byte, the latency without the coordinated-omission correction, shown beside
