@@ -15,23 +15,13 @@ use common::{finding_ids, validate_against_schema};
 /// Exchanges the relay times before it stops, and the client sends through it.
 const EXCHANGES: u32 = 30;
 
-/// The relay's port in the client's namespace: the namespace is new, so the port is free.
-const RELAY_PORT: u16 = 18001;
-
 /// `EXCHANGES` GETs through the relay on one keep-alive connection from the client's
 /// namespace (connecting as soon as the relay listens); the median in ms, the first request
 /// (which opens both legs) not counted.
-fn client_through_relay(link: &Link) -> f64 {
+fn client_through_relay(link: &Link, relay_port: u16) -> f64 {
     let script = format!(
-        "import http.client, socket, statistics, time\n\
-         deadline = time.monotonic() + 10\n\
-         while True:\n\
-         \x20   try:\n\
-         \x20       socket.create_connection(('127.0.0.1', {RELAY_PORT})).close(); break\n\
-         \x20   except OSError:\n\
-         \x20       if time.monotonic() > deadline: raise\n\
-         \x20       time.sleep(0.01)\n\
-         c = http.client.HTTPConnection('127.0.0.1', {RELAY_PORT})\n\
+        "import http.client, statistics, time\n\
+         c = http.client.HTTPConnection('127.0.0.1', {relay_port})\n\
          times = []\n\
          for i in range({EXCHANGES}):\n\
          \x20   t = time.perf_counter(); c.request('GET', '/'); c.getresponse().read()\n\
@@ -44,21 +34,34 @@ fn client_through_relay(link: &Link) -> f64 {
 /// The relay in front of `upstream` for `EXCHANGES` exchanges, driven by the independent
 /// client: the client's median through it and the relay's JSON report.
 fn through_relay(link: &Link, upstream: u16) -> (f64, serde_json::Value) {
-    let listen = format!("127.0.0.1:{RELAY_PORT}");
+    use std::io::BufRead;
     let target = format!("{SERVER_IP}:{upstream}");
     let n = EXCHANGES.to_string();
-    std::thread::scope(|scope| {
-        let relay = scope.spawn(|| {
-            link.nodelay(&["proxy", "--listen", &listen, "--upstream", &target, "-n", &n, "--json"])
-        });
-        let median = client_through_relay(link);
-        let run = relay.join().expect("the relay's thread");
-        assert!(run.elapsed.as_secs_f64() < 15.0, "the relay ran {:?}", run.elapsed);
-        let report = run.json();
-        validate_against_schema("proxy.schema.json", &report);
-        assert_eq!(report["exchanges"], EXCHANGES, "{report:#}");
-        (median, report)
-    })
+    let started = std::time::Instant::now();
+    // Port 0: the relay says where it listens on stderr as soon as it accepts.
+    let mut relay = link
+        .client_command(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["proxy", "--listen", "127.0.0.1:0", "--upstream", &target, "-n", &n, "--json"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the relay");
+    let mut stderr = std::io::BufReader::new(relay.stderr.take().expect("piped stderr"));
+    let mut line = String::new();
+    stderr.read_line(&mut line).expect("the relay's stderr");
+    let relay_port: u16 = line
+        .trim()
+        .strip_prefix("listening on 127.0.0.1:")
+        .and_then(|port| port.parse().ok())
+        .unwrap_or_else(|| panic!("the relay said {line:?} instead of where it listens"));
+    let median = client_through_relay(link, relay_port);
+    let output = relay.wait_with_output().expect("the relay's report");
+    assert!(started.elapsed().as_secs_f64() < 15.0, "the relay ran {:?}", started.elapsed());
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the relay's JSON");
+    validate_against_schema("proxy.schema.json", &report);
+    assert_eq!(report["exchanges"], EXCHANGES, "{report:#}");
+    (median, report)
 }
 
 fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
@@ -73,6 +76,8 @@ fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
 
 /// One path: ground truth straight and through the relay, then the relay's findings.
 fn across(rtt_ms: f64) {
+    // Latencies, on 2 cores with a user-space link: one path at a time.
+    let _alone = common::alone();
     let link = Link::up(&format!("{rtt_ms}ms"), &[]);
     let nagle = link.python_server("python_http_server.py", &[]);
     let twin = link.python_server("python_http_server.py", &["--disable-nagle"]);

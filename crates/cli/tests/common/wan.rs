@@ -3,8 +3,8 @@
 //! `Link` is dropped. Servers run in the server's namespace, nodelay and the independent
 //! client in the client's. Needs root, as CI has.
 
-use super::{Peer, Run, peer_script, read_until, repo_root, start_command};
-use std::io::BufReader;
+use super::{Peer, Run, peer_script, repo_root, start_command};
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,18 +36,35 @@ impl Link {
             std::process::id() % 1_000_000,
             NEXT.fetch_add(1, Ordering::SeqCst) % 100
         );
+        // wan.py's own messages go to a file: its threads complain as the link is torn
+        // down, which is noise, but they are what to read when the link never comes up.
+        let log_path = std::env::temp_dir().join(format!("nodelay-wan-{name}.log"));
+        let log = std::fs::File::create(&log_path).expect("wan.py's log file");
         let mut forwarder = Command::new("python3")
             .arg(wan_py())
             .args(["up", "--rtt", rtt, "--name", &name])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("start wan.py");
         let mut stdout = BufReader::new(forwarder.stdout.take().expect("piped stdout"));
-        read_until(&mut stdout, "wan.py", |line| line.starts_with("READY"));
+        let mut line = String::new();
+        while !line.starts_with("READY") {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+                panic!("wan.py exited before the link was up:\n{said}");
+            }
+        }
+        let _ = std::fs::remove_file(&log_path);
         Link { forwarder, name }
+    }
+
+    /// `program` to run in the client's namespace, for tests that manage the process.
+    pub fn client_command(&self, program: &str) -> Command {
+        self.in_namespace('c', program)
     }
 
     /// `ip netns exec NS` for the client's (`c`) or the server's (`s`) side.
