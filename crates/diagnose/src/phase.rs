@@ -1,5 +1,6 @@
 //! Measured phases (the baseline and each experiment) and the figures the rules read.
 
+use nodelay_engine::path::{INITIAL_WINDOW_SEGMENTS, MIN_PATH_RTT_MS, RTO_MIN_MS};
 use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord, TcpInfo, distribution_ns, quantile_ms};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -10,16 +11,6 @@ use std::time::Duration;
 pub const STALL_GAP_MS: f64 = 25.0;
 /// A first byte later than this counts as late.
 pub const LATE_FIRST_BYTE_MS: f64 = 25.0;
-/// A path round trip (TCP_INFO `min_rtt`) shorter than this is loopback or a near LAN:
-/// the rules then judge times as they are. From this much on they judge what the path
-/// does not explain: a first byte less one round trip, a pause less one round trip.
-pub const MIN_PATH_RTT_MS: f64 = 1.0;
-/// The initial congestion window in segments (RFC 6928, Linux's default): a response no
-/// larger leaves in the first flight, so a pause inside it is no congestion-window wait.
-pub const INITIAL_WINDOW_SEGMENTS: u64 = 10;
-/// Linux's least retransmission timeout (`TCP_RTO_MIN`): a segment lost and resent costs
-/// at least this much on top of the round trip.
-pub const RTO_MIN_MS: f64 = 200.0;
 /// An MSS to assume before the connection has told its own (IPv4 over Ethernet).
 const DEFAULT_MSS_BYTES: u64 = 1460;
 /// A phase where more than this share of the attempts failed decides nothing: no verdict

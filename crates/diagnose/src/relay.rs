@@ -22,9 +22,10 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
-use crate::phase::{LATE_FIRST_BYTE_MS, MIN_PATH_RTT_MS, STALL_GAP_MS, is_clustered};
+use crate::phase::{LATE_FIRST_BYTE_MS, STALL_GAP_MS, is_clustered};
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 use nodelay_engine::TcpInfo;
+use nodelay_engine::path::MIN_PATH_RTT_MS;
 
 /// A median first byte from the upstream later than this makes it "slow to answer".
 const SLOW_FIRST_BYTE_MS: f64 = 10.0;

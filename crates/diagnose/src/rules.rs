@@ -8,12 +8,10 @@ use crate::expect::expect_continue_wait;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
-use crate::phase::{
-    Experiment, INITIAL_WINDOW_SEGMENTS, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, RTO_MIN_MS,
-    STALL_GAP_MS,
-};
+use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::server_findings;
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
+use nodelay_engine::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
 
 /// A median first byte later than this (less the path's round trip) makes the server "slow
 /// to answer"...

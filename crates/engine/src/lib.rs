@@ -16,6 +16,7 @@ mod hold_probe;
 mod idle_probe;
 mod limits;
 mod pacer;
+pub mod path;
 mod poller;
 mod quantile;
 mod record;

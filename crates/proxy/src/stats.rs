@@ -15,13 +15,12 @@ use std::time::{Duration, Instant};
 /// Paused messages kept as examples.
 pub const STALL_EXAMPLES: usize = 5;
 /// A leg's round trip shorter than this is loopback or a near LAN: its pauses are judged as
-/// they are. From this much on, only what the path does not explain (the same floor as the
-/// doctor's `MIN_PATH_RTT_MS`).
-pub const MIN_PATH_RTT: Duration = Duration::from_millis(1);
+/// they are. From this much on, only what the path does not explain (the doctor's floor).
+pub const MIN_PATH_RTT: Duration =
+    Duration::from_micros((nodelay_engine::path::MIN_PATH_RTT_MS * 1e3) as u64);
 /// The most bytes a message may have for a pause of one round trip inside it to be a hold
-/// an ACK released, not a congestion window's wait: the initial window, 10 segments of
-/// 1460 bytes (RFC 6928, Linux's default).
-pub const INITIAL_WINDOW_BYTES: u64 = 10 * 1460;
+/// an ACK released, not a congestion window's wait: the initial window of 1460-byte segments.
+pub const INITIAL_WINDOW_BYTES: u64 = nodelay_engine::path::INITIAL_WINDOW_SEGMENTS * 1460;
 
 /// The part of a leg's round trip the rules take out of its times: all of it from
 /// [`MIN_PATH_RTT`] on, none below.

@@ -56,10 +56,8 @@ pub fn histogram_buckets(histogram: &Histogram<u64>, buckets: usize) -> Vec<Hist
         .collect()
 }
 
-/// A path round trip (TCP_INFO `min_rtt`) shorter than this is loopback or a near LAN: the
-/// text then says nothing of it (the doctor's threshold, `nodelay_diagnose`'s
-/// `MIN_PATH_RTT_MS`).
-pub const MIN_PATH_RTT_MS: f64 = 1.0;
+/// A path round trip shorter than this says nothing in the text: the doctor's threshold.
+pub use nodelay_engine::path::MIN_PATH_RTT_MS;
 
 /// The path's round trip in milliseconds: the lowest `min_rtt` of the connections that had an
 /// RTT sample (the kernel leaves it at 0 before one); `None` when none had.
