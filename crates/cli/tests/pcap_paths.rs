@@ -21,17 +21,6 @@ fn pcap(name: &str) -> (i32, serde_json::Value) {
     (run.code(), report)
 }
 
-fn evidence(finding: &serde_json::Value, what: &str) -> f64 {
-    finding["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["what"].as_str().unwrap().starts_with(what))
-        .unwrap_or_else(|| panic!("no evidence {what:?} in {finding:#}"))["value"]
-        .as_f64()
-        .unwrap()
-}
-
 fn near(value: f64, expected: f64, slack: f64) -> bool {
     (value - expected).abs() <= slack
 }

@@ -10,7 +10,7 @@
 mod common;
 
 use common::wan::{Link, SERVER_IP};
-use common::{finding_ids, validate_against_schema};
+use common::{evidence, finding_ids, validate_against_schema};
 
 /// Exchanges the relay times before it stops, and the client sends through it.
 const EXCHANGES: u32 = 30;
@@ -62,16 +62,6 @@ fn through_relay(link: &Link, upstream: u16) -> (f64, serde_json::Value) {
     validate_against_schema("proxy.schema.json", &report);
     assert_eq!(report["exchanges"], EXCHANGES, "{report:#}");
     (median, report)
-}
-
-fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
-    finding["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["what"].as_str().is_some_and(|what| what.starts_with(label)))
-        .and_then(|e| e["value"].as_f64())
-        .unwrap_or_else(|| panic!("no evidence '{label}' in {finding:#}"))
 }
 
 /// One path: ground truth straight and through the relay, then the relay's findings.

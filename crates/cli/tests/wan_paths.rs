@@ -8,7 +8,7 @@
 mod common;
 
 use common::wan::Link;
-use common::{finding, finding_ids, validate_against_schema};
+use common::{evidence, finding, finding_ids, validate_against_schema};
 
 /// The ground truth on one path: the Nagle server's median against its twin's.
 fn ground_truth(link: &Link, nagle: u16, twin: u16) -> (f64, f64) {
@@ -24,16 +24,6 @@ fn doctor(link: &Link, port: u16) -> serde_json::Value {
     validate_against_schema("doctor.schema.json", &report);
     assert!(run.elapsed.as_secs_f64() <= 10.5, "the doctor took {:?} of its 10 s budget", run.elapsed);
     report
-}
-
-fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
-    finding["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["what"].as_str().is_some_and(|what| what.starts_with(label)))
-        .and_then(|e| e["value"].as_f64())
-        .unwrap_or_else(|| panic!("no evidence '{label}' in {finding:#}"))
 }
 
 /// One path: ground truth, then the doctor on both servers.
@@ -236,4 +226,39 @@ fn a_split_writing_client_waits_one_round_trip_for_a_server_that_acks_at_once() 
     assert_eq!(held["proven"], true, "{held:#}");
     assert!(held["fix_summary"].as_str().unwrap().contains("saves one round trip"), "{held:#}");
     assert!(!finding_ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+}
+
+#[test]
+fn a_response_whose_first_part_fills_a_segment_waits_one_round_trip() {
+    let _alone = common::alone();
+    // 3000 bytes after the head: two full segments leave at once, the client ACKs them at
+    // once (more than a segment unacknowledged), and the held tail waits exactly one round
+    // trip, with or without the client's delayed ACKs.
+    let link = Link::up("10ms", &[]);
+    let nagle = link.python_server("python_http_server.py", &["--body-bytes", "3000"]);
+    let twin = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", "3000"]);
+    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
+    assert!(
+        (nagle_ms - twin_ms - 10.0).abs() <= 4.0,
+        "ground truth: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms"
+    );
+    let report = doctor(&link, nagle.port);
+    assert_eq!(finding_ids(&report), ["server-nagle-round-trip"], "{report:#}");
+    let held = finding(&report, "server-nagle-round-trip");
+    assert_eq!(held["proven"], true, "{held:#}");
+    let hold = evidence(held, "median pause within a response");
+    assert!((hold - 10.0).abs() <= 3.5, "a hold of {hold} ms on a 10 ms path");
+    assert!(held["fix_summary"].as_str().unwrap().contains("saves one round trip"), "{held:#}");
+    assert_eq!(finding_ids(&doctor(&link, twin.port)), ["healthy"]);
+}
+
+#[test]
+fn a_server_that_closes_every_connection_across_40ms_is_not_slow() {
+    let _alone = common::alone();
+    // Each request opens a connection: its first byte waits the handshake and the request,
+    // two round trips, none of them the server's.
+    let link = Link::up("40ms", &[]);
+    let closing = link.python_server("python_http_server.py", &["--disable-nagle", "--http10"]);
+    let report = doctor(&link, closing.port);
+    assert_eq!(finding_ids(&report), ["connection-per-request"], "{report:#}");
 }

@@ -330,7 +330,13 @@ impl PhaseSummary {
 
     /// The median first byte less the path's round trip: the server's own time.
     pub fn server_first_byte_p50_ms(&self) -> f64 {
-        (self.first_byte_p50_ms - self.judged_rtt_ms()).max(0.0)
+        // On a path, a fresh connection's first byte also waited its handshake's round trip.
+        let rtt = self.judged_rtt_ms();
+        let handshake = match self.connect_p50_ms {
+            Some(connect) if rtt > 0.0 && !self.reuses_connections => connect,
+            _ => 0.0,
+        };
+        (self.first_byte_p50_ms - handshake - rtt).max(0.0)
     }
 
     /// Share of the steady responses whose first byte was late (0 to 1).
@@ -393,7 +399,10 @@ impl Phase {
         // those, counted apart, not as stalls or late first bytes. Without retransmissions,
         // none is set apart.
         let retransmits = self.tcp_info.map_or(0, |info| info.total_retransmits) as usize;
-        let extra_wait = |r: &ResponseRecord| (ms(r.max_read_gap).max(ms(r.first_byte)) - rtt).max(0.0);
+        // On a path, a fresh connection's first byte waited its handshake too: not late for that.
+        let handshake = |r: &ResponseRecord| if rtt > 0.0 { r.connect.map_or(0.0, ms) } else { 0.0 };
+        let extra_wait =
+            |r: &ResponseRecord| (ms(r.max_read_gap).max(ms(r.first_byte) - handshake(r)) - rtt).max(0.0);
         let mut waits: Vec<(f64, u32, u32)> = steady
             .iter()
             .filter(|r| extra_wait(r) >= RTO_MIN_MS)
@@ -459,7 +468,7 @@ impl Phase {
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
             late_first_byte: steady
                 .iter()
-                .filter(|r| ms(r.first_byte) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
+                .filter(|r| ms(r.first_byte) - handshake(r) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
                 .count(),
             retransmission_waits: retransmission_waits.len(),
             retransmission_wait_p50_ms: (!retransmission_waits.is_empty())

@@ -346,6 +346,17 @@ pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
     report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
 }
 
+/// The value of a finding's evidence whose label starts with `label`; panics without one.
+pub fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
+    finding["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["what"].as_str().is_some_and(|what| what.starts_with(label)))
+        .and_then(|e| e["value"].as_f64())
+        .unwrap_or_else(|| panic!("no evidence '{label}' in {finding:#}"))
+}
+
 pub fn validate_against_schema(schema_file: &str, instance: &serde_json::Value) {
     let path = repo_root().join("schema").join(schema_file);
     let schema: serde_json::Value =
