@@ -63,6 +63,10 @@ fn across_with(rtt_ms: f64, extra: &[&str]) {
     assert!(server_time < 5.0, "the server's own time is {server_time} ms");
     assert!(verdict["title"].as_str().unwrap().contains("network's round trip"), "{verdict:#}");
     assert_eq!(healthy["phases"][0]["path_rtt_ms"].as_f64().map(|p| p > rtt_ms * 0.75), Some(true));
+    // The text says the round trip under the phases, beside the figures it is part of.
+    let url = format!("http://{}:{}/", common::wan::SERVER_IP, twin.port);
+    let text = link.nodelay(&["doctor", &url]).stdout();
+    assert!(text.contains("path round trip") && text.contains("(client TCP_INFO min_rtt)"), "{text}");
 
     let stalled = doctor(&link, nagle.port);
     let ids = finding_ids(&stalled);

@@ -68,6 +68,20 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         ]);
     }
     out.push_str(&table.render());
+    // Across a path, the round trip beside the figures it is part of (none on loopback).
+    if let Some(rtt) = r
+        .phases
+        .first()
+        .and_then(|baseline| baseline.summary.path_rtt_ms)
+        .filter(|&rtt| rtt >= nodelay_engine::path::MIN_PATH_RTT_MS)
+    {
+        let line = format!(
+            "path round trip {} (client TCP_INFO min_rtt): every first byte includes it; first bytes and pauses \
+             are judged beyond it",
+            format_duration_ms(rtt)
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
     if let Some(baseline) = r.phases.first()
         && baseline.summary.reuses_connections
         && let Some(first) = baseline.summary.first_request_total_ms

@@ -118,6 +118,19 @@ fn write_split(out: &mut String, r: &ProxyReport, width: usize) {
         format_duration_ms(p50(&parts.total)),
     );
     out.push_str(&wrap(&split, width, "", "  "));
+    // Across a path, each leg's round trip beside the split it is part of (none on loopback).
+    let across =
+        |leg: &LegReport| leg.path_rtt_ms.filter(|&rtt| rtt >= nodelay_engine::path::MIN_PATH_RTT_MS);
+    if across(&r.client_leg).is_some() || across(&r.upstream_leg).is_some() {
+        let rtt = |leg: &LegReport| leg.path_rtt_ms.map_or("-".to_string(), format_duration_ms);
+        let line = format!(
+            "path round trips (relay TCP_INFO min_rtt): client leg {}, upstream leg {}; first bytes and pauses \
+             are judged beyond them",
+            rtt(&r.client_leg),
+            rtt(&r.upstream_leg)
+        );
+        out.push_str(&wrap(&line, width, "", "  "));
+    }
     let leg_stalls = |leg: &LegReport, name: &str| {
         let pause =
             leg.stall_pause_ms.map(|p| format!(", {}", format_duration_ms(p.p50))).unwrap_or_default();
@@ -353,6 +366,21 @@ mod tests {
         ] {
             assert!(text.contains(expected), "{expected:?} in {text}");
         }
+    }
+
+    #[test]
+    fn across_a_path_the_legs_round_trips_stand_under_the_split() {
+        let mut across = report(30, 43);
+        across.upstream_leg.path_rtt_ms = Some(40.4);
+        let text = across.render_text(80).split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains(
+                "path round trips (relay TCP_INFO min_rtt): client leg 12.0 µs, upstream leg 40.40 ms"
+            ),
+            "{text}"
+        );
+        // On loopback (both legs under 1 ms) the line is not there.
+        assert!(!report(30, 43).render_text(80).contains("path round trip"));
     }
 
     #[test]
