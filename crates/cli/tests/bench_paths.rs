@@ -150,3 +150,29 @@ fn on_loopback_the_round_trip_is_in_the_json_only() {
     let json = nodelay(&["bench", &server.url("/"), "-c", "1", "-n", "5", "--json"]).json();
     assert!(json["path_rtt_ms"].as_f64().is_some_and(|p| p < 1.0), "{json:#}");
 }
+
+/// 10 ms with 5 % loss in each direction: the connections resend segments, and the
+/// responses that waited a retransmission timeout are counted apart, never more than the
+/// segments resent nor than the responses that took 200 ms beyond the round trip.
+#[test]
+fn a_lossy_path_counts_its_retransmission_waits_apart() {
+    let _alone = alone();
+    let link = Link::up("10ms", &["--loss", "5"]);
+    let server = link.python_server("python_http_server.py", &["--disable-nagle"]);
+    let (text, report) = bench_across(&link, server.port, "lossy", &["-c", "4", "-d", "3s"]);
+    let resent = report["segments_resent"].as_u64().expect("segments_resent");
+    assert!(resent > 0, "5 % loss and nothing resent: {report:#}");
+    let waits = report["retransmission_waits"].as_u64().unwrap();
+    assert!(waits <= resent, "{waits} waits for {resent} segments resent");
+    let path = report["path_rtt_ms"].as_f64().unwrap();
+    let slow: u64 = report["latency_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|bucket| bucket["up_to_ms"].as_f64().unwrap() > path + 200.0)
+        .map(|bucket| bucket["count"].as_u64().unwrap())
+        .sum();
+    assert!(waits <= slow, "{waits} waits but {slow} responses in buckets past {path} + 200 ms");
+    assert_eq!(waits > 0, text.contains("waited a retransmission timeout"), "{text}");
+    eprintln!("10 ms, 5 % loss: {resent} segments resent, {waits} responses waited an RTO\n{text}");
+}

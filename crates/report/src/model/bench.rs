@@ -65,6 +65,26 @@ pub fn path_rtt_ms(infos: impl IntoIterator<Item = TcpInfo>) -> Option<f64> {
     infos.into_iter().map(|info| info.min_rtt_us).filter(|&us| us > 0).min().map(|us| f64::from(us) / 1e3)
 }
 
+/// The segments the connections resent, added up; `None` without any TCP_INFO.
+pub fn segments_resent(infos: impl IntoIterator<Item = TcpInfo>) -> Option<u64> {
+    infos.into_iter().map(|info| u64::from(info.total_retransmits)).reduce(|a, b| a + b)
+}
+
+/// Responses of `stats` that waited a retransmission timeout: 200 ms or more beyond the path's
+/// round trip, no more of them than segments were resent.
+fn retransmission_waits(stats: &Stats) -> u64 {
+    let infos = || stats.connections().filter_map(|c| c.tcp_info);
+    let resent = segments_resent(infos()).unwrap_or(0);
+    if resent == 0 || stats.latency_ns.is_empty() {
+        return 0;
+    }
+    let rtt_ms = path_rtt_ms(infos()).filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0);
+    let from_ns = ((rtt_ms + nodelay_engine::path::RTO_MIN_MS) * 1e6) as u64;
+    let histogram = &stats.latency_ns;
+    let slow = if histogram.max() < from_ns { 0 } else { histogram.count_between(from_ns, histogram.max()) };
+    slow.min(resent)
+}
+
 /// What the run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchSettings {
@@ -186,6 +206,13 @@ pub struct BenchReport {
     /// run's connections (the kernel keeps delayed ACKs out of it); null when none had an RTT
     /// sample. Under 1 ms it is loopback or a near LAN, and the text says nothing of it.
     pub path_rtt_ms: Option<f64>,
+    /// Segments the run's connections resent (TCP_INFO `total_retransmits`, each connection
+    /// slot's last connection); null when no connection was sampled.
+    pub segments_resent: Option<u64>,
+    /// Responses that waited a retransmission timeout: those 200 ms or more beyond the path's
+    /// round trip, counted up to the segments resent (a lost segment costs at least the
+    /// kernel's 200 ms minimum RTO); 0 when nothing was resent. Their time is in `latency_ms`.
+    pub retransmission_waits: u64,
     /// Open loop (`--rate`): from when each request actually began (not when it was due) to
     /// its last byte, the latency without the coordinated-omission correction, shown beside
     /// `latency_ms`; null in closed loop, where the two are the same.
@@ -282,6 +309,8 @@ impl BenchReport {
             transfer_bytes_per_second: stats.response_bytes as f64 / seconds,
             latency_ms: Percentiles::from_ns(&stats.latency_ns),
             path_rtt_ms: path_rtt_ms(stats.connections().filter_map(|c| c.tcp_info)),
+            segments_resent: segments_resent(stats.connections().filter_map(|c| c.tcp_info)),
+            retransmission_waits: retransmission_waits(stats),
             latency_uncorrected_ms: if open_loop {
                 Percentiles::from_ns(&stats.latency_uncorrected_ns)
             } else {

@@ -137,6 +137,16 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
     if let Some(line) = path_line(r, width) {
         out.push_str(&line);
     }
+    if r.retransmission_waits > 0 {
+        // Counted apart: a loss, not the server, made these responses wait.
+        let line = format!(
+            "{} waited a retransmission timeout (200 ms or more beyond the round trip; {} resent): the path \
+             loses packets; their time is in the figures below",
+            plural(r.retransmission_waits, "response", "responses"),
+            plural(r.segments_resent.unwrap_or(0), "segment", "segments")
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
     write_latency_table(out, r, width)?;
     if r.requests_completed > 0 {
         writeln!(out, "  read() calls per response: {:.2} (mean)", r.read_chunks_per_response)?;
@@ -588,6 +598,8 @@ mod tests {
             transfer_bytes_per_second: 3041.0,
             latency_ms: Some(spread(43.62, 44.17)),
             path_rtt_ms: Some(0.007),
+            segments_resent: Some(0),
+            retransmission_waits: 0,
             latency_uncorrected_ms: None,
             first_byte_ms: Some(spread(0.2614, 1.17)),
             read_gap_ms: Some(spread(43.2, 43.68)),
