@@ -453,10 +453,17 @@ fn server_round_trip_hold(observations: &Observations, baseline: &PhaseSummary) 
     let Some(quick_hold) = ack_clocked else {
         return Some(Finding {
             id: FindingId::SlowResponseBody,
-            title: format!(
-                "Responses pause {hold:.1} ms mid-way, about the path's {rtt:.1} ms round trip; the client's quick \
-                 ACKs did not show it released by an ACK"
-            ),
+            title: match quick {
+                Some(_) => format!(
+                    "Responses pause {hold:.1} ms mid-way, about the path's {rtt:.1} ms round trip; the client's \
+                     quick ACKs did not show it released by an ACK"
+                ),
+                // The budget or a Ctrl-C left no time for the experiment that would tell.
+                None => format!(
+                    "Responses pause {hold:.1} ms mid-way, about the path's {rtt:.1} ms round trip; the experiment \
+                     that tells a held response from a slow server (client TCP_QUICKACK) did not run"
+                ),
+            },
             proven: false,
             confidence: Confidence::Low,
             evidence,
@@ -1098,6 +1105,14 @@ mod tests {
         let finding = &diagnose(&observations)[0];
         assert_eq!(finding.id, FindingId::SlowResponseBody);
         assert!(!finding.proven);
+        // Without the experiment (the budget ran out), it says so.
+        let untested = Observations {
+            baseline: on_path(None, 10.0, keep_alive(10.4, Some(10.3))),
+            ..observe(GET, Vec::new())
+        };
+        let finding = &diagnose(&untested)[0];
+        assert_eq!(finding.id, FindingId::SlowResponseBody);
+        assert!(finding.title.ends_with("(client TCP_QUICKACK) did not run"), "{}", finding.title);
     }
 
     #[test]
