@@ -305,6 +305,9 @@ struct Current {
     server_ack: Option<(u64, u64)>,
     response_first: Option<(u64, u64)>,
     response_last: (u64, u64),
+    /// When the response's first byte was itself a hold's release: when the bytes that held it
+    /// were sent. The wait is the hold's, counted with the stalls, not the server's.
+    first_byte_held_from: Option<u64>,
 }
 
 /// One TCP connection being followed: its two sides' sequence state, exchanges and stalls.
@@ -698,6 +701,13 @@ impl Flow {
             rtt_ns: rtt,
             kind,
         };
+        if self.client.or(self.first_data_side) != Some(side)
+            && let Some(current) = self.current.as_mut()
+            && current.response_first == Some((time_ns, packet))
+        {
+            // TLS session tickets, for one, leave before the request and hold its answer.
+            current.first_byte_held_from = Some(ack.held_after.time_ns);
+        }
         let sender = &mut self.sides[side];
         match kind {
             HoldKind::DelayedAck => sender.stalls.add(stall),
@@ -737,7 +747,10 @@ impl Flow {
         let server_leg = self.legs[1 - self.client_side()].unwrap_or(0);
         let mut timing = current.timing;
         let request_done = current.request_last_ns;
-        timing.server_ns = response_ns.saturating_sub(request_done).saturating_sub(server_leg);
+        // A held first byte: the server's own time ends where the hold began.
+        let answered_ns =
+            current.first_byte_held_from.map_or(response_ns, |from| from.clamp(request_done, response_ns));
+        timing.server_ns = answered_ns.saturating_sub(request_done).saturating_sub(server_leg);
         timing.response_packet = response_packet;
         if let Some((ack_ns, ack_packet)) = current.server_ack {
             timing.server_ack_ns = Some(ack_ns.saturating_sub(request_done).saturating_sub(server_leg));
@@ -918,6 +931,25 @@ mod tests {
         assert!((39 * MS..41 * MS).contains(&example.ack_delay_ns), "{example:?}");
         assert_eq!(example.release_after_ack_ns, 15 * US);
         assert_eq!(summary.exchanges, 3);
+    }
+
+    #[test]
+    fn a_first_byte_held_by_bytes_sent_before_the_request_is_a_stall_not_the_servers_time() {
+        // TLS 1.3: the session tickets leave as the request does; the request's ACK does not
+        // cover them, and the response waits for the client's delayed ACK of them.
+        let mut c = Conversation::new();
+        c.data(0, MS, 80); // the client's Finished
+        c.data(1, MS + 50 * US, 255); // the tickets
+        c.seq[1] -= 255;
+        c.data(0, MS + 60 * US, 90); // the request, sent before the tickets arrived
+        c.seq[1] += 255;
+        c.ack(1, MS + 80 * US); // the server's quick ACK of the request
+        c.ack(0, 201 * MS); // the client's delayed ACK of the tickets
+        c.data(1, 201 * MS + 20 * US, 160); // the response, released
+        let summary = c.flow.summary();
+        assert_eq!(summary.server_stalls.count, 1);
+        assert_eq!(summary.late_first_bytes, 0, "{:?}", summary.slowest_first_byte);
+        assert!(summary.slowest_first_byte.unwrap().server_ns < MS, "{:?}", summary.slowest_first_byte);
     }
 
     #[test]
