@@ -73,6 +73,7 @@ impl Target {
 
 /// Parses `http://HOST[:PORT]/PATH` or `tcp://HOST:PORT`.
 pub fn parse_target(text: &str) -> Result<Target> {
+    refuse_missing_scheme(text)?;
     let Some(rest) = text.strip_prefix("tcp://") else {
         return parse_http_target(text).map(Target::Http);
     };
@@ -115,8 +116,45 @@ fn ipv6_hint(text: &str) -> &'static str {
     }
 }
 
+/// A target typed without its scheme, as curl and oha take it (`localhost:9200`, `:9200`,
+/// `9200`), is refused with the URL it most likely means: a measurement states what it
+/// measured, and a guess (plain HTTP, or TLS on that port?) would measure something else
+/// silently. `localhost:9200` would otherwise read as a scheme `localhost`.
+fn refuse_missing_scheme(text: &str) -> Result<()> {
+    let has_scheme = text.contains("://") || ["http:", "https:", "tcp:"].iter().any(|s| text.starts_with(s));
+    match guess_url(text) {
+        Some(guess) if !has_scheme => {
+            Err(usage(format!("'{text}': missing http:// — did you mean {guess}?")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The URL a scheme-less target most likely means: a bare port or `:PORT` is this machine's
+/// (127.0.0.1), a host keeps its name, the path defaults to `/`, and port 443 speaks TLS.
+/// `None` when nothing like a host is there.
+fn guess_url(text: &str) -> Option<String> {
+    let text = text.trim();
+    let (authority, path) = text.find(['/', '?']).map_or((text, "/"), |at| text.split_at(at));
+    let path = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
+    let authority = if authority.bytes().all(|b| b.is_ascii_digit()) && !authority.is_empty() {
+        format!("127.0.0.1:{authority}")
+    } else if let Some(port) = authority.strip_prefix(':') {
+        format!("127.0.0.1:{port}")
+    } else {
+        authority.to_string()
+    };
+    let valid = |c: char| c.is_ascii_alphanumeric() || "-._:[]@%".contains(c);
+    if authority.is_empty() || !authority.chars().all(valid) {
+        return None;
+    }
+    let scheme = if authority.ends_with(":443") { "https" } else { "http" };
+    Some(format!("{scheme}://{authority}{path}"))
+}
+
 /// Parses and resolves an `http://` or `https://` URL.
 pub fn parse_http_target(text: &str) -> Result<HttpTarget> {
+    refuse_missing_scheme(text)?;
     let url = Url::parse(text).map_err(|e| usage(format!("invalid URL '{text}': {e}{}", ipv6_hint(text))))?;
     match url.scheme() {
         "http" | "https" => {}
@@ -175,6 +213,24 @@ mod tests {
         let error = parse_target("http://::1:8080/").err().unwrap().to_string();
         assert!(error.ends_with("an IPv6 address goes in brackets, as http://[::1]:8080/"), "{error}");
         assert!(parse_target("http://[::1]:8080/").is_ok());
+    }
+
+    #[test]
+    fn a_target_without_its_scheme_is_refused_with_the_url_it_means() {
+        let said = |text: &str| parse_target(text).err().map(|e| e.to_string());
+        let local = "missing http:// — did you mean http://127.0.0.1:9200/?";
+        for text in ["127.0.0.1:9200/", ":9200", "9200", " 9200"] {
+            assert_eq!(said(text).unwrap(), format!("'{text}': {local}"));
+        }
+        assert!(said("localhost:9200").unwrap().ends_with("did you mean http://localhost:9200/?"));
+        assert!(said("example.com/a?b=1").unwrap().ends_with("did you mean http://example.com/a?b=1?"));
+        assert!(said("[::1]:8080").unwrap().ends_with("did you mean http://[::1]:8080/?"));
+        assert!(said("h:443/x").unwrap().ends_with("did you mean https://h:443/x?"));
+        let http = parse_http_target("localhost:9200").err().unwrap();
+        assert!(crate::usage::is_usage(&http), "{http}");
+        // Text that names no host keeps the parser's own reason.
+        assert!(said("not a url").unwrap().contains("invalid URL"));
+        assert!(said("").unwrap().contains("invalid URL"));
     }
 
     #[test]
