@@ -99,6 +99,55 @@ pub fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Fi
     })
 }
 
+/// Stalls a fresh connection per request hides: proven on a hop reached with keep-alive.
+fn hidden_by_fresh_connections(id: FindingId) -> bool {
+    matches!(id, FindingId::ServerNagleDelayedAck | FindingId::ServerNagleRoundTrip)
+}
+
+/// Orders the fixes where one would expose another that was proven: a front that opens a
+/// new connection to its upstream per request, whose upstream stalls on a reused connection
+/// (Nagle on the hop), would wait that stall on every request once it pools connections. The
+/// front's finding then says so, carries the hop's proof, and puts the hop's fix first.
+pub fn order_fixes(findings: &mut [Finding], hops: &[HopDiagnosis]) {
+    for finding in findings.iter_mut().filter(|f| f.id == FindingId::UpstreamConnectionPerRequest) {
+        let names_hop = |hop: &&HopDiagnosis| {
+            let address = hop.address.to_string();
+            finding.evidence.iter().any(|e| e.what.contains(&address))
+        };
+        let Some((hop, stall)) = hops.iter().filter(names_hop).find_map(|hop| {
+            let stall = hop.findings.iter().find(|f| f.proven && hidden_by_fresh_connections(f.id))?;
+            Some((hop, stall))
+        }) else {
+            continue;
+        };
+        let pause = hop.baseline.stalled_gap_p50_ms.unwrap_or(hop.baseline.total_p50_ms);
+        finding.title.push_str(&format!(
+            ". Fix the hop first: {} proved {} there ({pause:.0} ms per response on a reused connection), which a \
+             fresh connection per request hides; pooled connections would wait it on every request",
+            hop.address,
+            stall.id.as_str()
+        ));
+        finding.evidence.push(Evidence::new(
+            format!("pause per response of {} on a reused connection", hop.address),
+            pause,
+            "ms",
+        ));
+        finding.proof.extend(stall.proof.iter().map(|p| Proof {
+            kind: ProofKind::UpstreamDiagnosis,
+            experiment: format!("on {}: {}", hop.address, p.experiment),
+            result: p.result.clone(),
+            ..p.clone()
+        }));
+        finding.fix_summary = format!(
+            "In this order: 1. fix the hop at {}: {} 2. then reuse connections to it: {}",
+            hop.address, stall.fix_summary, finding.fix_summary
+        );
+        let mut ordered = stall.fix.clone();
+        ordered.append(&mut finding.fix);
+        finding.fix = ordered;
+    }
+}
+
 /// The server held a connection an HTTP/1.0 client expected it to close.
 pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
     // A server that holds without promising anything is a naive one, not a hop-by-hop leak;

@@ -21,6 +21,7 @@ mod relay;
 mod rules;
 mod server;
 mod significance;
+mod slow_body;
 mod suggest;
 mod timers;
 
@@ -29,7 +30,7 @@ pub use capture::{
     NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
 };
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
-pub use hops::{HopDiagnosis, proxy_hop_stall};
+pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,

@@ -187,6 +187,17 @@ pub struct PhaseSummary {
     pub stalled_gap_p90_ms: Option<f64>,
     /// Median bytes that arrived before the pause, over stalled responses.
     pub bytes_before_stall: Option<u64>,
+    /// Steady responses that paused 25 ms or more in all after their first byte, beyond what
+    /// the path's transfer rounds explain, in pauses of 1 ms or more none of which was a stall:
+    /// a body sent slowly in pieces.
+    pub slow_body: usize,
+    /// Median over steady responses of the pauses after the first byte, added up, less the
+    /// path's transfer rounds.
+    pub paused_p50_ms: f64,
+    /// Median number of pauses of 1 ms or more per steady response.
+    pub pauses_p50: u32,
+    /// Median time from the first byte to the last, less the path's transfer rounds.
+    pub body_p50_ms: f64,
     /// Steady responses whose first byte came 25 ms or more after the request, beyond the
     /// path's round trip.
     pub late_first_byte: usize,
@@ -339,6 +350,11 @@ impl PhaseSummary {
         (self.first_byte_p50_ms - handshake - rtt).max(0.0)
     }
 
+    /// Share of the steady responses whose body came in slow pieces (0 to 1).
+    pub fn slow_body_fraction(&self) -> f64 {
+        fraction(self.slow_body, self.steady_responses)
+    }
+
     /// Share of the steady responses whose first byte was late (0 to 1).
     pub fn late_first_byte_fraction(&self) -> f64 {
         fraction(self.late_first_byte, self.steady_responses)
@@ -367,6 +383,19 @@ impl PhaseSummary {
 /// the median (or 8 ms), which random server work does not achieve.
 pub(crate) fn is_clustered(p10: f64, p50: f64, p90: f64) -> bool {
     p90 - p10 <= (0.25 * p50).max(8.0)
+}
+
+/// The flights beyond the first that `bytes` take from an initial window of 10 segments of
+/// `mss` that doubles each round trip: the most round trips a response's transfer may pause.
+pub(crate) fn extra_flights(bytes: u64, mss: u64) -> u32 {
+    let segments = bytes.div_ceil(mss.max(1));
+    let (mut flights, mut sent, mut window) = (1, INITIAL_WINDOW_SEGMENTS, INITIAL_WINDOW_SEGMENTS);
+    while sent < segments {
+        window *= 2;
+        sent += window;
+        flights += 1;
+    }
+    flights - 1
 }
 
 fn fraction(part: usize, whole: usize) -> f64 {
@@ -430,6 +459,20 @@ impl Phase {
                 })
                 .map(|r| ms(r.max_read_gap)),
         );
+        // A response larger than the first flight waits a round trip per extra flight: those
+        // pauses are the path's.
+        let path_rounds_ms =
+            |r: &ResponseRecord| f64::from(r.pauses.min(extra_flights(r.response_bytes, mss))) * rtt;
+        let paused_beyond = |r: &ResponseRecord| (ms(r.paused) - path_rounds_ms(r)).max(0.0);
+        let body_beyond = |r: &ResponseRecord| (ms(r.total) - ms(r.first_byte) - path_rounds_ms(r)).max(0.0);
+        let slow_body = steady
+            .iter()
+            .filter(|r| {
+                paused_beyond(r) >= STALL_GAP_MS && ms(r.max_read_gap) - rtt < STALL_GAP_MS && !resent(r)
+            })
+            .count();
+        let mut pause_counts: Vec<u32> = steady.iter().map(|r| r.pauses).collect();
+        pause_counts.sort_unstable();
         let stalled_gaps = sorted(stalls.iter().map(|r| ms(r.max_read_gap)));
         let mut bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
         bytes_before.sort_unstable();
@@ -466,6 +509,10 @@ impl Phase {
             stalled_gap_p50_ms: on_stalls(0.5),
             stalled_gap_p90_ms: on_stalls(0.9),
             bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
+            slow_body,
+            paused_p50_ms: percentile(&sorted(steady.iter().map(|r| paused_beyond(r))), 0.5),
+            pauses_p50: pause_counts.get(pause_counts.len() / 2).copied().unwrap_or(0),
+            body_p50_ms: percentile(&sorted(steady.iter().map(|r| body_beyond(r))), 0.5),
             late_first_byte: steady
                 .iter()
                 .filter(|r| ms(r.first_byte) - handshake(r) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
@@ -579,6 +626,8 @@ pub(crate) mod tests {
             read_chunks: if gap_ms.is_some() { 2 } else { 1 },
             max_read_gap: d(gap),
             bytes_before_max_gap: if gap_ms.is_some() { 120 } else { 0 },
+            paused: if gap >= 1.0 { d(gap) } else { Duration::ZERO },
+            pauses: u32::from(gap >= 1.0),
             response_bytes: 133,
             status: 200,
         }

@@ -37,10 +37,10 @@ const REMOVED_P50_RATIO: f64 = 0.5;
 /// top of a server stall (a POST to Python over TLS) halves the total when it is removed,
 /// 88.01 ms -> 44.04 ms, a hair above half, while its first byte fell from 44 ms to 0.6 ms.
 #[derive(Clone, Copy)]
-struct Symptom {
-    share: fn(&PhaseSummary) -> f64,
-    median_ms: fn(&PhaseSummary) -> f64,
-    label: &'static str,
+pub(crate) struct Symptom {
+    pub(crate) share: fn(&PhaseSummary) -> f64,
+    pub(crate) median_ms: fn(&PhaseSummary) -> f64,
+    pub(crate) label: &'static str,
 }
 
 const PAUSE: Symptom = Symptom {
@@ -83,7 +83,10 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
     let held = baseline.round_trip_held_fraction() >= SYMPTOM_FRACTION;
-    let slow = stalls || held || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS;
+    let slow = stalls
+        || held
+        || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS
+        || crate::slow_body::slow_in_pieces(&baseline);
 
     if slow && !done(Experiment::QuickAck) {
         return Some(Experiment::QuickAck);
@@ -145,6 +148,11 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if !client_explains_first_byte {
         findings.extend(slow_first_byte(observations, &baseline));
     }
+    if baseline.stalled_fraction() < SYMPTOM_FRACTION
+        && baseline.round_trip_held_fraction() < SYMPTOM_FRACTION
+    {
+        findings.extend(crate::slow_body::slow_response_body(observations, &baseline));
+    }
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
     findings.extend(window_findings(observations, &baseline));
@@ -198,7 +206,12 @@ fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
         && phase.first_byte_p50_ms >= baseline.first_byte_p50_ms + 20.0
 }
 
-fn proof(experiment: Experiment, baseline: &PhaseSummary, phase: &Phase, symptom: Symptom) -> Proof {
+pub(crate) fn proof(
+    experiment: Experiment,
+    baseline: &PhaseSummary,
+    phase: &Phase,
+    symptom: Symptom,
+) -> Proof {
     proof_of(ProofKind::Experiment, experiment.describe().into(), baseline, phase, symptom)
 }
 

@@ -14,7 +14,7 @@ use crate::try_fix::{FixPolicy, try_fix, worth_trying};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{
     Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, keepalive_idle_close,
-    next_experiment, proxy_hop_stall,
+    next_experiment, order_fixes, proxy_hop_stall,
 };
 use nodelay_engine::{
     EngineConfig, Framing, SocketOptions, later, probe_expect_continue, probe_hold, probe_idle,
@@ -233,6 +233,8 @@ pub(crate) fn examine_within(
         });
         findings.insert(0, hop_stall);
     }
+    // A fix that would expose a stall proven on a hop comes after the hop's.
+    order_fixes(&mut findings, &hop_diagnoses);
     // Last, as it may wait for all the budget left: how long does an idle connection live?
     if chain.idle_probe
         && matches!(workload.framing, Framing::Http { .. })

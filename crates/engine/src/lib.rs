@@ -43,7 +43,7 @@ pub use limits::{
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
 pub use quantile::{distribution_ns, quantile_ms};
-pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, TlsSummary};
+pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, PAUSE_MIN, ResponseRecord, TlsSummary};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{

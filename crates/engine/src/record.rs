@@ -37,11 +37,21 @@ pub struct ResponseRecord {
     pub max_read_gap: Duration,
     /// Bytes that arrived before that longest pause (e.g. only the head).
     pub bytes_before_max_gap: u64,
+    /// The pauses between reads of this response of [`PAUSE_MIN`] or more, added up: a body
+    /// sent in several short pauses, none as long as a stall, still costs their sum.
+    pub paused: Duration,
+    /// How many pauses of [`PAUSE_MIN`] or more there were.
+    pub pauses: u32,
     /// Bytes read for this response, head and body.
     pub response_bytes: u64,
     /// HTTP status of the final response; 0 for raw protocols.
     pub status: u16,
 }
+
+/// A pause between two reads of one response this long or longer counts in
+/// [`ResponseRecord::paused`]: far above the microseconds between the reads of one burst on
+/// loopback, far below any timer or round trip worth naming.
+pub const PAUSE_MIN: Duration = Duration::from_millis(1);
 
 /// Why a request attempt failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -18,7 +18,7 @@ use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
 use crate::poller::{Batch, BatchSize, Poller, Readiness};
-use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord};
+use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, PAUSE_MIN, ResponseRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
 use crate::tcp_info::{read_tcp_info, set_quickack};
@@ -102,6 +102,8 @@ struct RequestTiming {
     read_chunks: u32,
     max_read_gap: Duration,
     bytes_before_max_gap: u64,
+    paused: Duration,
+    pauses: u32,
     response_bytes: u64,
 }
 
@@ -121,6 +123,8 @@ impl RequestTiming {
             read_chunks: 0,
             max_read_gap: Duration::ZERO,
             bytes_before_max_gap: 0,
+            paused: Duration::ZERO,
+            pauses: 0,
             response_bytes: 0,
         }
     }
@@ -133,6 +137,10 @@ impl RequestTiming {
             if gap > self.max_read_gap {
                 self.max_read_gap = gap;
                 self.bytes_before_max_gap = self.response_bytes;
+            }
+            if gap >= PAUSE_MIN {
+                self.paused += gap;
+                self.pauses += 1;
             }
         }
         self.last_read = now;
@@ -643,6 +651,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             read_chunks: timing.read_chunks,
             max_read_gap: timing.max_read_gap,
             bytes_before_max_gap: timing.bytes_before_max_gap,
+            paused: timing.paused,
+            pauses: timing.pauses,
             response_bytes: timing.response_bytes,
             status: connection.parser.status(),
         };

@@ -1,0 +1,56 @@
+//! Verdicts a user can act on (issue 31): never `healthy` for a slow response, error pages
+//! named and failing the gate, findings ranked by what they cost. Real servers on loopback.
+
+mod common;
+
+use common::*;
+
+/// Four 10 ms pauses and two 20 ms pauses: every pause is under a stall's 25 ms, the
+/// responses take 40 ms. Not healthy: the time the body spends pausing is named.
+#[test]
+fn a_body_in_short_pauses_that_add_up_is_slow_not_healthy() {
+    for (pieces, pause_ms) in [("5", "10"), ("3", "20")] {
+        let peer = python_peer("trickle_server.py", &["--pieces", pieces, "--pause-ms", pause_ms]);
+        let run = nodelay(&["doctor", "--json", &peer.url("/")]);
+        let report = run.json();
+        let ids = finding_ids(&report);
+        assert_eq!(ids[0], "slow-response-body", "{pieces} pieces: {report:#}");
+        assert!(!ids.contains(&"healthy".to_string()), "{report:#}");
+        assert_eq!(run.code(), 3, "{report:#}");
+        let finding = &report["findings"][0];
+        assert!(evidence(finding, "median pauses of 1 ms or more, added up") >= 35.0, "{finding:#}");
+        assert_eq!(finding["proven"], true, "the quick-ACK experiment ran and left it: {finding:#}");
+    }
+}
+
+/// nginx without upstream keep-alive in front of a server that holds its responses (Nagle):
+/// advising upstream keep-alive alone would expose the stall the doctor proved on the hop.
+/// The advice orders the fixes: the hop's Nagle first, then reuse connections.
+#[test]
+fn a_fix_that_would_expose_a_proven_stall_comes_after_the_stalls_fix() {
+    let _alone = alone();
+    let backend = python_peer("python_http_server.py", &[]);
+    let nginx = common::nginx::Nginx::start(&common::nginx::proxy_to(backend.port, "1.0", false));
+    let url = nginx.url("/");
+    assert_eq!(nodelay(&["bench", "-q", "-c", "1", "-n", "300", "--no-server-view", &url]).code(), 0);
+    let run = nodelay(&["doctor", "--json", &url]);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    let hop = format!("127.0.0.1:{}", backend.port);
+    assert_eq!(finding_ids(&report["hops"][0]["report"])[0], "server-nagle-delayed-ack", "{report:#}");
+    let findings = report["findings"].as_array().unwrap();
+    let churn = findings
+        .iter()
+        .find(|f| f["id"] == "upstream-connection-per-request")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    let summary = churn["fix_summary"].as_str().unwrap();
+    assert!(summary.starts_with(&format!("In this order: 1. fix the hop at {hop}")), "{churn:#}");
+    assert!(summary.contains("2. then reuse connections"), "{churn:#}");
+    assert_eq!(churn["fix"][0]["stack"], "Python http.server / socketserver", "{churn:#}");
+    assert!(
+        churn["proof"].as_array().unwrap().iter().any(|p| p["kind"] == "upstream-diagnosis"),
+        "{churn:#}"
+    );
+    let text = squeeze(&nodelay(&["doctor", &url]).stdout());
+    assert!(text.contains("Fix the hop first"), "{text}");
+}
