@@ -44,6 +44,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.do_GET()
 
+    do_PUT = do_POST
+
     def log_message(self, *_):
         pass
 

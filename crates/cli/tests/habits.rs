@@ -81,8 +81,10 @@ fn the_doctor_says_it_diagnosed_an_error_page() {
     let url = not_found_server();
     let run = nodelay(&["doctor", &url, "--budget", "3s"]);
     let text = squeeze(&run.stdout());
-    assert!(text.contains("baseline responses were not 2xx/3xx (404 ×"), "{text}");
-    assert!(text.contains("verdict: healthy (of an error page: 404 ×"), "{text}");
+    // An error page is a finding of its own, never healthy, and fails a gate.
+    assert!(text.contains("error-responses (proven, high confidence)"), "{text}");
+    assert!(text.contains("verdict: error-responses (of an error page: 404 ×"), "{text}");
+    assert_eq!(run.code(), 3, "{text}");
     let json = nodelay(&["doctor", &url, "--budget", "3s", "--json"]).json();
     assert_eq!(json["error_page"]["responses"], json["error_page"]["of"], "{json}");
     common::validate_against_schema("doctor.schema.json", &json);

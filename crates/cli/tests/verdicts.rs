@@ -54,3 +54,42 @@ fn a_fix_that_would_expose_a_proven_stall_comes_after_the_stalls_fix() {
     let text = squeeze(&nodelay(&["doctor", &url]).stdout());
     assert!(text.contains("Fix the hop first"), "{text}");
 }
+
+/// Error pages are a finding of their own and fail the gate; past a share of them the
+/// verdict is about them alone. The curl to see one sends what the run sent.
+#[test]
+fn error_responses_are_a_finding_that_fails_the_gate() {
+    let all = python_peer("trickle_server.py", &["--status", "500"]);
+    let run = nodelay(&["doctor", "--json", "-b", r#"{"id":7}"#, &all.url("/orders")]);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(finding_ids(&report), ["error-responses"], "{report:#}");
+    assert_eq!(run.code(), 3, "{report:#}");
+    let finding = &report["findings"][0];
+    assert!(finding["title"].as_str().unwrap().contains("(500 ×"), "{finding:#}");
+    let summary = finding["fix_summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(r#"`curl -i --data-binary '{{"id":7}}' {}`"#, all.url("/orders"))),
+        "{summary}"
+    );
+
+    let some = python_peer("trickle_server.py", &["--status", "503", "--error-every", "4"]);
+    let run = nodelay(&["doctor", &some.url("/")]);
+    let text = squeeze(&run.stdout());
+    assert_eq!(run.code(), 3, "{text}");
+    assert!(text.contains("verdict: error-responses"), "{text}");
+    assert!(text.contains("so the verdict is about them"), "{text}");
+    assert!(!text.contains("healthy"), "{text}");
+
+    // bench's suggestion shows the same request.
+    let bench =
+        nodelay(&["bench", "--json", "-c", "1", "-n", "40", "-m", "PUT", "-b", "x=1", &some.url("/")]);
+    let prove: Vec<String> = bench.json()["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["id"] == "error-responses")
+        .map(|s| s["prove"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(prove, [format!("curl -i -X PUT --data-binary x=1 {}", some.url("/"))]);
+}

@@ -60,6 +60,8 @@ pub enum FindingId {
     /// A response larger than the initial congestion window takes extra round trips on a
     /// fresh connection.
     InitialWindowLimited,
+    /// Responses came back with an error status (4xx, 5xx): what was timed is an error page.
+    ErrorResponses,
     /// Nothing found that costs latency.
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
@@ -90,6 +92,7 @@ impl FindingId {
             FindingId::ZeroWindow => "zero-window",
             FindingId::SlowStartAfterIdle => "slow-start-after-idle",
             FindingId::InitialWindowLimited => "initial-window-limited",
+            FindingId::ErrorResponses => "error-responses",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

@@ -11,6 +11,8 @@
 
 mod backlog;
 mod capture;
+mod closing;
+mod errors;
 mod expect;
 mod finding;
 mod fixes;
@@ -29,6 +31,8 @@ pub use capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
     NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
 };
+pub use closing::closes_after_each_response;
+pub use errors::MAX_ERROR_SHARE;
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
@@ -43,5 +47,5 @@ pub use server::{
     server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
-pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, suggest};
+pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

@@ -15,6 +15,9 @@ pub struct RunShape {
     /// `--no-tls-resume`), one token each: a command without them would fail where the run
     /// did not.
     pub tls_options: Vec<String>,
+    /// curl's words for the run's method, headers and body (`-X PUT`, `-H 'A: b'`,
+    /// `--data-binary @f`), quoted: the error-page command sends what the run sent.
+    pub request_words: Vec<String>,
     /// Connections the run kept open at once (`-c`).
     pub connections: usize,
     /// Worker threads of the generator.
@@ -102,7 +105,7 @@ fn target(run: &RunShape, accepted: &[&str]) -> String {
 
 /// A word as a POSIX shell reads it back: as is when it holds only safe characters, else in
 /// single quotes.
-fn shell_word(text: &str) -> String {
+pub fn shell_word(text: &str) -> String {
     let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:@%+=,[]?&~".contains(c);
     if !text.is_empty() && text.chars().all(safe) {
         text.to_string()
@@ -211,7 +214,12 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         out.push(Suggestion {
             id: "error-responses",
             why: format!("{share:.0} % of the responses are error pages: their latency is not the page's"),
-            prove: format!("curl -i {}", target(run, TLS_OPTIONS_OF_CURL)),
+            prove: ["curl -i".to_string()]
+                .into_iter()
+                .chain(run.request_words.iter().cloned())
+                .chain([target(run, TLS_OPTIONS_OF_CURL)])
+                .collect::<Vec<_>>()
+                .join(" "),
         });
     }
     if run.ports_exhausted > 0 {

@@ -13,8 +13,8 @@ use crate::progress::Progress;
 use crate::try_fix::{FixPolicy, try_fix, worth_trying};
 use anyhow::{Context, Result, bail};
 use nodelay_diagnose::{
-    Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, diagnose, keepalive_idle_close,
-    next_experiment, order_fixes, proxy_hop_stall,
+    Experiment, FindingId, HopDiagnosis, Observations, Phase, RequestShape, closes_after_each_response,
+    diagnose, keepalive_idle_close, next_experiment, order_fixes, proxy_hop_stall,
 };
 use nodelay_engine::{
     EngineConfig, Framing, SocketOptions, later, probe_expect_continue, probe_hold, probe_idle,
@@ -143,6 +143,19 @@ pub(crate) fn examine_within(
     let mut observations =
         Observations { request: Some(shape), baseline, server_view: view, ..Observations::default() };
     let mut skipped = Vec::new();
+    // A server that closed every keep-alive connection after one response without saying so
+    // (every second request failed) is measured as its clients can use it: on fresh
+    // connections, which the rules then judge in place of the failed baseline.
+    if closes_after_each_response(&observations.baseline) && !stop::requested() && left() >= MIN_PHASE {
+        let experiment = Experiment::NewConnectionPerRequest;
+        let duration = left().min(budget.mul_f64(BASELINE_SHARE));
+        let config = experiment_config(&baseline_config, request, experiment, duration, Duration::ZERO);
+        progress.phase(&format!(
+            "experiment: {} (the server closed each keep-alive connection after one response)",
+            experiment.describe()
+        ));
+        observations.experiments.push(run_phase(&config, Some(experiment))?);
+    }
     while let Some(experiment) = next_experiment(&observations) {
         if stop::requested() {
             break;
@@ -235,6 +248,11 @@ pub(crate) fn examine_within(
     }
     // A fix that would expose a stall proven on a hop comes after the hop's.
     order_fixes(&mut findings, &hop_diagnoses);
+    // An error page is looked at as sent: the method, headers and body of the run.
+    for finding in findings.iter_mut().filter(|f| f.id == FindingId::ErrorResponses) {
+        let curl = nodelay_load::curl_command(url, &chain.request);
+        finding.fix_summary.push_str(&format!(" See one: `{curl}`"));
+    }
     // Last, as it may wait for all the budget left: how long does an idle connection live?
     if chain.idle_probe
         && matches!(workload.framing, Framing::Http { .. })

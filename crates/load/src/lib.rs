@@ -9,9 +9,12 @@
 
 #![warn(missing_docs)]
 
+mod curl;
+pub mod habits;
 pub mod input;
 mod outcome;
 mod plan;
+mod progress_words;
 mod request;
 mod rounds;
 mod run;
@@ -19,12 +22,15 @@ pub mod scenario;
 mod server_view;
 pub mod stop;
 mod target;
+mod tls_port;
 mod usage;
 pub mod values;
 mod workload;
 
+pub use curl::{curl_command, curl_request_words};
 pub use outcome::why_nothing_succeeded;
 pub use plan::{Load, LoadOptions, Measured, plan_load};
+pub use progress_words::ProgressWords;
 pub use request::{RequestOptions, TlsChoices, WriteSplit, build_request, parse_write_split};
 pub use rounds::{Contender, TEST as COMPARE_TEST, comparisons, finish as finish_rounds, labels, run_rounds};
 pub use run::{Finished, RunObserver, RunProgress, run_engine};

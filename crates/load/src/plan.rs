@@ -59,6 +59,9 @@ pub struct Load {
     pub success: SuccessStatuses,
     /// `--io-uring` was asked for and this machine refused it: why (epoll runs instead).
     pub io_uring_refused: Option<String>,
+    /// curl's words for the request's method, headers and body, for the commands a report
+    /// suggests.
+    pub curl_request: Vec<String>,
 }
 
 /// One run's merged figures and how it ended.
@@ -124,7 +127,14 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         },
         io_uring: config.io_uring,
     };
-    Ok(Load { workload, config, settings, success: load.success_status.clone(), io_uring_refused })
+    Ok(Load {
+        workload,
+        config,
+        settings,
+        success: load.success_status.clone(),
+        io_uring_refused,
+        curl_request: crate::curl::curl_request_words(&load.request),
+    })
 }
 
 impl Load {

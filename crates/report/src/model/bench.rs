@@ -403,11 +403,17 @@ impl BenchReport {
         self
     }
 
-    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was
-    /// and the options besides the URL that reached the target (for the commands it shows).
-    pub fn with_suggestions(mut self, generator_cpu_share: Option<f64>, tls_options: Vec<String>) -> Self {
+    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was,
+    /// the options besides the URL that reached the target and curl's words for the request
+    /// sent (for the commands it shows).
+    pub fn with_suggestions(
+        mut self,
+        generator_cpu_share: Option<f64>,
+        tls_options: Vec<String>,
+        request_words: Vec<String>,
+    ) -> Self {
         self.generator_cpu_share = generator_cpu_share;
-        let shape = RunShape { tls_options, ..self.run_shape() };
+        let shape = RunShape { tls_options, request_words, ..self.run_shape() };
         self.suggestions = nodelay_diagnose::suggest(&shape);
         self
     }
@@ -425,6 +431,7 @@ impl BenchReport {
         RunShape {
             url: self.settings.url.clone(),
             tls_options: Vec::new(),
+            request_words: Vec::new(),
             connections: self.settings.connections,
             threads: self.settings.threads,
             keep_alive: self.settings.keep_alive,

@@ -121,15 +121,6 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
                     findings rest on what was measured until then";
         out.push_str(&wrap(line, width, "  ", "    "));
     }
-    if let Some(page) = &r.error_page {
-        let note = format!(
-            "note: {} of {} baseline responses were not 2xx/3xx ({}): this diagnoses an error page; check the URL",
-            page.responses,
-            page.of,
-            page.statuses()
-        );
-        out.push_str(&wrap(&note, width, "  ", "    "));
-    }
     if let Some(view) = &r.server_view {
         writeln!(out)?;
         write_server_view(out, view, width)?;
