@@ -293,3 +293,33 @@ fn a_proxy_whose_upstream_ports_went_round_is_bounded_by_its_namespace_connects(
         "{title}"
     );
 }
+
+/// nginx terminating TLS in front of the stalling backend: the client's https options
+/// (`--cacert`) are for the front; the hop behind it is plain HTTP and is diagnosed as such,
+/// so the stall is named at the hop as it is without TLS (not `slow-first-byte`).
+#[test]
+fn the_doctor_follows_an_https_front_to_its_plain_http_backend() {
+    let _alone = alone();
+    let backend = python_peer("python_http_server.py", &[]);
+    let tls = common::tls::certs();
+    let front = nginx::proxy_to(backend.port, "1.1", true).replacen(
+        "server {",
+        &format!("server {{\n    ssl_certificate {};\n    ssl_certificate_key {};", tls.cert, tls.key),
+        1,
+    );
+    let nginx = Nginx::start_tls(&front);
+    let url = nginx.https_url("/");
+    let warm =
+        nodelay(&["bench", "-q", "-c", "1", "-n", "300", "--no-server-view", "--cacert", &tls.ca, &url]);
+    assert_eq!(warm.code(), 0, "warming {url} failed:\n{}", warm.stderr());
+    let run = nodelay(&["doctor", "--json", "--cacert", &tls.ca, &url]);
+    assert_eq!(run.code(), 3, "doctor failed:\n{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    let hop = &report["hops"][0];
+    assert_eq!(hop["address"], format!("127.0.0.1:{}", backend.port), "{report:#}");
+    assert_eq!(hop["error"], serde_json::Value::Null, "{hop:#}");
+    assert_eq!(finding_ids(&hop["report"])[0], "server-nagle-delayed-ack", "{hop:#}");
+    assert_eq!(finding_ids(&report)[0], "proxy-hop-stall", "{report:#}");
+    assert!(!finding_ids(&report).contains(&"slow-first-byte".to_string()), "{report:#}");
+}
