@@ -93,3 +93,34 @@ fn error_responses_are_a_finding_that_fails_the_gate() {
         .collect();
     assert_eq!(prove, [format!("curl -i -X PUT --data-binary x=1 {}", some.url("/"))]);
 }
+
+/// A handler that sleeps 50 ms: the server view shows almost no CPU per request, so the
+/// advice is that it waits and how to find on what, not "profile the handler".
+#[test]
+fn a_handler_that_waits_is_told_to_look_for_what_it_waits_on() {
+    let sleeper = python_peer("work_server.py", &["--mode", "sleep", "--ms", "50"]);
+    let report = nodelay(&["doctor", "--json", &sleeper.url("/")]).json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(finding_ids(&report), ["slow-first-byte"], "{report:#}");
+    let finding = &report["findings"][0];
+    let summary = finding["fix_summary"].as_str().unwrap();
+    assert!(summary.starts_with("The server waits: "), "{summary}");
+    assert!(summary.contains("off-CPU"), "{summary}");
+    assert!(!serde_json::to_string(finding).unwrap().contains("profile the handler"), "{finding:#}");
+    assert_eq!(finding["fix"][0]["stack"], "Python", "the detected stack first: {finding:#}");
+    assert!(evidence(finding, "CPU as a share of the time before its first byte") < 25.0, "{finding:#}");
+    // Python's threads share one core (the GIL): its ceiling is one core's.
+    let view = &report["server_view"];
+    if view["ceiling_one_thread"] == false {
+        assert_eq!(view["ceiling_one_core"], true, "{view:#}");
+    }
+}
+
+/// A 50 ms handler that closes every connection: the handshakes cost a fraction of a
+/// millisecond of each 50 ms request, so the verdict names only what costs the time.
+#[test]
+fn what_costs_nothing_is_left_out_of_the_verdict() {
+    let peer = python_peer("python_http_server.py", &["--http10", "--disable-nagle", "--delay-ms", "50"]);
+    let report = nodelay(&["doctor", "--json", "--no-server-view", &peer.url("/")]).json();
+    assert_eq!(finding_ids(&report), ["slow-first-byte"], "{report:#}");
+}

@@ -120,6 +120,28 @@ pub fn server_work() -> Vec<Fix> {
     ]
 }
 
+/// A server slow with little CPU: it waits, and these find on what.
+pub fn server_waits() -> Vec<Fix> {
+    vec![
+        fix(
+            "Linux (any server)",
+            "off-CPU profile while it serves: offcputime-bpfcc -p PID 10 (bcc), or perf sched timehist",
+        ),
+        fix(
+            "Linux (any server)",
+            "what each thread blocks in: cat /proc/PID/task/*/wchan, or strace -f -T -p PID",
+        ),
+        fix(
+            "servers that call other services",
+            "run nodelay doctor against each upstream: a slow hop is a wait here",
+        ),
+        fix("Python", "py-spy dump --pid PID during a slow request: the stack each thread waits in"),
+        fix("Java", "jstack PID (or JFR's thread-park and socket-read events) during a slow request"),
+        fix("Go", "net/http/pprof block and mutex profiles (runtime.SetBlockProfileRate)"),
+        fix("Node.js", "clinic bubbleprof, or async_hooks timings around the awaited calls"),
+    ]
+}
+
 /// A pause after the first bytes of a response that is not Nagle: the server's own pace.
 pub fn slow_body() -> Vec<Fix> {
     vec![

@@ -19,6 +19,7 @@ mod fixes;
 mod hops;
 mod idle;
 mod phase;
+mod rank;
 mod relay;
 mod rules;
 mod server;
@@ -26,6 +27,7 @@ mod significance;
 mod slow_body;
 mod suggest;
 mod timers;
+mod waiting;
 
 pub use capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
@@ -43,8 +45,8 @@ pub use phase::{
 pub use relay::{LegPauses, RelayObservations, relay_findings};
 pub use rules::{diagnose, next_experiment};
 pub use server::{
-    CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare, server_findings,
-    server_load, server_warnings,
+    CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare,
+    runs_one_thread_at_a_time, server_findings, server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};

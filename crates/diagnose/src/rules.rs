@@ -135,8 +135,8 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     }
     if !baseline.reliable {
         // A server that closes after every response unannounced is judged on fresh connections.
-        if let Some(findings) = crate::closing::judged_on_fresh_connections(observations) {
-            return findings;
+        if let Some(judged) = crate::closing::on_fresh_connections(observations) {
+            return crate::closing::unannounced(diagnose(&judged), observations);
         }
         return vec![unreliable_measurement(&observations.baseline, &baseline)];
     }
@@ -190,12 +190,14 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     // What the server's own counters showed during the baseline (they name their stack by
     // the process, so they come after the Server header's pass).
     if let Some(view) = &observations.server_view {
+        crate::waiting::waiting_advice(&mut findings, view, &baseline);
         let server = server_findings(view, baseline.responses as u64, Some(baseline.total_p50_ms));
         if !server.is_empty() {
             findings.retain(|f| f.id != FindingId::Healthy);
             findings.extend(server);
         }
     }
+    crate::rank::rank(&mut findings, &baseline);
     findings
 }
 

@@ -83,7 +83,8 @@ pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
     let busiest = view.threads.iter().max_by_key(|t| t.on_cpu_us + t.waiting_for_cpu_us);
     let share = busiest.map(|t| ThreadShare::of(t, view.wall_us));
     let cores_busy = cpu_s / wall_s;
-    let cpus = f64::from(view.online_cpus.max(1));
+    // CPython runs one thread's bytecode at a time: its threads share one core's worth.
+    let cpus = if runs_one_thread_at_a_time(view) { 1.0 } else { f64::from(view.online_cpus.max(1)) };
     // One thread is the limit when it was busy and did most of the process's work.
     let one_thread_bound = share.as_ref().is_some_and(|s| s.busy() >= CPU_BOUND_SHARE)
         && busiest.is_some_and(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64);
@@ -105,6 +106,12 @@ pub fn server_load(view: &ServerView, requests: u64) -> ServerLoad {
         one_thread_bound,
         main_thread,
     }
+}
+
+/// The server's runtime lets one thread run at a time (CPython's GIL): however many cores the
+/// machine has, its ceiling is one core's.
+pub fn runs_one_thread_at_a_time(view: &ServerView) -> bool {
+    view.processes.first().is_some_and(|p| stack_of_command(&p.command) == Some("Python"))
 }
 
 /// Findings from the server view, most important first; none when the server is neither
@@ -214,6 +221,23 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
             Some(format!("; ceiling ≈ {:.0} requests/s per busy thread", 1e3 / cpu_ms)),
         ),
     };
+    // A server thread kept from a CPU shared the cores (with nodelay's own threads, on one
+    // machine): part of its limit is the machine's, so its ceiling is not proven.
+    let contended = load.busiest.as_ref().filter(|b| b.waiting_for_cpu >= CONTENDED_SHARE);
+    let context = match (&basis, contended) {
+        (_, Some(busiest)) => format!(
+            ". It also waited for a CPU {:.0} % of the run: the cores were shared (with nodelay's own threads, if on \
+             this machine), so part of that limit is the machine's; pin the server and nodelay to different cores \
+             (taskset) before reading its ceiling",
+            busiest.waiting_for_cpu * 100.0
+        ),
+        (Basis::PerRequest { .. }, None) => String::new(),
+        (_, None) => {
+            ". Under a load that keeps it busy (a closed loop at full speed) every server is CPU-bound: \
+                      this is its ceiling, not a stall"
+                .into()
+        }
+    };
     let mut evidence = vec![Evidence::new("server CPU per request (all its threads)", cpu_ms, "ms")];
     if let Basis::PerRequest { total_ms, .. } = basis {
         evidence.push(Evidence::new("median time per request, one at a time", total_ms, "ms"));
@@ -232,9 +256,15 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
     }
     Some(Finding {
         id: FindingId::ServerCpuBound,
-        title: format!("{} is CPU-bound: {seen}{}", process_name(view), ceiling.unwrap_or_default()),
-        proven: true,
-        confidence: if share >= 0.9 { Confidence::High } else { Confidence::Medium },
+        title: format!("{} is CPU-bound: {seen}{}{context}", process_name(view), ceiling.unwrap_or_default()),
+        proven: contended.is_none(),
+        confidence: match (&basis, contended) {
+            (_, Some(_)) => Confidence::Low,
+            // At saturation it is what is expected of any server: worth knowing, not alarming.
+            (Basis::OneThread(_) | Basis::AllCores { .. }, None) => Confidence::Low,
+            _ if share >= 0.9 => Confidence::High,
+            _ => Confidence::Medium,
+        },
         evidence,
         proof: vec![Proof {
             kind: ProofKind::ServerView,
@@ -446,6 +476,33 @@ pub(crate) mod tests {
 
     fn server_findings_of(view: &ServerView, requests: u64) -> Vec<Finding> {
         server_findings(view, requests, None)
+    }
+
+    #[test]
+    fn at_saturation_cpu_bound_is_expected_and_unproven_when_the_cores_were_shared() {
+        let saturated = view(vec![thread("nginx", 950_000, 20_000)], vec![]);
+        let found = server_findings_of(&saturated, 40_000);
+        assert_eq!(ids(&found), ["server-cpu-bound"]);
+        assert!(found[0].title.contains("every server is CPU-bound"), "{}", found[0].title);
+        assert_eq!((found[0].proven, found[0].confidence), (true, Confidence::Low));
+        // nginx waited for a CPU a third of the run: the generator took it.
+        let shared = view(vec![thread("nginx", 650_000, 320_000)], vec![]);
+        let found = server_findings_of(&shared, 40_000);
+        assert!(!found[0].proven, "{:?}", found[0]);
+        assert!(found[0].title.contains("waited for a CPU 32 % of the run"), "{}", found[0].title);
+        assert!(found[0].title.contains("taskset"), "{}", found[0].title);
+    }
+
+    #[test]
+    fn a_python_server_s_ceiling_is_one_core_s() {
+        let mut pool = view(
+            vec![thread("python3", 200_000, 0), thread("python3", 200_000, 0), thread("python3", 200_000, 0)],
+            vec![],
+        );
+        let two_cores = server_load(&pool, 1000).ceiling_per_second.unwrap();
+        pool.processes[0].command = "python3".into();
+        let one_core = server_load(&pool, 1000).ceiling_per_second.unwrap();
+        assert!((two_cores / one_core - 2.0).abs() < 1e-9, "{two_cores} {one_core}");
     }
 
     #[test]

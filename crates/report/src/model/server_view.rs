@@ -36,6 +36,9 @@ pub struct ServerViewReport {
     pub ceiling_per_second: Option<f64>,
     /// The ceiling is set by one thread doing most of the work; otherwise by all the cores.
     pub ceiling_one_thread: bool,
+    /// The ceiling is one core's although the machine has more: the runtime runs one thread
+    /// at a time (CPython's GIL).
+    pub ceiling_one_core: bool,
     /// The busiest threads, most CPU first (at most 3).
     pub threads: Vec<ThreadReport>,
     /// Upstream destinations the server connected to during the run.
@@ -132,6 +135,7 @@ impl ServerViewReport {
             cores_busy: load.cores_busy,
             ceiling_per_second: load.ceiling_per_second,
             ceiling_one_thread: load.main_thread,
+            ceiling_one_core: !load.main_thread && nodelay_diagnose::runs_one_thread_at_a_time(view),
             threads,
             upstreams,
             namespace_connects_by_others: view.namespace_connects_by_others,
@@ -157,6 +161,7 @@ impl ServerViewReport {
             cores_busy: 0.0,
             ceiling_per_second: None,
             ceiling_one_thread: false,
+            ceiling_one_core: false,
             threads: Vec::new(),
             upstreams: Vec::new(),
             namespace_connects_by_others: None,

@@ -33,6 +33,8 @@ pub(crate) fn write_server_view(out: &mut String, view: &ServerViewReport, width
     if let Some(ceiling) = view.ceiling_per_second {
         let basis = if view.ceiling_one_thread {
             "were its busiest thread, which did most of the work, busy all the time".to_string()
+        } else if view.ceiling_one_core {
+            "were one core busy: Python's GIL runs one thread at a time".to_string()
         } else {
             format!("were all {} cores busy", view.online_cpus)
         };
