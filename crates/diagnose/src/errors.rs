@@ -70,7 +70,6 @@ pub(crate) fn error_responses(phase: &Phase) -> Option<Finding> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::phase::tests::{phase, response};
     use crate::phase::{Observations, RequestShape};
     use crate::{FindingId, diagnose};
