@@ -33,6 +33,10 @@ want tmux tmux
 want tshark tshark
 # nginx in front of a stalling backend, and its upstream keep-alive pool (crates/cli/tests/hop_peers.rs).
 want nginx nginx-light
+# uWSGI's HTTP router as its quickstart starts it, closing after every response unannounced
+# (crates/cli/tests/uwsgi.rs): Debian's build, its router and Python as plugins.
+want uwsgi uwsgi-core
+want_file /usr/lib/uwsgi/plugins/python3_plugin.so uwsgi-plugin-python3
 # Headless Chromium loads the HTML reports from disk, checks their DOM and takes screenshots
 # (crates/cli/tests/html.rs looks for /usr/bin/chromium).
 want_file /usr/bin/chromium chromium
