@@ -37,9 +37,10 @@ fn describe_certificate(error: &CertificateError) -> String {
         }
         CertificateError::NotValidForNameContext { expected, presented } => {
             let expected = expected.to_str();
-            let names = if presented.is_empty() { "no name".to_string() } else { presented.join(", ") };
+            let names: Vec<&str> = presented.iter().filter_map(|name| plain_name(name)).collect();
+            let names = if names.is_empty() { "no name".to_string() } else { names.join(", ") };
             format!(
-                "TLS: certificate name mismatch: it is for {names}, not {expected}; use --sni NAME with one of its names, or --insecure"
+                "TLS: certificate name mismatch: the certificate is for: {names} (not {expected}); use --sni NAME with one of its names, or --insecure"
             )
         }
         CertificateError::NotValidForName => {
@@ -52,6 +53,21 @@ fn describe_certificate(error: &CertificateError) -> String {
             "TLS: certificate not valid yet (check this machine's clock), or use --insecure".to_string()
         }
         other => format!("TLS: certificate rejected: {other}"),
+    }
+}
+
+/// A certificate's name as the user types it: webpki lists them in its debug form
+/// (`DnsName("a.example")`, `IpAddress(127.0.0.1)`); names nothing can be sent as (a
+/// directory name, an unsupported kind) are left out.
+fn plain_name(presented: &str) -> Option<&str> {
+    let inner = ["DnsName(", "IpAddress(", "UniformResourceIdentifier("]
+        .iter()
+        .find_map(|kind| presented.strip_prefix(kind)?.strip_suffix(')'));
+    match inner {
+        Some(inner) => Some(inner.trim_matches('"')),
+        // Another form (a later webpki may print names plainly): as it is.
+        None if presented.contains(['(', ')']) || presented == "DirectoryName" => None,
+        None => Some(presented),
     }
 }
 
@@ -109,10 +125,18 @@ mod tests {
     fn a_name_mismatch_lists_the_certificate_names() {
         let error = CertificateError::NotValidForNameContext {
             expected: rustls::pki_types::ServerName::try_from("example.com").unwrap().to_owned(),
-            presented: vec!["DnsName(\"localhost\")".into()],
+            presented: vec![
+                "DnsName(\"localhost\")".into(),
+                "IpAddress(127.0.0.1)".into(),
+                "DirectoryName".into(),
+                "a.example".into(),
+            ],
         };
         let text = describe_tls_error(&Error::InvalidCertificate(error));
-        assert!(text.contains("name mismatch") && text.contains("not example.com"), "{text}");
+        assert!(
+            text.contains("the certificate is for: localhost, 127.0.0.1, a.example (not example.com)"),
+            "{text}"
+        );
         assert!(text.contains("--sni"), "{text}");
     }
 
