@@ -18,6 +18,9 @@ pub fn merge(args: &MergeArgs) -> Result<Outcome> {
     let html = create_output(args.html.as_deref(), "--html")?;
     let contents: Vec<Vec<u8>> = args.logs.iter().map(|path| read(path)).collect::<Result<_>>()?;
     let report = merge_logs(&args.logs, &contents)?;
+    if let Some(warning) = report.mixed_targets() {
+        output::stderr_line(&format!("nodelay: {warning}"));
+    }
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }

@@ -162,3 +162,31 @@ fn logs_far_apart_in_time_widen_the_timeline_step_instead_of_filling_the_gap() {
     let points = report["timeline"].as_array().unwrap().len();
     assert!((2..=10_000).contains(&points), "{points} timeline points");
 }
+
+#[test]
+fn logs_of_different_targets_merge_with_a_warning_naming_both_urls() {
+    let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+    let urls = [canned_server(b"\r\n\r\n", ok.clone()), canned_server(b"\r\n\r\n", ok)]
+        .map(|a| format!("http://{a}/"));
+    let dir = scratch("targets");
+    let logs = [dir.join("a.hlog"), dir.join("b.hlog")];
+    for (url, log) in urls.iter().zip(&logs) {
+        let run = nodelay(&["bench", "-q", "-c", "1", "-n", "50", "--hdr-log", log.to_str().unwrap(), url]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+    }
+    let paths = logs.each_ref().map(|p| p.to_str().unwrap());
+    let merged = nodelay(&[&["report", "merge", "--json"][..], &paths].concat());
+    assert_eq!(merged.code(), 0, "{}", merged.stderr());
+    let stderr = merged.stderr();
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("nodelay: warning: the logs loaded different targets"), "{stderr}");
+    for (url, path) in urls.iter().zip(paths) {
+        assert!(stderr.contains(&format!("{url} ({path})")), "{stderr}");
+    }
+    let report = merged.json();
+    validate_against_schema("merge.schema.json", &report);
+    assert_eq!(report["logs"][1]["url"], urls[1].as_str());
+    // Logs of one target merge without a word.
+    let same = nodelay(&["report", "merge", "--json", paths[0], paths[0]]);
+    assert_eq!((same.code(), same.stderr().as_str()), (0, ""));
+}

@@ -37,6 +37,7 @@ struct Entry<'a> {
 /// The logs' bytes (`contents`, one per path, the paths naming them in messages) merged into
 /// one report; a log that is not an interval log, or holds no interval, is an error.
 pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport> {
+    let urls: Vec<Option<String>> = contents.iter().map(|bytes| url_of(bytes)).collect();
     let mut entries = Vec::new();
     for (log, (path, bytes)) in paths.iter().zip(contents).enumerate() {
         let before = entries.len();
@@ -48,7 +49,18 @@ pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport
             );
         }
     }
-    merge_entries(paths, entries)
+    merge_entries(paths, &urls, entries)
+}
+
+/// The URL a log's run loaded: the last word of its header's `#nodelay VERSION bench METHOD
+/// URL` comment (a URL holds no space; a scenario's METHOD may). `None` when no such line
+/// comes before the first interval.
+fn url_of(bytes: &[u8]) -> Option<String> {
+    let header = bytes.split(|&b| b == b'\n').take_while(|line| line.starts_with(b"#") || line.is_empty());
+    header.filter_map(|line| std::str::from_utf8(line).ok()).find_map(|line| {
+        let words: Vec<&str> = line.strip_prefix("#nodelay ")?.split_whitespace().collect();
+        (words.get(1) == Some(&"bench") && words.len() >= 4).then(|| words[words.len() - 1].to_string())
+    })
 }
 
 /// The interval entries of one log, with their wall-clock starts.
@@ -127,7 +139,7 @@ struct LogFigures {
     end: Duration,
 }
 
-fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeReport> {
+fn merge_entries(paths: &[PathBuf], urls: &[Option<String>], mut entries: Vec<Entry>) -> Result<MergeReport> {
     entries.sort_by_key(|entry| entry.start);
     let origin = entries.first().map(|entry| entry.start).context("no interval in any log")?;
     let end = entries.iter().map(|entry| entry.start + entry.duration).max().unwrap_or(origin);
@@ -186,7 +198,8 @@ fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeRepo
     let logs = paths
         .iter()
         .zip(logs)
-        .map(|(path, figures)| {
+        .zip(urls)
+        .map(|((path, figures), url)| {
             let start = figures.start.unwrap_or(origin);
             MergedLog {
                 path: path.display().to_string(),
@@ -194,6 +207,7 @@ fn merge_entries(paths: &[PathBuf], mut entries: Vec<Entry>) -> Result<MergeRepo
                 requests: figures.requests,
                 start_unix_s: start.as_secs_f64(),
                 span_s: figures.end.saturating_sub(start).as_secs_f64(),
+                url: url.clone(),
             }
         })
         .collect();
@@ -231,9 +245,21 @@ mod tests {
         assert_eq!(report.requests_completed, 6);
         assert_eq!((report.logs[0].intervals, report.logs[0].requests), (2, 3));
         assert_eq!(report.logs[1].path, "b.hlog");
+        assert_eq!(report.logs[1].url.as_deref(), Some("http://127.0.0.1:8080/"));
+        assert_eq!(report.mixed_targets(), None);
         assert_eq!(report.start_unix_s, 1_700_000_000.0);
         assert_eq!(report.timeline.iter().map(|p| p.requests).sum::<u64>(), 6);
         assert!(report.latency_ms.unwrap().max >= 40.0);
+    }
+
+    #[test]
+    fn a_log_names_its_url_in_its_header() {
+        assert_eq!(url_of(&log(0)).as_deref(), Some("http://127.0.0.1:8080/"));
+        let scenario = b"#nodelay 0.1.0 bench scenario (2 requests) http://h:1/api\n#[StartTime: 1]\n";
+        assert_eq!(url_of(scenario).as_deref(), Some("http://h:1/api"));
+        // Another tool's log, or a comment after the first interval, names no URL.
+        assert_eq!(url_of(b"#[StartTime: 1]\n"), None);
+        assert_eq!(url_of(b"0.1,1.0,2.0,HISTFAA\n#nodelay 0.1.0 bench GET http://x/\n"), None);
     }
 
     #[test]

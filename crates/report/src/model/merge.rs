@@ -24,6 +24,9 @@ pub struct MergedLog {
     pub start_unix_s: f64,
     /// From the start of its first interval to the end of its last, in seconds.
     pub span_s: f64,
+    /// The URL its run loaded, as its header names it (`#nodelay VERSION bench METHOD URL`);
+    /// `None` for a log another tool wrote.
+    pub url: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,6 +88,26 @@ impl MergeReport {
     }
 }
 
+impl MergeReport {
+    /// A warning when the logs name different targets (each log's header names its URL): the
+    /// merged figures then mix them, which is seldom meant. One line, naming each URL once
+    /// with the first log that loaded it.
+    pub fn mixed_targets(&self) -> Option<String> {
+        let mut targets: Vec<(&str, &str)> = Vec::new();
+        for log in &self.logs {
+            if let Some(url) = &log.url
+                && !targets.iter().any(|(seen, _)| seen == url)
+            {
+                targets.push((url, &log.path));
+            }
+        }
+        (targets.len() > 1).then(|| {
+            let named: Vec<String> = targets.iter().map(|(url, path)| format!("{url} ({path})")).collect();
+            format!("warning: the logs loaded different targets, merged as one: {}", named.join(", "))
+        })
+    }
+}
+
 impl IntervalPoint {
     /// The point of an interval `start_s` into a run, `duration_s` long, in which `latency_ns`
     /// holds the responses that completed and `errors` requests failed.
@@ -120,9 +143,26 @@ pub(crate) mod tests {
             requests: 100,
             start_unix_s: 1_700_000_000.0 + f64::from(n) * 0.1,
             span_s: 2.4,
+            url: Some("http://10.0.0.1:8080/".to_string()),
         };
         let point = IntervalPoint::of(0.0, 1.0, 0, &all);
         MergeReport::new((0..4).map(log).collect(), &all, 1_700_000_000.0, 2.7, 1.0, vec![point; 3])
+    }
+
+    #[test]
+    fn logs_of_different_targets_are_named_in_one_warning() {
+        let mut report = report();
+        assert_eq!(report.mixed_targets(), None, "one target");
+        report.logs[2].url = Some("http://10.0.0.2:8080/".into());
+        report.logs[3].url = None;
+        let warning = report.mixed_targets().unwrap();
+        assert!(warning.contains("http://10.0.0.1:8080/ (/var/tmp/"), "{warning}");
+        assert!(
+            warning.ends_with(
+                "http://10.0.0.2:8080/ (/var/tmp/a-rather-long-directory-name/load-machine-2/nodelay.hlog)"
+            ),
+            "{warning}"
+        );
     }
 
     #[test]
