@@ -1,12 +1,13 @@
 //! `nodelay inspect` and `nodelay fix`: a running program's TCP sockets, read and changed
-//! through copies of its descriptors (crates/host).
+//! through copies of its descriptors (crates/host; fix's check of a new connection in
+//! crates/doctor).
 
 use crate::args::{FixArgs, SocketsArgs};
 use crate::exit::Outcome;
 use crate::output;
 use crate::runner::text_width;
 use anyhow::Result;
-use nodelay_report::{FittedText, FixReport, InspectReport, Json, Render};
+use nodelay_report::{FittedText, InspectReport, Json, Render};
 
 pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
     let report = InspectReport::new(args.target.to_string(), nodelay_host::inspect(args.target)?);
@@ -14,9 +15,10 @@ pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
 }
 
 pub fn fix(args: &FixArgs) -> Result<Outcome> {
-    let target = args.sockets.target;
-    let report = FixReport::new(target.to_string(), nodelay_host::set_nodelay(target, args.dry_run)?);
-    print(args.sockets.json, &report)
+    let fixed = nodelay_doctor::fix(args.sockets.target, args.dry_run)?;
+    output::stdout(&fixed.render(args.sockets.json, text_width()))?;
+    // 3, as a finding: set, but the program turns TCP_NODELAY off on each new connection.
+    Ok(if fixed.holds() { Outcome::Success } else { Outcome::Findings })
 }
 
 fn print<R>(json: bool, report: &R) -> Result<Outcome>

@@ -86,6 +86,8 @@ fn fix_removes_the_stall_without_a_restart(mut peer: Peer, command: &str) {
     assert!(steady_slowest(&mut existing) < Duration::from_millis(20), "existing connection still stalls");
     assert_eq!(verdict(&peer.url("/")), ["healthy"]);
     assert!(peer.is_running() && peer.pid() == pid, "the server was not restarted");
+    // The fix checked a connection opened after it: the program keeps what it inherits.
+    assert!(text.contains("checked: a new connection keeps TCP_NODELAY: the fix holds"), "{text}");
 
     let after = sockets_json(&["inspect", "--json", &pid.to_string()]);
     assert!(after["sockets"].as_array().unwrap().iter().all(|s| s["nodelay"] == true), "{after:#}");
@@ -337,4 +339,89 @@ fn doctor_try_fix_restores_when_terminated_mid_trial() {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["interrupted"], true);
     assert_eq!(report["try_fix"]["sockets_restored"], 1, "{report:#}");
+}
+
+/// A program that turns TCP_NODELAY off on each connection it accepts: `fix` sets the
+/// listener, yet every connection to come has it off again. Fix checks a new connection,
+/// says the fix cannot hold and what does (`nodelay exec`), and exits 3.
+fn fix_says_it_cannot_hold(mut peer: Peer, command_line: &str) {
+    let port = format!(":{}", peer.port);
+    let pid = peer.pid();
+    let run = nodelay(&["fix", &port]);
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    let stdout = run.stdout();
+    assert!(stdout.lines().all(|line| line.chars().count() <= 80), "{stdout}");
+    let text = squeeze(&stdout);
+    let expected = format!(
+        "warning: the program turns TCP_NODELAY off on each new connection; fix cannot hold: start it with \
+         `nodelay exec -- {command_line}"
+    );
+    assert!(text.contains(&expected), "{text}");
+    // It was right: a connection opened after the fix still stalls.
+    let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    assert!(steady_slowest(&mut stream) >= Duration::from_millis(30), "the stall went away after all");
+    // Again, in JSON: the listener has TCP_NODELAY now, the connections to come still not.
+    let again = nodelay(&["fix", "--json", &port]);
+    assert_eq!(again.code(), 3, "{}", again.stderr());
+    let report = again.json();
+    validate_against_schema("inspect.schema.json", &report);
+    // (The connection opened above is set now; the listener had it already.)
+    assert_eq!(report["listening_changed"], 0, "{report:#}");
+    let checked = &report["new_connection"];
+    assert_eq!(checked["nodelay"], false, "{report:#}");
+    assert_eq!(checked["accepted_by"], pid, "{report:#}");
+    assert_eq!(checked["address"], format!("127.0.0.1:{}", peer.port), "{report:#}");
+    assert!(checked["summary"].as_str().unwrap().contains("fix cannot hold"), "{report:#}");
+    // A dry run changes nothing, so it checks nothing.
+    let dry = nodelay(&["fix", "--dry-run", "--json", &port]);
+    assert_eq!(dry.code(), 0, "{}", dry.stderr());
+    assert_eq!(dry.json()["new_connection"], serde_json::Value::Null);
+    assert!(peer.is_running());
+}
+
+#[test]
+fn fix_says_it_cannot_hold_on_a_node_server_that_turns_nodelay_off_per_connection() {
+    let script = peer_script("node_nodelay_off_server.js");
+    let peer = node_peer("node_nodelay_off_server.js", &[]);
+    fix_says_it_cannot_hold(peer, &format!("node {}`", script.display()));
+    // What the warning says to do holds: the same program under `nodelay exec`.
+    let mut exec = start_command(
+        Command::new(env!("CARGO_BIN_EXE_nodelay")).args(["exec", "--quiet", "--", "node"]).arg(&script),
+    );
+    let run = nodelay(&["fix", &format!(":{}", exec.port)]);
+    assert_eq!(run.code(), 0, "{}{}", run.stdout(), run.stderr());
+    assert!(
+        squeeze(&run.stdout()).contains("checked: a new connection keeps TCP_NODELAY"),
+        "{}",
+        run.stdout()
+    );
+    assert_eq!(verdict(&exec.url("/")), ["healthy"]);
+    assert!(exec.is_running());
+}
+
+#[test]
+fn fix_says_it_cannot_hold_on_a_go_server_that_turns_nodelay_off_per_connection() {
+    // Go's net/http buffers 4 KB: a larger body leaves in writes of its own.
+    let server = compiled("go_http_server.go");
+    let peer = start_peer(&server, &["-nagle", "-body-bytes", "25600"]);
+    fix_says_it_cannot_hold(peer, &format!("{server} -nagle -body-bytes 25600`"));
+}
+
+/// A listening socket whose port number is no live PID: `nodelay fix PORT` meant `:PORT`.
+#[test]
+fn fix_of_a_number_that_is_a_listening_port_and_no_pid_suggests_the_port() {
+    let mut held = Vec::new();
+    let port = loop {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        held.push(listener);
+        if !std::path::Path::new(&format!("/proc/{port}")).exists() {
+            break port;
+        }
+    };
+    let run = nodelay(&["fix", &port.to_string()]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert_eq!(run.stderr().trim(), format!("nodelay: no process {port}; did you mean :{port} (the port)?"));
+    assert!(run.stdout().is_empty());
+    drop(held);
 }

@@ -19,7 +19,8 @@
 //!
 //! Nothing here prints: steps are told to a [`Progress`]; a stop request
 //! (`nodelay_load::stop::request`, the CLI's Ctrl-C) ends the step running and the report
-//! says so. [`demo_servers`] are the small servers `nodelay demo` diagnoses.
+//! says so. [`demo_servers`] are the small servers `nodelay demo` diagnoses. [`fix()`] is
+//! `nodelay fix`: TCP_NODELAY set on a running program, checked on a new connection.
 
 #![warn(missing_docs)]
 
@@ -27,10 +28,12 @@ mod chain;
 pub mod demo_servers;
 mod doctor;
 mod examine;
+mod fix;
 mod phases;
 mod progress;
 mod try_fix;
 
 pub use doctor::{Diagnosis, Doctor, DoctorOptions, supported};
+pub use fix::{Fixed, fix};
 pub use progress::Progress;
 pub use try_fix::FixPolicy;

@@ -1,6 +1,6 @@
 //! Other systems have neither /proc nor pidfd_getfd: every call says so.
 
-use crate::{HostError, Inspection, NodelayChange, Restored, ServerView, Target};
+use crate::{HostError, Inspection, NewConnection, NodelayChange, Restored, ServerView, Target};
 use std::convert::Infallible;
 
 const WHY: &str = "reading another process's sockets needs Linux (pidfd_getfd)";
@@ -13,6 +13,16 @@ pub fn inspect(_target: Target) -> Result<Inspection, HostError> {
 /// Fails with [`HostError::Unsupported`]: setting another process's sockets needs Linux.
 pub fn set_nodelay(_target: Target, _dry_run: bool) -> Result<NodelayChange, HostError> {
     Err(HostError::Unsupported(WHY))
+}
+
+/// Nothing is checked here: no change was ever made.
+pub fn check_new_connection(_change: &NodelayChange) -> Option<NewConnection> {
+    None
+}
+
+/// Unknown here: no socket table is read.
+pub fn listens_on(_port: u16) -> bool {
+    false
 }
 
 /// Nothing was ever changed here.

@@ -7,6 +7,8 @@
 //! option set on it is set for the process, and connections a listening socket accepts later
 //! inherit TCP_NODELAY from it. Copies are closed as soon as they have been read or set: a
 //! copy held open would keep a connection alive after the process closed it.
+//! [`check_new_connection`] tells whether a fix holds: a program may turn TCP_NODELAY off
+//! again on each connection it accepts, which no listener's setting can prevent.
 //!
 //! [`ServerWatch`] reads the server's side of a run from /proc: CPU, threads on and off a
 //! CPU, the upstream connections it opened, and the machine's CPU pressure.
@@ -24,6 +26,8 @@ mod types;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod new_connection;
+#[cfg(target_os = "linux")]
 mod pidfd;
 #[cfg(target_os = "linux")]
 mod sock_diag;
@@ -40,10 +44,15 @@ pub use error::HostError;
 pub use local_ports::{LocalPorts, local_ports};
 pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
-pub use types::{Inspection, NodelayChange, ProcessInfo, Restored, SamplerPace, SocketState, SocketView};
+pub use types::{
+    Inspection, NewConnection, NodelayChange, ProcessInfo, Restored, SamplerPace, SocketState, SocketView,
+    WithNewConnection,
+};
 
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};
+#[cfg(target_os = "linux")]
+pub use new_connection::{check_new_connection, listens_on};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;
 
@@ -74,4 +83,6 @@ pub mod fuzzing {
 #[cfg(not(target_os = "linux"))]
 mod elsewhere;
 #[cfg(not(target_os = "linux"))]
-pub use elsewhere::{ServerWatch, force_nodelay, inspect, restore, set_nodelay};
+pub use elsewhere::{
+    ServerWatch, check_new_connection, force_nodelay, inspect, listens_on, restore, set_nodelay,
+};

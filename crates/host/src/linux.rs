@@ -42,6 +42,11 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
     let (mut processes, listed) = sockets_of(target)?;
     let mut taken = take_all(&processes, listed)?;
     keep_accepting(target, &mut processes, &mut taken);
+    let listening = taken
+        .iter()
+        .filter(|(socket, _)| socket.entry.state == TcpState::Listen)
+        .map(|(socket, _)| socket.entry.local)
+        .collect();
     let mut changed: Vec<(SocketView, &OwnedFd)> = Vec::new();
     let mut already_on = 0;
     for (socket, copy) in &taken {
@@ -59,7 +64,7 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
         changed.push((before, copy));
     }
     let changed = changed.into_iter().map(|(before, _)| before).collect();
-    Ok(NodelayChange { processes, dry_run, changed, already_on })
+    Ok(NodelayChange { processes, dry_run, changed, already_on, listening })
 }
 
 /// The processes behind `target` for the server view: every holder of a listening socket that

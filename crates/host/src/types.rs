@@ -122,6 +122,9 @@ pub struct NodelayChange {
     pub changed: Vec<SocketView>,
     /// Sockets that had it on already.
     pub already_on: usize,
+    /// Where the target's listening sockets are bound, changed or not: where a connection
+    /// opened afterwards shows whether the program keeps what the listener passes on.
+    pub listening: Vec<SocketAddr>,
 }
 
 impl NodelayChange {
@@ -141,4 +144,42 @@ pub struct Restored {
     pub gone: usize,
     /// Sockets that exist but could not be set back, each with why.
     pub failed: Vec<String>,
+}
+
+/// A connection opened to the program after a fix, and TCP_NODELAY on the program's side of
+/// it: connections accepted from a listener inherit its TCP_NODELAY, unless the program turns
+/// it off on each one it accepts (Node's `socket.setNoDelay(false)`, Go's
+/// `SetNoDelay(false)`), and then no fix from outside holds for the connections to come.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NewConnection {
+    /// Where it connected (a listener's address; loopback for a wildcard one).
+    pub address: SocketAddr,
+    /// The process that accepted it; `None` when none of the target's did in time.
+    pub accepted_by: Option<i32>,
+    /// TCP_NODELAY on the program's side, off as soon as one reading found it off while it
+    /// was watched; `None` when it could not be read.
+    pub nodelay: Option<bool>,
+    /// How long it was watched after the program accepted it, in milliseconds.
+    pub watched_ms: f64,
+    /// What it means, in one line: the fix holds, or cannot hold and what to do instead, or
+    /// why it could not be read.
+    pub summary: String,
+}
+
+impl NewConnection {
+    /// The program turned TCP_NODELAY off on the new connection: the fix cannot hold.
+    pub fn turned_off(&self) -> bool {
+        self.nodelay == Some(false)
+    }
+}
+
+/// A report followed by the check of a new connection (`nodelay fix`), flattened into it: the
+/// report's own fields stay where they are, and `new_connection` is added beside them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WithNewConnection<R> {
+    /// The report.
+    #[serde(flatten)]
+    pub report: R,
+    /// `None` on a dry run, and when the target has no listening socket.
+    pub new_connection: Option<NewConnection>,
 }
