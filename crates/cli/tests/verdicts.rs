@@ -124,3 +124,25 @@ fn what_costs_nothing_is_left_out_of_the_verdict() {
     let report = nodelay(&["doctor", "--json", "--no-server-view", &peer.url("/")]).json();
     assert_eq!(finding_ids(&report), ["slow-first-byte"], "{report:#}");
 }
+
+/// The fix list: the detected stack's fix first, with the real port; the other stacks behind
+/// one line. A C server is known by the library it links (libevent), a Node one by its
+/// command (it sends no Server header).
+#[test]
+fn the_fix_list_shows_the_detected_stack_and_the_real_port() {
+    let evhttp = start_peer(&compiled("evhttp_server.c"), &["--body-bytes", "25086"]);
+    let (node, node_args) = script_command("node", "node_net_server.js", &[]);
+    let node_args: Vec<&str> = node_args.iter().map(String::as_str).collect();
+    let node = start_peer(&node, &node_args);
+    for (peer, stack) in [(&evhttp, "libevent evhttp"), (&node, "Node.js net")] {
+        let run = nodelay(&["doctor", &peer.url("/")]);
+        let text = squeeze(&run.stdout());
+        assert!(text.contains("server-nagle-delayed-ack (proven"), "{text}");
+        assert!(text.contains(&format!("{stack} ")), "{stack}: {text}");
+        assert!(text.contains("(your server's stack)"), "{stack}: {text}");
+        assert!(text.contains("other stacks: --json lists them)"), "{stack}: {text}");
+        assert!(text.contains(&format!("nodelay fix :{}", peer.port)), "{stack}: {text}");
+        assert!(!text.contains(":PORT"), "{stack}: {text}");
+        assert!(!text.contains("Erlang gen_tcp"), "the other stacks are folded: {text}");
+    }
+}

@@ -25,10 +25,29 @@ pub fn stack_of_server_header(server: &str) -> Option<&'static str> {
     known.iter().find(|(token, _)| server.contains(token)).map(|(_, stack)| *stack)
 }
 
-/// Puts the detected stack's fixes first and marks them, keeping the others in order.
+/// The stack a library the server links names: a C server is named by its library.
+pub fn stack_of_library(file_name: &str) -> Option<&'static str> {
+    file_name.starts_with("libevent").then_some("libevent evhttp")
+}
+
+/// The server's stack, from what names it most surely: its `Server` header, a library it
+/// links (a C server's command is whatever its author called it), then its command.
+pub fn stack_of_server(observations: &crate::phase::Observations) -> Option<&'static str> {
+    let header = observations.baseline.server_header.as_deref().and_then(stack_of_server_header);
+    let library = || observations.linked_libraries.iter().find_map(|name| stack_of_library(name));
+    let command = || {
+        let process = observations.server_view.as_ref()?.processes.first()?;
+        stack_of_command(&process.command)
+    };
+    header.or_else(library).or_else(command)
+}
+
+/// Puts the detected stack's fixes first and marks them, keeping the others in order. A
+/// family names its members: "Node.js" is "Node.js http" and "Node.js net".
 pub fn detected_first(fixes: &mut [Fix], stack: &str) {
     for fix in fixes.iter_mut() {
-        fix.detected = fix.stack == stack;
+        fix.detected =
+            fix.stack == stack || fix.stack.strip_prefix(stack).is_some_and(|rest| rest.starts_with(' '));
     }
     // A stable sort keeps the rest as written.
     fixes.sort_by_key(|fix| !fix.detected);

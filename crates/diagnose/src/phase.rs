@@ -117,6 +117,9 @@ pub struct Observations {
     /// The run was stopped (Ctrl-C) before the planner ran out of experiments: one that did
     /// not run was cut short, not left out for want of budget.
     pub interrupted: bool,
+    /// The shared libraries the server's process maps (`libevent-2.1.so.7`): they name a C
+    /// server's stack for the fixes. Empty when unknown.
+    pub linked_libraries: Vec<String>,
 }
 
 /// TCP_NODELAY set on the server's own sockets from outside, and the baseline measured again

@@ -172,13 +172,6 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if findings.is_empty() {
         findings.push(healthy(&baseline));
     }
-    if let Some(stack) =
-        observations.baseline.server_header.as_deref().and_then(fixes::stack_of_server_header)
-    {
-        for finding in &mut findings {
-            fixes::detected_first(&mut finding.fix, stack);
-        }
-    }
     if let Some(finding) = observations.expect_probe.as_ref().and_then(expect_continue_wait) {
         findings.retain(|f| f.id != FindingId::Healthy);
         findings.push(finding);
@@ -195,6 +188,11 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         if !server.is_empty() {
             findings.retain(|f| f.id != FindingId::Healthy);
             findings.extend(server);
+        }
+    }
+    if let Some(stack) = fixes::stack_of_server(observations) {
+        for finding in &mut findings {
+            fixes::detected_first(&mut finding.fix, stack);
         }
     }
     crate::rank::rank(&mut findings, &baseline);

@@ -142,6 +142,13 @@ pub(crate) fn examine_within(
     }
     let mut observations =
         Observations { request: Some(shape), baseline, server_view: view, ..Observations::default() };
+    // What the server links names a C server's stack (libevent), for its fixes.
+    observations.linked_libraries = observations
+        .server_view
+        .as_ref()
+        .and_then(|view| view.processes.first())
+        .map(|process| nodelay_host::linked_libraries(process.pid))
+        .unwrap_or_default();
     let mut skipped = Vec::new();
     // A server that closed every keep-alive connection after one response without saying so
     // (every second request failed) is measured as its clients can use it: on fresh
@@ -248,6 +255,11 @@ pub(crate) fn examine_within(
     }
     // A fix that would expose a stall proven on a hop comes after the hop's.
     order_fixes(&mut findings, &hop_diagnoses);
+    // The fixes name the port the server listens on, not a placeholder.
+    let port = format!(":{}", workload.address.port());
+    for finding in &mut findings {
+        finding.fix_summary = finding.fix_summary.replace(":PORT", &port);
+    }
     // An error page is looked at as sent: the method, headers and body of the run.
     for finding in findings.iter_mut().filter(|f| f.id == FindingId::ErrorResponses) {
         let curl = nodelay_load::curl_command(url, &chain.request);

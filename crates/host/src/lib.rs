@@ -19,6 +19,7 @@
 
 mod error;
 mod local_ports;
+mod maps;
 mod server_view;
 mod target;
 mod types;
@@ -42,6 +43,7 @@ mod watch;
 
 pub use error::HostError;
 pub use local_ports::{LocalPorts, local_ports};
+pub use maps::linked_libraries;
 pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;
 pub use types::{
