@@ -101,6 +101,7 @@ fn accepted(
 ) -> Result<(i32, OwnedFd), Failure> {
     let same = |a: SocketAddr, b: SocketAddr| a.port() == b.port() && mapped(a.ip()) == mapped(b.ip());
     let deadline = Instant::now() + ACCEPT_WAIT;
+    let mut accepted_elsewhere = false;
     while Instant::now() < deadline {
         let lines = crate::tcp_table::read_once(None)
             .map_err(|e| (None, format!("reading the TCP socket table: {e}")))?;
@@ -115,11 +116,21 @@ fn accepted(
                     return found.map(|copy| (process.pid, copy)).map_err(|e| (Some(process.pid), e));
                 }
             }
+            // Or its descriptor is not installed yet: looked for again.
+            accepted_elsewhere = true;
         }
         std::thread::sleep(POLL);
     }
     let who: Vec<String> = processes.iter().map(|p| format!("PID {}", p.pid)).collect();
-    Err((None, format!("{} accepted no connection within {} s", who.join(", "), ACCEPT_WAIT.as_secs())))
+    let who = who.join(", ");
+    Err((
+        None,
+        if accepted_elsewhere {
+            format!("a process other than {who} accepted it (a worker?); name the port, :{}", address.port())
+        } else {
+            format!("{who} accepted no connection within {} s", ACCEPT_WAIT.as_secs())
+        },
+    ))
 }
 
 /// A copy of `pid`'s descriptor of socket `inode`: `None` when the process holds none (yet).
@@ -212,6 +223,29 @@ mod tests {
         assert!(checked.summary.contains("accepted no connection within 1 s"), "{checked:?}");
         let dry = NodelayChange { dry_run: true, ..change(&listener) };
         assert_eq!(check_new_connection(&dry), None);
+    }
+
+    /// `nodelay fix PID` of a master whose worker accepts: the check says who should be named.
+    #[test]
+    fn a_connection_accepted_by_another_process_is_said_so() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut other = std::process::Command::new("sleep").arg("10").spawn().unwrap();
+        let info =
+            crate::linux::process_info(&procfs::process::Process::new(other.id() as i32).unwrap()).unwrap();
+        let change = NodelayChange { processes: vec![info], ..change(&listener) };
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let _ = io::Read::read(&mut &stream, &mut [0; 1]);
+        });
+        let checked = check_new_connection(&change).unwrap();
+        server.join().unwrap();
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert_eq!(checked.nodelay, None, "{checked:?}");
+        assert!(
+            checked.summary.contains(&format!("a process other than PID {} accepted it", other.id())),
+            "{checked:?}"
+        );
     }
 
     #[test]
