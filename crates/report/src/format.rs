@@ -53,6 +53,20 @@ impl DurationScale {
         DurationScale { unit, per_ms, decimals }
     }
 
+    /// Milliseconds whatever the values (decimals as [`DurationScale::for_ms`] picks them):
+    /// for a block whose text already speaks in milliseconds.
+    pub fn milliseconds(values: impl IntoIterator<Item = f64>) -> Self {
+        let smallest = values.into_iter().filter(|v| v.is_finite() && *v > 0.0).fold(f64::INFINITY, f64::min);
+        let decimals = if smallest < 0.1 {
+            3
+        } else if smallest >= 1000.0 {
+            1
+        } else {
+            2
+        };
+        DurationScale { unit: "ms", per_ms: 1.0, decimals }
+    }
+
     /// `44.01 ms`.
     pub fn format(&self, ms: f64) -> String {
         format!("{:.*} {}", self.decimals, ms * self.per_ms, self.unit)

@@ -367,6 +367,7 @@ mod tests {
             expect_probe: None,
             idle_probe: None,
             interrupted: false,
+            linked_libraries: Vec::new(),
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();

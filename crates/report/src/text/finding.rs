@@ -36,7 +36,14 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     out.push_str(&wrap(&heading, width, "", "  "));
     out.push_str(&wrap(&f.title, width, "  ", "    "));
     writeln!(out, "  evidence:")?;
-    let scale = DurationScale::for_ms(f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
+    // One unit per finding: when its title speaks in milliseconds, so does its evidence (not
+    // "1501.6 ms" above "1.50 s").
+    let durations = f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value);
+    let scale = if says_milliseconds(&f.title) {
+        DurationScale::milliseconds(durations)
+    } else {
+        DurationScale::for_ms(durations)
+    };
     let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
     for item in &f.evidence {
         evidence.row([item.what.clone(), format_evidence(item, &scale)]);
@@ -73,6 +80,14 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     Ok(())
 }
 
+/// The text has a number in milliseconds ("43 ms", "1501.6 ms").
+fn says_milliseconds(text: &str) -> bool {
+    text.match_indices(" ms").any(|(at, _)| {
+        let after = text[at + 3..].chars().next();
+        text[..at].ends_with(|c: char| c.is_ascii_digit()) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
 fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
     match (proof.kind, proof.removed) {
         (ProofKind::CaptureRule, _) => "seen in the capture",
@@ -83,5 +98,35 @@ fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
         (ProofKind::RelayRule, _) => "seen by the relay",
         (ProofKind::Experiment | ProofKind::FixApplied, true) => "removed it",
         (ProofKind::Experiment | ProofKind::FixApplied, false) => "did not remove it",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodelay_diagnose::{Confidence, FindingId};
+
+    #[test]
+    fn a_finding_speaks_one_unit() {
+        let finding = Finding {
+            id: FindingId::ListenBacklogOverflow,
+            title: "New connections waited 1501.6 ms for a SYN retransmission".into(),
+            proven: true,
+            confidence: Confidence::High,
+            evidence: vec![
+                Evidence::new("slowest open", 1501.6, "ms"),
+                Evidence::new("median open", 0.42, "ms"),
+            ],
+            proof: Vec::new(),
+            fix_summary: String::new(),
+            fix: Vec::new(),
+        };
+        let mut out = String::new();
+        write_finding_fitted(&mut out, &finding, 80).unwrap();
+        assert!(out.contains("1501.60 ms") && out.contains("0.42 ms"), "{out}");
+        assert!(!out.contains(" s\n") && !out.contains("1.50 s"), "{out}");
+        assert!(
+            says_milliseconds("waits 43 ms.") && !says_milliseconds("10 msgs") && !says_milliseconds("1.5 s")
+        );
     }
 }
