@@ -61,8 +61,15 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff): nodelay man > nodelay.1
-    Man,
+    /// Print a man page (roff), one per command as git has them: nodelay man > nodelay.1,
+    /// nodelay man bench > nodelay-bench.1
+    Man {
+        /// The command whose page to print, e.g. bench or report merge [default: nodelay's]
+        command: Vec<String>,
+        /// Write every page (nodelay.1, nodelay-bench.1, ...) into DIR instead
+        #[arg(long, value_name = "DIR", conflicts_with = "command")]
+        dir: Option<PathBuf>,
+    },
 }
 
 /// Commands whose --json output has a schema.
@@ -496,28 +503,12 @@ pub struct ProxyArgs {
     pub listen_public: bool,
 }
 
-/// A hint for a flag typed from another tool's habit, which clap alone would answer with
-/// a bare "unexpected argument": hey's and oha's `-q N` is a rate, ours is --quiet. Only
-/// nodelay's own words are read: none past `--`, and none of exec's, whose words after its
-/// --quiet are the program's own (`nodelay exec -- tool -q 5`).
-pub fn habit_hint(args: &[OsString]) -> Option<String> {
-    if args.get(1).is_some_and(|command| command == "exec") {
-        return None;
-    }
-    let ours = args.iter().position(|a| a == "--").map_or(args, |end| &args[..end]);
-    let quiet = ours.iter().position(|a| a == "-q")?;
-    let next = ours.get(quiet + 1)?.to_string_lossy();
-    next.parse::<f64>().is_ok().then(|| {
-        format!("-q means --quiet here; for a request rate (oha's -q, hey's -q per worker) use --rate {next} (requests/s in total)")
-    })
-}
-
 /// One line for any other argument error clap found: its message with the lines it listed
 /// (the missing arguments) joined, and where help is, instead of its message, a usage line,
 /// a tip and a pointer to --help over five to seven lines. `None` for help and version
 /// displays, which are no errors.
 pub fn usage_error_line(error: &clap::Error) -> Option<String> {
-    use clap::error::ErrorKind;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
     if matches!(
         error.kind(),
         ErrorKind::DisplayHelp
@@ -543,7 +534,15 @@ pub fn usage_error_line(error: &clap::Error) -> Option<String> {
         })
         .unwrap_or_default();
     let command = if command.is_empty() { "nodelay".to_string() } else { command.join(" ") };
-    Some(format!("{message} (see {command} --help)"))
+    // clap's "tip: a similar argument exists" sits in a later paragraph: kept, in the line.
+    let similar = [ContextKind::SuggestedArg, ContextKind::SuggestedSubcommand].map(|kind| error.get(kind));
+    let similar = similar.into_iter().find_map(|value| match value? {
+        ContextValue::String(similar) => Some(similar.clone()),
+        ContextValue::Strings(similar) => similar.first().cloned(),
+        _ => None,
+    });
+    let similar = similar.map_or_else(String::new, |similar| format!("; did you mean '{similar}'?"));
+    Some(format!("{message}{similar} (see {command} --help)"))
 }
 
 /// One line for a value a parser refused (clap's own text echoes the value raw, a line break
@@ -602,20 +601,6 @@ pub fn not_utf8(args: &[OsString]) -> String {
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStringExt;
-
-    #[test]
-    fn numeric_q_gets_a_rate_hint() {
-        let args = |line: &str| line.split(' ').map(OsString::from).collect::<Vec<_>>();
-        assert!(habit_hint(&args("nodelay bench -q 100 http://h/")).unwrap().contains("--rate 100"));
-        assert_eq!(habit_hint(&args("nodelay bench -q http://h/")), None);
-        assert_eq!(habit_hint(&args("nodelay exec -- tool -q 5")), None);
-        assert_eq!(habit_hint(&args("nodelay exec -q tool 5")), None);
-        assert_eq!(habit_hint(&args("nodelay bench http://h/ -- -q 5")), None);
-        // Not UTF-8: no hint and no panic; clap then says what is wrong.
-        let with_odd = |line: &str| [args(line), vec![OsString::from_vec(b"\xff".to_vec())]].concat();
-        assert_eq!(habit_hint(&with_odd("nodelay inspect")), None);
-        assert_eq!(habit_hint(&with_odd("nodelay bench -q")), None);
-    }
 
     #[test]
     fn a_non_utf8_argument_is_named() {

@@ -40,7 +40,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let pace = pace_for(load.config.duration, load.config.max_requests);
     let watching = watch_server(load.workload.address, &args.server_view.options(), pace);
     let on_stop = || watching.ending();
-    let measured = load.measure(&mut LoadProgress::new(&load.config, !args.quiet, &on_stop))?;
+    let measured = load.measure_checked(&mut LoadProgress::new(&load.config, !args.quiet, &on_stop))?;
     let report = load.full_report(&measured, watching, args.load.request.tls.options().as_command_line());
 
     if let Some(output) = export {

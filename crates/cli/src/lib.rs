@@ -22,7 +22,7 @@ mod sockets;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
-    habit_hint, invalid_value_line, not_utf8, usage_error_line,
+    invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
 
@@ -54,6 +54,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Report(args) => report::report(&args),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),
-        Command::Man => self_docs::man(),
+        Command::Man { command, dir } => self_docs::man(&command, dir.as_deref()),
     }
 }

@@ -7,7 +7,10 @@ fn main() -> std::process::ExitCode {
     // As the OS gave them: `std::env::args` panics on an argument that is not UTF-8, and
     // exec passes its program's arguments on byte for byte.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(hint) = nodelay::habit_hint(&args) {
+    // Flags typed from wrk's, ab's or oha's habit: dropped when they change nothing here,
+    // else refused with nodelay's spelling.
+    let (args, note) = nodelay_load::habits::accept(args);
+    if let Some(hint) = nodelay_load::habits::hint(&args) {
         nodelay::report_error(&anyhow::anyhow!(hint));
         return nodelay::Outcome::Usage.into();
     }
@@ -29,6 +32,9 @@ fn main() -> std::process::ExitCode {
             None => error.exit(),
         },
     };
+    if let Some(note) = note {
+        nodelay::report_error(&anyhow::anyhow!(note));
+    }
     match nodelay::run(cli) {
         Ok(outcome) => outcome.into(),
         Err(error) => {

@@ -4,7 +4,7 @@
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use nodelay_engine::EngineConfig;
-use nodelay_load::{RunObserver, RunProgress};
+use nodelay_load::{ProgressWords, RunObserver, RunProgress};
 use nodelay_report::{DEFAULT_WIDTH, format_seconds};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -44,13 +44,15 @@ pub struct LoadProgress<'a> {
     bar: Option<ProgressBar>,
     counts_requests: bool,
     on_stop: &'a dyn Fn(),
+    /// Of fixed widths, so that the `wide_bar` beside them keeps its width.
+    words: ProgressWords,
 }
 
 impl<'a> LoadProgress<'a> {
     pub fn new(config: &EngineConfig, show: bool, on_stop: &'a dyn Fn()) -> Self {
         let bar = (show && std::io::stderr().is_terminal()).then(|| progress_bar(config));
         let counts_requests = config.max_requests.is_some();
-        LoadProgress { bar, counts_requests, on_stop }
+        LoadProgress { bar, counts_requests, on_stop, words: ProgressWords::new(!counts_requests) }
     }
 }
 
@@ -61,8 +63,7 @@ impl RunObserver for LoadProgress<'_> {
             true => bar.set_position(progress.completed),
             false => bar.set_position(progress.elapsed.as_millis() as u64),
         }
-        let (done, per_second) = (progress.completed, progress.per_second);
-        bar.set_message(progress_message(!self.counts_requests, done, per_second, progress.errors));
+        bar.set_message(self.words.of(&progress));
     }
 
     fn stopping(&mut self) {
@@ -83,26 +84,28 @@ impl Drop for LoadProgress<'_> {
     }
 }
 
-/// `1200 responses, 598 req/s, 3 errors` (the count only when the bar does not show it).
-fn progress_message(count_responses: bool, done: u64, per_second: f64, errors: u64) -> String {
-    let responses = if count_responses { format!("{done} responses, ") } else { String::new() };
-    let errors = if errors == 1 { "1 error".to_string() } else { format!("{errors} errors") };
-    format!("{responses}{per_second:.0} req/s, {errors}")
-}
-
 fn progress_bar(config: &EngineConfig) -> ProgressBar {
     // `wide_bar` takes what the text leaves of the terminal's width, so the line never wraps.
+    // Every field beside it of a fixed width, so that the bar keeps its own.
+    let seconds = config.duration.map_or(0, |d| d.as_secs());
     let (length, template) = match (config.max_requests, config.duration) {
-        (Some(n), _) => (n, "{wide_bar} {pos}/{len} requests, {msg}"),
-        (None, Some(d)) => (d.as_millis() as u64, "{wide_bar} {elapsed} of {duration}, {msg}"),
-        (None, None) => (0, "{spinner} {msg}"),
+        (Some(n), _) => {
+            (n, format!("{{wide_bar}} {{pos:>{}}}/{{len}} requests, {{msg}}", n.to_string().len()))
+        }
+        (None, Some(d)) => (d.as_millis() as u64, "{wide_bar} {done} of {duration}, {msg}".to_string()),
+        (None, None) => (0, "{spinner} {msg}".to_string()),
     };
     let bar = ProgressBar::with_draw_target(Some(length), stderr_target());
-    let seconds = config.duration.map_or(0, |d| d.as_secs());
-    let style = ProgressStyle::with_template(template).map(|style| {
-        style.with_key("duration", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{seconds}s");
-        })
+    let style = ProgressStyle::with_template(&template).map(|style| {
+        let width = seconds.to_string().len();
+        style
+            .with_key("duration", move |_: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{seconds}s");
+            })
+            // Whole seconds run, from the bar's position (ms): indicatif's {elapsed} rounds.
+            .with_key("done", move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:>width$}s", state.pos() / 1000);
+            })
     });
     if let Ok(style) = style {
         bar.set_style(style);
@@ -231,12 +234,6 @@ fn budget_bar(elapsed: Duration, budget: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_message_says_rate_and_errors() {
-        assert_eq!(progress_message(true, 1200, 598.4, 3), "1200 responses, 598 req/s, 3 errors");
-        assert_eq!(progress_message(false, 1200, 598.4, 1), "598 req/s, 1 error");
-    }
 
     #[test]
     fn the_budget_bar_fills_with_the_time_spent() {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fails_with, nodelay};
+use common::{canned_server, fails_with, nodelay, squeeze};
 
 #[test]
 fn a_url_without_its_scheme_is_refused_with_the_url_it_means() {
@@ -16,4 +16,61 @@ fn a_url_without_its_scheme_is_refused_with_the_url_it_means() {
         // compare names the target the text is.
         fails_with(&["compare", "-n", "1", "http://127.0.0.1:9/", text], 2, &["target B", expected]);
     }
+}
+
+/// A server that answers every request with 200 "ok", for runs that must succeed.
+fn ok_server() -> String {
+    format!("http://{}/", canned_server(b"\r\n\r\n", common::OK_RESPONSE.to_vec()))
+}
+
+#[test]
+fn flags_from_wrk_ab_and_oha_point_to_ours() {
+    fails_with(&["bench", "-R", "2000", "http://127.0.0.1:9/"], 2, &["-R is wrk2's rate: use --rate 2000"]);
+    for command in ["bench", "doctor"] {
+        fails_with(&[command, "-d", r#"{"a":1}"#, "http://127.0.0.1:9/"], 2, &[r#"use -b '{"a":1}'"#]);
+        fails_with(&[command, "-d", "@body.json", "http://127.0.0.1:9/"], 2, &["use -b @body.json"]);
+    }
+    fails_with(&["bench", "-p", "post.txt", "http://127.0.0.1:9/"], 2, &["ab's body file: use -b @post.txt"]);
+    fails_with(&["bench", "-T", "text/plain", "http://127.0.0.1:9/"], 2, &["-H 'Content-Type: text/plain'"]);
+    fails_with(
+        &["bench", "-s", "pipeline.lua", "http://127.0.0.1:9/"],
+        2,
+        &["wrk's Lua script", "--scenario FILE"],
+    );
+    // The flags nodelay names are nodelay's.
+    let help = nodelay(&["bench", "--help"]).stdout();
+    for ours in ["--rate", "--body", "--header", "--scenario"] {
+        assert!(help.contains(ours), "{ours} is not in bench --help");
+    }
+}
+
+#[test]
+fn misspelled_flags_and_commands_get_a_did_you_mean_in_their_one_line() {
+    fails_with(&["bench", "--conections", "5", "http://127.0.0.1:9/"], 2, &["did you mean '--connections'?"]);
+    fails_with(
+        &["bnech", "http://127.0.0.1:9/"],
+        2,
+        &["unrecognized subcommand 'bnech'; did you mean 'bench'?"],
+    );
+}
+
+#[test]
+fn wrk_latency_is_accepted_silently_and_ab_k_with_a_note() {
+    let url = ok_server();
+    let run = nodelay(&["bench", "--latency", "-c", "1", "-n", "5", "--json", &url]);
+    assert_eq!((run.code(), run.stderr().as_str()), (0, ""), "{}", run.stderr());
+    assert!(run.json()["latency_ms"]["p99"].is_number(), "percentiles are always shown");
+    let run = nodelay(&["compare", "--latency", "-q", "-c", "1", "-n", "5", "--rounds", "2", &url, &url]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let run = nodelay(&["bench", "-k", "-c", "1", "-n", "5", "-q", &url]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    assert_eq!(
+        run.stderr().trim(),
+        "nodelay: -k ignored: keep-alive (ab's -k) is the default; here -k is --insecure"
+    );
+    assert!(
+        squeeze(&run.stdout()).contains("keep-alive 4 of 5 responses reused a connection"),
+        "{}",
+        run.stdout()
+    );
 }

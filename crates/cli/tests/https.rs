@@ -270,8 +270,12 @@ fn a_name_mismatch_lists_the_certificate_names_and_sni_or_insecure_get_through()
     fails_with(
         &["bench", "-n", "5", "-q", "--cacert", &c.ca, &url],
         1,
-        &["name mismatch", "other.example", "--sni"],
+        &["name mismatch: the certificate is for: other.example (not 127.0.0.1)", "--sni"],
     );
+    // A wrong --sni against the right certificate lists every name it has, as typed.
+    let right = python_tls(&[]);
+    let sni = ["bench", "-n", "5", "-q", "--cacert", &c.ca, "--sni", "a.example", &https(&right, "/")];
+    fails_with(&sni, 1, &["the certificate is for: localhost, 127.0.0.1 (not a.example)"]);
     let run = nodelay(&["bench", "-n", "5", "-q", "--cacert", &c.ca, "--sni", "other.example", &url]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let run = nodelay(&["bench", "-n", "5", "--json", "--insecure", &url]);
@@ -293,6 +297,27 @@ fn a_plain_http_server_on_an_https_url_and_the_reverse_are_named() {
     // nginx answers plain HTTP on its TLS port with a 400 page: the same advice.
     let nginx = nginx_tls("on");
     fails_with(&["bench", "-n", "5", "-q", &nginx.url("/body.txt")], 1, &["speaks TLS on this port"]);
+}
+
+/// An http:// URL on a TLS port is told at the first answer, in one line, not after a run
+/// of failures (Python closes; nginx answers 400 "plain HTTP request was sent to HTTPS port").
+#[test]
+fn an_http_url_on_a_tls_port_stops_at_the_first_answer() {
+    let python = python_tls(&[]);
+    let nginx = nginx_tls("on");
+    for url in [python.url("/"), nginx.url("/body.txt")] {
+        let run = nodelay(&["bench", "-c", "2", "-d", "20s", &url]);
+        let https_url = url.replacen("http://", "https://", 1);
+        assert_eq!(run.code(), 1, "{}", run.stderr());
+        assert_eq!(
+            run.stderr().trim(),
+            format!("nodelay: the server speaks TLS on this port: use {https_url}"),
+            "{}",
+            run.stdout()
+        );
+        assert!(!run.stdout().contains("responses in"), "no report: {}", run.stdout());
+        assert!(run.elapsed.as_secs() < 5, "told after {:?}, not at the first answer", run.elapsed);
+    }
 }
 
 #[test]

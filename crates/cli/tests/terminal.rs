@@ -113,13 +113,14 @@ fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// The progress bar of a timed bench run: `... 1s of 3s, 1234 responses, 560 req/s, 0 errors`.
+/// The progress bar of a timed bench run: `... 1s of 3s,    1234 responses,    560 req/s,    0
+/// failed`.
 fn bar_line<'a>(screen: &'a str, duration: &str) -> Option<&'a str> {
     let marker = format!(" of {duration}, ");
     screen.lines().find(|l| l.contains(&marker) && l.contains(" req/s, "))
 }
 
-/// The error count in a bench progress bar.
+/// The count of failed requests in a bench progress bar.
 fn bar_errors(line: &str) -> u64 {
     let before = line.rsplit(" req/s, ").next().unwrap_or_default();
     before.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line}"))
@@ -138,7 +139,7 @@ fn bench_prints_its_settings_first_then_a_live_bar_then_a_report_that_fits() {
         [header, settings, bar].map(|at| at.unwrap_or_else(|| panic!("settings and bar:\n{running}")));
     assert!(order[0] < order[1] && order[1] < order[2], "the settings above the bar:\n{running}");
     let line = bar_line(&running, "3s").unwrap();
-    assert!(line.contains(" responses, ") && line.ends_with(" errors"), "rate and errors live: {line}");
+    assert!(line.contains(" responses, ") && line.ends_with(" failed"), "rate and failures live: {line}");
     assert_eq!(bar_errors(line), 0, "{line}");
     screen.assert_fits(&running);
 
@@ -154,6 +155,46 @@ fn bench_prints_its_settings_first_then_a_live_bar_then_a_report_that_fits() {
         assert!(line.ends_with("were still running when the time was up (not counted)"), "{line}");
     }
     screen.assert_fits(&done);
+}
+
+/// Every line of the bar a run drew (each screen read until it exited), and the bar's own
+/// width on each: the columns before the first space.
+fn bar_widths(screen: &Screen, is_bar: impl Fn(&str) -> bool) -> Vec<(String, usize)> {
+    let mut seen: Vec<(String, usize)> = Vec::new();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let now = screen.capture();
+        for line in now.lines().filter(|l| is_bar(l)) {
+            if !seen.iter().any(|(known, _)| known == line) {
+                let width = line.split(' ').next().unwrap_or_default().chars().count();
+                seen.push((line.to_string(), width));
+            }
+        }
+        if now.contains("[exit ") {
+            return seen;
+        }
+        assert!(Instant::now() < deadline, "no exit within {PATIENCE:?}:\n{now}");
+        std::thread::sleep(Duration::from_millis(30));
+    }
+}
+
+#[test]
+fn the_bar_keeps_its_width_while_the_numbers_beside_it_grow() {
+    // 5 ms a response on 2 connections: the counts pass 9, 99 and 100 while the rate climbs.
+    let (url, _) = slow_server(Duration::from_millis(5));
+    for (args, is_bar) in [
+        (&["-d", "3s"][..], Box::new(|l: &str| bar_line(l, "3s").is_some()) as Box<dyn Fn(&str) -> bool>),
+        (&["-n", "500"][..], Box::new(|l: &str| l.contains("/500 requests, ") && l.contains(" req/s, "))),
+    ] {
+        let screen = Screen::start(80, 20, &[&["bench", "-c", "2"][..], args, &[url.as_str()]].concat());
+        let bars = bar_widths(&screen, is_bar);
+        assert!(bars.len() >= 3, "{args:?}: too few redraws seen: {bars:#?}");
+        let first = bars[0].1;
+        assert!(first >= 10, "{bars:#?}");
+        for (line, width) in &bars {
+            assert_eq!(*width, first, "{args:?}: the bar changed width:\n{}\n{line}", bars[0].0);
+        }
+    }
 }
 
 #[test]

@@ -63,7 +63,14 @@ pub fn hint(args: &[OsString]) -> Option<String> {
     let ours = ours(args);
     let value_of = |flag: &str| {
         let at = ours.iter().position(|a| a == flag)?;
-        Some(ours.get(at + 1).map_or_else(String::new, |v| v.to_string_lossy().into_owned()))
+        // Shown in a one-line error: a line break or an escape typed in it is written escaped.
+        let value = ours.get(at + 1).map_or_else(String::new, |v| v.to_string_lossy().into_owned());
+        Some(
+            value
+                .chars()
+                .flat_map(|c| if c.is_control() { c.escape_debug().collect() } else { vec![c] })
+                .collect::<String>(),
+        )
     };
     // hey's and oha's -q N is a rate (ours is --quiet), anywhere but exec.
     if let Some(next) = value_of("-q").filter(|next| next.parse::<f64>().is_ok()) {
@@ -145,6 +152,8 @@ mod tests {
                 .contains("-H 'Content-Type: application/json'")
         );
         assert!(said("nodelay compare -s x.lua http://h/ http://i/").contains("--scenario FILE"));
+        let typed = [args("nodelay bench -T"), vec![OsString::from("a\nb\u{1b}")]].concat();
+        assert!(hint(&typed).unwrap().ends_with(r"-H 'Content-Type: a\nb\u{1b}'"), "{:?}", hint(&typed));
         // wrk's -d with a duration is ours too; a flag of another command is left to clap.
         assert_eq!(hint(&args("nodelay bench -d 10s http://h/")), None);
         assert_eq!(hint(&args("nodelay proxy -d {x}")), None);
