@@ -42,8 +42,11 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         output::stdout(&compare_header(&settings, &named, args.rounds, width))?;
     }
     fn nothing_to_stop() {}
-    let interrupted = run_rounds(&mut targets, args.rounds, &mut |load| {
-        Box::new(LoadProgress::new(&load.config, !args.quiet, &nothing_to_stop))
+    let progress = |load: &nodelay_load::Load| LoadProgress::new(&load.config, !args.quiet, &nothing_to_stop);
+    let end = run_rounds(&mut targets, args.rounds, &mut |load| Box::new(progress(load)), &mut |line| {
+        if !args.quiet {
+            output::stderr_line(line)
+        }
     });
     if targets.iter().all(|t| t.error().is_some()) {
         let why: Vec<String> =
@@ -51,7 +54,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         bail!("no target could be measured: {}", why.join("; "));
     }
     let mut measured: Vec<CompareTarget> = targets.into_iter().map(finish_rounds).collect();
-    if args.diagnose && !interrupted {
+    if args.diagnose && !end.interrupted {
         for (target, url) in measured.iter_mut().zip(&args.urls) {
             diagnose(target, url, args)?;
         }
@@ -60,12 +63,14 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds: args.rounds,
+        rounds_completed: end.completed,
         settings,
         targets: measured,
         comparisons,
         test: COMPARE_TEST,
         machine: Machine::this(),
-        interrupted,
+        interrupted: end.interrupted,
+        interrupted_round: end.cut_short,
     };
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;

@@ -79,9 +79,17 @@ fn chromium() -> &'static str {
     CHROMIUM
 }
 
+/// The window pages are loaded in unless a test asks for another width.
+const WINDOW: (u32, u32) = (1280, 2400);
+
 /// Runs Chromium headless on `page` with `mode` (`--dump-dom` or `--screenshot=...`), every
 /// connection through `proxy`, within [`BROWSER_TIMEOUT`]; returns its stdout.
 fn run_chromium(page: &Path, mode: &str, proxy: &ProxyWitness) -> String {
+    run_chromium_in(page, mode, proxy, WINDOW)
+}
+
+/// [`run_chromium`] in a window of `(width, height)` pixels.
+fn run_chromium_in(page: &Path, mode: &str, proxy: &ProxyWitness, window: (u32, u32)) -> String {
     // Two cores: one browser at a time.
     static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -99,9 +107,9 @@ fn run_chromium(page: &Path, mode: &str, proxy: &ProxyWitness) -> String {
             "--disable-sync",
             "--disable-default-apps",
             "--disable-extensions",
-            "--window-size=1280,2400",
             "--virtual-time-budget=2000",
         ])
+        .arg(format!("--window-size={},{}", window.0, window.1))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--proxy-server=127.0.0.1:{}", proxy.port))
         .arg("--proxy-bypass-list=<-loopback>")
@@ -252,7 +260,7 @@ fn bench_html_shows_the_plots_and_the_runs_numbers_in_a_browser() {
         );
     }
     let spectrum = figure(&dom, "data-plot=\"latency-spectrum\"");
-    for label in ["latency (ms)", "90%", "99%"] {
+    for label in ["latency (ms, linear scale)", "90%", "99%"] {
         assert!(spectrum.contains(label), "{label} on the spectrum's axes");
     }
     assert_eq!(series_lines(spectrum), 1);
@@ -365,8 +373,57 @@ fn report_refuses_what_it_cannot_draw_in_one_line() {
     );
 }
 
+/// How wide and tall `page` lays out in a window `width` pixels wide: a copy of it with a
+/// script that writes the document's scroll size into the DOM, dumped by Chromium (the page
+/// itself has no script).
+fn laid_out_size(page: &Path, width: u32, proxy: &ProxyWitness) -> (u32, u32) {
+    let html = std::fs::read_to_string(page).expect("the page was written");
+    let script = "<script>document.body.setAttribute('data-measured', \
+        document.documentElement.scrollWidth + 'x' + document.documentElement.scrollHeight)</script>";
+    let measuring = page.with_file_name(format!("measure-{width}.html"));
+    std::fs::write(&measuring, html.replace("</body>", &format!("{script}</body>"))).unwrap();
+    let dom = run_chromium_in(&measuring, "--dump-dom", proxy, (width, 1000));
+    let measured = dom
+        .split("data-measured=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no size measured at {width} px:\n{dom}"));
+    let (wide, tall) = measured.split_once('x').unwrap();
+    (wide.parse().unwrap(), tall.parse().unwrap())
+}
+
+/// A screenshot of the whole of `page` at `width` pixels, as `name`.png beside it and in
+/// docs/screenshots-review/; returns the page's laid-out width.
+fn whole_page_screenshot(page: &Path, width: u32, name: &str) -> u32 {
+    let proxy = ProxyWitness::start();
+    let (wide, tall) = laid_out_size(page, width, &proxy);
+    let shot = page.with_file_name(format!("{name}.png"));
+    run_chromium_in(page, &format!("--screenshot={}", shot.display()), &proxy, (width, tall.min(16_000)));
+    assert!(std::fs::metadata(&shot).map(|m| m.len() > 10_000).unwrap_or(false), "no {}", shot.display());
+    let review = repo_root().join("docs/screenshots-review");
+    std::fs::create_dir_all(&review).expect("docs/screenshots-review");
+    std::fs::copy(&shot, review.join(format!("{name}.png"))).expect("copy the screenshot");
+    assert_eq!(proxy.page_fetches(), Vec::<String>::new(), "Chromium fetched something for {name}");
+    wide
+}
+
+/// The text of an element's markup, tags left out.
+fn text_of(markup: &str) -> String {
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in markup.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    text
+}
+
 #[test]
-fn compare_with_diagnose_shows_both_targets_the_verdict_and_the_findings_side_by_side() {
+fn compare_with_diagnose_shows_the_verdict_each_round_each_second_and_every_targets_settings() {
     let dir = tempdir("compare");
     let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
     let stalling = python_peer("python_http_server.py", &[]);
@@ -380,7 +437,7 @@ fn compare_with_diagnose_shows_both_targets_the_verdict_and_the_findings_side_by
         "-t",
         "1",
         "-d",
-        "300ms",
+        "1s",
         "--labels",
         "fixed,stalling",
         "--diagnose",
@@ -393,14 +450,71 @@ fn compare_with_diagnose_shows_both_targets_the_verdict_and_the_findings_side_by
     let report = run.json();
     validate_against_schema("compare.schema.json", &report);
     let dom = load(&html, "compare");
+
+    // The verdict heads the page, in the targets' names.
+    let h1 = text_of(&dom[dom.find("<h1>").unwrap()..dom.find("</h1>").unwrap()]);
+    assert!(
+        h1.starts_with("nodelay compare: stalling is ") && h1.ends_with("× slower at p50 than fixed"),
+        "{h1}"
+    );
+    let verdict = report["comparisons"][0]["verdict"].as_str().unwrap().replace('&', "&amp;");
+    assert!(dom.contains(&verdict), "the verdict {verdict:?} in the page");
+    for heading in dom.split("<h").skip(1).filter(|h| h.starts_with(|c: char| c.is_ascii_digit())) {
+        let heading = text_of(&heading[..heading.find("</h").unwrap()]);
+        assert!(!heading.trim_end().ends_with(": findings"), "a heading says only 'findings': {heading}");
+    }
+    assert!(dom.contains("data-diagnosed=\"stalling\">stalling: 1 finding<"), "{dom}");
+
+    // 0.1 ms against 44 ms: every latency axis is log, and says so; one dot per round.
+    for plot in ["rounds", "latency-spectrum", "timeline-p50"] {
+        let svg = figure(&dom, &format!("data-plot=\"{plot}\""));
+        assert!(svg.contains("data-scale=\"log\"") && svg.contains("(ms, log scale)"), "{plot}: {svg}");
+    }
+    let rounds = figure(&dom, "data-plot=\"rounds\"");
+    assert_eq!(rounds.matches("<circle").count(), 10, "5 rounds of 2 targets: {rounds}");
+    for plot in ["timeline-rate", "timeline-p50"] {
+        let timeline = figure(&dom, &format!("data-plot=\"{plot}\""));
+        assert_eq!(series_lines(timeline), 2, "one line per target: {timeline}");
+        assert!(timeline.contains("fixed") && timeline.contains("stalling"), "a legend naming both");
+    }
     let overview = figure(&dom, "data-plot=\"latency-spectrum\"");
     assert_eq!(series_lines(overview), 2, "one line per target: {overview}");
-    assert!(overview.contains("fixed") && overview.contains("stalling"), "a legend naming both");
-    let verdict = report["comparisons"][0]["verdict"].as_str().unwrap().replace('&', "&amp;");
-    assert!(verdict.contains("slower at p50"), "{verdict}");
-    assert!(dom.contains(&verdict), "the verdict {verdict:?} in the page");
+
+    // Every target's settings: the URLs side by side, the shared ones once.
+    let by_target = &dom[dom.find("settings-by-target").expect("a table of each target's settings")..];
+    let by_target = &by_target[..by_target.find("</table>").unwrap()];
+    for url in [fixed.url("/"), stalling.url("/")] {
+        assert!(by_target.contains(&url), "{url} in {by_target}");
+    }
+    for (index, url) in [fixed.url("/"), stalling.url("/")].iter().enumerate() {
+        assert_eq!(report["targets"][index]["settings"]["url"], url.as_str(), "{report:#}");
+    }
+
+    // The findings: their code as code, no backtick, each proof line once with its p50 once.
     assert!(dom.contains("data-finding=\"server-nagle-delayed-ack\""), "the stalling target's finding");
     assert!(dom.contains("data-finding=\"healthy\""), "the fixed target's verdict");
+    assert!(!text_of(&dom).contains('`'), "a backtick in the page");
+    let fix = report["targets"][1]["diagnosis"]["findings"][0]["fix_summary"].as_str().unwrap();
+    if let Some(code) = fix.split('`').nth(1).filter(|_| fix.matches('`').count() >= 2) {
+        let code = code.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+        assert!(dom.contains(&format!("<code>{code}</code>")), "`{code}` of {fix:?} as code");
+    }
+    let proofs: Vec<String> = dom
+        .split("<ul class=\"proof\">")
+        .skip(1)
+        .flat_map(|list| {
+            list[..list.find("</ul>").unwrap()].split("<li>").skip(1).map(text_of).collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!proofs.is_empty(), "{dom}");
+    for (index, proof) in proofs.iter().enumerate() {
+        assert!(proof.matches("p50").count() <= 1, "the p50 said twice: {proof}");
+        assert!(!proofs[..index].contains(proof), "said twice: {proof}");
+    }
+
+    // Nothing wider than a 800 px window; the whole page at 800 and 1280 px for people to see.
+    assert!(whole_page_screenshot(&html, 800, "compare-800") <= 800, "sideways scroll at 800 px");
+    assert!(whole_page_screenshot(&html, 1280, "compare-1280") <= 1280, "sideways scroll at 1280 px");
 }
 
 #[test]

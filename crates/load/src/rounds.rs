@@ -6,7 +6,7 @@ use crate::plan::{Load, Measured};
 use crate::run::RunObserver;
 use crate::stop;
 use nodelay_engine::Stats;
-use nodelay_report::{COMPARED, CompareTarget, Comparison, RoundFigures, RunEnd};
+use nodelay_report::{BenchReport, COMPARED, CompareTarget, Comparison, IntervalPoint, RoundFigures, RunEnd};
 use std::time::Duration;
 
 /// The statistical test behind the comparisons, as the JSON states it.
@@ -20,13 +20,24 @@ pub struct Contender {
     /// Every round's responses together.
     stats: Option<Stats>,
     elapsed: Duration,
+    /// Each round's intervals, the rounds back to back in measured time (each round's last,
+    /// shorter interval as long as it lasted, not a whole one).
+    timeline: Vec<IntervalPoint>,
     error: Option<String>,
 }
 
 impl Contender {
     /// A target named `label`, loaded as `load` plans, before its first round.
     pub fn new(label: String, load: Load) -> Self {
-        Contender { label, load, rounds: Vec::new(), stats: None, elapsed: Duration::ZERO, error: None }
+        Contender {
+            label,
+            load,
+            rounds: Vec::new(),
+            stats: None,
+            elapsed: Duration::ZERO,
+            timeline: Vec::new(),
+            error: None,
+        }
     }
 
     /// Its name in the comparison.
@@ -45,40 +56,89 @@ impl Contender {
     }
 }
 
+/// How the rounds ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoundsEnd {
+    /// Rounds every target ran to their end: the only ones counted.
+    pub completed: u32,
+    /// A stop request (Ctrl-C) ended the rounds before all were run.
+    pub interrupted: bool,
+    /// The round the stop cut short, left out whole; `None` when the stop fell between rounds.
+    pub cut_short: Option<u32>,
+}
+
 /// Runs the rounds; a target whose connection fails is measured no more, the others go on.
-/// Returns whether a Ctrl-C cut the rounds short.
-/// `observe` gives the observer of each run.
+/// A round counts only whole: one that a stop request (Ctrl-C) cuts short is left out, the
+/// runs of it that had ended included, so that every target is compared over the same rounds
+/// and no figure mixes a full run with a cut one. `observe` gives the observer of each run;
+/// `said` is told a line as each round ends ("round 2 of 5 done: ...").
 pub fn run_rounds(
     targets: &mut [Contender],
     rounds: u32,
     observe: &mut dyn FnMut(&Load) -> Box<dyn RunObserver + '_>,
-) -> bool {
-    for round in 0..rounds {
+    said: &mut dyn FnMut(&str),
+) -> RoundsEnd {
+    for round in 1..=rounds {
         let mut order: Vec<usize> = (0..targets.len()).collect();
-        if round % 2 == 1 {
+        if round % 2 == 0 {
             order.reverse();
         }
+        let mut ended = Vec::new();
         for index in order {
             let target = &mut targets[index];
             if target.error.is_some() {
                 continue;
             }
             let measured = target.load.measure(observe(&target.load).as_mut());
+            let cut = match &measured {
+                Ok(measured) => measured.end.interrupted,
+                Err(_) => stop::requested(),
+            };
+            if cut {
+                return RoundsEnd { completed: round - 1, interrupted: true, cut_short: Some(round) };
+            }
             match measured {
-                Ok(measured) => add_round(target, round + 1, measured),
+                Ok(measured) => ended.push((index, measured)),
                 Err(error) => target.error = Some(format!("{error:#}")),
             }
-            if stop::requested() {
-                return true;
-            }
+        }
+        for (index, measured) in ended {
+            add_round(&mut targets[index], round, measured);
+        }
+        said(&round_line(round, rounds, targets));
+        if stop::requested() {
+            return RoundsEnd { completed: round, interrupted: true, cut_short: None };
         }
     }
-    false
+    RoundsEnd { completed: rounds, interrupted: false, cut_short: None }
+}
+
+/// The most a round's line takes: the narrowest terminal nodelay lays text out for.
+const ROUND_LINE_COLUMNS: usize = 80;
+
+/// `round 2 of 5 done: fixed p50 173.3 µs, stalling p50 44.01 ms`; without the figures when
+/// they would not fit in 80 columns.
+fn round_line(round: u32, rounds: u32, targets: &[Contender]) -> String {
+    let done = format!("round {round} of {rounds} done");
+    let figures: Vec<String> = targets
+        .iter()
+        .filter_map(|t| {
+            let figures = t.rounds.last().filter(|r| r.round == round)?;
+            let p50 = figures.p50_ms.map_or("-".into(), nodelay_report::format_duration_ms);
+            Some(format!("{} p50 {p50}", t.label))
+        })
+        .collect();
+    let line = format!("{done}: {}", figures.join(", "));
+    if figures.is_empty() || nodelay_report::display_width(&line) > ROUND_LINE_COLUMNS { done } else { line }
 }
 
 fn add_round(target: &mut Contender, round: u32, measured: Measured) {
     let report = target.load.report(&measured.stats, measured.end);
     target.rounds.push(RoundFigures::of(round, &report));
+    let offset_s = target.elapsed.as_secs_f64();
+    target
+        .timeline
+        .extend(report.timeline.iter().map(|p| IntervalPoint { start_s: offset_s + p.start_s, ..*p }));
     target.elapsed += measured.end.elapsed;
     match &mut target.stats {
         Some(stats) => stats.append(&measured.stats),
@@ -90,11 +150,14 @@ fn add_round(target: &mut Contender, round: u32, measured: Measured) {
 pub fn finish(target: Contender) -> CompareTarget {
     let run = target.stats.map(|stats| {
         let end = RunEnd { elapsed: target.elapsed, interrupted: false, due_not_sent: 0 };
-        target.load.report(&stats, end)
+        // The rounds' own timelines, not the merged one: that counts each round's last
+        // interval as a whole one, a second of nothing between rounds.
+        BenchReport { timeline: target.timeline, ..target.load.report(&stats, end) }
     });
     CompareTarget {
         label: target.label,
         url: target.load.settings.url.clone(),
+        settings: target.load.settings.clone(),
         error: target.error,
         rounds: target.rounds,
         run,

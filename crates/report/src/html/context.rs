@@ -2,7 +2,9 @@
 //! summary numbers, findings, settings and the machine. Numbers are formatted here, with their
 //! units, and kept raw beside the text (`data-value`) for scripts and tests.
 
+use super::axis::{ValueAxis, differ_tenfold};
 use super::error::HtmlError;
+use super::markup::arrows;
 use super::plots::{Line, spectrum_svg};
 use super::view::{FindingView, MachineView, ServerViewView};
 use crate::format::format_duration_ms;
@@ -21,6 +23,9 @@ pub struct Figure {
     pub legend: Vec<LegendItem>,
     /// Shown instead of the SVG when there is nothing to draw.
     pub empty: String,
+    /// `linear` or `log`: the value axis's scale (the `data-scale` attribute); empty when
+    /// there is no plot.
+    pub scale: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -32,16 +37,22 @@ pub struct LegendItem {
 
 impl Figure {
     pub fn nothing(plot: &'static str, caption: &str, why: &str) -> Figure {
-        Figure { plot, caption: caption.into(), svg: None, legend: Vec::new(), empty: why.into() }
+        Figure { plot, caption: caption.into(), svg: None, legend: Vec::new(), empty: why.into(), scale: "" }
     }
 }
 
+/// The median of a spectrum.
+fn median(points: &[SpectrumPoint]) -> Option<f64> {
+    points.iter().find(|p| p.percentile >= 50.0).map(|p| p.latency_ms)
+}
+
 /// Spectra on one plot, one line per labelled spectrum (the empty ones left out); a legend
-/// when more than one line.
+/// when more than one line. The value axis, `what` in milliseconds, is log when the spectra's
+/// medians differ more than tenfold.
 pub fn spectra_figure(
     plot: &'static str,
     caption: &str,
-    y_desc: &str,
+    what: &str,
     spectra: &[(String, &[SpectrumPoint])],
     empty: &str,
 ) -> Result<Figure, HtmlError> {
@@ -56,12 +67,16 @@ pub fn spectra_figure(
     } else {
         Vec::new()
     };
+    let log = differ_tenfold(drawn.iter().filter_map(|(_, (_, points))| median(points)));
+    let y =
+        ValueAxis::new(drawn.iter().flat_map(|(_, (_, points))| points.iter().map(|p| p.latency_ms)), log);
     Ok(Figure {
         plot,
         caption: caption.into(),
-        svg: Some(spectrum_svg(&lines, y_desc)?),
+        svg: Some(spectrum_svg(&lines, &y, &y.title(what, "ms"))?),
         legend,
         empty: String::new(),
+        scale: y.name(),
     })
 }
 
@@ -113,14 +128,57 @@ pub fn per_second(value: f64, unit: &str) -> String {
     format!("{} {unit}/s", number(value))
 }
 
+/// One line of a finding's proof: what was done, what it showed, and whether the symptom went.
 #[derive(Debug, Serialize)]
 pub struct ProofText {
     pub kind: String,
     pub experiment: String,
-    pub before: String,
-    pub after: String,
-    pub removed: bool,
+    /// `p50 44.01 ms → 210.0 µs` for an experiment whose result does not say it already;
+    /// empty otherwise.
+    pub p50: String,
+    /// `symptom removed` or `symptom stayed` for an experiment; empty for what was only seen.
+    pub outcome: String,
     pub result: String,
+}
+
+/// A proof as one line: the p50 before and after said once (the diagnosis's result often
+/// starts with it, in the terminal's `->`).
+fn proof(p: &super::view::ProofView) -> ProofText {
+    let experiment = matches!(p.kind.as_str(), "experiment" | "fix-applied" | "upstream-diagnosis");
+    let says_p50 = p.result.trim_start().starts_with("p50 ");
+    ProofText {
+        kind: p.kind.clone(),
+        experiment: p.experiment.clone(),
+        p50: if experiment && !says_p50 {
+            format!(
+                "p50 {} → {}",
+                format_duration_ms(p.baseline_p50_ms),
+                format_duration_ms(p.experiment_p50_ms)
+            )
+        } else {
+            String::new()
+        },
+        outcome: match (experiment, p.removed) {
+            (true, true) => "symptom removed".into(),
+            (true, false) => "symptom stayed".into(),
+            (false, _) => String::new(),
+        },
+        result: arrows(&p.result),
+    }
+}
+
+/// A finding's proofs, each said once.
+fn proofs(list: &[super::view::ProofView]) -> Vec<ProofText> {
+    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
+    list.iter()
+        .filter(|p| {
+            let key = (p.kind.as_str(), p.experiment.as_str(), p.result.as_str());
+            let first = !seen.contains(&key);
+            seen.push(key);
+            first
+        })
+        .map(proof)
+        .collect()
 }
 
 #[derive(Debug, Serialize)]
@@ -141,7 +199,10 @@ pub struct FindingText {
     pub evidence: Vec<String>,
     pub proof: Vec<ProofText>,
     pub fix_summary: String,
+    /// The fix for the stack detected, or every fix when none was.
     pub fixes: Vec<FixText>,
+    /// The fixes for the other stacks when one was detected: folded away on the page.
+    pub other_fixes: Vec<FixText>,
 }
 
 /// `what: 40.2 ms`; a count goes without its unit, and a ratio of counts keeps two decimals
@@ -154,6 +215,15 @@ fn evidence(e: &super::view::EvidenceView) -> String {
     }
 }
 
+fn fix(x: &super::view::FixView) -> FixText {
+    FixText { stack: x.stack.clone(), how: x.how.clone(), detected: x.detected }
+}
+
+/// Whether the finding names the server's stack among its fixes.
+fn detected(f: &FindingView) -> bool {
+    f.fix.iter().any(|x| x.detected)
+}
+
 pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
     findings
         .iter()
@@ -163,24 +233,10 @@ pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
             proven: f.proven,
             confidence: f.confidence.clone(),
             evidence: f.evidence.iter().map(evidence).collect(),
-            proof: f
-                .proof
-                .iter()
-                .map(|p| ProofText {
-                    kind: p.kind.clone(),
-                    experiment: p.experiment.clone(),
-                    before: format_duration_ms(p.baseline_p50_ms),
-                    after: format_duration_ms(p.experiment_p50_ms),
-                    removed: p.removed,
-                    result: p.result.clone(),
-                })
-                .collect(),
+            proof: proofs(&f.proof),
             fix_summary: f.fix_summary.clone(),
-            fixes: f
-                .fix
-                .iter()
-                .map(|x| FixText { stack: x.stack.clone(), how: x.how.clone(), detected: x.detected })
-                .collect(),
+            fixes: f.fix.iter().filter(|x| x.detected || !detected(f)).map(fix).collect(),
+            other_fixes: f.fix.iter().filter(|x| !x.detected && detected(f)).map(fix).collect(),
         })
         .collect()
 }

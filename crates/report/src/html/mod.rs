@@ -1,11 +1,15 @@
 //! The HTML report: one self-contained page (inline SVG plots, no network fetch) drawn from
 //! runs in their JSON contract form, so that a live run and a saved one render alike.
 //!
-//! `view` reads the parts of each run drawn, `plots` draws the SVGs, `context` and `sections`
-//! make the template's context, `page` renders `page.html` (with `style.css`).
+//! `view` reads the parts of each run drawn, `plots` draws the SVGs on the value axes of
+//! `axis`, `context`, `sections` and `compare` make the template's context, `markup` turns a
+//! report's backticked code into `<code>`, `page` renders `page.html` (with `style.css`).
 
+mod axis;
+mod compare;
 mod context;
 mod error;
+mod markup;
 mod page;
 mod plots;
 mod sections;

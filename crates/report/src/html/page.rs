@@ -2,9 +2,11 @@
 //! from the `page.html` template (auto-escaped: every text from a run is escaped there; only
 //! the plots' own SVG is inserted as is).
 
+use super::compare::{self, CompareSection};
 use super::context::{Figure, spectra_figure};
 use super::error::HtmlError;
-use super::sections::{self, BenchSection, CompareSection, DoctorSection, PcapSection};
+use super::markup::with_code;
+use super::sections::{self, BenchSection, DoctorSection, PcapSection};
 use super::view::{Run, read_run};
 use crate::model::series::SpectrumPoint;
 use minijinja::{Environment, UndefinedBehavior};
@@ -24,6 +26,9 @@ struct Section {
     /// `run-1`, `run-2`, ...: the prefix of the ids of its numbers.
     id: String,
     label: String,
+    /// The section's heading: its label, and a comparison's verdict when the page's own
+    /// heading does not carry it.
+    heading: String,
     /// `bench`, `merge`, `doctor`, `pcap` or `compare`.
     kind: &'static str,
     bench: Option<BenchSection>,
@@ -79,6 +84,7 @@ fn spectra<'a>(run: &'a Run, label: &str) -> Vec<(String, &'a [SpectrumPoint])> 
 fn section(index: usize, label: String, run: &Run) -> Result<Section, HtmlError> {
     let mut section = Section {
         id: format!("run-{}", index + 1),
+        heading: label.clone(),
         label,
         kind: "",
         bench: None,
@@ -93,7 +99,7 @@ fn section(index: usize, label: String, run: &Run) -> Result<Section, HtmlError>
         }
         Run::Compare(view) => {
             section.kind = "compare";
-            section.compare = Some(sections::compare(view)?);
+            section.compare = Some(compare::compare(view)?);
         }
         Run::Doctor(view) => {
             section.kind = "doctor";
@@ -128,25 +134,37 @@ pub fn render(runs: &[(Option<&str>, &Value)]) -> Result<String, HtmlError> {
         Some(spectra_figure(
             "overview-spectrum",
             "Every run: latency by percentile",
-            "latency (ms)",
+            "latency",
             &all,
             "None of these runs has a latency spectrum.",
         )?)
     } else {
         None
     };
-    let sections = read
+    let mut sections = read
         .iter()
         .enumerate()
         .map(|(i, (label, run))| section(i, label.clone(), run))
         .collect::<Result<Vec<_>, _>>()?;
-    let title = match sections.as_slice() {
-        [one] => format!("nodelay {}: {}", one.kind, one.label),
-        many => format!("nodelay: {} runs", many.len()),
+    // A comparison's page is headed by its verdict; among other runs, its section is.
+    let title = match sections.as_mut_slice() {
+        [one] => match &one.compare {
+            Some(compare) => format!("nodelay compare: {}", compare.headline),
+            None => format!("nodelay {}: {}", one.kind, one.label),
+        },
+        many => {
+            for section in many.iter_mut() {
+                if let Some(compare) = &section.compare {
+                    section.heading = format!("{}: {}", section.label, compare.headline);
+                }
+            }
+            format!("nodelay: {} runs", many.len())
+        }
     };
     let page = Page { title, overview, sections };
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_filter("code", |text: &str| minijinja::Value::from_safe_string(with_code(text)));
     let template_error = |e: minijinja::Error| HtmlError(format!("the page template failed: {e:#}"));
     env.add_template("page.html", include_str!("page.html")).map_err(template_error)?;
     env.add_template("style.css", include_str!("style.css")).map_err(template_error)?;

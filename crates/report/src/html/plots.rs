@@ -1,9 +1,11 @@
 //! The page's plots, drawn as SVG by plotters: the latency percentile spectrum on
-//! HdrHistogram's log axis, the latency histogram and the timeline. Every plot has its units
-//! on both axes and few enough ticks that labels never touch. No input text reaches an SVG
+//! HdrHistogram's log axis, the latency histogram, the timeline and compare's rounds as dots.
+//! Every plot has its units on both axes and few enough ticks that labels never touch; a value
+//! axis says whether it is linear or log ([`ValueAxis`]). No input text reaches an SVG
 //! (legends are the page's HTML, escaped there); axis and text colours are black here and set
 //! by the page's CSS for light and dark.
 
+use super::axis::{Ticked, ValueAxis};
 use super::error::HtmlError;
 use super::view::BucketView;
 use crate::model::series::SpectrumPoint;
@@ -80,10 +82,24 @@ fn axis_top(largest: f64) -> f64 {
     if largest > 0.0 && largest.is_finite() { largest * 1.08 } else { 1.0 }
 }
 
-/// Latency against percentile, one line per spectrum, as HdrHistogram plots it.
-pub fn spectrum_svg(lines: &[Line], y_desc: &str) -> Result<String, HtmlError> {
+/// `points` on `y`, split where a point has no value or one the axis cannot show: the runs
+/// of a line.
+fn runs_on(y: &ValueAxis, points: impl Iterator<Item = (f64, Option<f64>)>) -> Vec<Vec<(f64, f64)>> {
+    let mut runs = vec![Vec::new()];
+    for (x, value) in points {
+        match value.and_then(|v| y.position(v)) {
+            Some(at) => runs.last_mut().expect("one run at least").push((x, at)),
+            None => runs.push(Vec::new()),
+        }
+    }
+    runs.retain(|run| !run.is_empty());
+    runs
+}
+
+/// Latency against percentile, one line per spectrum, as HdrHistogram plots it; latency on
+/// `y`, titled `y_desc`.
+pub fn spectrum_svg(lines: &[Line], y: &ValueAxis, y_desc: &str) -> Result<String, HtmlError> {
     let decades = decades_for(lines);
-    let top = axis_top(lines.iter().flat_map(|l| l.points).map(|p| p.latency_ms).fold(0.0, f64::max));
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 400)).into_drawing_area();
@@ -92,7 +108,7 @@ pub fn spectrum_svg(lines: &[Line], y_desc: &str) -> Result<String, HtmlError> {
             .margin_right(28)
             .x_label_area_size(50)
             .y_label_area_size(76)
-            .build_cartesian_2d(0.0..decades as f64, 0.0..top)
+            .build_cartesian_2d(0.0..decades as f64, y.coordinate())
             .map_err(drawing)?;
         chart
             .configure_mesh()
@@ -103,18 +119,20 @@ pub fn spectrum_svg(lines: &[Line], y_desc: &str) -> Result<String, HtmlError> {
             .x_label_formatter(&|x| {
                 if (x - x.round()).abs() < 1e-6 { percentile_label(x.round() as u32) } else { String::new() }
             })
-            .y_label_formatter(&|y| tick(*y))
-            .y_labels(7)
+            .y_label_formatter(&|at| y.label(*at))
             .label_style((FONT, LABEL_PX))
             .axis_desc_style((FONT, DESC_PX))
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
         for line in lines {
-            let points = line.points.iter().map(|p| (percentile_x(p.percentile, decades), p.latency_ms));
-            chart
-                .draw_series(LineSeries::new(points, colour(line.colour).stroke_width(2)))
-                .map_err(drawing)?;
+            let points =
+                line.points.iter().map(|p| (percentile_x(p.percentile, decades), Some(p.latency_ms)));
+            for run in runs_on(y, points) {
+                chart
+                    .draw_series(LineSeries::new(run, colour(line.colour).stroke_width(2)))
+                    .map_err(drawing)?;
+            }
         }
         root.present().map_err(drawing)?;
     }
@@ -165,45 +183,103 @@ pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, Htm
     Ok(svg)
 }
 
-/// One figure per interval against seconds from the start; `None` (nothing completed in the
-/// interval) breaks the line.
+/// One line of a timeline or of the rounds' dots: (x, the figure) per point, `None` where
+/// there is none (nothing completed); `colour` indexes [`PALETTE`].
+pub struct Series<'a> {
+    pub points: &'a [(f64, Option<f64>)],
+    pub colour: usize,
+}
+
+/// One figure per interval against seconds from the start, a line with a dot per interval
+/// for each series (`None` breaks it); the figure on `y`, titled `y_desc`.
 pub fn timeline_svg(
-    points: &[(f64, Option<f64>)],
+    series: &[Series],
     end_s: f64,
+    x_desc: &str,
+    y: &ValueAxis,
     y_desc: &str,
-    colour_index: usize,
 ) -> Result<String, HtmlError> {
-    let top = axis_top(points.iter().filter_map(|(_, y)| *y).fold(0.0, f64::max));
     let right = if end_s > 0.0 { end_s } else { 1.0 };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 240)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 260)).into_drawing_area();
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
             .margin_right(28)
             .x_label_area_size(50)
             .y_label_area_size(76)
-            .build_cartesian_2d(0.0..right, 0.0..top)
+            .build_cartesian_2d(0.0..right, y.coordinate())
             .map_err(drawing)?;
         chart
             .configure_mesh()
-            .x_desc("time since the start (s)")
+            .x_desc(x_desc)
             .y_desc(y_desc)
             .x_label_formatter(&|x| tick(*x))
-            .y_label_formatter(&|y| tick(*y))
+            .y_label_formatter(&|at| y.label(*at))
             .x_labels(10)
-            .y_labels(5)
             .label_style((FONT, LABEL_PX))
             .axis_desc_style((FONT, DESC_PX))
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
-        let style = colour(colour_index).stroke_width(2);
-        for run in points.split(|(_, y)| y.is_none()).filter(|run| !run.is_empty()) {
-            let line: Vec<(f64, f64)> = run.iter().filter_map(|(x, y)| Some((*x, (*y)?))).collect();
-            chart.draw_series(LineSeries::new(line.iter().copied(), style)).map_err(drawing)?;
+        for line in series {
+            let style = colour(line.colour).stroke_width(2);
+            for run in runs_on(y, line.points.iter().copied()) {
+                chart.draw_series(LineSeries::new(run.iter().copied(), style)).map_err(drawing)?;
+                chart
+                    .draw_series(run.iter().map(|point| Circle::new(*point, 3, colour(line.colour).filled())))
+                    .map_err(drawing)?;
+            }
+        }
+        root.present().map_err(drawing)?;
+    }
+    Ok(svg)
+}
+
+/// Radius of a round's dot, in pixels.
+const ROUND_DOT_PX: u32 = 5;
+
+/// Each round's figure as a dot, rounds along x (1 to `rounds`), one series per target; the
+/// targets' dots of one round stand side by side, in the series' order, so that equal
+/// figures do not hide each other. The figure on `y`, titled `y_desc`.
+pub fn rounds_svg(series: &[Series], rounds: u32, y: &ValueAxis, y_desc: &str) -> Result<String, HtmlError> {
+    let rounds = rounds.max(1);
+    // At most about 10 labelled rounds.
+    let every = rounds.div_ceil(10);
+    let round_ticks: Vec<f64> = (1..=rounds).filter(|r| (r - 1) % every == 0).map(f64::from).collect();
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 300)).into_drawing_area();
+        let mut chart = ChartBuilder::on(&root)
+            .margin(14)
+            .margin_right(28)
+            .x_label_area_size(50)
+            .y_label_area_size(76)
+            .build_cartesian_2d(Ticked::new(0.5..rounds as f64 + 0.5, round_ticks), y.coordinate())
+            .map_err(drawing)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_desc("round (in the order run)")
+            .y_desc(y_desc)
+            .x_label_formatter(&|x| tick(*x))
+            .y_label_formatter(&|at| y.label(*at))
+            .label_style((FONT, LABEL_PX))
+            .axis_desc_style((FONT, DESC_PX))
+            .light_line_style(TRANSPARENT)
+            .draw()
+            .map_err(drawing)?;
+        // Side by side within a third of a round's width.
+        let width = 0.33 / series.len().max(1) as f64;
+        for (index, target) in series.iter().enumerate() {
+            let offset = (index as f64 - (series.len() as f64 - 1.0) / 2.0) * width;
+            let dots = runs_on(y, target.points.iter().map(|(round, value)| (round + offset, *value)));
             chart
-                .draw_series(line.iter().map(|point| Circle::new(*point, 3, colour(colour_index).filled())))
+                .draw_series(
+                    dots.into_iter()
+                        .flatten()
+                        .map(|at| Circle::new(at, ROUND_DOT_PX, colour(target.colour).filled())),
+                )
                 .map_err(drawing)?;
         }
         root.present().map_err(drawing)?;
@@ -246,11 +322,17 @@ mod tests {
             SpectrumPoint { percentile: 99.0, latency_ms: 40.0 },
             SpectrumPoint { percentile: 100.0, latency_ms: 41.0 },
         ];
-        let svg =
-            spectrum_svg(&[Line { points: &a, colour: 0 }, Line { points: &a, colour: 1 }], "latency (ms)")
-                .unwrap();
+        let y = ValueAxis::new(a.iter().map(|p| p.latency_ms), false);
+        let lines = [Line { points: &a, colour: 0 }, Line { points: &a, colour: 1 }];
+        let svg = spectrum_svg(&lines, &y, &y.title("latency", "ms")).unwrap();
         assert_eq!(series_lines(&svg), 2, "{svg}");
-        for text in ["latency (ms)", "percentile (log scale: 90 %, 99 %, 99.9 %, ...)", "0%", "90%", "99%"] {
+        for text in [
+            "latency (ms, linear scale)",
+            "percentile (log scale: 90 %, 99 %, 99.9 %, ...)",
+            "0%",
+            "90%",
+            "99%",
+        ] {
             assert!(svg.lines().any(|line| line == text), "{text} in {svg}");
         }
     }

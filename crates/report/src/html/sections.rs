@@ -1,12 +1,14 @@
-//! One section of the page per run, by kind: what each shows, as the template's context.
+//! One section of the page per run, by kind: what each shows, as the template's context
+//! (compare's, which sets targets side by side, is in `compare`).
 
+use super::axis::ValueAxis;
 use super::context::{
-    Figure, FindingText, MachineText, ServerText, Stat, findings, machine, number, per_second, server,
-    settings, spectra_figure,
+    Figure, FindingText, MachineText, ServerText, Stat, findings, machine, per_second, server, settings,
+    spectra_figure,
 };
 use super::error::HtmlError;
-use super::plots::{histogram_svg, timeline_svg};
-use super::view::{BenchView, CompareView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
+use super::plots::{Series, histogram_svg, timeline_svg};
+use super::view::{BenchView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
 use crate::format::{format_bytes, format_duration_ms, format_seconds};
 use crate::model::series::SpectrumPoint;
 use serde::Serialize;
@@ -126,6 +128,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
             svg: Some(histogram_svg(&view.latency_histogram, from)?),
             legend: Vec::new(),
             empty: String::new(),
+            scale: "linear",
         }
     };
     Ok(BenchSection {
@@ -135,7 +138,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
         spectrum: spectra_figure(
             "latency-spectrum",
             "Latency by percentile",
-            "latency (ms)",
+            "latency",
             &[(label.to_string(), &view.latency_spectrum)],
             "No response completed.",
         )?,
@@ -144,7 +147,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
         read_gap: spectra_figure(
             "read-gap-spectrum",
             "Longest pause between two reads of a response, by percentile",
-            "read gap (ms)",
+            "read gap",
             &[(label.to_string(), &view.read_gap_spectrum)],
             "No read gaps recorded.",
         )?,
@@ -179,22 +182,23 @@ fn timeline(view: &BenchView) -> Result<Vec<Figure>, HtmlError> {
     let rate: Vec<(f64, Option<f64>)> =
         view.timeline.iter().map(|p| (middle(p), Some(p.requests_per_second))).collect();
     let p99: Vec<(f64, Option<f64>)> = view.timeline.iter().map(|p| (middle(p), p.p99_ms)).collect();
-    Ok(vec![
-        Figure {
-            plot: "timeline-rate",
-            caption: "Throughput per interval".into(),
-            svg: Some(timeline_svg(&rate, end_s, "throughput (req/s)", 0)?),
+    let x_desc = "time since the start (s)";
+    let mut figures = Vec::new();
+    for (plot, caption, what, unit, points, colour) in [
+        ("timeline-rate", "Throughput per interval", "throughput", "req/s", &rate, 0),
+        ("timeline-p99", "p99 latency per interval", "p99 latency", "ms", &p99, 4),
+    ] {
+        let y = ValueAxis::new(points.iter().filter_map(|(_, v)| *v), false);
+        figures.push(Figure {
+            plot,
+            caption: caption.into(),
+            svg: Some(timeline_svg(&[Series { points, colour }], end_s, x_desc, &y, &y.title(what, unit))?),
             legend: Vec::new(),
             empty: String::new(),
-        },
-        Figure {
-            plot: "timeline-p99",
-            caption: "p99 latency per interval".into(),
-            svg: Some(timeline_svg(&p99, end_s, "p99 latency (ms)", 4)?),
-            legend: Vec::new(),
-            empty: String::new(),
-        },
-    ])
+            scale: y.name(),
+        });
+    }
+    Ok(figures)
 }
 
 #[derive(Debug, Serialize)]
@@ -275,7 +279,7 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
         spectrum: spectra_figure(
             "phase-spectrum",
             "Response time by percentile, per phase",
-            "response time (ms)",
+            "response time",
             &spectra,
             "This report has no per-phase spectrum (written by an earlier nodelay).",
         )?,
@@ -375,136 +379,4 @@ pub fn pcap(view: &PcapView) -> PcapSection {
         warnings: view.warnings.clone(),
         error: view.error.clone().unwrap_or_default(),
     }
-}
-
-#[derive(Debug, Serialize)]
-pub struct TargetRow {
-    pub label: String,
-    pub url: String,
-    pub error: String,
-    pub rounds: usize,
-    pub rate: String,
-    pub p50: String,
-    pub p50_ms: Option<f64>,
-    pub p99: String,
-    /// The lowest and highest of the rounds' figures.
-    pub rate_spread: String,
-    pub p50_spread: String,
-    pub p99_spread: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ComparisonRow {
-    pub label: String,
-    pub against: String,
-    pub metric: String,
-    pub ratio: String,
-    pub interval: String,
-    pub p_value: String,
-    pub significant: bool,
-    pub verdict: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct DiagnosisColumn {
-    pub label: String,
-    pub verdict: String,
-    pub findings: Vec<FindingText>,
-    pub error: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct CompareSection {
-    pub rounds: u64,
-    pub interrupted: bool,
-    pub spectrum: Figure,
-    pub targets: Vec<TargetRow>,
-    pub comparisons: Vec<ComparisonRow>,
-    pub test: String,
-    pub diagnoses: Vec<DiagnosisColumn>,
-    pub settings: Vec<(String, String)>,
-    pub machine: Option<MachineText>,
-}
-
-fn spread(values: impl Iterator<Item = Option<f64>>, text: impl Fn(f64) -> String) -> String {
-    let values: Vec<f64> = values.flatten().collect();
-    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let high = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if values.is_empty() { "—".into() } else { format!("{} – {}", text(low), text(high)) }
-}
-
-pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
-    let spectra: Vec<(String, &[SpectrumPoint])> = view
-        .targets
-        .iter()
-        .map(|t| (t.label.clone(), t.run.as_ref().map_or(&[][..], |r| r.latency_spectrum.as_slice())))
-        .collect();
-    let targets = view
-        .targets
-        .iter()
-        .map(|t| {
-            let latency = t.run.as_ref().and_then(|r| r.latency_ms.as_ref());
-            TargetRow {
-                label: t.label.clone(),
-                url: t.url.clone(),
-                error: t.error.clone().unwrap_or_default(),
-                rounds: t.rounds.len(),
-                rate: t.run.as_ref().map_or("—".into(), |r| per_second(r.requests_per_second, "req")),
-                p50: latency.map_or("—".into(), |p| format_duration_ms(p.p50)),
-                p50_ms: latency.map(|p| p.p50),
-                p99: latency.map_or("—".into(), |p| format_duration_ms(p.p99)),
-                rate_spread: spread(t.rounds.iter().map(|r| Some(r.requests_per_second)), |v| {
-                    per_second(v, "req")
-                }),
-                p50_spread: spread(t.rounds.iter().map(|r| r.p50_ms), format_duration_ms),
-                p99_spread: spread(t.rounds.iter().map(|r| r.p99_ms), format_duration_ms),
-            }
-        })
-        .collect();
-    let diagnosed = view.targets.iter().any(|t| t.diagnosis.is_some() || t.diagnosis_error.is_some());
-    Ok(CompareSection {
-        rounds: view.rounds,
-        interrupted: view.interrupted,
-        spectrum: spectra_figure(
-            "latency-spectrum",
-            "Latency by percentile, every round of each target",
-            "latency (ms)",
-            &spectra,
-            "No target completed a response.",
-        )?,
-        targets,
-        comparisons: view
-            .comparisons
-            .iter()
-            .map(|c| ComparisonRow {
-                label: c.label.clone(),
-                against: c.against.clone(),
-                metric: c.metric.replace('_', " "),
-                ratio: format!("{}×", number(c.ratio)),
-                interval: match (c.interval_low, c.interval_high) {
-                    (Some(low), Some(high)) => format!("{}× – {}×", number(low), number(high)),
-                    _ => "—".into(),
-                },
-                p_value: format!("{:.3}", c.p_value),
-                significant: c.significant,
-                verdict: c.verdict.clone(),
-            })
-            .collect(),
-        test: view.test.clone(),
-        diagnoses: if diagnosed {
-            view.targets
-                .iter()
-                .map(|t| DiagnosisColumn {
-                    label: t.label.clone(),
-                    verdict: t.diagnosis.as_ref().map(|d| d.verdict.clone()).unwrap_or_default(),
-                    findings: t.diagnosis.as_ref().map(|d| findings(&d.findings)).unwrap_or_default(),
-                    error: t.diagnosis_error.clone().unwrap_or_default(),
-                })
-                .collect()
-        } else {
-            Vec::new()
-        },
-        settings: settings(view.settings.as_ref()),
-        machine: machine(view.machine.as_ref()),
-    })
 }

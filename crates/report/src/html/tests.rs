@@ -55,7 +55,7 @@ fn bench_report(url: &str, slower_by_ms: u64) -> BenchReport {
             requests: 500,
             errors: 0,
             requests_per_second: 500.0,
-            p50_ms: Some(5.0),
+            p50_ms: Some(5.0 + slower_by_ms as f64),
             p99_ms: if s == 0 { Some(40.0) } else { None },
         })
         .collect();
@@ -122,10 +122,10 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
         crate::format::format_duration_ms(p50)
     )));
     for text in [
-        "latency (ms)",
+        "latency (ms, linear scale)",
         "99.9%",
         "time since the start (s)",
-        "throughput (req/s)",
+        "throughput (req/s, linear scale)",
         "kernel",
         "cores nodelay may use",
         "keep alive",
@@ -212,11 +212,12 @@ fn a_ratio_of_counts_keeps_its_decimals_and_a_whole_count_has_none() {
     assert!(page.contains("responses: 40<"), "{page}");
 }
 
-#[test]
-fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
+/// A compare report of targets `a` and `b`, `b` slower by `b_slower_by_ms`, both diagnosed.
+fn compare_report(b_slower_by_ms: u64) -> CompareReport {
     let target = |label: &str, slower_by_ms: u64, diagnosis: Option<DoctorReport>| CompareTarget {
         label: label.into(),
         url: format!("http://{label}.test/"),
+        settings: settings(&format!("http://{label}.test/")),
         error: None,
         rounds: (1..=3)
             .map(|round| RoundFigures {
@@ -235,15 +236,16 @@ fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
         diagnosis,
         diagnosis_error: None,
     };
-    let report = CompareReport {
+    CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds: 3,
+        rounds_completed: 3,
         settings: settings("http://a.test/"),
         targets: vec![
             target("a", 0, Some(doctor_report("http://a.test/", vec![]))),
             target(
                 "b",
-                30,
+                b_slower_by_ms,
                 Some(doctor_report("http://b.test/", vec![nagle_finding("B waits for the ACK")])),
             ),
         ],
@@ -254,30 +256,130 @@ fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
             ratio: 6.8,
             interval_low: Some(6.1),
             interval_high: Some(7.4),
-            p_value: 0.1,
+            p_value: 0.01,
             every_round_agrees: true,
-            significant: false,
-            verdict: "b is 6.8× slower at p50 (every round agrees; p = 0.1)".into(),
+            significant: true,
+            verdict: "b is 6.8× slower at p50 than a (every round agrees; p = 0.01)".into(),
         }],
         test: "Mann-Whitney U over the rounds",
         machine: Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "box".into() },
         interrupted: false,
-    };
-    let page = html_page(&[value(&report)]).unwrap();
-    let spectrum = &page[page.find("data-plot=\"latency-spectrum\"").unwrap()..];
-    let spectrum = &spectrum[..spectrum.find("</figure>").unwrap()];
+        interrupted_round: None,
+    }
+}
+
+/// The markup of the figure whose `data-plot` is `plot`.
+fn figure<'a>(page: &'a str, plot: &str) -> &'a str {
+    let at = page.find(&format!("data-plot=\"{plot}\"")).unwrap_or_else(|| panic!("no {plot} in {page}"));
+    &page[at..at + page[at..].find("</figure>").unwrap()]
+}
+
+#[test]
+fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
+    let page = html_page(&[value(&compare_report(30))]).unwrap();
+    let spectrum = figure(&page, "latency-spectrum");
     assert_eq!(series_lines(spectrum), 2, "one line per target");
     assert!(spectrum.contains("class=\"legend\""));
-    for text in [
-        "b is 6.8× slower at p50 (every round agrees; p = 0.1)",
+    let text = unescape(&page);
+    for text_in_page in [
+        "<h1>nodelay compare: b is 6.80× slower at p50 than a</h1>",
+        "b is 6.8× slower at p50 than a (every round agrees; p = 0.01)",
         "6.1× – 7.4×",
         "101 req/s – 103 req/s",
         "Diagnoses side by side",
+        "<h4 data-diagnosed=\"b\">b: 1 finding</h4>",
+        "<h4 data-diagnosed=\"a\">a: healthy</h4>",
         "B waits for the ACK",
         "Linux 6.1.0",
     ] {
-        assert!(unescape(&page).contains(text), "{text} in {page}");
+        assert!(text.contains(text_in_page), "{text_in_page} in {page}");
     }
+}
+
+#[test]
+fn each_rounds_p50_is_a_dot_and_each_target_has_its_timeline() {
+    let page = html_page(&[value(&compare_report(30))]).unwrap();
+    let rounds = figure(&page, "rounds");
+    assert_eq!(rounds.matches("<circle").count(), 6, "3 rounds of 2 targets: {rounds}");
+    assert!(rounds.contains("round (in the order run)") && rounds.contains("class=\"legend\""), "{rounds}");
+    for plot in ["timeline-rate", "timeline-p50"] {
+        let timeline = figure(&page, plot);
+        assert_eq!(series_lines(timeline), 2, "one line per target: {timeline}");
+        assert!(timeline.contains("seconds measured (each target"), "{timeline}");
+    }
+}
+
+#[test]
+fn targets_more_than_ten_times_apart_share_a_log_axis_that_says_so() {
+    // 5 ms against 7 ms: linear; 5 ms against 305 ms: log.
+    let near = html_page(&[value(&compare_report(2))]).unwrap();
+    let far = html_page(&[value(&compare_report(300))]).unwrap();
+    for plot in ["rounds", "latency-spectrum", "timeline-p50"] {
+        let linear = figure(&near, plot);
+        assert!(linear.contains("data-scale=\"linear\"") && linear.contains("ms, linear scale)"), "{linear}");
+        let log = figure(&far, plot);
+        assert!(log.contains("data-scale=\"log\"") && log.contains("ms, log scale)"), "{log}");
+    }
+    // Both targets answered 500 req/s each second: their throughput stays linear.
+    assert!(figure(&far, "timeline-rate").contains("data-scale=\"linear\""));
+}
+
+#[test]
+fn every_targets_settings_are_shown_the_shared_ones_once() {
+    let mut report = compare_report(30);
+    report.targets[1].settings.connections = 8;
+    let page = unescape(&html_page(&[value(&report)]).unwrap());
+    let by_target = &page[page.find("settings-by-target").unwrap()..];
+    let by_target = &by_target[..by_target.find("</table>").unwrap()];
+    for row in [
+        "<th>url</th><td>http://a.test/</td><td>http://b.test/</td>",
+        "<th>connections</th><td>2</td><td>8</td>",
+    ] {
+        assert!(by_target.contains(row), "{row} in {by_target}");
+    }
+    let shared = &page[page.find("settings-shared").unwrap()..];
+    let shared = &shared[..shared.find("</table>").unwrap()];
+    assert!(shared.contains("<th>threads</th><td>1</td>") && !shared.contains("<th>url</th>"), "{shared}");
+}
+
+#[test]
+fn an_interrupted_compare_says_which_round_was_left_out() {
+    let mut report = compare_report(30);
+    report.rounds = 5;
+    report.interrupted = true;
+    report.interrupted_round = Some(4);
+    let page = html_page(&[value(&report)]).unwrap();
+    assert!(
+        page.contains(
+            "Interrupted (Ctrl-C) in round 4 of 5: that round was cut short and is left out; 3 complete rounds are compared."
+        ),
+        "{page}"
+    );
+    assert!(page.contains("a, b measured in 3 of 5 rounds each"), "{page}");
+}
+
+#[test]
+fn code_in_a_finding_is_code_and_a_proof_says_its_p50_once() {
+    let mut finding = nagle_finding("The server waits for the ACK");
+    finding.fix_summary = "Start it with `nodelay exec -- PROGRAM`, or run `nodelay fix :PORT`.".into();
+    let mut twice = finding.proof[0].clone();
+    twice.result = "p50 41.00 ms -> 0.30 ms; a pause in 0 of 29 responses".into();
+    finding.proof = vec![twice.clone(), twice, finding.proof[0].clone()];
+    let page = html_page(&[value(&doctor_report("http://example.test/", vec![finding]))]).unwrap();
+    assert!(!page.contains('`'), "no backtick left: {page}");
+    assert!(page.contains(
+        "Start it with <code>nodelay exec -- PROGRAM</code>, or run <code>nodelay fix :PORT</code>."
+    ));
+    let proof = &page[page.find("<ul class=\"proof\">").unwrap()..];
+    let proof = &proof[..proof.find("</ul>").unwrap()];
+    let lines: Vec<&str> = proof.split("<li>").skip(1).collect();
+    assert_eq!(lines.len(), 2, "the same proof once: {proof}");
+    assert_eq!(lines[0].matches("p50").count(), 1, "{}", lines[0]);
+    assert!(
+        lines[0].contains("p50 41.00 ms → 0.30 ms; a pause in 0 of 29 responses (symptom removed)"),
+        "{proof}"
+    );
+    assert!(lines[1].contains("p50 41.00 ms → 300.0 µs; the pause went away (symptom removed)"), "{proof}");
 }
 
 #[test]

@@ -392,6 +392,8 @@ pub struct RoundView {
 pub struct TargetView {
     pub label: String,
     pub url: String,
+    /// The target's own settings (absent from the first version's reports).
+    pub settings: Option<Map<String, Value>>,
     pub error: Option<String>,
     pub rounds: Vec<RoundView>,
     pub run: Option<BenchView>,
@@ -418,10 +420,13 @@ pub struct ComparisonView {
 #[serde(default)]
 pub struct CompareView {
     pub rounds: u64,
+    /// Absent from the first version's reports (which counted a cut round).
+    pub rounds_completed: Option<u64>,
     pub settings: Option<Map<String, Value>>,
     pub targets: Vec<TargetView>,
     pub comparisons: Vec<ComparisonView>,
     pub test: String,
     pub machine: Option<MachineView>,
     pub interrupted: bool,
+    pub interrupted_round: Option<u64>,
 }

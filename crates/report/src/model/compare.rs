@@ -40,6 +40,9 @@ pub struct CompareTarget {
     pub label: String,
     /// The target's URL.
     pub url: String,
+    /// The load this target got: the same options as every other target's, its own URL,
+    /// address and (https) TLS.
+    pub settings: BenchSettings,
     /// Why the target could not be measured (its first connection failed); its other fields
     /// are then empty.
     pub error: Option<String>,
@@ -87,9 +90,13 @@ pub struct Comparison {
 pub struct CompareReport {
     /// The schema id, [`COMPARE_SCHEMA_ID`].
     pub schema: &'static str,
-    /// Rounds per target, interleaved.
+    /// Rounds per target asked for, interleaved.
     pub rounds: u32,
-    /// The load each target got (its url is the first target's; the others differ only there).
+    /// Rounds every target ran to their end: the only ones counted, in `targets[].rounds` and
+    /// `targets[].run` alike.
+    pub rounds_completed: u32,
+    /// The first target's load, kept for readers of the first version of this report; each
+    /// target's own is `targets[].settings`.
     pub settings: BenchSettings,
     /// Every target, the first (the reference) first.
     pub targets: Vec<CompareTarget>,
@@ -101,6 +108,9 @@ pub struct CompareReport {
     pub machine: Machine,
     /// Stopped early (Ctrl-C): fewer rounds than asked were run.
     pub interrupted: bool,
+    /// The round a Ctrl-C cut short: left out of every figure, the runs of it that had ended
+    /// included (a round counts only whole, every target once). Null when none was cut.
+    pub interrupted_round: Option<u32>,
 }
 
 /// The figures `comparisons` set side by side, with whether a larger value is worse.

@@ -49,12 +49,8 @@ pub fn compare_header(
 fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
     writeln!(out)?;
     if report.interrupted {
-        let done = report.targets.iter().map(|t| t.rounds.len()).max().unwrap_or(0);
-        let line = format!(
-            "interrupted (Ctrl-C) in round {done} of {}: the last run was cut short, no diagnosis was run",
-            report.rounds
-        );
-        out.push_str(&wrap(&line, width, "", "  "));
+        let line = interrupted_line(report.rounds, report.rounds_completed, report.interrupted_round);
+        out.push_str(&wrap(&format!("{line}; no diagnosis was run"), width, "", "  "));
         writeln!(out)?;
     }
     write_figures(out, report, width)?;
@@ -104,6 +100,21 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
         write_diagnosis(out, target, width)?;
     }
     Ok(())
+}
+
+/// What a Ctrl-C left, for the text and the page alike: the round it cut short is left out,
+/// the whole rounds are compared.
+pub(crate) fn interrupted_line(rounds: u32, completed: u32, cut_short: Option<u32>) -> String {
+    let counted = match completed {
+        0 => "no round was complete: nothing to compare".to_string(),
+        n => plural(n as usize, "complete round is compared", "complete rounds are compared"),
+    };
+    match cut_short {
+        Some(round) => format!(
+            "interrupted (Ctrl-C) in round {round} of {rounds}: that round was cut short and is left out; {counted}"
+        ),
+        None => format!("interrupted (Ctrl-C) after round {completed} of {rounds}: {counted}"),
+    }
 }
 
 /// One row per target: the figures of its rounds merged, and the spread of req/s and p50
@@ -164,6 +175,9 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
 
 /// Each target's spread across its rounds: the lowest and highest req/s and p50 of a round.
 fn write_rounds(out: &mut String, report: &CompareReport, width: usize) -> std::fmt::Result {
+    if report.targets.iter().all(|t| t.rounds.is_empty()) {
+        return Ok(());
+    }
     writeln!(out)?;
     writeln!(out, "spread across rounds (lowest – highest round):")?;
     let scale =
