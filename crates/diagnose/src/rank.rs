@@ -51,11 +51,16 @@ fn handshake_ms(baseline: &PhaseSummary) -> f64 {
     baseline.connect_p50_ms.unwrap_or(0.0) + baseline.tls_handshake_p50_ms.unwrap_or(0.0)
 }
 
-/// Drops what costs nothing beside a slow request, then orders the rest by cost, most first
-/// (ties keep the rules' order).
+/// Drops what costs nothing beside what makes a request slow, then orders the rest by cost,
+/// most first (ties keep the rules' order).
 pub(crate) fn rank(findings: &mut Vec<Finding>, baseline: &PhaseSummary) {
-    let negligible_handshakes =
-        findings.len() > 1 && handshake_ms(baseline) < NEGLIGIBLE_HANDSHAKE_SHARE * baseline.total_p50_ms;
+    let handshakes = handshake_ms(baseline);
+    // Beside a cause that costs the request its time, not beside another fact that costs none.
+    let slow_cause = findings.iter().any(|f| {
+        !matches!(f.id, FindingId::ConnectionPerRequest | FindingId::ErrorResponses)
+            && cost_ms(f, baseline) >= 10.0 * handshakes
+    });
+    let negligible_handshakes = slow_cause && handshakes < NEGLIGIBLE_HANDSHAKE_SHARE * baseline.total_p50_ms;
     findings.retain(|f| !(f.id == FindingId::ConnectionPerRequest && negligible_handshakes));
     let mut costed: Vec<(f64, Finding)> = findings.drain(..).map(|f| (cost_ms(&f, baseline), f)).collect();
     costed.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -97,9 +102,10 @@ mod tests {
             ids,
             [FindingId::SlowFirstByte, FindingId::ServerCpuBound, FindingId::UnrequestedKeepAlive]
         );
-        // Alone, a connection per request stays: it is what there is to say.
-        let mut alone = vec![finding(FindingId::ConnectionPerRequest)];
+        // Alone, or beside a fact that costs no time, a connection per request stays.
+        let mut alone =
+            vec![finding(FindingId::ConnectionPerRequest), finding(FindingId::UpstreamConnectionPerRequest)];
         rank(&mut alone, &baseline);
-        assert_eq!(alone.len(), 1);
+        assert_eq!(alone.len(), 2);
     }
 }
