@@ -310,7 +310,7 @@ fn port_without_listener_is_one_clear_error() {
 
 #[test]
 fn bad_urls_and_flags_are_usage_errors() {
-    assert_failed_with(&nodelay(&["bench", "-k", "http://127.0.0.1:1/"]), 2, "are for https:// URLs");
+    assert_failed_with(&nodelay(&["bench", "--insecure", "http://127.0.0.1:1/"]), 2, "are for https:// URLs");
     assert_failed_with(&nodelay(&["bench", "not a url"]), 2, "invalid URL");
     assert_failed_with(&nodelay(&["bench", "ftp://127.0.0.1/"]), 2, "unsupported scheme 'ftp'");
     assert_failed_with(&nodelay(&["bench", "-c", "0", "http://127.0.0.1/"]), 2, "--connections");
