@@ -33,7 +33,11 @@ fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
     assert_eq!(run.code(), 0, "{}", run.stderr());
     for target in report["targets"].as_array().unwrap() {
         assert_eq!(target["rounds"].as_array().unwrap().len(), 5, "{target:#}");
+        // Each target's own settings, not only the first's.
+        assert_eq!(target["settings"]["url"], target["url"], "{target:#}");
     }
+    assert_eq!(report["rounds_completed"], 5);
+    assert_eq!(report["interrupted_round"], serde_json::Value::Null);
     let p50 = comparison(&report, "p50_ms");
     assert_eq!(p50["label"], "stalling");
     assert_eq!(p50["against"], "fixed");
@@ -196,6 +200,75 @@ fn ctrl_c_stops_the_rounds_and_reports_what_was_measured() {
     let output = child.wait_with_output().unwrap();
     assert!(started.elapsed().as_secs() < 5, "stopping took {:?}", started.elapsed());
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("interrupted (Ctrl-C) in round 1 of 5"), "{text}");
+    // The round was cut before it was whole: nothing is compared.
+    assert!(
+        squeeze(&text).contains(
+            "interrupted (Ctrl-C) in round 1 of 5: that round was cut short and is left out; no round was complete: nothing to compare"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("spread across rounds"), "{text}");
     assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+}
+
+/// Ctrl-C in the third of many long rounds, against two real servers: the two whole rounds
+/// are compared, the third is left out, and the JSON and the page say so. The stderr line of
+/// the second round's end says when to stop: from then on a stop cuts the third.
+#[test]
+fn a_round_cut_short_by_ctrl_c_is_left_out_and_said() {
+    use std::io::BufReader;
+    let fixed = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let stalling = python_peer("python_http_server.py", &[]);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("compare-interrupted");
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("interrupted.html");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["compare", "--json", "-c", "1", "-t", "1", "-d", "1s", "--rounds", "20"])
+        .args(["--labels", "fixed,stalling", "--html", html.to_str().unwrap()])
+        .args([fixed.url("/"), stalling.url("/")])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let said = std::cell::RefCell::new(Vec::new());
+    read_until(&mut stderr, "nodelay compare", |line| {
+        said.borrow_mut().push(line.to_string());
+        line.starts_with("round 2 of 20 done: fixed p50 ")
+    });
+    let said = said.into_inner();
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(said.len(), 2, "one line per round: {said:?}");
+    assert!(
+        said[0].starts_with("round 1 of 20 done: fixed p50 ") && said[0].contains(", stalling p50 "),
+        "{said:?}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report, as JSON");
+    validate_against_schema("compare.schema.json", &report);
+    assert_eq!(report["interrupted"], true, "{report:#}");
+    assert_eq!(report["rounds"], 20);
+    assert_eq!(report["rounds_completed"], 2);
+    assert_eq!(report["interrupted_round"], 3);
+    for target in report["targets"].as_array().unwrap() {
+        let rounds = target["rounds"].as_array().unwrap();
+        let numbers: Vec<u64> = rounds.iter().map(|r| r["round"].as_u64().unwrap()).collect();
+        assert_eq!(numbers, [1, 2], "{target:#}");
+        // The cut run's responses are in no figure.
+        let in_rounds: u64 = rounds.iter().map(|r| r["requests_completed"].as_u64().unwrap()).sum();
+        let run = &target["run"];
+        assert_eq!(run["requests_completed"].as_u64().unwrap(), in_rounds, "{target:#}");
+        let in_timeline: u64 =
+            run["timeline"].as_array().unwrap().iter().map(|p| p["requests"].as_u64().unwrap()).sum();
+        assert_eq!(in_timeline, in_rounds, "{target:#}");
+    }
+    assert!(report["comparisons"].as_array().unwrap().iter().any(|c| c["metric"] == "p50_ms"), "{report:#}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains(
+            "Interrupted (Ctrl-C) in round 3 of 20: that round was cut short and is left out; 2 complete rounds are compared."
+        ),
+        "{page}"
+    );
 }

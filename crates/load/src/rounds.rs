@@ -71,7 +71,8 @@ pub struct RoundsEnd {
 /// A round counts only whole: one that a stop request (Ctrl-C) cuts short is left out, the
 /// runs of it that had ended included, so that every target is compared over the same rounds
 /// and no figure mixes a full run with a cut one. `observe` gives the observer of each run;
-/// `said` is told a line as each round ends ("round 2 of 5 done: ...").
+/// `said` is told a line as each round ends unless a stop was asked for by then ("round 2 of
+/// 5 done: ...").
 pub fn run_rounds(
     targets: &mut [Contender],
     rounds: u32,
@@ -105,10 +106,11 @@ pub fn run_rounds(
         for (index, measured) in ended {
             add_round(&mut targets[index], round, measured);
         }
-        said(&round_line(round, rounds, targets));
         if stop::requested() {
             return RoundsEnd { completed: round, interrupted: true, cut_short: None };
         }
+        // Said only when the next round is to run: a stop from now on cuts that one.
+        said(&round_line(round, rounds, targets));
     }
     RoundsEnd { completed: rounds, interrupted: false, cut_short: None }
 }

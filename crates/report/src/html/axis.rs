@@ -4,7 +4,6 @@
 //! drawn at their position on the axis (log10 of the value on a log axis), so the ticks are
 //! chosen here and plotters only draws them.
 
-use super::plots::tick;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::types::RangedCoordf64;
 use std::ops::Range;
@@ -28,6 +27,12 @@ pub struct ValueAxis {
     pub scale: Scale,
     low: f64,
     high: f64,
+}
+
+/// A tick value without trailing zeros: `0.25`, `40`, `1500`.
+pub fn tick(value: f64) -> String {
+    let text = if value.abs() >= 100.0 { format!("{value:.0}") } else { format!("{value:.3}") };
+    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
 
 /// Whether `figures` (one per target: its p50, its requests/s) differ by more than

@@ -5,7 +5,7 @@
 //! (legends are the page's HTML, escaped there); axis and text colours are black here and set
 //! by the page's CSS for light and dark.
 
-use super::axis::{Ticked, ValueAxis};
+use super::axis::{Ticked, ValueAxis, tick};
 use super::error::HtmlError;
 use super::view::BucketView;
 use crate::model::series::SpectrumPoint;
@@ -69,12 +69,6 @@ pub fn percentile_label(decade: u32) -> String {
         1 => "90%".into(),
         n => format!("99{}{}%", if n > 2 { "." } else { "" }, "9".repeat(n as usize - 2)),
     }
-}
-
-/// A tick value without trailing zeros: `0.25`, `40`, `1500`.
-pub fn tick(value: f64) -> String {
-    let text = if value.abs() >= 100.0 { format!("{value:.0}") } else { format!("{value:.3}") };
-    if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.').to_string() } else { text }
 }
 
 /// The top of a value axis: a little above the largest value, never zero.
