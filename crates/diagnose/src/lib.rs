@@ -26,6 +26,7 @@ mod server;
 mod significance;
 mod slow_body;
 mod suggest;
+mod symptom;
 mod timers;
 mod waiting;
 

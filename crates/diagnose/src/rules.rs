@@ -10,6 +10,7 @@ use crate::fixes;
 use crate::hops::unrequested_keep_alive;
 use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::server_findings;
+use crate::symptom::{REMOVED_FRACTION, Symptom, proof, proof_of};
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 use nodelay_engine::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
 
@@ -27,21 +28,6 @@ const EXTRA_ROUND_TRIP_SHARE: f64 = 0.75;
 const RETRANSMISSION_SHARE: f64 = 0.05;
 /// A symptom seen in at least this share of steady responses is worth a finding.
 const SYMPTOM_FRACTION: f64 = 0.25;
-/// An experiment removed a symptom when at most this share still shows it...
-const REMOVED_FRACTION: f64 = 0.1;
-/// ...and the median the symptom inflates fell to at most this share of the baseline's.
-const REMOVED_P50_RATIO: f64 = 0.5;
-
-/// What an experiment must remove: the share of responses that show it, and the median it
-/// inflates. A late first byte is judged by the first byte, not the total: a client stall on
-/// top of a server stall (a POST to Python over TLS) halves the total when it is removed,
-/// 88.01 ms -> 44.04 ms, a hair above half, while its first byte fell from 44 ms to 0.6 ms.
-#[derive(Clone, Copy)]
-pub(crate) struct Symptom {
-    pub(crate) share: fn(&PhaseSummary) -> f64,
-    pub(crate) median_ms: fn(&PhaseSummary) -> f64,
-    pub(crate) label: &'static str,
-}
 
 const PAUSE: Symptom = Symptom {
     share: PhaseSummary::stalled_fraction,
@@ -199,13 +185,6 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     findings
 }
 
-/// Did `experiment` remove the symptom measured by `symptom` (a fraction of responses)?
-fn removed(baseline: &PhaseSummary, experiment: &PhaseSummary, symptom: Symptom) -> bool {
-    experiment.responses > 0
-        && (symptom.share)(experiment) <= REMOVED_FRACTION
-        && (symptom.median_ms)(experiment) <= (symptom.median_ms)(baseline) * REMOVED_P50_RATIO
-}
-
 /// Across a path, the first byte came one round trip later than the baseline's (within a
 /// quarter of it, plus 1 ms): a hold that an ACK sent at once released.
 fn round_trip_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
@@ -217,54 +196,6 @@ fn round_trip_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
 fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
     phase.late_first_byte_fraction() >= SYMPTOM_FRACTION
         && phase.first_byte_p50_ms >= baseline.first_byte_p50_ms + 20.0
-}
-
-pub(crate) fn proof(
-    experiment: Experiment,
-    baseline: &PhaseSummary,
-    phase: &Phase,
-    symptom: Symptom,
-) -> Proof {
-    proof_of(ProofKind::Experiment, experiment.describe().into(), baseline, phase, symptom)
-}
-
-/// What changing one thing (`what`) did to the symptom, against the baseline.
-fn proof_of(
-    kind: ProofKind,
-    what: String,
-    baseline: &PhaseSummary,
-    phase: &Phase,
-    symptom: Symptom,
-) -> Proof {
-    let summary = phase.summary();
-    let gone = removed(baseline, &summary, symptom);
-    let affected = ((symptom.share)(&summary) * summary.steady_responses as f64).round();
-    let label = symptom.label;
-    Proof {
-        kind,
-        experiment: what,
-        baseline_p50_ms: baseline.total_p50_ms,
-        experiment_p50_ms: summary.total_p50_ms,
-        removed: gone,
-        result: format!(
-            "p50 {:.2} ms -> {:.2} ms{}; {label} in {affected} of {} responses",
-            baseline.total_p50_ms,
-            summary.total_p50_ms,
-            handshake_share(baseline, &summary),
-            summary.steady_responses
-        ),
-    }
-}
-
-/// Over TLS, an experiment whose requests each open a connection pays a TLS handshake that
-/// the keep-alive baseline did not: said apart, so the comparison is read for what it is.
-fn handshake_share(baseline: &PhaseSummary, experiment: &PhaseSummary) -> String {
-    match experiment.tls_handshake_p50_ms {
-        Some(handshake) if !experiment.reuses_connections && baseline.reuses_connections => {
-            format!(" (of which a TLS handshake {handshake:.2} ms)")
-        }
-        _ => String::new(),
-    }
 }
 
 fn tcp_info_evidence(phase: &Phase, evidence: &mut Vec<Evidence>) {
@@ -1032,6 +963,7 @@ mod tests {
             expect_probe: None,
             idle_probe: None,
             interrupted: false,
+            linked_libraries: Vec::new(),
         }
     }
 
@@ -1459,6 +1391,7 @@ mod tests {
             expect_probe: None,
             idle_probe: None,
             interrupted: false,
+            linked_libraries: Vec::new(),
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -1488,6 +1421,7 @@ mod tests {
             expect_probe: None,
             idle_probe: None,
             interrupted: false,
+            linked_libraries: Vec::new(),
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

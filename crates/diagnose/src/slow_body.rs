@@ -5,7 +5,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId};
 use crate::fixes;
 use crate::phase::{Experiment, Observations, PhaseSummary, STALL_GAP_MS};
-use crate::rules::{Symptom, proof};
+use crate::symptom::{Symptom, proof};
 
 /// A response whose time after its first byte (beyond the path's transfer rounds) is at
 /// least this long is slow, in pauses or not: as long as one stall.
