@@ -110,7 +110,7 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     for phase in r.phases.iter().filter(|p| p.summary.errors > 0) {
-        out.push_str(&wrap(&failures(phase), width, "  ", "    "));
+        out.push_str(&wrap(&failures(phase, r.verdict != "unreliable"), width, "  ", "    "));
     }
     if !r.skipped_experiments.is_empty() {
         let line = format!("skipped for lack of budget: {}", r.skipped_experiments.join(", "));
@@ -223,7 +223,9 @@ fn chain_after(r: &DoctorReport) -> String {
 
 /// `baseline: 14 of 40 requests failed, 12 of them malformed_response ("..."); too many
 /// failures for a verdict (more than 10 % failed)`.
-fn failures(phase: &PhaseReport) -> String {
+/// `verdict_stands`: the report has a verdict all the same (a baseline whose server closed
+/// each connection is judged on fresh connections).
+fn failures(phase: &PhaseReport, verdict_stands: bool) -> String {
     let s = &phase.summary;
     let label = match phase.description.strip_prefix("experiment: ") {
         Some(experiment) => format!("experiment '{experiment}'"),
@@ -233,7 +235,10 @@ fn failures(phase: &PhaseReport) -> String {
     if let Some(error) = &s.most_common_error {
         line += &format!(", {} of them {} (\"{}\")", error.count, error.kind, error.example);
     }
-    if !s.reliable {
+    if !s.reliable && phase.name == "baseline" && verdict_stands {
+        line += "; the server closed each keep-alive connection after one response, so the verdict is judged on \
+                 fresh connections";
+    } else if !s.reliable {
         let consequence = if phase.name == "baseline" { "for a verdict" } else { "to count as proof" };
         line += &format!(
             "; too many failures {consequence} (more than {:.0} % failed)",

@@ -81,7 +81,8 @@ impl Render<FixReport> for FittedText {
             text.push_str(if report.dry_run {
                 ". Dry run: nothing was changed."
             } else if report.listening_changed > 0 {
-                ". Connections accepted from now on inherit it; it lasts until the program restarts."
+                ". Connections accepted from now on start with it, unless the program turns it off on each; it lasts \
+                 until the program restarts."
             } else {
                 ". It lasts as long as these connections."
             });
