@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use std::time::Duration;
 
-/// How far past --budget a run may end in these tests: the README states 0.1 s; the rest is
+/// How far past --budget a run may end in these tests: docs/doctor.md states 0.1 s; the rest is
 /// headroom for a machine shared with other builds.
 const SLACK: Duration = Duration::from_millis(1000);
 

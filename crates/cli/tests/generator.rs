@@ -1,5 +1,5 @@
 //! The generator itself: the exact bytes it puts on the wire (so a server sees what the
-//! README says it sees), curl's `-H 'Name:'` removal, and `--busy-poll` really spinning.
+//! docs/bench.md says it sees), curl's `-H 'Name:'` removal, and `--busy-poll` really spinning.
 
 mod common;
 

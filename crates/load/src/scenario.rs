@@ -1,5 +1,5 @@
 //! Scenario files: a list of named HTTP requests against one base URL, sent in a weighted
-//! mix or as a fixed sequence on every connection. See README "Scenarios".
+//! mix or as a fixed sequence on every connection. See docs/bench.md, "Scenarios".
 //!
 //! ```toml
 //! mode = "weighted"            # or "sequence"
