@@ -13,7 +13,7 @@ pub const LOG_WHEN_APART: f64 = 10.0;
 
 /// Ticks on a log axis at most: past it, 1-2-5 steps give way to 1-3 steps, then to powers
 /// of ten, so that the labels of a short plot do not crowd.
-const MAX_LOG_TICKS: usize = 7;
+const MAX_LOG_TICKS: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
@@ -27,7 +27,12 @@ pub struct ValueAxis {
     pub scale: Scale,
     low: f64,
     high: f64,
+    /// A log axis's ticks: these multiples of each power of ten.
+    multiples: &'static [f64],
 }
+
+/// The ticks a log axis tries, finest first: 1-2-5, 1-3, powers of ten.
+const LOG_STEPS: [&[f64]; 3] = [&[1.0, 2.0, 5.0], &[1.0, 3.0], &[1.0]];
 
 /// A tick value without trailing zeros: `0.25`, `40`, `1500`.
 pub fn tick(value: f64) -> String {
@@ -42,11 +47,6 @@ pub fn differ_tenfold(figures: impl IntoIterator<Item = f64>) -> bool {
     let low = positive.iter().copied().fold(f64::INFINITY, f64::min);
     let high = positive.iter().copied().fold(0.0, f64::max);
     positive.len() >= 2 && high > low * LOG_WHEN_APART
-}
-
-/// The 1-2-5 steps from `low` to `high`: 0.1, 0.2, 0.5, 1, 2, 5, 10, ...
-fn one_two_five(low: f64, high: f64) -> Vec<f64> {
-    steps_of(&[1.0, 2.0, 5.0], low, high)
 }
 
 /// The values `multiples` × a power of ten from `low` to `high`.
@@ -81,15 +81,23 @@ impl ValueAxis {
         let largest = values.iter().copied().fold(0.0, f64::max);
         let smallest = values.iter().copied().filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min);
         if log && smallest < largest {
-            // A little room at both ends, so that no dot sits on the frame.
+            // A little room at both ends, so that no dot sits on the frame; the ends on ticks.
             let (smallest, largest) = (smallest / 1.05, largest * 1.05);
-            let low = 10f64.powf(smallest.log10().floor());
-            let low = one_two_five(low, smallest).last().copied().unwrap_or(low);
-            let high = one_two_five(largest, largest * 5.0).first().copied().unwrap_or(largest);
-            return ValueAxis { scale: Scale::Log, low, high };
+            let fitting = |multiples: &'static [f64]| {
+                let decade_below = 10f64.powf(smallest.log10().floor() - 1.0);
+                let low = steps_of(multiples, decade_below, smallest).last().copied()?;
+                let high = steps_of(multiples, largest, largest * 10.0).first().copied()?;
+                let axis = ValueAxis { scale: Scale::Log, low, high, multiples };
+                (axis.ticks().len() <= MAX_LOG_TICKS).then_some(axis)
+            };
+            return LOG_STEPS.iter().find_map(|multiples| fitting(multiples)).unwrap_or_else(|| {
+                let low = 10f64.powf(smallest.log10().floor());
+                let high = 10f64.powf(largest.log10().ceil());
+                ValueAxis { scale: Scale::Log, low, high, multiples: &[1.0] }
+            });
         }
         let high = if largest > 0.0 { largest * 1.08 } else { 1.0 };
-        ValueAxis { scale: Scale::Linear, low: 0.0, high }
+        ValueAxis { scale: Scale::Linear, low: 0.0, high, multiples: &[] }
     }
 
     /// Where `value` is drawn; `None` for a value a log axis cannot show (zero).
@@ -116,14 +124,7 @@ impl ValueAxis {
                 let step = nice_step(self.high / 5.0);
                 (0..).map(|i| i as f64 * step).take_while(|v| *v <= self.high).collect()
             }
-            Scale::Log => [&[1.0, 2.0, 5.0][..], &[1.0, 3.0], &[1.0]]
-                .iter()
-                .map(|multiples| steps_of(multiples, self.low, self.high))
-                .find(|values| values.len() <= MAX_LOG_TICKS)
-                .unwrap_or_else(|| steps_of(&[1.0], self.low, self.high))
-                .iter()
-                .map(|v| v.log10())
-                .collect(),
+            Scale::Log => steps_of(self.multiples, self.low, self.high).iter().map(|v| v.log10()).collect(),
         }
     }
 
@@ -203,7 +204,9 @@ mod tests {
         let axis = ValueAxis::new([0.138, 0.2, 45.3], true);
         assert_eq!(axis.scale, Scale::Log);
         let labels: Vec<String> = axis.ticks().iter().map(|t| axis.label(*t)).collect();
-        assert_eq!(labels, ["0.1", "0.3", "1", "3", "10", "30"]);
+        assert_eq!(labels, ["0.1", "0.3", "1", "3", "10", "30", "100"]);
+        let (ticks, range) = (axis.ticks(), axis.range());
+        assert_eq!((ticks[0], ticks[ticks.len() - 1]), (range.start, range.end), "the ends are ticks");
         let near = ValueAxis::new([0.3, 4.0], true);
         let labels: Vec<String> = near.ticks().iter().map(|t| near.label(*t)).collect();
         assert_eq!(labels, ["0.2", "0.5", "1", "2", "5"]);
@@ -217,7 +220,7 @@ mod tests {
     fn many_decades_are_ticked_at_powers_of_ten_only() {
         let axis = ValueAxis::new([0.011, 4000.0], true);
         let labels: Vec<String> = axis.ticks().iter().map(|t| axis.label(*t)).collect();
-        assert_eq!(labels, ["0.01", "0.1", "1", "10", "100", "1000"]);
+        assert_eq!(labels, ["0.01", "0.1", "1", "10", "100", "1000", "10000"]);
     }
 
     #[test]

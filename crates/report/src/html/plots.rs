@@ -99,7 +99,8 @@ pub fn spectrum_svg(lines: &[Line], y: &ValueAxis, y_desc: &str) -> Result<Strin
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 400)).into_drawing_area();
         let mut chart = ChartBuilder::on(&root)
             .margin(14)
-            .margin_right(28)
+            // Room for the last percentile's label (99.9999%), centred on the axis's end.
+            .margin_right(40)
             .x_label_area_size(50)
             .y_label_area_size(76)
             .build_cartesian_2d(0.0..decades as f64, y.coordinate())
