@@ -51,5 +51,6 @@ pub use model::status::SuccessStatuses;
 pub use model::tls::{TlsNegotiated, TlsReport, TlsSettings};
 pub use render::Render;
 pub use text::compare::compare_header;
+pub use text::saved::text_of_saved_run;
 pub use text::wrap::wrap_words;
 pub use text::{DEFAULT_WIDTH, FittedText, MIN_WIDTH, Text};

@@ -10,6 +10,7 @@ pub(crate) mod layout;
 pub(crate) mod merge;
 pub(crate) mod pcap;
 pub(crate) mod proxy;
+pub(crate) mod saved;
 pub(crate) mod server_view;
 pub(crate) mod sockets;
 pub(crate) mod wrap;

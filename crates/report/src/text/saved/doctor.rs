@@ -1,0 +1,125 @@
+//! A saved diagnosis as text, laid out as a live one (`text::doctor`): what was measured in
+//! each phase, each hop's verdict, the findings, then the verdict line.
+
+use super::finding::write_finding;
+use super::view::{DoctorScenarioView, DoctorView, PhaseView};
+use crate::format::{DurationScale, format_seconds, format_status_counts};
+use crate::text::layout::{Col, TextTable};
+use crate::text::wrap::wrap;
+use std::fmt::Write;
+
+pub fn write_doctor(out: &mut String, r: &DoctorView, width: usize) -> std::fmt::Result {
+    let header = format!(
+        "nodelay doctor {} ({}): {:.1} s of a {} budget",
+        r.url,
+        r.address,
+        r.elapsed_s,
+        format_seconds(r.budget_s)
+    );
+    out.push_str(&wrap(&header, width, "", "  "));
+    writeln!(out)?;
+    // One unit per column: each compares one figure across the phases.
+    let column = |pick: fn(&PhaseView) -> f64| DurationScale::for_ms(r.phases.iter().map(pick));
+    let (total, first_byte, read_gap) =
+        (column(|p| p.total_p50_ms), column(|p| p.first_byte_p50_ms), column(|p| p.read_gap_p50_ms));
+    let mut columns = vec![Col::Hanging];
+    columns.extend([Col::Right; 6]);
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(["measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"]);
+    for phase in &r.phases {
+        let paused = match phase.steady_responses {
+            0 => "-".to_string(),
+            steady => format!("{:.0} %", phase.stalled as f64 / steady as f64 * 100.0),
+        };
+        table.row([
+            phase.description.clone(),
+            phase.responses.to_string(),
+            phase.errors.to_string(),
+            total.format(phase.total_p50_ms),
+            first_byte.format(phase.first_byte_p50_ms),
+            read_gap.format(phase.read_gap_p50_ms),
+            paused,
+        ]);
+    }
+    out.push_str(&table.render());
+    for phase in r.phases.iter().filter(|p| p.errors > 0) {
+        let line = format!(
+            "{}: {} of {} requests failed",
+            phase.name,
+            phase.errors,
+            phase.attempts.max(phase.errors)
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    if !r.skipped_experiments.is_empty() {
+        let line = format!("skipped for lack of budget: {}", r.skipped_experiments.join(", "));
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    if r.interrupted {
+        let line = "interrupted (Ctrl-C): the findings rest on what was measured until then";
+        out.push_str(&wrap(line, width, "  ", "    "));
+    }
+    if !r.hops.is_empty() {
+        writeln!(out)?;
+    }
+    for hop in &r.hops {
+        let what = match (&hop.report, &hop.error) {
+            (Some(report), _) => format!("verdict: {}", verdict(report)),
+            (None, error) => format!("not diagnosed: {}", error.as_deref().unwrap_or("no reason given")),
+        };
+        let line = format!("upstream {} ({}), diagnosed directly: {what}", hop.address, hop.how_used);
+        out.push_str(&wrap(&line, width, "", "  "));
+    }
+    for finding in &r.findings {
+        write_finding(out, finding, width)?;
+    }
+    if let Some(try_fix) = &r.try_fix {
+        writeln!(out)?;
+        out.push_str(&wrap(&format!("try-fix: {}", try_fix.outcome), width, "", "  "));
+    }
+    writeln!(out)?;
+    out.push_str(&wrap(&format!("verdict: {}", verdict(r)), width, "", "  "));
+    Ok(())
+}
+
+/// The findings' ids (the run's verdict when it has none), with the error page measured and
+/// whether it was interrupted: the live verdict line.
+fn verdict(r: &DoctorView) -> String {
+    let ids: Vec<&str> = r.findings.iter().map(|f| f.id.as_str()).collect();
+    let ids = if ids.is_empty() { r.verdict.clone() } else { ids.join(", ") };
+    // Never "healthy" alone when what was measured is an error page.
+    let of_what = match &r.error_page {
+        Some(page) if page.responses == page.of => {
+            format!(" (of an error page: {})", format_status_counts(&page.status_counts))
+        }
+        Some(page) => format!(
+            " ({} of {} responses an error page: {})",
+            page.responses,
+            page.of,
+            format_status_counts(&page.status_counts)
+        ),
+        None => String::new(),
+    };
+    let interrupted = if r.interrupted { " (interrupted)" } else { "" };
+    format!("{ids}{of_what}{interrupted}")
+}
+
+pub fn write_scenario(out: &mut String, r: &DoctorScenarioView, width: usize) -> std::fmt::Result {
+    let heading = format!("nodelay doctor {}: {} requests of a scenario", r.url, r.requests.len());
+    out.push_str(&wrap(&heading, width, "", "  "));
+    let mut table = TextTable::new(width, 2, &[Col::Text, Col::Text]);
+    for named in &r.requests {
+        table.row([named.name.clone(), verdict(&named.report)]);
+    }
+    out.push_str(&table.render());
+    if r.interrupted {
+        let line = "interrupted (Ctrl-C): the requests after the last one below were not diagnosed";
+        out.push_str(&wrap(line, width, "  ", "    "));
+    }
+    for named in &r.requests {
+        writeln!(out)?;
+        out.push_str(&wrap(&format!("=== request '{}' ===", named.name), width, "", "  "));
+        write_doctor(out, &named.report, width)?;
+    }
+    Ok(())
+}
