@@ -49,7 +49,7 @@ pub enum Command {
     /// Measure several targets in interleaved rounds and say whether and by how much they differ
     #[command(allow_negative_numbers = true)]
     Compare(Box<CompareArgs>),
-    /// Render saved runs together as one HTML page, or merge interval logs of many load machines
+    /// Print saved runs as text or draw them on one HTML page, or merge interval logs of many machines
     Report(Box<ReportArgs>),
     /// Print the JSON Schema of a command's --json output
     Schema {
@@ -378,19 +378,19 @@ pub struct CompareArgs {
     pub quiet: bool,
 }
 
-/// `nodelay report`: saved runs rendered together, or interval logs merged.
+/// `nodelay report`: saved runs printed or drawn together, or interval logs merged.
 #[derive(Debug, Clone, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReportArgs {
     #[command(subcommand)]
     pub merge: Option<ReportCommand>,
 
-    /// Runs saved with --json or --export-json (bench, compare, doctor, pcap, report merge)
+    /// Runs saved with --json or --export-json (bench, compare, doctor, pcap, proxy, report merge)
     #[arg(value_name = "RUN.json", required = true)]
     pub runs: Vec<PathBuf>,
 
-    /// Write the runs as one self-contained HTML page to FILE
-    #[arg(long, value_name = "FILE", required = true)]
+    /// Write the runs as one self-contained HTML page to FILE (not proxy runs) instead of text
+    #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 }
 

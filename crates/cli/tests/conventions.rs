@@ -75,21 +75,59 @@ fn wrk_latency_is_accepted_silently_and_ab_k_with_a_note() {
     );
 }
 
-/// The spec of issue 31's item 6, waiting for its library half: a text renderer of saved runs
-/// in nodelay-report (the CLI then drops `required` from report's --html and prints it).
+/// Issue 31's item 6: `report RUN.json...` without --html prints each saved run as text, in
+/// the order given, a blank line apart, no line wider than 80 columns. A file that is no
+/// saved run is refused in one line naming it, exit 1 as with --html (the file is bad, not the
+/// arguments), and nothing of the other runs is printed.
 #[test]
-#[ignore = "needs a text renderer of saved runs in nodelay-report (issue 31, item 6)"]
 fn report_of_saved_runs_without_html_prints_their_text() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("saved-runs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
     let url = ok_server();
-    let saved = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("saved-{}.json", std::process::id()));
-    let run = nodelay(&["bench", "-c", "1", "-n", "20", "--export-json", saved.to_str().unwrap(), &url]);
+    let run = nodelay(&["bench", "-c", "1", "-n", "20", "--export-json", &path("canned.json"), &url]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    let report = nodelay(&["report", saved.to_str().unwrap()]);
+    let report = nodelay(&["report", &path("canned.json")]);
     assert_eq!(report.code(), 0, "{}", report.stderr());
     let text = squeeze(&report.stdout());
     let header = format!("nodelay bench GET {url}");
     for needle in [header.as_str(), "20 responses in", "p50", "p99"] {
         assert!(text.contains(needle), "{needle:?} not in:\n{}", report.stdout());
     }
+
+    // A bench run and a diagnosis of Python's http.server as shipped, saved with --json.
+    let peer = common::python_peer("python_http_server.py", &[]);
+    let bench = nodelay(&["bench", "-c", "1", "-n", "10", "--json", &peer.url("/")]);
+    assert_eq!(bench.code(), 0, "{}", bench.stderr());
+    std::fs::write(path("bench.json"), bench.stdout()).unwrap();
+    let doctor = nodelay(&["doctor", "--json", &peer.url("/")]);
+    assert!(matches!(doctor.code(), 0 | 3), "{}", doctor.stderr());
+    std::fs::write(path("doctor.json"), doctor.stdout()).unwrap();
+    let report = nodelay(&["report", &path("bench.json"), &path("doctor.json")]);
+    assert_eq!((report.code(), report.stderr().as_str()), (0, ""), "{}", report.stderr());
+    let stdout = report.stdout();
+    for line in stdout.lines() {
+        assert!(line.chars().count() <= 80, "wider than 80 columns: {line:?}");
+    }
+    let (bench_text, doctor_text) =
+        stdout.split_once("\n\nnodelay doctor ").expect("bench, a blank line, doctor");
+    assert!(bench_text.starts_with(&format!("nodelay bench GET {}", peer.url("/"))), "{stdout}");
+    for needle in ["10 responses in", "req/s", "p50", "p90", "p99", "max", "status 200 ×10", "errors none"] {
+        assert!(squeeze(bench_text).contains(needle), "{needle:?} not in:\n{bench_text}");
+    }
+    let doctor_text = squeeze(doctor_text);
+    let ids = common::finding_ids(&doctor.json());
+    for needle in ["p50 total", "1st byte", "baseline: keep-alive", " ms", "evidence:"] {
+        assert!(doctor_text.contains(needle), "{needle:?} not in:\n{stdout}");
+    }
+    for id in &ids {
+        assert!(doctor_text.contains(&format!("{id} (")), "finding {id} not in:\n{stdout}");
+    }
+    assert!(doctor_text.ends_with(&format!("verdict: {}", ids.join(", "))), "{stdout}");
+
+    std::fs::write(path("package.json"), r#"{"name": "left-pad"}"#).unwrap();
+    let refused = nodelay(&["report", &path("bench.json"), &path("package.json")]);
+    assert_eq!((refused.code(), refused.stdout().as_str()), (1, ""), "{}", refused.stderr());
+    fails_with(&["report", &path("package.json")], 1, &["package.json is not a nodelay report"]);
 }
