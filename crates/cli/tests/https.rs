@@ -320,6 +320,24 @@ fn an_http_url_on_a_tls_port_stops_at_the_first_answer() {
     }
 }
 
+/// compare stops the target the same way, at its first answer, and says why; the other
+/// target is still compared.
+#[test]
+fn compare_of_an_http_url_on_a_tls_port_stops_at_the_first_answer() {
+    let python = python_tls(&[]);
+    let plain = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let run = nodelay(&["compare", "--rounds", "2", "-d", "2s", &plain.url("/"), &python.url("/")]);
+    let all = squeeze(&format!("{}{}", run.stdout(), run.stderr()));
+    let https_url = python.url("/").replacen("http://", "https://", 1);
+    assert!(
+        all.contains(&format!("B: not measured: the server speaks TLS on this port: use {https_url}")),
+        "{all}"
+    );
+    assert!(!all.contains("closed_early"), "{all}");
+    // A's two rounds take 4 s; B's would have taken 4 s more.
+    assert!(run.elapsed.as_secs_f64() < 7.0, "told after {:?}, not at the first answer", run.elapsed);
+}
+
 #[test]
 fn tls_options_are_validated_where_they_are_parsed() {
     let peer = python_tls(&[]);

@@ -3,7 +3,7 @@
 //! reported.
 
 use crate::request::RequestOptions;
-use crate::run::{RunObserver, run_engine};
+use crate::run::{Finished, RunObserver, run_engine};
 use crate::target::parse_target;
 use crate::usage::usage;
 use crate::workload::{Workload, build_workload};
@@ -72,6 +72,27 @@ pub struct Measured {
     pub end: RunEnd,
     /// The generator's worker threads' CPU over the run.
     pub worker_cpu: Duration,
+}
+
+impl Measured {
+    /// Every thread's statistics (what `stats_of` takes out of its sink) merged, and how the
+    /// run ended.
+    pub(crate) fn of<S>(
+        finished: &Finished<S>,
+        request_kinds: usize,
+        stats_of: impl Fn(&S) -> &Stats,
+    ) -> Self {
+        let mut stats = Stats::with_requests(request_kinds);
+        for sink in &finished.output.sinks {
+            stats.merge(stats_of(sink));
+        }
+        let end = RunEnd {
+            elapsed: finished.output.elapsed,
+            interrupted: finished.interrupted,
+            due_not_sent: finished.output.due_not_sent,
+        };
+        Measured { stats, end, worker_cpu: finished.output.worker_cpu }
+    }
 }
 
 /// Validates the target and the load options, without connecting.
@@ -154,16 +175,7 @@ impl Load {
             // The run's own first connection failed: one clear error, as before any load.
             bail!("cannot connect to {}: {why}", self.workload.address);
         }
-        let mut stats = Stats::with_requests(request_kinds);
-        for thread_stats in &finished.output.sinks {
-            stats.merge(thread_stats);
-        }
-        let end = RunEnd {
-            elapsed: finished.output.elapsed,
-            interrupted: finished.interrupted,
-            due_not_sent: finished.output.due_not_sent,
-        };
-        Ok(Measured { stats, end, worker_cpu: finished.output.worker_cpu })
+        Ok(Measured::of(&finished, request_kinds, |stats| stats))
     }
 
     /// The report of one run (or of rounds merged into one `Measured`).

@@ -32,6 +32,12 @@ pub trait RunObserver {
     fn tick(&mut self, _progress: RunProgress) {}
     /// Called once when a stop was requested, before the run's connections close.
     fn stopping(&mut self) {}
+    /// This run should end now, for a reason of the observer's own (a plain request to a TLS
+    /// port): the run ends as at a stop request, but is not marked interrupted and nothing
+    /// after it is stopped.
+    fn ends_run(&self) -> bool {
+        false
+    }
 }
 
 /// Observes nothing.
@@ -79,6 +85,8 @@ where
                     observer.stopping();
                     told = true;
                 }
+                control.stop();
+            } else if observer.ends_run() {
                 control.stop();
             }
             let (elapsed, completed) = (started.elapsed(), control.completed());

@@ -6,11 +6,9 @@
 
 use crate::plan::{Load, Measured};
 use crate::run::{RunObserver, RunProgress, run_engine};
-use crate::stop;
 use crate::workload::{looks_like_tls_refusal, tls_hint};
 use anyhow::{Result, bail};
 use nodelay_engine::{ConnectionRecord, ErrorRecord, RecordSink, ResponseRecord, Stats};
-use nodelay_report::RunEnd;
 use std::sync::OnceLock;
 
 /// The status nginx and Go answer a plain-HTTP request on their TLS port with.
@@ -36,16 +34,7 @@ impl Load {
         if let Some(why) = &finished.unreachable {
             bail!("cannot connect to {}: {why}", self.workload.address);
         }
-        let mut stats = Stats::with_requests(request_kinds);
-        for (thread_stats, _) in &finished.output.sinks {
-            stats.merge(thread_stats);
-        }
-        let end = RunEnd {
-            elapsed: finished.output.elapsed,
-            interrupted: finished.interrupted,
-            due_not_sent: finished.output.due_not_sent,
-        };
-        Ok(Measured { stats, end, worker_cpu: finished.output.worker_cpu })
+        Ok(Measured::of(&finished, request_kinds, |(stats, _)| stats))
     }
 }
 
@@ -90,16 +79,16 @@ impl RunObserver for Checking<'_> {
         if !self.asked && self.first.0.get() == Some(&true) {
             self.asked = true;
             self.hint = tls_hint(&self.load.workload, true);
-            if self.hint.is_some() {
-                // The run's own stop (the engine driver has no other): it ends the run at
-                // its next tick, the caller's observer told as at Ctrl-C.
-                stop::request();
-            }
         }
         self.inner.tick(progress);
     }
 
     fn stopping(&mut self) {
         self.inner.stopping();
+    }
+
+    /// The port speaks TLS: this run ends at its next tick, and nothing else is stopped.
+    fn ends_run(&self) -> bool {
+        self.hint.is_some()
     }
 }
