@@ -4,6 +4,7 @@
 //! - `model`: what each command found, as plain data whose serde form is its JSON contract.
 //! - `text`: the human-readable renderers ([`Text`], [`FittedText`]) and their layout.
 //! - [`html`]: one self-contained page drawn from runs in their JSON form.
+//! - `saved`: runs saved with `--json`, read back (for the page, and for their text).
 //! - [`Json`]: the JSON contract itself.
 //! - `hdr_log`: HdrHistogram interval logs, written from a run ([`interval_log`]) and merged
 //!   ([`merge_logs`]).
@@ -16,6 +17,7 @@ pub mod html;
 mod json;
 mod model;
 mod render;
+mod saved;
 mod text;
 
 pub use format::{

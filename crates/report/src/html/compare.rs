@@ -8,9 +8,9 @@ use super::axis::{ValueAxis, differ_tenfold};
 use super::context::{Figure, FindingText, LegendItem, MachineText, findings, machine, number, per_second};
 use super::error::HtmlError;
 use super::plots::{Line, Series, rounds_svg, spectrum_svg, timeline_svg};
-use super::view::{BenchView, CompareView, ComparisonView, TargetView};
 use crate::format::{format_duration_ms, plural};
 use crate::model::compare::format_ratio;
+use crate::saved::{BenchView, CompareView, ComparisonView, TargetView};
 use crate::text::compare::interrupted_line;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -363,7 +363,7 @@ pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
 }
 
 /// `healthy`, `1 finding`, `unreliable`: the doctor's verdict, its findings counted.
-fn diagnosis_outcome(report: &super::view::DoctorView) -> String {
+fn diagnosis_outcome(report: &crate::saved::DoctorView) -> String {
     if report.verdict == "findings" {
         plural(report.findings.len(), "finding", "findings")
     } else {

@@ -6,9 +6,9 @@ use super::axis::{ValueAxis, differ_tenfold};
 use super::error::HtmlError;
 use super::markup::arrows;
 use super::plots::{Line, spectrum_svg};
-use super::view::{FindingView, MachineView, ServerViewView};
 use crate::format::format_duration_ms;
 use crate::model::series::SpectrumPoint;
+use crate::saved::{FindingView, MachineView, ServerViewView};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -143,7 +143,7 @@ pub struct ProofText {
 
 /// A proof as one line: the p50 before and after said once (the diagnosis's result often
 /// starts with it, in the terminal's `->`).
-fn proof(p: &super::view::ProofView) -> ProofText {
+fn proof(p: &crate::saved::ProofView) -> ProofText {
     let experiment = matches!(p.kind.as_str(), "experiment" | "fix-applied" | "upstream-diagnosis");
     let says_p50 = p.result.trim_start().starts_with("p50 ");
     ProofText {
@@ -168,7 +168,7 @@ fn proof(p: &super::view::ProofView) -> ProofText {
 }
 
 /// A finding's proofs, each said once.
-fn proofs(list: &[super::view::ProofView]) -> Vec<ProofText> {
+fn proofs(list: &[crate::saved::ProofView]) -> Vec<ProofText> {
     let mut seen: Vec<(&str, &str, &str)> = Vec::new();
     list.iter()
         .filter(|p| {
@@ -207,7 +207,7 @@ pub struct FindingText {
 
 /// `what: 40.2 ms`; a count goes without its unit, and a ratio of counts keeps two decimals
 /// as the text does (1.0002 connections per response is not "1").
-fn evidence(e: &super::view::EvidenceView) -> String {
+fn evidence(e: &crate::saved::EvidenceView) -> String {
     match e.unit.as_str() {
         "count" | "" if e.value.fract() != 0.0 => format!("{}: {:.2}", e.what, e.value),
         "count" | "" => format!("{}: {}", e.what, number(e.value)),
@@ -215,7 +215,7 @@ fn evidence(e: &super::view::EvidenceView) -> String {
     }
 }
 
-fn fix(x: &super::view::FixView) -> FixText {
+fn fix(x: &crate::saved::FixView) -> FixText {
     FixText { stack: x.stack.clone(), how: x.how.clone(), detected: x.detected }
 }
 

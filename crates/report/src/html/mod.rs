@@ -1,9 +1,10 @@
 //! The HTML report: one self-contained page (inline SVG plots, no network fetch) drawn from
 //! runs in their JSON contract form, so that a live run and a saved one render alike.
 //!
-//! `view` reads the parts of each run drawn, `plots` draws the SVGs on the value axes of
-//! `axis`, `context`, `sections` and `compare` make the template's context, `markup` turns a
-//! report's backticked code into `<code>`, `page` renders `page.html` (with `style.css`).
+//! `read` reads each run drawn through the views of saved runs (`crate::saved`), `plots` draws
+//! the SVGs on the value axes of `axis`, `context`, `sections` and `compare` make the
+//! template's context, `markup` turns a report's backticked code into `<code>`, `page` renders
+//! `page.html` (with `style.css`).
 
 mod axis;
 mod compare;
@@ -12,10 +13,10 @@ mod error;
 mod markup;
 mod page;
 mod plots;
+mod read;
 mod sections;
 #[cfg(test)]
 mod tests;
-mod view;
 
 pub use error::HtmlError;
 
@@ -29,7 +30,7 @@ pub fn html_page(runs: &[serde_json::Value]) -> Result<String, HtmlError> {
 /// Whether `run` is one this build draws: an error naming it by `name` when it is not JSON of
 /// a nodelay report, or of an older or newer schema than the ones read.
 pub fn check_run(name: &str, run: &serde_json::Value) -> Result<(), HtmlError> {
-    view::read_run(name, run).map(|_| ())
+    read::read_run(name, run).map(|_| ())
 }
 
 /// Like [`html_page`], for runs read from files: each is labelled, and named in errors, by

@@ -6,9 +6,10 @@ use super::compare::{self, CompareSection};
 use super::context::{Figure, spectra_figure};
 use super::error::HtmlError;
 use super::markup::with_code;
+use super::read::read_run;
 use super::sections::{self, BenchSection, DoctorSection, PcapSection};
-use super::view::{Run, read_run};
 use crate::model::series::SpectrumPoint;
+use crate::saved::Run;
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
 use serde_json::Value;
@@ -53,12 +54,13 @@ fn what_it_measured(run: &Run) -> String {
         Run::Doctor(view) => view.url.clone(),
         Run::DoctorScenario(view) => view.url.clone(),
         Run::Pcap(view) => view.file.clone(),
+        Run::Proxy(view) => format!("{} -> {}", view.listen, view.upstream),
     }
 }
 
 /// The latency spectra of a run for the overview, each with its label.
 fn spectra<'a>(run: &'a Run, label: &str) -> Vec<(String, &'a [SpectrumPoint])> {
-    let baseline = |view: &'a super::view::DoctorView| {
+    let baseline = |view: &'a crate::saved::DoctorView| {
         view.phases.first().map_or(&[][..], |p| p.latency_spectrum.as_slice())
     };
     match run {
@@ -77,7 +79,7 @@ fn spectra<'a>(run: &'a Run, label: &str) -> Vec<(String, &'a [SpectrumPoint])> 
             .iter()
             .map(|r| (format!("{label}: {} (baseline)", r.name), baseline(&r.report)))
             .collect(),
-        Run::Pcap(_) => Vec::new(),
+        Run::Pcap(_) | Run::Proxy(_) => Vec::new(),
     }
 }
 
@@ -113,6 +115,8 @@ fn section(index: usize, label: String, run: &Run) -> Result<Section, HtmlError>
             section.kind = "pcap";
             section.pcap = Some(sections::pcap(view));
         }
+        // Not read for a page (`read`): a relay run has none.
+        Run::Proxy(_) => return Err(HtmlError("a relay run (nodelay-proxy/1) has no page".into())),
     }
     Ok(section)
 }

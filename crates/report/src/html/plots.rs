@@ -7,8 +7,8 @@
 
 use super::axis::{Ticked, ValueAxis, tick};
 use super::error::HtmlError;
-use super::view::BucketView;
 use crate::model::series::SpectrumPoint;
+use crate::saved::BucketView;
 use plotters::prelude::*;
 
 /// Okabe and Ito's colour-blind-safe palette, less its yellow (unreadable on white) and

@@ -8,9 +8,9 @@ use super::context::{
 };
 use super::error::HtmlError;
 use super::plots::{Series, histogram_svg, timeline_svg};
-use super::view::{BenchView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
 use crate::format::{format_bytes, format_duration_ms, format_seconds};
 use crate::model::series::SpectrumPoint;
+use crate::saved::{BenchView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
 use serde::Serialize;
 
 /// A statistic of the latency table: its label, and where it is in the percentiles.
@@ -82,7 +82,7 @@ pub struct BenchSection {
     pub errors: String,
     pub findings: Vec<FindingText>,
     /// What the numbers suggest, not proven, each with its proving command.
-    pub suggestions: Vec<super::view::SuggestionView>,
+    pub suggestions: Vec<crate::saved::SuggestionView>,
     pub server: Option<ServerText>,
     pub settings: Vec<(String, String)>,
     pub machine: Option<MachineText>,

@@ -2,8 +2,8 @@
 //! each headed as its live run and with its latency percentiles in a table.
 
 use super::finding::write_finding;
-use super::view::{BenchView, CompareView, MergeView, PercentilesView};
 use crate::format::{DurationScale, format_bytes, format_status_counts};
+use crate::saved::{BenchSettingsView, BenchView, CompareView, PercentilesView};
 use crate::text::bench::{format_elapsed, plural};
 use crate::text::compare::interrupted_line;
 use crate::text::layout::{Col, TextTable};
@@ -17,8 +17,7 @@ type Statistic = fn(&PercentilesView) -> f64;
 const STATISTICS: [(&str, Statistic); 5] =
     [("min", |p| p.min), ("p50", |p| p.p50), ("p90", |p| p.p90), ("p99", |p| p.p99), ("max", |p| p.max)];
 
-pub fn write_bench(out: &mut String, r: &BenchView, width: usize) -> std::fmt::Result {
-    let s = &r.settings;
+pub fn write_bench(out: &mut String, r: &BenchView, s: &BenchSettingsView, width: usize) -> std::fmt::Result {
     out.push_str(&wrap(&format!("nodelay bench {} {} ({})", s.method, s.url, s.address), width, "", "  "));
     let bound = match (s.requests, s.duration_s) {
         (Some(n), _) => plural(n, "request", "requests"),
@@ -56,7 +55,7 @@ pub fn write_bench(out: &mut String, r: &BenchView, width: usize) -> std::fmt::R
     ];
     write_latency_table(out, &measured, width)?;
     writeln!(out)?;
-    write_outcomes(out, r, width);
+    write_outcomes(out, r, s, width);
     for finding in &r.findings {
         write_finding(out, finding, width)?;
     }
@@ -106,9 +105,9 @@ fn write_latency_table(
 }
 
 /// Statuses, connection reuse, errors and requests left in flight, a label beside each.
-fn write_outcomes(out: &mut String, r: &BenchView, width: usize) {
+fn write_outcomes(out: &mut String, r: &BenchView, s: &BenchSettingsView, width: usize) {
     let mut rows: Vec<(&str, String)> = Vec::new();
-    if r.settings.protocol == "http" {
+    if s.protocol == "http" {
         let statuses = format_status_counts(&r.status_counts);
         rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses }));
     }
@@ -117,7 +116,7 @@ fn write_outcomes(out: &mut String, r: &BenchView, width: usize) {
         let line = format!("{} of {responses} are not a success (an error page?)", r.non_success_responses);
         rows.push(("non-success", line));
     }
-    if r.settings.keep_alive && r.requests_completed > 0 {
+    if s.keep_alive && r.requests_completed > 0 {
         let opened = plural(r.connections_opened, "connection", "connections");
         let line =
             format!("{} of {responses} reused a connection; {opened} opened", r.reused_connection_responses);
@@ -145,7 +144,7 @@ fn write_outcomes(out: &mut String, r: &BenchView, width: usize) {
     out.push_str(&table.render());
 }
 
-pub fn write_merge(out: &mut String, r: &MergeView, width: usize) -> std::fmt::Result {
+pub fn write_merge(out: &mut String, r: &BenchView, width: usize) -> std::fmt::Result {
     let logs: Vec<&str> = r.logs.iter().map(|log| log.path.as_str()).collect();
     let title = format!(
         "nodelay report merge: {}: {}",

@@ -2,8 +2,8 @@
 //! each phase, each hop's verdict, the findings, then the verdict line.
 
 use super::finding::write_finding;
-use super::view::{DoctorScenarioView, DoctorView, PhaseView};
 use crate::format::{DurationScale, format_seconds, format_status_counts};
+use crate::saved::{DoctorScenarioView, DoctorView, PhaseView};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use std::fmt::Write;

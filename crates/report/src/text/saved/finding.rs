@@ -1,8 +1,8 @@
 //! A finding of a saved run as text, laid out as a live run's (`text::finding`): its id,
 //! proven or not and confidence, title, evidence with units, proof, fix summary and fixes.
 
-use super::view::{EvidenceView, FindingView, ProofView};
 use crate::format::{DurationScale, format_duration_ms};
+use crate::saved::{EvidenceView, FindingView, ProofView};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use std::fmt::Write;

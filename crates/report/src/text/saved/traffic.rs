@@ -3,8 +3,8 @@
 //! then the verdict line, as the live runs print them.
 
 use super::finding::write_finding;
-use super::view::{FindingView, PcapView, PercentilesView, ProxyView};
 use crate::format::{DurationScale, format_bytes, format_ms, format_status_counts, ms_decimals};
+use crate::saved::{FindingView, PcapView, PercentilesView, ProxyView};
 use crate::text::bench::{format_elapsed, plural};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
