@@ -1,6 +1,8 @@
 //! `nodelay bench` as text: the settings before the run, then its figures (latency table,
 //! histogram, outcomes, connections), the server view, findings and suggestions. Also the
-//! helpers the other renderers share with it (the latency statistics, run lengths, plurals).
+//! helpers the other renderers share with it (the latency statistics, run lengths, plurals),
+//! and the parts a saved run's text (`text::saved`) lays out alike from plain values: the
+//! heading, the figures' line, the latency columns, the outcome rows and the suggestions.
 
 use crate::format::{DurationScale, display_width, format_bytes, format_duration_ms, format_status_counts};
 use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, MIN_PATH_RTT_MS, RequestReport};
@@ -12,6 +14,7 @@ use crate::text::server_view::write_server_view;
 use crate::text::wrap::wrap;
 use crate::text::{FittedText, MIN_WIDTH, Text};
 use nodelay_engine::TcpInfo;
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// Share of due requests never sent past which an open-loop run is said to miss its rate.
@@ -80,51 +83,79 @@ pub(crate) fn format_elapsed(seconds: f64) -> String {
 }
 
 /// How long a run lasts: `100 requests`, `10 s`.
-pub(crate) fn run_bound(s: &BenchSettings) -> String {
-    match (s.requests, s.duration_s) {
+pub(crate) fn run_bound(requests: Option<u64>, duration_s: Option<f64>) -> String {
+    match (requests, duration_s) {
         (Some(n), _) => plural(n, "request", "requests"),
         (None, Some(d)) => format!("{d} s"),
         (None, None) => "unbounded".into(),
     }
 }
 
+/// How a bench run loads its target, without what only a live run's settings have:
+/// `2 connections, 1 thread, keep-alive, 20 requests, open loop at 100 req/s`.
+pub(crate) fn load_line(
+    connections: u64,
+    threads: u64,
+    keep_alive: bool,
+    bound: &str,
+    rate_per_second: Option<f64>,
+) -> String {
+    let pacing = rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
+    let mode = if keep_alive { "keep-alive" } else { "new connection per request" };
+    format!(
+        "{}, {}, {mode}, {bound}{pacing}",
+        plural(connections, "connection", "connections"),
+        plural(threads, "thread", "threads"),
+    )
+}
+
+/// The first lines of a bench run: its request and target, then how it loads it (`load`).
+pub(crate) fn bench_heading(method: &str, url: &str, address: &str, load: &str, width: usize) -> String {
+    wrap(&format!("nodelay bench {method} {url} ({address})"), width, "", "  ")
+        + &wrap(load, width, "  ", "    ")
+}
+
 fn bench_header(s: &BenchSettings, width: usize) -> String {
-    let bound = run_bound(s);
+    let bound = run_bound(s.requests, s.duration_s);
     let split = if s.write_split.is_empty() {
         String::new()
     } else {
         let sizes: Vec<String> = s.write_split.iter().map(|n| format!("{n} B")).collect();
         format!(", each request written as {} then the rest (client Nagle on)", sizes.join(", "))
     };
-    let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
-    let mode = if s.keep_alive { "keep-alive" } else { "new connection per request" };
     let spin = match (s.busy_poll, s.busy_poll_after_us) {
         (false, _) => String::new(),
         (true, None) => ", busy-polling (a whole core per thread)".into(),
         (true, Some(us)) => format!(", busy-polling {} after each event", format_duration_ms(us / 1000.0)),
     };
     let spin = if s.io_uring { spin + ", io_uring (batched waits, kernel arrival times)" } else { spin };
-    let run = format!(
-        "{}, {}, {mode}, {bound}{pacing}{split}{spin}",
-        plural(s.connections as u64, "connection", "connections"),
-        plural(s.threads as u64, "thread", "threads"),
-    );
+    let load = load_line(s.connections as u64, s.threads as u64, s.keep_alive, &bound, s.rate_per_second);
     let tls = s.tls.as_ref().map(|tls| wrap(&tls.describe(), width, "  ", "    ")).unwrap_or_default();
-    wrap(&format!("nodelay bench {} {} ({})", s.method, s.url, s.address), width, "", "  ")
-        + &wrap(&run, width, "  ", "    ")
-        + &tls
+    bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width) + &tls
+}
+
+/// `20 responses in 0.88 s{span}: 22.7 req/s`: how many completed, in how long, at what rate.
+pub(crate) fn rate_line(responses: u64, seconds: f64, span: &str, requests_per_second: f64) -> String {
+    format!(
+        "{} in {}{span}: {requests_per_second:.1} req/s",
+        plural(responses, "response", "responses"),
+        format_elapsed(seconds)
+    )
+}
+
+/// A bench run's line of figures: its `rate` ([`rate_line`]), then what it read and how fast.
+pub(crate) fn bench_summary(rate: &str, response_bytes: u64, transfer_bytes_per_second: f64) -> String {
+    format!(
+        "{rate}; {} read, {}/s",
+        format_bytes(response_bytes as f64),
+        format_bytes(transfer_bytes_per_second)
+    )
 }
 
 fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
     writeln!(out)?;
-    let summary = format!(
-        "{} in {}: {:.1} req/s; {} read, {}/s",
-        plural(r.requests_completed, "response", "responses"),
-        format_elapsed(r.elapsed_s),
-        r.requests_per_second,
-        format_bytes(r.response_bytes as f64),
-        format_bytes(r.transfer_bytes_per_second),
-    );
+    let rate = rate_line(r.requests_completed, r.elapsed_s, "", r.requests_per_second);
+    let summary = bench_summary(&rate, r.response_bytes, r.transfer_bytes_per_second);
     out.push_str(&wrap(&summary, width, "  ", "    "));
     if r.interrupted {
         let interrupted = format!(
@@ -166,7 +197,8 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
         writeln!(out)?;
         write_finding_fitted(out, finding, width)?;
     }
-    write_suggestions(out, r, width)
+    let suggestions = r.suggestions.iter().map(|s| (s.id, s.why.as_str(), s.prove.as_str()));
+    write_suggestions(out, suggestions, width)
 }
 
 /// Across a path (a round trip of [`MIN_PATH_RTT_MS`] or more), one line beside the latency
@@ -203,18 +235,23 @@ fn path_line(r: &BenchReport, width: usize) -> Option<String> {
     })
 }
 
-/// What the numbers suggest, each with the command that would prove it.
-fn write_suggestions(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
-    if r.suggestions.is_empty() {
+/// What the numbers suggest, each (`id`, `why`, `prove`) with the command that would prove it.
+pub(crate) fn write_suggestions<'a>(
+    out: &mut String,
+    suggestions: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    width: usize,
+) -> std::fmt::Result {
+    let mut suggestions = suggestions.into_iter().peekable();
+    if suggestions.peek().is_none() {
         return Ok(());
     }
     if !out.ends_with("\n\n") {
         writeln!(out)?;
     }
     out.push_str(&wrap("what these numbers suggest (not proven; no experiment was run):", width, "", "  "));
-    for suggestion in &r.suggestions {
-        out.push_str(&wrap(&format!("{}: {}", suggestion.id, suggestion.why), width, "  ", "    "));
-        out.push_str(&wrap(&format!("prove it: {}", suggestion.prove), width, "    ", "      "));
+    for (id, why, prove) in suggestions {
+        out.push_str(&wrap(&format!("{id}: {why}"), width, "  ", "    "));
+        out.push_str(&wrap(&format!("prove it: {prove}"), width, "    ", "      "));
     }
     Ok(())
 }
@@ -256,7 +293,7 @@ fn write_missed_rate(out: &mut String, r: &BenchReport, width: usize) -> std::fm
 /// compare with each other, and a connect time in nanoseconds keeps its digits beside a
 /// total in seconds.
 fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
-    let measured: Vec<(&str, &Percentiles)> = [
+    let measured: Vec<(&str, Vec<f64>)> = [
         ("total", &r.latency_ms),
         ("uncorrected", &r.latency_uncorrected_ms),
         ("first byte", &r.first_byte_ms),
@@ -265,32 +302,48 @@ fn write_latency_table(out: &mut String, r: &BenchReport, width: usize) -> std::
         ("TLS handshake", &r.tls_handshake_ms),
     ]
     .into_iter()
-    .filter_map(|(label, p)| Some((label, p.as_ref()?)))
+    .filter_map(|(label, p)| Some((label, statistics_of(p.as_ref()?))))
     .collect();
-    if measured.is_empty() {
-        // No header over an empty table: say what happened instead.
-        return writeln!(out, "  no response completed");
-    }
-    writeln!(out)?;
-    let scales: Vec<DurationScale> = measured
-        .iter()
-        .map(|(_, p)| DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(p))))
-        .collect();
-    let mut columns = vec![Col::Left];
-    columns.extend(measured.iter().map(|_| Col::Right));
-    let mut table = TextTable::new(width, 2, &columns);
-    table.header(std::iter::once("").chain(measured.iter().map(|(label, _)| *label)));
-    for (statistic, pick) in STATISTICS {
-        let values = measured.iter().zip(&scales).map(|((_, p), scale)| scale.format(pick(p)));
-        table.row(std::iter::once(statistic.to_string()).chain(values));
-    }
-    out.push_str(&table.render());
+    write_latency_columns(out, &STATISTICS.map(|(name, _)| name), &measured, width)?;
     if r.latency_uncorrected_ms.is_some() {
         let note = "total counts from when each request was due (corrected for coordinated omission); \
                     uncorrected from when it was sent, which hides the wait of requests a stalled \
                     server kept from being sent";
         out.push_str(&wrap(note, width, "  ", "    "));
     }
+    Ok(())
+}
+
+/// Each of [`STATISTICS`] of `p`, in their order.
+pub(crate) fn statistics_of(p: &Percentiles) -> Vec<f64> {
+    STATISTICS.iter().map(|(_, pick)| pick(p)).collect()
+}
+
+/// A blank line, then one column per figure `measured` (its label, and its value of each of
+/// `statistics`, the rows' labels), each column in its own unit; "no response completed"
+/// when nothing was measured.
+pub(crate) fn write_latency_columns(
+    out: &mut String,
+    statistics: &[&str],
+    measured: &[(&str, Vec<f64>)],
+    width: usize,
+) -> std::fmt::Result {
+    if measured.is_empty() {
+        // No header over an empty table: say what happened instead.
+        return writeln!(out, "  no response completed");
+    }
+    writeln!(out)?;
+    let scales: Vec<DurationScale> =
+        measured.iter().map(|(_, values)| DurationScale::for_ms(values.iter().copied())).collect();
+    let mut columns = vec![Col::Left];
+    columns.extend(measured.iter().map(|_| Col::Right));
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(std::iter::once("").chain(measured.iter().map(|(label, _)| *label)));
+    for (row, statistic) in statistics.iter().enumerate() {
+        let values = measured.iter().zip(&scales).map(|((_, values), scale)| scale.format(values[row]));
+        table.row(std::iter::once(statistic.to_string()).chain(values));
+    }
+    out.push_str(&table.render());
     Ok(())
 }
 
@@ -362,8 +415,7 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     let s = &r.settings;
     let mut rows: Vec<(&str, String)> = Vec::new();
     if s.protocol == "http" {
-        let statuses = format_status_counts(&r.status_counts);
-        rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses }));
+        rows.push(status_row(&r.status_counts));
     }
     let responses = plural(r.requests_completed, "response", "responses");
     if r.non_success_responses > 0 {
@@ -378,11 +430,7 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     if s.keep_alive && r.requests_completed > 0 {
         rows.push((
             "keep-alive",
-            format!(
-                "{} of {responses} reused a connection; {} opened",
-                r.reused_connection_responses,
-                plural(r.connections_opened, "connection", "connections"),
-            ),
+            reuse_text(r.reused_connection_responses, &responses, r.connections_opened),
         ));
         // A server that closes each connection makes every request pay a handshake, whatever
         // the client asked for. With errors, the client closed them itself: nothing to say.
@@ -390,14 +438,9 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
             rows.push(("", "keep-alive asked, but the server closed every connection".into()));
         }
     }
-    let failed: Vec<_> = r.errors.iter().filter(|(_, n)| **n > 0).collect();
-    if failed.is_empty() {
-        rows.push(("errors", "none".into()));
-    }
-    for (i, (kind, n)) in failed.into_iter().enumerate() {
-        let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
-        rows.push((if i == 0 { "errors" } else { "" }, format!("{kind} ×{n}{example}")));
-    }
+    rows.extend(error_rows(
+        r.errors.iter().map(|(kind, n)| (*kind, *n, r.error_examples.get(kind).map(String::as_str))),
+    ));
     if let Some(ports) = &r.local_ports {
         let reuse = match ports.tcp_tw_reuse {
             Some(0) => ", tcp_tw_reuse 0 (off)",
@@ -442,6 +485,40 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     if let Some(summary) = connections_summary(r) {
         rows.push(("tcp_info", summary));
     }
+    write_labelled(out, rows, width);
+}
+
+/// The `status` row: each status with its count, or none.
+pub(crate) fn status_row(status_counts: &BTreeMap<String, u64>) -> (&'static str, String) {
+    let statuses = format_status_counts(status_counts);
+    ("status", if statuses.is_empty() { "none".into() } else { statuses })
+}
+
+/// How many of the `responses` reused a connection, and how many connections were opened.
+pub(crate) fn reuse_text(reused: u64, responses: &str, opened: u64) -> String {
+    format!(
+        "{reused} of {responses} reused a connection; {} opened",
+        plural(opened, "connection", "connections")
+    )
+}
+
+/// The `errors` rows: each kind that happened (kind, count, first message), or none.
+pub(crate) fn error_rows<'a>(
+    errors: impl IntoIterator<Item = (&'a str, u64, Option<&'a str>)>,
+) -> Vec<(&'static str, String)> {
+    let failed: Vec<_> = errors.into_iter().filter(|(_, n, _)| *n > 0).collect();
+    if failed.is_empty() {
+        return vec![("errors", "none".into())];
+    }
+    let rows = failed.into_iter().enumerate().map(|(i, (kind, n, example))| {
+        let example = example.map(|m| format!(" (first: {m})")).unwrap_or_default();
+        (if i == 0 { "errors" } else { "" }, format!("{kind} ×{n}{example}"))
+    });
+    rows.collect()
+}
+
+/// Rows of a label and its sentence, the sentence wrapped beside the label.
+pub(crate) fn write_labelled(out: &mut String, rows: Vec<(&str, String)>, width: usize) {
     let mut table = TextTable::new(width, 2, &[Col::Left, Col::Text]);
     for (label, text) in rows {
         table.row([label.to_string(), text]);

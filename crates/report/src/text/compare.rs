@@ -28,7 +28,7 @@ pub fn compare_header(
     width: usize,
 ) -> String {
     let s = report_settings;
-    let bound = crate::text::bench::run_bound(s);
+    let bound = crate::text::bench::run_bound(s.requests, s.duration_s);
     let mut out = wrap(
         &format!(
             "nodelay compare: {} targets, {rounds} rounds each, interleaved (the order alternates each round), {bound} a round, {} and {} each",

@@ -1,10 +1,12 @@
 //! The text of a `nodelay report merge` result: the logs, the load they made together and
 //! the latency of all their responses.
 
-use crate::format::{DurationScale, format_seconds};
+use crate::format::format_seconds;
 use crate::model::merge::MergeReport;
 use crate::render::Render;
-use crate::text::bench::{STATISTICS, format_elapsed, plural};
+use crate::text::bench::{
+    STATISTICS, format_elapsed, plural, rate_line, statistics_of, write_latency_columns,
+};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use crate::text::{FittedText, MIN_WIDTH, Text};
@@ -40,25 +42,15 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
     }
     out.push_str(&logs.render());
     writeln!(out)?;
-    let summary = format!(
-        "{} in {} (first interval's start to last one's end, all logs): {:.1} req/s",
-        plural(r.requests_completed, "response", "responses"),
-        format_elapsed(r.span_s),
-        r.requests_per_second,
-    );
+    let span = " (first interval's start to last one's end, all logs)";
+    let summary = rate_line(r.requests_completed, r.span_s, span, r.requests_per_second);
     out.push_str(&wrap(&summary, width, "  ", "    "));
     let Some(latency) = &r.latency_ms else {
         writeln!(out, "  no response in any log")?;
         return Ok(());
     };
-    writeln!(out)?;
-    let scale = DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(latency)));
-    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Right]);
-    table.header(["", "latency"]);
-    for (statistic, pick) in STATISTICS {
-        table.row([statistic.to_string(), scale.format(pick(latency))]);
-    }
-    out.push_str(&table.render());
+    let statistics = STATISTICS.map(|(name, _)| name);
+    write_latency_columns(out, &statistics, &[("latency", statistics_of(latency))], width)?;
     writeln!(out)?;
     let timeline = format!(
         "timeline: {} of {} aligned by wall-clock start (per interval in --json and --html)",

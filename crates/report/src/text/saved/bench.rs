@@ -2,45 +2,32 @@
 //! each headed as its live run and with its latency percentiles in a table.
 
 use super::finding::write_finding;
-use crate::format::{DurationScale, format_bytes, format_status_counts};
+use crate::format::DurationScale;
 use crate::saved::{BenchSettingsView, BenchView, CompareView, PercentilesView};
-use crate::text::bench::{format_elapsed, plural};
+use crate::text::bench::{
+    bench_heading, bench_summary, error_rows, load_line, plural, rate_line, reuse_text, run_bound,
+    status_row, write_labelled, write_latency_columns, write_suggestions,
+};
 use crate::text::compare::interrupted_line;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use std::fmt::Write;
 
-/// Picks one statistic out of a set of percentiles.
-type Statistic = fn(&PercentilesView) -> f64;
-
 /// The rows of a latency table.
-const STATISTICS: [(&str, Statistic); 5] =
-    [("min", |p| p.min), ("p50", |p| p.p50), ("p90", |p| p.p90), ("p99", |p| p.p99), ("max", |p| p.max)];
+const STATISTICS: [&str; 5] = ["min", "p50", "p90", "p99", "max"];
+
+/// Each of [`STATISTICS`] of `p`.
+fn statistics_of(p: &PercentilesView) -> Vec<f64> {
+    vec![p.min, p.p50, p.p90, p.p99, p.max]
+}
 
 pub fn write_bench(out: &mut String, r: &BenchView, s: &BenchSettingsView, width: usize) -> std::fmt::Result {
-    out.push_str(&wrap(&format!("nodelay bench {} {} ({})", s.method, s.url, s.address), width, "", "  "));
-    let bound = match (s.requests, s.duration_s) {
-        (Some(n), _) => plural(n, "request", "requests"),
-        (None, Some(seconds)) => format!("{seconds} s"),
-        (None, None) => "unbounded".into(),
-    };
-    let pacing = s.rate_per_second.map(|rate| format!(", open loop at {rate} req/s")).unwrap_or_default();
-    let mode = if s.keep_alive { "keep-alive" } else { "new connection per request" };
-    let run = format!(
-        "{}, {}, {mode}, {bound}{pacing}",
-        plural(s.connections, "connection", "connections"),
-        plural(s.threads, "thread", "threads"),
-    );
-    out.push_str(&wrap(&run, width, "  ", "    "));
+    let bound = run_bound(s.requests, s.duration_s);
+    let load = load_line(s.connections, s.threads, s.keep_alive, &bound, s.rate_per_second);
+    out.push_str(&bench_heading(&s.method, &s.url, &s.address, &load, width));
     writeln!(out)?;
-    let summary = format!(
-        "{} in {}: {:.1} req/s; {} read, {}/s",
-        plural(r.requests_completed, "response", "responses"),
-        format_elapsed(r.elapsed_s),
-        r.requests_per_second,
-        format_bytes(r.response_bytes as f64),
-        format_bytes(r.transfer_bytes_per_second),
-    );
+    let rate = rate_line(r.requests_completed, r.elapsed_s, "", r.requests_per_second);
+    let summary = bench_summary(&rate, r.response_bytes, r.transfer_bytes_per_second);
     out.push_str(&wrap(&summary, width, "  ", "    "));
     if r.interrupted {
         let line = "interrupted (Ctrl-C): the figures cover what completed until then";
@@ -59,20 +46,8 @@ pub fn write_bench(out: &mut String, r: &BenchView, s: &BenchSettingsView, width
     for finding in &r.findings {
         write_finding(out, finding, width)?;
     }
-    if !r.suggestions.is_empty() {
-        writeln!(out)?;
-        out.push_str(&wrap(
-            "what these numbers suggest (not proven; no experiment was run):",
-            width,
-            "",
-            "  ",
-        ));
-        for suggestion in &r.suggestions {
-            out.push_str(&wrap(&format!("{}: {}", suggestion.id, suggestion.why), width, "  ", "    "));
-            out.push_str(&wrap(&format!("prove it: {}", suggestion.prove), width, "    ", "      "));
-        }
-    }
-    Ok(())
+    let suggestions = r.suggestions.iter().map(|s| (s.id.as_str(), s.why.as_str(), s.prove.as_str()));
+    write_suggestions(out, suggestions, width)
 }
 
 /// One column per figure measured, one row per statistic, each column in its own unit; "no
@@ -82,34 +57,16 @@ fn write_latency_table(
     measured: &[(&str, Option<PercentilesView>)],
     width: usize,
 ) -> std::fmt::Result {
-    let measured: Vec<(&str, PercentilesView)> =
-        measured.iter().filter_map(|(label, p)| Some((*label, (*p)?))).collect();
-    if measured.is_empty() {
-        return writeln!(out, "  no response completed");
-    }
-    writeln!(out)?;
-    let scales: Vec<DurationScale> = measured
-        .iter()
-        .map(|(_, p)| DurationScale::for_ms(STATISTICS.iter().map(|(_, pick)| pick(p))))
-        .collect();
-    let mut columns = vec![Col::Left];
-    columns.extend(measured.iter().map(|_| Col::Right));
-    let mut table = TextTable::new(width, 2, &columns);
-    table.header(std::iter::once("").chain(measured.iter().map(|(label, _)| *label)));
-    for (statistic, pick) in STATISTICS {
-        let values = measured.iter().zip(&scales).map(|((_, p), scale)| scale.format(pick(p)));
-        table.row(std::iter::once(statistic.to_string()).chain(values));
-    }
-    out.push_str(&table.render());
-    Ok(())
+    let measured: Vec<(&str, Vec<f64>)> =
+        measured.iter().filter_map(|(label, p)| Some((*label, statistics_of(p.as_ref()?)))).collect();
+    write_latency_columns(out, &STATISTICS, &measured, width)
 }
 
 /// Statuses, connection reuse, errors and requests left in flight, a label beside each.
 fn write_outcomes(out: &mut String, r: &BenchView, s: &BenchSettingsView, width: usize) {
     let mut rows: Vec<(&str, String)> = Vec::new();
     if s.protocol == "http" {
-        let statuses = format_status_counts(&r.status_counts);
-        rows.push(("status", if statuses.is_empty() { "none".into() } else { statuses }));
+        rows.push(status_row(&r.status_counts));
     }
     let responses = plural(r.requests_completed, "response", "responses");
     if r.non_success_responses > 0 {
@@ -117,19 +74,12 @@ fn write_outcomes(out: &mut String, r: &BenchView, s: &BenchSettingsView, width:
         rows.push(("non-success", line));
     }
     if s.keep_alive && r.requests_completed > 0 {
-        let opened = plural(r.connections_opened, "connection", "connections");
-        let line =
-            format!("{} of {responses} reused a connection; {opened} opened", r.reused_connection_responses);
+        let line = reuse_text(r.reused_connection_responses, &responses, r.connections_opened);
         rows.push(("keep-alive", line));
     }
-    let failed: Vec<_> = r.errors.iter().filter(|(_, n)| **n > 0).collect();
-    if failed.is_empty() {
-        rows.push(("errors", "none".into()));
-    }
-    for (i, (kind, n)) in failed.into_iter().enumerate() {
-        let example = r.error_examples.get(kind).map(|m| format!(" (first: {m})")).unwrap_or_default();
-        rows.push((if i == 0 { "errors" } else { "" }, format!("{kind} ×{n}{example}")));
-    }
+    rows.extend(error_rows(
+        r.errors.iter().map(|(kind, n)| (kind.as_str(), *n, r.error_examples.get(kind).map(String::as_str))),
+    ));
     if r.requests_unfinished > 0 {
         let line = format!(
             "{} still running at the end (not counted)",
@@ -137,11 +87,7 @@ fn write_outcomes(out: &mut String, r: &BenchView, s: &BenchSettingsView, width:
         );
         rows.push(("in flight", line));
     }
-    let mut table = TextTable::new(width, 2, &[Col::Left, Col::Text]);
-    for (label, text) in rows {
-        table.row([label.to_string(), text]);
-    }
-    out.push_str(&table.render());
+    write_labelled(out, rows, width);
 }
 
 pub fn write_merge(out: &mut String, r: &BenchView, width: usize) -> std::fmt::Result {
@@ -153,12 +99,7 @@ pub fn write_merge(out: &mut String, r: &BenchView, width: usize) -> std::fmt::R
     );
     out.push_str(&wrap(&title, width, "", "  "));
     writeln!(out)?;
-    let summary = format!(
-        "{} in {} (all logs): {:.1} req/s",
-        plural(r.requests_completed, "response", "responses"),
-        format_elapsed(r.span_s),
-        r.requests_per_second,
-    );
+    let summary = rate_line(r.requests_completed, r.span_s, " (all logs)", r.requests_per_second);
     out.push_str(&wrap(&summary, width, "  ", "    "));
     write_latency_table(out, &[("latency", r.latency_ms)], width)
 }
