@@ -19,4 +19,4 @@ pub use doctor::{DoctorScenarioView, DoctorView, PhaseView};
 pub use finding::{EvidenceView, FindingView, FixView, ProofView};
 pub use read::{Kind, ReadError, Reader, Run};
 pub use server_view::ServerViewView;
-pub use traffic::{PcapView, ProxyView};
+pub use traffic::{LegView, PcapView, ProxyView};

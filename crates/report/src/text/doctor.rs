@@ -27,6 +27,57 @@ impl Render<DoctorReport> for FittedText {
     }
 }
 
+/// A phase as the table of what was measured shows it.
+pub(crate) struct PhaseRow<'a> {
+    pub description: &'a str,
+    pub responses: u64,
+    pub errors: u64,
+    pub total_p50_ms: f64,
+    pub first_byte_p50_ms: f64,
+    pub read_gap_p50_ms: f64,
+    /// Share of the steady responses that paused (`None`: none was steady).
+    pub paused_share: Option<f64>,
+}
+
+fn phase_row(phase: &PhaseReport) -> PhaseRow<'_> {
+    let s = &phase.summary;
+    PhaseRow {
+        description: &phase.description,
+        responses: s.responses as u64,
+        errors: s.errors,
+        total_p50_ms: s.total_p50_ms,
+        first_byte_p50_ms: s.first_byte_p50_ms,
+        read_gap_p50_ms: s.read_gap_p50_ms,
+        paused_share: (s.steady_responses > 0).then(|| s.stalled_fraction()),
+    }
+}
+
+/// What each phase measured: its responses and failures, its medians, and the share that
+/// paused.
+pub(crate) fn write_phases(out: &mut String, phases: &[PhaseRow], width: usize) {
+    // One unit per column: each compares one figure across the phases.
+    let column = |pick: fn(&PhaseRow) -> f64| DurationScale::for_ms(phases.iter().map(pick));
+    let total = column(|p| p.total_p50_ms);
+    let first_byte = column(|p| p.first_byte_p50_ms);
+    let read_gap = column(|p| p.read_gap_p50_ms);
+    let mut columns = vec![Col::Hanging];
+    columns.extend([Col::Right; 6]);
+    let mut table = TextTable::new(width, 2, &columns);
+    table.header(["measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"]);
+    for phase in phases {
+        table.row([
+            phase.description.to_string(),
+            phase.responses.to_string(),
+            phase.errors.to_string(),
+            total.format(phase.total_p50_ms),
+            first_byte.format(phase.first_byte_p50_ms),
+            read_gap.format(phase.read_gap_p50_ms),
+            phase.paused_share.map_or_else(|| "-".into(), |share| format!("{:.0} %", share * 100.0)),
+        ]);
+    }
+    out.push_str(&table.render());
+}
+
 fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::Result {
     let header = format!(
         "nodelay doctor {} ({}): {:.1} s of a {} budget",
@@ -41,33 +92,8 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
         out.push_str(&wrap(&tls.describe(), width, "  ", "    "));
     }
     writeln!(out)?;
-    // One unit per column: each compares one figure across the phases.
-    let column = |pick: fn(&PhaseReport) -> f64| DurationScale::for_ms(r.phases.iter().map(pick));
-    let total = column(|p| p.summary.total_p50_ms);
-    let first_byte = column(|p| p.summary.first_byte_p50_ms);
-    let read_gap = column(|p| p.summary.read_gap_p50_ms);
-    let mut columns = vec![Col::Hanging];
-    columns.extend([Col::Right; 6]);
-    let mut table = TextTable::new(width, 2, &columns);
-    table.header(["measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"]);
-    for phase in &r.phases {
-        let s = &phase.summary;
-        let paused = if s.steady_responses == 0 {
-            "-".into()
-        } else {
-            format!("{:.0} %", s.stalled_fraction() * 100.0)
-        };
-        table.row([
-            phase.description.clone(),
-            s.responses.to_string(),
-            s.errors.to_string(),
-            total.format(s.total_p50_ms),
-            first_byte.format(s.first_byte_p50_ms),
-            read_gap.format(s.read_gap_p50_ms),
-            paused,
-        ]);
-    }
-    out.push_str(&table.render());
+    let phases: Vec<PhaseRow> = r.phases.iter().map(phase_row).collect();
+    write_phases(out, &phases, width);
     // Across a path, the round trip beside the figures it is part of (none on loopback).
     if let Some(rtt) = r
         .phases

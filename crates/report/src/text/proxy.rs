@@ -147,50 +147,80 @@ fn write_split(out: &mut String, r: &ProxyReport, width: usize) {
     out.push_str(&wrap(&line, width, "", "  "));
 }
 
-/// Percentiles of each part of an exchange, in one unit.
+/// Each part of an exchange, after a blank line, in [`write_parts`]'s table.
 fn write_parts_table(out: &mut String, r: &ProxyReport, width: usize) {
     let parts = &r.latency_ms;
-    let rows: [(&str, &Option<Percentiles>); 5] = [
-        ("total", &parts.total),
-        ("client leg", &parts.client_leg),
-        ("relay", &parts.relay),
-        ("upstream", &parts.upstream),
-        ("upstream first byte", &parts.upstream_first_byte),
+    let spread = |p: &Option<Percentiles>| p.as_ref().map(|p| [p.min, p.p50, p.p90, p.p99, p.max]);
+    let rows = [
+        ("total", spread(&parts.total)),
+        ("client leg", spread(&parts.client_leg)),
+        ("relay", spread(&parts.relay)),
+        ("upstream", spread(&parts.upstream)),
+        ("upstream first byte", spread(&parts.upstream_first_byte)),
     ];
-    let statistics: [fn(&Percentiles) -> f64; 5] = [|p| p.min, |p| p.p50, |p| p.p90, |p| p.p99, |p| p.max];
-    let scale = DurationScale::for_ms(
-        rows.iter().filter_map(|(_, p)| p.as_ref()).flat_map(|p| statistics.iter().map(move |s| s(p))),
-    );
+    out.push('\n');
+    write_parts(out, &rows, width);
+}
+
+/// The parts of an exchange measured, each with its min, p50, p90, p99 and max in
+/// milliseconds (`None`: not measured, no row), all in one unit.
+pub(crate) fn write_parts(out: &mut String, rows: &[(&str, Option<[f64; 5]>)], width: usize) {
+    let scale = DurationScale::for_ms(rows.iter().filter_map(|(_, spread)| *spread).flatten());
     let mut table =
         TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right]);
     table.header(["per exchange", "min", "p50", "p90", "p99", "max"]);
-    for (label, percentiles) in rows {
-        let Some(p) = percentiles else { continue };
+    for (label, spread) in rows {
+        let Some(spread) = spread else { continue };
         let mut row = vec![label.to_string()];
-        row.extend(statistics.iter().map(|s| scale.format(s(p))));
+        row.extend(spread.iter().map(|ms| scale.format(*ms)));
         table.row(row);
     }
-    out.push('\n');
     out.push_str(&table.render());
 }
 
-/// Per leg: messages, how many stalled, the median pause, time lost, and who held it.
+/// The client leg and the upstream leg, in [`write_legs`]'s table.
 fn write_legs_table(out: &mut String, r: &ProxyReport, width: usize) {
-    let legs = [("client", &r.client_leg), ("upstream", &r.upstream_leg)];
+    let row = |name, leg: &'_ LegReport| LegRow {
+        name,
+        messages_are: leg.messages_are,
+        messages: leg.messages,
+        stalled: leg.stalled,
+        pause_p50_ms: leg.stall_pause_ms.map(|p| p.p50),
+        time_lost_ms: leg.time_lost_ms,
+        held_by: leg.held_by,
+    };
+    write_legs(out, &[row("client", &r.client_leg), row("upstream", &r.upstream_leg)], width);
+}
+
+/// A leg of a relay as its table shows it.
+pub(crate) struct LegRow<'a> {
+    /// `client` or `upstream`.
+    pub name: &'a str,
+    /// `requests` or `responses`.
+    pub messages_are: &'a str,
+    pub messages: u64,
+    pub stalled: u64,
+    /// The stalled messages' median pause (`None`: none stalled).
+    pub pause_p50_ms: Option<f64>,
+    pub time_lost_ms: f64,
+    pub held_by: &'a str,
+}
+
+/// Per leg: messages, how many stalled, the median pause, time lost, and who held it.
+pub(crate) fn write_legs(out: &mut String, legs: &[LegRow], width: usize) {
     // Milliseconds, whatever the time lost adds up to: the pause reads as a timer's length.
-    let decimals = ms_decimals(
-        legs.iter().flat_map(|(_, leg)| [leg.stall_pause_ms.map_or(0.0, |p| p.p50), leg.time_lost_ms]),
-    );
+    let decimals =
+        ms_decimals(legs.iter().flat_map(|leg| [leg.pause_p50_ms.unwrap_or(0.0), leg.time_lost_ms]));
     let mut table =
         TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right, Col::Right, Col::Left]);
     table.header(["leg", "messages", "stalled", "pause p50", "time lost", "held by"]);
-    for (name, leg) in legs {
+    for leg in legs {
         let stalled = leg.stalled > 0;
         table.row([
-            format!("{name} ({})", leg.messages_are),
+            format!("{} ({})", leg.name, leg.messages_are),
             leg.messages.to_string(),
             leg.stalled.to_string(),
-            leg.stall_pause_ms.map_or_else(|| "-".to_string(), |p| format_ms(p.p50, decimals)),
+            leg.pause_p50_ms.map_or_else(|| "-".to_string(), |ms| format_ms(ms, decimals)),
             if stalled { format_ms(leg.time_lost_ms, decimals) } else { "-".to_string() },
             if stalled { leg.held_by.to_string() } else { "-".to_string() },
         ]);
@@ -241,16 +271,20 @@ fn describe_example(e: &StallExampleReport) -> String {
     )
 }
 
+/// What became of the connections a relay accepted.
+pub(crate) fn connections_line(accepted: u64, closed: u64, open_at_end: u64, failed: u64) -> String {
+    let mut line =
+        format!("connections: {accepted} accepted, {closed} closed, {open_at_end} open at the end");
+    if failed > 0 {
+        let _ = write!(line, ", {failed} ended by a reset or a failed read or write");
+    }
+    line
+}
+
 /// Connections, statuses, refusals and exchanges that did not finish.
 fn write_counts(out: &mut String, r: &ProxyReport, width: usize) {
     let c = &r.connections;
-    let mut line = format!(
-        "connections: {} accepted, {} closed, {} open at the end",
-        c.accepted, c.closed, c.open_at_end
-    );
-    if c.failed > 0 {
-        let _ = write!(line, ", {} ended by a reset or a failed read or write", c.failed);
-    }
+    let mut line = connections_line(c.accepted, c.closed, c.open_at_end, c.failed);
     if let Some(connect) = &c.upstream_connect_ms {
         let _ = write!(line, "; upstream handshake p50 {}", format_duration_ms(connect.p50));
     }

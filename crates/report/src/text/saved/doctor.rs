@@ -2,8 +2,9 @@
 //! each phase, each hop's verdict, the findings, then the verdict line.
 
 use super::finding::write_finding;
-use crate::format::{DurationScale, format_seconds, format_status_counts};
+use crate::format::{format_seconds, format_status_counts};
 use crate::saved::{DoctorScenarioView, DoctorView, PhaseView};
+use crate::text::doctor::{PhaseRow, write_phases};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use std::fmt::Write;
@@ -18,30 +19,8 @@ pub fn write_doctor(out: &mut String, r: &DoctorView, width: usize) -> std::fmt:
     );
     out.push_str(&wrap(&header, width, "", "  "));
     writeln!(out)?;
-    // One unit per column: each compares one figure across the phases.
-    let column = |pick: fn(&PhaseView) -> f64| DurationScale::for_ms(r.phases.iter().map(pick));
-    let (total, first_byte, read_gap) =
-        (column(|p| p.total_p50_ms), column(|p| p.first_byte_p50_ms), column(|p| p.read_gap_p50_ms));
-    let mut columns = vec![Col::Hanging];
-    columns.extend([Col::Right; 6]);
-    let mut table = TextTable::new(width, 2, &columns);
-    table.header(["measured", "resp.", "failed", "p50 total", "1st byte", "read gap", "paused"]);
-    for phase in &r.phases {
-        let paused = match phase.steady_responses {
-            0 => "-".to_string(),
-            steady => format!("{:.0} %", phase.stalled as f64 / steady as f64 * 100.0),
-        };
-        table.row([
-            phase.description.clone(),
-            phase.responses.to_string(),
-            phase.errors.to_string(),
-            total.format(phase.total_p50_ms),
-            first_byte.format(phase.first_byte_p50_ms),
-            read_gap.format(phase.read_gap_p50_ms),
-            paused,
-        ]);
-    }
-    out.push_str(&table.render());
+    let phases: Vec<PhaseRow> = r.phases.iter().map(phase_row).collect();
+    write_phases(out, &phases, width);
     for phase in r.phases.iter().filter(|p| p.errors > 0) {
         let line = format!(
             "{}: {} of {} requests failed",
@@ -80,6 +59,19 @@ pub fn write_doctor(out: &mut String, r: &DoctorView, width: usize) -> std::fmt:
     writeln!(out)?;
     out.push_str(&wrap(&format!("verdict: {}", verdict(r)), width, "", "  "));
     Ok(())
+}
+
+fn phase_row(phase: &PhaseView) -> PhaseRow<'_> {
+    PhaseRow {
+        description: &phase.description,
+        responses: phase.responses,
+        errors: phase.errors,
+        total_p50_ms: phase.total_p50_ms,
+        first_byte_p50_ms: phase.first_byte_p50_ms,
+        read_gap_p50_ms: phase.read_gap_p50_ms,
+        paused_share: (phase.steady_responses > 0)
+            .then(|| phase.stalled as f64 / phase.steady_responses as f64),
+    }
 }
 
 /// The findings' ids (the run's verdict when it has none), with the error page measured and

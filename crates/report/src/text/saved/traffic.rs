@@ -3,10 +3,11 @@
 //! then the verdict line, as the live runs print them.
 
 use super::finding::write_finding;
-use crate::format::{DurationScale, format_bytes, format_ms, format_status_counts, ms_decimals};
-use crate::saved::{FindingView, PcapView, PercentilesView, ProxyView};
+use crate::format::{format_bytes, format_ms, format_status_counts, ms_decimals};
+use crate::saved::{FindingView, LegView, PcapView, PercentilesView, ProxyView};
 use crate::text::bench::{format_elapsed, plural};
 use crate::text::layout::{Col, TextTable};
+use crate::text::proxy::{LegRow, connections_line, write_legs, write_parts};
 use crate::text::wrap::wrap;
 use std::fmt::Write;
 
@@ -92,38 +93,21 @@ pub fn write_proxy(out: &mut String, r: &ProxyView, width: usize) -> std::fmt::R
     out.push_str(&wrap(&heading, width, "", "  "));
     if r.exchanges > 0 {
         writeln!(out)?;
-        write_parts(out, r, width);
+        let parts = &r.latency_ms;
+        let spread = |p: Option<PercentilesView>| p.map(|p| [p.min, p.p50, p.p90, p.p99, p.max]);
+        let rows = [
+            ("total", spread(parts.total)),
+            ("client leg", spread(parts.client_leg)),
+            ("relay", spread(parts.relay)),
+            ("upstream", spread(parts.upstream)),
+        ];
+        write_parts(out, &rows, width);
         writeln!(out)?;
-        let legs = [("client", &r.client_leg), ("upstream", &r.upstream_leg)];
-        let decimals = ms_decimals(
-            legs.iter().flat_map(|(_, leg)| [leg.stall_pause_ms.map_or(0.0, |p| p.p50), leg.time_lost_ms]),
-        );
-        let mut table =
-            TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right, Col::Right, Col::Left]);
-        table.header(["leg", "messages", "stalled", "pause p50", "time lost", "held by"]);
-        for (name, leg) in legs {
-            let stalled = leg.stalled > 0;
-            let dash = || "-".to_string();
-            table.row([
-                format!("{name} ({})", leg.messages_are),
-                leg.messages.to_string(),
-                leg.stalled.to_string(),
-                leg.stall_pause_ms.map_or_else(dash, |p| format_ms(p.p50, decimals)),
-                if stalled { format_ms(leg.time_lost_ms, decimals) } else { dash() },
-                if stalled { leg.held_by.clone() } else { dash() },
-            ]);
-        }
-        out.push_str(&table.render());
+        write_legs(out, &[leg_row("client", &r.client_leg), leg_row("upstream", &r.upstream_leg)], width);
     }
     writeln!(out)?;
     let c = &r.connections;
-    let mut line = format!(
-        "connections: {} accepted, {} closed, {} open at the end",
-        c.accepted, c.closed, c.open_at_end
-    );
-    if c.failed > 0 {
-        let _ = write!(line, ", {} ended by a reset or a failed read or write", c.failed);
-    }
+    let line = connections_line(c.accepted, c.closed, c.open_at_end, c.failed);
     out.push_str(&wrap(&line, width, "", "  "));
     if !r.status_counts.is_empty() {
         let line = format!("statuses: {}", format_status_counts(&r.status_counts));
@@ -135,30 +119,16 @@ pub fn write_proxy(out: &mut String, r: &ProxyView, width: usize) -> std::fmt::R
     write_verdict(out, &r.findings, &r.verdict, width)
 }
 
-/// Percentiles of each part of an exchange, in one unit.
-fn write_parts(out: &mut String, r: &ProxyView, width: usize) {
-    let parts = &r.latency_ms;
-    let rows: [(&str, Option<PercentilesView>); 4] = [
-        ("total", parts.total),
-        ("client leg", parts.client_leg),
-        ("relay", parts.relay),
-        ("upstream", parts.upstream),
-    ];
-    let statistics: [fn(&PercentilesView) -> f64; 5] =
-        [|p| p.min, |p| p.p50, |p| p.p90, |p| p.p99, |p| p.max];
-    let scale = DurationScale::for_ms(
-        rows.iter().filter_map(|(_, p)| p.as_ref()).flat_map(|p| statistics.iter().map(move |s| s(p))),
-    );
-    let mut table =
-        TextTable::new(width, 2, &[Col::Text, Col::Right, Col::Right, Col::Right, Col::Right, Col::Right]);
-    table.header(["per exchange", "min", "p50", "p90", "p99", "max"]);
-    for (label, percentiles) in rows {
-        let Some(p) = percentiles else { continue };
-        let mut row = vec![label.to_string()];
-        row.extend(statistics.iter().map(|s| scale.format(s(&p))));
-        table.row(row);
+fn leg_row<'a>(name: &'a str, leg: &'a LegView) -> LegRow<'a> {
+    LegRow {
+        name,
+        messages_are: &leg.messages_are,
+        messages: leg.messages,
+        stalled: leg.stalled,
+        pause_p50_ms: leg.stall_pause_ms.map(|p| p.p50),
+        time_lost_ms: leg.time_lost_ms,
+        held_by: &leg.held_by,
     }
-    out.push_str(&table.render());
 }
 
 /// `verdict: ` the findings' ids, or the run's own verdict when it found nothing to name.
