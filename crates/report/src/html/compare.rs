@@ -186,7 +186,7 @@ fn rounds_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
     Ok(Figure {
         plot: "rounds",
         caption: caption.into(),
-        svg: Some(rounds_svg(&series, rounds as u32, &y, &y.title("p50 latency", "ms"))?),
+        svg: Some(rounds_svg(&series, rounds, &y, &y.title("p50 latency", "ms"))?),
         legend: legend(view, |t| t.rounds.iter().any(|r| r.p50_ms.is_some())),
         empty: String::new(),
         scale: y.name(),

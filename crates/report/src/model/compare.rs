@@ -5,13 +5,15 @@
 use crate::model::bench::{BenchReport, BenchSettings};
 use crate::model::doctor::DoctorReport;
 use crate::model::series::Machine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The `schema` of a compare report (`schema/compare.schema.json`).
 pub const COMPARE_SCHEMA_ID: &str = "nodelay-compare/1";
 
-/// The figures of one round of one target.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The figures of one round of one target. Plain figures, so a saved run's are read back
+/// as they are (`crate::saved`), a figure a run lacks taking its default.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RoundFigures {
     /// 1 for the first round.
     pub round: u32,

@@ -1,23 +1,14 @@
 //! Targets compared over interleaved rounds, as saved (`nodelay-compare/1`): each target's
-//! rounds, run and diagnosis, and the verdicts between them.
+//! rounds (read as the model's own `RoundFigures`), run and diagnosis, and the verdicts
+//! between them.
 
 use super::bench::{BenchView, MachineView};
 use super::doctor::DoctorView;
+use crate::model::compare::RoundFigures;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// One round of a target.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub struct RoundView {
-    pub round: u64,
-    pub requests_completed: u64,
-    pub errors: u64,
-    pub requests_per_second: f64,
-    pub p50_ms: Option<f64>,
-    pub p99_ms: Option<f64>,
-}
-
+/// One target: its rounds, and its run and diagnosis when it had them.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct TargetView {
@@ -26,7 +17,7 @@ pub struct TargetView {
     /// The target's own settings (absent from the first version's reports).
     pub settings: Option<Map<String, Value>>,
     pub error: Option<String>,
-    pub rounds: Vec<RoundView>,
+    pub rounds: Vec<RoundFigures>,
     pub run: Option<BenchView>,
     pub diagnosis: Option<DoctorView>,
     pub diagnosis_error: Option<String>,
