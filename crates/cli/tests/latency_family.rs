@@ -8,8 +8,8 @@
 mod common;
 
 use common::{
-    Peer, alone, bench_in_own_network_namespace, finding, finding_ids, node_peer, nodelay, python_peer,
-    validate_against_schema,
+    Peer, alone, bench_in_own_network_namespace, evidence, finding, finding_ids, node_peer, nodelay,
+    python_peer, validate_against_schema,
 };
 use std::process::Command;
 
@@ -33,16 +33,6 @@ fn doctor_json(args: &[&str]) -> serde_json::Value {
     let report = run.json();
     validate_against_schema("doctor.schema.json", &report);
     report
-}
-
-fn evidence(finding: &serde_json::Value, starts_with: &str) -> f64 {
-    finding["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["what"].as_str().unwrap().starts_with(starts_with))
-        .and_then(|e| e["value"].as_f64())
-        .unwrap_or_else(|| panic!("no evidence '{starts_with}' in {finding:#}"))
 }
 
 /// A listen queue that overflows at 20 connections: found first, proven both ways (one
