@@ -1,5 +1,6 @@
-//! Fuzzes the capture reader and the flow analysis behind it: any bytes must give packets
-//! or a `ReadError`, never a panic, a hang or unbounded memory.
+//! Fuzzes the capture reader, the flow analysis behind it and the diagnosis and report made
+//! of its summary: any bytes must give packets or a `ReadError`, never a panic, a hang or
+//! unbounded memory.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,5 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let mut stats = ReadStats::default();
     // A small buffer keeps runs fast; the fuzzer's inputs are at most a few KiB.
     let _ = read_packets_buffered(data, 64 * 1024, &mut stats, |packet| analyzer.packet(packet));
-    let _ = analyzer.finish(stats);
+    let summary = analyzer.finish(stats);
+    // The rules and the report read every figure of the summary (round trips, holds, waits).
+    let _ = nodelay_report::PcapReport::new("fuzz".into(), &summary, 5, Vec::new(), None);
 });
