@@ -4,26 +4,53 @@
 use crate::format::{DurationScale, format_duration_ms};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
-use nodelay_diagnose::{Evidence, Finding, ProofKind};
+use nodelay_diagnose::{Finding, ProofKind};
 use std::fmt::Write;
 
-/// Evidence values, the milliseconds in the finding's one unit.
-fn format_evidence(evidence: &Evidence, scale: &DurationScale) -> String {
-    match evidence.unit {
+/// An evidence value with its `unit`, milliseconds in the finding's one `scale`.
+pub(crate) fn format_evidence(value: f64, unit: &str, scale: &DurationScale) -> String {
+    match unit {
         // The block's unit, unless it would show a small value as zero (0.46 ms among seconds).
-        "ms" => match scale.format(evidence.value) {
-            shown if evidence.value > 0.0 && !shown.chars().any(|c| c.is_ascii_digit() && c != '0') => {
-                format_duration_ms(evidence.value)
+        "ms" => match scale.format(value) {
+            shown if value > 0.0 && !shown.chars().any(|c| c.is_ascii_digit() && c != '0') => {
+                format_duration_ms(value)
             }
             shown => shown,
         },
-        "%" => format!("{:.0} %", evidence.value),
-        "bytes" => format!("{:.0} bytes", evidence.value),
-        "cores" => format!("{:.2} cores", evidence.value),
-        "requests/s" => format!("{:.0} requests/s", evidence.value),
-        "count" if evidence.value.fract() == 0.0 => format!("{:.0}", evidence.value),
-        "count" => format!("{:.2}", evidence.value),
-        unit => format!("{} {unit}", evidence.value),
+        "%" => format!("{value:.0} %"),
+        "bytes" => format!("{value:.0} bytes"),
+        "cores" => format!("{value:.2} cores"),
+        "requests/s" => format!("{value:.0} requests/s"),
+        "count" if value.fract() == 0.0 => format!("{value:.0}"),
+        "count" => format!("{value:.2}"),
+        unit => format!("{value} {unit}"),
+    }
+}
+
+/// One unit for a finding's evidence in milliseconds (`durations`): milliseconds when its
+/// `title` speaks in them (not "1501.6 ms" above "1.50 s").
+pub(crate) fn evidence_scale(title: &str, durations: impl IntoIterator<Item = f64>) -> DurationScale {
+    if says_milliseconds(title) {
+        DurationScale::milliseconds(durations)
+    } else {
+        DurationScale::for_ms(durations)
+    }
+}
+
+/// The fixes (stack, how, detected): only the server's own stack when its Server header
+/// named it, the others folded into a line saying where they are `listed`.
+pub(crate) fn write_fixes(out: &mut String, fixes: &[(&str, &str, bool)], listed: &str, width: usize) {
+    let detected = fixes.iter().filter(|(_, _, detected)| *detected).count();
+    let mut table = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
+    for (stack, how, yours) in fixes.iter().filter(|(_, _, yours)| detected == 0 || *yours) {
+        let yours = if *yours { " (your server's stack)" } else { "" };
+        table.row([stack.to_string(), format!("{how}{yours}")]);
+    }
+    out.push_str(&table.render());
+    let others = fixes.len() - detected;
+    if detected > 0 && others > 0 {
+        let folded = format!("(fixes for {others} other stacks: {listed} lists them)");
+        out.push_str(&wrap(&folded, width, "    ", "      "));
     }
 }
 
@@ -36,17 +63,10 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     out.push_str(&wrap(&heading, width, "", "  "));
     out.push_str(&wrap(&f.title, width, "  ", "    "));
     writeln!(out, "  evidence:")?;
-    // One unit per finding: when its title speaks in milliseconds, so does its evidence (not
-    // "1501.6 ms" above "1.50 s").
-    let durations = f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value);
-    let scale = if says_milliseconds(&f.title) {
-        DurationScale::milliseconds(durations)
-    } else {
-        DurationScale::for_ms(durations)
-    };
+    let scale = evidence_scale(&f.title, f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
     let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
     for item in &f.evidence {
-        evidence.row([item.what.clone(), format_evidence(item, &scale)]);
+        evidence.row([item.what.clone(), format_evidence(item.value, item.unit, &scale)]);
     }
     out.push_str(&evidence.render());
     if !f.proof.is_empty() {
@@ -57,26 +77,8 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
         }
     }
     out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
-    // The server's own stack, when its Server header named it, and the others folded.
-    let detected = f.fix.iter().filter(|fix| fix.detected).count();
-    let mut fixes = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
-    for fix in f.fix.iter().filter(|fix| detected == 0 || fix.detected) {
-        if fix.detected {
-            fixes.row([fix.stack.to_string(), format!("{} (your server's stack)", fix.how)]);
-        } else {
-            fixes.row([fix.stack.to_string(), fix.how.to_string()]);
-        }
-    }
-    out.push_str(&fixes.render());
-    let others = f.fix.len() - detected;
-    if detected > 0 && others > 0 {
-        out.push_str(&wrap(
-            &format!("(fixes for {others} other stacks: --json lists them)"),
-            width,
-            "    ",
-            "      ",
-        ));
-    }
+    let fixes: Vec<(&str, &str, bool)> = f.fix.iter().map(|fix| (fix.stack, fix.how, fix.detected)).collect();
+    write_fixes(out, &fixes, "--json", width);
     Ok(())
 }
 
@@ -104,7 +106,7 @@ fn proof_verdict(proof: &nodelay_diagnose::Proof) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nodelay_diagnose::{Confidence, FindingId};
+    use nodelay_diagnose::{Confidence, Evidence, FindingId};
 
     #[test]
     fn a_finding_speaks_one_unit() {
