@@ -33,21 +33,27 @@ pub(crate) struct Batch {
 
 /// A wait that got what it held out for this many times in a row holds out for twice as many.
 const GROW_AFTER: u32 = 8;
+/// The longest run of waits between two probes: a probe that gained nothing (one response
+/// came) doubles the run before the next, up to this.
+const PROBE_GAP_MAX: u32 = 1024;
 
 /// How many ready sockets the next wait holds out for, learnt from the last ones: twice as
-/// many after `GROW_AFTER` waits in a row that got theirs, and what came when one did not.
-/// Against nginx at -c 50 it climbs to its cap within a millisecond; against a server that
-/// answers one connection at a time it stays at one but for a probe in every `GROW_AFTER`
-/// waits, so that each response is not held for `min_wait`.
+/// many after a run of waits that got theirs, and what came when one did not. Against nginx
+/// at -c 50 it climbs to its cap within a millisecond. Against a server whose responses come
+/// one at a time it stays at one, and the waits that probe for two (each holds its response
+/// up to `min_wait`, delaying that connection's next request) come further apart each time one
+/// gains nothing: 8 waits, then 16, ... up to `PROBE_GAP_MAX`, until a hold again gets two.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BatchSize {
     want: usize,
     streak: u32,
+    /// Waits in a row that must get theirs before the next holds out for twice as many.
+    grow_after: u32,
 }
 
 impl BatchSize {
     pub fn new() -> Self {
-        BatchSize { want: 1, streak: 0 }
+        BatchSize { want: 1, streak: 0, grow_after: GROW_AFTER }
     }
 
     /// What to hold out for, at most `cap`.
@@ -57,9 +63,13 @@ impl BatchSize {
 
     /// A wait that held out for `wanted` got `got` ready sockets.
     pub fn learn(&mut self, wanted: usize, got: usize) {
+        if wanted > 1 {
+            // Did holding out pay? Two or more that came together say the responses bunch.
+            self.grow_after = if got > 1 { GROW_AFTER } else { (self.grow_after * 2).min(PROBE_GAP_MAX) };
+        }
         if got >= wanted {
             self.streak += 1;
-            if self.streak >= GROW_AFTER {
+            if self.streak >= self.grow_after {
                 self.want = wanted.saturating_mul(2);
                 self.streak = 0;
             }
@@ -439,16 +449,39 @@ mod tests {
         assert_eq!(*seen.last().unwrap(), 25, "capped: {seen:?}");
         size.learn(25, 3);
         assert_eq!(size.want(25), 3);
-        // One at a time: a probe for two in every eight waits, never more.
+        // Three came: holding out pays, so the batch grows again at the usual pace.
+        for _ in 0..8 {
+            let want = size.want(25);
+            size.learn(want, want);
+        }
+        assert_eq!(size.want(25), 6);
+    }
+
+    #[test]
+    fn probes_that_gain_nothing_come_further_apart_until_one_does() {
+        // One response at a time: a probe after 8 waits, then 16, 32, ... up to 1024 apart.
         let mut size = BatchSize::new();
-        let probes = (0..64)
-            .filter(|_| {
-                let want = size.want(25);
-                size.learn(want, 1);
-                want > 1
-            })
-            .count();
-        assert_eq!(probes, 7);
+        let mut probes = Vec::new();
+        for wait in 0..8192 {
+            let want = size.want(25);
+            if want > 1 {
+                probes.push(wait);
+            }
+            size.learn(want, 1);
+        }
+        let gaps: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(probes[0], 8);
+        assert_eq!(&gaps[..7], &[17, 33, 65, 129, 257, 513, 1025], "{probes:?}");
+        assert!(gaps[7..].iter().all(|&gap| gap == 1025), "{gaps:?}");
+        // Then the responses bunch: the next probe gets two, and the batch grows at the
+        // usual pace again.
+        while size.want(25) == 1 {
+            size.learn(1, 1);
+        }
+        for _ in 0..8 {
+            size.learn(2, 2);
+        }
+        assert_eq!(size.want(25), 4, "grew after 8 waits, not 1024");
     }
 
     #[test]
