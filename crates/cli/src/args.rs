@@ -175,13 +175,16 @@ pub struct LoadArgs {
     #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = values::parse_busy_poll)]
     pub busy_poll: Option<nodelay_engine::BusyPoll>,
 
-    /// Wait for the sockets through io_uring, waking for several responses at once (as many
-    /// as keep coming within 500 µs, up to half the connections): less generator CPU per
-    /// request and fewer wake-ups for a fast server. Responses are timed by the kernel's
-    /// arrival stamps, so a held one is not timed late. Linux 6.12 or later; elsewhere a
-    /// warning, and epoll as without it
-    #[arg(long, conflicts_with = "busy_poll")]
-    pub io_uring: bool,
+    /// Require io_uring's loop (Linux 6.12+; refused: a warning, and epoll), the default for closed-loop
+    /// keep-alive runs of 4+ connections per thread: a wake-up per burst of responses, timed by arrival
+    #[arg(long, num_args = 0, default_missing_value = "true", conflicts_with = "busy_poll")]
+    #[arg(default_value_if("epoll", "true", "false"))]
+    pub io_uring: Option<bool>,
+
+    /// Wait with epoll, a wake-up per ready socket, as wrk and oha do (the text and the JSON's
+    /// settings.event_loop say which loop ran and why)
+    #[arg(long, conflicts_with = "io_uring")]
+    pub epoll: bool,
 }
 
 /// Whether and how to read the server's side of a run (bench, doctor).

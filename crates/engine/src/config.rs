@@ -97,6 +97,8 @@ pub struct EngineConfig {
     pub busy_poll: BusyPoll,
     /// Wait for readiness through io_uring, several sockets per wake-up, and time responses by
     /// the kernel's arrival stamps (`io_uring_unavailable` says whether this machine can).
+    /// False in [`EngineConfig::new`]: bench and compare choose it (nodelay_load's
+    /// `choose_event_loop`), the doctor's phases and probes keep epoll (see `new`).
     pub io_uring: bool,
 }
 
@@ -131,7 +133,11 @@ impl Default for SocketOptions {
 }
 
 impl EngineConfig {
-    /// A closed-loop, keep-alive, 10-second HTTP run of one request on one connection.
+    /// A closed-loop, keep-alive, 10-second HTTP run of one request on one connection, waiting
+    /// with epoll. The doctor builds its phases on this and stays on epoll on purpose: it times
+    /// one connection unless told otherwise, where io_uring's waits never hold out and would only
+    /// drop the generator's wake-up from each time, so its phases keep the clock of its probes
+    /// and of wrk-like tools, against which its thresholds (a 40 ms stall, a path RTT) are read.
     pub fn new(address: SocketAddr, request: Vec<u8>) -> Self {
         EngineConfig {
             address,

@@ -40,8 +40,10 @@ pub struct LoadOptions {
     pub interval: Duration,
     /// Poll without sleeping (see `BusyPoll`); `None` sleeps.
     pub busy_poll: Option<BusyPoll>,
-    /// Wait for the sockets through io_uring where the kernel allows it.
-    pub io_uring: bool,
+    /// Which loop waits for the sockets: `None` lets `choose_event_loop` pick (io_uring
+    /// where its waits can batch and the kernel allows it), `Some(true)` requires io_uring
+    /// (`--io-uring`), `Some(false)` takes epoll (`--epoll`).
+    pub io_uring: Option<bool>,
 }
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
@@ -57,7 +59,8 @@ pub struct Load {
     pub settings: BenchSettings,
     /// Which statuses count as success.
     pub success: SuccessStatuses,
-    /// `--io-uring` was asked for and this machine refused it: why (epoll runs instead).
+    /// `--io-uring` was required and this machine refused it: why (epoll runs instead, and a
+    /// warning says so; a default that falls back says it only in `settings.event_loop_why`).
     pub io_uring_refused: Option<String>,
     /// curl's words for the request's method, headers and body, for the commands a report
     /// suggests.
@@ -101,7 +104,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     let workload = build_workload(&target, &load.request, !load.no_keepalive)?;
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
-    let io_uring_refused = load.io_uring.then(nodelay_engine::io_uring_unavailable).flatten();
+    let event_loop = choose_event_loop(load, connections, threads, nodelay_engine::io_uring_unavailable);
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
@@ -122,7 +125,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         interval: load.interval,
         tls: workload.tls.clone(),
         busy_poll: load.busy_poll.unwrap_or_default(),
-        io_uring: load.io_uring && io_uring_refused.is_none(),
+        io_uring: event_loop.io_uring,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -147,13 +150,15 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
             _ => None,
         },
         io_uring: config.io_uring,
+        event_loop: if config.io_uring { "io_uring" } else { "epoll" },
+        event_loop_why: event_loop.why,
     };
     Ok(Load {
         workload,
         config,
         settings,
         success: load.success_status.clone(),
-        io_uring_refused,
+        io_uring_refused: event_loop.refused,
         curl_request: crate::curl::curl_request_words(&load.request),
     })
 }
@@ -185,6 +190,130 @@ impl Load {
     }
 }
 
+/// The loop a run waits with, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct EventLoop {
+    io_uring: bool,
+    /// What `settings.event_loop_why` says: `default`, a flag, or why the default is epoll.
+    why: String,
+    /// `--io-uring` was required and refused: why.
+    refused: Option<String>,
+}
+
+/// A batched wait holds out for up to half a thread's connections (the worker's
+/// `BATCH_SHARE`): with fewer than this many a wait never holds out, and io_uring would only
+/// change the clock responses are timed by.
+const CONNECTIONS_TO_BATCH: usize = 4;
+
+/// Which loop a run waits with. By default io_uring, the faster (fewer wake-ups of the
+/// generator and of the server), where its batched waits can work: a closed loop (open loop
+/// sends on the pacer's clock and holds out for nothing) on kept-alive connections (no wait
+/// holds out while a connection opens), with some thread holding at least
+/// `CONNECTIONS_TO_BATCH` of them. Elsewhere it would batch nothing and time responses by
+/// their arrival rather than by their read, as epoll, wrk and oha do: epoll keeps those runs'
+/// figures what they were. `unavailable` says why the kernel refuses io_uring, if it does.
+fn choose_event_loop(
+    load: &LoadOptions,
+    connections: usize,
+    threads: usize,
+    unavailable: impl FnOnce() -> Option<String>,
+) -> EventLoop {
+    let epoll = |why: &str| EventLoop { io_uring: false, why: why.to_string(), refused: None };
+    let most_per_thread = connections.div_ceil(threads.max(1));
+    let required = match load.io_uring {
+        Some(false) => return epoll("--epoll"),
+        Some(true) => true,
+        None if load.busy_poll.is_some() => return epoll("--busy-poll"),
+        None if load.rate.is_some() => return epoll("default for open loop"),
+        None if load.no_keepalive => return epoll("default for a new connection per request"),
+        None if most_per_thread < CONNECTIONS_TO_BATCH => {
+            return epoll(&format!("default under {CONNECTIONS_TO_BATCH} connections per thread"));
+        }
+        None => false,
+    };
+    match unavailable() {
+        Some(reason) => EventLoop {
+            io_uring: false,
+            why: format!("io_uring refused: {reason}"),
+            refused: required.then_some(reason),
+        },
+        None => EventLoop {
+            io_uring: true,
+            why: if required { "--io-uring" } else { "default" }.to_string(),
+            refused: None,
+        },
+    }
+}
+
 fn default_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodelay_report::SuccessStatuses;
+
+    fn options(io_uring: Option<bool>) -> LoadOptions {
+        LoadOptions {
+            connections: 50,
+            requests: None,
+            duration: None,
+            threads: Some(1),
+            rate: None,
+            request: RequestOptions::default(),
+            timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            no_keepalive: false,
+            success_status: SuccessStatuses::parse("2xx").unwrap(),
+            interval: Duration::from_secs(1),
+            busy_poll: None,
+            io_uring,
+        }
+    }
+
+    fn allowed() -> Option<String> {
+        None
+    }
+
+    fn refused() -> Option<String> {
+        Some("Operation not permitted (os error 1)".into())
+    }
+
+    fn chosen(load: &LoadOptions, connections: usize, threads: usize) -> (bool, String) {
+        let choice = choose_event_loop(load, connections, threads, allowed);
+        (choice.io_uring, choice.why)
+    }
+
+    #[test]
+    fn io_uring_is_the_default_where_its_waits_can_batch() {
+        let load = options(None);
+        assert_eq!(chosen(&load, 50, 1), (true, "default".into()));
+        assert_eq!(chosen(&load, 8, 2), (true, "default".into()));
+        // 3 and 2 connections: no wait would ever hold out.
+        assert_eq!(chosen(&load, 5, 2), (false, "default under 4 connections per thread".into()));
+        assert!(!chosen(&load, 1, 1).0);
+        let open = LoadOptions { rate: Some(100.0), ..options(None) };
+        assert_eq!(chosen(&open, 50, 1), (false, "default for open loop".into()));
+        let fresh = LoadOptions { no_keepalive: true, ..options(None) };
+        assert_eq!(chosen(&fresh, 50, 1), (false, "default for a new connection per request".into()));
+        let spin = LoadOptions { busy_poll: Some(nodelay_engine::BusyPoll::Always), ..options(None) };
+        assert_eq!(chosen(&spin, 50, 1), (false, "--busy-poll".into()));
+    }
+
+    #[test]
+    fn the_flags_choose_and_a_refusal_is_told() {
+        // --io-uring wherever it is asked; --epoll even where io_uring would batch.
+        assert_eq!(chosen(&options(Some(true)), 1, 1), (true, "--io-uring".into()));
+        assert_eq!(chosen(&options(Some(false)), 50, 1), (false, "--epoll".into()));
+        let refusal = "io_uring refused: Operation not permitted (os error 1)".to_string();
+        let default = choose_event_loop(&options(None), 50, 1, refused);
+        assert_eq!(default, EventLoop { io_uring: false, why: refusal.clone(), refused: None });
+        let required = choose_event_loop(&options(Some(true)), 50, 1, refused);
+        assert_eq!((required.io_uring, required.why), (false, refusal));
+        assert_eq!(required.refused.as_deref(), Some("Operation not permitted (os error 1)"));
+        // The kernel is asked only when io_uring could be taken.
+        let never = || -> Option<String> { panic!("asked the kernel for an epoll run") };
+        assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, never).why, "--epoll");
+    }
 }

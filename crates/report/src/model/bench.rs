@@ -122,9 +122,14 @@ pub struct BenchSettings {
     pub busy_poll: bool,
     /// ...for this long after each event (`--busy-poll=TIME`), or always when null.
     pub busy_poll_after_us: Option<f64>,
-    /// `--io-uring`: the threads waited through io_uring for several sockets at once, and
-    /// responses were timed by the kernel's arrival stamps (false also when it fell back).
+    /// The threads waited through io_uring for several sockets at once, and responses were
+    /// timed by the kernel's arrival stamps (`event_loop` is `io_uring`).
     pub io_uring: bool,
+    /// The loop the threads waited with: `io_uring` or `epoll`.
+    pub event_loop: &'static str,
+    /// Why that loop: `default`, the flag that chose it (`--io-uring`, `--epoll`,
+    /// `--busy-poll`), why the default is epoll for this run, or `io_uring refused: REASON`.
+    pub event_loop_why: String,
 }
 
 /// How the run ended, besides its records.

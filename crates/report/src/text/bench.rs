@@ -128,10 +128,12 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
         (true, None) => ", busy-polling (a whole core per thread)".into(),
         (true, Some(us)) => format!(", busy-polling {} after each event", format_duration_ms(us / 1000.0)),
     };
-    let spin = if s.io_uring { spin + ", io_uring (batched waits, kernel arrival times)" } else { spin };
     let load = load_line(s.connections as u64, s.threads as u64, s.keep_alive, &bound, s.rate_per_second);
     let tls = s.tls.as_ref().map(|tls| wrap(&tls.describe(), width, "  ", "    ")).unwrap_or_default();
-    bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width) + &tls
+    // Which loop ran and why: the two time responses differently (by arrival, by read).
+    let how = if s.io_uring { ": batched waits, kernel arrival times" } else { "" };
+    let event_loop = wrap(&format!("{} loop ({}){how}", s.event_loop, s.event_loop_why), width, "  ", "    ");
+    bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width) + &tls + &event_loop
 }
 
 /// `20 responses in 0.88 s{span}: 22.7 req/s`: how many completed, in how long, at what rate.
@@ -638,6 +640,8 @@ mod tests {
             busy_poll: false,
             busy_poll_after_us: None,
             io_uring: false,
+            event_loop: "epoll",
+            event_loop_why: "default under 4 connections per thread".into(),
         }
     }
 
@@ -871,7 +875,7 @@ mod tests {
         let header = FittedText::default().render(&settings());
         assert_eq!(
             header,
-            "nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)\n  1 connection, 1 thread, keep-alive, 20 requests\n"
+            "nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)\n  1 connection, 1 thread, keep-alive, 20 requests\n  epoll loop (default under 4 connections per thread)\n"
         );
         let report = stalled();
         let results = FittedText::default().bench_results(&report);
