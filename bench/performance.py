@@ -10,6 +10,7 @@ against their targets together, and which scripts met all of theirs.
   bench/raw_vs_http.py --rounds 5          target 5, raw TCP path within 10 % of HTTP
   bench/pcap_vs_tshark.py                  target 5, pcap >= 1000 MB/s
   bench/server_view_overhead.py            the server view costs under 2 % of req/s
+  memory (in this file)                    issue 32: bench -t 1024 -c 1024 under 128 MiB RSS
 
 Each script's whole output goes to bench/out/performance-<script>.txt. Takes ~15 minutes on a
 2-core machine. Usage: bench/performance.py [--only vs_wrk,open_loop]
@@ -19,6 +20,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +32,9 @@ RUNS = [
     ("raw_vs_http", ["--rounds", "5"]),
     ("pcap_vs_tshark", []),
     ("server_view_overhead", []),
+    ("memory", None),
 ]
+MEMORY_TARGET_MIB = 128
 
 
 def summary_lines(output):
@@ -38,6 +42,42 @@ def summary_lines(output):
     floor's own summary."""
     keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations")
     return [line for line in output.splitlines() if any(word in line for word in keep)]
+
+
+def memory_case():
+    """Issue 32's target: `nodelay bench -t 1024 -c 1024` peaks under 128 MiB of RSS, against a
+    trivial peer (bench/canned_peer.c); the largest of 3 runs counts. Returns (exit status,
+    output)."""
+    nodelay = os.path.join(ROOT, "target", "release", "nodelay")
+    subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
+    with tempfile.TemporaryDirectory() as workdir:
+        peer_binary = os.path.join(workdir, "canned_peer")
+        subprocess.run(["cc", "-O2", "-o", peer_binary, os.path.join(ROOT, "bench", "canned_peer.c")], check=True)
+        peer = subprocess.Popen([peer_binary, "http"], stdout=subprocess.PIPE, text=True)
+        try:
+            line = peer.stdout.readline()
+            if not line.startswith("PORT "):
+                return 1, f"canned_peer printed {line!r}"
+            url = f"http://127.0.0.1:{int(line.split()[1])}/"
+            peaks_mib = []
+            for _ in range(3):
+                rss_file = os.path.join(workdir, "rss")
+                command = ["/usr/bin/time", "-o", rss_file, "-f", "%M", nodelay, "bench", "-q", "--no-server-view",
+                           "-t", "1024", "-c", "1024", "-n", "20000", url]
+                done = subprocess.run(command, capture_output=True, text=True)
+                if done.returncode != 0:
+                    return done.returncode, done.stdout + done.stderr
+                with open(rss_file) as f:
+                    peaks_mib.append(int(f.read().split()[-1]) / 1024)
+        finally:
+            peer.kill()
+            peer.wait()
+    worst = max(peaks_mib)
+    met = worst < MEMORY_TARGET_MIB
+    runs = ", ".join(f"{peak:.1f}" for peak in peaks_mib)
+    verdict = "met" if met else "MISSED"
+    return (0 if met else 1), (f"peak RSS of bench -t 1024 -c 1024 -n 20000: {worst:.1f} MiB (runs: {runs} MiB; "
+                               f"target: under {MEMORY_TARGET_MIB} MiB) -> {verdict}\n")
 
 
 def main():
@@ -63,18 +103,23 @@ def main():
     results = []
     for name, extra in runs:
         started = time.monotonic()
-        print(f"running bench/{name}.py {' '.join(extra)}", file=sys.stderr, flush=True)
-        done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", f"{name}.py")] + extra,
-                              cwd=ROOT, capture_output=True, text=True)
+        label = "bench/performance.py's memory case" if extra is None else f"bench/{name}.py"
+        print(f"running {label} {' '.join(extra or [])}", file=sys.stderr, flush=True)
+        if extra is None:
+            code, output = memory_case()
+        else:
+            done = subprocess.run([sys.executable, os.path.join(ROOT, "bench", f"{name}.py")] + extra,
+                                  cwd=ROOT, capture_output=True, text=True)
+            code, output = done.returncode, done.stdout + done.stderr
         seconds = time.monotonic() - started
         path = os.path.join(out_dir, f"performance-{name}.txt")
         with open(path, "w") as f:
-            f.write(done.stdout + done.stderr)
-        results.append((name, done.returncode, seconds, summary_lines(done.stdout), path))
+            f.write(output)
+        results.append((label, code, seconds, summary_lines(output), path))
     print(f"\nissue 15's benchmarks at {commit} ({time.strftime('%Y-%m-%d %H:%M %Z')})")
-    for name, code, seconds, lines, path in results:
+    for label, code, seconds, lines, path in results:
         verdict = "targets met" if code == 0 else f"MISSED or failed (exit {code}; see {path})"
-        print(f"\nbench/{name}.py: {verdict}, {seconds:.0f} s")
+        print(f"\n{label}: {verdict}, {seconds:.0f} s")
         for line in lines:
             print(f"  {line.strip()}")
     failed = [name for name, code, *_ in results if code != 0]
