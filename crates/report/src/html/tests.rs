@@ -33,6 +33,8 @@ fn settings(url: &str) -> BenchSettings {
         busy_poll: false,
         busy_poll_after_us: None,
         io_uring: false,
+        event_loop: "epoll",
+        event_loop_why: "default".into(),
     }
 }
 

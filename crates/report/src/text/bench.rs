@@ -1004,6 +1004,7 @@ mod tests {
         let expected = "\
 nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)
   1 connection, 1 thread, keep-alive, 20 requests
+  epoll loop (default under 4 connections per thread)
 
   20 responses in 0.88 s: 22.7 req/s; 2.62 KiB read, 2.97 KiB/s
 
