@@ -59,6 +59,7 @@ pub use tls::{
 use sink::SharedSink;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
+pub use worker::CONNECTIONS_TO_BATCH;
 use worker::{Worker, WorkerPlan};
 
 /// Why `EngineConfig::io_uring` cannot work here (no io_uring, refused by

@@ -41,6 +41,9 @@ const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// io_uring: a wait holds out for responses on at most this share of the open connections
 /// (half; `BatchSize` learns how many come)...
 const BATCH_SHARE: usize = 2;
+/// The fewest connections on a thread for which a batched wait holds out for two or more
+/// responses: with fewer, io_uring would only change the clock responses are timed by.
+pub const CONNECTIONS_TO_BATCH: usize = 2 * BATCH_SHARE;
 const BATCH_MAX: usize = 64;
 /// ...but once this has passed since the wait began, one will do. The times are the kernel's
 /// arrival stamps, so a hold delays only the next request; with many connections the server

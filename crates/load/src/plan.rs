@@ -8,7 +8,7 @@ use crate::target::parse_target;
 use crate::usage::usage;
 use crate::workload::{Workload, build_workload};
 use anyhow::{Result, bail};
-use nodelay_engine::{BusyPoll, EngineConfig, Framing, SocketOptions, Stats};
+use nodelay_engine::{BusyPoll, CONNECTIONS_TO_BATCH, EngineConfig, Framing, SocketOptions, Stats};
 use nodelay_report::{BenchReport, BenchSettings, RunEnd, SuccessStatuses, TlsSettings};
 use std::time::Duration;
 
@@ -199,11 +199,6 @@ struct EventLoop {
     /// `--io-uring` was required and refused: why.
     refused: Option<String>,
 }
-
-/// A batched wait holds out for up to half a thread's connections (the worker's
-/// `BATCH_SHARE`): with fewer than this many a wait never holds out, and io_uring would only
-/// change the clock responses are timed by.
-const CONNECTIONS_TO_BATCH: usize = 4;
 
 /// Which loop a run waits with. By default io_uring, the faster (fewer wake-ups of the
 /// generator and of the server), where its batched waits can work: a closed loop (open loop
