@@ -16,7 +16,7 @@ fn is_error(status: u16) -> bool {
 }
 
 /// The error responses of a phase by status, and the responses they are among.
-pub(crate) fn error_statuses(phase: &Phase) -> (BTreeMap<u16, u64>, u64) {
+fn error_statuses(phase: &Phase) -> (BTreeMap<u16, u64>, u64) {
     let mut counts = BTreeMap::new();
     for response in phase.responses.iter().filter(|r| is_error(r.status)) {
         *counts.entry(response.status).or_insert(0) += 1;
@@ -24,8 +24,9 @@ pub(crate) fn error_statuses(phase: &Phase) -> (BTreeMap<u16, u64>, u64) {
     (counts, phase.responses.len() as u64)
 }
 
-/// The finding for a baseline that got error responses; `None` when it got none.
-pub(crate) fn error_responses(phase: &Phase) -> Option<Finding> {
+/// The finding for a baseline that got error responses, and whether they are so many that
+/// the verdict is about them alone; `None` when it got none.
+pub(crate) fn error_responses(phase: &Phase) -> Option<(Finding, bool)> {
     let (counts, of) = error_statuses(phase);
     let errors: u64 = counts.values().sum();
     if errors == 0 {
@@ -50,7 +51,7 @@ pub(crate) fn error_responses(phase: &Phase) -> Option<Finding> {
         String::new()
     };
     let server_error = counts.keys().any(|status| *status >= 500);
-    Some(Finding {
+    let finding = Finding {
         id: FindingId::ErrorResponses,
         title: format!("{errors} of {of} responses were errors ({statuses}){most}"),
         // Counted, not inferred.
@@ -65,7 +66,8 @@ pub(crate) fn error_responses(phase: &Phase) -> Option<Finding> {
         }
         .into(),
         fix: Vec::new(),
-    })
+    };
+    Some((finding, share > MAX_ERROR_SHARE))
 }
 
 #[cfg(test)]

@@ -127,12 +127,9 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         return vec![unreliable_measurement(&observations.baseline, &baseline)];
     }
     let errors = crate::errors::error_responses(&observations.baseline);
-    let (error_count, of) = crate::errors::error_statuses(&observations.baseline);
-    if errors.is_some()
-        && error_count.values().sum::<u64>() as f64 > crate::errors::MAX_ERROR_SHARE * of as f64
-    {
+    if let Some((finding, true)) = errors {
         // Mostly error pages: their timings say nothing of the page the user meant.
-        return errors.into_iter().collect();
+        return vec![finding];
     }
     let mut findings = Vec::new();
     // A second per new connection outweighs every other finding: first.
@@ -154,7 +151,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
     findings.extend(window_findings(observations, &baseline));
-    findings.extend(errors);
+    findings.extend(errors.map(|(finding, _)| finding));
     if findings.is_empty() {
         findings.push(healthy(&baseline));
     }
