@@ -37,12 +37,13 @@ fn cost_ms(finding: &Finding, baseline: &PhaseSummary) -> f64 {
         }
         FindingId::InitialWindowLimited | FindingId::SlowStartAfterIdle => baseline.judged_rtt_ms(),
         FindingId::ProxyHopStall => baseline.total_p50_ms,
-        FindingId::ServerCpuBound => finding
-            .evidence
-            .iter()
-            .find(|e| e.what.starts_with("median time per request, one at a time"))
-            .and(finding.evidence.first().map(|e| e.value))
-            .unwrap_or(0.0),
+        // One request at a time its CPU per request (the first evidence) is request time;
+        // under load it is a ceiling, which costs no request anything.
+        FindingId::ServerCpuBound => {
+            let one_at_a_time =
+                finding.evidence.iter().any(|e| e.what.starts_with("median time per request, one at a time"));
+            if one_at_a_time { finding.evidence[0].value } else { 0.0 }
+        }
         _ => 0.0,
     }
 }
