@@ -175,8 +175,9 @@ pub struct LoadArgs {
     #[arg(long, value_name = "TIME", num_args = 0..=1, require_equals = true, default_missing_value = "always", value_parser = values::parse_busy_poll)]
     pub busy_poll: Option<nodelay_engine::BusyPoll>,
 
-    /// Require io_uring's loop (Linux 6.12+; refused: a warning, and epoll), the default for closed-loop
-    /// keep-alive runs of 4+ connections per thread: a wake-up per burst of responses, timed by arrival
+    /// Require io_uring's loop (Linux 6.12+; refused: a warning, and epoll's timer-batched waits), the
+    /// default for closed-loop keep-alive runs of 4+ connections per thread: a wake-up per burst of
+    /// responses, timed by arrival
     #[arg(long, num_args = 0, default_missing_value = "true", conflicts_with = "busy_poll")]
     #[arg(default_value_if("epoll", "true", "false"))]
     pub io_uring: Option<bool>,

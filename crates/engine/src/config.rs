@@ -95,11 +95,16 @@ pub struct EngineConfig {
     /// Whether the threads poll without sleeping, so that a response need not wake them (the
     /// server is spared the wake-up).
     pub busy_poll: BusyPoll,
-    /// Wait for readiness through io_uring, several sockets per wake-up, and time responses by
-    /// the kernel's arrival stamps (`io_uring_unavailable` says whether this machine can).
-    /// False in [`EngineConfig::new`]: bench and compare choose it (nodelay_load's
-    /// `choose_event_loop`), the doctor's phases and probes keep epoll (see `new`).
+    /// Wait for readiness through io_uring (`io_uring_unavailable` says whether this machine
+    /// can); its waits are always batched (`batched_waits`). False in [`EngineConfig::new`]:
+    /// bench and compare choose it (nodelay_load's `choose_event_loop`), the doctor's phases
+    /// and probes keep epoll (see `new`).
     pub io_uring: bool,
+    /// A closed loop's waits hold out for several responses (io_uring's minimum wait, or
+    /// epoll's short timer sleeps) so that neither the server nor this machine pays a wake-up
+    /// per response, and responses are timed by the kernel's arrival stamps. Implied by
+    /// `io_uring`; false in [`EngineConfig::new`].
+    pub batched_waits: bool,
 }
 
 /// How a worker waits for events.
@@ -157,6 +162,7 @@ impl EngineConfig {
             tls: None,
             busy_poll: BusyPoll::Off,
             io_uring: false,
+            batched_waits: false,
         }
     }
 }

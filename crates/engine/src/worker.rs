@@ -38,11 +38,11 @@ use std::time::{Duration, Instant};
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// Longest the loop sleeps before looking at the stop flag again.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
-/// io_uring: a wait holds out for responses on at most this share of the open connections
+/// Batched waits: a wait holds out for responses on at most this share of the open connections
 /// (half; `BatchSize` learns how many come)...
 const BATCH_SHARE: usize = 2;
 /// The fewest connections on a thread for which a batched wait holds out for two or more
-/// responses: with fewer, io_uring would only change the clock responses are timed by.
+/// responses: with fewer, batching would only change the clock responses are timed by.
 pub const CONNECTIONS_TO_BATCH: usize = 2 * BATCH_SHARE;
 const BATCH_MAX: usize = 64;
 /// ...but once this has passed since the wait began, one will do. The times are the kernel's
@@ -324,8 +324,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
     /// How many ready sockets a wait holds out for, and whether it is the learnt size: open
     /// loop sends on the pacer's clock and waits for none, nor does a loop that is opening
     /// connections or has a write waiting for room (those times are taken at the wake-up, not
-    /// stamped); otherwise what `BatchSize` learnt, up to a share of the connections (epoll
-    /// ignores all this).
+    /// stamped); otherwise what `BatchSize` learnt, up to a share of the connections. Unbatched
+    /// loops (not `stamped`) hold out for none.
     fn batch(&self) -> (Batch, bool) {
         let learning = self.stamped() && self.config.rate_per_second.is_none() && self.sending == 0;
         let want =
@@ -333,10 +333,10 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         (Batch { want, min_wait: BATCH_MIN_WAIT }, learning)
     }
 
-    /// Reads take the kernel's arrival stamps: the io_uring loop's batched waits would
+    /// Reads take the kernel's arrival stamps: batched waits (io_uring's, or epoll's) would
     /// otherwise add up to `BATCH_MIN_WAIT` to a response's time.
     fn stamped(&self) -> bool {
-        self.config.io_uring
+        self.config.io_uring || self.config.batched_waits
     }
 
     fn on_event(&mut self, index: usize, readable: bool, writable: bool) {

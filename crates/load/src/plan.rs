@@ -126,6 +126,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         tls: workload.tls.clone(),
         busy_poll: load.busy_poll.unwrap_or_default(),
         io_uring: event_loop.io_uring,
+        batched_waits: event_loop.batched,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -150,6 +151,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
             _ => None,
         },
         io_uring: config.io_uring,
+        batched_waits: config.batched_waits || config.io_uring,
         event_loop: if config.io_uring { "io_uring" } else { "epoll" },
         event_loop_why: event_loop.why,
     };
@@ -194,29 +196,40 @@ impl Load {
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct EventLoop {
     io_uring: bool,
+    /// The closed loop's waits hold out for several responses (`EngineConfig::batched_waits`).
+    batched: bool,
     /// What `settings.event_loop_why` says: `default`, a flag, or why the default is epoll.
     why: String,
     /// `--io-uring` was required and refused: why.
     refused: Option<String>,
 }
 
-/// Which loop a run waits with. By default io_uring, the faster (fewer wake-ups of the
-/// generator and of the server), where its batched waits can work: a closed loop (open loop
-/// sends on the pacer's clock and holds out for nothing) on kept-alive connections (no wait
-/// holds out while a connection opens), with some thread holding at least
-/// `CONNECTIONS_TO_BATCH` of them. Elsewhere it would batch nothing and time responses by
-/// their arrival rather than by their read, as epoll, wrk and oha do: epoll keeps those runs'
-/// figures what they were. `unavailable` says why the kernel refuses io_uring, if it does.
+/// Which loop a run waits with, and whether its waits are batched. Waits batch where they
+/// can: a closed loop (open loop sends on the pacer's clock and holds out for nothing) on
+/// kept-alive connections (no wait holds out while a connection opens), with some thread
+/// holding at least `CONNECTIONS_TO_BATCH` of them, not busy-polling. Elsewhere batching would
+/// gain nothing and time responses by their arrival rather than by their read, as wrk and oha
+/// do; those runs' figures stay what they were. The poller is io_uring by default where runs
+/// batch (its waits cost fewest wake-ups), else epoll, which batches too where io_uring is
+/// refused (`unavailable` says why, if it is). `--epoll` asks for the classic loop: epoll,
+/// never batched.
 fn choose_event_loop(
     load: &LoadOptions,
     connections: usize,
     threads: usize,
     unavailable: impl FnOnce() -> Option<String>,
 ) -> EventLoop {
-    let epoll = |why: &str| EventLoop { io_uring: false, why: why.to_string(), refused: None };
     let most_per_thread = connections.div_ceil(threads.max(1));
+    let batches = load.busy_poll.is_none()
+        && load.rate.is_none()
+        && !load.no_keepalive
+        && most_per_thread >= CONNECTIONS_TO_BATCH;
+    let epoll =
+        |why: &str| EventLoop { io_uring: false, batched: batches, why: why.to_string(), refused: None };
     let required = match load.io_uring {
-        Some(false) => return epoll("--epoll"),
+        // The classic loop, for figures on wrk's and oha's clock: woken for every response
+        // and timing it at its read.
+        Some(false) => return EventLoop { batched: false, ..epoll("--epoll") },
         Some(true) => true,
         None if load.busy_poll.is_some() => return epoll("--busy-poll"),
         None if load.rate.is_some() => return epoll("default for open loop"),
@@ -229,11 +242,15 @@ fn choose_event_loop(
     match unavailable() {
         Some(reason) => EventLoop {
             io_uring: false,
+            batched: batches,
             why: format!("io_uring refused: {reason}"),
             refused: required.then_some(reason),
         },
+        // io_uring's waits are always batched, even where `--io-uring` asks for it on a run that
+        // batches nothing: they only change the clock then.
         None => EventLoop {
             io_uring: true,
+            batched: true,
             why: if required { "--io-uring" } else { "default" }.to_string(),
             refused: None,
         },
@@ -277,7 +294,12 @@ mod tests {
 
     fn chosen(load: &LoadOptions, connections: usize, threads: usize) -> (bool, String) {
         let choice = choose_event_loop(load, connections, threads, allowed);
+        assert!(!choice.io_uring || choice.batched, "io_uring's waits are always batched");
         (choice.io_uring, choice.why)
+    }
+
+    fn batched(load: &LoadOptions, connections: usize, threads: usize) -> bool {
+        choose_event_loop(load, connections, threads, refused).batched
     }
 
     #[test]
@@ -297,13 +319,31 @@ mod tests {
     }
 
     #[test]
+    fn epoll_batches_where_io_uring_would() {
+        // Refused io_uring: epoll batches the runs io_uring would have.
+        assert!(batched(&options(None), 50, 1));
+        assert!(batched(&options(None), 8, 2));
+        assert!(!batched(&options(None), 5, 2));
+        assert!(!batched(&LoadOptions { rate: Some(100.0), ..options(None) }, 50, 1));
+        assert!(!batched(&LoadOptions { no_keepalive: true, ..options(None) }, 50, 1));
+        let spin = LoadOptions { busy_poll: Some(nodelay_engine::BusyPoll::Always), ..options(None) };
+        assert!(!batched(&spin, 50, 1));
+        // --epoll is the classic loop, wrk's clock: never batched.
+        let epoll = choose_event_loop(&options(Some(false)), 50, 1, allowed);
+        assert!(!epoll.io_uring && !epoll.batched);
+    }
+
+    #[test]
     fn the_flags_choose_and_a_refusal_is_told() {
         // --io-uring wherever it is asked; --epoll even where io_uring would batch.
         assert_eq!(chosen(&options(Some(true)), 1, 1), (true, "--io-uring".into()));
         assert_eq!(chosen(&options(Some(false)), 50, 1), (false, "--epoll".into()));
         let refusal = "io_uring refused: Operation not permitted (os error 1)".to_string();
         let default = choose_event_loop(&options(None), 50, 1, refused);
-        assert_eq!(default, EventLoop { io_uring: false, why: refusal.clone(), refused: None });
+        assert_eq!(
+            default,
+            EventLoop { io_uring: false, batched: true, why: refusal.clone(), refused: None }
+        );
         let required = choose_event_loop(&options(Some(true)), 50, 1, refused);
         assert_eq!((required.io_uring, required.why), (false, refusal));
         assert_eq!(required.refused.as_deref(), Some("Operation not permitted (os error 1)"));

@@ -99,6 +99,7 @@ pub(crate) mod tests {
             busy_poll: false,
             busy_poll_after_us: None,
             io_uring: false,
+            batched_waits: false,
             event_loop: "epoll",
             event_loop_why: "default".into(),
         }

@@ -122,9 +122,11 @@ pub struct BenchSettings {
     pub busy_poll: bool,
     /// ...for this long after each event (`--busy-poll=TIME`), or always when null.
     pub busy_poll_after_us: Option<f64>,
-    /// The threads waited through io_uring for several sockets at once, and responses were
-    /// timed by the kernel's arrival stamps (`event_loop` is `io_uring`).
+    /// The threads waited through io_uring (`event_loop` is `io_uring`).
     pub io_uring: bool,
+    /// The closed loop's waits held out for several responses (io_uring's minimum wait, or
+    /// epoll's short timer sleeps), and responses were timed by the kernel's arrival stamps.
+    pub batched_waits: bool,
     /// The loop the threads waited with: `io_uring` or `epoll`.
     pub event_loop: &'static str,
     /// Why that loop: `default`, the flag that chose it (`--io-uring`, `--epoll`,

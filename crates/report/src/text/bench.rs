@@ -131,7 +131,7 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
     let load = load_line(s.connections as u64, s.threads as u64, s.keep_alive, &bound, s.rate_per_second);
     let tls = s.tls.as_ref().map(|tls| wrap(&tls.describe(), width, "  ", "    ")).unwrap_or_default();
     // Which loop ran and why: the two time responses differently (by arrival, by read).
-    let how = if s.io_uring { ": batched waits, kernel arrival times" } else { "" };
+    let how = if s.batched_waits { ": batched waits, kernel arrival times" } else { "" };
     let event_loop = wrap(&format!("{} loop ({}){how}", s.event_loop, s.event_loop_why), width, "  ", "    ");
     bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width) + &tls + &event_loop
 }
@@ -640,6 +640,7 @@ mod tests {
             busy_poll: false,
             busy_poll_after_us: None,
             io_uring: false,
+            batched_waits: false,
             event_loop: "epoll",
             event_loop_why: "default under 4 connections per thread".into(),
         }
