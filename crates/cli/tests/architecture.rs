@@ -26,9 +26,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["engine", "diagnose", "capture", "host", "proxy"]),
     ("load", &["wire", "engine", "diagnose", "host", "report"]),
     ("doctor", &["engine", "diagnose", "host", "report", "load"]),
+    ("watch", &["capture", "host"]),
     (
         "cli",
-        &["wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor"],
+        &["wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor", "watch"],
     ),
 ];
 

@@ -1,0 +1,1 @@
+//! The `/metrics` endpoint of `nodelay watch --prometheus ADDR` (to be written).
