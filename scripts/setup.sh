@@ -52,6 +52,8 @@ want unshare util-linux
 want sysctl procps
 # The Expect: 100-continue tests check the wait with curl itself.
 want curl curl
+# A real Prometheus scrapes nodelay watch's /metrics and is queried back (crates/watch/tests).
+want prometheus prometheus
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils
