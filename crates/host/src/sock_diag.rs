@@ -23,8 +23,8 @@ const NLMSG_HEADER_BYTES: usize = 16;
 /// `struct inet_diag_req_v2`.
 const REQUEST_BYTES: usize = 56;
 /// `struct inet_diag_msg`: family, state, timer, retrans; the socket id (48 bytes); expires,
-/// rqueue, wqueue, uid, inode.
-const MESSAGE_BYTES: usize = 72;
+/// rqueue, wqueue, uid, inode. Attributes (netlink `rtattr`s) follow it.
+pub(crate) const MESSAGE_BYTES: usize = 72;
 /// Room for many messages a recv (the kernel fills a dump's buffer up to ~32 KiB).
 const RECEIVE_BYTES: usize = 64 * 1024;
 /// A dump that says nothing for this long is given up (then /proc is read): never a hang.
@@ -33,6 +33,25 @@ const RECEIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Every TCP socket of the calling thread's network namespace, IPv4 then IPv6, in any state
 /// (TIME-WAIT included). A kernel without IPv6 lists IPv4 only.
 pub(crate) fn tcp_sockets() -> io::Result<Vec<TableLine>> {
+    let mut lines = Vec::new();
+    dump_tcp(ALL_STATES, 0, &mut |body| {
+        lines.push(parse_socket(body).ok_or_else(|| malformed("a socket message too short"))?);
+        Ok(())
+    })?;
+    Ok(lines)
+}
+
+/// `idiag_states` of every state, bits 1 (ESTABLISHED) to 12 (NEW_SYN_RECV).
+pub(crate) const ALL_STATES: u32 = 0x1ffe;
+
+/// Every TCP socket in `states` (bit `1 << state`), IPv4 then IPv6, each handed to `each` as
+/// its `inet_diag_msg` followed by the attributes `extensions` asked for (`idiag_ext` bits,
+/// `1 << (INET_DIAG_INFO - 1)` for TCP_INFO): what `socket_survey` reads beyond a table line.
+pub(crate) fn dump_tcp(
+    states: u32,
+    extensions: u8,
+    each: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
     let fd = unsafe {
         libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, libc::NETLINK_SOCK_DIAG)
@@ -43,18 +62,31 @@ pub(crate) fn tcp_sockets() -> io::Result<Vec<TableLine>> {
     // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     socket2::SockRef::from(&socket).set_read_timeout(Some(RECEIVE_TIMEOUT))?;
-    let mut lines = Vec::new();
-    dump(&socket, libc::AF_INET as u8, 1, &mut lines)?;
-    match dump(&socket, libc::AF_INET6 as u8, 2, &mut lines) {
+    let query = Query { states, extensions };
+    dump(&socket, libc::AF_INET as u8, 1, query, each)?;
+    match dump(&socket, libc::AF_INET6 as u8, 2, query, each) {
         Err(error) if error.raw_os_error() == Some(libc::ENOENT) => {} // no IPv6 in this kernel
         other => other?,
     }
-    Ok(lines)
+    Ok(())
 }
 
-/// Asks for every socket of `family` and appends what the dump lists.
-fn dump(socket: &OwnedFd, family: u8, sequence: u32, lines: &mut Vec<TableLine>) -> io::Result<()> {
-    let request = request(family, sequence);
+/// Which sockets a dump lists and what it adds to each.
+#[derive(Clone, Copy)]
+struct Query {
+    states: u32,
+    extensions: u8,
+}
+
+/// Asks for every socket of `family` and hands each message the dump lists to `each`.
+fn dump(
+    socket: &OwnedFd,
+    family: u8,
+    sequence: u32,
+    query: Query,
+    each: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let request = request(family, sequence, query);
     // SAFETY: sends `request.len()` bytes of a live buffer on an owned socket; the kernel is
     // the destination when no address is given on a netlink socket.
     let sent = unsafe { libc::send(socket.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
@@ -78,14 +110,14 @@ fn dump(socket: &OwnedFd, family: u8, sequence: u32, lines: &mut Vec<TableLine>)
                 "sock_diag: the dump stopped before its end",
             ));
         }
-        if parse_messages(&buffer[..received as usize], sequence, lines)? {
+        if each_message(&buffer[..received as usize], sequence, each)? {
             return Ok(());
         }
     }
 }
 
-/// An `nlmsghdr` asking for a dump, then `inet_diag_req_v2` for TCP sockets in every state.
-fn request(family: u8, sequence: u32) -> [u8; NLMSG_HEADER_BYTES + REQUEST_BYTES] {
+/// An `nlmsghdr` asking for a dump, then `inet_diag_req_v2` for TCP sockets in `query`'s states.
+fn request(family: u8, sequence: u32, query: Query) -> [u8; NLMSG_HEADER_BYTES + REQUEST_BYTES] {
     let mut bytes = [0u8; NLMSG_HEADER_BYTES + REQUEST_BYTES];
     let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
     bytes[0..4].copy_from_slice(&((NLMSG_HEADER_BYTES + REQUEST_BYTES) as u32).to_ne_bytes());
@@ -95,19 +127,26 @@ fn request(family: u8, sequence: u32) -> [u8; NLMSG_HEADER_BYTES + REQUEST_BYTES
     let body = &mut bytes[NLMSG_HEADER_BYTES..];
     body[0] = family;
     body[1] = libc::IPPROTO_TCP as u8;
-    // idiag_states: every state, bits 1 (ESTABLISHED) to 12 (NEW_SYN_RECV).
-    body[4..8].copy_from_slice(&0x1ffe_u32.to_ne_bytes());
+    body[2] = query.extensions;
+    body[4..8].copy_from_slice(&query.states.to_ne_bytes());
     bytes
 }
 
 /// Appends the sockets one recv brought; true once the dump's end came. A message that does
 /// not read as the kernel's (too short, an unknown family) is an error, not a skipped line.
-pub(crate) fn parse_messages(
+pub(crate) fn parse_messages(bytes: &[u8], sequence: u32, lines: &mut Vec<TableLine>) -> io::Result<bool> {
+    each_message(bytes, sequence, &mut |body| {
+        lines.push(parse_socket(body).ok_or_else(|| malformed("a socket message too short"))?);
+        Ok(())
+    })
+}
+
+/// Hands each socket message one recv brought to `each`; true once the dump's end came.
+fn each_message(
     mut bytes: &[u8],
     sequence: u32,
-    lines: &mut Vec<TableLine>,
+    each: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<bool> {
-    let malformed = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("sock_diag: {what}"));
     while bytes.len() >= NLMSG_HEADER_BYTES {
         let length = u32::from_ne_bytes(bytes[0..4].try_into().unwrap()) as usize;
         let kind = u16::from_ne_bytes(bytes[4..6].try_into().unwrap());
@@ -132,9 +171,7 @@ pub(crate) fn parse_messages(
                         _ => malformed("an error message without an error"),
                     });
                 }
-                _ if kind == SOCK_DIAG_BY_FAMILY => {
-                    lines.push(parse_socket(body).ok_or_else(|| malformed("a socket message too short"))?);
-                }
+                _ if kind == SOCK_DIAG_BY_FAMILY => each(body)?,
                 _ => {}
             }
         }
@@ -145,6 +182,10 @@ pub(crate) fn parse_messages(
     Ok(false)
 }
 
+fn malformed(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("sock_diag: {what}"))
+}
+
 /// The error of a negative errno from the kernel. i32::MIN has no positive twin: an errno no
 /// kernel sends, kept as it is.
 fn errno_error(code: i32) -> io::Error {
@@ -152,7 +193,7 @@ fn errno_error(code: i32) -> io::Error {
 }
 
 /// One `inet_diag_msg`; `None` for one too short or of an unknown family or state.
-fn parse_socket(body: &[u8]) -> Option<TableLine> {
+pub(crate) fn parse_socket(body: &[u8]) -> Option<TableLine> {
     let body = body.get(..MESSAGE_BYTES)?;
     let (family, state, timer) = (body[0], body[1], body[2]);
     let port = |at: usize| u16::from_be_bytes([body[at], body[at + 1]]);
