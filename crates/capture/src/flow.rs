@@ -30,6 +30,9 @@ use crate::analysis::{
 use crate::decode::TcpSegment;
 use std::net::IpAddr;
 
+mod live;
+pub use live::Hold;
+
 /// Shortest ACK delay counted: the shortest delayed-ACK timer is 40 ms.
 pub const MIN_ACK_DELAY_NS: u64 = 25_000_000;
 /// Longest: delayed-ACK timers stop at 200 ms (Windows, macOS, Linux's ceiling).
@@ -339,6 +342,10 @@ pub struct Flow {
     first_ns: u64,
     last_ns: u64,
     closed: bool,
+    /// Followed live ([`Flow::live`]): holds are counted without samples or examples, and
+    /// the latest waits in `last_hold` for [`Flow::take_hold`].
+    live: bool,
+    last_hold: Option<Box<Hold>>,
 }
 
 impl Flow {
@@ -368,6 +375,8 @@ impl Flow {
             first_ns,
             last_ns: first_ns,
             closed: false,
+            live: false,
+            last_hold: None,
         }
     }
 
@@ -707,6 +716,10 @@ impl Flow {
         {
             // TLS session tickets, for one, leave before the request and hold its answer.
             current.first_byte_held_from = Some(ack.held_after.time_ns);
+        }
+        if self.live {
+            self.note_live_hold(side, stall);
+            return;
         }
         let sender = &mut self.sides[side];
         match kind {

@@ -14,7 +14,7 @@ mod stream;
 pub use analyzer::{Analyzer, CaptureSummary, FlowFilter};
 pub use decode::{TcpSegment, decode_tcp, link_type_supported};
 pub use flow::{
-    CLIENT_WAIT_NS, Endpoint, Flow, FlowSummary, HoldKind, LATE_FIRST_BYTE_NS, MIN_ROUND_TRIP_HOLD_NS, Role,
-    SLOW_PATH_RTT_NS, SenderStalls, StallExample,
+    CLIENT_WAIT_NS, Endpoint, Flow, FlowSummary, Hold, HoldKind, LATE_FIRST_BYTE_NS, MIN_ROUND_TRIP_HOLD_NS,
+    Role, SLOW_PATH_RTT_NS, SenderStalls, StallExample,
 };
 pub use reader::{Packet, ReadError, ReadStats, read_packets, read_packets_buffered};
