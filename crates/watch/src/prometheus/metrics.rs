@@ -144,7 +144,11 @@ impl WatchMetrics {
             "Flows dropped from the full flow table before they ended",
             self.flows_evicted.clone(),
         );
-        r.register("packets", "Packets the capture delivered to watch", self.packets.clone());
+        r.register(
+            "packets",
+            "Packets watch read from the capture (not counting the dropped ones)",
+            self.packets.clone(),
+        );
         r.register(
             "packets_dropped",
             "Packets the kernel dropped before watch could read them",
@@ -199,8 +203,10 @@ impl WatchMetrics {
         self.flows_evicted.inner().fetch_max(total, Ordering::Relaxed);
     }
 
-    /// Sets the packets delivered and dropped since watch started (running totals: the
-    /// kernel's PACKET_STATISTICS resets on each read, so the caller sums what it reads).
+    /// Sets the packets watch read and those the kernel dropped before it could, since watch
+    /// started (running totals). PACKET_STATISTICS resets on each read, so the caller sums
+    /// what it reads; its `tp_packets` counts the dropped packets too, so the caller passes
+    /// `tp_packets - tp_drops` as `captured_total`.
     pub fn packets(&self, captured_total: u64, dropped_total: u64) {
         self.packets.inner().fetch_max(captured_total, Ordering::Relaxed);
         self.packets_dropped.inner().fetch_max(dropped_total, Ordering::Relaxed);
