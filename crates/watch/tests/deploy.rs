@@ -167,34 +167,108 @@ fn metric_names_are_read_from_promql() {
     assert!(!exposed_families().contains("nodelay_watch_stalls"), "a counter is exposed as _total");
 }
 
-#[test]
-fn the_dashboards_promql_is_valid_for_promtool() {
-    let dashboard: Json =
-        serde_json::from_str(&repo_file("deploy/grafana/nodelay-watch.json")).expect("JSON");
-    // Grafana's variables as Grafana would fill them in.
-    let rules: Vec<Json> = dashboard_expressions(&dashboard)
-        .iter()
-        .filter(|expr| !expr.starts_with("label_values("))
-        .enumerate()
-        .map(|(i, expr)| {
-            let expr =
-                expr.replace("$__rate_interval", "1m").replace("$__range", "1h").replace("$instance", ".*");
-            serde_json::json!({ "record": format!("dashboard:expr{i}"), "expr": expr })
-        })
-        .collect();
-    let file = std::env::temp_dir().join(format!("nodelay-watch-dashboard-rules-{}.yml", std::process::id()));
-    // JSON is YAML: promtool reads it as a rules file.
-    let groups = serde_json::json!({ "groups": [{ "name": "dashboard", "rules": rules }] });
-    std::fs::write(&file, groups.to_string()).unwrap();
+/// Runs `promtool ARGS FILE` on `text` written to a temporary file; its output on success.
+fn promtool(args: &[&str], name: &str, text: &str) -> String {
+    let file = std::env::temp_dir().join(format!("nodelay-watch-{name}-{}.yml", std::process::id()));
+    std::fs::write(&file, text).unwrap();
     let output = std::process::Command::new("promtool")
-        .arg("check")
-        .arg("rules")
+        .args(args)
         .arg(&file)
         .output()
         .expect("run promtool: the Debian package `prometheus` (bash scripts/setup.sh installs it)");
     let _ = std::fs::remove_file(&file);
     let said =
         String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "promtool: {said}");
+    assert!(output.status.success(), "promtool {args:?} on {text}: {said}");
+    said
+}
+
+/// `promtool check rules` on the expressions, each as a recording rule.
+fn check_promql(name: &str, expressions: &[String]) {
+    let rules: Vec<Json> = expressions
+        .iter()
+        .enumerate()
+        .map(|(i, expr)| serde_json::json!({ "record": format!("check:expr{i}"), "expr": expr }))
+        .collect();
+    // JSON is YAML: promtool reads it as a rules file.
+    let groups = serde_json::json!({ "groups": [{ "name": name, "rules": rules }] });
+    let said = promtool(&["check", "rules"], name, &groups.to_string());
     assert!(said.contains(&format!("SUCCESS: {} rules found", rules.len())), "{said}");
+}
+
+#[test]
+fn the_dashboards_promql_is_valid_for_promtool() {
+    let dashboard: Json =
+        serde_json::from_str(&repo_file("deploy/grafana/nodelay-watch.json")).expect("JSON");
+    let expressions: Vec<String> = dashboard_expressions(&dashboard)
+        .iter()
+        .filter(|expr| !expr.starts_with("label_values("))
+        // Grafana's variables as Grafana fills them in.
+        .map(|expr| {
+            expr.replace("$__rate_interval", "1m").replace("$__range", "1h").replace("$instance", ".*")
+        })
+        .collect();
+    check_promql("dashboard", &expressions);
+}
+
+/// The fenced blocks of `language` (`""`: none given) in a Markdown text.
+fn fenced_blocks(markdown: &str, language: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut open: Option<(&str, String)> = None;
+    for line in markdown.lines() {
+        let fence = line.trim_start().strip_prefix("```");
+        match (open.take(), fence) {
+            (None, Some(tag)) => open = Some((tag, String::new())),
+            (None, None) => {}
+            (Some((tag, block)), Some(_)) => blocks.extend((tag == language).then_some(block)),
+            (Some((tag, mut block)), None) => {
+                block.push_str(line);
+                block.push('\n');
+                open = Some((tag, block));
+            }
+        }
+    }
+    blocks
+}
+
+#[test]
+fn the_docs_scrape_job_and_queries_are_valid_for_promtool() {
+    let docs = repo_file("docs/kubernetes.md");
+    let scrape =
+        fenced_blocks(&docs, "yaml").into_iter().find(|b| b.contains("scrape_configs:")).expect("a job");
+    // Debian's Prometheus is built without Kubernetes discovery: the same job over a static
+    // target still has its relabelling checked (actions, regular expressions, labels).
+    let role = "    kubernetes_sd_configs:\n      - role: pod\n";
+    assert!(scrape.contains(role), "{scrape}");
+    let scrape = scrape.replace(role, "    static_configs:\n      - targets: ['127.0.0.1:9464']\n");
+    let said = promtool(&["check", "config"], "scrape", &scrape);
+    assert!(said.contains("SUCCESS"), "{said}");
+    let queries: Vec<String> = fenced_blocks(&docs, "promql")
+        .iter()
+        .flat_map(|block| block.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(str::to_owned))
+        .collect();
+    assert_eq!(queries.len(), 3, "{queries:?}");
+    let exposed = exposed_families();
+    for name in queries.iter().flat_map(|q| metric_names(q)) {
+        assert!(exposed.contains(family(&name)), "docs query {name}, which is not exposed");
+    }
+    check_promql("docs", &queries);
+}
+
+#[test]
+fn the_docs_name_every_metric_and_quote_metrics_as_it_is() {
+    let docs = repo_file("docs/kubernetes.md");
+    // The table of metrics: one row each, its name first.
+    let rows = docs.lines().filter(|line| line.starts_with("| `nodelay_watch_"));
+    let named: BTreeSet<String> = rows.flat_map(|row| metric_names(row).into_iter().take(1)).collect();
+    assert_eq!(named, exposed_families(), "the table of docs/kubernetes.md against /metrics");
+    // The /metrics excerpt: every line of it is a line of the real text.
+    let excerpt = fenced_blocks(&docs, "").into_iter().find(|b| b.contains("# EOF")).expect("an excerpt");
+    let metrics = WatchMetrics::new();
+    metrics.stall("server-nagle-delayed-ack", "nginx", 8080, Role::Server, Duration::from_millis(41));
+    metrics.mode(Mode::Capture);
+    let text = metrics.encode();
+    for line in excerpt.lines().filter(|l| *l != "...") {
+        assert!(text.lines().any(|real| real == line), "docs quote {line:?}, /metrics says:\n{text}");
+    }
 }
