@@ -35,6 +35,8 @@ mod sock_diag;
 #[cfg(target_os = "linux")]
 mod socket_fds;
 #[cfg(target_os = "linux")]
+pub mod socket_owner;
+#[cfg(target_os = "linux")]
 mod table_line;
 #[cfg(target_os = "linux")]
 mod tcp_table;
