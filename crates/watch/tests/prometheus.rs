@@ -142,11 +142,12 @@ fn odd_process_names_are_escaped_and_empty_ones_named_unknown() {
     assert_eq!(sample(&text, &stall_series(NAGLE, "(unknown)", "9001", "server")).as_deref(), Some("1"));
 }
 
-/// A plain HTTP/1.1 exchange over loopback: (status, headers, body).
+/// A plain HTTP/1.0 exchange over loopback (1.0: never chunked, closed after the answer):
+/// (status, headers, body).
 fn try_http(addr: SocketAddr, method: &str, target: &str) -> std::io::Result<(u16, String, String)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "{method} {target} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    write!(stream, "{method} {target} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
     let mut raw = String::new();
     stream.read_to_string(&mut raw)?;
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
@@ -336,7 +337,8 @@ fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[test]
 fn a_real_prometheus_scrapes_the_stall_counter() {
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(15);
+    // About 6 s here (Prometheus' start, then its first scrape); the margin is for a loaded CI.
+    let deadline = started + Duration::from_secs(30);
     let metrics = Arc::new(WatchMetrics::new());
     for _ in 0..3 {
         metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
@@ -355,7 +357,7 @@ fn a_real_prometheus_scrapes_the_stall_counter() {
         }
         assert!(
             Instant::now() < deadline,
-            "no scrape within 15 s: {result:?} {}",
+            "no scrape within 30 s: {result:?} {}",
             prometheus_log(&prometheus.dir)
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -391,6 +393,5 @@ fn a_real_prometheus_scrapes_the_stall_counter() {
     let p50 = prometheus.query("histogram_quantile(0.5, nodelay_watch_stall_duration_seconds_bucket{finding=\"server-nagle-delayed-ack\"})");
     let p50: f64 = labels_and_value(&p50[0]).1.parse().unwrap();
     assert!((0.038..=0.05).contains(&p50), "the 41 ms stalls' median estimate is {p50} s");
-    assert!(started.elapsed() < Duration::from_secs(15));
     eprintln!("prometheus scraped and answered in {:.1} s", started.elapsed().as_secs_f64());
 }
