@@ -294,7 +294,7 @@ fn view(socket: &Listed, copy: &OwnedFd) -> Result<SocketView, HostError> {
     })
 }
 
-fn state(state: &TcpState) -> SocketState {
+pub(crate) fn state(state: &TcpState) -> SocketState {
     match state {
         TcpState::Listen => SocketState::Listen,
         TcpState::Established => SocketState::Established,
