@@ -37,6 +37,8 @@ mod socket_fds;
 #[cfg(target_os = "linux")]
 pub mod socket_owner;
 #[cfg(target_os = "linux")]
+pub mod socket_survey;
+#[cfg(target_os = "linux")]
 mod table_line;
 #[cfg(target_os = "linux")]
 mod tcp_table;

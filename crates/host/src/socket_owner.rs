@@ -49,12 +49,18 @@ pub struct SocketOwner {
 
 /// One TCP socket of the table, as the index keeps it.
 #[derive(Debug, Clone)]
-struct Indexed {
-    local: SocketAddr,
-    state: TcpState,
+pub(crate) struct Indexed {
+    pub(crate) inode: u64,
+    pub(crate) local: SocketAddr,
+    pub(crate) remote: SocketAddr,
+    pub(crate) state: TcpState,
     /// IPv6 listener with IPV6_V6ONLY: refuses IPv4 connections.
-    v6only: bool,
+    pub(crate) v6only: bool,
 }
+
+/// The states whose sockets a descriptor may hold: all but TIME-WAIT and SYN-RECV.
+pub(crate) const HELD_STATES: u32 =
+    sock_diag::ALL_STATES & !(1 << TcpState::TimeWait as u32) & !(1 << TcpState::NewSynRecv as u32);
 
 /// The TCP sockets of this network namespace and the processes that hold them, at one scan.
 #[derive(Debug, Clone, Default)]
@@ -64,7 +70,7 @@ pub struct OwnerIndex {
     owners: HashMap<u64, SocketOwner>,
     /// Inode by (local, remote), addresses canonical (IPv4-mapped IPv6 as IPv4).
     by_tuple: HashMap<(SocketAddr, SocketAddr), u64>,
-    /// Listening sockets by port.
+    /// Listening sockets by port, the lowest owner's PID first.
     listeners: HashMap<u16, Vec<(u64, Indexed)>>,
     unreadable_processes: usize,
     vanished_processes: usize,
@@ -75,32 +81,31 @@ impl OwnerIndex {
     /// table cannot be read (sock_diag refused) or /proc cannot be listed; a process that ends
     /// or may not be read is skipped.
     pub fn scan() -> io::Result<OwnerIndex> {
+        OwnerIndex::from_table(table()?, None)
+    }
+
+    /// As [`OwnerIndex::scan`], but only process `pid`'s descriptors are read: its sockets
+    /// have an owner, no other socket has. Much cheaper than a whole scan.
+    pub fn scan_process(pid: u32) -> io::Result<OwnerIndex> {
+        OwnerIndex::from_table(table()?, Some(pid))
+    }
+
+    /// The index of `sockets` (the table, or part of it), their owners read from /proc: every
+    /// process's, or only `pid`'s.
+    pub(crate) fn from_table(sockets: Vec<Indexed>, pid: Option<u32>) -> io::Result<OwnerIndex> {
         let mut index = OwnerIndex::default();
-        let mut sockets: HashMap<u64, Indexed> = HashMap::new();
-        let states =
-            sock_diag::ALL_STATES & !(1 << TcpState::TimeWait as u32) & !(1 << TcpState::NewSynRecv as u32);
-        sock_diag::dump_tcp(states, 0, &mut |body| {
-            let Some(line) = sock_diag::parse_socket(body) else {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "sock_diag: a socket message too short",
-                ));
-            };
-            if line.inode == 0 {
-                return Ok(());
-            }
-            let v6only = attribute(body, INET_DIAG_SKV6ONLY).is_some_and(|value| value.first() == Some(&1));
-            let key = (canonical(line.local), canonical(line.remote));
-            index.by_tuple.insert(key, line.inode);
-            sockets.insert(line.inode, Indexed { local: line.local, state: line.state, v6only });
-            Ok(())
-        })?;
-        for (inode, socket) in &sockets {
+        let mut by_inode: HashMap<u64, Indexed> = HashMap::with_capacity(sockets.len());
+        for socket in sockets {
+            index.by_tuple.insert((canonical(socket.local), canonical(socket.remote)), socket.inode);
             if socket.state == TcpState::Listen {
-                index.listeners.entry(socket.local.port()).or_default().push((*inode, socket.clone()));
+                index.listeners.entry(socket.local.port()).or_default().push((socket.inode, socket.clone()));
             }
+            by_inode.insert(socket.inode, socket);
         }
-        index.find_owners(&sockets)?;
+        match pid {
+            None => index.find_owners(&by_inode)?,
+            Some(pid) => index.read_process(pid as i32, &by_inode),
+        }
         for listening in index.listeners.values_mut() {
             let owners = &index.owners;
             listening.sort_by_key(|(inode, _)| (owners.get(inode).map_or(u32::MAX, |o| o.pid), *inode));
@@ -116,21 +121,26 @@ impl OwnerIndex {
         // The lowest PID first: a shared socket's owner is then the parent (nginx's master).
         pids.sort_unstable();
         for pid in pids {
-            match process_sockets(pid, sockets) {
-                Read::Held(command, held) => {
-                    for (fd, inode) in held {
-                        if let Entry::Vacant(entry) = self.owners.entry(inode) {
-                            let command = command.clone();
-                            entry.insert(SocketOwner { pid: pid as u32, command, fd, inode });
-                        }
-                    }
-                }
-                Read::Nothing => {}
-                Read::Vanished => self.vanished_processes += 1,
-                Read::Unreadable => self.unreadable_processes += 1,
-            }
+            self.read_process(pid, sockets);
         }
         Ok(())
+    }
+
+    /// Adds the sockets `pid` holds, or counts it as vanished or unreadable.
+    fn read_process(&mut self, pid: i32, sockets: &HashMap<u64, Indexed>) {
+        match process_sockets(pid, sockets) {
+            Read::Held(command, held) => {
+                for (fd, inode) in held {
+                    if let Entry::Vacant(entry) = self.owners.entry(inode) {
+                        let command = command.clone();
+                        entry.insert(SocketOwner { pid: pid as u32, command, fd, inode });
+                    }
+                }
+            }
+            Read::Nothing => {}
+            Read::Vanished => self.vanished_processes += 1,
+            Read::Unreadable => self.unreadable_processes += 1,
+        }
     }
 
     /// The owner of the socket whose local address is `local` and peer `remote` (IPv4 and
@@ -199,6 +209,23 @@ impl OwnerIndex {
     pub fn vanished_processes(&self) -> usize {
         self.vanished_processes
     }
+}
+
+/// The sockets of this namespace a descriptor may hold (TIME-WAIT and SYN-RECV left out).
+fn table() -> io::Result<Vec<Indexed>> {
+    let mut sockets = Vec::new();
+    sock_diag::dump_tcp(HELD_STATES, 0, &mut |body| {
+        let Some(line) = sock_diag::parse_socket(body) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a socket message too short"));
+        };
+        if line.inode != 0 {
+            let v6only = attribute(body, INET_DIAG_SKV6ONLY).is_some_and(|value| value.first() == Some(&1));
+            let (inode, local, remote, state) = (line.inode, line.local, line.remote, line.state);
+            sockets.push(Indexed { inode, local, remote, state, v6only });
+        }
+        Ok(())
+    })?;
+    Ok(sockets)
 }
 
 /// What reading one process gave.
