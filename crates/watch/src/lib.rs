@@ -4,7 +4,26 @@
 //! local process and socket; findings are printed, streamed as JSON lines, and exported as
 //! Prometheus metrics. Without capture rights, a sock_diag-only mode says what it can see.
 //! Nothing here prints: the CLI renders the typed events.
+//!
+//! The route: [`run`] opens the [`live`] capture (or the [`survey`] without rights), feeds
+//! each decoded segment to the [`flows`] table (one capture-crate `Flow` per connection,
+//! bounded), whose holds the [`findings`] group by process ([`owners`]) and port; once a
+//! second it tells an [`Event`] to the caller's sink, which [`render`] turns into text.
 
 #![warn(missing_docs)]
 
+mod args;
+pub mod event;
+pub mod findings;
+pub mod flows;
+pub mod live;
+pub mod owners;
+mod pid;
 pub mod prometheus;
+pub mod render;
+mod run;
+pub mod survey;
+
+pub use args::{WatchArgs, parse_duration};
+pub use event::Event;
+pub use run::{TICK, WatchEnd, WatchError, run};

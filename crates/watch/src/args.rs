@@ -1,0 +1,117 @@
+//! `nodelay watch`'s flags, defined beside the code that reads them: the CLI flattens
+//! [`WatchArgs`] into its command and hands them back to [`crate::run`].
+
+use crate::live::filter::MAX_PORTS;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `nodelay watch`: find the stalls in a live host's TCP without sending a request.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// Capture on this interface: any (all of them), lo (loopback), eth0...
+    #[arg(short = 'i', long = "interface", value_name = "IFACE", default_value = "any")]
+    pub interface: String,
+
+    /// Follow only TCP connections with this port on either side (server or client port);
+    /// repeat or comma-separate for several [default: every port]
+    #[arg(long = "port", value_name = "P", value_delimiter = ',', value_parser = parse_port)]
+    pub ports: Vec<u16>,
+
+    /// Follow only the sockets of this process: its listening ports are captured, and only
+    /// stalls on its connections are reported
+    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    pub pid: Option<u32>,
+
+    /// Stop after this long (10s, 5m, 1h; a bare number is seconds) and print the summary
+    /// [default: until Ctrl-C]
+    #[arg(long, short = 'd', value_name = "D", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+
+    /// One JSON object per line for each event (finding, summary every second, final
+    /// summary), as schema/watch.schema.json documents, instead of text
+    #[arg(long)]
+    pub json_lines: bool,
+
+    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. 127.0.0.1:9464 or :9464
+    #[arg(long, value_name = "ADDR", value_parser = crate::prometheus::parse_listen_addr)]
+    pub prometheus: Option<SocketAddr>,
+}
+
+/// A TCP port, 1-65535.
+fn parse_port(text: &str) -> Result<u16, String> {
+    match text.trim().parse::<u16>() {
+        Ok(port) if port > 0 => Ok(port),
+        _ => Err(format!("'{text}' is not a TCP port (1-65535)")),
+    }
+}
+
+/// A duration: a number and a unit (ms, s, m, h), or a bare number of seconds; longer than
+/// zero, at most 365 days.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let trimmed = text.trim();
+    let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let seconds_per = match unit.trim() {
+        "" | "s" | "sec" | "secs" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    let value: f64 = number.parse().unwrap_or(f64::NAN);
+    let not_a_duration = || {
+        format!(
+            "'{text}' is not a duration: a number and a unit, as 10s, 500ms, 1m or 1h (a bare number is seconds)"
+        )
+    };
+    if trimmed.starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is longer than zero"));
+    }
+    if !(value * seconds_per).is_finite() {
+        return Err(not_a_duration());
+    }
+    let duration = Duration::try_from_secs_f64(value * seconds_per).map_err(|_| not_a_duration())?;
+    if duration.is_zero() {
+        return Err("must be longer than zero".into());
+    }
+    if duration > Duration::from_secs(365 * 24 * 3600) {
+        return Err(format!("'{text}' is too long: at most 365 days"));
+    }
+    Ok(duration)
+}
+
+/// The ports given, checked: at most [`MAX_PORTS`] (the kernel filter's reach).
+pub fn check_ports(ports: &[u16]) -> Result<(), String> {
+    if ports.len() > MAX_PORTS {
+        return Err(format!("--port: at most {MAX_PORTS} ports, {} given", ports.len()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_in_their_units_and_bad_ones_in_one_line() {
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        for bad in ["", "x", "10 parsecs", "-1", "0", "1e400", "400d"] {
+            let error = parse_duration(bad).unwrap_err();
+            assert!(!error.contains('\n'), "{bad}: {error}");
+        }
+        assert!(parse_duration("-1").unwrap_err().contains("negative"));
+        assert!(parse_duration("9000h").unwrap_err().contains("at most 365 days"));
+    }
+
+    #[test]
+    fn ports_are_one_to_65535() {
+        assert_eq!(parse_port("8080"), Ok(8080));
+        assert!(parse_port("0").is_err());
+        assert!(parse_port("65536").is_err());
+        assert!(check_ports(&[1; MAX_PORTS + 1]).is_err());
+    }
+}

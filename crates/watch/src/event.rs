@@ -1,0 +1,229 @@
+//! What `nodelay watch` tells, as typed events: the mode it runs in, each finding when it is
+//! found, a summary every second, the final summary, and in the sock_diag-only mode the
+//! socket survey. The CLI renders them (text lines, the terminal view, JSON lines); the JSON
+//! form is the contract of `schema/watch.schema.json`.
+
+use nodelay_capture::{HoldKind, Role};
+use serde::Serialize;
+
+/// One event, as one JSON line: `{"event": "finding", ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// Which mode runs and why: the first event.
+    Mode(ModeLine),
+    /// A (process, port, finding) seen stalling for the first time, with its first second.
+    Finding(Stalls),
+    /// Every second: what was seen so far.
+    Summary(Summary),
+    /// Every second in the sock_diag-only mode: the sockets that can stall.
+    Survey(crate::survey::Survey),
+    /// The last event, when watch stops (Ctrl-C or `--duration`).
+    Final(Summary),
+    /// The last event in the sock_diag-only mode: the last survey.
+    FinalSurvey(crate::survey::Survey),
+}
+
+/// How watch sees the host's TCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// A live packet capture: stalls are seen and timed.
+    Capture,
+    /// sock_diag only: socket states every second, no packets.
+    SockDiag,
+}
+
+/// The mode line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModeLine {
+    /// The mode.
+    pub mode: Mode,
+    /// The interface captured on (`any`: all); none in the sock_diag mode.
+    pub interface: Option<String>,
+    /// The TCP ports followed (empty: all).
+    pub ports: Vec<u16>,
+    /// The process whose sockets are followed (`--pid`).
+    pub pid: Option<u32>,
+    /// Why this mode (in the sock_diag mode: why there is no capture).
+    pub why: String,
+    /// What this mode sees and does not see.
+    pub sees: String,
+}
+
+/// Which end of a connection held its data (the Nagling sender).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The server held (part of) its responses.
+    Server,
+    /// The client held (part of) its requests.
+    Client,
+}
+
+impl From<Role> for Side {
+    fn from(role: Role) -> Self {
+        match role {
+            Role::Server => Side::Server,
+            Role::Client => Side::Client,
+        }
+    }
+}
+
+impl Side {
+    /// The capture crate's role.
+    pub fn role(self) -> Role {
+        match self {
+            Side::Server => Role::Server,
+            Side::Client => Role::Client,
+        }
+    }
+}
+
+/// The finding ids watch reports: `pcap`'s and the doctor's vocabulary for Nagle holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum FindingId {
+    /// The server held the rest of a response until the client's delayed ACK.
+    #[serde(rename = "server-nagle-delayed-ack")]
+    ServerNagleDelayedAck,
+    /// The client held the rest of a request until the server's delayed ACK.
+    #[serde(rename = "client-nagle-delayed-ack")]
+    ClientNagleDelayedAck,
+    /// The server held the rest of a response for one round trip (the client ACKed at once).
+    #[serde(rename = "server-nagle-round-trip")]
+    ServerNagleRoundTrip,
+    /// The client held the rest of a request for one round trip.
+    #[serde(rename = "client-nagle-round-trip")]
+    ClientNagleRoundTrip,
+}
+
+impl FindingId {
+    /// The id of a hold by `side` released by `kind`.
+    pub fn of(side: Side, kind: HoldKind) -> Self {
+        match (side, kind) {
+            (Side::Server, HoldKind::DelayedAck) => FindingId::ServerNagleDelayedAck,
+            (Side::Client, HoldKind::DelayedAck) => FindingId::ClientNagleDelayedAck,
+            (Side::Server, HoldKind::RoundTrip) => FindingId::ServerNagleRoundTrip,
+            (Side::Client, HoldKind::RoundTrip) => FindingId::ClientNagleRoundTrip,
+        }
+    }
+
+    /// The id as text, e.g. `server-nagle-delayed-ack`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingId::ServerNagleDelayedAck => "server-nagle-delayed-ack",
+            FindingId::ClientNagleDelayedAck => "client-nagle-delayed-ack",
+            FindingId::ServerNagleRoundTrip => "server-nagle-round-trip",
+            FindingId::ClientNagleRoundTrip => "client-nagle-round-trip",
+        }
+    }
+
+    /// The side that held.
+    pub fn side(self) -> Side {
+        match self {
+            FindingId::ServerNagleDelayedAck | FindingId::ServerNagleRoundTrip => Side::Server,
+            FindingId::ClientNagleDelayedAck | FindingId::ClientNagleRoundTrip => Side::Client,
+        }
+    }
+}
+
+/// A local process and one of its sockets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Process {
+    /// Its PID.
+    pub pid: u32,
+    /// Its command name (`/proc/PID/comm`).
+    pub command: String,
+    /// The descriptor of the socket of its latest stalled connection.
+    pub fd: i32,
+}
+
+/// The stalls of one (finding, local process, server port).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stalls {
+    /// The finding.
+    pub finding: FindingId,
+    /// The side that held its data.
+    pub side: Side,
+    /// The local process of these connections: the holder's when it runs here, else the
+    /// other end's; none when no local socket was found for them.
+    pub process: Option<Process>,
+    /// The process named is the one that held (else its peer, on another host, did).
+    pub holder_is_local: bool,
+    /// The server end of the latest stalled connection, as `IP:PORT`.
+    pub server: String,
+    /// The server's port.
+    pub port: u16,
+    /// Holds counted.
+    pub stalls: u64,
+    /// Connections with at least one.
+    pub flows: u64,
+    /// Request/response exchanges seen on the server's port, every connection counted:
+    /// what the stalls are out of.
+    pub exchanges: u64,
+    /// Time held, summed, in milliseconds.
+    pub lost_ms: f64,
+    /// The mean hold, in milliseconds.
+    pub mean_stall_ms: f64,
+    /// The mean delay of the peer's ACK that released a hold (net of its side of the round
+    /// trip), in milliseconds: 40 for Linux's delayed-ACK timer, 200 for Windows'.
+    pub mean_ack_delay_ms: f64,
+    /// Seconds since watch started, at the first hold.
+    pub first_s: f64,
+    /// Seconds since watch started, at the latest hold.
+    pub last_s: f64,
+}
+
+/// What the capture counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PacketCounts {
+    /// Packets the kernel filter kept (TCP, on the ports asked for).
+    pub captured: u64,
+    /// Of those, dropped by the kernel before watch read them.
+    pub dropped: u64,
+    /// TCP segments analysed.
+    pub tcp: u64,
+    /// Packets that did not decode as TCP.
+    pub undecoded: u64,
+}
+
+/// What the flow table counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct FlowCounts {
+    /// Connections followed now.
+    pub open: u64,
+    /// Connections followed since watch started.
+    pub seen: u64,
+    /// Of those, closed (FIN or RST).
+    pub closed: u64,
+    /// Forgotten after 2 minutes of silence.
+    pub idle: u64,
+    /// Evicted from the full table (the longest idle first).
+    pub evicted: u64,
+}
+
+/// What watch saw so far.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Seconds since watch started.
+    pub elapsed_s: f64,
+    /// The packets.
+    pub packets: PacketCounts,
+    /// The connections.
+    pub flows: FlowCounts,
+    /// Request/response exchanges seen, every connection counted.
+    pub exchanges: u64,
+    /// The stalls, most time held first.
+    pub findings: Vec<Stalls>,
+    /// Holds not grouped because the number of groups reached its bound.
+    pub stalls_not_grouped: u64,
+    /// Holds whose connection matched no socket of `--pid`'s process, left out.
+    pub stalls_of_other_processes: u64,
+}
+
+impl Summary {
+    /// No stall was seen.
+    pub fn is_healthy(&self) -> bool {
+        self.findings.is_empty() && self.stalls_not_grouped == 0
+    }
+}

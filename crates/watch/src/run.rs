@@ -1,0 +1,278 @@
+//! The watch loop: packets from the live capture, decoded, through the flow table; holds to
+//! the findings; once a second the owner index's waiting holds resolved, the idle flows
+//! swept, the kernel's counts read, new findings and a summary told; at the end (`stop`
+//! asked, or `--duration` over) the final summary. Without capture rights it runs the
+//! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
+
+use crate::args::{WatchArgs, check_ports};
+use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary};
+use crate::findings::Findings;
+use crate::flows::{DEFAULT_CAPACITY, FlowEvent, FlowTable};
+use crate::live::batch::Frame;
+use crate::live::{CaptureError, LiveCapture, interface_index};
+use crate::owners::{HostOwners, Owners};
+use crate::prometheus::{self, MetricsServer, WatchMetrics};
+use nodelay_capture::decode::{LINKTYPE_RAW, decode_tcp};
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How often the summary is told and the flow table swept.
+pub const TICK: Duration = Duration::from_secs(1);
+/// The longest wait for packets before looking at `stop` again.
+const STOP_POLL: Duration = Duration::from_millis(100);
+/// Packets handled before the loop looks at the clock again.
+const PACKETS_PER_READ: usize = 4096;
+
+/// Why watch could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// A mistake in what was asked (a bad interface, a process that does not exist).
+    #[error("{0}")]
+    Usage(String),
+    /// Something else failed.
+    #[error("{0}")]
+    Failed(String),
+    /// The sink refused an event (stdout closed).
+    #[error("writing the output: {0}")]
+    Output(io::Error),
+}
+
+/// How a watch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchEnd {
+    /// A stall was found (capture mode) or a socket that can stall (sock_diag mode).
+    pub findings: bool,
+}
+
+/// The wall clock in nanoseconds since the Unix epoch (packets are timed on it).
+fn wall_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Runs `nodelay watch` until `stop()` or the duration; every event goes to `sink`. A sink
+/// whose reader went away (a broken pipe: `nodelay watch | head -3`) ends the watch quietly.
+pub fn run(
+    args: &WatchArgs,
+    stop: &dyn Fn() -> bool,
+    sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+) -> Result<WatchEnd, WatchError> {
+    match watch(args, stop, sink) {
+        Err(WatchError::Output(error)) if error.kind() == io::ErrorKind::BrokenPipe => {
+            Ok(WatchEnd { findings: false })
+        }
+        other => other,
+    }
+}
+
+fn watch(
+    args: &WatchArgs,
+    stop: &dyn Fn() -> bool,
+    sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+) -> Result<WatchEnd, WatchError> {
+    check_ports(&args.ports).map_err(WatchError::Usage)?;
+    interface_index(&args.interface).map_err(|e| WatchError::Usage(e.to_string()))?;
+    let mut ports = args.ports.clone();
+    if let Some(pid) = args.pid {
+        ports.extend(crate::pid::ports_of(pid).map_err(WatchError::Usage)?);
+        ports.sort_unstable();
+        ports.dedup();
+    }
+    let metrics = args.prometheus.map(|_| Arc::new(WatchMetrics::new()));
+    let _server: Option<MetricsServer> = match (args.prometheus, &metrics) {
+        (Some(address), Some(metrics)) => {
+            Some(prometheus::serve(address, metrics.clone()).map_err(|e| {
+                WatchError::Usage(format!("--prometheus {address}: cannot listen there: {e}"))
+            })?)
+        }
+        _ => None,
+    };
+    let capture = match open_capture(&args.interface, &ports)? {
+        Ok(capture) => capture,
+        Err(why) => {
+            if let Some(metrics) = &metrics {
+                metrics.mode(prometheus::Mode::SockDiag);
+            }
+            return crate::survey::run(args, &ports, &why, stop, sink);
+        }
+    };
+    if let Some(metrics) = &metrics {
+        metrics.mode(prometheus::Mode::Capture);
+    }
+    let mode = ModeLine {
+        mode: Mode::Capture,
+        interface: Some(args.interface.clone()),
+        ports: ports.clone(),
+        pid: args.pid,
+        why: "packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel".into(),
+        sees: "every TCP segment's headers: Nagle holds timed from the packets, named by process".into(),
+    };
+    sink(&Event::Mode(mode)).map_err(WatchError::Output)?;
+    Watch::new(capture, args, metrics).run(stop, sink)
+}
+
+/// The capture, or why capture rights are missing (the sock_diag-only mode runs then).
+fn open_capture(interface: &str, ports: &[u16]) -> Result<Result<LiveCapture, String>, WatchError> {
+    if let Err(why) = crate::survey::capture_allowed() {
+        return Ok(Err(why));
+    }
+    match LiveCapture::open(interface, ports) {
+        Ok(capture) => Ok(Ok(capture)),
+        Err(CaptureError::NotPermitted(error)) => {
+            Ok(Err(format!("opening a packet socket was refused ({error})")))
+        }
+        Err(error @ CaptureError::NoSuchInterface(_)) => Err(WatchError::Usage(error.to_string())),
+        Err(error) => Err(WatchError::Failed(error.to_string())),
+    }
+}
+
+/// A capture under way.
+struct Watch {
+    capture: LiveCapture,
+    pipeline: Pipeline<HostOwners>,
+    started: Instant,
+    duration: Option<Duration>,
+    metrics: Option<Arc<WatchMetrics>>,
+}
+
+/// Decoded packets through the flow table to the findings.
+struct Pipeline<O: Owners> {
+    table: FlowTable,
+    findings: Findings,
+    owners: O,
+    packets: PacketCounts,
+    metrics: Option<Arc<WatchMetrics>>,
+}
+
+impl<O: Owners> Pipeline<O> {
+    fn frame(&mut self, frame: Frame<'_>, now: Instant) {
+        let Some(segment) = decode_tcp(LINKTYPE_RAW, frame.data) else {
+            self.packets.undecoded += 1;
+            return;
+        };
+        self.packets.tcp += 1;
+        let Pipeline { table, findings, owners, metrics, .. } = self;
+        table.segment(frame.timestamp_ns, &segment, &mut |event| note(event, findings, owners, metrics, now));
+    }
+}
+
+fn note(
+    event: FlowEvent,
+    findings: &mut Findings,
+    owners: &mut impl Owners,
+    metrics: &Option<Arc<WatchMetrics>>,
+    now: Instant,
+) {
+    match event {
+        FlowEvent::Hold { hold, first_in_flow } => findings.hold(hold, first_in_flow, owners, now),
+        FlowEvent::Exchanges { server, count } => findings.exchanges(server, count),
+        FlowEvent::Ended { rtt_ns: Some(rtt_ns), .. } => {
+            if let Some(metrics) = metrics {
+                metrics.path_rtt(Duration::from_nanos(rtt_ns));
+            }
+        }
+        FlowEvent::Ended { rtt_ns: None, .. } => {}
+    }
+}
+
+impl Watch {
+    fn new(capture: LiveCapture, args: &WatchArgs, metrics: Option<Arc<WatchMetrics>>) -> Self {
+        let started = Instant::now();
+        let pipeline = Pipeline {
+            table: FlowTable::new(DEFAULT_CAPACITY),
+            findings: Findings::new(wall_ns(), args.pid, metrics.clone()),
+            owners: HostOwners::scan_now(),
+            packets: PacketCounts::default(),
+            metrics: metrics.clone(),
+        };
+        Watch { capture, pipeline, started, duration: args.duration, metrics }
+    }
+
+    fn run(
+        mut self,
+        stop: &dyn Fn() -> bool,
+        sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+    ) -> Result<WatchEnd, WatchError> {
+        let deadline = self.duration.map(|d| self.started + d);
+        let mut next_tick = self.started + TICK;
+        loop {
+            let now = Instant::now();
+            if stop() || deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if now >= next_tick {
+                self.tick(sink, now)?;
+                next_tick = (next_tick + TICK).max(now);
+            }
+            let until = deadline.map_or(next_tick, |d| d.min(next_tick));
+            let wait = until.saturating_duration_since(now).min(STOP_POLL);
+            let pipeline = &mut self.pipeline;
+            self.capture
+                .read(wait, PACKETS_PER_READ, |frame| pipeline.frame(frame, now))
+                .map_err(|e| WatchError::Failed(format!("reading the capture: {e}")))?;
+        }
+        let Pipeline { table, findings, owners, metrics, .. } = &mut self.pipeline;
+        let now = Instant::now();
+        table.finish(&mut |event| note(event, findings, owners, metrics, now));
+        self.tell_findings(sink, now)?;
+        let summary = self.summary();
+        let findings = !summary.is_healthy();
+        sink(&Event::Final(summary)).map_err(WatchError::Output)?;
+        Ok(WatchEnd { findings })
+    }
+
+    fn tick(
+        &mut self,
+        sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+        now: Instant,
+    ) -> Result<(), WatchError> {
+        let Pipeline { table, findings, owners, metrics, .. } = &mut self.pipeline;
+        table.sweep(wall_ns(), &mut |event| note(event, findings, owners, metrics, now));
+        self.tell_findings(sink, now)?;
+        let summary = self.summary();
+        if let Some(metrics) = &self.metrics {
+            metrics.flows_watched(summary.flows.open);
+            metrics.flows_seen(summary.flows.seen);
+            metrics.flows_evicted(summary.flows.evicted);
+            metrics.packets(summary.packets.captured, summary.packets.dropped);
+        }
+        sink(&Event::Summary(summary)).map_err(WatchError::Output)
+    }
+
+    fn tell_findings(
+        &mut self,
+        sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+        now: Instant,
+    ) -> Result<(), WatchError> {
+        let pipeline = &mut self.pipeline;
+        for stalls in pipeline.findings.tick(&mut pipeline.owners, now) {
+            sink(&Event::Finding(stalls)).map_err(WatchError::Output)?;
+        }
+        Ok(())
+    }
+
+    fn summary(&mut self) -> Summary {
+        let kernel = self.capture.kernel_counts();
+        let table = &self.pipeline.table;
+        let findings = &self.pipeline.findings;
+        Summary {
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            packets: PacketCounts {
+                captured: kernel.packets.saturating_sub(self.capture.loopback_copies()),
+                dropped: kernel.dropped,
+                ..self.pipeline.packets
+            },
+            flows: FlowCounts {
+                open: table.len() as u64,
+                seen: table.counts.seen,
+                closed: table.counts.closed,
+                idle: table.counts.idle,
+                evicted: table.counts.evicted,
+            },
+            exchanges: findings.exchanges,
+            findings: findings.all(),
+            stalls_not_grouped: findings.not_grouped,
+            stalls_of_other_processes: findings.other_processes,
+        }
+    }
+}
