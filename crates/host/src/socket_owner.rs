@@ -65,12 +65,12 @@ pub(crate) const HELD_STATES: u32 =
 /// The TCP sockets of this network namespace and the processes that hold them, at one scan.
 #[derive(Debug, Clone, Default)]
 pub struct OwnerIndex {
-    /// By inode; a socket several processes share (a forked server's listener) is under the
-    /// lowest PID that holds it.
-    owners: HashMap<u64, SocketOwner>,
+    /// By inode; a socket several processes share (a forked server's listener, or any socket
+    /// in a child between its fork and its exec) is under the oldest process that holds it.
+    owners: HashMap<u64, Holder>,
     /// Inode by (local, remote), addresses canonical (IPv4-mapped IPv6 as IPv4).
     by_tuple: HashMap<(SocketAddr, SocketAddr), u64>,
-    /// Listening sockets by port, the lowest owner's PID first.
+    /// Listening sockets by port, the oldest owner's first.
     listeners: HashMap<u16, Vec<(u64, Indexed)>>,
     unreadable_processes: usize,
     vanished_processes: usize,
@@ -108,7 +108,8 @@ impl OwnerIndex {
         }
         for listening in index.listeners.values_mut() {
             let owners = &index.owners;
-            listening.sort_by_key(|(inode, _)| (owners.get(inode).map_or(u32::MAX, |o| o.pid), *inode));
+            listening
+                .sort_by_key(|(inode, _)| (owners.get(inode).map_or((u64::MAX, 0), Holder::age_key), *inode));
         }
         Ok(index)
     }
@@ -118,7 +119,6 @@ impl OwnerIndex {
         let mut pids: Vec<i32> = std::fs::read_dir("/proc")?
             .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
             .collect();
-        // The lowest PID first: a shared socket's owner is then the parent (nginx's master).
         pids.sort_unstable();
         for pid in pids {
             self.read_process(pid, sockets);
@@ -129,11 +129,20 @@ impl OwnerIndex {
     /// Adds the sockets `pid` holds, or counts it as vanished or unreadable.
     fn read_process(&mut self, pid: i32, sockets: &HashMap<u64, Indexed>) {
         match process_sockets(pid, sockets) {
-            Read::Held(command, held) => {
+            Read::Held { command, started_ticks, held } => {
                 for (fd, inode) in held {
-                    if let Entry::Vacant(entry) = self.owners.entry(inode) {
-                        let command = command.clone();
-                        entry.insert(SocketOwner { pid: pid as u32, command, fd, inode });
+                    let holder = Holder {
+                        owner: SocketOwner { pid: pid as u32, command: command.clone(), fd, inode },
+                        started_ticks,
+                    };
+                    match self.owners.entry(inode) {
+                        Entry::Vacant(entry) => {
+                            entry.insert(holder);
+                        }
+                        Entry::Occupied(mut entry) if holder.age_key() < entry.get().age_key() => {
+                            entry.insert(holder);
+                        }
+                        Entry::Occupied(_) => {}
                     }
                 }
             }
@@ -148,7 +157,7 @@ impl OwnerIndex {
     /// the scan, or its process could not be read.
     pub fn owner(&self, local: SocketAddr, remote: SocketAddr) -> Option<&SocketOwner> {
         let inode = self.by_tuple.get(&(canonical(local), canonical(remote)))?;
-        self.owners.get(inode)
+        self.owners.get(inode).map(|holder| &holder.owner)
     }
 
     /// The owner of either end of a flow seen between `a` and `b`, for a packet whose
@@ -158,10 +167,10 @@ impl OwnerIndex {
         [self.owner(a, b), self.owner(b, a)]
     }
 
-    /// The owner of a socket listening on `port`, any address (the lowest PID's when several
-    /// listen).
+    /// The owner of a socket listening on `port`, any address (the oldest process's when
+    /// several listen).
     pub fn owner_of_port(&self, port: u16) -> Option<&SocketOwner> {
-        self.listeners.get(&port)?.iter().find_map(|(inode, _)| self.owners.get(inode))
+        self.listeners.get(&port)?.iter().find_map(|(inode, _)| self.by_inode(*inode))
     }
 
     /// The owner of the listening socket that accepts connections to `local`: bound to that
@@ -184,14 +193,14 @@ impl OwnerIndex {
         };
         listening
             .iter()
-            .filter_map(|(inode, socket)| Some((rank(socket)?, self.owners.get(inode)?)))
+            .filter_map(|(inode, socket)| Some((rank(socket)?, self.by_inode(*inode)?)))
             .min_by_key(|(rank, _)| *rank)
             .map(|(_, owner)| owner)
     }
 
     /// The owner of the socket with this inode.
     pub fn by_inode(&self, inode: u64) -> Option<&SocketOwner> {
-        self.owners.get(&inode)
+        self.owners.get(&inode).map(|holder| &holder.owner)
     }
 
     /// How many sockets have an owner in the index.
@@ -228,11 +237,28 @@ fn table() -> io::Result<Vec<Indexed>> {
     Ok(sockets)
 }
 
+/// A socket's owner, and when its process started.
+#[derive(Debug, Clone)]
+struct Holder {
+    owner: SocketOwner,
+    /// Clock ticks after boot.
+    started_ticks: u64,
+}
+
+impl Holder {
+    /// Sorts the oldest process first (then the lowest PID): the one that opened or accepted
+    /// a shared socket rather than a child forked since (PIDs wrap around, start times do
+    /// not).
+    fn age_key(&self) -> (u64, u32) {
+        (self.started_ticks, self.owner.pid)
+    }
+}
+
 /// What reading one process gave.
 #[derive(Debug)]
 enum Read {
-    /// Its name and the (fd, inode) of its descriptors that are indexed sockets.
-    Held(String, Vec<(i32, u64)>),
+    /// Its name, start time, and the (fd, inode) of its descriptors that are indexed sockets.
+    Held { command: String, started_ticks: u64, held: Vec<(i32, u64)> },
     /// It holds none of the sockets.
     Nothing,
     /// It ended before it was read.
@@ -263,23 +289,24 @@ fn process_sockets(pid: i32, sockets: &HashMap<u64, Indexed>) -> Read {
         return Read::Nothing;
     }
     match command(&process) {
-        Some(command) => Read::Held(command, held),
+        Some((command, started_ticks)) => Read::Held { command, started_ticks, held },
         None => Read::Vanished,
     }
 }
 
-/// `comm`, or argv[0]'s file name when `comm` is that name cut short; `None` once the process
-/// ended.
-fn command(process: &Process) -> Option<String> {
-    let comm = process.stat().ok()?.comm;
+/// `comm`, or argv[0]'s file name when `comm` is that name cut short, and the process's start
+/// time; `None` once the process ended.
+fn command(process: &Process) -> Option<(String, u64)> {
+    let stat = process.stat().ok()?;
+    let comm = stat.comm;
     if comm.len() >= COMM_MAX_BYTES
         && let Ok(arguments) = process.cmdline()
         && let Some(name) = arguments.first().and_then(|argv0| argv0.rsplit('/').next())
         && name.starts_with(&comm)
     {
-        return Some(printable(name));
+        return Some((printable(name), stat.starttime));
     }
-    Some(printable(&comm))
+    Some((printable(&comm), stat.starttime))
 }
 
 /// The payload of the first attribute of `kind` after an `inet_diag_msg`.
