@@ -78,6 +78,11 @@ impl Pacer {
         Claim::Now(intended)
     }
 
+    /// Requests left of the quota, if there is one.
+    pub fn remaining(&self) -> Option<u64> {
+        self.remaining
+    }
+
     /// Whether the request quota is spent.
     pub fn is_exhausted(&self) -> bool {
         self.remaining == Some(0)

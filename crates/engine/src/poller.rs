@@ -201,6 +201,9 @@ const READABLE_MASK: u32 = (libc::POLLIN | libc::POLLRDHUP | libc::POLLERR | lib
 const WRITABLE_MASK: u32 = (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) as u32;
 /// IORING_ENTER_GETEVENTS.
 const ENTER_GETEVENTS: u32 = 1;
+/// Enters of one look without waiting: 64 × 20 deferred completions at most, so that a look
+/// stays short however much is ready (the completion queue holds far more).
+const PEEK_ROUNDS_MAX: usize = 64;
 /// user_data of poll cancels, whose completions mean nothing to the worker.
 const CANCEL: u64 = u64::MAX;
 
@@ -300,21 +303,37 @@ impl UringPoller {
             self.peek()?;
         } else {
             self.block(timeout, batch)?;
+            // A wait runs at most max(20, want) deferred completions: the rest now, not a
+            // wait later (at 10 k connections, +N % req/s).
+            if self.ring.submission().taskrun() {
+                self.peek()?;
+            }
         }
         self.reap(ready)
     }
 
     /// Submits what is queued and collects what is ready, without waiting. The crate's
     /// submit asks for events only when it sees the kernel's TASKRUN flag; asking always
-    /// runs the deferred work that turns ready sockets into completions.
+    /// runs the deferred work that turns ready sockets into completions, but at most 20 items
+    /// of it per enter (IO_LOCAL_TW_DEFAULT_MAX), the TASKRUN flag staying up while some is
+    /// left: so it asks again while the flag is up (a bounded number of times). Asking once
+    /// left all but 20 of 64 connects issued between two looks for later: 10 k connects on one
+    /// thread measured a p50 of 325 ms, the ramp's length, against epoll's 10 ms.
     fn peek(&mut self) -> io::Result<()> {
-        let pending = self.ring.submission().len() as u32;
-        // SAFETY: a plain io_uring_enter with no argument structure.
-        match unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, ENTER_GETEVENTS, None) } {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Ok(()),
-            Err(e) => Err(e),
+        for _ in 0..PEEK_ROUNDS_MAX {
+            let pending = self.ring.submission().len() as u32;
+            // SAFETY: a plain io_uring_enter with no argument structure.
+            match unsafe { self.ring.submitter().enter::<libc::sigset_t>(pending, 0, ENTER_GETEVENTS, None) }
+            {
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => return Ok(()),
+                Err(e) => return Err(e),
+            }
+            if !self.ring.submission().taskrun() {
+                break;
+            }
         }
+        Ok(())
     }
 
     fn block(&mut self, timeout: Duration, batch: Batch) -> io::Result<()> {
@@ -533,15 +552,24 @@ mod tests {
     }
 
     #[test]
-    fn epoll_returns_at_the_first_ready_socket() {
+    fn epoll_holds_out_by_timer_as_io_uring_does() {
         let (mut poller, _client, mut server) = one_watched_socket(Poller::epoll().unwrap());
         server.write_all(b"x").unwrap();
-        let started = Instant::now();
         let mut ready = Vec::new();
+        // Holding out for one is no hold.
+        let started = Instant::now();
         poller
-            .wait(&mut ready, Duration::from_secs(5), Batch { want: 2, min_wait: Duration::from_secs(3) })
+            .wait(&mut ready, Duration::from_secs(5), Batch { want: 1, min_wait: Duration::from_secs(3) })
             .unwrap();
         assert!(ready.iter().any(|r| r.token == 0 && r.readable), "{ready:?}");
         assert!(started.elapsed() < Duration::from_secs(1), "epoll held {:?}", started.elapsed());
+        // For two, with one ready: the one, once the minimum wait is over.
+        server.write_all(b"y").unwrap();
+        let started = Instant::now();
+        let min_wait = Duration::from_millis(200);
+        poller.wait(&mut ready, Duration::from_secs(5), Batch { want: 2, min_wait }).unwrap();
+        let held = started.elapsed();
+        assert!(ready.iter().any(|r| r.token == 0 && r.readable), "{ready:?}");
+        assert!(held >= min_wait && held < Duration::from_secs(1), "epoll held {held:?}");
     }
 }
