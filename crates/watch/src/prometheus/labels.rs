@@ -29,7 +29,7 @@ pub(crate) struct Admitted {
     pub finding: String,
     /// Process name, or the overflow label.
     pub process: String,
-    /// Local port in decimal, or the overflow label.
+    /// Server port in decimal, or the overflow label.
     pub port: String,
 }
 

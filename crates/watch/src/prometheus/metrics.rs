@@ -121,8 +121,8 @@ impl WatchMetrics {
         let r = &mut self.registry;
         r.register(
             "stalls",
-            "Nagle x delayed-ACK stalls seen, by finding id, local process, local port and the \
-             side the local socket is on",
+            "Nagle x delayed-ACK stalls seen, by finding id, local process, the connection's \
+             server port and the side the local socket is on",
             self.stalls.clone(),
         );
         r.register_with_unit(
@@ -159,11 +159,12 @@ impl WatchMetrics {
     }
 
     /// Counts one stall of `finding` (an analyzer finding id such as
-    /// `server-nagle-delayed-ack`) by the local `process` (its name; `""` if unknown) on
-    /// `local_port`, which is the `side` of its connection, and observes how long it held
-    /// data back.
-    pub fn stall(&self, finding: &str, process: &str, local_port: u16, side: Role, stall: Duration) {
-        let labels = self.labels.admit(finding, process, local_port);
+    /// `server-nagle-delayed-ack`) by the local `process` (its name; `""` if unknown), on the
+    /// connection to `server_port` (the local port of a server, the port a client connected
+    /// to: never a client's ephemeral port, which would make a label per connection), where
+    /// the process is on `side`, and observes how long the stall held data back.
+    pub fn stall(&self, finding: &str, process: &str, server_port: u16, side: Role, stall: Duration) {
+        let labels = self.labels.admit(finding, process, server_port);
         let side = match side {
             Role::Server => "server",
             Role::Client => "client",
