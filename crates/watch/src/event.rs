@@ -4,7 +4,12 @@
 //! form is the contract of `schema/watch.schema.json`.
 
 use nodelay_capture::{HoldKind, Role};
+use nodelay_host::socket_survey::ProcessSockets;
 use serde::Serialize;
+use std::time::Duration;
+
+/// How often a summary (or in the sock_diag mode, a survey) is told.
+pub const TICK: Duration = Duration::from_secs(1);
 
 /// One event, as one JSON line: `{"event": "finding", ...}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -17,11 +22,11 @@ pub enum Event {
     /// Every second: what was seen so far.
     Summary(Summary),
     /// Every second in the sock_diag-only mode: the sockets that can stall.
-    Survey(crate::survey::Survey),
+    Survey(Survey),
     /// The last event, when watch stops (Ctrl-C or `--duration`).
     Final(Summary),
     /// The last event in the sock_diag-only mode: the last survey.
-    FinalSurvey(crate::survey::Survey),
+    FinalSurvey(Survey),
 }
 
 /// How watch sees the host's TCP.
@@ -225,5 +230,29 @@ impl Summary {
     /// No stall was seen.
     pub fn is_healthy(&self) -> bool {
         self.findings.is_empty() && self.stalls_not_grouped == 0
+    }
+}
+
+/// One second's survey.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Survey {
+    /// Seconds since watch started.
+    pub elapsed_s: f64,
+    /// TCP sockets surveyed.
+    pub sockets: u64,
+    /// The processes with a socket that can stall (TCP_NODELAY off), most Nagle-prone first.
+    pub processes: Vec<ProcessSockets>,
+    /// Processes whose descriptors could not be read (their sockets have no process).
+    pub unreadable_processes: u64,
+    /// The host's delayed-ACK timers fired per second since the last survey (this network
+    /// namespace's TcpExt DelayedACKs), when it could be read.
+    pub delayed_acks_per_s: Option<f64>,
+}
+
+impl Survey {
+    /// Sockets that show a stall's signs (TCP_NODELAY off, and a hold seen or an RTT inflated
+    /// by a peer's delayed ACKs).
+    pub fn nagle_prone(&self) -> u64 {
+        self.processes.iter().map(|p| p.nagle_prone as u64).sum()
     }
 }

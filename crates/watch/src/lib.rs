@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 mod args;
+mod error;
 pub mod event;
 pub mod findings;
 pub mod flows;
@@ -25,5 +26,8 @@ mod run;
 pub mod survey;
 
 pub use args::{WatchArgs, parse_duration};
+pub use error::{WatchEnd, WatchError};
 pub use event::Event;
-pub use run::{TICK, WatchEnd, WatchError, run};
+pub use event::TICK;
+pub use render::Console;
+pub use run::run;

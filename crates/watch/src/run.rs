@@ -5,7 +5,8 @@
 //! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
 
 use crate::args::{WatchArgs, check_ports};
-use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary};
+use crate::error::{WatchEnd, WatchError};
+use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary, TICK};
 use crate::findings::Findings;
 use crate::flows::{DEFAULT_CAPACITY, FlowEvent, FlowTable};
 use crate::live::batch::Frame;
@@ -17,33 +18,10 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How often the summary is told and the flow table swept.
-pub const TICK: Duration = Duration::from_secs(1);
 /// The longest wait for packets before looking at `stop` again.
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// Packets handled before the loop looks at the clock again.
 const PACKETS_PER_READ: usize = 4096;
-
-/// Why watch could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum WatchError {
-    /// A mistake in what was asked (a bad interface, a process that does not exist).
-    #[error("{0}")]
-    Usage(String),
-    /// Something else failed.
-    #[error("{0}")]
-    Failed(String),
-    /// The sink refused an event (stdout closed).
-    #[error("writing the output: {0}")]
-    Output(io::Error),
-}
-
-/// How a watch ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WatchEnd {
-    /// A stall was found (capture mode) or a socket that can stall (sock_diag mode).
-    pub findings: bool,
-}
 
 /// The wall clock in nanoseconds since the Unix epoch (packets are timed on it).
 fn wall_ns() -> u64 {

@@ -4,56 +4,19 @@
 //! port. It sees socket states, not packets: it cannot time a stall nor prove one happened.
 
 use crate::args::WatchArgs;
-use crate::event::{Event, Mode, ModeLine};
-use crate::run::{TICK, WatchEnd, WatchError};
-use serde::Serialize;
+use crate::error::{WatchEnd, WatchError};
+use crate::event::{Event, Mode, ModeLine, Survey, TICK};
+use nodelay_host::socket_survey::{self, ProcessSockets, SurveyFilter};
 use std::io;
 use std::time::{Duration, Instant};
 
 /// What the sock_diag mode can see, and what it cannot: the mode line says it.
-pub const SEES: &str = "socket states every second: per process and port, the TCP sockets with \
-                        TCP_NODELAY off, a delayed ACK pending and bytes unacknowledged; not \
-                        packets, so a stall is neither timed nor proven";
-
-/// One process's sockets on one local port, as the survey saw them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SurveyGroup {
-    /// The process, when its descriptors could be read.
-    pub pid: Option<u32>,
-    /// Its command name.
-    pub command: Option<String>,
-    /// The local port.
-    pub port: u16,
-    /// Connected sockets.
-    pub sockets: u64,
-    /// Of those, with TCP_NODELAY off (Nagle on: can hold a small write).
-    pub nagle_on: u64,
-    /// Of those, with a delayed ACK pending now.
-    pub delayed_ack_pending: u64,
-    /// Bytes sent and not yet acknowledged, summed.
-    pub unacked_bytes: u64,
-    /// Bytes written and not yet sent, summed (what Nagle holds shows here).
-    pub notsent_bytes: u64,
-}
-
-/// One second's survey.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Survey {
-    /// Seconds since watch started.
-    pub elapsed_s: f64,
-    /// TCP sockets surveyed.
-    pub sockets: u64,
-    /// The groups with a socket that can stall, most sockets first.
-    pub groups: Vec<SurveyGroup>,
-    /// Processes whose descriptors could not be read (their sockets have no process).
-    pub unreadable_processes: u64,
-}
+pub const SEES: &str = "socket states every second (TCP_NODELAY, a small write held back, a delayed \
+                        ACK owed, bytes unacknowledged), not packets: no stall is timed or proven";
 
 /// Whether this process may capture packets; why not when it may not.
 pub fn capture_allowed() -> Result<(), String> {
-    // TODO(host): nodelay_host::socket_survey::capture_allowed() once it lands; until then
-    // opening the packet socket answers (EPERM).
-    Ok(())
+    socket_survey::capture_allowed()
 }
 
 /// Runs the survey every second until `stop()` or the duration.
@@ -75,7 +38,9 @@ pub fn run(
     sink(&Event::Mode(mode)).map_err(WatchError::Output)?;
     let started = Instant::now();
     let deadline = args.duration.map(|d| started + d);
+    let filter = SurveyFilter { ports: ports.to_vec(), pid: args.pid };
     let mut findings = false;
+    let mut before = None;
     let mut next = started;
     loop {
         let now = Instant::now();
@@ -83,25 +48,42 @@ pub fn run(
             break;
         }
         if now >= next {
-            let survey = survey(started, ports, args.pid);
-            findings |= !survey.groups.is_empty();
+            let survey = take(started, &filter, &mut before)?;
+            findings |= survey.nagle_prone() > 0;
             sink(&Event::Survey(survey)).map_err(WatchError::Output)?;
             next += TICK;
         }
         let until = deadline.map_or(next, |d| d.min(next));
         std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(100)));
     }
-    sink(&Event::FinalSurvey(survey(started, ports, args.pid))).map_err(WatchError::Output)?;
+    let last = take(started, &filter, &mut before)?;
+    findings |= last.nagle_prone() > 0;
+    sink(&Event::FinalSurvey(last)).map_err(WatchError::Output)?;
     Ok(WatchEnd { findings })
 }
 
-/// One survey of the host's sockets.
-fn survey(started: Instant, _ports: &[u16], _pid: Option<u32>) -> Survey {
-    // TODO(host): nodelay_host::socket_survey once it lands.
-    Survey {
+/// One survey, the delayed ACKs counted since `before` (which it replaces).
+fn take(
+    started: Instant,
+    filter: &SurveyFilter,
+    before: &mut Option<socket_survey::Survey>,
+) -> Result<Survey, WatchError> {
+    let survey = socket_survey::survey(filter)
+        .map_err(|e| WatchError::Failed(format!("surveying the sockets: {e}")))?;
+    let delayed_acks_per_s = before.as_ref().and_then(|before| {
+        let change = socket_survey::Survey::compare(before, &survey);
+        Some(change.delayed_acks? as f64 / change.interval_s.max(1e-3))
+    });
+    let mut processes: Vec<ProcessSockets> =
+        survey.by_process().into_iter().filter(|p| p.nodelay_off > 0 || p.nagle_holding > 0).collect();
+    processes.sort_by_key(|p| (std::cmp::Reverse((p.nagle_prone, p.nagle_holding, p.nodelay_off)), p.pid));
+    let report = Survey {
         elapsed_s: started.elapsed().as_secs_f64(),
-        sockets: 0,
-        groups: Vec::new(),
-        unreadable_processes: 0,
-    }
+        sockets: survey.sockets.len() as u64,
+        processes,
+        unreadable_processes: survey.unreadable_processes as u64,
+        delayed_acks_per_s,
+    };
+    *before = Some(survey);
+    Ok(report)
 }

@@ -3,15 +3,15 @@
 //! The per-second summaries print nothing here: a log gains a line only when there is news.
 
 use super::{count, counted, ports, seconds, stalls_line, wrap};
-use crate::event::{Event, Mode, ModeLine, Summary};
-use crate::survey::{Survey, SurveyGroup};
+use crate::event::{Event, Mode, ModeLine, Summary, Survey};
+use nodelay_host::socket_survey::ProcessSockets;
 use std::collections::HashSet;
 
 /// The line renderer; it remembers what it told already.
 #[derive(Debug, Default)]
 pub struct Lines {
     mode: Option<ModeLine>,
-    surveyed: HashSet<(Option<u32>, u16)>,
+    surveyed: HashSet<Option<u32>>,
 }
 
 impl Lines {
@@ -27,13 +27,10 @@ impl Lines {
             }
             Event::Summary(_) => String::new(),
             Event::Survey(survey) => {
-                let new: Vec<&SurveyGroup> =
-                    survey.groups.iter().filter(|g| self.surveyed.insert((g.pid, g.port))).collect();
-                new.iter()
-                    .map(|group| {
-                        wrap(&format!("[{}] {}", seconds(survey.elapsed_s), survey_line(group)), width)
-                    })
-                    .collect()
+                let new: Vec<&ProcessSockets> =
+                    survey.processes.iter().filter(|p| self.surveyed.insert(p.pid)).collect();
+                let at = seconds(survey.elapsed_s);
+                new.iter().map(|p| wrap(&format!("[{at}] {}", survey_line(p)), width)).collect()
             }
             Event::FinalSurvey(survey) => wrap(&final_survey(survey), width),
             Event::Final(summary) => self.final_summary(summary, width),
@@ -115,38 +112,54 @@ fn mode_line(mode: &ModeLine) -> String {
     }
 }
 
-/// `python3 (PID 812) port 8080: 3 of 3 sockets with TCP_NODELAY off, ...`.
-fn survey_line(group: &SurveyGroup) -> String {
-    let process = match (&group.command, group.pid) {
+/// `python3 (PID 812), listening on 8080: 3 of 4 TCP sockets with TCP_NODELAY off, ...`.
+pub(super) fn survey_line(p: &ProcessSockets) -> String {
+    let process = match (&p.command, p.pid) {
         (Some(command), Some(pid)) => format!("{command} (PID {pid})"),
-        _ => "unknown process".into(),
+        _ => "sockets of processes not readable".into(),
+    };
+    let listening = match p.listening_ports.as_slice() {
+        [] => String::new(),
+        ports => {
+            format!(", listening on {}", ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", "))
+        }
     };
     format!(
-        "{process} port {}: {} of {} sockets with TCP_NODELAY off (can stall), {} delayed ACK pending, \
-         {} bytes unacknowledged, {} not yet sent",
-        group.port,
-        group.nagle_on,
-        group.sockets,
-        group.delayed_ack_pending,
-        count(group.unacked_bytes),
-        count(group.notsent_bytes)
+        "{process}{listening}: {} of {} TCP sockets with TCP_NODELAY off (Nagle on), {} holding a small \
+         write back now, {} showing a peer's delayed ACKs in their RTT, {} owing a delayed ACK; {} \
+         unacknowledged, {} not yet sent",
+        p.nodelay_off,
+        p.sockets,
+        p.nagle_holding,
+        p.nagle_prone,
+        p.delayed_ack_pending,
+        counted(p.unacked_bytes, "byte", "bytes"),
+        counted(p.notsent_bytes, "byte", "bytes"),
     )
 }
 
 /// The sock_diag mode's last word.
 fn final_survey(survey: &Survey) -> String {
-    let can_stall: u64 = survey.groups.iter().map(|g| g.nagle_on).sum();
+    let off: usize = survey.processes.iter().map(|p| p.nodelay_off).sum();
     let unreadable = match survey.unreadable_processes {
         0 => String::new(),
-        n => format!("; {n} processes could not be read (their sockets have no process)"),
+        n => format!(
+            "; {} could not be read (their sockets have no process)",
+            counted(n, "process", "processes")
+        ),
     };
+    let delayed = survey
+        .delayed_acks_per_s
+        .map(|rate| format!("; the host fired {rate:.1} delayed ACKs/s"))
+        .unwrap_or_default();
     format!(
-        "watch: {} in the sock_diag-only mode: {} TCP sockets, {} with TCP_NODELAY off in {} processes and \
-         ports{unreadable}; without packets no stall is timed: run watch as root or with CAP_NET_RAW \
-         to capture them",
+        "watch: {} in the sock_diag-only mode: {}, {} with TCP_NODELAY off in {}, {} showing a peer's \
+         delayed ACKs{unreadable}{delayed}; without packets no stall is timed or proven: run watch as root \
+         or with CAP_NET_RAW to capture them",
         seconds(survey.elapsed_s),
-        count(survey.sockets),
-        count(can_stall),
-        survey.groups.len(),
+        counted(survey.sockets, "TCP socket", "TCP sockets"),
+        off,
+        counted(survey.processes.len() as u64, "process", "processes"),
+        survey.nagle_prone(),
     )
 }

@@ -10,6 +10,8 @@ pub use lines::Lines;
 pub use top::Top;
 
 use crate::event::{Event, Side, Stalls};
+use std::io::{self, IsTerminal, Write};
+use std::os::fd::{AsFd, AsRawFd};
 
 /// The renderer a front end picks: JSON lines when asked, the in-place view on a terminal,
 /// lines otherwise.
@@ -41,6 +43,37 @@ impl Renderer {
             Renderer::Lines(lines) => lines.render(event, width),
         }
     }
+}
+
+/// Each event rendered and written to a front end's stdout (or any terminal or pipe) as it
+/// comes: the view when it is a terminal, unless JSON lines are asked for.
+pub struct Console<W> {
+    out: W,
+    renderer: Renderer,
+    width: fn() -> usize,
+}
+
+impl<W: Write + IsTerminal + AsFd> Console<W> {
+    /// A console on `out`, whose text is `width()` columns wide (the front end's rule).
+    pub fn new(json_lines: bool, out: W, width: fn() -> usize) -> Self {
+        let renderer = Renderer::new(json_lines, out.is_terminal());
+        Console { out, renderer, width }
+    }
+
+    /// Renders `event` and writes it (flushed: a pipe's reader sees each line at once).
+    pub fn write(&mut self, event: &Event) -> io::Result<()> {
+        let text = self.renderer.render(event, (self.width)(), rows_of(&self.out));
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+}
+
+/// The terminal's height in rows; 24 when it cannot be asked (not a terminal).
+fn rows_of(out: &impl AsFd) -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize, zeroed beforehand.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    let asked = unsafe { libc::ioctl(out.as_fd().as_raw_fd(), libc::TIOCGWINSZ, &mut size) };
+    if asked == 0 && size.ws_row > 0 { usize::from(size.ws_row) } else { 24 }
 }
 
 /// The event as one JSON line (with its newline): the contract of schema/watch.schema.json.

@@ -4,8 +4,7 @@
 //! width. When watch stops the view gives way to the final summary of [`Lines`].
 
 use super::{Lines, count, fit, milliseconds, ports, seconds};
-use crate::event::{Event, Mode, ModeLine, Side, Stalls, Summary};
-use crate::survey::Survey;
+use crate::event::{Event, Mode, ModeLine, Side, Stalls, Summary, Survey};
 
 /// Moves the cursor home and clears the screen below it.
 const HOME_AND_CLEAR: &str = "\x1b[H\x1b[J";
@@ -80,32 +79,38 @@ impl Top {
     }
 
     fn survey_frame(&self, survey: &Survey, width: usize, height: usize) -> String {
+        let delayed =
+            survey.delayed_acks_per_s.map(|rate| format!(" · {rate:.1} delayed ACKs/s")).unwrap_or_default();
         let mut rows = vec![
             self.header(survey.elapsed_s),
             format!(
-                "{} TCP sockets; no packets: stalls are neither timed nor proven in this mode",
+                "{} TCP sockets{delayed} · no packets: stalls are neither timed nor proven",
                 count(survey.sockets)
             ),
             String::new(),
             format!(
-                "{:>8} {:>8} {:>8} {:>10} {:>10}  PROCESS PORT",
-                "SOCKETS", "NAGLE", "ACK-DUE", "UNACKED", "NOT-SENT"
+                "{:>7} {:>7} {:>7} {:>7} {:>7} {:>9} {:>9}  PROCESS",
+                "SOCKETS", "NAGLE", "HOLDING", "PRONE", "ACK-DUE", "UNACKED", "NOT-SENT"
             ),
         ];
+        if survey.processes.is_empty() {
+            rows.push("(no socket with TCP_NODELAY off)".into());
+        }
         let room = height.saturating_sub(rows.len() + 1).max(1);
-        rows.extend(survey.groups.iter().take(room).map(|group| {
-            let process = match (&group.command, group.pid) {
+        rows.extend(survey.processes.iter().take(room).map(|p| {
+            let process = match (&p.command, p.pid) {
                 (Some(command), Some(pid)) => format!("{command} ({pid})"),
-                _ => "unknown".into(),
+                _ => "not readable".into(),
             };
             format!(
-                "{:>8} {:>8} {:>8} {:>8} B {:>8} B  {process} :{}",
-                group.sockets,
-                group.nagle_on,
-                group.delayed_ack_pending,
-                group.unacked_bytes,
-                group.notsent_bytes,
-                group.port
+                "{:>7} {:>7} {:>7} {:>7} {:>7} {:>7} B {:>7} B  {process}",
+                p.sockets,
+                p.nodelay_off,
+                p.nagle_holding,
+                p.nagle_prone,
+                p.delayed_ack_pending,
+                p.unacked_bytes,
+                p.notsent_bytes
             )
         }));
         render_rows(&rows, width)
