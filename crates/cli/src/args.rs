@@ -49,6 +49,8 @@ pub enum Command {
     /// Measure several targets in interleaved rounds and say whether and by how much they differ
     #[command(allow_negative_numbers = true)]
     Compare(Box<CompareArgs>),
+    /// Find the stalls in this host's live TCP traffic without sending a request, by process
+    Watch(Box<nodelay_watch::WatchArgs>),
     /// Print saved runs as text or draw them on one HTML page, or merge interval logs of many machines
     Report(Box<ReportArgs>),
     /// Print the JSON Schema of a command's --json output

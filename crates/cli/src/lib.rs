@@ -19,6 +19,7 @@ mod report;
 mod runner;
 mod self_docs;
 mod sockets;
+mod watch;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
@@ -51,6 +52,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Exec(args) => exec::exec(&args),
         Command::Proxy(args) => proxy::proxy(&args),
         Command::Compare(args) => compare::compare(&args),
+        Command::Watch(args) => watch::watch(&args),
         Command::Report(args) => report::report(&args),
         Command::Schema { command } => self_docs::schema(command),
         Command::Completions { shell } => self_docs::completions(shell),

@@ -123,6 +123,15 @@ fn stderr_target() -> ProgressDrawTarget {
 #[derive(Debug)]
 struct Stderr(console::Term);
 
+/// TermLike's cursor and write methods, passed to the terminal as they are.
+macro_rules! pass_to_terminal {
+    ($($method:ident($($arg:ident: $type:ty)?)),*) => {$(
+        fn $method(&self, $($arg: $type)?) -> std::io::Result<()> {
+            self.0.$method($($arg)?)
+        }
+    )*};
+}
+
 impl TermLike for Stderr {
     fn width(&self) -> u16 {
         self.0.size().1.saturating_sub(ECHO_ROOM).max(1)
@@ -132,37 +141,9 @@ impl TermLike for Stderr {
         self.0.size().0
     }
 
-    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-        self.0.move_cursor_up(n)
-    }
-
-    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-        self.0.move_cursor_down(n)
-    }
-
-    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
-        self.0.move_cursor_right(n)
-    }
-
-    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
-        self.0.move_cursor_left(n)
-    }
-
-    fn write_line(&self, s: &str) -> std::io::Result<()> {
-        self.0.write_line(s)
-    }
-
-    fn write_str(&self, s: &str) -> std::io::Result<()> {
-        self.0.write_str(s)
-    }
-
-    fn clear_line(&self) -> std::io::Result<()> {
-        self.0.clear_line()
-    }
-
-    fn flush(&self) -> std::io::Result<()> {
-        self.0.flush()
-    }
+    pass_to_terminal!(move_cursor_up(n: usize), move_cursor_down(n: usize), move_cursor_right(n: usize));
+    pass_to_terminal!(move_cursor_left(n: usize), write_line(s: &str), write_str(s: &str));
+    pass_to_terminal!(clear_line(), flush());
 }
 
 /// The doctor's line on stderr: which phase runs and how much of the budget is spent. It

@@ -1,0 +1,14 @@
+//! `nodelay watch`: the library's events rendered on stdout as they come.
+
+use crate::exit::{Outcome, usage};
+use nodelay_watch::{Console, WatchError};
+
+pub fn watch(args: &nodelay_watch::WatchArgs) -> anyhow::Result<Outcome> {
+    crate::interrupt::install();
+    let mut console = Console::new(args.json_lines, std::io::stdout(), crate::runner::text_width);
+    match nodelay_watch::run(args, &nodelay_load::stop::requested, &mut |event| console.write(event)) {
+        Ok(end) => Ok(if end.findings { Outcome::Findings } else { Outcome::Success }),
+        Err(WatchError::Usage(message)) => Err(usage(message)),
+        Err(error) => Err(error.into()),
+    }
+}
