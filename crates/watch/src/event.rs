@@ -54,6 +54,8 @@ pub struct ModeLine {
     pub why: String,
     /// What this mode sees and does not see.
     pub sees: String,
+    /// Where `--prometheus` serves the metrics: `http://ADDR/metrics`.
+    pub metrics_url: Option<String>,
 }
 
 /// Which end of a connection held its data (the Nagling sender).

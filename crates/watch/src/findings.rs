@@ -44,7 +44,8 @@ pub struct Findings {
     exchanges_by_port: HashMap<u16, u64>,
     /// Exchanges seen, every connection counted.
     pub exchanges: u64,
-    pending: Vec<(Hold, bool)>,
+    /// Holds waiting for a scan newer than when they were found.
+    pending: Vec<(Hold, bool, Instant)>,
     /// Holds not grouped because [`GROUPS_MAX`] groups exist.
     pub not_grouped: u64,
     /// Holds left out by `--pid`.
@@ -91,23 +92,36 @@ impl Findings {
             return self.add(hold, first_in_flow, found);
         }
         if self.pending.len() < PENDING_MAX {
-            self.pending.push((hold, first_in_flow));
+            self.pending.push((hold, first_in_flow, now));
         } else {
             let found = attribute(&hold, owners, true);
             self.add(hold, first_in_flow, found);
         }
     }
 
-    /// Once a second: the holds waiting for a scan get one (or go to the unknown process),
-    /// and the groups found since the last tick are returned, to be announced.
-    pub fn tick(&mut self, owners: &mut impl Owners, now: Instant) -> Vec<Stalls> {
-        if !self.pending.is_empty() {
-            owners.rescan(now);
-            for (hold, first_in_flow) in std::mem::take(&mut self.pending) {
-                let found = attribute(&hold, owners, true);
-                self.add(hold, first_in_flow, found);
-            }
+    /// The holds waiting for a scan get one if it is due (or go to the unknown process once
+    /// a scan newer than them still lacks their socket).
+    pub fn resolve(&mut self, owners: &mut impl Owners, now: Instant) {
+        if self.pending.is_empty() {
+            return;
         }
+        owners.rescan(now);
+        let scanned_at = owners.scanned_at();
+        // Only a scan taken after a hold was found can tell its socket is gone.
+        let (ready, waiting) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|(_, _, found_at)| scanned_at.is_some_and(|at| at > *found_at));
+        self.pending = waiting;
+        for (hold, first_in_flow, _) in ready {
+            let found = attribute(&hold, owners, true);
+            self.add(hold, first_in_flow, found);
+        }
+    }
+
+    /// Once a second: the waiting holds resolved if a scan is due, and the groups found since
+    /// the last tick returned, to be announced.
+    pub fn tick(&mut self, owners: &mut impl Owners, now: Instant) -> Vec<Stalls> {
+        self.resolve(owners, now);
         let mut new: Vec<Stalls> = Vec::new();
         for group in self.groups.values_mut().filter(|group| !group.announced) {
             group.announced = true;
@@ -141,13 +155,14 @@ impl Findings {
         let port = hold.server.1;
         if let Some(metrics) = &self.metrics {
             let command = process.as_ref().map_or("", |p| p.command.as_str());
-            metrics.stall(
-                finding.as_str(),
-                command,
-                port,
-                side.role(),
-                Duration::from_nanos(hold.stall.lost_ns),
-            );
+            // The side of the local socket: the holder's, unless the holder is the remote peer.
+            let local_side = match (side, holder_is_local) {
+                (side, true) => side,
+                (Side::Server, false) => Side::Client,
+                (Side::Client, false) => Side::Server,
+            };
+            let held = Duration::from_nanos(hold.stall.lost_ns);
+            metrics.stall(finding.as_str(), command, port, local_side.role(), held);
         }
         let key = GroupKey { finding, pid: process.as_ref().map(|p| p.pid), port };
         if !self.groups.contains_key(&key) && self.groups.len() >= GROUPS_MAX {
@@ -231,19 +246,24 @@ mod tests {
         sockets: HashMap<(SocketAddr, SocketAddr), Process>,
         later: Vec<((SocketAddr, SocketAddr), Process)>,
         scans: u32,
+        scanned_at: Option<Instant>,
     }
 
     impl Owners for Table {
         fn owner(&self, local: SocketAddr, remote: SocketAddr, _: bool) -> Option<Process> {
             self.sockets.get(&(local, remote)).cloned()
         }
-        fn rescan(&mut self, _: Instant) -> bool {
+        fn rescan(&mut self, now: Instant) -> bool {
             if self.scans == 0 {
                 return false;
             }
             self.scans -= 1;
+            self.scanned_at = Some(now);
             self.sockets.extend(self.later.drain(..));
             true
+        }
+        fn scanned_at(&self) -> Option<Instant> {
+            self.scanned_at
         }
     }
 
@@ -318,14 +338,17 @@ mod tests {
     }
 
     #[test]
-    fn a_socket_missing_waits_for_the_next_scan_then_is_unknown() {
+    fn a_socket_missing_waits_for_a_scan_newer_than_it_then_is_unknown() {
         let mut table = Table { scans: 0, ..Table::default() };
         table.later.push((socket(8080, 40000), process(812, "python3")));
         let mut findings = Findings::new(0, None, None);
-        findings.hold(hold(Role::Server, 40000, 0), true, &mut table, Instant::now());
-        findings.hold(hold(Role::Server, 40001, 0), true, &mut table, Instant::now());
+        let found_at = Instant::now();
+        findings.hold(hold(Role::Server, 40000, 0), true, &mut table, found_at);
+        findings.hold(hold(Role::Server, 40001, 0), true, &mut table, found_at);
+        // A tick with no new scan: they wait.
+        assert!(findings.tick(&mut table, found_at).is_empty());
         table.scans = 1;
-        let new = findings.tick(&mut table, Instant::now());
+        let new = findings.tick(&mut table, found_at + Duration::from_secs(1));
         let pids: Vec<Option<u32>> = new.iter().map(|s| s.process.as_ref().map(|p| p.pid)).collect();
         assert_eq!(pids.len(), 2);
         assert!(pids.contains(&Some(812)) && pids.contains(&None), "{pids:?}");

@@ -57,7 +57,7 @@ fn watch(
         ports.dedup();
     }
     let metrics = args.prometheus.map(|_| Arc::new(WatchMetrics::new()));
-    let _server: Option<MetricsServer> = match (args.prometheus, &metrics) {
+    let server: Option<MetricsServer> = match (args.prometheus, &metrics) {
         (Some(address), Some(metrics)) => {
             Some(prometheus::serve(address, metrics.clone()).map_err(|e| {
                 WatchError::Usage(format!("--prometheus {address}: cannot listen there: {e}"))
@@ -71,7 +71,7 @@ fn watch(
             if let Some(metrics) = &metrics {
                 metrics.mode(prometheus::Mode::SockDiag);
             }
-            return crate::survey::run(args, &ports, &why, stop, sink);
+            return crate::survey::run(args, &ports, &why, metrics_url(&server), stop, sink);
         }
     };
     if let Some(metrics) = &metrics {
@@ -84,9 +84,15 @@ fn watch(
         pid: args.pid,
         why: "packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel".into(),
         sees: "every TCP segment's headers: Nagle holds timed from the packets, named by process".into(),
+        metrics_url: metrics_url(&server),
     };
     sink(&Event::Mode(mode)).map_err(WatchError::Output)?;
     Watch::new(capture, args, metrics).run(stop, sink)
+}
+
+/// Where the metrics are served.
+fn metrics_url(server: &Option<MetricsServer>) -> Option<String> {
+    server.as_ref().map(|server| format!("http://{}/metrics", server.local_addr()))
 }
 
 /// The capture, or why capture rights are missing (the sock_diag-only mode runs then).
@@ -188,9 +194,15 @@ impl Watch {
             self.capture
                 .read(wait, PACKETS_PER_READ, |frame| pipeline.frame(frame, now))
                 .map_err(|e| WatchError::Failed(format!("reading the capture: {e}")))?;
+            pipeline.findings.resolve(&mut pipeline.owners, Instant::now());
         }
-        let Pipeline { table, findings, owners, metrics, .. } = &mut self.pipeline;
+        // What the kernel holds already was captured before the stop: read it too.
         let now = Instant::now();
+        let pipeline = &mut self.pipeline;
+        self.capture
+            .read(Duration::ZERO, usize::MAX, |frame| pipeline.frame(frame, now))
+            .map_err(|e| WatchError::Failed(format!("reading the capture: {e}")))?;
+        let Pipeline { table, findings, owners, metrics, .. } = &mut self.pipeline;
         table.finish(&mut |event| note(event, findings, owners, metrics, now));
         self.tell_findings(sink, now)?;
         let summary = self.summary();
@@ -212,7 +224,10 @@ impl Watch {
             metrics.flows_watched(summary.flows.open);
             metrics.flows_seen(summary.flows.seen);
             metrics.flows_evicted(summary.flows.evicted);
-            metrics.packets(summary.packets.captured, summary.packets.dropped);
+            metrics.packets(
+                summary.packets.captured.saturating_sub(summary.packets.dropped),
+                summary.packets.dropped,
+            );
         }
         sink(&Event::Summary(summary)).map_err(WatchError::Output)
     }

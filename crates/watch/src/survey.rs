@@ -24,6 +24,7 @@ pub fn run(
     args: &WatchArgs,
     ports: &[u16],
     why: &str,
+    metrics_url: Option<String>,
     stop: &dyn Fn() -> bool,
     sink: &mut dyn FnMut(&Event) -> io::Result<()>,
 ) -> Result<WatchEnd, WatchError> {
@@ -34,6 +35,7 @@ pub fn run(
         pid: args.pid,
         why: format!("no packet capture: {why}"),
         sees: SEES.into(),
+        metrics_url,
     };
     sink(&Event::Mode(mode)).map_err(WatchError::Output)?;
     let started = Instant::now();

@@ -1,0 +1,322 @@
+//! `nodelay watch` on loopback against real servers: it names a Nagle server's process and
+//! port within 5 s of the traffic starting (by port and by PID, and through --prometheus),
+//! stays quiet on a healthy twin, names a split-writing client as the client side, falls back
+//! to the sock_diag-only mode without capture rights, refuses a bad interface, and reports an
+//! unused port honestly. Every watch is bounded by --duration and stopped by SIGINT once the
+//! test saw what it waits for; every JSON line is checked against schema/watch.schema.json.
+
+mod common;
+
+use common::{nodelay, port_nobody_listens_on, python_peer, validate_against_schema};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest a watch in these tests may run: each is stopped long before.
+const WATCH_LIMIT: &str = "30";
+
+/// A running `nodelay watch --json-lines`.
+struct Watch {
+    child: Child,
+    lines: BufReader<std::process::ChildStdout>,
+    events: Vec<Value>,
+}
+
+impl Watch {
+    fn start(args: &[&str]) -> Watch {
+        Watch::start_as(Command::new(env!("CARGO_BIN_EXE_nodelay")), args)
+    }
+
+    fn start_as(mut command: Command, args: &[&str]) -> Watch {
+        let mut child = command
+            .arg("watch")
+            .args(args)
+            .args(["--json-lines", "--duration", WATCH_LIMIT])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("nodelay watch");
+        let lines = BufReader::new(child.stdout.take().unwrap());
+        Watch { child, lines, events: Vec::new() }
+    }
+
+    /// The next event; panics if watch ended first.
+    fn next(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.lines.read_line(&mut line).expect("watch's stdout");
+        assert!(n > 0, "watch ended; its events: {:#?}", self.events);
+        let event: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        validate_against_schema("watch.schema.json", &event);
+        self.events.push(event.clone());
+        event
+    }
+
+    /// Events until one of kind `kind`, which it returns.
+    fn until(&mut self, kind: &str) -> Value {
+        loop {
+            let event = self.next();
+            if event["event"] == kind {
+                return event;
+            }
+            assert_ne!(event["event"], "final", "no {kind} before the end: {:#?}", self.events);
+        }
+    }
+
+    /// Ctrl-C: the final summary, and the exit status.
+    fn stop(&mut self) -> (Value, i32) {
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let last = loop {
+            let event = self.next();
+            if event["event"] == "final" || event["event"] == "final_survey" {
+                break event;
+            }
+        };
+        let status = self.child.wait().unwrap();
+        (last, status.code().expect("exited, not killed"))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `count` GET requests on one keep-alive connection (curl reuses it), each answered.
+fn curl(port: u16, count: usize) {
+    let url = format!("http://127.0.0.1:{port}/");
+    let output = Command::new("curl")
+        .args(["-s", "--max-time", "20"])
+        .args(std::iter::repeat_n(url.as_str(), count))
+        .output()
+        .expect("curl");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.stdout.len(), 13 * count, "{}", String::from_utf8_lossy(&output.stdout));
+}
+
+fn assert_capture_mode(mode: &Value) {
+    assert_eq!(mode["event"], "mode", "{mode}");
+    assert_eq!(mode["mode"], "capture", "{mode}");
+}
+
+#[test]
+fn a_nagle_server_is_named_by_process_and_port_within_5_s() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    let port = peer.port.to_string();
+    let mut watch = Watch::start(&["-i", "lo", "--port", &port]);
+    assert_capture_mode(&watch.next());
+    let started = Instant::now();
+    curl(peer.port, 20);
+    let finding = watch.until("finding");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(finding["finding"], "server-nagle-delayed-ack", "{finding:#}");
+    assert_eq!(finding["side"], "server");
+    assert_eq!(finding["process"]["command"], "python3", "{finding:#}");
+    assert_eq!(finding["process"]["pid"], peer.pid(), "{finding:#}");
+    assert_eq!(finding["holder_is_local"], true);
+    assert_eq!(finding["port"], peer.port);
+    let mean = finding["mean_stall_ms"].as_f64().unwrap();
+    assert!((30.0..100.0).contains(&mean), "the client's 40 ms delayed ACK: {finding:#}");
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "stalls found");
+    let stalls = &last["findings"][0];
+    assert_eq!(stalls["finding"], "server-nagle-delayed-ack");
+    // The first exchange of a connection is quick-ACKed: the rest stall.
+    assert!(stalls["stalls"].as_u64().unwrap() >= 15, "{last:#}");
+    assert_eq!(stalls["exchanges"], 20, "{last:#}");
+    assert_eq!(last["packets"]["dropped"], 0);
+}
+
+#[test]
+fn the_text_names_the_process_port_and_finding_in_one_sentence() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    let port = peer.port.to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["watch", "-i", "lo", "--port", &port, "--duration", WATCH_LIMIT])
+        .env_remove("COLUMNS")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut text = String::new();
+    stdout.read_line(&mut text).unwrap();
+    assert!(text.starts_with("watch: live capture on lo, TCP on port"), "{text}");
+    // The mode line goes on until the line that ends it.
+    while !text.contains("Ctrl-C for the summary") {
+        stdout.read_line(&mut text).unwrap();
+    }
+    curl(peer.port, 20);
+    while !text.contains("responses,") {
+        assert!(stdout.read_line(&mut text).unwrap() > 0, "{text}");
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    stdout.read_to_string(&mut text).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{text}");
+    let one_line = text.replace("\n  ", " ");
+    let expected = format!("python3 (PID {}, fd ", peer.pid());
+    assert!(one_line.contains(&expected), "{text}");
+    assert!(one_line.contains(&format!("→ 127.0.0.1:{port}: server-nagle-delayed-ack in ")), "{text}");
+    assert!(one_line.contains(" of 20 responses, "), "{text}");
+    assert!(one_line.contains("0 dropped by the kernel"), "{text}");
+    assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+}
+
+#[test]
+fn pid_follows_that_process_and_prometheus_counts_its_stalls() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    let pid = peer.pid().to_string();
+    let mut watch = Watch::start(&["-i", "lo", "--pid", &pid, "--prometheus", "127.0.0.1:0"]);
+    let mode = watch.next();
+    assert_capture_mode(&mode);
+    assert_eq!(mode["ports"][0], peer.port, "its listening port: {mode}");
+    let url = mode["metrics_url"].as_str().expect("the metrics' address").to_string();
+    curl(peer.port, 10);
+    let finding = watch.until("finding");
+    assert_eq!(finding["process"]["pid"], peer.pid(), "{finding:#}");
+    let metrics = http_get(&url);
+    let counter = format!(
+        "nodelay_watch_stalls_total{{finding=\"server-nagle-delayed-ack\",process=\"python3\",port=\"{}\",side=\"server\"}}",
+        peer.port
+    );
+    let line = metrics.lines().find(|line| line.starts_with(&counter)).unwrap_or_else(|| panic!("{metrics}"));
+    let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(count >= finding["stalls"].as_f64().unwrap(), "{line}");
+    assert!(metrics.contains("nodelay_watch_mode_info{mode=\"capture\"} 1"), "{metrics}");
+    let (_, code) = watch.stop();
+    assert_eq!(code, 3);
+}
+
+/// The body of a GET over HTTP/1.0.
+fn http_get(url: &str) -> String {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (address, path) = rest.split_at(rest.find('/').unwrap());
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or(response)
+}
+
+#[test]
+fn healthy_traffic_gives_no_finding() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let port = peer.port.to_string();
+    let mut watch = Watch::start(&["-i", "lo", "--port", &port]);
+    assert_capture_mode(&watch.next());
+    curl(peer.port, 20);
+    let (last, code) = watch.stop();
+    assert_eq!(last["findings"], Value::Array(Vec::new()), "{last:#}");
+    assert_eq!(last["exchanges"], 20, "the traffic was seen: {last:#}");
+    assert!(watch.events.iter().all(|event| event["event"] != "finding"), "{:#?}", watch.events);
+    assert_eq!(code, 0);
+}
+
+/// A client that writes each request's head and body in two sends, Nagle on (as pyeapi,
+/// excon and http.rb did), 10 times on one keep-alive connection, then keeps it until its
+/// stdin closes.
+const SPLIT_CLIENT: &str = r#"
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+for _ in range(10):
+    s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n")
+    s.sendall(b"hello")
+    response = b""
+    while not response.endswith(b"Hello, world!"):
+        response += s.recv(4096)
+sys.stdin.read()
+"#;
+
+#[test]
+fn a_split_writing_client_is_named_as_the_client_side() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let port = peer.port.to_string();
+    let mut watch = Watch::start(&["-i", "lo", "--port", &port]);
+    assert_capture_mode(&watch.next());
+    let mut client =
+        Command::new("python3").args(["-c", SPLIT_CLIENT, &port]).stdin(Stdio::piped()).spawn().unwrap();
+    let client_pid = client.id();
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "client-nagle-delayed-ack", "{finding:#}");
+    assert_eq!(finding["side"], "client");
+    assert_eq!(finding["process"]["pid"], client_pid, "the client, not the server: {finding:#}");
+    assert_eq!(finding["holder_is_local"], true);
+    drop(client.stdin.take());
+    assert!(client.wait().unwrap().success());
+    let (last, code) = watch.stop();
+    assert!(last["findings"].as_array().unwrap().iter().all(|f| f["side"] == "client"), "{last:#}");
+    assert_eq!(code, 3);
+}
+
+/// `setpriv` runs nodelay as `nobody`: no CAP_NET_RAW.
+fn as_nobody() -> Option<Command> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run nodelay as another user");
+        return None;
+    }
+    let mut command = Command::new("setpriv");
+    command
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(env!("CARGO_BIN_EXE_nodelay"));
+    Some(command)
+}
+
+#[test]
+fn without_capture_rights_one_line_says_so_and_the_sock_diag_mode_runs() {
+    let Some(command) = as_nobody() else { return };
+    let peer = python_peer("python_http_server.py", &[]);
+    let port = peer.port.to_string();
+    // A connection open meanwhile: a socket for the survey to see.
+    let _open = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    let mut watch = Watch::start_as(command, &["-i", "lo", "--port", &port]);
+    let mode = watch.next();
+    assert_eq!(mode["mode"], "sock_diag", "{mode}");
+    assert!(mode["why"].as_str().unwrap().contains("no CAP_NET_RAW"), "{mode}");
+    assert!(mode["sees"].as_str().unwrap().contains("no stall is timed"), "{mode}");
+    let survey = watch.until("survey");
+    assert!(survey["sockets"].as_u64().unwrap() >= 2, "the listener and the connection: {survey:#}");
+    let (last, code) = watch.stop();
+    assert_eq!(last["event"], "final_survey");
+    assert_eq!(code, 0, "no stall seen: {last:#}");
+
+    let Some(mut text) = as_nobody() else { return };
+    let run = text.args(["watch", "-i", "lo", "--port", &port, "--duration", "1"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(stdout.starts_with("watch: sock_diag-only mode (no packet capture: no CAP_NET_RAW"), "{stdout}");
+    assert!(stdout.contains("in the sock_diag-only mode"), "{stdout}");
+    assert_eq!(run.status.code(), Some(0));
+}
+
+#[test]
+fn a_bad_interface_is_one_clear_line_and_exit_2() {
+    let run = nodelay(&["watch", "-i", "nosuch0", "--duration", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert_eq!(
+        run.stderr().trim_end(),
+        "nodelay: no network interface named 'nosuch0' (see `ip link`; `any` captures on all of them)"
+    );
+    assert!(run.stdout().is_empty());
+    let run = nodelay(&["watch", "--port", "0", "--duration", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("is not a TCP port (1-65535)"), "{}", run.stderr());
+}
+
+#[test]
+fn a_port_nobody_uses_gets_an_honest_empty_report() {
+    let (_held, port) = port_nobody_listens_on();
+    let run = nodelay(&["watch", "-i", "lo", "--port", &port.to_string(), "--duration", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let one_line = run.stdout().replace("\n  ", " ");
+    assert!(one_line.contains(&format!("no TCP traffic on port {port} in 1.0 s")), "{}", run.stdout());
+    assert!(one_line.contains("0 packets captured (0 dropped by the kernel)"), "{}", run.stdout());
+}
