@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::wan::Link;
 use common::{nodelay, port_nobody_listens_on, python_peer, validate_against_schema};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -255,6 +256,40 @@ fn a_split_writing_client_is_named_as_the_client_side() {
     let (last, code) = watch.stop();
     assert!(last["findings"].as_array().unwrap().iter().all(|f| f["side"] == "client"), "{last:#}");
     assert_eq!(code, 3);
+}
+
+/// Over a real 40 ms path (shared/tools/wan.py) the Nagle server holds its body until the
+/// client's ACK of the head: one round trip if the client ACKs at once (FIELD_NOTES §9), 40 ms
+/// more if it delays it. Watch, in the server's network namespace, names the server and its
+/// port, and its hold accounts for the client's time beyond the round trip.
+#[test]
+fn over_a_40_ms_path_watch_in_the_servers_namespace_names_the_server() {
+    let _alone = common::alone();
+    let link = Link::up("40ms", &[]);
+    let peer = link.python_server("python_http_server.py", &[]);
+    let port = peer.port.to_string();
+    // The server's namespace, entered through the server itself.
+    let mut command = Command::new("nsenter");
+    command.arg(format!("--net=/proc/{}/ns/net", peer.pid())).arg(env!("CARGO_BIN_EXE_nodelay"));
+    let mut watch = Watch::start_as(command, &["-i", "any", "--port", &port]);
+    assert_capture_mode(&watch.next());
+    let started = Instant::now();
+    let median_ms = link.client_median_ms(peer.port, 10);
+    assert!(median_ms > 70.0, "two round trips per response: {median_ms} ms");
+    let finding = watch.until("finding");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(finding["side"], "server", "{finding:#}");
+    assert_eq!(finding["process"]["pid"], peer.pid(), "{finding:#}");
+    assert_eq!(finding["process"]["command"], "python3");
+    assert_eq!(finding["server"], format!("{}:{port}", common::wan::SERVER_IP));
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    // Whether the client ACKed the head at once (a hold of one round trip) or after its
+    // 40 ms timer, a response takes the request's round trip plus the hold.
+    let worst = &last["findings"][0];
+    assert!(worst["finding"].as_str().unwrap().starts_with("server-nagle-"), "{last:#}");
+    let hold_ms = worst["mean_stall_ms"].as_f64().unwrap();
+    assert!((median_ms - 40.0 - hold_ms).abs() < 15.0, "median {median_ms} ms, hold {hold_ms} ms: {last:#}");
 }
 
 /// `setpriv` runs nodelay as `nobody`: no CAP_NET_RAW.
