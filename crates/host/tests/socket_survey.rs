@@ -64,6 +64,13 @@ fn tcp_nodelay_is_read_off_and_on_and_the_filter_keeps_only_its_port() {
     let ours = &found.by_process()[0];
     assert_eq!((ours.pid, ours.sockets, ours.nodelay_off), (Some(std::process::id()), 5, 4));
     assert_eq!(ours.listening_ports, [port]);
+
+    // A port only bound, never listened on nor connected: an honest empty survey.
+    let unused = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    unused.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let unused_port = unused.local_addr().unwrap().as_socket().unwrap().port();
+    let empty = survey(&SurveyFilter::ports([unused_port])).unwrap();
+    assert!(empty.sockets.is_empty() && empty.by_process().is_empty(), "{:#?}", empty.sockets);
 }
 
 /// Listens on 127.0.0.1 port 0, prints `PORT n`, accepts one connection and prints `FD fd`,
@@ -257,4 +264,42 @@ fn survey_as_nobody() {
     assert_eq!(own.owner.as_ref().map(|o| o.pid), Some(std::process::id()));
     assert_eq!(own.nodelay, Nodelay::Off, "its own sockets are read");
     println!("NOBODY OK: {} processes not readable; {error}", found.unreadable_processes);
+}
+
+/// The figures in `socket_survey`'s module doc: `cargo test --release -p nodelay-host --test
+/// socket_survey -- --ignored --nocapture survey_time`.
+#[test]
+#[ignore = "opens 10 000 sockets; run by hand for the figure"]
+fn survey_time_with_10k_sockets() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit read and write the struct we pass.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+    assert!(limit.rlim_cur > 10_100, "10 000 sockets need more descriptors: {}", limit.rlim_cur);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _held: Vec<_> = (0..5_000)
+        .map(|_| {
+            let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            (client, listener.accept().unwrap().0)
+        })
+        .collect();
+    for (what, filter) in [
+        ("every socket", SurveyFilter::default()),
+        ("their port", SurveyFilter::ports([port])),
+        ("another port", SurveyFilter::ports([1])),
+        ("this PID", SurveyFilter::pid(std::process::id())),
+    ] {
+        let runs = 10;
+        let start = std::time::Instant::now();
+        let mut listed = 0;
+        for _ in 0..runs {
+            listed = survey(&filter).unwrap().sockets.len();
+        }
+        let each_ms = start.elapsed().as_secs_f64() * 1e3 / f64::from(runs);
+        println!("{what}: {each_ms:.1} ms a survey, {listed} sockets listed");
+    }
 }
