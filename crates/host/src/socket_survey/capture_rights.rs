@@ -4,8 +4,8 @@
 use std::io;
 
 /// Ok when this process may open a packet socket (AF_PACKET), else why not in one line:
-/// "no CAP_NET_RAW: ..." when refused. The socket opened to find out (protocol 0, so it
-/// receives nothing) is closed at once.
+/// "no CAP_NET_RAW: ..." (under 80 columns) when refused. The socket opened to find out
+/// (protocol 0, so it receives nothing) is closed at once.
 pub fn capture_allowed() -> Result<(), String> {
     // SAFETY: socket(2) with constant arguments; a descriptor returned is closed below.
     let fd = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
@@ -16,10 +16,10 @@ pub fn capture_allowed() -> Result<(), String> {
     }
     let error = io::Error::last_os_error();
     Err(match error.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => format!(
-            "no CAP_NET_RAW: opening a packet socket was refused ({error}); run as root or grant \
-             the capability (setcap cap_net_raw+ep, or a container's NET_RAW)"
-        ),
+        // One short line: watch prints it after its own words.
+        Some(libc::EPERM | libc::EACCES) => {
+            "no CAP_NET_RAW: packet capture refused (run as root, or setcap cap_net_raw+ep)".into()
+        }
         Some(libc::EAFNOSUPPORT) => format!("this kernel has no packet sockets (AF_PACKET): {error}"),
         _ => format!("cannot open a packet socket (AF_PACKET): {error}"),
     })
