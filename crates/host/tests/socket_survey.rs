@@ -303,3 +303,28 @@ fn survey_time_with_10k_sockets() {
         println!("{what}: {each_ms:.1} ms a survey, {listed} sockets listed");
     }
 }
+
+/// sock_diag's TCP_INFO is read at the same offsets as getsockopt's: an idle connection after
+/// one exchange gives the same figures both ways.
+#[test]
+fn tcp_info_from_the_dump_matches_getsockopt() {
+    let (_listener, mut client, mut accepted) = pair();
+    client.write_all(b"ping").unwrap();
+    accepted.read_exact(&mut [0u8; 4]).unwrap();
+    accepted.write_all(b"pong").unwrap();
+    client.read_exact(&mut [0u8; 4]).unwrap();
+    let (local, remote) = ends(&client);
+    let found = survey(&SurveyFilter::ports([remote.port()])).unwrap();
+    let diag = find(&found, local, remote).tcp.expect("TCP_INFO in the dump");
+    let own = nodelay_engine::read_tcp_info(&client).unwrap();
+    assert_eq!(
+        (diag.rtt_us, diag.min_rtt_us, diag.ato_us, diag.snd_mss_bytes, diag.rcv_mss_bytes),
+        (own.rtt_us, own.min_rtt_us, own.ato_us, own.snd_mss_bytes, own.rcv_mss_bytes)
+    );
+    assert_eq!(
+        (diag.segments_out, diag.segments_in, diag.total_retrans_segments, diag.notsent_bytes),
+        (own.segments_out, own.segments_in, own.total_retransmits, own.notsent_bytes)
+    );
+    assert_eq!((diag.bytes_acked, diag.bytes_received, diag.bytes_sent), (5, 4, Some(4)), "the SYN counts 1");
+    assert_eq!((diag.data_segments_out, diag.data_segments_in), (1, 1));
+}
