@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every performance target of issue 15 in one run: runs the benchmarks that measure them one
+"""Every performance target of issues 15 and 32 in one run: runs the benchmarks that measure them one
 after another (nothing else should run meanwhile), then prints each script's ratio lines
 against their targets together, and which scripts met all of theirs.
 
@@ -11,9 +11,13 @@ against their targets together, and which scripts met all of theirs.
   bench/pcap_vs_tshark.py                  target 5, pcap >= 1000 MB/s
   bench/server_view_overhead.py            the server view costs under 2 % of req/s
   memory (in this file)                    issue 32: bench -t 1024 -c 1024 under 128 MiB RSS
+  bench/server_cost_per_generator.py       issue 32: wake-ups nginx sends per request, each loop
+  bench/scale.py                           issue 32: 1k/10k/50k connections, RSS, connects/s
+  bench/wan_scale.py                       issue 32: 40 ms RTT, 1000 connections, c/RTT
+(vs_wrk.py also carries issue 32's epoll target: a machine refusing io_uring.)
 
 Each script's whole output goes to bench/out/performance-<script>.txt. Takes ~15 minutes on a
-2-core machine. Usage: bench/performance.py [--only vs_wrk,open_loop]
+2-core machine (~35 with issue 32's). Usage: bench/performance.py [--only vs_wrk,open_loop]
 Exit status 0 when every script met its targets.
 """
 import argparse
@@ -33,6 +37,9 @@ RUNS = [
     ("pcap_vs_tshark", []),
     ("server_view_overhead", []),
     ("memory", None),
+    ("server_cost_per_generator", ["--rounds", "3", "--seconds", "4"]),
+    ("scale", ["--no-build"]),
+    ("wan_scale", ["--no-build"]),
 ]
 MEMORY_TARGET_MIB = 128
 
@@ -40,7 +47,8 @@ MEMORY_TARGET_MIB = 128
 def summary_lines(output):
     """The lines that state a ratio against a target, the verdicts under them, and the
     floor's own summary."""
-    keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations")
+    keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations",
+            "wake-ups per request", "For information", " at 10k", " at 1k", " at 50k", "/ c/RTT", "/ wrk ")
     return [line for line in output.splitlines() if any(word in line for word in keep)]
 
 
@@ -116,7 +124,7 @@ def main():
         with open(path, "w") as f:
             f.write(output)
         results.append((label, code, seconds, summary_lines(output), path))
-    print(f"\nissue 15's benchmarks at {commit} ({time.strftime('%Y-%m-%d %H:%M %Z')})")
+    print(f"\nissues 15 and 32's benchmarks at {commit} ({time.strftime('%Y-%m-%d %H:%M %Z')})")
     for label, code, seconds, lines, path in results:
         verdict = "targets met" if code == 0 else f"MISSED or failed (exit {code}; see {path})"
         print(f"\n{label}: {verdict}, {seconds:.0f} s")
