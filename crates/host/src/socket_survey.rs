@@ -27,12 +27,12 @@
 //! process it may not copy from. So it names Nagle-prone sockets ([`SurveyedSocket::nagle_prone`]:
 //! TCP_NODELAY off, and a hold seen or srtt inflated by ACK delays), not stalls.
 //!
-//! Cost, measured here (2 cores, release build, load average ~5): with 10 000 TCP sockets
-//! open, ~160 ms a survey of all of them (~16 µs a socket: the owner scan, TCP_INFO in the
-//! dump, and a pidfd copy, two getsockopt and a close for TCP_NODELAY and TCP_CORK), and
-//! ~15 ms for a port no socket uses (the dump alone: /proc is not walked for nothing). By
-//! `cargo test --release -p nodelay-host --test socket_survey -- --ignored --nocapture
-//! survey_time`.
+//! Cost, measured here (2 cores, release build, load average ~4): with 10 000 TCP sockets
+//! open, ~140 ms for a [`survey`] of all of them (~14 µs a socket: the /proc walk for owners,
+//! TCP_INFO in the dump, and a pidfd copy, two getsockopt and a close for TCP_NODELAY and
+//! TCP_CORK); ~30 ms for a [`Surveyor`]'s next survey when no socket is new (the dump, what was
+//! read kept); ~15 ms for a port no socket uses (/proc is not walked for nothing). By `cargo
+//! test --release -p nodelay-host --test socket_survey -- --ignored --nocapture survey_time`.
 //!
 //! [`capture_allowed`] says whether the capture mode may run instead.
 
@@ -41,6 +41,7 @@ mod diag;
 mod host_counters;
 mod options;
 mod summary;
+mod surveyor;
 mod tcp_info;
 
 pub use capture_rights::capture_allowed;
@@ -48,13 +49,13 @@ pub use diag::SocketTimer;
 pub use host_counters::HostTcpCounters;
 pub use options::{Nodelay, UnknownWhy};
 pub use summary::{ProcessActivity, ProcessSockets, SurveyChange};
+pub use surveyor::{FULL_SURVEY_EVERY, Surveyor};
 pub use tcp_info::DiagTcpInfo;
 
 use crate::SocketState;
-use crate::sock_diag;
-use crate::socket_owner::{HELD_STATES, Indexed, OwnerIndex, SocketOwner, canonical};
+use crate::socket_owner::{SocketOwner, canonical};
 use nodelay_engine::ListenQueue;
-use options::{OptionReader, Options};
+use options::Options;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::io;
@@ -195,53 +196,9 @@ pub struct Survey {
 /// The TCP sockets `filter` names (TIME-WAIT and half-open connections left out), with their
 /// owners, TCP_NODELAY and the kernel's figures. Fails only when sock_diag is refused or /proc
 /// cannot be listed; sockets and processes that go away meanwhile are left out or unknown.
+/// A caller surveying every second keeps a [`Surveyor`] instead, much cheaper.
 pub fn survey(filter: &SurveyFilter) -> io::Result<Survey> {
-    let taken_at = Instant::now();
-    let mut found = Vec::new();
-    sock_diag::dump_tcp(HELD_STATES, diag::WITH_TCP_INFO, &mut |message| {
-        let socket = diag::parse(message).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a socket message too short")
-        })?;
-        if filter.port_matches(socket.line.local, socket.line.remote) {
-            found.push(socket);
-        }
-        Ok(())
-    })?;
-    let table = found
-        .iter()
-        .filter(|socket| socket.line.inode != 0)
-        .map(|socket| Indexed {
-            inode: socket.line.inode,
-            local: socket.line.local,
-            remote: socket.line.remote,
-            state: socket.line.state.clone(),
-            v6only: socket.v6only,
-        })
-        .collect();
-    let owners = OwnerIndex::from_table(table, filter.pid)?;
-    let mut reader = OptionReader::default();
-    let mut sockets: Vec<SurveyedSocket> = found
-        .into_iter()
-        .filter_map(|socket| {
-            let owner = owners.by_inode(socket.line.inode).cloned();
-            if filter.pid.is_some() && owner.as_ref().map(|o| o.pid) != filter.pid {
-                return None;
-            }
-            let options = match &owner {
-                Some(owner) => reader.read(owner.pid, owner.fd, owner.inode),
-                None if socket.line.inode == 0 => Options::unknown(UnknownWhy::NotHeld),
-                None => Options::unknown(UnknownWhy::OwnerUnreadable),
-            };
-            Some(surveyed(socket, owner, options))
-        })
-        .collect();
-    mark_pending_acks(&mut sockets);
-    Ok(Survey {
-        taken_at,
-        sockets,
-        unreadable_processes: owners.unreadable_processes(),
-        host: HostTcpCounters::read().ok(),
-    })
+    Surveyor::new(filter.clone()).survey()
 }
 
 fn surveyed(socket: diag::DiagSocket, owner: Option<SocketOwner>, options: Options) -> SurveyedSocket {

@@ -5,7 +5,8 @@
 
 use nodelay_host::SocketState;
 use nodelay_host::socket_survey::{
-    Nodelay, Survey, SurveyFilter, SurveyedSocket, UnknownWhy, capture_allowed, survey,
+    FULL_SURVEY_EVERY, Nodelay, Survey, SurveyFilter, SurveyedSocket, Surveyor, UnknownWhy, capture_allowed,
+    survey,
 };
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -71,6 +72,41 @@ fn tcp_nodelay_is_read_off_and_on_and_the_filter_keeps_only_its_port() {
     let unused_port = unused.local_addr().unwrap().as_socket().unwrap().port();
     let empty = survey(&SurveyFilter::ports([unused_port])).unwrap();
     assert!(empty.sockets.is_empty() && empty.by_process().is_empty(), "{:#?}", empty.sockets);
+}
+
+/// A surveyor reads a socket that appears at once, forgets one that closed, and keeps what it
+/// read of the others until its next full survey: a TCP_NODELAY set meanwhile shows then.
+#[test]
+fn a_surveyor_reads_new_sockets_and_reads_old_ones_again_at_each_full_survey() {
+    let (listener, first, _first_accepted) = pair();
+    let port = listener.local_addr().unwrap().port();
+    let mut surveyor = Surveyor::new(SurveyFilter::ports([port]));
+    let (first_local, _) = ends(&first);
+    let nodelay_of = |survey: &Survey, local: SocketAddr| {
+        survey.sockets.iter().find(|s| s.local == local).map(|s| s.nodelay)
+    };
+    assert_eq!(nodelay_of(&surveyor.survey().unwrap(), first_local), Some(Nodelay::Off));
+    first.set_nodelay(true).unwrap();
+    let second = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    second.set_nodelay(true).unwrap();
+    let second_accepted = listener.accept().unwrap().0;
+    let (second_local, _) = ends(&second);
+    let kept = surveyor.survey().unwrap();
+    assert_eq!(nodelay_of(&kept, second_local), Some(Nodelay::On), "a new socket is read");
+    assert_eq!(nodelay_of(&kept, first_local), Some(Nodelay::Off), "an old one is kept as read");
+    assert_eq!(kept.sockets.len(), 5);
+    drop((second, second_accepted));
+    let mut surveys = 2;
+    let full = loop {
+        let now = surveyor.survey().unwrap();
+        surveys += 1;
+        assert_eq!(nodelay_of(&now, second_local), None, "closed: {:#?}", now.sockets);
+        if surveys > FULL_SURVEY_EVERY {
+            break now;
+        }
+        assert_eq!(nodelay_of(&now, first_local), Some(Nodelay::Off));
+    };
+    assert_eq!(nodelay_of(&full, first_local), Some(Nodelay::On), "read again");
 }
 
 /// Listens on 127.0.0.1 port 0, prints `PORT n`, accepts one connection and prints `FD fd`,
@@ -287,6 +323,14 @@ fn survey_time_with_10k_sockets() {
             (client, listener.accept().unwrap().0)
         })
         .collect();
+    let mut surveyor = Surveyor::new(SurveyFilter::default());
+    surveyor.survey().unwrap();
+    let start = std::time::Instant::now();
+    let listed = surveyor.survey().unwrap().sockets.len();
+    println!(
+        "a surveyor's survey after the first: {:.1} ms, {listed} sockets",
+        start.elapsed().as_secs_f64() * 1e3
+    );
     for (what, filter) in [
         ("every socket", SurveyFilter::default()),
         ("their port", SurveyFilter::ports([port])),
