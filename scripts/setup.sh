@@ -54,6 +54,13 @@ want sysctl procps
 want curl curl
 # A real Prometheus scrapes nodelay watch's /metrics and is queried back (crates/watch/tests).
 want prometheus prometheus
+# The container image (Containerfile, scripts/image.sh, crates/cli/tests/container.rs): podman
+# builds and runs it with runc (crun refuses to start anything where a cgroup v2 hierarchy with
+# a controller is mounted beside v1, as on these machines); musl-gcc compiles ring's C for the
+# static binary.
+want podman podman
+want runc runc
+want musl-gcc musl-tools
 if [[ "${1:-}" == "--bench" ]]; then
   want wrk wrk
   want ab apache2-utils
@@ -82,6 +89,9 @@ fi
 
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
+# The container image's static binary.
+rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
+  rustup --quiet target add x86_64-unknown-linux-musl
 
 # oha, the second anchor of bench/vs_wrk.py and bench/open_loop.py (a Rust tool: built, not apt).
 if [[ "${1:-}" == "--bench" ]] && ! command -v oha >/dev/null && [[ ! -x "$HOME/.cargo/bin/oha" ]]; then
