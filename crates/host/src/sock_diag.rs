@@ -20,6 +20,8 @@ const SOCK_DIAG_BY_FAMILY: u16 = 20;
 /// `idiag_timer` of a socket in TIME-WAIT.
 const TIME_WAIT_TIMER: u8 = 3;
 const NLMSG_HEADER_BYTES: usize = 16;
+/// The request attribute carrying a filter program.
+const INET_DIAG_REQ_BYTECODE: u16 = 1;
 /// `struct inet_diag_req_v2`.
 const REQUEST_BYTES: usize = 56;
 /// `struct inet_diag_msg`: family, state, timer, retrans; the socket id (48 bytes); expires,
@@ -34,7 +36,7 @@ const RECEIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// (TIME-WAIT included). A kernel without IPv6 lists IPv4 only.
 pub(crate) fn tcp_sockets() -> io::Result<Vec<TableLine>> {
     let mut lines = Vec::new();
-    dump_tcp(ALL_STATES, 0, &mut |body| {
+    dump_tcp(ALL_STATES, 0, &[], &mut |body| {
         lines.push(parse_socket(body).ok_or_else(|| malformed("a socket message too short"))?);
         Ok(())
     })?;
@@ -47,9 +49,12 @@ pub(crate) const ALL_STATES: u32 = 0x1ffe;
 /// Every TCP socket in `states` (bit `1 << state`), IPv4 then IPv6, each handed to `each` as
 /// its `inet_diag_msg` followed by the attributes `extensions` asked for (`idiag_ext` bits,
 /// `1 << (INET_DIAG_INFO - 1)` for TCP_INFO): what `socket_survey` reads beyond a table line.
+/// A non-empty `bytecode` (an `inet_diag_bc_op` program) has the kernel list only the sockets
+/// it accepts.
 pub(crate) fn dump_tcp(
     states: u32,
     extensions: u8,
+    bytecode: &[u8],
     each: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments; the descriptor is owned at once.
@@ -62,7 +67,7 @@ pub(crate) fn dump_tcp(
     // SAFETY: `fd` was just returned by socket(2) and nothing else owns it.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
     socket2::SockRef::from(&socket).set_read_timeout(Some(RECEIVE_TIMEOUT))?;
-    let query = Query { states, extensions };
+    let query = Query { states, extensions, bytecode };
     dump(&socket, libc::AF_INET as u8, 1, query, each)?;
     match dump(&socket, libc::AF_INET6 as u8, 2, query, each) {
         Err(error) if error.raw_os_error() == Some(libc::ENOENT) => {} // no IPv6 in this kernel
@@ -73,9 +78,10 @@ pub(crate) fn dump_tcp(
 
 /// Which sockets a dump lists and what it adds to each.
 #[derive(Clone, Copy)]
-struct Query {
+struct Query<'a> {
     states: u32,
     extensions: u8,
+    bytecode: &'a [u8],
 }
 
 /// Asks for every socket of `family` and hands each message the dump lists to `each`.
@@ -86,7 +92,7 @@ fn dump(
     query: Query,
     each: &mut dyn FnMut(&[u8]) -> io::Result<()>,
 ) -> io::Result<()> {
-    let request = request(family, sequence, query);
+    let request = request(family, sequence, &query);
     // SAFETY: sends `request.len()` bytes of a live buffer on an owned socket; the kernel is
     // the destination when no address is given on a netlink socket.
     let sent = unsafe { libc::send(socket.as_raw_fd(), request.as_ptr().cast(), request.len(), 0) };
@@ -116,11 +122,14 @@ fn dump(
     }
 }
 
-/// An `nlmsghdr` asking for a dump, then `inet_diag_req_v2` for TCP sockets in `query`'s states.
-fn request(family: u8, sequence: u32, query: Query) -> [u8; NLMSG_HEADER_BYTES + REQUEST_BYTES] {
-    let mut bytes = [0u8; NLMSG_HEADER_BYTES + REQUEST_BYTES];
+/// An `nlmsghdr` asking for a dump, then `inet_diag_req_v2` for TCP sockets in `query`'s
+/// states, then its bytecode as an `INET_DIAG_REQ_BYTECODE` attribute.
+fn request(family: u8, sequence: u32, query: &Query) -> Vec<u8> {
+    let attribute_bytes = if query.bytecode.is_empty() { 0 } else { 4 + query.bytecode.len() };
+    let length = NLMSG_HEADER_BYTES + REQUEST_BYTES + attribute_bytes;
+    let mut bytes = vec![0u8; NLMSG_HEADER_BYTES + REQUEST_BYTES];
     let flags = (libc::NLM_F_REQUEST | libc::NLM_F_DUMP) as u16;
-    bytes[0..4].copy_from_slice(&((NLMSG_HEADER_BYTES + REQUEST_BYTES) as u32).to_ne_bytes());
+    bytes[0..4].copy_from_slice(&(length as u32).to_ne_bytes());
     bytes[4..6].copy_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
     bytes[6..8].copy_from_slice(&flags.to_ne_bytes());
     bytes[8..12].copy_from_slice(&sequence.to_ne_bytes());
@@ -129,6 +138,11 @@ fn request(family: u8, sequence: u32, query: Query) -> [u8; NLMSG_HEADER_BYTES +
     body[1] = libc::IPPROTO_TCP as u8;
     body[2] = query.extensions;
     body[4..8].copy_from_slice(&query.states.to_ne_bytes());
+    if attribute_bytes > 0 {
+        bytes.extend_from_slice(&(attribute_bytes as u16).to_ne_bytes());
+        bytes.extend_from_slice(&INET_DIAG_REQ_BYTECODE.to_ne_bytes());
+        bytes.extend_from_slice(query.bytecode);
+    }
     bytes
 }
 

@@ -228,7 +228,7 @@ impl OwnerIndex {
 /// The sockets of this namespace a descriptor may hold (TIME-WAIT and SYN-RECV left out).
 fn table() -> io::Result<Vec<Indexed>> {
     let mut sockets = Vec::new();
-    sock_diag::dump_tcp(HELD_STATES, 0, &mut |body| {
+    sock_diag::dump_tcp(HELD_STATES, 0, &[], &mut |body| {
         let Some(line) = sock_diag::parse_socket(body) else {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a socket message too short"));
         };

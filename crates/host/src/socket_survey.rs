@@ -27,11 +27,12 @@
 //! process it may not copy from. So it names Nagle-prone sockets ([`SurveyedSocket::nagle_prone`]:
 //! TCP_NODELAY off, and a hold seen or srtt inflated by ACK delays), not stalls.
 //!
-//! Cost, measured here (2 cores, release build, load average ~4): with 10 000 TCP sockets
-//! open, ~140 ms for a [`survey`] of all of them (~14 µs a socket: the /proc walk for owners,
-//! TCP_INFO in the dump, and a pidfd copy, two getsockopt and a close for TCP_NODELAY and
-//! TCP_CORK); ~30 ms for a [`Surveyor`]'s next survey when no socket is new (the dump, what was
-//! read kept); ~15 ms for a port no socket uses (/proc is not walked for nothing). By `cargo
+//! Cost, measured here (2 cores, release build, load average ~4, figures vary ±30 % with
+//! it): with 10 000 TCP sockets open, ~95-140 ms for a [`survey`] of all of them (~10-14 µs
+//! a socket: the /proc walk for owners, TCP_INFO in the dump, and a pidfd copy, two
+//! getsockopt and a close for TCP_NODELAY and TCP_CORK); ~20-30 ms for a [`Surveyor`]'s next
+//! survey when no socket is new (the dump, what was read kept); ~2 ms for a port none of
+//! them uses (the kernel filters the ports, and /proc is not walked for nothing). By `cargo
 //! test --release -p nodelay-host --test socket_survey -- --ignored --nocapture survey_time`.
 //!
 //! [`capture_allowed`] says whether the capture mode may run instead.
@@ -40,6 +41,7 @@ mod capture_rights;
 mod diag;
 mod host_counters;
 mod options;
+mod port_filter;
 mod summary;
 mod surveyor;
 mod tcp_info;

@@ -7,6 +7,7 @@
 
 use super::diag::{self, DiagSocket};
 use super::options::{OptionReader, Options, UnknownWhy};
+use super::port_filter;
 use super::{HostTcpCounters, Survey, SurveyFilter, SurveyedSocket, mark_pending_acks, surveyed};
 use crate::sock_diag;
 use crate::socket_owner::{HELD_STATES, Indexed, OwnerIndex, SocketOwner};
@@ -77,10 +78,12 @@ impl Surveyor {
     /// The sockets of the dump the filter's ports name.
     fn dump(&self) -> io::Result<Vec<DiagSocket>> {
         let mut found = Vec::new();
-        sock_diag::dump_tcp(HELD_STATES, diag::WITH_TCP_INFO, &mut |message| {
+        let program = port_filter::local_or_remote(&self.filter.ports);
+        sock_diag::dump_tcp(HELD_STATES, diag::WITH_TCP_INFO, &program, &mut |message| {
             let socket = diag::parse(message).ok_or_else(|| {
                 io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a socket message too short")
             })?;
+            // The kernel filtered already, unless there were too many ports.
             if self.filter.port_matches(socket.line.local, socket.line.remote) {
                 found.push(socket);
             }
