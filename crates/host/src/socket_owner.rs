@@ -41,7 +41,7 @@ const COMM_MAX_BYTES: usize = 15;
 pub struct SocketOwner {
     /// The process ID.
     pub pid: u32,
-    /// Its name: `comm`, or argv[0]'s file name when `comm` is that name cut at 15 bytes.
+    /// Its name: `comm`, or `argv[0]`'s file name when `comm` is that name cut at 15 bytes.
     /// Control characters are replaced by `?`.
     pub command: String,
     /// The descriptor number in that process (its lowest, if it holds several).
@@ -299,7 +299,7 @@ fn process_sockets(pid: i32, sockets: &HashMap<u64, Indexed>) -> Read {
     }
 }
 
-/// `comm`, or argv[0]'s file name when `comm` is that name cut short, and the process's start
+/// `comm`, or `argv[0]`'s file name when `comm` is that name cut short, and the process's start
 /// time; `None` once the process ended.
 fn command(process: &Process) -> Option<(String, u64)> {
     let stat = process.stat().ok()?;

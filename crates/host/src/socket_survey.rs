@@ -1,6 +1,6 @@
 //! What `nodelay watch` can see of a host's TCP sockets without capturing packets (no
 //! CAP_NET_RAW): one sock_diag dump with TCP_INFO (what `ss -tio` reads), each socket's owner
-//! from /proc ([`OwnerIndex`]), and TCP_NODELAY read through a copy of the owner's descriptor.
+//! from /proc ([`crate::socket_owner::OwnerIndex`]), and TCP_NODELAY read through a copy of the owner's descriptor.
 //!
 //! **What it sees**, per socket, at the instant of the survey:
 //! - the 4-tuple, state, owner (PID, command, fd) when its process can be read;
@@ -14,8 +14,8 @@
 //! - a Nagle hold in progress ([`SurveyedSocket::nagle_holding`]): a sub-MSS tail not sent
 //!   while a small segment is unacknowledged, the congestion window not full;
 //! - a delayed ACK pending ([`SurveyedSocket::delayed_ack_pending`]), only when the peer is on
-//!   this host too (loopback, a sidecar): its bytes sent beyond what it saw acknowledged were
-//!   received here and not yet acknowledged;
+//!   this host too (loopback, a sidecar): bytes the peer sent and has not seen acknowledged
+//!   arrived here at once, so their ACK is being held;
 //! - the host's delayed-ACK timer count (`TcpExt: DelayedACKs` of /proc/net/netstat, for this
 //!   network namespace): [`Survey::compare`] turns it into a rate.
 //!
@@ -24,8 +24,9 @@
 //! boundaries; which packet waited for which ACK; whether a delayed-ACK timer runs on a
 //! socket whose peer is remote (sock_diag never reports `ICSK_TIME_DACK`, and `ss -o` cannot
 //! either); the peer's TCP_NODELAY; sockets of another network namespace; TCP_NODELAY of a
-//! process it may not copy from. So it names Nagle-prone sockets ([`SurveyedSocket::nagle_prone`]:
-//! TCP_NODELAY off, and a hold seen or srtt inflated by ACK delays), not stalls.
+//! process it may not copy from. So it names Nagle-prone sockets
+//! ([`SurveyedSocket::nagle_prone`]: TCP_NODELAY off, and a hold seen or srtt inflated by ACK
+//! delays), not stalls.
 //!
 //! Cost, measured here (2 cores, release build, load average ~4, figures vary ±30 % with
 //! it): with 10 000 TCP sockets open, ~95-140 ms for a [`survey`] of all of them (~10-14 µs
