@@ -16,8 +16,14 @@ fn main() {
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("linux") {
         return;
     }
-    let compiler = cc::Build::new().opt_level(2).debug(false).get_compiler();
-    let mut command: Command = compiler.to_command();
+    // The shim is loaded into the programs nodelay starts, which are linked against the
+    // system's C library (glibc), not nodelay's: a static musl nodelay still embeds a glibc
+    // shim (a musl one needs musl's libc.so, which a glibc program cannot load).
+    let mut command: Command = if std::env::var("CARGO_CFG_TARGET_ENV").as_deref() == Ok("musl") {
+        Command::new("cc")
+    } else {
+        cc::Build::new().opt_level(2).debug(false).get_compiler().to_command()
+    };
     command
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-fvisibility=hidden"])
         // Every symbol resolved at link time (a missing one would kill the program at its

@@ -79,7 +79,8 @@ pub fn read_stamped(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<i
     message.msg_iov = &mut iov;
     message.msg_iovlen = 1;
     message.msg_control = control.as_mut_ptr().cast();
-    message.msg_controllen = size_of_val(&control);
+    // socklen_t on musl, size_t on glibc.
+    message.msg_controllen = size_of_val(&control) as _;
     // SAFETY: `message` describes writable memory of the stated sizes.
     let read = unsafe { libc::recvmsg(fd, &mut message, 0) };
     if read < 0 {
@@ -90,7 +91,8 @@ pub fn read_stamped(fd: RawFd, buffer: &mut [u8]) -> io::Result<(usize, Option<i
     unsafe {
         let mut header = libc::CMSG_FIRSTHDR(&message);
         while !header.is_null() {
-            let whole = (*header).cmsg_len >= libc::CMSG_LEN(size_of::<libc::timespec>() as u32) as usize;
+            let whole =
+                (*header).cmsg_len as usize >= libc::CMSG_LEN(size_of::<libc::timespec>() as u32) as usize;
             if (*header).cmsg_level == libc::SOL_SOCKET
                 && (*header).cmsg_type == libc::SCM_TIMESTAMPNS
                 && whole
