@@ -225,10 +225,12 @@ impl OwnerIndex {
     }
 }
 
-/// The sockets of this namespace a descriptor may hold (TIME-WAIT and SYN-RECV left out).
+/// The sockets of this namespace a descriptor may hold (TIME-WAIT and SYN-RECV left out):
+/// from sock_diag, or from /proc/net/tcp and tcp6 where it is refused (a seccomp profile
+/// that blocks netlink sockets), which cannot tell an IPv6-only listener from a dual-stack one.
 fn table() -> io::Result<Vec<Indexed>> {
     let mut sockets = Vec::new();
-    sock_diag::dump_tcp(HELD_STATES, 0, &[], &mut |body| {
+    let dumped = sock_diag::dump_tcp(HELD_STATES, 0, &[], &mut |body| {
         let Some(line) = sock_diag::parse_socket(body) else {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "sock_diag: a socket message too short"));
         };
@@ -238,7 +240,22 @@ fn table() -> io::Result<Vec<Indexed>> {
             sockets.push(Indexed { inode, local, remote, state, v6only });
         }
         Ok(())
-    })?;
+    });
+    if let Err(refused) = dumped {
+        let lines = crate::tcp_table::read_proc(None)
+            .map_err(|error| io::Error::other(format!("sock_diag: {refused}; /proc/net/tcp: {error}")))?;
+        sockets = lines
+            .into_iter()
+            .filter(|line| line.inode != 0)
+            .map(|line| Indexed {
+                inode: line.inode,
+                local: line.local,
+                remote: line.remote,
+                state: line.state,
+                v6only: false,
+            })
+            .collect();
+    }
     Ok(sockets)
 }
 

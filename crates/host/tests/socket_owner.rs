@@ -193,3 +193,65 @@ fn scan_time_with_10k_sockets() {
     let mut first = &held[0].0;
     first.write_all(b"x").unwrap();
 }
+
+/// Set in the environment of this test binary run again where netlink sockets are refused.
+const WITHOUT_NETLINK: &str = "NODELAY_HOST_OWNER_WITHOUT_NETLINK";
+
+/// Where a seccomp profile refuses netlink sockets, the index reads /proc/net/tcp instead: run
+/// again under such a filter, this test binary still finds its own listener's owner.
+#[test]
+fn where_netlink_is_refused_the_table_is_read_from_proc() {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", "scan_without_netlink", "--nocapture"]).env(WITHOUT_NETLINK, "1");
+    let output = refuse_netlink(&mut command).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("WITHOUT NETLINK OK"), "{stdout}");
+}
+
+/// Run only by the test above, under its filter: a no-op otherwise.
+#[test]
+fn scan_without_netlink() {
+    if std::env::var(WITHOUT_NETLINK).is_err() {
+        return;
+    }
+    // SAFETY: socket(2) with constant arguments; a descriptor is closed at once.
+    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_DGRAM, libc::NETLINK_SOCK_DIAG) };
+    assert!(fd < 0, "the filter refuses netlink");
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let index = OwnerIndex::scan().expect("the table from /proc");
+    let owner = index.owner_of_port(listener.local_addr().unwrap().port()).expect("our listener");
+    assert_eq!((owner.pid, owner.fd), (std::process::id(), listener.as_raw_fd()));
+    println!("WITHOUT NETLINK OK");
+}
+
+/// The child's socket(AF_NETLINK, ...) fails with EPERM, as under a seccomp profile that
+/// blocks netlink (x86_64 numbering; seccomp_data has the call at offset 0, its first
+/// argument at 16).
+fn refuse_netlink(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    let statement = |code: u32, k: u32, jt: u8, jf: u8| libc::sock_filter { code: code as u16, jt, jf, k };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let equals = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    let filter = vec![
+        statement(load, 0, 0, 0),
+        statement(equals, libc::SYS_socket as u32, 0, 3),
+        statement(load, 16, 0, 0),
+        statement(equals, libc::AF_NETLINK as u32, 0, 1),
+        statement(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32, 0, 0),
+        statement(ret, libc::SECCOMP_RET_ALLOW, 0, 0),
+    ];
+    // SAFETY: between fork and exec only prctl is called, with a filter the closure owns.
+    unsafe {
+        command.pre_exec(move || {
+            let program = libc::sock_fprog { len: filter.len() as u16, filter: filter.as_ptr() as *mut _ };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &program) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    }
+}
