@@ -234,7 +234,7 @@ fn refuse_netlink(command: &mut Command) -> &mut Command {
     let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     let equals = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
     let ret = libc::BPF_RET | libc::BPF_K;
-    let filter = vec![
+    let filter = [
         statement(load, 0, 0, 0),
         statement(equals, libc::SYS_socket as u32, 0, 3),
         statement(load, 16, 0, 0),
