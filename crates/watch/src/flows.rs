@@ -11,7 +11,8 @@
 //! What the flows show comes out as [`FlowEvent`]s, as it happens.
 
 use nodelay_capture::{Endpoint, Flow, Hold, TcpSegment};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 /// A flow silent this long is forgotten at the next sweep: 2 minutes, past any delayed ACK
 /// or retransmission timeout that could still end a hold it has under way.
@@ -84,7 +85,7 @@ struct Tracked {
 
 /// The open flows.
 pub struct FlowTable {
-    flows: HashMap<Key, Tracked>,
+    flows: FxHashMap<Key, Tracked>,
     capacity: usize,
     packet: u64,
     /// Running counts.
@@ -95,7 +96,7 @@ impl FlowTable {
     /// A table of at most `capacity` flows (at least 8).
     pub fn new(capacity: usize) -> Self {
         FlowTable {
-            flows: HashMap::new(),
+            flows: FxHashMap::default(),
             capacity: capacity.max(8),
             packet: 0,
             counts: TableCounts::default(),
@@ -120,25 +121,34 @@ impl FlowTable {
         } else {
             (segment.destination, segment.source)
         };
-        let reused = segment.syn
-            && !segment.ack_flag
-            && self.flows.get(&key).is_some_and(|tracked| tracked.flow.exchanges() > 0);
-        if reused && let Some(old) = self.flows.remove(&key) {
-            tell(FlowEvent::Ended { rtt_ns: old.flow.rtt_ns(), why: EndReason::Reused });
+        // Bare ACKs of a connection not followed open nothing: its next data will.
+        let opens = segment.syn || segment.payload_len > 0;
+        if opens && self.flows.len() >= self.capacity && !self.flows.contains_key(&key) {
+            self.evict(tell);
         }
-        if !self.flows.contains_key(&key) {
-            // Bare ACKs of a connection not followed open nothing: its next data will.
-            if !segment.syn && segment.payload_len == 0 {
-                return;
+        let new = || Tracked {
+            flow: Box::new(Flow::live([segment.source, segment.destination], time_ns)),
+            exchanges_told: 0,
+            held: false,
+        };
+        // One lookup for a packet of a connection followed: nearly every packet.
+        let tracked = match self.flows.entry(key) {
+            Entry::Occupied(entry) => {
+                let tracked = entry.into_mut();
+                // A new SYN on a 4-tuple that already carried exchanges: a new connection.
+                if segment.syn && !segment.ack_flag && tracked.flow.exchanges() > 0 {
+                    tell(FlowEvent::Ended { rtt_ns: tracked.flow.rtt_ns(), why: EndReason::Reused });
+                    *tracked = new();
+                    self.counts.seen += 1;
+                }
+                tracked
             }
-            if self.flows.len() >= self.capacity {
-                self.evict(tell);
+            Entry::Vacant(entry) if opens => {
+                self.counts.seen += 1;
+                entry.insert(new())
             }
-            self.counts.seen += 1;
-            let flow = Box::new(Flow::live([segment.source, segment.destination], time_ns));
-            self.flows.insert(key, Tracked { flow, exchanges_told: 0, held: false });
-        }
-        let Some(tracked) = self.flows.get_mut(&key) else { return };
+            Entry::Vacant(_) => return,
+        };
         tracked.flow.segment(self.packet, time_ns, segment);
         if let Some(hold) = tracked.flow.take_hold() {
             let first_in_flow = !tracked.held;

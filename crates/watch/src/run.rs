@@ -82,7 +82,10 @@ fn watch(
         interface: Some(args.interface.clone()),
         ports: ports.clone(),
         pid: args.pid,
-        why: "packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel".into(),
+        why: format!(
+            "packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel, {}",
+            if capture.uses_ring() { "read from a memory-mapped ring" } else { "read in recvmmsg batches" }
+        ),
         sees: "every TCP segment's headers: Nagle holds timed from the packets, named by process".into(),
         metrics_url: metrics_url(&server),
     };
@@ -200,7 +203,7 @@ impl Watch {
         let now = Instant::now();
         let pipeline = &mut self.pipeline;
         self.capture
-            .read(Duration::ZERO, usize::MAX, |frame| pipeline.frame(frame, now))
+            .drain(|frame| pipeline.frame(frame, now))
             .map_err(|e| WatchError::Failed(format!("reading the capture: {e}")))?;
         let Pipeline { table, findings, owners, metrics, .. } = &mut self.pipeline;
         table.finish(&mut |event| note(event, findings, owners, metrics, now));

@@ -3,7 +3,7 @@
 //! ports, most time held first, as many as the terminal's height allows, each row cut to its
 //! width. When watch stops the view gives way to the final summary of [`Lines`].
 
-use super::{Lines, count, fit, milliseconds, ports, seconds};
+use super::{Lines, count, counted, fit, milliseconds, ports, seconds};
 use crate::event::{Event, Mode, ModeLine, Side, Stalls, Summary, Survey};
 
 /// Moves the cursor home and clears the screen below it.
@@ -53,12 +53,12 @@ impl Top {
         let mut rows = vec![
             self.header(summary.elapsed_s),
             format!(
-                "{} packets, {} dropped · {} connections open, {} seen · {} exchanges",
-                count(summary.packets.captured),
+                "{}, {} dropped · {} open, {} seen · {}",
+                counted(summary.packets.captured, "packet", "packets"),
                 count(summary.packets.dropped),
-                count(summary.flows.open),
+                counted(summary.flows.open, "connection", "connections"),
                 count(summary.flows.seen),
-                count(summary.exchanges)
+                counted(summary.exchanges, "exchange", "exchanges")
             ),
             String::new(),
             format!(
