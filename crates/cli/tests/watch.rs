@@ -355,3 +355,73 @@ fn a_port_nobody_uses_gets_an_honest_empty_report() {
     assert!(one_line.contains(&format!("no TCP traffic on port {port} in 1.0 s")), "{}", run.stdout());
     assert!(one_line.contains("0 packets captured (0 dropped by the kernel)"), "{}", run.stdout());
 }
+
+/// A tmux server of its own running one command in a `width` × `height` terminal; when the
+/// command exits the shell prints `[exit N]` and keeps the pane for reading.
+struct Screen {
+    socket: std::path::PathBuf,
+}
+
+impl Screen {
+    fn start(width: u16, height: u16, args: &[&str]) -> Screen {
+        let socket = std::env::temp_dir().join(format!("nodelay-watch-tmux-{}", std::process::id()));
+        let words: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_nodelay"))
+            .chain(args.iter().copied())
+            .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
+            .collect();
+        let shell = format!("trap : INT; {}; echo \"[exit $?]\"; exec cat", words.join(" "));
+        let screen = Screen { socket };
+        let (width, height) = (width.to_string(), height.to_string());
+        screen.tmux(&["-f", "/dev/null", "new-session", "-d", "-x", &width, "-y", &height, &shell]);
+        screen
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().expect("tmux");
+        assert!(output.status.success(), "tmux {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Polls the visible screen until `done` accepts it (within 30 s).
+    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let screen = self.tmux(&["capture-pane", "-p"]);
+            if done(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "no {what}; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").arg("-S").arg(&self.socket).arg("kill-server").output();
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+#[test]
+fn on_a_terminal_the_view_redraws_in_place_and_ctrl_c_leaves_the_summary() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    let port = peer.port.to_string();
+    let screen = Screen::start(72, 16, &["watch", "-i", "lo", "--port", &port, "--duration", WATCH_LIMIT]);
+    screen.wait_for("the view", |s| {
+        s.contains("nodelay watch · lo · TCP on port") && s.contains("(no stall so far)")
+    });
+    curl(peer.port, 20);
+    let row = format!("python3 ({}) → 127.0.0.1:{port}", peer.pid());
+    let view =
+        screen.wait_for("the stalling server's row", |s| s.contains(&row) && s.contains(" 20 exchanges"));
+    assert!(view.contains("server-nagle-delayed-ack"), "{view}");
+    assert!(view.lines().all(|line| line.chars().count() <= 72), "{view}");
+    assert_eq!(view.matches("nodelay watch ·").count(), 1, "redrawn in place, not scrolled: {view}");
+    screen.tmux(&["send-keys", "C-c"]);
+    let end = screen.wait_for("the exit", |s| s.contains("[exit "));
+    assert!(end.contains("[exit 3]"), "{end}");
+    assert!(end.contains("20 request/response exchanges"), "{end}");
+    assert!(!end.contains("nodelay watch ·"), "the view gave way to the summary: {end}");
+}

@@ -1,7 +1,9 @@
 //! Watch's terminal view, redrawn in place every second as `top` is: a header (mode,
 //! interface, ports, time, packets and drops, connections), then the stalling processes and
-//! ports, most time held first, as many as the terminal's height allows, each row cut to its
-//! width. When watch stops the view gives way to the final summary of [`Lines`].
+//! ports, most time held first, as many as the terminal's height allows: two lines each, who
+//! (process → server) then what (finding, stalls out of exchanges, each, held in all), so that
+//! 80 columns hold both; a line wider than the terminal is cut. When watch stops the view
+//! gives way to the final summary of [`Lines`].
 
 use super::{Lines, count, counted, fit, milliseconds, ports, seconds};
 use crate::event::{Event, Mode, ModeLine, Side, Stalls, Summary, Survey};
@@ -61,19 +63,19 @@ impl Top {
                 counted(summary.exchanges, "exchange", "exchanges")
             ),
             String::new(),
-            format!(
-                "{:>9} {:>7} {:>7} {:>9}  {:<24} PROCESS → SERVER",
-                "HELD", "STALLS", "OF", "EACH", "FINDING"
-            ),
         ];
         if summary.findings.is_empty() {
             rows.push("(no stall so far)".into());
+            return render_rows(&rows, width);
         }
-        let room = height.saturating_sub(rows.len() + 1).max(1);
-        rows.extend(summary.findings.iter().take(room).map(stalls_row));
-        if summary.findings.len() > room {
-            rows.pop();
-            rows.push(format!("... and {} more", summary.findings.len() - room + 1));
+        rows.push("stalls, most time held first:".into());
+        let room = (height.saturating_sub(rows.len() + 1) / 2).max(1);
+        let shown = if summary.findings.len() > room { room - 1 } else { room };
+        for stalls in summary.findings.iter().take(shown) {
+            rows.extend(stalls_rows(stalls));
+        }
+        if summary.findings.len() > shown {
+            rows.push(format!("... and {} more", summary.findings.len() - shown));
         }
         render_rows(&rows, width)
     }
@@ -117,25 +119,29 @@ impl Top {
     }
 }
 
-fn stalls_row(stalls: &Stalls) -> String {
+/// `python3 (812) → 127.0.0.1:8000`, then `  server-nagle-delayed-ack  19/20  43.6 ms each
+/// 0.8 s held`.
+fn stalls_rows(stalls: &Stalls) -> [String; 2] {
     let process = match &stalls.process {
         Some(process) => format!("{} ({})", process.command, process.pid),
-        None => "unknown".into(),
+        None => "unknown process".into(),
     };
     let side = match (stalls.side, stalls.holder_is_local) {
         (Side::Server, true) => "",
-        (Side::Client, true) => " client",
-        (_, false) => " (peer held)",
+        (Side::Client, true) => " (client)",
+        (_, false) => " (the remote peer held)",
     };
-    format!(
-        "{:>9} {:>7} {:>7} {:>9}  {:<24} {process}{side} → {}",
-        seconds(stalls.lost_ms / 1e3),
-        stalls.stalls,
-        stalls.exchanges,
-        milliseconds(stalls.mean_stall_ms),
-        stalls.finding.as_str(),
-        stalls.server
-    )
+    [
+        format!("{process}{side} → {}", stalls.server),
+        format!(
+            "  {}  {}/{}  {} each  {} held",
+            stalls.finding.as_str(),
+            stalls.stalls,
+            stalls.exchanges,
+            milliseconds(stalls.mean_stall_ms),
+            seconds(stalls.lost_ms / 1e3)
+        ),
+    ]
 }
 
 fn render_rows(rows: &[String], width: usize) -> String {
@@ -196,15 +202,20 @@ mod tests {
         assert!(rows.len() < 12, "{frame}");
         assert!(rows.iter().all(|row| row.chars().count() <= 60), "{frame}");
         assert!(rows[1].contains("4,512 packets, 0 dropped"), "{frame}");
-        assert!(rows.last().unwrap().contains("more"), "{frame}");
-        let wide = top.render(&Event::Summary(summary(vec![stalls(8080, 1.0)])), 100, 12);
-        assert!(wide.lines().nth(4).unwrap().contains("server-nagle-delayed-ack"), "{wide}");
+        assert!(rows.last().unwrap().contains("48 more"), "{frame}");
+        let one = top.render(&Event::Summary(summary(vec![stalls(8080, 1.0)])), 80, 12);
+        let lines: Vec<&str> = one.lines().collect();
+        assert_eq!(lines[4], "python3 (812) → 127.0.0.1:8080", "{one}");
+        assert_eq!(lines[5], "  server-nagle-delayed-ack  37/40  41.0 ms each  0.0 s held", "{one}");
     }
 
     #[test]
-    fn a_row_says_how_long_how_often_and_who() {
-        let row = stalls_row(&stalls(8080, 1517.0));
-        assert!(row.contains("1.5 s") && row.contains("41.0 ms"), "{row}");
-        assert!(row.contains("python3 (812) → 127.0.0.1:8080"), "{row}");
+    fn a_row_says_who_then_how_often_and_how_long() {
+        let [who, what] = stalls_rows(&stalls(8080, 1517.0));
+        assert_eq!(who, "python3 (812) → 127.0.0.1:8080");
+        assert!(
+            what.contains("37/40") && what.contains("41.0 ms each") && what.contains("1.5 s held"),
+            "{what}"
+        );
     }
 }
