@@ -14,7 +14,7 @@ use std::time::Duration;
     // Help fits 80 columns, as every other output does when not on a wider terminal.
     max_term_width = 80,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
-    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments, 3 doctor, pcap or proxy made a finding (fix: the program turns TCP_NODELAY off again on new connections); exec: the program's own, 126 or 127 if it cannot be run."
+    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments, 3 doctor, pcap, proxy or watch made a finding (fix: the program turns TCP_NODELAY off again on new connections); exec: the program's own, 126 or 127 if it cannot be run."
 )]
 pub struct Cli {
     #[command(subcommand)]
