@@ -163,12 +163,8 @@ impl LiveCapture {
         if bound != 0 {
             return Err(io_error("binding the packet socket to the interface"));
         }
-        let mut capture = LiveCapture {
-            socket,
-            reader,
-            counts: KernelCounts::default(),
-            interface: interface.into(),
-        };
+        let mut capture =
+            LiveCapture { socket, reader, counts: KernelCounts::default(), interface: interface.into() };
         // Counting starts now: what the socket saw before bind is not ours.
         capture.kernel_counts();
         capture.counts = KernelCounts::default();
