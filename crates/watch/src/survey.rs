@@ -6,7 +6,7 @@
 use crate::args::WatchArgs;
 use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, Mode, ModeLine, Survey, TICK};
-use nodelay_host::socket_survey::{self, ProcessSockets, SurveyFilter};
+use nodelay_host::socket_survey::{self, ProcessSockets, SurveyFilter, Surveyor};
 use std::io;
 use std::time::{Duration, Instant};
 
@@ -40,7 +40,8 @@ pub fn run(
     sink(&Event::Mode(mode)).map_err(WatchError::Output)?;
     let started = Instant::now();
     let deadline = args.duration.map(|d| started + d);
-    let filter = SurveyFilter { ports: ports.to_vec(), pid: args.pid };
+    // A socket's owner and options are read once while it lives, not every second.
+    let mut surveyor = Surveyor::new(SurveyFilter { ports: ports.to_vec(), pid: args.pid });
     let mut findings = false;
     let mut before = None;
     let mut next = started;
@@ -50,7 +51,7 @@ pub fn run(
             break;
         }
         if now >= next {
-            let survey = take(started, &filter, &mut before)?;
+            let survey = take(started, &mut surveyor, &mut before)?;
             findings |= survey.nagle_prone() > 0;
             sink(&Event::Survey(survey)).map_err(WatchError::Output)?;
             next += TICK;
@@ -58,7 +59,7 @@ pub fn run(
         let until = deadline.map_or(next, |d| d.min(next));
         std::thread::sleep(until.saturating_duration_since(Instant::now()).min(Duration::from_millis(100)));
     }
-    let last = take(started, &filter, &mut before)?;
+    let last = take(started, &mut surveyor, &mut before)?;
     findings |= last.nagle_prone() > 0;
     sink(&Event::FinalSurvey(last)).map_err(WatchError::Output)?;
     Ok(WatchEnd { findings })
@@ -67,11 +68,10 @@ pub fn run(
 /// One survey, the delayed ACKs counted since `before` (which it replaces).
 fn take(
     started: Instant,
-    filter: &SurveyFilter,
+    surveyor: &mut Surveyor,
     before: &mut Option<socket_survey::Survey>,
 ) -> Result<Survey, WatchError> {
-    let survey = socket_survey::survey(filter)
-        .map_err(|e| WatchError::Failed(format!("surveying the sockets: {e}")))?;
+    let survey = surveyor.survey().map_err(|e| WatchError::Failed(format!("surveying the sockets: {e}")))?;
     let delayed_acks_per_s = before.as_ref().and_then(|before| {
         let change = socket_survey::Survey::compare(before, &survey);
         Some(change.delayed_acks? as f64 / change.interval_s.max(1e-3))
