@@ -122,7 +122,7 @@ def pct(values, q):
 def run_tool(name, ns, device, workdir, connections, seconds):
     url = f"http://{SERVER_IP}:{PORT}/index.html"
     capture = Capture(ns, device, os.path.join(workdir, f"{name}.pcap"))
-    own_connect = None
+    own_connect, mean_latency_ms = None, None
     if name == "nodelay":
         out = subprocess.run(in_ns(ns, [NODELAY, "bench", "-t", "1", "-c", str(connections), "-d", f"{seconds}s",
                                         "-q", "--json", "--no-server-view", "--connect-timeout", "10s", url]),
@@ -130,6 +130,7 @@ def run_tool(name, ns, device, workdir, connections, seconds):
         report = json.loads(out.stdout)
         rps = report["requests_per_second"]
         own_connect = report["connect_ms"]
+        mean_latency_ms = report["latency_ms"]["mean"]
         errors = sum(report["errors"].values())
     else:
         out = subprocess.run(in_ns(ns, ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", url]),
@@ -137,7 +138,8 @@ def run_tool(name, ns, device, workdir, connections, seconds):
         rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out.stdout).group(1))
         errors = out.stdout.count("Socket errors")
     times, ramp, unanswered = capture.connect_times_ms()
-    return dict(rps=rps, times=times, ramp=ramp, unanswered=unanswered, own=own_connect, errors=errors)
+    return dict(rps=rps, times=times, ramp=ramp, unanswered=unanswered, own=own_connect, errors=errors,
+                mean_latency_ms=mean_latency_ms)
 
 
 def main():
@@ -194,8 +196,13 @@ def main():
         unanswered = sum(r["unanswered"] for r in tool_runs)
         if unanswered:
             print(f"  {tool}: {unanswered} SYNs never answered in the capture")
+    # Little's law: connections busy = throughput x time per request.
+    busy = statistics.median(r["rps"] * r["mean_latency_ms"] / 1000 for r in runs["nodelay"])
+    mean_ms = statistics.median(r["mean_latency_ms"] for r in runs["nodelay"])
+    print(f"\nnodelay: mean response {mean_ms:.1f} ms over a {rtt_s * 1000:.0f} ms path; req/s x mean = {busy:.0f} of "
+          f"{args.connections} connections busy (Little's law)")
     ratio = med["nodelay"] / ideal
-    print(f"\nreq/s nodelay / (c/RTT = {ideal:.0f})      {ratio:6.2f}  (target >= 0.95) {'ok' if ratio >= 0.95 else 'missed'}")
+    print(f"req/s nodelay / (c/RTT = {ideal:.0f})      {ratio:6.2f}  (target >= 0.95) {'ok' if ratio >= 0.95 else 'missed'}")
     print(f"req/s nodelay / wrk                   {med['nodelay'] / med['wrk']:6.2f}  (the link's own limit, read "
           "through the better tool)")
     sys.exit(0 if ratio >= 0.95 else 1)

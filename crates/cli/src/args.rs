@@ -85,6 +85,7 @@ pub enum SchemaName {
     Proxy,
     Compare,
     Merge,
+    Watch,
 }
 
 #[derive(Debug, Clone, Args)]

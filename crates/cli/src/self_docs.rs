@@ -14,6 +14,7 @@ const PCAP_SCHEMA: &str = include_str!("../../../schema/pcap.schema.json");
 const PROXY_SCHEMA: &str = include_str!("../../../schema/proxy.schema.json");
 const COMPARE_SCHEMA: &str = include_str!("../../../schema/compare.schema.json");
 const MERGE_SCHEMA: &str = include_str!("../../../schema/merge.schema.json");
+const WATCH_SCHEMA: &str = include_str!("../../../schema/watch.schema.json");
 /// One schema for `inspect` and `fix`: they share the socket's description.
 const SOCKETS_SCHEMA: &str = include_str!("../../../schema/inspect.schema.json");
 
@@ -26,6 +27,7 @@ pub fn schema(name: SchemaName) -> Result<Outcome> {
         SchemaName::Proxy => PROXY_SCHEMA,
         SchemaName::Compare => COMPARE_SCHEMA,
         SchemaName::Merge => MERGE_SCHEMA,
+        SchemaName::Watch => WATCH_SCHEMA,
     })?;
     Ok(Outcome::Success)
 }

@@ -29,7 +29,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("watch", &["capture", "host"]),
     (
         "cli",
-        &["wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor", "watch"],
+        &[
+            "wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor",
+            "watch",
+        ],
     ),
 ];
 

@@ -438,10 +438,11 @@ fn tail(output: &str) -> String {
 }
 
 /// The commands of the README every user reads first: one tested example for each.
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
     "bench",
     "doctor",
     "pcap",
+    "watch",
     "inspect",
     "fix",
     "demo",

@@ -15,6 +15,7 @@ fn schemas_are_embedded_and_equal_the_files() {
         ("inspect", "inspect"),
         ("fix", "inspect"),
         ("proxy", "proxy"),
+        ("watch", "watch"),
     ] {
         let run = nodelay(&["schema", name]);
         assert_eq!(run.code(), 0, "{}", run.stderr());
@@ -102,6 +103,7 @@ fn every_command_has_a_man_page_of_its_own_that_names_its_options() {
         (&["demo"], &["--help"]),
         (&["exec"], &["--quiet", "LD_PRELOAD"]),
         (&["proxy"], &["--listen", "--upstream", "--listen-public"]),
+        (&["watch"], &["--interface", "--port", "--pid", "--json-lines", "--prometheus"]),
         (&["compare"], &["--rounds", "--labels", "--diagnose"]),
         (&["report"], &["--html", "nodelay-report-merge(1)"]),
         (&["report", "merge"], &["--json", "--html"]),
