@@ -2,7 +2,7 @@
 //! through the host crate's [`OwnerIndex`] (sock_diag's 4-tuples to inodes, /proc/PID/fd's
 //! inodes to processes). The index is a snapshot, scanned again when a stalled connection is
 //! not in it: at most every [`RESCAN_AFTER`], and never more than 5 % of the time (a scan of
-//! 10 000 sockets takes ~25 ms: then every 0.5 s at most). A connection still missing from a
+//! 10 000 sockets takes 66-100 ms, one readlink per descriptor: then every 1.3-2 s at most). A connection still missing from a
 //! scan taken after its stall is one whose socket closed meanwhile, or that lives in another
 //! network namespace.
 

@@ -171,7 +171,7 @@ impl LiveCapture {
         Ok(capture)
     }
 
-    /// Waits up to `timeout` for packets, lets more gather for [`GATHER`], then hands every
+    /// Waits up to `timeout` for packets, lets more gather for `GATHER`, then hands every
     /// one waiting to `each` (in batches, until the socket is empty or `most` packets were
     /// read). Returns the packets read.
     pub fn read(
