@@ -68,7 +68,8 @@ impl Batch {
             header.msg_hdr.msg_iov = &raw mut self.iovecs[i];
             header.msg_hdr.msg_iovlen = 1;
             header.msg_hdr.msg_control = self.control[i].as_mut_ptr().cast();
-            header.msg_hdr.msg_controllen = CONTROL_BYTES;
+            // socklen_t on musl, size_t on glibc (the static image is musl).
+            header.msg_hdr.msg_controllen = CONTROL_BYTES as _;
             self.headers.push(header);
         }
         // SAFETY: `headers` holds BATCH valid message headers whose buffers live in `self`.
@@ -77,7 +78,8 @@ impl Batch {
                 socket.as_raw_fd(),
                 self.headers.as_mut_ptr(),
                 BATCH as u32,
-                libc::MSG_DONTWAIT,
+                // An unsigned int on musl, an int on glibc.
+                libc::MSG_DONTWAIT as _,
                 std::ptr::null_mut(),
             )
         };
