@@ -41,8 +41,19 @@ fn doctor_json(args: &[&str]) -> serde_json::Value {
 fn assert_backlog_overflow_proven(peer: &Peer) {
     assert_eq!(backlog_by_ss(peer), 2);
     let report = doctor_json(&["-c", "20", &peer.url("/")]);
-    assert_eq!(finding_ids(&report)[0], "listen-backlog-overflow", "{report:#}");
     let overflow = finding(&report, "listen-backlog-overflow");
+    // First, unless a slow first byte costs each request more: findings are ranked by what
+    // they cost a request. A server that closes its connections (Node under this load: ~1200
+    // opens for 20 connections) pays the 1 s waits on a share of its opens, which a busy
+    // event loop's 13 ms first byte can match (15 waits in 1199 opens: 12.5 ms a request).
+    let ids = finding_ids(&report);
+    if ids[0] != "listen-backlog-overflow" {
+        let waited = evidence(overflow, "new connections that waited");
+        let per_request_ms = waited / evidence(overflow, "connections opened") * 1000.0;
+        let slow = finding(&report, "slow-first-byte");
+        assert_eq!(ids[0], "slow-first-byte", "{report:#}");
+        assert!(evidence(slow, "median first byte") >= per_request_ms, "{report:#}");
+    }
     assert_eq!(overflow["proven"], true, "{overflow:#}");
     assert_eq!(evidence(overflow, "the listening socket's backlog"), 2.0);
     assert!(evidence(overflow, "handshakes dropped on a full accept queue") > 0.0, "{overflow:#}");
