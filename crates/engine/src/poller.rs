@@ -124,15 +124,7 @@ impl Poller {
             Poller::Epoll { poll, events } if batch.want > 1 && !timeout.is_zero() => {
                 epoll_batched(poll, events, ready, timeout, batch)
             }
-            Poller::Epoll { poll, events } => {
-                match poll.poll(events, Some(timeout)) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
-                    Err(e) => return Err(e),
-                }
-                ready.extend(events.iter().map(readiness_of));
-                Ok(())
-            }
+            Poller::Epoll { poll, events } => epoll_look(poll, events, ready, timeout),
             Poller::Uring(uring) => uring.wait(ready, timeout, batch),
         }
     }
@@ -165,11 +157,7 @@ fn epoll_batched(
     let hold = batch.min_wait.min(timeout);
     let mut slept = Duration::ZERO;
     loop {
-        match poll.poll(events, Some(Duration::ZERO)) {
-            Ok(()) => ready.extend(events.iter().map(readiness_of)),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+        epoll_look(poll, events, ready, Duration::ZERO)?;
         if ready.len() >= batch.want || slept >= hold {
             break;
         }
@@ -178,21 +166,30 @@ fn epoll_batched(
         slept += nap;
     }
     if ready.is_empty() {
-        match poll.poll(events, Some(timeout.saturating_sub(slept))) {
-            Ok(()) => ready.extend(events.iter().map(readiness_of)),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+        epoll_look(poll, events, ready, timeout.saturating_sub(slept))?;
     }
     Ok(())
 }
 
-fn readiness_of(event: &mio::event::Event) -> Readiness {
-    Readiness {
+/// One epoll_wait of at most `timeout`, its events added to `ready`; a signal ends it with
+/// none (mio clears `events` first).
+fn epoll_look(
+    poll: &mut Poll,
+    events: &mut Events,
+    ready: &mut Vec<Readiness>,
+    timeout: Duration,
+) -> io::Result<()> {
+    match poll.poll(events, Some(timeout)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        Err(e) => return Err(e),
+    }
+    ready.extend(events.iter().map(|event| Readiness {
         token: event.token().0,
         readable: event.is_readable() || event.is_read_closed() || event.is_error(),
         writable: event.is_writable() || event.is_error(),
-    }
+    }));
+    Ok(())
 }
 
 const POLL_MASK: u32 =
