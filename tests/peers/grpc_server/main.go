@@ -1,0 +1,151 @@
+// grpc-go's helloworld Greeter without protoc: the service is registered from a
+// hand-written grpc.ServiceDesc ("helloworld.Greeter", unary "SayHello") whose request and
+// reply are wrapperspb.StringValue, a message with one string field numbered 1, so on the
+// wire it is helloworld's HelloRequest{name = 1} and HelloReply{message = 1}. A real
+// grpc-go server (HTTP/2 by prior knowledge on plain TCP, its own flow control and BDP
+// estimator) for the tests of nodelay's gRPC client.
+//
+// Server flags: --reply-bytes N (the reply's message is N bytes of 'x'; by default
+// "Hello " + name, as helloworld answers), --delay-ms D (the handler waits D ms),
+// --max-streams N (grpc.MaxConcurrentStreams: SETTINGS_MAX_CONCURRENT_STREAMS),
+// --window BYTES (grpc.InitialWindowSize and InitialConnWindowSize: the windows the
+// server advertises for what it receives; grpc-go ignores values under 64 KiB and turns
+// its BDP estimator off when they are set), --status CODE (answer every call with that
+// gRPC status code instead of a reply). Prints "PORT <n>" once listening on 127.0.0.1.
+//
+// With --client HOST:PORT the same binary is a grpc-go client instead: --calls N unary
+// calls on one connection with --name as the request (and --window as the client's
+// receive windows); it prints "OK <calls> calls, reply <bytes> bytes" and exits 0, or
+// the error and exits 1.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// greeter is the server side of helloworld.Greeter, as protoc-gen-go-grpc would declare it.
+type greeter interface {
+	SayHello(context.Context, *wrapperspb.StringValue) (*wrapperspb.StringValue, error)
+}
+
+const sayHelloMethod = "/helloworld.Greeter/SayHello"
+
+var greeterDesc = grpc.ServiceDesc{
+	ServiceName: "helloworld.Greeter",
+	HandlerType: (*greeter)(nil),
+	Methods:     []grpc.MethodDesc{{MethodName: "SayHello", Handler: sayHelloHandler}},
+	Streams:     []grpc.StreamDesc{},
+	Metadata:    "helloworld.proto",
+}
+
+func sayHelloHandler(srv any, ctx context.Context, decode func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	request := new(wrapperspb.StringValue)
+	if err := decode(request); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(greeter).SayHello(ctx, request)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: sayHelloMethod}
+	call := func(ctx context.Context, request any) (any, error) {
+		return srv.(greeter).SayHello(ctx, request.(*wrapperspb.StringValue))
+	}
+	return interceptor(ctx, request, info, call)
+}
+
+type server struct {
+	reply  *string // nil: "Hello " + name
+	delay  time.Duration
+	status codes.Code
+}
+
+func (s *server) SayHello(ctx context.Context, request *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+	if s.delay > 0 {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if s.status != codes.OK {
+		return nil, status.Error(s.status, "as asked by --status")
+	}
+	if s.reply == nil {
+		return wrapperspb.String("Hello " + request.GetValue()), nil
+	}
+	return wrapperspb.String(*s.reply), nil
+}
+
+func main() {
+	replyBytes := flag.Int("reply-bytes", -1, "reply message length in bytes (default: \"Hello \" + name)")
+	delayMs := flag.Int("delay-ms", 0, "milliseconds the handler waits before it answers")
+	maxStreams := flag.Uint("max-streams", 0, "SETTINGS_MAX_CONCURRENT_STREAMS (0: grpc-go's default, unlimited)")
+	window := flag.Int("window", 0, "initial stream and connection windows in bytes (0: grpc-go's BDP-driven default)")
+	statusCode := flag.Uint("status", 0, "answer every call with this gRPC status code")
+	client := flag.String("client", "", "HOST:PORT: be a client of a Greeter instead of a server")
+	calls := flag.Int("calls", 1, "client: unary calls to make on one connection")
+	name := flag.String("name", "world", "client: the request's name")
+	flag.Parse()
+	if *client != "" {
+		os.Exit(runClient(*client, *calls, *name, *window))
+	}
+
+	var options []grpc.ServerOption
+	if *maxStreams > 0 {
+		options = append(options, grpc.MaxConcurrentStreams(uint32(*maxStreams)))
+	}
+	if *window > 0 {
+		options = append(options, grpc.InitialWindowSize(int32(*window)), grpc.InitialConnWindowSize(int32(*window)))
+	}
+	greeterServer := &server{delay: time.Duration(*delayMs) * time.Millisecond, status: codes.Code(*statusCode)}
+	if *replyBytes >= 0 {
+		reply := strings.Repeat("x", *replyBytes)
+		greeterServer.reply = &reply
+	}
+	grpcServer := grpc.NewServer(options...)
+	grpcServer.RegisterService(&greeterDesc, greeterServer)
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("PORT %d\n", listener.Addr().(*net.TCPAddr).Port)
+	panic(grpcServer.Serve(listener))
+}
+
+func runClient(address string, calls int, name string, window int) int {
+	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if window > 0 {
+		options = append(options, grpc.WithInitialWindowSize(int32(window)), grpc.WithInitialConnWindowSize(int32(window)))
+	}
+	connection, err := grpc.NewClient(address, options...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer connection.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	replyBytes := 0
+	for range calls {
+		reply := new(wrapperspb.StringValue)
+		if err := connection.Invoke(ctx, sayHelloMethod, wrapperspb.String(name), reply); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		replyBytes = len(reply.GetValue())
+	}
+	fmt.Printf("OK %d calls, reply %d bytes\n", calls, replyBytes)
+	return 0
+}
