@@ -52,6 +52,14 @@ want unshare util-linux
 want sysctl procps
 # The Expect: 100-continue tests check the wait with curl itself.
 want curl curl
+# HTTP/2 peers and the independent clients that check them (crates/cli/tests/h2_peers.rs):
+# nghttp2's own server, its frame-printing client and h2load; strace sees a server's writes.
+want nghttpd nghttp2-server
+want nghttp nghttp2-client
+want h2load nghttp2-client
+want strace strace
+# hypercorn (tests/peers/hypercorn_app.py) comes from pip, for the python3 on PATH.
+python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 # A real Prometheus scrapes nodelay watch's /metrics and is queried back (crates/watch/tests).
 want prometheus prometheus
 # The container image (Containerfile, scripts/image.sh, crates/cli/tests/container.rs): podman
@@ -86,6 +94,18 @@ if [[ ! -d "$express_peer/node_modules" ]]; then
   echo "setup: installing tests/peers/express_proxy's npm dependencies" >&2
   npm ci --prefix "$express_peer" --no-audit --no-fund --loglevel=error >/dev/null
 fi
+
+# hypercorn, HTTP/2 in Python (tests/peers/hypercorn_app.py), into the python3 the tests run:
+# a pyenv one takes it as it is, Debian's own wants --break-system-packages (PEP 668).
+if ! python3 -c 'import hypercorn' >/dev/null 2>&1; then
+  echo "setup: installing hypercorn 0.18.0 with pip" >&2
+  pip_install=(python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore hypercorn==0.18.0)
+  "${pip_install[@]}" 2>/dev/null || "${pip_install[@]}" --break-system-packages
+fi
+
+# grpc-go's Greeter (tests/peers/grpc_server): its modules, fetched now so a test run's
+# `go build` needs no network.
+(cd "$(dirname "$0")/../tests/peers/grpc_server" && go mod download)
 
 command -v cargo >/dev/null || { echo "setup: cargo not found (install Rust with rustup)" >&2; exit 1; }
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt
