@@ -247,6 +247,9 @@ pub struct RequestArgs {
 
     #[command(flatten)]
     pub tls: TlsArgs,
+
+    #[command(flatten)]
+    pub protocol: nodelay_load::ProtocolOptions,
 }
 
 /// The help section of the TLS options: only they go under it (a struct-level heading would

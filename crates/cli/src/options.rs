@@ -28,6 +28,7 @@ impl RequestArgs {
             max_response: self.max_response,
             write_split: self.write_split.clone(),
             tls: self.tls.options(),
+            protocol: self.protocol.clone(),
         }
     }
 }

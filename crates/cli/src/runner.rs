@@ -5,7 +5,8 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use nodelay_engine::EngineConfig;
 use nodelay_load::{ProgressWords, RunObserver, RunProgress};
-use nodelay_report::{DEFAULT_WIDTH, format_seconds};
+use nodelay_report::format_seconds;
+pub use nodelay_report::{stderr_width, text_width};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -15,28 +16,6 @@ const UI_TICK: Duration = Duration::from_millis(100);
 const ECHO_ROOM: u16 = 3;
 /// Redraws per second at most, as indicatif's own stderr target.
 const REFRESH_HZ: u8 = 20;
-
-/// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
-/// set (a pipe to a pager the user sized), else 80.
-pub fn text_width() -> usize {
-    width_of(&std::io::stdout())
-}
-
-/// [`text_width`] for text written to stderr (exec's lines, which stdout may not be near).
-pub fn stderr_width() -> usize {
-    width_of(&std::io::stderr())
-}
-
-fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
-    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok().filter(|&c| c > 0);
-    if stream.is_terminal()
-        && let Some((terminal_size::Width(width), _)) = terminal_size::terminal_size_of(stream)
-        && width > 0
-    {
-        return usize::from(width);
-    }
-    columns().unwrap_or(DEFAULT_WIDTH)
-}
 
 /// A load run's progress bar, when `show` and stderr is a terminal; `on_stop` runs once when
 /// the run is asked to stop early, before its connections close.

@@ -633,6 +633,7 @@ pub(crate) mod tests {
             pauses: u32::from(gap >= 1.0),
             response_bytes: 133,
             status: 200,
+            http2: None,
         }
     }
 

@@ -76,6 +76,13 @@ impl Doctor {
     pub fn new(url: &str, options: DoctorOptions) -> Result<Doctor> {
         let created = Instant::now();
         let target = parse_target(url)?;
+        let protocol = &options.request.protocol;
+        if protocol.requires_h2() || protocol.streams.is_some() || protocol.h2_window.is_some() {
+            // Said outright rather than diagnosing HTTP/1.1 under an HTTP/2 flag.
+            return Err(nodelay_load::usage(
+                "the doctor speaks HTTP/1.1 only so far: measure HTTP/2 and gRPC with bench or compare",
+            ));
+        }
         let workload = build_workload(&target, &options.request, true)?;
         Ok(Doctor { target, workload, options, created })
     }

@@ -86,6 +86,9 @@ pub struct EngineConfig {
     pub connect_timeout: Duration,
     /// `false`: a new connection for every request.
     pub keep_alive: bool,
+    /// Speak HTTP/2 (prior knowledge on plain TCP; over TLS, the server must choose `h2` by
+    /// ALPN, which [`TlsClient::offering_h2`] offers); None: HTTP/1.1 as framed by `framing`.
+    pub http2: Option<Http2Settings>,
     /// Options set on every connection's socket.
     pub socket: SocketOptions,
     /// Length of one interval of the run's time series (`Stats::timeline`).
@@ -105,6 +108,30 @@ pub struct EngineConfig {
     /// per response, and responses are timed by the kernel's arrival stamps. Implied by
     /// `io_uring`; false in [`EngineConfig::new`].
     pub batched_waits: bool,
+}
+
+/// How an HTTP/2 run uses each connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Http2Settings {
+    /// Requests in flight at once on each connection (`--streams`).
+    pub streams_per_connection: usize,
+    /// SETTINGS_INITIAL_WINDOW_SIZE we send: what the server may send on a stream before
+    /// our WINDOW_UPDATE.
+    pub stream_window_bytes: u32,
+    /// The connection's window, over all its streams.
+    pub connection_window_bytes: u32,
+}
+
+impl Default for Http2Settings {
+    /// One stream, and the protocol's default windows (65,535 bytes), as a client that
+    /// changes nothing advertises them.
+    fn default() -> Self {
+        Http2Settings {
+            streams_per_connection: 1,
+            stream_window_bytes: 65_535,
+            connection_window_bytes: 65_535,
+        }
+    }
 }
 
 /// How a worker waits for events.
@@ -157,6 +184,7 @@ impl EngineConfig {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(3),
             keep_alive: true,
+            http2: None,
             socket: SocketOptions::default(),
             interval: crate::timeline::DEFAULT_INTERVAL,
             tls: None,

@@ -13,6 +13,8 @@ mod control;
 mod cpu;
 mod deadline_read;
 mod expect_probe;
+mod h2;
+mod h2_stats;
 mod hold_probe;
 mod idle_probe;
 mod limits;
@@ -33,9 +35,10 @@ mod worker;
 /// For bench/floor_client.rs, which must receive as `--io-uring` does; not an API.
 #[doc(hidden)]
 pub use arrival::{enable as enable_arrival_stamps, read_stamped};
-pub use config::{BusyPoll, EngineConfig, RequestSpec, Selection, SocketOptions};
+pub use config::{BusyPoll, EngineConfig, Http2Settings, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
+pub use h2_stats::Http2Stats;
 pub use hold_probe::{HoldProbe, probe_hold};
 pub use idle_probe::{IdleProbe, probe_idle};
 pub use limits::{
@@ -44,7 +47,10 @@ pub use limits::{
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
 pub use quantile::{distribution_ns, quantile_ms};
-pub use record::{ConnectionRecord, ErrorKind, ErrorRecord, PAUSE_MIN, ResponseRecord, TlsSummary};
+pub use record::{
+    ConnectionRecord, ErrorKind, ErrorRecord, Http2Connection, PAUSE_MIN, PeerSettings, ResponseRecord,
+    StreamRecord, TlsSummary,
+};
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
 pub use tcp_info::{
@@ -53,7 +59,8 @@ pub use tcp_info::{
 pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
 pub use tls::{
-    TlsClient, TlsOptions, TlsSetupError, TlsTrust, describe_tls_error, looks_like_tls_record, speaks_tls,
+    TlsClient, TlsOptions, TlsSetupError, TlsTrust, alpn_choice, describe_tls_error, looks_like_tls_record,
+    speaks_tls,
 };
 
 use sink::SharedSink;
@@ -182,7 +189,10 @@ fn run_loop<T: RecordSink>(
     start: Instant,
     sink: T,
 ) -> std::io::Result<(LoopEnd, T)> {
-    let output = Worker::new(config, control, plan, start, sink)?.run()?;
+    let output = match config.http2 {
+        Some(_) => h2::H2Worker::new(config, control, plan, start, sink)?.run()?,
+        None => Worker::new(config, control, plan, start, sink)?.run()?,
+    };
     let end = LoopEnd {
         loop_ended: output.loop_ended,
         due_not_sent: output.due_not_sent,

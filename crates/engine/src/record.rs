@@ -46,6 +46,26 @@ pub struct ResponseRecord {
     pub response_bytes: u64,
     /// HTTP status of the final response; 0 for raw protocols.
     pub status: u16,
+    /// Over HTTP/2: the stream's own figures (`read_chunks` counts its frames then, and the
+    /// read gaps are the pauses between them).
+    pub http2: Option<StreamRecord>,
+}
+
+/// One HTTP/2 stream's figures beside its response's.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StreamRecord {
+    /// The stream's id on its connection.
+    pub stream_id: u32,
+    /// From when the request was due to when its HEADERS left: time it queued behind the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS, or behind the connection's opening.
+    pub queued: Duration,
+    /// From the request's start to the response's first DATA frame (None: no body).
+    pub first_data: Option<Duration>,
+    /// The pauses in its DATA that began with a flow-control window used up (the server
+    /// waiting for our WINDOW_UPDATE), summed.
+    pub window_blocked: Duration,
+    /// A gRPC response's grpc-status (its trailers, or a trailers-only answer's headers).
+    pub grpc_status: Option<u16>,
 }
 
 /// A pause between two reads of one response this long or longer counts in
@@ -166,6 +186,46 @@ pub struct ConnectionRecord {
     pub server_header: Option<String>,
     /// What the TLS handshake of this connection settled on (none for plain TCP).
     pub tls: Option<TlsSummary>,
+    /// Over HTTP/2: the connection's settings, windows and frame counts.
+    pub http2: Option<Http2Connection>,
+}
+
+/// What the server's SETTINGS said (None: not said, the protocol's default holds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerSettings {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS: streams we may have open at once.
+    pub max_concurrent_streams: Option<u32>,
+    /// SETTINGS_INITIAL_WINDOW_SIZE: what each of our streams may send before a WINDOW_UPDATE.
+    pub initial_window_bytes: Option<u32>,
+    /// SETTINGS_MAX_FRAME_SIZE.
+    pub max_frame_bytes: Option<u32>,
+}
+
+/// The connection's flow-control and frame figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Http2Connection {
+    /// The server's SETTINGS.
+    pub peer: PeerSettings,
+    /// The window each of our streams advertised (our SETTINGS_INITIAL_WINDOW_SIZE).
+    pub stream_window_bytes: u32,
+    /// The connection window we advertised (65,535 plus our first connection WINDOW_UPDATE).
+    pub connection_window_bytes: u32,
+    /// DATA frames received, over all streams.
+    pub data_frames: u64,
+    /// Their payload bytes (flow-controlled: padding included).
+    pub data_bytes: u64,
+    /// WINDOW_UPDATE frames we sent (stream and connection).
+    pub window_updates_sent: u64,
+    /// Pauses of the whole connection's DATA that began with its window used up, summed...
+    pub connection_window_blocked: Duration,
+    /// ...and how many there were.
+    pub connection_window_stalls: u64,
+    /// GOAWAY received, and its error code.
+    pub goaway_code: Option<u32>,
+    /// Streams the server reset.
+    pub streams_reset: u64,
+    /// The most streams open at once (HEADERS sent, response not over).
+    pub max_open_streams: u32,
 }
 
 /// A TLS connection's negotiated parameters; static names, so no allocation per connection.

@@ -73,6 +73,8 @@ pub struct Stats {
     by_request: Vec<Option<Box<RequestStats>>>,
     /// Responses, errors and latencies per interval of the run.
     timeline: Timeline,
+    /// HTTP/2 runs only: streams, windows and SETTINGS.
+    pub http2: Option<Box<crate::h2_stats::Http2Stats>>,
 }
 
 /// The figures of one request kind in a multi-request run.
@@ -176,6 +178,7 @@ impl Stats {
             unfinished: 0,
             by_request: Vec::new(),
             timeline: Timeline::default(),
+            http2: None,
         }
     }
 
@@ -277,6 +280,11 @@ impl Stats {
         }
         self.connections_closed += other.connections_closed;
         self.unfinished += other.unfinished;
+        match (&mut self.http2, &other.http2) {
+            (Some(mine), Some(theirs)) => mine.merge(theirs),
+            (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
+            (_, None) => {}
+        }
         if self.by_request.len() < other.by_request.len() {
             self.by_request.resize_with(other.by_request.len(), || None);
         }
@@ -321,6 +329,9 @@ impl RecordSink for Stats {
         if record.status > 0 {
             *self.status_counts.entry(record.status).or_default() += 1;
         }
+        if let Some(stream) = &record.http2 {
+            self.http2.get_or_insert_default().stream(stream);
+        }
         if let Some(kind) = self.request_kind(record.request) {
             kind.completed += 1;
             kind.response_bytes += record.response_bytes;
@@ -349,6 +360,9 @@ impl RecordSink for Stats {
         self.connections_closed += 1;
         self.unfinished += u64::from(record.abandoned_request);
         self.tls = self.tls.or(record.tls);
+        if let Some(http2) = &record.http2 {
+            self.http2.get_or_insert_default().connection(http2);
+        }
         self.connections.insert(record.connection, record.clone());
     }
 
@@ -384,6 +398,7 @@ mod tests {
             pauses: 0,
             response_bytes: 100,
             status,
+            http2: None,
         }
     }
 
@@ -407,6 +422,7 @@ mod tests {
             tcp_info: None,
             tls: None,
             server_header: None,
+            http2: None,
         });
         a.merge(&b);
         assert_eq!(a.completed, 2);

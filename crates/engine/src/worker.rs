@@ -687,6 +687,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             pauses: timing.pauses,
             response_bytes: timing.response_bytes,
             status: connection.parser.status(),
+            http2: None,
         };
         connection.responses_on_stream += 1;
         let reuse = self.config.keep_alive && !connection.parser.wants_close();
@@ -803,6 +804,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 } else {
                     connection.parser.server_header().map(str::to_string)
                 },
+                http2: None,
             };
             connection.responses_on_stream = 0;
             connection.server_reported |= record.server_header.is_some();

@@ -101,10 +101,34 @@ impl Measured {
 /// Validates the target and the load options, without connecting.
 pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     let target = parse_target(url)?;
-    let workload = build_workload(&target, &load.request, !load.no_keepalive)?;
+    let https = match &target {
+        crate::target::Target::Http(http) => Some(http.tls_host.is_some()),
+        crate::target::Target::Tcp { .. } => None,
+    };
+    let protocol = &load.request.protocol;
+    crate::protocol::check(protocol, https, load.no_keepalive, load.request.write_split.is_some())?;
+    let mut workload = build_workload(&target, &load.request, !load.no_keepalive)?;
+    let http2 = match https {
+        Some(_) => crate::protocol::choose(protocol, workload.tls.as_ref(), workload.address)?,
+        None => None,
+    };
+    if let Some((_, Some(offering))) = &http2 {
+        workload.tls = Some(offering.clone());
+    }
+    if http2.is_some() && load.io_uring == Some(true) {
+        return Err(usage("--io-uring: HTTP/2 runs wait with epoll"));
+    }
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
-    let event_loop = choose_event_loop(load, connections, threads, nodelay_engine::io_uring_unavailable);
+    let mut event_loop = choose_event_loop(load, connections, threads, nodelay_engine::io_uring_unavailable);
+    if http2.is_some() {
+        event_loop = EventLoop {
+            io_uring: false,
+            batched: false,
+            why: "HTTP/2 runs wait with epoll".into(),
+            refused: None,
+        };
+    }
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
@@ -127,6 +151,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         busy_poll: load.busy_poll.unwrap_or_default(),
         io_uring: event_loop.io_uring,
         batched_waits: event_loop.batched,
+        http2: http2.map(|(settings, _)| settings),
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {
@@ -154,6 +179,14 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         batched_waits: config.batched_waits || config.io_uring,
         event_loop: if config.io_uring { "io_uring" } else { "epoll" },
         event_loop_why: event_loop.why,
+        http_version: match (&config.http2, &config.framing) {
+            (Some(_), _) => Some("2"),
+            (None, Framing::Http { .. }) => Some("1.1"),
+            (None, _) => None,
+        },
+        http2: config.http2.as_ref().map(|settings| {
+            nodelay_report::Http2RunSettings::of(settings, config.tls.is_some(), protocol.grpc.clone())
+        }),
     };
     Ok(Load {
         workload,

@@ -29,6 +29,8 @@ pub struct RequestOptions {
     pub write_split: Option<WriteSplit>,
     /// How https:// targets are reached.
     pub tls: TlsChoices,
+    /// Which HTTP to speak, and gRPC calls.
+    pub protocol: crate::protocol::ProtocolOptions,
 }
 
 /// How https:// targets are reached.

@@ -132,7 +132,10 @@ fn http_workload(target: &HttpTarget, args: &RequestOptions, keep_alive: bool) -
             (requests, scenario.selection, "scenario".to_string())
         }
         None => {
-            let request = build_request(target, args, keep_alive)?;
+            let request = match crate::protocol::grpc_request(target, &args.protocol, &args.headers)? {
+                Some(call) => call,
+                None => build_request(target, args, keep_alive)?,
+            };
             let label = request.method.clone();
             (vec![(format!("{} {}", request.method, request.target), request)], Selection::Sequence, label)
         }

@@ -18,6 +18,7 @@ mod json;
 mod model;
 mod render;
 mod saved;
+mod terminal;
 mod text;
 
 pub use format::{
@@ -38,6 +39,7 @@ pub use model::doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
     NamedDoctorReport, PhaseReport, TryFixReport, baseline_shape,
 };
+pub use model::http2::{Http2Report, Http2RunSettings};
 pub use model::merge::{MERGE_SCHEMA_ID, MergeReport, MergedLog};
 pub use model::pcap::{FlowReport, PCAP_SCHEMA_ID, PcapReport, StallReport};
 pub use model::percentiles::Percentiles;
@@ -52,6 +54,7 @@ pub use model::sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectRep
 pub use model::status::SuccessStatuses;
 pub use model::tls::{TlsNegotiated, TlsReport, TlsSettings};
 pub use render::Render;
+pub use terminal::{stderr_width, text_width};
 pub use text::compare::compare_header;
 pub use text::saved::text_of_saved_run;
 pub use text::wrap::wrap_words;

@@ -31,8 +31,9 @@ impl std::fmt::Debug for TlsClient {
     }
 }
 
-/// Only HTTP/1.1 is spoken, so only it is offered.
+/// HTTP/1.1 is offered alone unless the run may speak HTTP/2 ([`TlsClient::offering_h2`]).
 const ALPN_HTTP11: &[u8] = b"http/1.1";
+const ALPN_H2: &[u8] = b"h2";
 
 impl TlsClient {
     /// Builds the client for a URL whose host is `url_host` (a name or an IP address).
@@ -65,6 +66,13 @@ impl TlsClient {
             config.resumption = Resumption::disabled();
         }
         Ok(TlsClient { config: Arc::new(config), server_name, trust, resume: options.resume })
+    }
+
+    /// The same client offering `h2` before `http/1.1` by ALPN (its sessions shared).
+    pub fn offering_h2(&self) -> TlsClient {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![ALPN_H2.to_vec(), ALPN_HTTP11.to_vec()];
+        TlsClient { config: Arc::new(config), ..self.clone() }
     }
 
     /// A fresh client connection, its ClientHello queued.

@@ -13,5 +13,5 @@ mod verify;
 pub use client::TlsClient;
 pub use describe::{describe_tls_error, looks_like_tls_record};
 pub use options::{TlsOptions, TlsSetupError, TlsTrust};
-pub use probe::speaks_tls;
-pub(crate) use session::TlsSession;
+pub use probe::{alpn_choice, speaks_tls};
+pub(crate) use session::{TlsSession, summary_of};

@@ -44,6 +44,32 @@ pub fn speaks_tls(address: SocketAddr, timeout: Duration) -> bool {
     true
 }
 
+/// One full handshake with `client` (its trust and ALPN offer): the protocol the server chose
+/// by ALPN (None: it ignored ALPN), or the error in words. How a run learns whether an
+/// https:// server speaks HTTP/2 before it opens its connections.
+pub fn alpn_choice(
+    address: SocketAddr,
+    client: &TlsClient,
+    timeout: Duration,
+) -> Result<Option<Vec<u8>>, String> {
+    let stream = TcpStream::connect_timeout(&address, timeout)
+        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+        .map_err(|e| e.to_string())?;
+    let mut tls = client.blocking(stream).map_err(|e| super::describe::describe_tls_error(&e))?;
+    while tls.conn.is_handshaking() {
+        tls.conn.complete_io(&mut tls.sock).map_err(|e| {
+            match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+                Some(tls_error) => super::describe::describe_tls_error(tls_error),
+                None => format!("TLS handshake: {e}"),
+            }
+        })?;
+    }
+    Ok(tls.conn.alpn_protocol().map(<[u8]>::to_vec))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

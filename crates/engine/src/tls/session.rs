@@ -93,19 +93,24 @@ impl TlsSession {
 
     /// Version, cipher and how the handshake went, once it is over.
     pub fn summary(&self) -> Option<TlsSummary> {
-        let version = match self.connection.protocol_version()? {
-            ProtocolVersion::TLSv1_3 => "TLSv1.3",
-            ProtocolVersion::TLSv1_2 => "TLSv1.2",
-            _ => "other",
-        };
-        let cipher = self.connection.negotiated_cipher_suite()?.suite();
-        Some(TlsSummary {
-            version,
-            cipher: cipher_name(cipher),
-            alpn_http11: self.connection.alpn_protocol() == Some(b"http/1.1"),
-            resumed: self.resumed(),
-        })
+        summary_of(&self.connection)
     }
+}
+
+/// Version, cipher and how the handshake of `connection` went, once it is over.
+pub(crate) fn summary_of(connection: &ClientConnection) -> Option<TlsSummary> {
+    let version = match connection.protocol_version()? {
+        ProtocolVersion::TLSv1_3 => "TLSv1.3",
+        ProtocolVersion::TLSv1_2 => "TLSv1.2",
+        _ => "other",
+    };
+    let cipher = connection.negotiated_cipher_suite()?.suite();
+    Some(TlsSummary {
+        version,
+        cipher: cipher_name(cipher),
+        alpn_http11: connection.alpn_protocol() == Some(b"http/1.1"),
+        resumed: connection.handshake_kind() == Some(HandshakeKind::Resumed),
+    })
 }
 
 /// The IANA name of a suite (`TLS_AES_128_GCM_SHA256`), as OpenSSL and Wireshark show it.

@@ -102,6 +102,8 @@ pub(crate) mod tests {
             batched_waits: false,
             event_loop: "epoll",
             event_loop_why: "default".into(),
+            http_version: Some("1.1"),
+            http2: None,
         }
     }
 
@@ -124,6 +126,7 @@ pub(crate) mod tests {
             pauses: 0,
             response_bytes: 10,
             status: 200,
+            http2: None,
         }
     }
 

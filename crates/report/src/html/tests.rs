@@ -36,6 +36,8 @@ fn settings(url: &str) -> BenchSettings {
         batched_waits: false,
         event_loop: "epoll",
         event_loop_why: "default".into(),
+        http_version: Some("1.1"),
+        http2: None,
     }
 }
 

@@ -132,6 +132,10 @@ pub struct BenchSettings {
     /// Why that loop: `default`, the flag that chose it (`--io-uring`, `--epoll`,
     /// `--busy-poll`), why the default is epoll for this run, or `io_uring refused: REASON`.
     pub event_loop_why: String,
+    /// `1.1`, or `2` for an HTTP/2 run; null for tcp://.
+    pub http_version: Option<&'static str>,
+    /// An HTTP/2 run's streams, windows and gRPC method; null otherwise.
+    pub http2: Option<crate::model::http2::Http2RunSettings>,
 }
 
 /// How the run ended, besides its records.
@@ -282,6 +286,9 @@ pub struct BenchReport {
     /// This machine's ephemeral ports, read after a run whose connects found no free local
     /// port (`errors.ports_exhausted`); null otherwise.
     pub local_ports: Option<nodelay_host::LocalPorts>,
+    /// An HTTP/2 run's streams, windows, the server's SETTINGS and gRPC statuses; null for
+    /// HTTP/1.1 and tcp://.
+    pub http2: Option<crate::model::http2::Http2Report>,
 }
 
 impl BenchReport {
@@ -401,6 +408,7 @@ impl BenchReport {
             suggestions: Vec::new(),
             generator_cpu_share: None,
             local_ports: None,
+            http2: stats.http2.as_deref().map(crate::model::http2::Http2Report::of),
         }
     }
 

@@ -5,6 +5,7 @@
 pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod doctor;
+pub(crate) mod http2;
 pub(crate) mod merge;
 pub(crate) mod pcap;
 pub(crate) mod percentiles;

@@ -133,7 +133,15 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
     // Which loop ran and why: the two time responses differently (by arrival, by read).
     let how = if s.batched_waits { ": batched waits, kernel arrival times" } else { "" };
     let event_loop = wrap(&format!("{} loop ({}){how}", s.event_loop, s.event_loop_why), width, "  ", "    ");
-    bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width) + &tls + &event_loop
+    let http2 = s
+        .http2
+        .as_ref()
+        .map(|h2| wrap(&super::http2::settings_line(h2), width, "  ", "    "))
+        .unwrap_or_default();
+    bench_heading(&s.method, &s.url, &s.address, &format!("{load}{split}{spin}"), width)
+        + &tls
+        + &http2
+        + &event_loop
 }
 
 /// `20 responses in 0.88 s{span}: 22.7 req/s`: how many completed, in how long, at what rate.
@@ -484,6 +492,9 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     if let Some(tls) = &r.tls {
         rows.push(("TLS", tls.describe()));
     }
+    if let Some(http2) = &r.http2 {
+        rows.extend(super::http2::outcome_rows(http2));
+    }
     if let Some(summary) = connections_summary(r) {
         rows.push(("tcp_info", summary));
     }
@@ -643,6 +654,8 @@ mod tests {
             batched_waits: false,
             event_loop: "epoll",
             event_loop_why: "default under 4 connections per thread".into(),
+            http_version: Some("1.1"),
+            http2: None,
         }
     }
 
@@ -720,6 +733,7 @@ mod tests {
             suggestions: Vec::new(),
             generator_cpu_share: None,
             local_ports: None,
+            http2: None,
         }
     }
 

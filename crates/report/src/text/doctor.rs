@@ -334,6 +334,7 @@ mod tests {
                 pauses: 0,
                 response_bytes: 40,
                 status: 200,
+                http2: None,
             })
             .collect()
     }

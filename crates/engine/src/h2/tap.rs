@@ -1,0 +1,526 @@
+//! Watches the HTTP/2 frames that cross one connection, both ways, for their timing and for
+//! flow control. The `h2` crate speaks the protocol (frames, HPACK, streams) and hides its
+//! frames; this reads only their 9-byte headers and the payloads of SETTINGS and
+//! WINDOW_UPDATE, which is what per-stream timing and the window figures need. Every frame
+//! is timed by the `read()` that completed its header, as HTTP/1.1 responses are.
+//!
+//! Time blocked on the window: a server that has sent all the credit it had stops exactly
+//! at a credit boundary (the initial window plus a prefix of our WINDOW_UPDATEs), on the
+//! stream or on the connection. A pause in a stream's DATA that begins with the bytes
+//! received standing on such a boundary is a wait for our WINDOW_UPDATE and its round trip;
+//! a pause elsewhere is the server's own.
+
+use crate::record::Http2Connection;
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
+const WINDOW_UPDATE: u8 = 0x8;
+const FLAG_ACK: u8 = 0x1;
+const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+/// RFC 9113 6.9.2: every window starts at this until SETTINGS say otherwise.
+pub(crate) const DEFAULT_WINDOW_BYTES: u32 = 65_535;
+/// Payload bytes kept of a frame whose payload is read (SETTINGS: 6 per setting).
+const KEPT_PAYLOAD_BYTES: usize = 256;
+
+/// One stream's frames as they arrived.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StreamFrames {
+    pub id: u32,
+    /// When our HEADERS left (the request went out; before it, the stream queued).
+    pub headers_sent: Option<Instant>,
+    /// The response's first HEADERS frame.
+    pub headers_received: Option<Instant>,
+    pub first_data: Option<Instant>,
+    pub last_frame: Option<Instant>,
+    pub data_frames: u32,
+    /// DATA payload bytes (flow-controlled: padding included).
+    pub data_bytes: u64,
+    /// Longest pause between two frames of the response (HEADERS or DATA).
+    pub max_gap: Duration,
+    /// Bytes of DATA before that pause.
+    pub bytes_before_max_gap: u64,
+    /// Pauses of `PAUSE_MIN` or more, summed, and their count.
+    pub paused: Duration,
+    pub pauses: u32,
+    /// Pauses that began at a window boundary (see the module's words), summed.
+    pub window_blocked: Duration,
+    /// The server reset the stream (RST_STREAM), with this error code.
+    pub reset_code: Option<u32>,
+    /// The stream's received bytes stood on one of its credit boundaries at its last DATA.
+    at_stream_boundary: bool,
+    /// The connection's stall count when this stream's last frame came.
+    connection_stalls_seen: u64,
+}
+
+impl StreamFrames {
+    fn new(id: u32) -> Self {
+        StreamFrames {
+            id,
+            headers_sent: None,
+            headers_received: None,
+            first_data: None,
+            last_frame: None,
+            data_frames: 0,
+            data_bytes: 0,
+            max_gap: Duration::ZERO,
+            bytes_before_max_gap: 0,
+            paused: Duration::ZERO,
+            pauses: 0,
+            window_blocked: Duration::ZERO,
+            reset_code: None,
+            at_stream_boundary: false,
+            connection_stalls_seen: 0,
+        }
+    }
+}
+
+/// The credit a receiver has granted one window: the initial window plus each WINDOW_UPDATE
+/// it sent, as running totals, and the bytes that arrived against them.
+#[derive(Debug, Clone, Default)]
+struct Credit {
+    /// Running totals not yet passed by `received`, in order.
+    boundaries: VecDeque<u64>,
+    granted: u64,
+    received: u64,
+}
+
+impl Credit {
+    fn new(initial: u32) -> Self {
+        Credit { boundaries: VecDeque::from([u64::from(initial)]), granted: u64::from(initial), received: 0 }
+    }
+
+    fn grant(&mut self, increment: u32) {
+        self.granted += u64::from(increment);
+        self.boundaries.push_back(self.granted);
+    }
+
+    /// Counts `bytes` received; whether they stop exactly on a boundary (all credit used up
+    /// to one of the grants).
+    fn receive(&mut self, bytes: u64) -> bool {
+        self.received += bytes;
+        while self.boundaries.front().is_some_and(|&b| b < self.received) {
+            self.boundaries.pop_front();
+        }
+        self.boundaries.front() == Some(&self.received)
+    }
+
+    /// Raises the initial window (a SETTINGS of ours): every boundary moves by the change.
+    fn resize(&mut self, old: u32, new: u32) {
+        let shift = |value: u64| (value + u64::from(new)).saturating_sub(u64::from(old));
+        self.granted = shift(self.granted);
+        for boundary in &mut self.boundaries {
+            *boundary = shift(*boundary);
+        }
+    }
+}
+
+/// Reads frame headers out of a byte stream cut anywhere.
+#[derive(Debug, Default)]
+struct FrameReader {
+    header: [u8; 9],
+    header_bytes: usize,
+    /// Payload still to pass of the current frame, and the part of it to keep.
+    payload_left: usize,
+    keep_left: usize,
+    kept: Vec<u8>,
+}
+
+/// One complete frame: its header fields and its kept payload.
+struct Frame<'a> {
+    kind: u8,
+    flags: u8,
+    stream: u32,
+    length: usize,
+    payload: &'a [u8],
+}
+
+impl FrameReader {
+    /// Feeds bytes; calls `on_frame` for each frame whose payload ends within them (a frame
+    /// whose payload is not kept counts as soon as its header is complete).
+    fn feed(&mut self, mut bytes: &[u8], mut on_frame: impl FnMut(Frame<'_>)) {
+        while !bytes.is_empty() {
+            if self.payload_left > 0 {
+                let take = self.payload_left.min(bytes.len());
+                let keep = self.keep_left.min(take);
+                self.kept.extend_from_slice(&bytes[..keep]);
+                self.keep_left -= keep;
+                self.payload_left -= take;
+                bytes = &bytes[take..];
+                if self.payload_left == 0 && self.keeps_payload() {
+                    on_frame(self.frame());
+                }
+                continue;
+            }
+            let take = (9 - self.header_bytes).min(bytes.len());
+            self.header[self.header_bytes..self.header_bytes + take].copy_from_slice(&bytes[..take]);
+            self.header_bytes += take;
+            bytes = &bytes[take..];
+            if self.header_bytes < 9 {
+                return;
+            }
+            self.header_bytes = 0;
+            let length = usize::from(self.header[0]) << 16
+                | usize::from(self.header[1]) << 8
+                | usize::from(self.header[2]);
+            self.payload_left = length;
+            self.kept.clear();
+            self.keep_left = if self.keeps_payload() { length.min(KEPT_PAYLOAD_BYTES) } else { 0 };
+            if !self.keeps_payload() || length == 0 {
+                on_frame(self.frame());
+            }
+        }
+    }
+
+    fn keeps_payload(&self) -> bool {
+        matches!(self.header[3], SETTINGS | WINDOW_UPDATE | RST_STREAM | GOAWAY)
+    }
+
+    fn frame(&self) -> Frame<'_> {
+        let length = usize::from(self.header[0]) << 16
+            | usize::from(self.header[1]) << 8
+            | usize::from(self.header[2]);
+        let stream = u32::from_be_bytes([self.header[5], self.header[6], self.header[7], self.header[8]])
+            & 0x7fff_ffff;
+        Frame { kind: self.header[3], flags: self.header[4], stream, length, payload: &self.kept }
+    }
+}
+
+fn be32(bytes: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(..4)?.try_into().ok()?))
+}
+
+/// Both directions of one connection.
+#[derive(Debug)]
+pub(crate) struct FrameTap {
+    inbound: FrameReader,
+    /// Outbound bytes start with the 24-byte connection preface, which is no frame.
+    preface_left: usize,
+    outbound: FrameReader,
+    /// Streams whose response is not over, by id.
+    streams: Vec<StreamFrames>,
+    /// Streams over, waiting for the worker to take their figures.
+    finished: Vec<StreamFrames>,
+    stream_credit: Vec<(u32, Credit)>,
+    connection_credit: Credit,
+    /// The connection's DATA stopped on a boundary at this instant (and not moved since).
+    connection_stalled_at: Option<Instant>,
+    pub figures: Http2Connection,
+}
+
+impl FrameTap {
+    pub fn new() -> Self {
+        FrameTap {
+            inbound: FrameReader::default(),
+            preface_left: 24,
+            outbound: FrameReader::default(),
+            streams: Vec::new(),
+            finished: Vec::new(),
+            stream_credit: Vec::new(),
+            connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
+            connection_stalled_at: None,
+            figures: Http2Connection {
+                stream_window_bytes: DEFAULT_WINDOW_BYTES,
+                connection_window_bytes: DEFAULT_WINDOW_BYTES,
+                ..Http2Connection::default()
+            },
+        }
+    }
+
+    /// Bytes we wrote, at `now`.
+    pub fn sent(&mut self, mut bytes: &[u8], now: Instant) {
+        let preface = self.preface_left.min(bytes.len());
+        self.preface_left -= preface;
+        bytes = &bytes[preface..];
+        let mut reader = std::mem::take(&mut self.outbound);
+        reader.feed(bytes, |frame| self.on_sent(&frame, now));
+        self.outbound = reader;
+    }
+
+    /// Bytes we read, at `now`.
+    pub fn received(&mut self, bytes: &[u8], now: Instant) {
+        let mut reader = std::mem::take(&mut self.inbound);
+        reader.feed(bytes, |frame| self.on_received(&frame, now));
+        self.inbound = reader;
+    }
+
+    /// The figures of stream `id` once its response is over (or it was reset); None while
+    /// it runs or if no frame of it was seen.
+    pub fn take_finished(&mut self, id: u32) -> Option<StreamFrames> {
+        let at = self.finished.iter().position(|s| s.id == id)?;
+        Some(self.finished.swap_remove(at))
+    }
+
+    /// Forgets stream `id` (its figures were taken or it was given up).
+    pub fn forget(&mut self, id: u32) {
+        self.streams.retain(|s| s.id != id);
+        self.finished.retain(|s| s.id != id);
+        self.stream_credit.retain(|(s, _)| *s != id);
+    }
+
+    fn on_sent(&mut self, frame: &Frame<'_>, now: Instant) {
+        match frame.kind {
+            HEADERS if frame.stream != 0 && self.stream_index(frame.stream).is_none() => {
+                let mut stream = StreamFrames::new(frame.stream);
+                stream.headers_sent = Some(now);
+                stream.connection_stalls_seen = self.figures.connection_window_stalls;
+                self.streams.push(stream);
+                let credit = Credit::new(self.figures.stream_window_bytes);
+                self.stream_credit.push((frame.stream, credit));
+                self.figures.max_open_streams = self.figures.max_open_streams.max(self.streams.len() as u32);
+            }
+            SETTINGS if frame.flags & FLAG_ACK == 0 => {
+                for setting in frame.payload.chunks_exact(6) {
+                    let id = u16::from_be_bytes([setting[0], setting[1]]);
+                    let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
+                    if id == SETTINGS_INITIAL_WINDOW_SIZE {
+                        let old = self.figures.stream_window_bytes;
+                        for (_, credit) in &mut self.stream_credit {
+                            credit.resize(old, value);
+                        }
+                        self.figures.stream_window_bytes = value;
+                    }
+                }
+            }
+            WINDOW_UPDATE => {
+                let Some(increment) = be32(frame.payload).map(|v| v & 0x7fff_ffff) else { return };
+                self.figures.window_updates_sent += 1;
+                if frame.stream == 0 {
+                    // What the connection window starts at: 65,535 and our first update.
+                    if self.connection_credit.received == 0 {
+                        self.figures.connection_window_bytes =
+                            self.figures.connection_window_bytes.saturating_add(increment);
+                    }
+                    self.connection_credit.grant(increment);
+                } else if let Some((_, credit)) =
+                    self.stream_credit.iter_mut().find(|(s, _)| *s == frame.stream)
+                {
+                    credit.grant(increment);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_received(&mut self, frame: &Frame<'_>, now: Instant) {
+        match frame.kind {
+            SETTINGS if frame.flags & FLAG_ACK == 0 => {
+                for setting in frame.payload.chunks_exact(6) {
+                    let id = u16::from_be_bytes([setting[0], setting[1]]);
+                    let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
+                    match id {
+                        SETTINGS_MAX_CONCURRENT_STREAMS => {
+                            self.figures.peer.max_concurrent_streams = Some(value)
+                        }
+                        SETTINGS_INITIAL_WINDOW_SIZE => self.figures.peer.initial_window_bytes = Some(value),
+                        SETTINGS_MAX_FRAME_SIZE => self.figures.peer.max_frame_bytes = Some(value),
+                        _ => {}
+                    }
+                }
+            }
+            GOAWAY => self.figures.goaway_code = be32(frame.payload.get(4..).unwrap_or(&[])),
+            RST_STREAM => {
+                self.figures.streams_reset += 1;
+                if let Some(index) = self.stream_index(frame.stream) {
+                    let mut stream = self.streams.swap_remove(index);
+                    stream.reset_code = be32(frame.payload);
+                    self.finished.push(stream);
+                }
+            }
+            HEADERS => {
+                let Some(index) = self.stream_index(frame.stream) else { return };
+                let stream = &mut self.streams[index];
+                if stream.headers_received.is_none() {
+                    stream.headers_received = Some(now);
+                } else {
+                    note_gap(stream, now);
+                }
+                stream.last_frame = Some(now);
+                if frame.flags & 0x1 != 0 {
+                    self.end_stream(index);
+                }
+            }
+            DATA => self.on_data(frame, now),
+            _ => {}
+        }
+    }
+
+    fn on_data(&mut self, frame: &Frame<'_>, now: Instant) {
+        let bytes = frame.length as u64;
+        self.figures.data_frames += 1;
+        self.figures.data_bytes += bytes;
+        let stalls_before = self.figures.connection_window_stalls;
+        // The connection's DATA moved again: a stall that stopped it is over.
+        if let Some(stalled_at) = self.connection_stalled_at.take() {
+            self.figures.connection_window_blocked += now.saturating_duration_since(stalled_at);
+        }
+        if self.connection_credit.receive(bytes) {
+            self.connection_stalled_at = Some(now);
+            self.figures.connection_window_stalls += 1;
+        }
+        let Some(index) = self.stream_index(frame.stream) else { return };
+        let at_boundary = self
+            .stream_credit
+            .iter_mut()
+            .find(|(s, _)| *s == frame.stream)
+            .is_some_and(|(_, credit)| credit.receive(bytes));
+        let stream = &mut self.streams[index];
+        let gap = note_gap(stream, now);
+        // The pause that ends with this frame began at the stream's last frame: blocked on
+        // the stream's window if that frame stopped on a boundary, on the connection's if the
+        // connection stalled since then (a stall this very frame begins counts at the next).
+        if stream.at_stream_boundary || stream.connection_stalls_seen < stalls_before {
+            stream.window_blocked += gap;
+        }
+        stream.at_stream_boundary = at_boundary;
+        stream.connection_stalls_seen = stalls_before;
+        if stream.first_data.is_none() {
+            stream.first_data = Some(now);
+        }
+        stream.last_frame = Some(now);
+        stream.data_frames += 1;
+        stream.data_bytes += bytes;
+        if frame.flags & 0x1 != 0 {
+            self.end_stream(index);
+        }
+    }
+
+    fn end_stream(&mut self, index: usize) {
+        let stream = self.streams.swap_remove(index);
+        self.stream_credit.retain(|(s, _)| *s != stream.id);
+        self.finished.push(stream);
+    }
+
+    fn stream_index(&self, id: u32) -> Option<usize> {
+        self.streams.iter().position(|s| s.id == id)
+    }
+}
+
+/// Times the pause since the stream's last frame (none before its first); returns it.
+fn note_gap(stream: &mut StreamFrames, now: Instant) -> Duration {
+    let Some(last) = stream.last_frame else { return Duration::ZERO };
+    let gap = now.saturating_duration_since(last);
+    if gap > stream.max_gap {
+        stream.max_gap = gap;
+        stream.bytes_before_max_gap = stream.data_bytes;
+    }
+    if gap >= crate::record::PAUSE_MIN {
+        stream.paused += gap;
+        stream.pauses += 1;
+    }
+    gap
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let length = payload.len() as u32;
+        let mut bytes = length.to_be_bytes()[1..].to_vec();
+        bytes.extend([kind, flags]);
+        bytes.extend(stream.to_be_bytes());
+        bytes.extend(payload);
+        bytes
+    }
+
+    fn window_update(stream: u32, increment: u32) -> Vec<u8> {
+        frame(WINDOW_UPDATE, 0, stream, &increment.to_be_bytes())
+    }
+
+    fn tap_with_request(stream: u32, at: Instant) -> FrameTap {
+        let mut tap = FrameTap::new();
+        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        sent.extend(frame(HEADERS, 0x5, stream, b"hpack"));
+        tap.sent(&sent, at);
+        tap
+    }
+
+    #[test]
+    fn frames_cut_anywhere_are_read_whole_and_timed_by_the_read_that_completed_them() {
+        let start = Instant::now();
+        let mut tap = tap_with_request(1, start);
+        let mut settings = 100u16.to_be_bytes().to_vec();
+        let mut received = frame(SETTINGS, 0, 0, &{
+            settings.clear();
+            settings.extend(SETTINGS_MAX_CONCURRENT_STREAMS.to_be_bytes());
+            settings.extend(8u32.to_be_bytes());
+            settings.clone()
+        });
+        received.extend(frame(HEADERS, 0x4, 1, b"head"));
+        received.extend(frame(DATA, 0, 1, &[7; 100]));
+        received.extend(frame(DATA, 0x1, 1, &[7; 50]));
+        let ms = |n| start + Duration::from_millis(n);
+        // One byte at a time up to the first DATA's header, then the rest 30 ms later.
+        let split = received.len() - (9 + 50) - 100 - 5;
+        for (k, byte) in received[..split].iter().enumerate() {
+            tap.received(std::slice::from_ref(byte), ms(1 + k as u64 / 100));
+        }
+        tap.received(&received[split..], ms(40));
+        assert_eq!(tap.figures.peer.max_concurrent_streams, Some(8));
+        let stream = tap.take_finished(1).expect("stream 1 ended");
+        assert_eq!(stream.headers_sent, Some(start));
+        assert_eq!(stream.data_frames, 2);
+        assert_eq!(stream.data_bytes, 150);
+        assert!(stream.max_gap >= Duration::from_millis(38), "{stream:?}");
+        assert_eq!(stream.window_blocked, Duration::ZERO);
+        assert!(tap.take_finished(1).is_none());
+    }
+
+    #[test]
+    fn a_pause_that_begins_on_a_used_up_stream_window_is_blocked_time_and_others_are_not() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = tap_with_request(1, start);
+        tap.received(&frame(HEADERS, 0x4, 1, b"head"), ms(2));
+        // The whole default window, then a pause of 40 ms until our update got through.
+        tap.received(&frame(DATA, 0, 1, &vec![0; 65_535]), ms(2));
+        tap.sent(&window_update(1, 65_535), ms(3));
+        tap.received(&frame(DATA, 0, 1, &vec![0; 1000]), ms(42));
+        // A pause with credit left is the server's own.
+        tap.received(&frame(DATA, 0x1, 1, &vec![0; 1000]), ms(92));
+        let stream = tap.take_finished(1).unwrap();
+        assert_eq!(stream.window_blocked, Duration::from_millis(40));
+        assert_eq!(stream.max_gap, Duration::from_millis(50));
+        assert_eq!(stream.pauses, 2);
+        assert_eq!(tap.figures.window_updates_sent, 1);
+    }
+
+    #[test]
+    fn the_connection_window_stalls_every_stream_that_waits_on_it() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = tap_with_request(1, start);
+        // A larger stream window (our SETTINGS) leaves the connection's 65,535 as the limit.
+        let mut settings = SETTINGS_INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+        settings.extend(1_000_000u32.to_be_bytes());
+        tap.sent(&frame(SETTINGS, 0, 0, &settings), start);
+        tap.sent(&frame(HEADERS, 0x5, 3, b"hpack"), start);
+        tap.received(&frame(DATA, 0, 1, &vec![0; 35_535]), ms(1));
+        tap.received(&frame(DATA, 0, 3, &vec![0; 30_000]), ms(2));
+        tap.sent(&window_update(0, 65_535), ms(3));
+        tap.received(&frame(DATA, 0x1, 3, &[0; 10]), ms(22));
+        tap.received(&frame(DATA, 0x1, 1, &[0; 10]), ms(23));
+        assert_eq!(tap.figures.stream_window_bytes, 1_000_000);
+        assert_eq!(tap.figures.connection_window_stalls, 1);
+        assert_eq!(tap.figures.connection_window_blocked, Duration::from_millis(20));
+        assert_eq!(tap.take_finished(3).unwrap().window_blocked, Duration::from_millis(20));
+        assert_eq!(tap.take_finished(1).unwrap().window_blocked, Duration::from_millis(22));
+        assert_eq!(tap.figures.max_open_streams, 2);
+    }
+
+    #[test]
+    fn a_reset_stream_ends_with_its_code() {
+        let start = Instant::now();
+        let mut tap = tap_with_request(1, start);
+        tap.received(&frame(RST_STREAM, 0, 1, &7u32.to_be_bytes()), start);
+        assert_eq!(tap.take_finished(1).unwrap().reset_code, Some(7));
+        assert_eq!(tap.figures.streams_reset, 1);
+    }
+}

@@ -1,0 +1,154 @@
+//! A run's HTTP/2 figures, aggregated from its stream and connection records: how long
+//! streams queued before their HEADERS left, how long they waited on a flow-control window,
+//! what the server's SETTINGS allowed, and gRPC statuses. Bounded memory, as `Stats`: three
+//! histograms and counters.
+
+use crate::quantile::histogram;
+use crate::record::{Http2Connection, StreamRecord};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The HTTP/2 side of a run's statistics.
+#[derive(Debug, Clone)]
+pub struct Http2Stats {
+    /// Responses that came over HTTP/2 (streams completed).
+    pub streams: u64,
+    /// From a request's due time to its HEADERS leaving (queued behind the stream limit or the
+    /// connection's opening), per stream.
+    pub queued_ns: Histogram<u64>,
+    /// From a request's start to its response's first DATA frame, per stream with a body.
+    pub first_data_ns: Histogram<u64>,
+    /// Time each stream's DATA waited on a used-up window, per stream (zeros included).
+    pub window_blocked_ns: Histogram<u64>,
+    /// Streams that waited on a window at least once...
+    pub window_blocked_streams: u64,
+    /// ...and all their waits, summed.
+    pub window_blocked: Duration,
+    /// grpc-status of each gRPC response, with counts.
+    pub grpc_status_counts: BTreeMap<u16, u64>,
+    /// Connection records seen.
+    pub connections: u64,
+    /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS a server connection announced (None:
+    /// none announced one, so no limit was stated).
+    pub peer_max_concurrent_streams: Option<u32>,
+    /// The server's SETTINGS_INITIAL_WINDOW_SIZE (the window of our request bodies).
+    pub peer_initial_window_bytes: Option<u32>,
+    /// What we advertised: each stream's window and the connection's.
+    pub stream_window_bytes: u32,
+    /// The connection window we advertised.
+    pub connection_window_bytes: u32,
+    /// Stalls of a whole connection on its used-up window, and their time summed.
+    pub connection_window_stalls: u64,
+    /// The time of those stalls, summed.
+    pub connection_window_blocked: Duration,
+    /// WINDOW_UPDATE frames we sent.
+    pub window_updates_sent: u64,
+    /// Streams the server reset (RST_STREAM).
+    pub streams_reset: u64,
+    /// Connections the server ended with GOAWAY.
+    pub goaways: u64,
+    /// The most streams one connection had open at once.
+    pub max_open_streams: u32,
+}
+
+impl Default for Http2Stats {
+    fn default() -> Self {
+        Http2Stats {
+            streams: 0,
+            queued_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            first_data_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            window_blocked_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            window_blocked_streams: 0,
+            window_blocked: Duration::ZERO,
+            grpc_status_counts: BTreeMap::new(),
+            connections: 0,
+            peer_max_concurrent_streams: None,
+            peer_initial_window_bytes: None,
+            stream_window_bytes: 0,
+            connection_window_bytes: 0,
+            connection_window_stalls: 0,
+            connection_window_blocked: Duration::ZERO,
+            window_updates_sent: 0,
+            streams_reset: 0,
+            goaways: 0,
+            max_open_streams: 0,
+        }
+    }
+}
+
+fn record(histogram: &mut Histogram<u64>, value: Duration) {
+    let nanos = u64::try_from(value.as_nanos()).unwrap_or(u64::MAX);
+    if histogram.record(nanos).is_err() {
+        histogram.saturating_record(nanos);
+    }
+}
+
+impl Http2Stats {
+    /// One completed stream.
+    pub fn stream(&mut self, stream: &StreamRecord) {
+        self.streams += 1;
+        record(&mut self.queued_ns, stream.queued);
+        if let Some(first_data) = stream.first_data {
+            record(&mut self.first_data_ns, first_data);
+        }
+        record(&mut self.window_blocked_ns, stream.window_blocked);
+        if !stream.window_blocked.is_zero() {
+            self.window_blocked_streams += 1;
+            self.window_blocked += stream.window_blocked;
+        }
+        if let Some(status) = stream.grpc_status {
+            *self.grpc_status_counts.entry(status).or_default() += 1;
+        }
+    }
+
+    /// One closed connection.
+    pub fn connection(&mut self, connection: &Http2Connection) {
+        self.connections += 1;
+        if let Some(limit) = connection.peer.max_concurrent_streams {
+            self.peer_max_concurrent_streams =
+                Some(self.peer_max_concurrent_streams.map_or(limit, |l| l.min(limit)));
+        }
+        self.peer_initial_window_bytes =
+            self.peer_initial_window_bytes.or(connection.peer.initial_window_bytes);
+        self.stream_window_bytes = self.stream_window_bytes.max(connection.stream_window_bytes);
+        self.connection_window_bytes = self.connection_window_bytes.max(connection.connection_window_bytes);
+        self.connection_window_stalls += connection.connection_window_stalls;
+        self.connection_window_blocked += connection.connection_window_blocked;
+        self.window_updates_sent += connection.window_updates_sent;
+        self.streams_reset += connection.streams_reset;
+        self.goaways += u64::from(connection.goaway_code.is_some());
+        self.max_open_streams = self.max_open_streams.max(connection.max_open_streams);
+    }
+
+    /// Adds another sink's figures.
+    pub fn merge(&mut self, other: &Http2Stats) {
+        self.streams += other.streams;
+        for (mine, theirs) in [
+            (&mut self.queued_ns, &other.queued_ns),
+            (&mut self.first_data_ns, &other.first_data_ns),
+            (&mut self.window_blocked_ns, &other.window_blocked_ns),
+        ] {
+            mine.add(theirs).expect("histograms share bounds");
+        }
+        self.window_blocked_streams += other.window_blocked_streams;
+        self.window_blocked += other.window_blocked;
+        for (code, n) in &other.grpc_status_counts {
+            *self.grpc_status_counts.entry(*code).or_default() += n;
+        }
+        self.connections += other.connections;
+        if let Some(limit) = other.peer_max_concurrent_streams {
+            self.peer_max_concurrent_streams =
+                Some(self.peer_max_concurrent_streams.map_or(limit, |l| l.min(limit)));
+        }
+        self.peer_initial_window_bytes = self.peer_initial_window_bytes.or(other.peer_initial_window_bytes);
+        self.stream_window_bytes = self.stream_window_bytes.max(other.stream_window_bytes);
+        self.connection_window_bytes = self.connection_window_bytes.max(other.connection_window_bytes);
+        self.connection_window_stalls += other.connection_window_stalls;
+        self.connection_window_blocked += other.connection_window_blocked;
+        self.window_updates_sent += other.window_updates_sent;
+        self.streams_reset += other.streams_reset;
+        self.goaways += other.goaways;
+        self.max_open_streams = self.max_open_streams.max(other.max_open_streams);
+    }
+}

@@ -1,0 +1,244 @@
+//! Which HTTP a run speaks, and gRPC: the options (`--h2`, `--http1.1`, `--streams`,
+//! `--h2-window`, `--grpc`, `--grpc-message`), checked where they are parsed, and what they
+//! make of a load. Plain http:// speaks HTTP/2 only when asked (`--h2`, prior knowledge);
+//! https:// offers `h2` by ALPN and speaks it when the server chooses it, as curl and browsers
+//! do, unless `--http1.1`.
+
+use crate::input::{MAX_BODY_BYTES, read_capped};
+use crate::target::HttpTarget;
+use crate::usage::usage;
+use anyhow::Result;
+use nodelay_engine::{Http2Settings, TlsClient};
+use nodelay_wire::{HttpRequest, unescape};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+/// The help section of these options.
+const HEADING: &str = "HTTP/2 and gRPC";
+/// RFC 9113 6.5.2: a window may not exceed 2^31 - 1.
+const MAX_WINDOW_BYTES: u32 = (1 << 31) - 1;
+/// The gRPC message prefix: a compressed flag and a 4-byte big-endian length.
+const GRPC_PREFIX_BYTES: usize = 5;
+
+/// Which HTTP to speak, and gRPC calls.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ProtocolOptions {
+    /// Speak HTTP/2: on http:// with prior knowledge (h2c), on https:// insisting that the
+    /// server choose h2 by ALPN [default: https:// speaks HTTP/2 when the server chooses it]
+    #[arg(long = "h2", help_heading = HEADING)]
+    pub h2: bool,
+
+    /// https:// only: offer only HTTP/1.1 by ALPN, never HTTP/2
+    #[arg(long = "http1.1", conflicts_with = "h2", help_heading = HEADING)]
+    pub http11: bool,
+
+    /// HTTP/2: requests in flight at once on each connection (h2load's -m) [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = HEADING)]
+    pub streams: Option<u32>,
+
+    /// HTTP/2: the flow-control window advertised for each stream and for the connection
+    /// [default: 65535 bytes, the protocol's]
+    #[arg(long, value_name = "BYTES", value_parser = parse_window, help_heading = HEADING)]
+    pub h2_window: Option<u32>,
+
+    /// A gRPC unary call of this method over HTTP/2 (POST, application/grpc), e.g.
+    /// /helloworld.Greeter/SayHello; grpc-status is counted beside the HTTP status
+    #[arg(long, value_name = "/PACKAGE.SERVICE/METHOD", value_parser = parse_grpc_method, conflicts_with_all = ["method", "body", "scenario"], help_heading = HEADING)]
+    pub grpc: Option<String>,
+
+    /// The gRPC request message, encoded protobuf: bytes with escapes such as \x0a\x05, or
+    /// @FILE [default: the empty message]
+    #[arg(long, value_name = "BYTES", requires = "grpc", help_heading = HEADING)]
+    pub grpc_message: Option<String>,
+}
+
+fn parse_window(text: &str) -> Result<u32, String> {
+    match text.trim().parse::<u64>() {
+        Ok(bytes) if (65_535..=u64::from(MAX_WINDOW_BYTES)).contains(&bytes) => Ok(bytes as u32),
+        _ => Err(format!("'{text}': a window is 65535 to {MAX_WINDOW_BYTES} bytes")),
+    }
+}
+
+fn parse_grpc_method(text: &str) -> Result<String, String> {
+    let parts: Vec<&str> = text.strip_prefix('/').map(|rest| rest.split('/').collect()).unwrap_or_default();
+    let printable = text.bytes().all(|b| b.is_ascii_graphic());
+    match parts.as_slice() {
+        [service, method] if !service.is_empty() && !method.is_empty() && printable => Ok(text.to_string()),
+        _ => Err(format!("'{text}': a gRPC method is /package.Service/Method")),
+    }
+}
+
+impl ProtocolOptions {
+    /// HTTP/2 is asked for outright (`--h2` or `--grpc`).
+    pub fn requires_h2(&self) -> bool {
+        self.h2 || self.grpc.is_some()
+    }
+
+    /// The engine's HTTP/2 settings from these options.
+    pub fn settings(&self) -> Http2Settings {
+        let window = self.h2_window.unwrap_or(Http2Settings::default().stream_window_bytes);
+        Http2Settings {
+            streams_per_connection: self.streams.unwrap_or(1) as usize,
+            stream_window_bytes: window,
+            connection_window_bytes: window,
+        }
+    }
+
+    /// Options that only HTTP/2 uses, named as the user wrote them.
+    fn h2_only_options(&self) -> Option<&'static str> {
+        match (self.streams, self.h2_window) {
+            (Some(_), _) => Some("--streams"),
+            (_, Some(_)) => Some("--h2-window"),
+            _ => None,
+        }
+    }
+}
+
+/// Refuses what cannot go together, before anything is sent. `https`: the URL's scheme.
+pub(crate) fn check(
+    options: &ProtocolOptions,
+    https: Option<bool>,
+    no_keepalive: bool,
+    split: bool,
+) -> Result<()> {
+    let Some(https) = https else {
+        if options.requires_h2() || options.http11 || options.h2_only_options().is_some() {
+            return Err(usage(
+                "--h2, --http1.1, --streams, --h2-window and --grpc are for http:// and https:// URLs",
+            ));
+        }
+        return Ok(());
+    };
+    if options.http11 && !https {
+        return Err(usage("--http1.1 is for https:// URLs (plain http:// speaks HTTP/1.1 unless --h2)"));
+    }
+    if let Some(option) = options.h2_only_options() {
+        if options.http11 {
+            return Err(usage(format!("{option} is for HTTP/2, and --http1.1 refuses it")));
+        }
+        if !https && !options.requires_h2() {
+            return Err(usage(format!(
+                "{option} is for HTTP/2: add --h2 (prior knowledge) for an http:// URL"
+            )));
+        }
+    }
+    if options.requires_h2() || https && !options.http11 {
+        let refuse = |what: &str| {
+            usage(format!("{what} is HTTP/1.1's; over HTTP/2 add --http1.1 (https://) or drop --h2"))
+        };
+        if no_keepalive && options.requires_h2() {
+            return Err(refuse("--no-keepalive"));
+        }
+        if split && options.requires_h2() {
+            return Err(refuse("--write-split"));
+        }
+    }
+    Ok(())
+}
+
+/// The gRPC unary call `method` with its message, as an HTTP request (the engine sends it as
+/// HTTP/2 HEADERS and one DATA frame). The URL's own path must be `/`.
+pub(crate) fn grpc_request(
+    target: &HttpTarget,
+    options: &ProtocolOptions,
+    headers: &[(String, String)],
+) -> Result<Option<HttpRequest>> {
+    let Some(method) = &options.grpc else { return Ok(None) };
+    if target.request_target != "/" {
+        return Err(usage(format!(
+            "--grpc names the path ({method}): give the URL without one, not {}",
+            target.request_target
+        )));
+    }
+    let message = match options.grpc_message.as_deref() {
+        None => Vec::new(),
+        Some(text) => match text.strip_prefix('@') {
+            Some(path) => read_capped(Path::new(path), "--grpc-message file", MAX_BODY_BYTES)?,
+            None => unescape(text).map_err(|e| usage(format!("--grpc-message: {e}")))?,
+        },
+    };
+    let mut body = Vec::with_capacity(GRPC_PREFIX_BYTES + message.len());
+    body.push(0);
+    body.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    body.extend_from_slice(&message);
+    let mut all_headers = vec![
+        ("Content-Type".to_string(), "application/grpc".to_string()),
+        ("TE".to_string(), "trailers".to_string()),
+    ];
+    all_headers.extend(target.headers_with_auth(headers));
+    Ok(Some(HttpRequest {
+        method: "POST".to_string(),
+        host: target.host_header.clone(),
+        target: method.clone(),
+        headers: all_headers,
+        body,
+        keep_alive: true,
+    }))
+}
+
+/// Whether a run speaks HTTP/2, and with which TLS client: asked outright, or, on https://,
+/// when the server chooses `h2` by ALPN (one handshake, before the run; a server that cannot
+/// be reached leaves the run to say so). None: HTTP/1.1.
+pub(crate) fn choose(
+    options: &ProtocolOptions,
+    tls: Option<&TlsClient>,
+    address: SocketAddr,
+) -> Result<Option<(Http2Settings, Option<TlsClient>)>> {
+    let settings = options.settings();
+    let Some(tls) = tls else {
+        return Ok(options.requires_h2().then_some((settings, None)));
+    };
+    if options.http11 {
+        return Ok(None);
+    }
+    let offering = tls.offering_h2();
+    let chosen = nodelay_engine::alpn_choice(address, &offering, Duration::from_secs(3));
+    match chosen {
+        Ok(Some(protocol)) if protocol == b"h2" => Ok(Some((settings, Some(offering)))),
+        Ok(other) if options.requires_h2() => {
+            let chose = other.map_or("no protocol".to_string(), |p| String::from_utf8_lossy(&p).into_owned());
+            Err(usage(format!(
+                "the server did not choose HTTP/2 by ALPN (it chose {chose}): drop --h2 and --grpc"
+            )))
+        }
+        Ok(_) if options.h2_only_options().is_some() => Err(usage(format!(
+            "{} is for HTTP/2, and the server chose HTTP/1.1 by ALPN",
+            options.h2_only_options().unwrap_or_default()
+        ))),
+        Ok(_) => Ok(None),
+        Err(_) if options.requires_h2() => Ok(Some((settings, Some(offering)))),
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_methods_and_windows_are_checked_where_parsed() {
+        assert!(parse_grpc_method("/helloworld.Greeter/SayHello").is_ok());
+        for bad in ["helloworld.Greeter/SayHello", "/Greeter", "/a/b/c", "//m", "/s/ m"] {
+            assert!(parse_grpc_method(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_window("1048576"), Ok(1 << 20));
+        for bad in ["65534", "2147483648", "1MB", "-1"] {
+            assert!(parse_window(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn http2_options_need_http2() {
+        let streams = ProtocolOptions { streams: Some(10), ..ProtocolOptions::default() };
+        let message = check(&streams, Some(false), false, false).unwrap_err().to_string();
+        assert!(message.contains("add --h2"), "{message}");
+        assert!(check(&ProtocolOptions { h2: true, ..streams.clone() }, Some(false), false, false).is_ok());
+        assert!(check(&streams, Some(true), false, false).is_ok());
+        let h2 = ProtocolOptions { h2: true, ..ProtocolOptions::default() };
+        assert!(check(&h2, Some(false), true, false).unwrap_err().to_string().contains("--no-keepalive"));
+        assert!(check(&h2, None, false, false).is_err());
+        let http11 = ProtocolOptions { http11: true, ..ProtocolOptions::default() };
+        assert!(check(&http11, Some(false), false, false).is_err());
+    }
+}

@@ -1,0 +1,101 @@
+//! The HTTP/2 part of a bench report: what the run spoke (settings) and what its streams and
+//! windows did (figures). Serde forms are part of `schema/bench.schema.json`.
+
+use crate::model::percentiles::Percentiles;
+use nodelay_engine::{Http2Settings, Http2Stats};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// How an HTTP/2 run used its connections.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Http2RunSettings {
+    /// `prior-knowledge` (h2c on http://, `--h2`) or `alpn` (the server chose h2 over TLS).
+    pub negotiated_by: &'static str,
+    /// Requests in flight at once on each connection (`--streams`).
+    pub streams_per_connection: usize,
+    /// The window we advertised for each stream (SETTINGS_INITIAL_WINDOW_SIZE), in bytes.
+    pub stream_window_bytes: u32,
+    /// The window we advertised for each connection, in bytes.
+    pub connection_window_bytes: u32,
+    /// `--grpc`: the method each request called; null for plain HTTP/2.
+    pub grpc_method: Option<String>,
+}
+
+impl Http2RunSettings {
+    /// The settings of a run over TLS (`alpn`) or not, calling `grpc_method` or not.
+    pub fn of(settings: &Http2Settings, over_tls: bool, grpc_method: Option<String>) -> Self {
+        Http2RunSettings {
+            negotiated_by: if over_tls { "alpn" } else { "prior-knowledge" },
+            streams_per_connection: settings.streams_per_connection,
+            stream_window_bytes: settings.stream_window_bytes,
+            connection_window_bytes: settings.connection_window_bytes,
+            grpc_method,
+        }
+    }
+}
+
+/// What an HTTP/2 run's streams and windows did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Http2Report {
+    /// Streams that completed (one per response).
+    pub streams_completed: u64,
+    /// From when each request was due to when its HEADERS left, in milliseconds: time queued
+    /// behind the server's stream limit or the connection's opening.
+    pub queued_ms: Option<Percentiles>,
+    /// Request start to the response's first DATA frame, in milliseconds.
+    pub first_data_ms: Option<Percentiles>,
+    /// Per stream, the pauses in its DATA that began with a flow-control window used up (the
+    /// server waiting for our WINDOW_UPDATE), summed, in milliseconds.
+    pub window_blocked_ms: Option<Percentiles>,
+    /// Streams that waited on a window at least once.
+    pub window_blocked_streams: u64,
+    /// All those waits, summed, in milliseconds.
+    pub window_blocked_total_ms: f64,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (the smallest any connection was given);
+    /// null when it stated none.
+    pub peer_max_concurrent_streams: Option<u32>,
+    /// The server's SETTINGS_INITIAL_WINDOW_SIZE, in bytes (the window of request bodies);
+    /// null when it kept the default 65,535.
+    pub peer_initial_window_bytes: Option<u32>,
+    /// The most streams one connection had open at once.
+    pub max_open_streams: u32,
+    /// Stalls of a whole connection on its used-up connection window...
+    pub connection_window_stalls: u64,
+    /// ...and their time summed, in milliseconds.
+    pub connection_window_blocked_ms: f64,
+    /// WINDOW_UPDATE frames we sent.
+    pub window_updates_sent: u64,
+    /// Streams the server reset (RST_STREAM).
+    pub streams_reset: u64,
+    /// Connections the server ended with GOAWAY.
+    pub goaways: u64,
+    /// gRPC responses per grpc-status code (0 is OK); empty for plain HTTP/2.
+    pub grpc_status_counts: BTreeMap<String, u64>,
+}
+
+impl Http2Report {
+    /// The report of a run's HTTP/2 aggregates.
+    pub fn of(stats: &Http2Stats) -> Self {
+        Http2Report {
+            streams_completed: stats.streams,
+            queued_ms: Percentiles::from_ns(&stats.queued_ns),
+            first_data_ms: Percentiles::from_ns(&stats.first_data_ns),
+            window_blocked_ms: Percentiles::from_ns(&stats.window_blocked_ns),
+            window_blocked_streams: stats.window_blocked_streams,
+            window_blocked_total_ms: stats.window_blocked.as_secs_f64() * 1e3,
+            peer_max_concurrent_streams: stats.peer_max_concurrent_streams,
+            peer_initial_window_bytes: stats.peer_initial_window_bytes,
+            max_open_streams: stats.max_open_streams,
+            connection_window_stalls: stats.connection_window_stalls,
+            connection_window_blocked_ms: stats.connection_window_blocked.as_secs_f64() * 1e3,
+            window_updates_sent: stats.window_updates_sent,
+            streams_reset: stats.streams_reset,
+            goaways: stats.goaways,
+            grpc_status_counts: stats
+                .grpc_status_counts
+                .iter()
+                .map(|(code, n)| (code.to_string(), *n))
+                .collect(),
+        }
+    }
+}

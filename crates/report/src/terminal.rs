@@ -1,0 +1,26 @@
+//! How wide the terminal is that text goes to: the renderers fit their lines to it.
+
+use crate::text::DEFAULT_WIDTH;
+use std::io::IsTerminal;
+
+/// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
+/// set (a pipe to a pager the user sized), else 80.
+pub fn text_width() -> usize {
+    width_of(&std::io::stdout())
+}
+
+/// [`text_width`] for text written to stderr (exec's lines, which stdout may not be near).
+pub fn stderr_width() -> usize {
+    width_of(&std::io::stderr())
+}
+
+fn width_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
+    let columns = || std::env::var("COLUMNS").ok()?.trim().parse::<usize>().ok().filter(|&c| c > 0);
+    if stream.is_terminal()
+        && let Some((terminal_size::Width(width), _)) = terminal_size::terminal_size_of(stream)
+        && width > 0
+    {
+        return usize::from(width);
+    }
+    columns().unwrap_or(DEFAULT_WIDTH)
+}
