@@ -5,6 +5,7 @@ pub mod relay;
 
 pub mod controls;
 
+pub mod h2;
 pub mod hops;
 pub mod nginx;
 pub mod seccomp;
