@@ -235,8 +235,10 @@ pub struct TlsSummary {
     pub version: &'static str,
     /// IANA name, e.g. `TLS_AES_256_GCM_SHA384`.
     pub cipher: &'static str,
-    /// The server chose http/1.1 by ALPN (false: it ignored ALPN).
+    /// The server chose http/1.1 by ALPN (false: it ignored ALPN, or chose h2).
     pub alpn_http11: bool,
+    /// The server chose h2 by ALPN (only offered to an HTTP/2 run).
+    pub alpn_h2: bool,
     /// The handshake resumed an earlier session.
     pub resumed: bool,
 }

@@ -109,6 +109,7 @@ pub(crate) fn summary_of(connection: &ClientConnection) -> Option<TlsSummary> {
         version,
         cipher: cipher_name(cipher),
         alpn_http11: connection.alpn_protocol() == Some(b"http/1.1"),
+        alpn_h2: connection.alpn_protocol() == Some(b"h2"),
         resumed: connection.handshake_kind() == Some(HandshakeKind::Resumed),
     })
 }

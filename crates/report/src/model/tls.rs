@@ -60,7 +60,7 @@ impl TlsNegotiated {
             trust: client.trust,
             version: summary.map(|s| s.version),
             cipher: summary.map(|s| s.cipher),
-            alpn: summary.and_then(|s| s.alpn_http11.then_some("http/1.1")),
+            alpn: summary.and_then(alpn_name),
         }
     }
 
@@ -100,7 +100,7 @@ impl TlsReport {
         TlsReport {
             version: summary.map(|s| s.version),
             cipher: summary.map(|s| s.cipher),
-            alpn: summary.and_then(|s| s.alpn_http11.then_some("http/1.1")),
+            alpn: summary.and_then(alpn_name),
             full_handshakes: stats.tls_full_handshake_ns.len(),
             resumed_handshakes: stats.tls_resumed_handshake_ns.len(),
             full_handshake_ms: Percentiles::from_ns(&stats.tls_full_handshake_ns),
@@ -135,5 +135,14 @@ impl TlsReport {
             self.resumed_handshakes,
             p50(&self.resumed_handshake_ms),
         )
+    }
+}
+
+/// The protocol the server chose by ALPN, as the JSON names it.
+fn alpn_name(summary: TlsSummary) -> Option<&'static str> {
+    match (summary.alpn_h2, summary.alpn_http11) {
+        (true, _) => Some("h2"),
+        (false, true) => Some("http/1.1"),
+        (false, false) => None,
     }
 }

@@ -38,7 +38,7 @@ pub(crate) fn outcome_rows(report: &Http2Report) -> Vec<(&'static str, String)> 
     let mut rows = vec![(
         "HTTP/2",
         format!(
-            "{} streams; {limit}, at most {} were open on one connection; queued before HEADERS left: {}",
+            "{} streams; {limit}; at most {} open at once on a connection; queued before HEADERS left: {}",
             report.streams_completed,
             report.max_open_streams,
             p50_p99(&report.queued_ms)

@@ -1,0 +1,184 @@
+//! `bench` over HTTP/2 against real servers (Go net/http, grpc-go, Node http2, hypercorn,
+//! nghttpd, nginx): h2c by prior knowledge, h2 by ALPN over TLS, streams per connection and
+//! the server's stream limit, flow-control windows, gRPC calls and their statuses, and the
+//! mistakes refused in words. Every run is bounded by -n.
+
+mod common;
+
+use common::h2::{go_h2c, grpc_call, grpc_server, hypercorn, nghttpd, nginx_body_server, nginx_h2c, node_h2};
+use common::tls::certs;
+use common::{fails_with, nodelay, validate_against_schema};
+use serde_json::Value;
+
+/// `bench --json` with `args`, which must succeed: the report, checked against its schema.
+fn bench(args: &[&str]) -> Value {
+    let run = nodelay(&[&["bench", "--json", "-q", "--no-server-view"], args].concat());
+    assert_eq!(run.code(), 0, "{}\n{}", run.stderr(), run.stdout());
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
+    report
+}
+
+fn errors(report: &Value) -> u64 {
+    report["errors"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum()
+}
+
+/// Every request answered 200 over HTTP/2 with prior knowledge, nothing failed.
+fn assert_all_h2c(report: &Value, requests: u64) {
+    assert_eq!(report["requests_completed"], requests, "{report:#}");
+    assert_eq!(errors(report), 0, "{report:#}");
+    assert_eq!(report["status_counts"]["200"], requests);
+    assert_eq!(report["settings"]["http_version"], "2");
+    assert_eq!(report["settings"]["http2"]["negotiated_by"], "prior-knowledge");
+    assert_eq!(report["http2"]["streams_completed"], requests);
+}
+
+#[test]
+fn every_h2c_peer_answers_every_stream_of_a_multiplexed_run() {
+    let go = go_h2c(&[]);
+    let node = node_h2(&[]);
+    let python = hypercorn(&[]);
+    let nghttp2 = nghttpd(&[]);
+    let nginx = nginx_h2c(&nginx_body_server(13, None));
+    for url in [go.url("/"), node.url("/"), python.url("/"), nghttp2.url("/"), nginx.url("/")] {
+        let report = bench(&["--h2", "-c", "2", "--streams", "4", "-n", "200", &url]);
+        assert_all_h2c(&report, 200);
+        assert_eq!(report["settings"]["http2"]["streams_per_connection"], 4);
+        // Two connections carried the 200 streams, up to 4 at once each.
+        assert_eq!(report["connections_opened"], 2, "{url}");
+        let open = report["http2"]["max_open_streams"].as_u64().unwrap();
+        assert!((1..=4).contains(&open), "{url}: {open}");
+    }
+}
+
+#[test]
+fn streams_beyond_the_servers_limit_queue_and_the_report_names_the_limit() {
+    // Each answer takes 20 ms; 6 streams asked on one connection, 2 allowed at once.
+    let limited = go_h2c(&["--max-streams", "2", "--delay-ms", "20"]);
+    let report = bench(&["--h2", "-c", "1", "--streams", "6", "-n", "36", &limited.url("/")]);
+    assert_all_h2c(&report, 36);
+    assert_eq!(report["http2"]["peer_max_concurrent_streams"], 2, "{report:#}");
+    assert_eq!(report["http2"]["max_open_streams"], 2);
+    // Two of six run at once: a stream waits for two rounds of 20 ms before its HEADERS leave.
+    let queued_p50 = report["http2"]["queued_ms"]["p50"].as_f64().unwrap();
+    assert!(queued_p50 >= 15.0, "queued p50 {queued_p50} ms");
+    // Control: the same server without the limit sends every stream at once.
+    let open = go_h2c(&["--max-streams", "100", "--delay-ms", "20"]);
+    let control = bench(&["--h2", "-c", "1", "--streams", "6", "-n", "36", &open.url("/")]);
+    assert_eq!(control["http2"]["peer_max_concurrent_streams"], 100);
+    assert_eq!(control["http2"]["max_open_streams"], 6);
+    let control_p50 = control["http2"]["queued_ms"]["p50"].as_f64().unwrap();
+    assert!(control_p50 < 5.0, "unlimited: queued p50 {control_p50} ms");
+}
+
+#[test]
+fn a_grpc_reply_larger_than_the_window_waits_on_it_and_a_larger_window_removes_the_wait() {
+    // grpc-go answers 300 kB, more than the 65,535 bytes a default window lets it send.
+    let server = grpc_server(&["--reply-bytes", "300000"]);
+    // Ground truth from grpc-go's own client: the server answers as configured.
+    assert!(grpc_call(server.port, &["--calls", "2"]).contains("reply 300000 bytes"));
+    let call = ["--grpc", "/helloworld.Greeter/SayHello", "--grpc-message", "\\x0a\\x05world", "-c", "1"];
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let report = bench(&[&call[..], &["-n", "50", &url]].concat());
+    assert_eq!(report["requests_completed"], 50, "{report:#}");
+    assert_eq!(report["http2"]["grpc_status_counts"]["0"], 50);
+    assert_eq!(report["settings"]["http2"]["grpc_method"], "/helloworld.Greeter/SayHello");
+    assert_eq!(report["settings"]["http2"]["stream_window_bytes"], 65535);
+    // Every reply stopped at least once on a used-up window, the stream's or the connection's.
+    assert_eq!(report["http2"]["window_blocked_streams"], 50, "{report:#}");
+    assert!(report["http2"]["connection_window_stalls"].as_u64().unwrap() >= 50);
+    let wider = bench(&[&call[..], &["--h2-window", "16777216", "-n", "50", &url]].concat());
+    assert_eq!(wider["http2"]["grpc_status_counts"]["0"], 50);
+    assert_eq!(wider["http2"]["window_blocked_streams"], 0, "{wider:#}");
+    assert_eq!(wider["http2"]["connection_window_stalls"], 0);
+}
+
+#[test]
+fn grpc_statuses_are_counted_beside_http_statuses() {
+    // NOT_FOUND (5) on every call: HTTP 200, the failure is in the trailers.
+    let server = grpc_server(&["--status", "5"]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let report = bench(&["--grpc", "/helloworld.Greeter/SayHello", "-c", "1", "-n", "20", &url]);
+    assert_eq!(report["status_counts"]["200"], 20, "{report:#}");
+    assert_eq!(report["http2"]["grpc_status_counts"]["5"], 20);
+    let text = nodelay(&[
+        "bench",
+        "-q",
+        "--no-server-view",
+        "--grpc",
+        "/helloworld.Greeter/SayHello",
+        "-n",
+        "5",
+        &url,
+    ]);
+    assert!(text.stdout().contains("grpc-status  5 ×5"), "{}", text.stdout());
+}
+
+#[test]
+fn https_speaks_http2_when_the_server_chooses_it_by_alpn_and_http11_when_asked() {
+    let certs = certs();
+    let go = go_h2c(&["--cert", &certs.cert, "--key", &certs.key]);
+    let url = format!("https://localhost:{}/", go.port);
+    let report = bench(&["--cacert", &certs.ca, "-c", "2", "--streams", "3", "-n", "60", &url]);
+    assert_eq!(report["requests_completed"], 60, "{report:#}");
+    assert_eq!(report["settings"]["http_version"], "2");
+    assert_eq!(report["settings"]["http2"]["negotiated_by"], "alpn");
+    assert_eq!(report["http2"]["streams_completed"], 60);
+    let http11 = bench(&["--cacert", &certs.ca, "--http1.1", "-c", "2", "-n", "60", &url]);
+    assert_eq!(http11["requests_completed"], 60, "{http11:#}");
+    assert_eq!(http11["settings"]["http_version"], "1.1");
+    assert_eq!(http11["http2"], Value::Null);
+    assert_eq!(http11["tls"]["alpn"], "http/1.1", "{:#}", http11["tls"]);
+    assert_eq!(report["tls"]["alpn"], "h2", "{:#}", report["tls"]);
+}
+
+#[test]
+fn a_tls_server_without_http2_is_spoken_to_in_http11_unless_h2_is_required() {
+    let certs = certs();
+    let python = common::python_peer("python_https_server.py", &["--cert", &certs.cert, "--key", &certs.key]);
+    let url = format!("https://localhost:{}/", python.port);
+    let report = bench(&["--cacert", &certs.ca, "-c", "1", "-n", "10", &url]);
+    assert_eq!(report["settings"]["http_version"], "1.1", "{report:#}");
+    assert_eq!(report["requests_completed"], 10);
+    fails_with(
+        &["bench", "--h2", "--cacert", &certs.ca, "-n", "10", &url],
+        2,
+        &["the server did not choose HTTP/2 by ALPN"],
+    );
+    fails_with(
+        &["bench", "--streams", "4", "--cacert", &certs.ca, "-n", "10", &url],
+        2,
+        &["--streams is for HTTP/2, and the server chose HTTP/1.1 by ALPN"],
+    );
+}
+
+#[test]
+fn http2_options_are_validated_where_they_are_parsed() {
+    let url = "http://127.0.0.1:9/";
+    fails_with(&["bench", "--streams", "4", "-n", "1", url], 2, &["--streams is for HTTP/2: add --h2"]);
+    fails_with(&["bench", "--h2", "--streams", "0", "-n", "1", url], 2, &["--streams"]);
+    fails_with(
+        &["bench", "--h2", "--h2-window", "1000", "-n", "1", url],
+        2,
+        &["a window is 65535 to 2147483647 bytes"],
+    );
+    fails_with(
+        &["bench", "--grpc", "Greeter/SayHello", "-n", "1", url],
+        2,
+        &["a gRPC method is /package.Service/Method"],
+    );
+    fails_with(&["bench", "--grpc-message", "x", "-n", "1", url], 2, &["--grpc"]);
+    fails_with(&["bench", "--h2", "--no-keepalive", "-n", "1", url], 2, &["--no-keepalive is HTTP/1.1's"]);
+    fails_with(&["bench", "--http1.1", "-n", "1", url], 2, &["--http1.1 is for https:// URLs"]);
+    fails_with(
+        &["bench", "--h2", "-n", "1", "--send", "x", "--frame", "line", "tcp://127.0.0.1:9"],
+        2,
+        &["are for http:// and https:// URLs"],
+    );
+    fails_with(
+        &["bench", "--grpc", "/a.B/C", "-n", "1", "http://127.0.0.1:9/path"],
+        2,
+        &["--grpc names the path (/a.B/C): give the URL without one, not /path"],
+    );
+    fails_with(&["doctor", "--h2", url], 2, &["the doctor speaks HTTP/1.1 only so far"]);
+}
