@@ -180,5 +180,67 @@ fn http2_options_are_validated_where_they_are_parsed() {
         2,
         &["--grpc names the path (/a.B/C): give the URL without one, not /path"],
     );
-    fails_with(&["doctor", "--h2", url], 2, &["the doctor speaks HTTP/1.1 only so far"]);
+    fails_with(&["doctor", "--streams", "2", url], 2, &["--streams is for HTTP/2: add --h2"]);
+}
+
+/// `doctor --json` with `args`: the report (checked against its schema), its finding ids in
+/// order, and the exit status.
+fn doctor(args: &[&str]) -> (Value, Vec<String>, i32) {
+    let run = nodelay(&[&["doctor", "--json"], args].concat());
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    (report.clone(), common::finding_ids(&report), run.code())
+}
+
+#[test]
+fn the_doctor_proves_a_grpc_reply_waits_on_the_window_and_a_client_with_a_larger_one_is_healthy() {
+    let server = grpc_server(&["--reply-bytes", "300000"]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let call = ["--grpc", "/helloworld.Greeter/SayHello", "--grpc-message", "\\x0a\\x05world"];
+    let (report, ids, code) = doctor(&[&call[..], &[&url]].concat());
+    assert_eq!(ids, ["h2-flow-control-window"], "{report:#}");
+    assert_eq!(code, 3);
+    let finding = common::finding(&report, "h2-flow-control-window");
+    assert_eq!(finding["proven"], true);
+    assert_eq!(finding["proof"][0]["removed"], true);
+    assert!(finding["fix"].as_array().unwrap().iter().any(|f| f["stack"] == "Go grpc"));
+    // The fix, on the client's side: a window larger than a reply.
+    let (report, ids, code) = doctor(&[&call[..], &["--h2-window", "16777216", &url]].concat());
+    assert_eq!(ids, ["healthy"], "{report:#}");
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn the_doctor_proves_streams_queue_behind_the_servers_limit() {
+    let limited = go_h2c(&["--max-streams", "2", "--delay-ms", "20"]);
+    let (report, ids, _) = doctor(&["--h2", "--streams", "6", &limited.url("/")]);
+    let finding = common::finding(&report, "h2-stream-limit-queueing");
+    assert_eq!(finding["proven"], true, "{report:#}");
+    assert!(finding["title"].as_str().unwrap().contains("allows 2 at once"), "{finding:#}");
+    // The server's own 20 ms is its first byte, the queue's time is not.
+    if let Some(slow) = report["findings"].as_array().unwrap().iter().find(|f| f["id"] == "slow-first-byte") {
+        let first_byte = slow["evidence"][0]["value"].as_f64().unwrap();
+        assert!(first_byte < 35.0, "first byte {first_byte} ms counts the queue: {slow:#}");
+    }
+    assert!(ids.iter().all(|id| id != "healthy"));
+    // Control: a limit above the streams asked queues nothing.
+    let open = go_h2c(&["--max-streams", "100", "--delay-ms", "20"]);
+    let (_, ids, _) = doctor(&["--h2", "--streams", "6", &open.url("/")]);
+    assert!(!ids.contains(&"h2-stream-limit-queueing".to_string()), "{ids:?}");
+}
+
+#[test]
+fn the_doctor_proves_server_nagle_between_headers_and_data_over_http2() {
+    // Go and Node writing HEADERS and DATA in two sends with TCP_NODELAY off.
+    for peer in [go_h2c(&["--nagle"]), node_h2(&["--nagle"])] {
+        let (report, ids, code) = doctor(&["--h2", &peer.url("/")]);
+        assert_eq!(ids, ["server-nagle-delayed-ack"], "{report:#}");
+        assert_eq!(report["findings"][0]["proven"], true);
+        assert_eq!(code, 3);
+    }
+    // Control: the same servers as shipped.
+    for peer in [go_h2c(&[]), node_h2(&[])] {
+        let (report, ids, _) = doctor(&["--h2", &peer.url("/")]);
+        assert_eq!(ids, ["healthy"], "{report:#}");
+    }
 }

@@ -62,6 +62,11 @@ pub enum FindingId {
     InitialWindowLimited,
     /// Responses came back with an error status (4xx, 5xx): what was timed is an error page.
     ErrorResponses,
+    /// HTTP/2: responses larger than the client's flow-control window wait for its
+    /// WINDOW_UPDATE, a round trip each.
+    H2FlowControlWindow,
+    /// HTTP/2: requests queue behind the server's SETTINGS_MAX_CONCURRENT_STREAMS.
+    H2StreamLimitQueueing,
     /// Nothing found that costs latency.
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
@@ -93,6 +98,8 @@ impl FindingId {
             FindingId::SlowStartAfterIdle => "slow-start-after-idle",
             FindingId::InitialWindowLimited => "initial-window-limited",
             FindingId::ErrorResponses => "error-responses",
+            FindingId::H2FlowControlWindow => "h2-flow-control-window",
+            FindingId::H2StreamLimitQueueing => "h2-stream-limit-queueing",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

@@ -17,6 +17,7 @@ mod expect;
 mod finding;
 mod fixes;
 mod hops;
+mod http2;
 mod idle;
 mod phase;
 mod rank;

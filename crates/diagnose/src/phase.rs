@@ -9,6 +9,9 @@ use std::time::Duration;
 /// A mid-response pause at least this long counts as a stall (the shortest delayed-ACK
 /// timer is 40 ms; scheduling noise on loopback stays far below).
 pub const STALL_GAP_MS: f64 = 25.0;
+/// An HTTP/2 request that waited this long before its HEADERS left counts as queued: far above
+/// the microseconds a loop takes to send what is due.
+pub const QUEUED_MS: f64 = 1.0;
 /// A first byte later than this counts as late.
 pub const LATE_FIRST_BYTE_MS: f64 = 25.0;
 /// An MSS to assume before the connection has told its own (IPv4 over Ethernet).
@@ -42,6 +45,12 @@ pub enum Experiment {
     /// the connection's retransmission timeout: a sender that restarts slow start after idle
     /// sends a large response in more round trips.
     AfterIdle,
+    /// HTTP/2: the same requests with a 16 MiB flow-control window for each stream and the
+    /// connection: nothing waits for a WINDOW_UPDATE.
+    LargerWindow,
+    /// HTTP/2: the same concurrency as one stream on each of that many connections: nothing
+    /// queues behind a connection's stream limit.
+    OneStreamPerConnection,
 }
 
 impl Experiment {
@@ -55,6 +64,8 @@ impl Experiment {
             Experiment::SingleWrite => "request in one write",
             Experiment::OneConnectionAtATime => "one connection at a time, a new one per request",
             Experiment::AfterIdle => "one connection, each request after an idle gap longer than its RTO",
+            Experiment::LargerWindow => "HTTP/2 windows of 16 MiB (stream and connection)",
+            Experiment::OneStreamPerConnection => "one stream per connection, as many connections",
         }
     }
 }
@@ -68,6 +79,9 @@ pub struct RequestShape {
     pub baseline_split: bool,
     /// The baseline client sets TCP_NODELAY.
     pub baseline_nodelay: bool,
+    /// HTTP/2: the streams each connection carries at once; `None` over HTTP/1.1 (and the
+    /// experiments that rewrite HTTP/1.1 requests or connections are not run).
+    pub http2_streams: Option<u32>,
 }
 
 /// The records of one measured phase.
@@ -90,6 +104,8 @@ pub struct Phase {
     pub server_header: Option<String>,
     /// What TLS settled on (https only).
     pub tls: Option<nodelay_engine::TlsSummary>,
+    /// HTTP/2: what the server's SETTINGS said, on the first connection that got them.
+    pub http2_peer: Option<nodelay_engine::PeerSettings>,
 }
 
 /// Everything the doctor measured about one target: the phases, the probes and the server's
@@ -249,6 +265,18 @@ pub struct PhaseSummary {
     /// At most `MAX_FAILED_SHARE` of the attempts failed: the phase can carry a verdict or a
     /// proof.
     pub reliable: bool,
+    /// HTTP/2: steady responses whose DATA waited on a used-up flow-control window (0 over
+    /// HTTP/1.1)...
+    pub window_blocked: usize,
+    /// ...and the median over steady responses of the time each waited.
+    pub window_blocked_p50_ms: f64,
+    /// HTTP/2: steady responses that queued `QUEUED_MS` or more before their HEADERS left...
+    pub queued: usize,
+    /// ...and the median over steady responses of that queueing.
+    pub queued_p50_ms: f64,
+    /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS; null when it stated none (or
+    /// over HTTP/1.1).
+    pub peer_max_concurrent_streams: Option<u32>,
 }
 
 /// The most common kind of failure in a phase, with its first message.
@@ -296,6 +324,12 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1e3
 }
 
+/// The first byte as the server's: over HTTP/2, less the time the request queued before its
+/// HEADERS left (behind the stream limit), which the server never saw.
+fn server_first_byte_ms(r: &ResponseRecord) -> f64 {
+    ms(r.first_byte) - r.http2.map_or(0.0, |stream| ms(stream.queued))
+}
+
 /// The percentile of millisecond values, by nodelay's one definition (`nodelay_engine::
 /// quantile_ms`, as bench computes its own), so doctor, pcap and bench never round apart.
 pub fn percentile(values_ms: &[f64], quantile: f64) -> f64 {
@@ -310,6 +344,16 @@ fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
 }
 
 impl PhaseSummary {
+    /// HTTP/2: share of the steady responses that waited on a flow-control window (0 to 1).
+    pub fn window_blocked_fraction(&self) -> f64 {
+        fraction(self.window_blocked, self.steady_responses)
+    }
+
+    /// HTTP/2: share of the steady responses that queued before their HEADERS left (0 to 1).
+    pub fn queued_fraction(&self) -> f64 {
+        fraction(self.queued, self.steady_responses)
+    }
+
     /// Share of the steady responses that stalled (0 to 1).
     pub fn stalled_fraction(&self) -> f64 {
         fraction(self.stalled, self.steady_responses)
@@ -415,7 +459,7 @@ impl Phase {
             self.responses.iter().collect()
         };
         let totals = sorted(steady.iter().map(|r| ms(r.total)));
-        let first_bytes = sorted(steady.iter().map(|r| ms(r.first_byte)));
+        let first_bytes = sorted(steady.iter().map(|r| server_first_byte_ms(r)));
         let gaps = sorted(steady.iter().map(|r| ms(r.max_read_gap)));
         let path_rtt_ms =
             self.tcp_info.filter(|info| info.min_rtt_us > 0).map(|info| f64::from(info.min_rtt_us) / 1e3);
@@ -433,8 +477,9 @@ impl Phase {
         let retransmits = self.tcp_info.map_or(0, |info| info.total_retransmits) as usize;
         // On a path, a fresh connection's first byte waited its handshake too: not late for that.
         let handshake = |r: &ResponseRecord| if rtt > 0.0 { r.connect.map_or(0.0, ms) } else { 0.0 };
-        let extra_wait =
-            |r: &ResponseRecord| (ms(r.max_read_gap).max(ms(r.first_byte) - handshake(r)) - rtt).max(0.0);
+        let extra_wait = |r: &ResponseRecord| {
+            (ms(r.max_read_gap).max(server_first_byte_ms(r) - handshake(r)) - rtt).max(0.0)
+        };
         let mut waits: Vec<(f64, u32, u32)> = steady
             .iter()
             .filter(|r| extra_wait(r) >= RTO_MIN_MS)
@@ -483,6 +528,8 @@ impl Phase {
         let handshakes = sorted(self.responses.iter().filter_map(|r| r.tls_handshake.map(ms)));
         let opens = self.opens();
         let on_stalls = |q: f64| (!stalled_gaps.is_empty()).then(|| percentile(&stalled_gaps, q));
+        let streams: Vec<&nodelay_engine::StreamRecord> =
+            steady.iter().filter_map(|r| r.http2.as_ref()).collect();
         PhaseSummary {
             responses: self.responses.len(),
             steady_responses: steady.len(),
@@ -518,7 +565,7 @@ impl Phase {
             body_p50_ms: percentile(&sorted(steady.iter().map(|r| body_beyond(r))), 0.5),
             late_first_byte: steady
                 .iter()
-                .filter(|r| ms(r.first_byte) - handshake(r) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
+                .filter(|r| server_first_byte_ms(r) - handshake(r) - rtt >= LATE_FIRST_BYTE_MS && !resent(r))
                 .count(),
             retransmission_waits: retransmission_waits.len(),
             retransmission_wait_p50_ms: (!retransmission_waits.is_empty())
@@ -539,6 +586,11 @@ impl Phase {
             errors_by_kind: self.errors_by_kind().into_iter().map(|(kind, n)| (kind.as_str(), n)).collect(),
             most_common_error: self.most_common_error(),
             reliable: self.is_reliable(),
+            window_blocked: streams.iter().filter(|s| !s.window_blocked.is_zero()).count(),
+            window_blocked_p50_ms: percentile(&sorted(streams.iter().map(|s| ms(s.window_blocked))), 0.5),
+            queued: streams.iter().filter(|s| ms(s.queued) >= QUEUED_MS).count(),
+            queued_p50_ms: percentile(&sorted(streams.iter().map(|s| ms(s.queued))), 0.5),
+            peer_max_concurrent_streams: self.http2_peer.and_then(|peer| peer.max_concurrent_streams),
         }
     }
 

@@ -37,6 +37,8 @@ fn cost_ms(finding: &Finding, baseline: &PhaseSummary) -> f64 {
         }
         FindingId::InitialWindowLimited | FindingId::SlowStartAfterIdle => baseline.judged_rtt_ms(),
         FindingId::ProxyHopStall => baseline.total_p50_ms,
+        FindingId::H2FlowControlWindow => baseline.window_blocked_p50_ms,
+        FindingId::H2StreamLimitQueueing => baseline.queued_p50_ms,
         // One request at a time its CPU per request (the first evidence) is request time;
         // under load it is a ceiling, which costs no request anything.
         FindingId::ServerCpuBound => {

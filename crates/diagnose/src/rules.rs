@@ -63,6 +63,14 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     }
     let shape = observations.request?;
     let done = |experiment| observations.has_run(experiment);
+    if shape.http2_streams.is_some() {
+        // Over HTTP/2 the connection stays and the request is the h2 crate's to write: of
+        // the HTTP/1.1 experiments only the quick ACK applies.
+        let slow = baseline.stalled_fraction() >= REMOVED_FRACTION
+            || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS;
+        return crate::http2::next_experiment(observations, &baseline)
+            .or((slow && !done(Experiment::QuickAck)).then_some(Experiment::QuickAck));
+    }
     // Opens that waited a second: would they wait one at a time? (Cheap, so first.)
     if crate::backlog::opens_waited(observations, &baseline) && !done(Experiment::OneConnectionAtATime) {
         return Some(Experiment::OneConnectionAtATime);
@@ -151,6 +159,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
     findings.extend(window_findings(observations, &baseline));
+    findings.extend(crate::http2::findings(observations, &baseline));
     findings.extend(errors.map(|(finding, _)| finding));
     if findings.is_empty() {
         findings.push(healthy(&baseline));
@@ -939,8 +948,10 @@ mod tests {
     use crate::phase::RequestShape;
     use crate::phase::tests::{error, phase, response};
 
-    const GET: RequestShape = RequestShape { has_body: false, baseline_split: false, baseline_nodelay: true };
-    const POST: RequestShape = RequestShape { has_body: true, baseline_split: false, baseline_nodelay: true };
+    const GET: RequestShape =
+        RequestShape { has_body: false, baseline_split: false, baseline_nodelay: true, http2_streams: None };
+    const POST: RequestShape =
+        RequestShape { has_body: true, baseline_split: false, baseline_nodelay: true, http2_streams: None };
 
     fn keep_alive(first_byte_ms: f64, gap_ms: Option<f64>) -> Vec<nodelay_engine::ResponseRecord> {
         let mut responses = vec![response(0, 0.3, gap_ms.map(|_| 0.1))];
@@ -1351,7 +1362,12 @@ mod tests {
 
     #[test]
     fn user_split_client_is_client_nagle_when_one_write_fixes_it() {
-        let shape = RequestShape { has_body: true, baseline_split: true, baseline_nodelay: false };
+        let shape = RequestShape {
+            has_body: true,
+            baseline_split: true,
+            baseline_nodelay: false,
+            http2_streams: None,
+        };
         let mut observations = observe(shape, keep_alive(41.0, None));
         observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(41.0, None)));
         observations

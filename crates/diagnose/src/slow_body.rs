@@ -118,7 +118,12 @@ mod tests {
             })
             .collect();
         Observations {
-            request: Some(RequestShape { has_body: false, baseline_split: false, baseline_nodelay: true }),
+            request: Some(RequestShape {
+                has_body: false,
+                baseline_split: false,
+                baseline_nodelay: true,
+                http2_streams: None,
+            }),
             baseline: phase(None, responses),
             ..Observations::default()
         }

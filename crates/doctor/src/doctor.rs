@@ -76,14 +76,19 @@ impl Doctor {
     pub fn new(url: &str, options: DoctorOptions) -> Result<Doctor> {
         let created = Instant::now();
         let target = parse_target(url)?;
+        let https = match &target {
+            Target::Http(http) => Some(http.tls_host.is_some()),
+            Target::Tcp { .. } => None,
+        };
         let protocol = &options.request.protocol;
-        if protocol.requires_h2() || protocol.streams.is_some() || protocol.h2_window.is_some() {
-            // Said outright rather than diagnosing HTTP/1.1 under an HTTP/2 flag.
-            return Err(nodelay_load::usage(
-                "the doctor speaks HTTP/1.1 only so far: measure HTTP/2 and gRPC with bench or compare",
-            ));
+        let split = options.request.write_split.is_some();
+        nodelay_load::check_protocol(protocol, https, false, split)?;
+        let mut workload = build_workload(&target, &options.request, true)?;
+        // HTTP/2 when asked (--h2, --grpc); https:// stays HTTP/1.1 unless asked, so that a
+        // diagnosis of an HTTP/1.1 server is not changed by what its TLS port also offers.
+        if protocol.requires_h2() {
+            nodelay_load::speak_http2(&mut workload, protocol)?;
         }
-        let workload = build_workload(&target, &options.request, true)?;
         Ok(Doctor { target, workload, options, created })
     }
 

@@ -78,6 +78,7 @@ pub(crate) fn examine_within(
         has_body: request.head_bytes.is_some(),
         baseline_split: !request.spec.write_split.is_empty(),
         baseline_nodelay: workload.client_nodelay,
+        http2_streams: workload.http2.map(|h2| h2.streams_per_connection as u32),
     };
     // The server's side is read over the baseline: its CPU per request and the upstreams the
     // baseline's requests made it use. Started before the baseline is sized, so the time its
@@ -102,6 +103,7 @@ pub(crate) fn examine_within(
         connect_timeout: timeout.min(left()).max(Duration::from_millis(1)),
         socket: SocketOptions { nodelay: workload.client_nodelay, ..SocketOptions::default() },
         tls: workload.tls.clone(),
+        http2: workload.http2,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let url = &workload.url;
@@ -196,8 +198,9 @@ pub(crate) fn examine_within(
     // 100-continue and holds the body back? A silent server costs such a client its timer.
     if let (Framing::Http { .. }, Some(head_bytes)) = (&workload.framing, request.head_bytes)
         && !stop::requested()
-        // A plain-TCP probe, as the HTTP/1.0 one below.
+        // A plain-TCP probe, as the HTTP/1.0 one below, and HTTP/1.1's.
         && workload.tls.is_none()
+        && workload.http2.is_none()
         && left() >= EXPECT_PROBE_WAIT * 2
         && let Some((head, body)) = with_expect_continue(&request.spec.bytes, head_bytes)
     {
@@ -212,6 +215,7 @@ pub(crate) fn examine_within(
         && !stop::requested()
         // A plain-TCP probe: over TLS the server would only see a bad handshake.
         && workload.tls.is_none()
+        && workload.http2.is_none()
         && left() >= HOLD_PROBE_WAIT * 2
     {
         progress.phase("probe: an HTTP/1.0 request without keep-alive, does the server close?");
@@ -269,6 +273,7 @@ pub(crate) fn examine_within(
     if chain.idle_probe
         && matches!(workload.framing, Framing::Http { .. })
         && workload.tls.is_none()
+        && workload.http2.is_none()
         && !stop::requested()
         && left() >= MIN_IDLE_WAIT
     {

@@ -65,6 +65,10 @@ pub(crate) fn idle_gap(baseline_info: Option<&nodelay_engine::TcpInfo>) -> Durat
     (rto * 4).max(MIN_IDLE_GAP)
 }
 
+/// The window of the larger-window experiment: 16 MiB, as curl and Go's transports use several
+/// MiB, far above any response a doctor run reads.
+const LARGER_WINDOW_BYTES: u32 = 16 << 20;
+
 /// The shortest idle gap: Linux's least RTO (200 ms) four times.
 const MIN_IDLE_GAP: Duration = Duration::from_millis(800);
 /// Requests after an idle gap: enough for a median, each costs a gap.
@@ -114,6 +118,20 @@ pub(crate) fn experiment_config(
         }
         // One keep-alive connection, a request each gap (open loop): the first opens it, the
         // others each find it idle longer than its RTO.
+        Experiment::LargerWindow => {
+            if let Some(h2) = &mut config.http2 {
+                (h2.stream_window_bytes, h2.connection_window_bytes) =
+                    (LARGER_WINDOW_BYTES, LARGER_WINDOW_BYTES);
+            }
+        }
+        // The same requests in flight, each on a connection of its own.
+        Experiment::OneStreamPerConnection => {
+            if let Some(h2) = &mut config.http2 {
+                config.connections *= h2.streams_per_connection.max(1);
+                config.threads = config.threads.min(config.connections);
+                h2.streams_per_connection = 1;
+            }
+        }
         Experiment::AfterIdle => {
             config.connections = 1;
             config.max_requests = Some(1 + AFTER_IDLE_REQUESTS);
@@ -154,6 +172,10 @@ pub(crate) fn run_phase_reaching(
                 phase.server_header.clone_from(&connection.server_header);
             }
             phase.tls = phase.tls.or(connection.tls);
+            if phase.http2_peer.is_none() && connection.http2.is_some_and(|h2| h2.peer != Default::default())
+            {
+                phase.http2_peer = connection.http2.map(|h2| h2.peer);
+            }
             if connection.requests >= busiest && connection.tcp_info.is_some() {
                 busiest = connection.requests;
                 phase.tcp_info = connection.tcp_info;

@@ -108,13 +108,8 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     let protocol = &load.request.protocol;
     crate::protocol::check(protocol, https, load.no_keepalive, load.request.write_split.is_some())?;
     let mut workload = build_workload(&target, &load.request, !load.no_keepalive)?;
-    let http2 = match https {
-        Some(_) => crate::protocol::choose(protocol, workload.tls.as_ref(), workload.address)?,
-        None => None,
-    };
-    if let Some((_, Some(offering))) = &http2 {
-        workload.tls = Some(offering.clone());
-    }
+    crate::protocol::speak_http2(&mut workload, protocol)?;
+    let http2 = workload.http2;
     if http2.is_some() && load.io_uring == Some(true) {
         return Err(usage("--io-uring: HTTP/2 runs wait with epoll"));
     }
@@ -151,7 +146,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         busy_poll: load.busy_poll.unwrap_or_default(),
         io_uring: event_loop.io_uring,
         batched_waits: event_loop.batched,
-        http2: http2.map(|(settings, _)| settings),
+        http2,
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let settings = BenchSettings {

@@ -95,13 +95,9 @@ impl ProtocolOptions {
     }
 }
 
-/// Refuses what cannot go together, before anything is sent. `https`: the URL's scheme.
-pub(crate) fn check(
-    options: &ProtocolOptions,
-    https: Option<bool>,
-    no_keepalive: bool,
-    split: bool,
-) -> Result<()> {
+/// Refuses what cannot go together, before anything is sent. `https`: the URL's scheme (None
+/// for tcp://).
+pub fn check(options: &ProtocolOptions, https: Option<bool>, no_keepalive: bool, split: bool) -> Result<()> {
     let Some(https) = https else {
         if options.requires_h2() || options.http11 || options.h2_only_options().is_some() {
             return Err(usage(
@@ -175,6 +171,21 @@ pub(crate) fn grpc_request(
         body,
         keep_alive: true,
     }))
+}
+
+/// Makes `workload` speak HTTP/2 when `options` ask for it or, on https://, when the server
+/// chooses h2 by ALPN (one handshake: see [`choose`]); leaves it HTTP/1.1 otherwise.
+pub fn speak_http2(workload: &mut crate::Workload, options: &ProtocolOptions) -> Result<()> {
+    if !matches!(workload.framing, nodelay_engine::Framing::Http { .. }) {
+        return Ok(());
+    }
+    if let Some((settings, offering)) = choose(options, workload.tls.as_ref(), workload.address)? {
+        workload.http2 = Some(settings);
+        if offering.is_some() {
+            workload.tls = offering;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a run speaks HTTP/2, and with which TLS client: asked outright, or, on https://,

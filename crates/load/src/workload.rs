@@ -49,6 +49,9 @@ pub struct Workload {
     pub label: String,
     /// `https://`: the TLS client every connection uses.
     pub tls: Option<TlsClient>,
+    /// Spoken over HTTP/2 with these settings (set by [`crate::speak_http2`]); None: HTTP/1.1
+    /// or raw TCP.
+    pub http2: Option<nodelay_engine::Http2Settings>,
 }
 
 impl WorkloadRequest {
@@ -175,6 +178,7 @@ fn http_workload(target: &HttpTarget, args: &RequestOptions, keep_alive: bool) -
         client_nodelay: true,
         label,
         tls: None,
+        http2: None,
     })
 }
 
@@ -235,6 +239,7 @@ fn tcp_workload(url: &str, address: SocketAddr, args: &RequestOptions) -> Result
         client_nodelay: true,
         label,
         tls: None,
+        http2: None,
     })
 }
 

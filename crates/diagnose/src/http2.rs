@@ -1,0 +1,289 @@
+//! HTTP/2's own ways to be slow with an idle CPU, each named only when its experiment removes
+//! it: a response larger than the client's flow-control window waits a round trip for each
+//! WINDOW_UPDATE (`h2-flow-control-window`, proven by a larger window), and streams queue
+//! behind the server's SETTINGS_MAX_CONCURRENT_STREAMS (`h2-stream-limit-queueing`, proven by
+//! one stream per connection). A server's Nagle between HEADERS and DATA is the existing
+//! `server-nagle-delayed-ack`, proven by TCP_QUICKACK as over HTTP/1.1.
+
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix};
+use crate::phase::{Experiment, Observations, PhaseSummary};
+use crate::symptom::{Symptom, proof, removed};
+
+/// A wait worth an experiment costs at least this share of the median response time...
+const COST_SHARE: f64 = 0.2;
+/// ...and is seen in at least this share of the steady responses.
+const SYMPTOM_SHARE: f64 = 0.25;
+
+const WINDOW_WAIT: Symptom = Symptom {
+    share: PhaseSummary::window_blocked_fraction,
+    median_ms: window_blocked_p50_ms,
+    label: "a wait on the flow-control window",
+};
+
+const STREAM_QUEUE: Symptom = Symptom {
+    share: PhaseSummary::queued_fraction,
+    median_ms: queued_p50_ms,
+    label: "a wait behind the stream limit",
+};
+
+fn window_blocked_p50_ms(summary: &PhaseSummary) -> f64 {
+    summary.window_blocked_p50_ms
+}
+
+fn queued_p50_ms(summary: &PhaseSummary) -> f64 {
+    summary.queued_p50_ms
+}
+
+/// The symptom shows in enough responses and costs enough of their time to test.
+fn worth_testing(baseline: &PhaseSummary, symptom: Symptom) -> bool {
+    (symptom.share)(baseline) >= SYMPTOM_SHARE
+        && (symptom.median_ms)(baseline) >= baseline.total_p50_ms * COST_SHARE
+}
+
+/// The next HTTP/2 experiment the baseline calls for, if any.
+pub(crate) fn next_experiment(observations: &Observations, baseline: &PhaseSummary) -> Option<Experiment> {
+    let done = |experiment| observations.has_run(experiment);
+    if worth_testing(baseline, WINDOW_WAIT) && !done(Experiment::LargerWindow) {
+        return Some(Experiment::LargerWindow);
+    }
+    let streams = observations.request.and_then(|shape| shape.http2_streams).unwrap_or(1);
+    let limited = baseline.peer_max_concurrent_streams.is_some_and(|limit| limit < streams);
+    if limited && worth_testing(baseline, STREAM_QUEUE) && !done(Experiment::OneStreamPerConnection) {
+        return Some(Experiment::OneStreamPerConnection);
+    }
+    None
+}
+
+/// The HTTP/2 findings the experiments proved (or, unproven, what the baseline showed).
+pub(crate) fn findings(observations: &Observations, baseline: &PhaseSummary) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    if worth_testing(baseline, WINDOW_WAIT) {
+        findings.push(window_finding(observations, baseline));
+    }
+    let streams = observations.request.and_then(|shape| shape.http2_streams).unwrap_or(1);
+    if let Some(limit) = baseline.peer_max_concurrent_streams.filter(|&limit| limit < streams)
+        && worth_testing(baseline, STREAM_QUEUE)
+    {
+        findings.push(stream_limit_finding(observations, baseline, limit, streams));
+    }
+    findings
+}
+
+fn window_finding(observations: &Observations, baseline: &PhaseSummary) -> Finding {
+    let experiment = observations.experiment(Experiment::LargerWindow);
+    let proven = experiment.is_some_and(|phase| removed(baseline, &phase.summary(), WINDOW_WAIT));
+    let waited = baseline.window_blocked_p50_ms;
+    let title = if proven {
+        format!(
+            "Responses wait for the client's WINDOW_UPDATE: {waited:.2} ms of a {:.2} ms median goes to a used-up \
+             HTTP/2 flow-control window, and a larger window removes it",
+            baseline.total_p50_ms
+        )
+    } else {
+        format!(
+            "Responses stop on a used-up HTTP/2 flow-control window ({waited:.2} ms of a {:.2} ms median), but a \
+             larger window did not remove the wait",
+            baseline.total_p50_ms
+        )
+    };
+    Finding {
+        id: FindingId::H2FlowControlWindow,
+        title,
+        proven,
+        confidence: if proven { Confidence::High } else { Confidence::Low },
+        evidence: vec![
+            Evidence::new("median response size", baseline.response_bytes_p50 as f64, "bytes"),
+            Evidence::new(
+                "steady responses that waited on a window",
+                baseline.window_blocked as f64,
+                "count",
+            ),
+            Evidence::new("of the steady responses", baseline.steady_responses as f64, "count"),
+            Evidence::new("median time waiting on the window, per response", waited, "ms"),
+            Evidence::new("median total", baseline.total_p50_ms, "ms"),
+        ],
+        proof: experiment
+            .map(|phase| proof(Experiment::LargerWindow, baseline, phase, WINDOW_WAIT))
+            .into_iter()
+            .collect(),
+        fix_summary: WINDOW_SUMMARY.to_string(),
+        fix: window_fixes(),
+    }
+}
+
+fn stream_limit_finding(
+    observations: &Observations,
+    baseline: &PhaseSummary,
+    limit: u32,
+    streams: u32,
+) -> Finding {
+    let experiment = observations.experiment(Experiment::OneStreamPerConnection);
+    let proven = experiment.is_some_and(|phase| removed(baseline, &phase.summary(), STREAM_QUEUE));
+    let queued = baseline.queued_p50_ms;
+    let title = if proven {
+        format!(
+            "Requests queue behind the server's stream limit: {streams} streams asked of a connection that allows \
+             {limit} at once wait {queued:.2} ms (median) before they are sent; one stream per connection removes it"
+        )
+    } else {
+        format!(
+            "Requests wait {queued:.2} ms (median) before they are sent: the server allows {limit} streams at once \
+             and {streams} were asked, but one stream per connection did not remove the wait"
+        )
+    };
+    Finding {
+        id: FindingId::H2StreamLimitQueueing,
+        title,
+        proven,
+        confidence: if proven { Confidence::High } else { Confidence::Low },
+        evidence: vec![
+            Evidence::new("the server's SETTINGS_MAX_CONCURRENT_STREAMS", f64::from(limit), "count"),
+            Evidence::new("streams asked of each connection", f64::from(streams), "count"),
+            Evidence::new("steady responses that queued", baseline.queued as f64, "count"),
+            Evidence::new("median time queued before the HEADERS left", queued, "ms"),
+            Evidence::new("median total", baseline.total_p50_ms, "ms"),
+        ],
+        proof: experiment
+            .map(|phase| proof(Experiment::OneStreamPerConnection, baseline, phase, STREAM_QUEUE))
+            .into_iter()
+            .collect(),
+        fix_summary: STREAM_LIMIT_SUMMARY.to_string(),
+        fix: stream_limit_fixes(),
+    }
+}
+
+const fn fix(stack: &'static str, how: &'static str) -> Fix {
+    Fix { stack, how, detected: false }
+}
+
+/// The one-sentence fix of `h2-flow-control-window`.
+pub const WINDOW_SUMMARY: &str = "Give the receiver a window at least as large as a response (and its connection a \
+    window for all its streams): the client for responses, the server for request bodies; gRPC's BDP estimator \
+    grows it by itself only after several round trips";
+
+fn window_fixes() -> Vec<Fix> {
+    vec![
+        fix(
+            "Go grpc",
+            "client: grpc.WithInitialWindowSize(n) and grpc.WithInitialConnWindowSize(n); server (request bodies): \
+             grpc.InitialWindowSize(n), grpc.InitialConnWindowSize(n) (setting them turns the BDP estimator off)",
+        ),
+        fix(
+            "grpc-java / Netty",
+            "NettyChannelBuilder.flowControlWindow(n) on the client, NettyServerBuilder.flowControlWindow(n) on the \
+             server (initialFlowControlWindow for a fixed window without BDP)",
+        ),
+        fix(
+            "Node.js http2",
+            "http2.connect(url, { settings: { initialWindowSize: n } }) and session.setLocalWindowSize(n) for the \
+             connection; servers take the same settings in createServer",
+        ),
+        fix(
+            "Go net/http",
+            "clients advertise large windows already; servers (request bodies): http.Server{HTTP2: \
+             &http.HTTP2Config{MaxReceiveBufferPerStream: n, MaxReceiveBufferPerConnection: n}} (Go 1.24+)",
+        ),
+        fix(
+            "nginx",
+            "request bodies: http2_body_preread_size (server window before the body is read); as a gRPC or h2 \
+             client of an upstream: grpc_buffer_size / proxy_buffer_size",
+        ),
+        fix(
+            "Envoy",
+            "http2_protocol_options: initial_stream_window_size and initial_connection_window_size (both sides)",
+        ),
+    ]
+}
+
+/// The one-sentence fix of `h2-stream-limit-queueing`.
+pub const STREAM_LIMIT_SUMMARY: &str = "Raise the server's SETTINGS_MAX_CONCURRENT_STREAMS to the concurrency its \
+    clients use, or have the clients open more connections (a channel pool) instead of queueing on one";
+
+fn stream_limit_fixes() -> Vec<Fix> {
+    vec![
+        fix("Go grpc", "server: grpc.MaxConcurrentStreams(n); client: a pool of grpc.ClientConn"),
+        fix("Go net/http", "http.Server{HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n}} (Go 1.24+)"),
+        fix("grpc-java / Netty", "NettyServerBuilder.maxConcurrentCallsPerConnection(n)"),
+        fix("Node.js http2", "http2.createServer({ settings: { maxConcurrentStreams: n } })"),
+        fix("nginx", "http2_max_concurrent_streams n; (default 128)"),
+        fix("Envoy", "http2_protocol_options: max_concurrent_streams (default 2147483647)"),
+        fix("hypercorn", "--h2-max-concurrent-streams n (h2_max_concurrent_streams in its config)"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::RequestShape;
+    use crate::phase::tests::{phase, response};
+    use nodelay_engine::{PeerSettings, StreamRecord};
+    use std::time::Duration;
+
+    /// A response of `total_ms` over HTTP/2 that waited `window_ms` on a window and queued
+    /// `queued_ms` before its HEADERS left.
+    fn stream(
+        sequence: u32,
+        total_ms: f64,
+        window_ms: f64,
+        queued_ms: f64,
+    ) -> nodelay_engine::ResponseRecord {
+        let d = |ms: f64| Duration::from_secs_f64(ms / 1e3);
+        let mut record = response(sequence, 0.2, Some(total_ms - 0.2));
+        record.http2 = Some(StreamRecord {
+            stream_id: 2 * sequence + 1,
+            queued: d(queued_ms),
+            first_data: Some(d(0.2)),
+            window_blocked: d(window_ms),
+            grpc_status: Some(0),
+        });
+        record
+    }
+
+    fn observations(streams: u32, baseline: Vec<nodelay_engine::ResponseRecord>) -> Observations {
+        Observations {
+            request: Some(RequestShape {
+                has_body: true,
+                baseline_split: false,
+                baseline_nodelay: true,
+                http2_streams: Some(streams),
+            }),
+            baseline: phase(None, baseline),
+            ..Observations::default()
+        }
+    }
+
+    #[test]
+    fn a_window_wait_is_tested_with_a_larger_window_and_named_only_when_that_removes_it() {
+        let mut seen = observations(1, (0..20).map(|i| stream(i, 2.0, 0.8, 0.0)).collect());
+        let baseline = seen.baseline.summary();
+        assert_eq!(next_experiment(&seen, &baseline), Some(Experiment::LargerWindow));
+        let unproven = findings(&seen, &baseline);
+        assert_eq!(unproven[0].id, FindingId::H2FlowControlWindow);
+        assert!(!unproven[0].proven);
+        seen.experiments
+            .push(phase(Some(Experiment::LargerWindow), (0..20).map(|i| stream(i, 1.2, 0.0, 0.0)).collect()));
+        assert_eq!(next_experiment(&seen, &baseline), None);
+        let proven = findings(&seen, &baseline);
+        assert!(proven[0].proven, "{:?}", proven[0]);
+        // A wait too small beside the response is not worth an experiment.
+        let small = observations(1, (0..20).map(|i| stream(i, 20.0, 0.8, 0.0)).collect());
+        assert_eq!(next_experiment(&small, &small.baseline.summary()), None);
+    }
+
+    #[test]
+    fn queueing_is_blamed_on_the_stream_limit_only_when_more_streams_were_asked_than_allowed() {
+        let queued: Vec<_> = (0..20).map(|i| stream(i, 40.0, 0.0, 20.0)).collect();
+        let mut limited = observations(6, queued.clone());
+        limited.baseline.http2_peer =
+            Some(PeerSettings { max_concurrent_streams: Some(2), ..PeerSettings::default() });
+        let baseline = limited.baseline.summary();
+        assert_eq!(next_experiment(&limited, &baseline), Some(Experiment::OneStreamPerConnection));
+        // The same queueing under a limit above the streams asked: not the limit's.
+        let mut roomy = observations(6, queued);
+        roomy.baseline.http2_peer =
+            Some(PeerSettings { max_concurrent_streams: Some(100), ..PeerSettings::default() });
+        let summary = roomy.baseline.summary();
+        assert_eq!(next_experiment(&roomy, &summary), None);
+        assert!(findings(&roomy, &summary).is_empty());
+    }
+}
