@@ -244,3 +244,42 @@ fn the_doctor_proves_server_nagle_between_headers_and_data_over_http2() {
         assert_eq!(ids, ["healthy"], "{report:#}");
     }
 }
+
+#[test]
+fn over_a_40_ms_path_a_grpc_reply_larger_than_the_window_waits_round_trips_and_the_doctor_proves_it() {
+    let link = common::wan::Link::up("40ms", &[]);
+    let binary = common::h2::grpc_server_binary();
+    let mut command = link.server_command(&binary);
+    command.args(["--bind", common::wan::SERVER_IP, "--reply-bytes", "300000"]);
+    let server = common::start_command(&mut command);
+    let address = format!("{}:{}", common::wan::SERVER_IP, server.port);
+    // Ground truth from grpc-go's own client over the same path: a fixed 64 KiB window costs
+    // round trips that a 16 MiB one does not.
+    let median_ms = |window: &str| -> f64 {
+        let output = link
+            .client_command(&binary)
+            .args(["--client", &address, "--calls", "8", "--window", window])
+            .output()
+            .expect("run the grpc-go client");
+        let said = String::from_utf8_lossy(&output.stdout).to_string();
+        said.trim()
+            .rsplit_once("median ")
+            .and_then(|(_, ms)| ms.trim_end_matches(" ms").parse().ok())
+            .unwrap_or_else(|| panic!("grpc-go client: {said}{}", String::from_utf8_lossy(&output.stderr)))
+    };
+    let (small, large) = (median_ms("65535"), median_ms("16777216"));
+    assert!(small > large + 80.0, "grpc-go: 64 KiB window {small} ms, 16 MiB {large} ms");
+    let url = format!("http://{address}");
+    let call = ["doctor", "--json", "--no-server-view", "--grpc", "/helloworld.Greeter/SayHello"];
+    let run = link.nodelay(&[&call[..], &[&url]].concat());
+    let report = run.json();
+    assert_eq!(common::finding_ids(&report), ["h2-flow-control-window"], "{report:#}");
+    let finding = common::finding(&report, "h2-flow-control-window");
+    assert_eq!(finding["proven"], true);
+    let proof = &finding["proof"][0];
+    let (before, after) =
+        (proof["baseline_p50_ms"].as_f64().unwrap(), proof["experiment_p50_ms"].as_f64().unwrap());
+    assert!(before > after + 80.0, "{proof:#}");
+    let fixed = link.nodelay(&[&call[..], &["--h2-window", "16777216", &url]].concat()).json();
+    assert_eq!(common::finding_ids(&fixed), ["healthy"], "{fixed:#}");
+}

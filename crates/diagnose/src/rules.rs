@@ -159,7 +159,12 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
     findings.extend(window_findings(observations, &baseline));
-    findings.extend(crate::http2::findings(observations, &baseline));
+    let http2 = crate::http2::findings(observations, &baseline);
+    if http2.iter().any(|f| f.id == FindingId::H2FlowControlWindow && f.proven) {
+        // The pauses in the body were the waits for WINDOW_UPDATE: the window explains them.
+        findings.retain(|f| f.id != FindingId::SlowResponseBody);
+    }
+    findings.extend(http2);
     findings.extend(errors.map(|(finding, _)| finding));
     if findings.is_empty() {
         findings.push(healthy(&baseline));

@@ -15,7 +15,8 @@
 //
 // With --client HOST:PORT the same binary is a grpc-go client instead: --calls N unary
 // calls on one connection with --name as the request (and --window as the client's
-// receive windows); it prints "OK <calls> calls, reply <bytes> bytes" and exits 0, or
+// receive windows); it prints "OK <calls> calls, reply <bytes> bytes, median <ms> ms" (the
+// median call after the first) and exits 0, or
 // the error and exits 1.
 package main
 
@@ -25,6 +26,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +99,7 @@ func main() {
 	client := flag.String("client", "", "HOST:PORT: be a client of a Greeter instead of a server")
 	calls := flag.Int("calls", 1, "client: unary calls to make on one connection")
 	name := flag.String("name", "world", "client: the request's name")
+	bind := flag.String("bind", "127.0.0.1", "address to listen on (a WAN test's server namespace)")
 	flag.Parse()
 	if *client != "" {
 		os.Exit(runClient(*client, *calls, *name, *window))
@@ -116,7 +119,7 @@ func main() {
 	}
 	grpcServer := grpc.NewServer(options...)
 	grpcServer.RegisterService(&greeterDesc, greeterServer)
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	listener, err := net.Listen("tcp", net.JoinHostPort(*bind, "0"))
 	if err != nil {
 		panic(err)
 	}
@@ -138,14 +141,21 @@ func runClient(address string, calls int, name string, window int) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	replyBytes := 0
+	// Each call timed; the first, which opens the connection, is left out of the median.
+	var took []time.Duration
 	for range calls {
 		reply := new(wrapperspb.StringValue)
+		started := time.Now()
 		if err := connection.Invoke(ctx, sayHelloMethod, wrapperspb.String(name), reply); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		took = append(took, time.Since(started))
 		replyBytes = len(reply.GetValue())
 	}
-	fmt.Printf("OK %d calls, reply %d bytes\n", calls, replyBytes)
+	steady := took[min(1, len(took)-1):]
+	slices.Sort(steady)
+	median := float64(steady[len(steady)/2].Microseconds()) / 1000
+	fmt.Printf("OK %d calls, reply %d bytes, median %.2f ms\n", calls, replyBytes, median)
 	return 0
 }

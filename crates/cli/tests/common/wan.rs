@@ -67,6 +67,11 @@ impl Link {
         self.in_namespace('c', program)
     }
 
+    /// `program` to run in the server's namespace (it must bind [`SERVER_IP`]).
+    pub fn server_command(&self, program: &str) -> Command {
+        self.in_namespace('s', program)
+    }
+
     /// `ip netns exec NS` for the client's (`c`) or the server's (`s`) side.
     fn in_namespace(&self, side: char, program: &str) -> Command {
         let mut command = Command::new("ip");
