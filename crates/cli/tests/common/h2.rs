@@ -68,7 +68,7 @@ pub fn grpc_server_binary() -> String {
 }
 
 /// Runs grpc-go as a client of the Greeter on `port` (`--client`, with `args` such as
-/// `--calls 3`) within 20 s; its output line ("OK <n> calls, reply <bytes> bytes") or a
+/// `--calls 3`) within 20 s; its output line ("OK <n> calls, reply <bytes> bytes, median <ms> ms") or a
 /// panic with its error.
 pub fn grpc_call(port: u16, args: &[&str]) -> String {
     let address = format!("127.0.0.1:{port}");
