@@ -25,13 +25,15 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll as Mio, Token};
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// Longest the loop sleeps before looking at the stop flag again.
@@ -86,11 +88,30 @@ struct RequestTiming {
     opened_connection: bool,
 }
 
+/// Set when `h2` wakes a slot's task: the slot has something to poll. Only woken slots are
+/// polled after the connection moved, not every slot of it each time.
+struct SlotWake(AtomicBool);
+
+impl Wake for SlotWake {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 struct H2Connection {
     slot: u32,
+    /// Per slot, its wake flag and the waker that sets it.
+    wakers: Vec<(Arc<SlotWake>, Waker)>,
     link: Link,
     fd: RawFd,
     tap: Rc<RefCell<FrameTap>>,
+    /// Shared with the socket's `Transport`: set when a read found it empty, cleared by a
+    /// readable event.
+    drained: Rc<Cell<bool>>,
     slots: Vec<Slot>,
     picker: RequestPicker,
     connect_started: Instant,
@@ -118,6 +139,8 @@ pub(crate) struct H2Worker<'a, S> {
     mix: RequestMix,
     pacer: Pacer,
     exhausted: bool,
+    /// No slot's or connection's deadline falls before this (may be early, never late).
+    next_timer: Instant,
     sink: S,
 }
 
@@ -140,11 +163,19 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let connections = (0..plan.connections)
             .map(|index| {
                 let slot = (plan.first_slot + index) as u32;
+                let streams = settings.streams_per_connection.max(1);
                 H2Connection {
                     slot,
+                    wakers: (0..streams)
+                        .map(|_| {
+                            let flag = Arc::new(SlotWake(AtomicBool::new(true)));
+                            (Arc::clone(&flag), Waker::from(flag))
+                        })
+                        .collect(),
                     link: Link::Closed,
                     fd: -1,
                     tap: Rc::new(RefCell::new(FrameTap::new())),
+                    drained: Rc::new(Cell::new(false)),
                     slots: (0..settings.streams_per_connection.max(1))
                         .map(|_| Slot::Idle { due: run_start })
                         .collect(),
@@ -174,6 +205,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             mix,
             pacer: Pacer::new(later(run_start, plan.first_slot_after), plan.rate_per_second, plan.quota),
             exhausted: false,
+            next_timer: run_start,
             sink,
         })
     }
@@ -185,11 +217,18 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             if self.run_deadline.is_some_and(|deadline| now >= deadline) {
                 break;
             }
-            let next_timer = self.fire_timers(now);
-            if self.connections.iter().all(|c| c.slots.iter().all(|s| matches!(s, Slot::Done))) {
+            if now >= self.next_timer {
+                // Only when something is due: a pass looks at every slot of every connection.
+                self.next_timer = now + Duration::from_secs(3600);
+                let next = self.fire_timers(now);
+                self.wake_at(next);
+            }
+            if self.exhausted
+                && self.connections.iter().all(|c| c.slots.iter().all(|s| matches!(s, Slot::Done)))
+            {
                 break;
             }
-            let mut wake = next_timer.min(now + STOP_CHECK_INTERVAL);
+            let mut wake = self.next_timer.min(now + STOP_CHECK_INTERVAL);
             if let Some(deadline) = self.run_deadline {
                 wake = wake.min(deadline);
             }
@@ -201,7 +240,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 Err(e) => return Err(e),
             }
             for event in events.iter() {
-                self.drive(event.token().0);
+                let index = event.token().0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    self.connections[index].drained.set(false);
+                }
+                self.drive(index);
             }
         }
         let loop_ended = Instant::now();
@@ -233,9 +276,13 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             } else if opening {
                 next = next.min(deadline);
             }
+            let mut claimed = false;
             for slot in 0..self.connections[index].slots.len() {
                 match &self.connections[index].slots[slot] {
-                    Slot::Idle { due } if *due <= now => self.claim(index, slot, now),
+                    Slot::Idle { due } if *due <= now => {
+                        self.claim(index, slot, now);
+                        claimed = true;
+                    }
                     Slot::Idle { due } => next = next.min(*due),
                     Slot::Due(timing) | Slot::Awaiting(timing, _) | Slot::Body(timing, _) => {
                         let deadline = later(timing.intended, self.config.timeout);
@@ -254,11 +301,17 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             {
                 self.open(index, now);
             }
-            if matches!(self.connections[index].link, Link::Open { .. }) {
+            // A request claimed here waits to be sent; the others move on their socket's events.
+            if claimed && matches!(self.connections[index].link, Link::Open { .. }) {
                 self.drive(index);
             }
         }
         next
+    }
+
+    /// The timer pass runs no later than `at`.
+    fn wake_at(&mut self, at: Instant) {
+        self.next_timer = self.next_timer.min(at);
     }
 
     /// Asks the pacer for this slot's next request.
@@ -273,7 +326,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 self.exhausted = true;
                 Slot::Done
             }
-            Claim::At(due) => Slot::Idle { due },
+            Claim::At(due) => {
+                self.next_timer = self.next_timer.min(due);
+                Slot::Idle { due }
+            }
             Claim::Now(intended) => Slot::Due(RequestTiming {
                 intended,
                 began: now,
@@ -282,12 +338,18 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 opened_connection: !matches!(connection.link, Link::Open { .. }),
             }),
         };
+        if let Slot::Due(timing) = &self.connections[index].slots[slot] {
+            let deadline = later(timing.intended, self.config.timeout);
+            self.wake_at(deadline);
+        }
     }
 
     fn open(&mut self, index: usize, now: Instant) {
+        let deadline = later(now, self.config.connect_timeout);
+        self.wake_at(deadline);
         let connection = &mut self.connections[index];
         connection.connect_started = now;
-        connection.deadline = later(now, self.config.connect_timeout);
+        connection.deadline = deadline;
         connection.tap = Rc::new(RefCell::new(FrameTap::new()));
         connection.connect = None;
         connection.tls_handshake = None;
@@ -433,8 +495,16 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     fn start_h2(&mut self, index: usize, stream: TcpStream, tls: Option<Box<ClientConnection>>) -> Link {
         let settings = self.config.http2.expect("an HTTP/2 run");
         let connection = &self.connections[index];
-        let transport =
-            Transport::new(stream, tls, Rc::clone(&connection.tap), self.config.socket.quickack_after_read);
+        let transport = Transport::new(
+            stream,
+            tls,
+            Rc::clone(&connection.tap),
+            self.config.socket.quickack_after_read,
+            {
+                connection.drained.set(false);
+                Rc::clone(&connection.drained)
+            },
+        );
         let mut builder = h2::client::Builder::new();
         builder
             .initial_window_size(settings.stream_window_bytes)
@@ -464,6 +534,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         mut send: SendRequest<Bytes>,
         mut connection: Connection<Transport, Bytes>,
     ) {
+        // The connection is polled after every event on its socket: it needs no waker.
         let mut cx = Context::from_waker(Waker::noop());
         loop {
             match Pin::new(&mut connection).poll(&mut cx) {
@@ -481,7 +552,19 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             }
             let mut moved = false;
             for slot in 0..self.connections[index].slots.len() {
-                moved |= self.step(index, slot, &mut send, &mut cx);
+                let (flag, waker) = &self.connections[index].wakers[slot];
+                // h2 keeps one waker for the request waiting to open a stream, the last
+                // one's: every slot waiting to send asks again each time.
+                let due = matches!(self.connections[index].slots[slot], Slot::Due(_));
+                if !flag.0.swap(false, Ordering::Relaxed) && !due {
+                    continue;
+                }
+                let waker = waker.clone();
+                if self.step(index, slot, &mut send, &mut Context::from_waker(&waker)) {
+                    // Its next state may be ready at once (a response's DATA already in).
+                    self.connections[index].wakers[slot].0.0.store(true, Ordering::Relaxed);
+                    moved = true;
+                }
             }
             if !moved {
                 break;
@@ -636,8 +719,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
 
     /// One request failed; its stream is dropped (h2 resets it) and its slot asks again.
     fn fail_stream(&mut self, index: usize, slot: usize, kind: ErrorKind, message: String) {
+        let now = Instant::now();
+        self.next_timer = self.next_timer.min(now);
         let connection = &mut self.connections[index];
-        let state = std::mem::replace(&mut connection.slots[slot], Slot::Idle { due: Instant::now() });
+        let state = std::mem::replace(&mut connection.slots[slot], Slot::Idle { due: now });
         let timing = match state {
             Slot::Due(timing) | Slot::Awaiting(timing, _) | Slot::Body(timing, _) => timing,
             other => {
