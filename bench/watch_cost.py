@@ -4,8 +4,9 @@
 1. Throughput: wrk (1 thread, 50 keep-alive connections, core 1) against nginx (13-byte
    file, 1 worker, core 0) at full speed on loopback, rounds alternating without watch, with
    `nodelay watch -i lo --port P` on nginx's core, and with it on wrk's core (both cores are
-   busy: what watch takes shows wherever it runs). Reported: wrk's req/s each way and the
-   drop (target <= 3 %); watch's CPU (user + system from /proc/PID/stat over wrk's window) as
+   busy: what watch takes shows wherever it runs), and with tcpdump capturing the same packets
+   the same way (the floor: the kernel's tap any capture pays). Reported: wrk's req/s each way
+   and the drop (target <= 3 %, or the floor and why); watch's CPU (user + system from /proc/PID/stat over wrk's window) as
    a share of one core, the packets per second it captured, and its CPU scaled to 100k
    packets/s (target <= 5 % of a core); the packets the kernel dropped (never silent).
 2. Churn: watch's peak RSS (VmHWM) while wrk makes 100k short flows (`Connection: close`, a
@@ -152,15 +153,46 @@ def wrk(url, connections, seconds, *extra):
     return requests, rps, errors
 
 
+def tcpdump(port, core):
+    """tcpdump on `core` capturing the same packets as watch (lo, this port, received copies
+    only, 96 bytes of each), writing them nowhere: the kernel tap any capture pays, and the
+    least a capturing process spends, for the floor row."""
+    proc = subprocess.Popen(
+        ["taskset", "-c", core, "tcpdump", "-i", "lo", "-Q", "in", "-s", "96", "-w", "/dev/null",
+         "-n", f"tcp port {port}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # tcpdump says "listening on lo" once its socket and filter are in place.
+    line = proc.stderr.readline()
+    if "listening on" not in line:
+        sys.exit(f"tcpdump did not start: {line}")
+    return proc
+
+
+def cpu_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
 def throughput(url, port, rounds, seconds):
-    """Per placement (None: no watch; "0", "1": watch's core): req/s, watch's CPU share and
-    packets/s per round, and the packets the kernel dropped."""
-    runs = {None: [], "0": [], "1": []}
+    """Per placement (None: nothing capturing; ("watch", core), ("tcpdump", core)): req/s, the
+    capturer's CPU share and packets/s per round, and the packets the kernel dropped."""
+    runs = {None: [], ("watch", "0"): [], ("watch", "1"): [], ("tcpdump", "0"): [], ("tcpdump", "1"): []}
     drops = 0
     for _ in range(rounds):
-        for core in runs:
-            if core is None:
-                runs[core].append((wrk(url, 50, seconds)[1], 0.0, 0.0))
+        for placement in runs:
+            if placement is None:
+                runs[placement].append((wrk(url, 50, seconds)[1], 0.0, 0.0))
+                continue
+            tool, core = placement
+            if tool == "tcpdump":
+                proc = tcpdump(port, core)
+                before_cpu, t0 = cpu_of(proc.pid), time.time()
+                _, rps, _ = wrk(url, 50, seconds)
+                elapsed = time.time() - t0
+                cpu = cpu_of(proc.pid) - before_cpu
+                proc.send_signal(signal.SIGINT)
+                proc.wait(30)
+                runs[placement].append((rps, cpu / elapsed, 0.0))
                 continue
             watch = Watch(port, core)
             start_s = watch.summary()["elapsed_s"]
@@ -173,7 +205,7 @@ def throughput(url, port, rounds, seconds):
             after = watch.summary()
             final = watch.stop()
             pps = (after["packets"]["captured"] - before["packets"]["captured"]) / elapsed
-            runs[core].append((rps, cpu / elapsed, pps))
+            runs[placement].append((rps, cpu / elapsed, pps))
             drops += final["packets"]["dropped"]
     return runs, drops
 
@@ -206,9 +238,14 @@ def main():
     print(f"\nnginx (core 0) served wrk -t1 -c50 (core 1) for {args.seconds} s x {args.rounds} rounds; medians")
     print(f"  wrk req/s without watch              {base:10.0f}")
     for core, where in (("0", "on nginx's core"), ("1", "on wrk's core")):
-        rps, share, rate = median(runs[core], 0), median(runs[core], 1), median(runs[core], 2)
+        rows = runs[("watch", core)]
+        rps, share, rate = median(rows, 0), median(rows, 1), median(rows, 2)
+        floor = runs[("tcpdump", core)]
+        floor_rps, floor_share = median(floor, 0), median(floor, 1)
         print(f"  wrk req/s with watch {where:16} {rps:10.0f}   drop {100 * (base - rps) / base:5.2f} %   "
               f"(target <= 3 %)")
+        print(f"    floor: tcpdump {where:21} {floor_rps:10.0f}   drop {100 * (base - floor_rps) / base:5.2f} %   "
+              f"(the same kernel tap and filter, packets written nowhere; tcpdump CPU {100 * floor_share:4.2f} %)")
         print(f"    watch CPU {100 * share:5.2f} % of a core at {rate:,.0f} packets/s: "
               f"{100 * share * 100_000 / max(rate, 1):5.2f} % at 100k packets/s   (target <= 5 %)")
     print(f"  packets dropped by the kernel        {drops:10d}")
