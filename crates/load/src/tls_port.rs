@@ -11,6 +11,9 @@ use anyhow::{Result, bail};
 use nodelay_engine::{ConnectionRecord, ErrorRecord, RecordSink, ResponseRecord, Stats};
 use std::sync::OnceLock;
 
+/// Most times the port is asked, one per tick, while nothing has succeeded.
+const MAX_ASKS: u32 = 3;
+
 /// The status nginx and Go answer a plain-HTTP request on their TLS port with.
 const BAD_REQUEST: u16 = 400;
 
@@ -24,7 +27,7 @@ impl Load {
             return self.measure(observer);
         }
         let first = FirstAnswer::default();
-        let mut checking = Checking { inner: observer, load: self, first: &first, asked: false, hint: None };
+        let mut checking = Checking { inner: observer, load: self, first: &first, asks: 0, hint: None };
         let request_kinds = self.config.requests.len();
         let sink = |_| (Stats::with_requests(request_kinds), Watch(&first));
         let finished = run_engine(&self.config, sink, &mut checking)?;
@@ -69,16 +72,26 @@ struct Checking<'a> {
     inner: &'a mut dyn RunObserver,
     load: &'a Load,
     first: &'a FirstAnswer,
-    asked: bool,
+    /// Times the port was asked whether it speaks TLS.
+    asks: u32,
     /// Set when the port speaks TLS: the run's error.
     hint: Option<String>,
 }
 
 impl RunObserver for Checking<'_> {
     fn tick(&mut self, progress: RunProgress) {
-        if !self.asked && self.first.0.get() == Some(&true) {
-            self.asked = true;
+        // Asked at the first suspect answer, and again at the next ticks while nothing has
+        // succeeded: the port's answer can be lost in the run's own flood of reconnects (a
+        // Python TLS server, busy failing thousands of plain connections, let the one-second
+        // handshake of the first ask time out, 1 run in 3).
+        let may_ask = self.asks == 0 || (self.asks < MAX_ASKS && progress.completed == progress.errors);
+        if self.hint.is_none() && may_ask && self.first.0.get() == Some(&true) {
+            self.asks += 1;
             self.hint = tls_hint(&self.load.workload, true);
+        }
+        if self.hint.is_some() {
+            // The run ends now; its progress (thousands of failed connects) would only mislead.
+            return;
         }
         self.inner.tick(progress);
     }
