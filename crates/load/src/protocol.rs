@@ -174,7 +174,7 @@ pub(crate) fn grpc_request(
 }
 
 /// Makes `workload` speak HTTP/2 when `options` ask for it or, on https://, when the server
-/// chooses h2 by ALPN (one handshake: see [`choose`]); leaves it HTTP/1.1 otherwise.
+/// chooses h2 by ALPN (one handshake before the run); leaves it HTTP/1.1 otherwise.
 pub fn speak_http2(workload: &mut crate::Workload, options: &ProtocolOptions) -> Result<()> {
     if !matches!(workload.framing, nodelay_engine::Framing::Http { .. }) {
         return Ok(());
