@@ -9,6 +9,7 @@
 
 mod arrival;
 mod config;
+mod connect;
 mod control;
 mod cpu;
 mod deadline_read;

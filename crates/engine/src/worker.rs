@@ -26,7 +26,7 @@ use crate::time::later;
 use crate::tls::{TlsSession, looks_like_tls_record};
 use mio::net::TcpStream;
 use nodelay_wire::{Feed, ResponseFramer};
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socket2::SockRef;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
@@ -443,15 +443,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     /// Starts a non-blocking connect; `Ok(true)` if it completed at once.
     fn start_connect(&mut self, index: usize) -> io::Result<bool> {
-        let address = self.config.address;
-        let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_nonblocking(true)?;
-        socket.set_tcp_nodelay(self.config.socket.nodelay)?;
-        let connected = match socket.connect(&address.into()) {
-            Ok(()) => true,
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
-            Err(e) => return Err(e),
-        };
+        let (socket, connected) = crate::connect::start(self.config.address, self.config.socket.nodelay)?;
         if self.stamped() {
             arrival::enable(socket.as_raw_fd())?;
         }
@@ -463,14 +455,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
 
     fn finish_connect(&mut self, index: usize) {
         let Some(stream) = &self.connections[index].stream else { return };
-        let result = match stream.take_error() {
-            Ok(Some(e)) | Err(e) => Err(e),
-            Ok(None) => match stream.peer_addr() {
-                Ok(_) => Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                Err(e) => Err(e),
-            },
-        };
+        let result = crate::connect::outcome(stream);
         match result {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}

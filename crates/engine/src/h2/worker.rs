@@ -24,7 +24,7 @@ use h2::client::{Connection, ResponseFuture, SendRequest};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll as Mio, Token};
 use rustls::ClientConnection;
-use socket2::{Domain, Protocol, SockRef, Socket, Type};
+use socket2::SockRef;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::io;
@@ -370,15 +370,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     }
 
     fn start_connect(&mut self, index: usize) -> io::Result<()> {
-        let address = self.config.address;
-        let socket = Socket::new(Domain::for_address(address), Type::STREAM, Some(Protocol::TCP))?;
-        socket.set_nonblocking(true)?;
-        socket.set_tcp_nodelay(self.config.socket.nodelay)?;
-        match socket.connect(&address.into()) {
-            Ok(()) => {}
-            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-            Err(e) => return Err(e),
-        }
+        // Finished at once or not, the first event on the socket says how it went.
+        let (socket, _) = crate::connect::start(self.config.address, self.config.socket.nodelay)?;
         let mut stream = TcpStream::from_std(socket.into());
         self.poll.registry().register(&mut stream, Token(index), Interest::READABLE | Interest::WRITABLE)?;
         let connection = &mut self.connections[index];
@@ -413,15 +406,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     }
 
     fn finish_connect(&mut self, index: usize, stream: TcpStream) -> Result<Link, (ErrorKind, String)> {
-        let connected = match stream.take_error() {
-            Ok(Some(e)) | Err(e) => Err(e),
-            Ok(None) => match stream.peer_addr() {
-                Ok(_) => Ok(true),
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-                Err(e) => Err(e),
-            },
-        };
-        match connected {
+        match crate::connect::outcome(&stream) {
             Ok(false) => return Ok(Link::Connecting(stream)),
             Err(e) => return Err((ErrorKind::from_io(&e, true), format!("connect: {e}"))),
             Ok(true) => {}
