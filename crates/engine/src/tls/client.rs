@@ -75,6 +75,15 @@ impl TlsClient {
         TlsClient { config: Arc::new(config), ..self.clone() }
     }
 
+    /// The same client with a session cache of its own, resuming nothing: a check made before
+    /// a run (which protocol the server chooses) must not leave the run a session to resume,
+    /// or its first handshake would not be the full one a new client makes.
+    pub(crate) fn without_resumption(&self) -> TlsClient {
+        let mut config = (*self.config).clone();
+        config.resumption = Resumption::disabled();
+        TlsClient { config: Arc::new(config), resume: false, ..self.clone() }
+    }
+
     /// A fresh client connection, its ClientHello queued.
     pub(crate) fn connect(&self) -> Result<rustls::ClientConnection, rustls::Error> {
         rustls::ClientConnection::new(Arc::clone(&self.config), self.server_name.clone())

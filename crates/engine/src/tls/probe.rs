@@ -46,7 +46,8 @@ pub fn speaks_tls(address: SocketAddr, timeout: Duration) -> bool {
 
 /// One full handshake with `client` (its trust and ALPN offer): the protocol the server chose
 /// by ALPN (None: it ignored ALPN), or the error in words. How a run learns whether an
-/// https:// server speaks HTTP/2 before it opens its connections.
+/// https:// server speaks HTTP/2 before it opens its connections; its session is not kept
+/// for the run to resume.
 pub fn alpn_choice(
     address: SocketAddr,
     client: &TlsClient,
@@ -58,6 +59,7 @@ pub fn alpn_choice(
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(|e| e.to_string())?;
+    let client = client.without_resumption();
     let mut tls = client.blocking(stream).map_err(|e| super::describe::describe_tls_error(&e))?;
     while tls.conn.is_handshaking() {
         tls.conn.complete_io(&mut tls.sock).map_err(|e| {
