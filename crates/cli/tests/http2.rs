@@ -283,3 +283,27 @@ fn over_a_40_ms_path_a_grpc_reply_larger_than_the_window_waits_round_trips_and_t
     let fixed = link.nodelay(&[&call[..], &["--h2-window", "16777216", &url]].concat()).json();
     assert_eq!(common::finding_ids(&fixed), ["healthy"], "{fixed:#}");
 }
+
+#[test]
+fn a_grpc_message_given_as_protobuf_text_reaches_the_server_as_that_message() {
+    let server = grpc_server(&[]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let proto = common::repo_root().join("tests/fixtures/helloworld.proto");
+    let proto = proto.to_str().unwrap();
+    let call = ["--grpc", "/helloworld.Greeter/SayHello", "--grpc-proto", proto, "-c", "1", "-n", "10"];
+    let report = bench(&[&call[..], &["--grpc-message", "name: \"nodelay\"", &url]].concat());
+    assert_eq!(report["http2"]["grpc_status_counts"]["0"], 10, "{report:#}");
+    // The server read the name: "Hello nodelay" (13 bytes) in a HelloReply (2 more) behind
+    // gRPC's 5-byte prefix, each time.
+    assert_eq!(report["response_bytes"], 10 * 20, "{report:#}");
+    fails_with(
+        &[&["bench"][..], &call[..], &["--grpc-message", "nmae: \"x\"", &url]].concat(),
+        2,
+        &["--grpc-message is not a helloworld.HelloRequest in protobuf text format"],
+    );
+    fails_with(
+        &["bench", "--grpc", "/helloworld.Greeter/Nope", "--grpc-proto", proto, "-n", "1", &url],
+        2,
+        &["has no method Nope"],
+    );
+}

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod curl;
+mod grpc_message;
 pub mod habits;
 pub mod input;
 mod outcome;

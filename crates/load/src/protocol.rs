@@ -47,10 +47,16 @@ pub struct ProtocolOptions {
     #[arg(long, value_name = "/PACKAGE.SERVICE/METHOD", value_parser = parse_grpc_method, conflicts_with_all = ["method", "body", "scenario"], help_heading = HEADING)]
     pub grpc: Option<String>,
 
-    /// The gRPC request message, encoded protobuf: bytes with escapes such as \x0a\x05, or
-    /// @FILE [default: the empty message]
-    #[arg(long, value_name = "BYTES", requires = "grpc", help_heading = HEADING)]
+    /// The gRPC request message: encoded protobuf, as bytes with escapes such as \x0a\x05 or
+    /// @FILE; with --grpc-proto, protobuf text such as 'name: "world"' [default: the empty
+    /// message]
+    #[arg(long, value_name = "MESSAGE", requires = "grpc", help_heading = HEADING)]
     pub grpc_message: Option<String>,
+
+    /// The .proto file that declares the --grpc method (imports are looked up beside it):
+    /// --grpc-message is then protobuf text of the method's request type
+    #[arg(long, value_name = "FILE", requires = "grpc", help_heading = HEADING)]
+    pub grpc_proto: Option<std::path::PathBuf>,
 }
 
 fn parse_window(text: &str) -> Result<u32, String> {
@@ -147,9 +153,10 @@ pub(crate) fn grpc_request(
             target.request_target
         )));
     }
-    let message = match options.grpc_message.as_deref() {
-        None => Vec::new(),
-        Some(text) => match text.strip_prefix('@') {
+    let message = match (options.grpc_message.as_deref(), &options.grpc_proto) {
+        (text, Some(proto)) => crate::grpc_message::encode_text(proto, method, text.unwrap_or(""))?,
+        (None, None) => Vec::new(),
+        (Some(text), None) => match text.strip_prefix('@') {
             Some(path) => read_capped(Path::new(path), "--grpc-message file", MAX_BODY_BYTES)?,
             None => unescape(text).map_err(|e| usage(format!("--grpc-message: {e}")))?,
         },
