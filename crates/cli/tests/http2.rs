@@ -214,6 +214,7 @@ fn the_doctor_proves_a_grpc_reply_waits_on_the_window_and_a_client_with_a_larger
 fn the_doctor_proves_streams_queue_behind_the_servers_limit() {
     let limited = go_h2c(&["--max-streams", "2", "--delay-ms", "20"]);
     let (report, ids, _) = doctor(&["--h2", "--streams", "6", &limited.url("/")]);
+    assert_eq!(report["phases"][0]["description"], "baseline: HTTP/2, 6 streams on one connection");
     let finding = common::finding(&report, "h2-stream-limit-queueing");
     assert_eq!(finding["proven"], true, "{report:#}");
     assert!(finding["title"].as_str().unwrap().contains("allows 2 at once"), "{finding:#}");

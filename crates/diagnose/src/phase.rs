@@ -106,6 +106,8 @@ pub struct Phase {
     pub tls: Option<nodelay_engine::TlsSummary>,
     /// HTTP/2: what the server's SETTINGS said, on the first connection that got them.
     pub http2_peer: Option<nodelay_engine::PeerSettings>,
+    /// HTTP/2: the streams each connection carried at once; None over HTTP/1.1.
+    pub http2_streams: Option<u32>,
 }
 
 /// Everything the doctor measured about one target: the phases, the probes and the server's

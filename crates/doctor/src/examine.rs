@@ -107,7 +107,8 @@ pub(crate) fn examine_within(
         ..EngineConfig::new(workload.address, Vec::new())
     };
     let url = &workload.url;
-    progress.phase(&format!("baseline: {}", nodelay_report::baseline_shape(connections)));
+    progress
+        .phase(&format!("baseline: {}", nodelay_report::baseline_shape(connections, shape.http2_streams)));
     // The baseline's own first connection tells whether the server is reachable: no probe
     // connection is opened before it (servers and captures would see an empty one).
     let (baseline, reach) = run_phase_reaching(&baseline_config, None)?;

@@ -160,6 +160,7 @@ pub(crate) fn run_phase_reaching(
     let mut phase = Phase {
         experiment,
         connections: u32::try_from(config.connections).unwrap_or(u32::MAX),
+        http2_streams: config.http2.map(|h2| u32::try_from(h2.streams_per_connection).unwrap_or(u32::MAX)),
         ..Phase::default()
     };
     let mut busiest = 0;

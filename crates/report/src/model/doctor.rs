@@ -159,10 +159,15 @@ impl ErrorPage {
 }
 
 /// "keep-alive, one connection" or "keep-alive, 20 connections": how the baseline loads.
-pub fn baseline_shape(connections: u32) -> String {
-    match connections {
-        0 | 1 => "keep-alive, one connection".into(),
-        n => format!("keep-alive, {n} connections"),
+pub fn baseline_shape(connections: u32, http2_streams: Option<u32>) -> String {
+    let connections = match connections {
+        0 | 1 => "one connection".to_string(),
+        n => format!("{n} connections"),
+    };
+    match http2_streams {
+        None => format!("keep-alive, {connections}"),
+        Some(1) => format!("HTTP/2, one stream on {connections}"),
+        Some(streams) => format!("HTTP/2, {streams} streams on {connections}"),
     }
 }
 
@@ -170,7 +175,10 @@ impl PhaseReport {
     /// The report of one measured phase.
     pub fn new(phase: &Phase) -> Self {
         let (name, description) = match phase.experiment {
-            None => ("baseline".to_string(), format!("baseline: {}", baseline_shape(phase.connections))),
+            None => (
+                "baseline".to_string(),
+                format!("baseline: {}", baseline_shape(phase.connections, phase.http2_streams)),
+            ),
             Some(experiment) => (experiment_id(experiment), format!("experiment: {}", experiment.describe())),
         };
         PhaseReport {
