@@ -18,7 +18,7 @@ const RATE_WINDOW: Duration = Duration::from_secs(1);
 pub struct RunProgress {
     /// Time since the run started.
     pub elapsed: Duration,
-    /// Requests completed (a response or an error) so far.
+    /// Responses completed so far (failed requests are `errors`, apart).
     pub completed: u64,
     /// Requests that failed so far.
     pub errors: u64,

@@ -11,8 +11,10 @@ use anyhow::{Result, bail};
 use nodelay_engine::{ConnectionRecord, ErrorRecord, RecordSink, ResponseRecord, Stats};
 use std::sync::OnceLock;
 
-/// Most times the port is asked, one per tick, while nothing has succeeded.
-const MAX_ASKS: u32 = 3;
+/// A suspect first answer, an unanswered ask, and nothing succeeded in this many attempts or
+/// this long: the run ends so that the port can be asked again without the run's load.
+const QUIET_ASK_AFTER_ERRORS: u64 = 100;
+const QUIET_ASK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The status nginx and Go answer a plain-HTTP request on their TLS port with.
 const BAD_REQUEST: u16 = 400;
@@ -27,10 +29,21 @@ impl Load {
             return self.measure(observer);
         }
         let first = FirstAnswer::default();
-        let mut checking = Checking { inner: observer, load: self, first: &first, asks: 0, hint: None };
+        let mut checking = Checking {
+            inner: observer,
+            load: self,
+            first: &first,
+            asked: false,
+            quiet_ask: false,
+            hint: None,
+        };
         let request_kinds = self.config.requests.len();
         let sink = |_| (Stats::with_requests(request_kinds), Watch(&first));
         let finished = run_engine(&self.config, sink, &mut checking)?;
+        if checking.quiet_ask && checking.hint.is_none() {
+            // The run was ended to ask again with the port quiet.
+            checking.hint = tls_hint(&self.workload, true);
+        }
         if let Some(hint) = checking.hint {
             bail!(hint);
         }
@@ -72,24 +85,32 @@ struct Checking<'a> {
     inner: &'a mut dyn RunObserver,
     load: &'a Load,
     first: &'a FirstAnswer,
-    /// Times the port was asked whether it speaks TLS.
-    asks: u32,
+    /// The port was asked, while the run went on, whether it speaks TLS.
+    asked: bool,
+    /// That went unanswered while nothing succeeded: the run is ended, and the port asked again
+    /// once it is quiet.
+    quiet_ask: bool,
     /// Set when the port speaks TLS: the run's error.
     hint: Option<String>,
 }
 
 impl RunObserver for Checking<'_> {
     fn tick(&mut self, progress: RunProgress) {
-        // Asked at the first suspect answer, and again at the next ticks while nothing has
-        // succeeded: the port's answer can be lost in the run's own flood of reconnects (a
-        // Python TLS server, busy failing thousands of plain connections, let the one-second
-        // handshake of the first ask time out, 1 run in 3).
-        let may_ask = self.asks == 0 || (self.asks < MAX_ASKS && progress.completed == progress.errors);
-        if self.hint.is_none() && may_ask && self.first.0.get() == Some(&true) {
-            self.asks += 1;
+        let suspect = self.first.0.get() == Some(&true);
+        if self.hint.is_none() && suspect && !self.asked {
+            self.asked = true;
             self.hint = tls_hint(&self.load.workload, true);
         }
-        if self.hint.is_some() {
+        // The ask can go unanswered in the run's own flood of failing reconnects (a Python TLS
+        // server, busy failing thousands of plain connections, let its one-second handshake
+        // time out 1 run in 3). Nothing succeeding for a second, or for a hundred attempts:
+        // the run ends, and the port is asked again once quiet.
+        let nothing_succeeded = progress.completed == 0;
+        let long_enough = progress.errors >= QUIET_ASK_AFTER_ERRORS || progress.elapsed >= QUIET_ASK_AFTER;
+        if self.hint.is_none() && suspect && self.asked && nothing_succeeded && long_enough {
+            self.quiet_ask = true;
+        }
+        if self.hint.is_some() || self.quiet_ask {
             // The run ends now; its progress (thousands of failed connects) would only mislead.
             return;
         }
@@ -100,8 +121,9 @@ impl RunObserver for Checking<'_> {
         self.inner.stopping();
     }
 
-    /// The port speaks TLS: this run ends at its next tick, and nothing else is stopped.
+    /// The port speaks TLS, or is to be asked again once quiet: this run ends at its next
+    /// tick, and nothing else is stopped.
     fn ends_run(&self) -> bool {
-        self.hint.is_some()
+        self.hint.is_some() || self.quiet_ask
     }
 }
