@@ -76,13 +76,7 @@ impl Doctor {
     pub fn new(url: &str, options: DoctorOptions) -> Result<Doctor> {
         let created = Instant::now();
         let target = parse_target(url)?;
-        let https = match &target {
-            Target::Http(http) => Some(http.tls_host.is_some()),
-            Target::Tcp { .. } => None,
-        };
         let protocol = &options.request.protocol;
-        let split = options.request.write_split.is_some();
-        nodelay_load::check_protocol(protocol, https, false, split)?;
         let mut workload = build_workload(&target, &options.request, true)?;
         // HTTP/2 when asked (--h2, --grpc); https:// stays HTTP/1.1 unless asked, so that a
         // diagnosis of an HTTP/1.1 server is not changed by what its TLS port also offers.

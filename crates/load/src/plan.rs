@@ -101,12 +101,7 @@ impl Measured {
 /// Validates the target and the load options, without connecting.
 pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     let target = parse_target(url)?;
-    let https = match &target {
-        crate::target::Target::Http(http) => Some(http.tls_host.is_some()),
-        crate::target::Target::Tcp { .. } => None,
-    };
     let protocol = &load.request.protocol;
-    crate::protocol::check(protocol, https, load.no_keepalive, load.request.write_split.is_some())?;
     let mut workload = build_workload(&target, &load.request, !load.no_keepalive)?;
     crate::protocol::speak_http2(&mut workload, protocol)?;
     let http2 = workload.http2;
@@ -115,15 +110,8 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     }
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
-    let mut event_loop = choose_event_loop(load, connections, threads, nodelay_engine::io_uring_unavailable);
-    if http2.is_some() {
-        event_loop = EventLoop {
-            io_uring: false,
-            batched: false,
-            why: "HTTP/2 runs wait with epoll".into(),
-            refused: None,
-        };
-    }
+    let event_loop =
+        choose_event_loop(load, connections, threads, http2.is_some(), nodelay_engine::io_uring_unavailable);
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
@@ -240,13 +228,18 @@ struct EventLoop {
 /// do; those runs' figures stay what they were. The poller is io_uring by default where runs
 /// batch (its waits cost fewest wake-ups), else epoll, which batches too where io_uring is
 /// refused (`unavailable` says why, if it is). `--epoll` asks for the classic loop: epoll,
-/// never batched.
+/// never batched. HTTP/2 runs have a loop of their own on epoll, unbatched.
 fn choose_event_loop(
     load: &LoadOptions,
     connections: usize,
     threads: usize,
+    http2: bool,
     unavailable: impl FnOnce() -> Option<String>,
 ) -> EventLoop {
+    if http2 {
+        let why = "HTTP/2 runs wait with epoll".to_string();
+        return EventLoop { io_uring: false, batched: false, why, refused: None };
+    }
     let most_per_thread = connections.div_ceil(threads.max(1));
     let batches = load.busy_poll.is_none()
         && load.rate.is_none()
@@ -321,13 +314,13 @@ mod tests {
     }
 
     fn chosen(load: &LoadOptions, connections: usize, threads: usize) -> (bool, String) {
-        let choice = choose_event_loop(load, connections, threads, allowed);
+        let choice = choose_event_loop(load, connections, threads, false, allowed);
         assert!(!choice.io_uring || choice.batched, "io_uring's waits are always batched");
         (choice.io_uring, choice.why)
     }
 
     fn batched(load: &LoadOptions, connections: usize, threads: usize) -> bool {
-        choose_event_loop(load, connections, threads, refused).batched
+        choose_event_loop(load, connections, threads, false, refused).batched
     }
 
     #[test]
@@ -357,7 +350,7 @@ mod tests {
         let spin = LoadOptions { busy_poll: Some(nodelay_engine::BusyPoll::Always), ..options(None) };
         assert!(!batched(&spin, 50, 1));
         // --epoll is the classic loop, wrk's clock: never batched.
-        let epoll = choose_event_loop(&options(Some(false)), 50, 1, allowed);
+        let epoll = choose_event_loop(&options(Some(false)), 50, 1, false, allowed);
         assert!(!epoll.io_uring && !epoll.batched);
     }
 
@@ -367,16 +360,19 @@ mod tests {
         assert_eq!(chosen(&options(Some(true)), 1, 1), (true, "--io-uring".into()));
         assert_eq!(chosen(&options(Some(false)), 50, 1), (false, "--epoll".into()));
         let refusal = "io_uring refused: Operation not permitted (os error 1)".to_string();
-        let default = choose_event_loop(&options(None), 50, 1, refused);
+        let default = choose_event_loop(&options(None), 50, 1, false, refused);
         assert_eq!(
             default,
             EventLoop { io_uring: false, batched: true, why: refusal.clone(), refused: None }
         );
-        let required = choose_event_loop(&options(Some(true)), 50, 1, refused);
+        let required = choose_event_loop(&options(Some(true)), 50, 1, false, refused);
         assert_eq!((required.io_uring, required.why), (false, refusal));
         assert_eq!(required.refused.as_deref(), Some("Operation not permitted (os error 1)"));
         // The kernel is asked only when io_uring could be taken.
         let never = || -> Option<String> { panic!("asked the kernel for an epoll run") };
-        assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, never).why, "--epoll");
+        assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, false, never).why, "--epoll");
+        // HTTP/2 has a loop of its own, on epoll, whatever the rest would choose.
+        let http2 = choose_event_loop(&options(None), 50, 1, true, allowed);
+        assert!(!http2.io_uring && !http2.batched, "{}", http2.why);
     }
 }

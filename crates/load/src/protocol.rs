@@ -103,7 +103,12 @@ impl ProtocolOptions {
 
 /// Refuses what cannot go together, before anything is sent. `https`: the URL's scheme (None
 /// for tcp://).
-pub fn check(options: &ProtocolOptions, https: Option<bool>, no_keepalive: bool, split: bool) -> Result<()> {
+pub(crate) fn check(
+    options: &ProtocolOptions,
+    https: Option<bool>,
+    no_keepalive: bool,
+    split: bool,
+) -> Result<()> {
     let Some(https) = https else {
         if options.requires_h2() || options.http11 || options.h2_only_options().is_some() {
             return Err(usage(

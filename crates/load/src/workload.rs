@@ -80,6 +80,11 @@ impl Workload {
 
 /// Builds the workload; `keep_alive: false` asks HTTP servers to close after each response.
 pub fn build_workload(target: &Target, args: &RequestOptions, keep_alive: bool) -> Result<Workload> {
+    let https = match target {
+        Target::Http(http) => Some(http.tls_host.is_some()),
+        Target::Tcp { .. } => None,
+    };
+    crate::protocol::check(&args.protocol, https, !keep_alive, args.write_split.is_some())?;
     let write_split = args.write_split.clone().map(|split| split.0).unwrap_or_default();
     let mut workload = match target {
         Target::Http(http) => http_workload(http, args, keep_alive)?,
