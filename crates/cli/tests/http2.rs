@@ -308,3 +308,16 @@ fn a_grpc_message_given_as_protobuf_text_reaches_the_server_as_that_message() {
         &["has no method Nope"],
     );
 }
+
+#[test]
+fn h2c_asked_of_a_server_that_speaks_only_http11_is_said_in_words() {
+    let node = common::node_peer("node_http_server.js", &[]);
+    let run = nodelay(&["bench", "--h2", "-n", "5", "--no-server-view", &node.url("/")]);
+    assert_eq!(run.code(), 1, "{}", run.stdout());
+    let said = run.stderr();
+    assert!(
+        said.contains("the server did not answer in HTTP/2 (it began \"HTTP/1.1 400 Bad Request\")"),
+        "{said}"
+    );
+    assert!(said.contains("drop --h2"), "{said}");
+}

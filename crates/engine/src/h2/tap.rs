@@ -200,6 +200,12 @@ fn be32(bytes: &[u8]) -> Option<u32> {
 #[derive(Debug)]
 pub(crate) struct FrameTap {
     inbound: FrameReader,
+    /// Some bytes came from the server...
+    received_any: bool,
+    /// ...and they were no SETTINGS frame, which a server's first frame must be (RFC 9113
+    /// 3.4): the server does not speak HTTP/2 here (h2c asked of an HTTP/1.1-only port). Its
+    /// first bytes, printable, to say what it spoke instead.
+    pub not_http2: Option<String>,
     /// Outbound bytes start with the 24-byte connection preface, which is no frame.
     preface_left: usize,
     outbound: FrameReader,
@@ -218,6 +224,8 @@ impl FrameTap {
     pub fn new() -> Self {
         FrameTap {
             inbound: FrameReader::default(),
+            received_any: false,
+            not_http2: None,
             preface_left: 24,
             outbound: FrameReader::default(),
             streams: Vec::new(),
@@ -245,6 +253,18 @@ impl FrameTap {
 
     /// Bytes we read, at `now`.
     pub fn received(&mut self, bytes: &[u8], now: Instant) {
+        // A first read too short to hold a frame's type says nothing either way.
+        if !self.received_any && bytes.len() >= 4 {
+            self.received_any = true;
+            if bytes[3] != SETTINGS {
+                let shown: String = bytes
+                    .iter()
+                    .take(24)
+                    .map(|&b| if b.is_ascii_graphic() || b == b' ' { b as char } else { '.' })
+                    .collect();
+                self.not_http2 = Some(shown);
+            }
+        }
         let mut reader = std::mem::take(&mut self.inbound);
         reader.feed(bytes, |frame| self.on_received(&frame, now));
         self.inbound = reader;
@@ -402,6 +422,29 @@ impl FrameTap {
     }
 }
 
+/// For fuzz/fuzz_targets/h2_frames.rs, not an API: a tap fed `sent` whole, then `received`
+/// cut into pieces of the sizes `pieces` gives (round and round; 0 counts as 1), all at one
+/// instant; what it read, in words, to compare one cutting with another.
+pub fn read_frames(sent: &[u8], received: &[u8], pieces: &[usize]) -> String {
+    let now = Instant::now();
+    let mut tap = FrameTap::new();
+    tap.sent(sent, now);
+    let mut rest = received;
+    for &piece in pieces.iter().cycle().take(received.len().max(1)) {
+        if rest.is_empty() {
+            break;
+        }
+        let (head, tail) = rest.split_at(piece.clamp(1, rest.len()));
+        tap.received(head, now);
+        rest = tail;
+    }
+    let mut finished: Vec<String> = tap.finished.iter().map(|s| format!("{s:?}")).collect();
+    finished.sort();
+    let mut open: Vec<String> = tap.streams.iter().map(|s| format!("{s:?}")).collect();
+    open.sort();
+    format!("{:?}\nfinished {finished:?}\nopen {open:?}", tap.figures)
+}
+
 /// Times the pause since the stream's last frame (none before its first); returns it.
 fn note_gap(stream: &mut StreamFrames, now: Instant) -> Duration {
     let Some(last) = stream.last_frame else { return Duration::ZERO };
@@ -513,6 +556,18 @@ mod tests {
         assert_eq!(tap.take_finished(3).unwrap().window_blocked, Duration::from_millis(20));
         assert_eq!(tap.take_finished(1).unwrap().window_blocked, Duration::from_millis(22));
         assert_eq!(tap.figures.max_open_streams, 2);
+    }
+
+    #[test]
+    fn a_first_answer_that_is_no_settings_frame_is_kept_to_say_what_the_server_spoke() {
+        let start = Instant::now();
+        let mut tap = tap_with_request(1, start);
+        tap.received(b"HTTP/1.1 400 Bad Request\r\n\r\n", start);
+        assert_eq!(tap.not_http2.as_deref(), Some("HTTP/1.1 400 Bad Request"));
+        let mut http2 = tap_with_request(1, start);
+        http2.received(&frame(SETTINGS, 0, 0, &[]), start);
+        http2.received(b"HTTP/1.1", start);
+        assert_eq!(http2.not_http2, None);
     }
 
     #[test]

@@ -504,11 +504,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         Link::Handshaking(handshake)
     }
 
-    fn h2_handshake(&mut self, _index: usize, mut handshake: Handshake) -> Result<Link, (ErrorKind, String)> {
+    fn h2_handshake(&mut self, index: usize, mut handshake: Handshake) -> Result<Link, (ErrorKind, String)> {
         match handshake.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Pending => Ok(Link::Handshaking(handshake)),
             Poll::Ready(Ok((send, connection))) => Ok(Link::Open { send, connection }),
-            Poll::Ready(Err(e)) => Err(h2_failure(&e)),
+            Poll::Ready(Err(e)) => Err(self.connection_failure(index, &e)),
         }
     }
 
@@ -530,7 +530,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                         Ok(()) => {
                             (ErrorKind::ClosedEarly, "the server closed the HTTP/2 connection".to_string())
                         }
-                        Err(e) => h2_failure(&e),
+                        Err(e) => self.connection_failure(index, &e),
                     };
                     return self.fail_connection(index, kind, message);
                 }
@@ -572,7 +572,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 Poll::Pending => (Slot::Due(timing), false),
                 Poll::Ready(Err(e)) => {
                     self.connections[index].slots[slot] = Slot::Due(timing);
-                    let (kind, message) = h2_failure(&e);
+                    let (kind, message) = self.connection_failure(index, &e);
                     self.fail_stream(index, slot, kind, message);
                     return true;
                 }
@@ -590,7 +590,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                         }
                         Err(e) => {
                             self.connections[index].slots[slot] = Slot::Due(timing);
-                            let (kind, message) = h2_failure(&e);
+                            let (kind, message) = self.connection_failure(index, &e);
                             self.fail_stream(index, slot, kind, message);
                             return true;
                         }
@@ -616,7 +616,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 }
                 Poll::Ready(Err(e)) => {
                     self.connections[index].slots[slot] = Slot::Awaiting(timing, future);
-                    let (kind, message) = h2_failure(&e);
+                    let (kind, message) = self.connection_failure(index, &e);
                     self.fail_stream(index, slot, kind, message);
                     return true;
                 }
@@ -635,7 +635,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                         Poll::Ready(None) => break true,
                         Poll::Ready(Some(Err(e))) => {
                             self.connections[index].slots[slot] = Slot::Body(timing, response);
-                            let (kind, message) = h2_failure(&e);
+                            let (kind, message) = self.connection_failure(index, &e);
                             self.fail_stream(index, slot, kind, message);
                             return true;
                         }
@@ -784,6 +784,21 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             }
         }
         self.sink.connection(&record);
+    }
+}
+
+impl<S> H2Worker<'_, S> {
+    /// A failed connection's or stream's kind and words: an HTTP/1.1 answer to HTTP/2 said as such, not
+    /// as the frame error h2 made of its status line.
+    fn connection_failure(&self, index: usize, error: &h2::Error) -> (ErrorKind, String) {
+        if let Some(first_bytes) = &self.connections[index].tap.borrow().not_http2 {
+            let message = format!(
+                "the server did not answer in HTTP/2 (it began \"{first_bytes}\"): it does not speak h2c \
+                 (prior knowledge) on this port; drop --h2 and --grpc"
+            );
+            return (ErrorKind::MalformedResponse, message);
+        }
+        h2_failure(error)
     }
 }
 
