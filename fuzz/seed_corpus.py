@@ -114,6 +114,23 @@ SOCKET_TABLE = {  # the fuzz input is (sequence: u32 little-endian, bytes)
     + b"Tcp: 1 200 120000 -1 3158 3114 5\nUdp: InDatagrams NoPorts\nUdp: 5 6\n",
 }
 
+def h2_frame(kind: int, flags: int, stream: int, payload: bytes) -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+# What nodelay sends (preface, SETTINGS, requests) and what a server answers, as in the engine's
+# tap tests: a window used up and reopened, the connection window, a reset, a GOAWAY.
+H2_SENT = (b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + h2_frame(4, 0, 0, struct.pack(">HI", 4, 1_000_000))
+           + h2_frame(1, 5, 1, b"hpack") + h2_frame(1, 5, 3, b"hpack") + h2_frame(8, 0, 1, struct.pack(">I", 65535)))
+H2_RECEIVED = {
+    "window": h2_frame(4, 0, 0, struct.pack(">HIHI", 3, 8, 4, 65535)) + h2_frame(1, 4, 1, b"head")
+    + h2_frame(0, 0, 1, bytes(35535)) + h2_frame(0, 0, 3, bytes(30000)) + h2_frame(0, 1, 3, b"x" * 10)
+    + h2_frame(0, 1, 1, b"y" * 10),
+    "reset-goaway": h2_frame(3, 0, 1, struct.pack(">I", 7)) + h2_frame(7, 0, 0, struct.pack(">II", 3, 0))
+    + h2_frame(1, 5, 3, b"trailers-only"),
+}
+
+
 def write(target: str, name: str, data: bytes) -> None:
     directory = CORPUS / target
     directory.mkdir(parents=True, exist_ok=True)
@@ -137,6 +154,8 @@ def main() -> None:
         write("request_framer", name, PIECES + stream)
     for name, data in SOCKET_TABLE.items():
         write("socket_table", name, data)
+    for name, received in H2_RECEIVED.items():
+        write("h2_frames", name, struct.pack(">H", len(H2_SENT)) + PIECES + H2_SENT + received)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ mod timeline;
 mod tls;
 mod worker;
 
+/// For fuzz/fuzz_targets/h2_frames.rs; not an API.
+#[doc(hidden)]
+pub use h2::read_frames as fuzz_read_h2_frames;
 /// For bench/floor_client.rs, which must receive as `--io-uring` does; not an API.
 #[doc(hidden)]
 pub use arrival::{enable as enable_arrival_stamps, read_stamped};

@@ -5,7 +5,9 @@
 
 mod io;
 mod request;
-mod tap;
+pub(crate) mod tap;
 mod worker;
 
+#[doc(hidden)]
+pub use tap::read_frames;
 pub(crate) use worker::H2Worker;
