@@ -423,10 +423,9 @@ impl FrameTap {
 }
 
 /// For fuzz/fuzz_targets/h2_frames.rs, not an API: a tap fed `sent` whole, then `received`
-/// cut into pieces of the sizes `pieces` gives (round and round; 0 counts as 1), all at one
-/// instant; what it read, in words, to compare one cutting with another.
-pub fn read_frames(sent: &[u8], received: &[u8], pieces: &[usize]) -> String {
-    let now = Instant::now();
+/// cut into pieces of the sizes `pieces` gives (round and round; 0 counts as 1), all at the
+/// instant `now`; what it read, in words, to compare one cutting with another.
+pub fn read_frames(sent: &[u8], received: &[u8], pieces: &[usize], now: Instant) -> String {
     let mut tap = FrameTap::new();
     tap.sent(sent, now);
     let mut rest = received;
