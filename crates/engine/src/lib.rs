@@ -33,15 +33,15 @@ mod timeline;
 mod tls;
 mod worker;
 
-/// For fuzz/fuzz_targets/h2_frames.rs; not an API.
-#[doc(hidden)]
-pub use h2::read_frames as fuzz_read_h2_frames;
 /// For bench/floor_client.rs, which must receive as `--io-uring` does; not an API.
 #[doc(hidden)]
 pub use arrival::{enable as enable_arrival_stamps, read_stamped};
 pub use config::{BusyPoll, EngineConfig, Http2Settings, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
+/// For fuzz/fuzz_targets/h2_frames.rs; not an API.
+#[doc(hidden)]
+pub use h2::read_frames as fuzz_read_h2_frames;
 pub use h2_stats::Http2Stats;
 pub use hold_probe::{HoldProbe, probe_hold};
 pub use idle_probe::{IdleProbe, probe_idle};
