@@ -1,7 +1,7 @@
 //! A run's HTTP/2 figures, aggregated from its stream and connection records: how long
 //! streams queued before their HEADERS left, how long they waited on a flow-control window,
-//! what the server's SETTINGS allowed, and gRPC statuses. Bounded memory, as `Stats`: three
-//! histograms and counters.
+//! what the server's SETTINGS allowed, how long they were held behind lost segments, and gRPC
+//! statuses. Bounded memory, as `Stats`: four histograms and counters.
 
 use crate::quantile::histogram;
 use crate::record::{Http2Connection, StreamRecord};
@@ -25,6 +25,17 @@ pub struct Http2Stats {
     pub window_blocked_streams: u64,
     /// ...and all their waits, summed.
     pub window_blocked: Duration,
+    /// Time each stream was held with others behind a lost segment, per stream (zeros
+    /// included).
+    pub loss_held_ns: Histogram<u64>,
+    /// Streams held so at least once...
+    pub loss_held_streams: u64,
+    /// ...and all that time, summed.
+    pub loss_held: Duration,
+    /// Pauses in reading that ended with a lost segment's retransmission...
+    pub loss_holes: u64,
+    /// ...and the streams they held, summed.
+    pub streams_held_by_loss: u64,
     /// grpc-status of each gRPC response, with counts.
     pub grpc_status_counts: BTreeMap<u16, u64>,
     /// Connection records seen.
@@ -61,6 +72,11 @@ impl Default for Http2Stats {
             window_blocked_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
             window_blocked_streams: 0,
             window_blocked: Duration::ZERO,
+            loss_held_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            loss_held_streams: 0,
+            loss_held: Duration::ZERO,
+            loss_holes: 0,
+            streams_held_by_loss: 0,
             grpc_status_counts: BTreeMap::new(),
             connections: 0,
             peer_max_concurrent_streams: None,
@@ -97,6 +113,11 @@ impl Http2Stats {
             self.window_blocked_streams += 1;
             self.window_blocked += stream.window_blocked;
         }
+        record(&mut self.loss_held_ns, stream.loss_held);
+        if !stream.loss_held.is_zero() {
+            self.loss_held_streams += 1;
+            self.loss_held += stream.loss_held;
+        }
         if let Some(status) = stream.grpc_status {
             *self.grpc_status_counts.entry(status).or_default() += 1;
         }
@@ -119,6 +140,8 @@ impl Http2Stats {
         self.streams_reset += connection.streams_reset;
         self.goaways += u64::from(connection.goaway_code.is_some());
         self.max_open_streams = self.max_open_streams.max(connection.max_open_streams);
+        self.loss_holes += connection.loss_holes;
+        self.streams_held_by_loss += connection.streams_held_by_loss;
     }
 
     /// Adds another sink's figures.
@@ -128,11 +151,16 @@ impl Http2Stats {
             (&mut self.queued_ns, &other.queued_ns),
             (&mut self.first_data_ns, &other.first_data_ns),
             (&mut self.window_blocked_ns, &other.window_blocked_ns),
+            (&mut self.loss_held_ns, &other.loss_held_ns),
         ] {
             mine.add(theirs).expect("histograms share bounds");
         }
         self.window_blocked_streams += other.window_blocked_streams;
         self.window_blocked += other.window_blocked;
+        self.loss_held_streams += other.loss_held_streams;
+        self.loss_held += other.loss_held;
+        self.loss_holes += other.loss_holes;
+        self.streams_held_by_loss += other.streams_held_by_loss;
         for (code, n) in &other.grpc_status_counts {
             *self.grpc_status_counts.entry(*code).or_default() += n;
         }

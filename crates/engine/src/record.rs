@@ -66,6 +66,12 @@ pub struct StreamRecord {
     pub window_blocked: Duration,
     /// A gRPC response's grpc-status (its trailers, or a trailers-only answer's headers).
     pub grpc_status: Option<u16>,
+    /// Time it waited, with other streams of its connection, for a lost segment's
+    /// retransmission: the kernel held the bytes after the hole, whichever stream they were
+    /// for (head-of-line blocking of one TCP byte stream)...
+    pub loss_held: Duration,
+    /// ...and the part of that before its response's HEADERS came.
+    pub loss_held_before_headers: Duration,
 }
 
 /// A pause between two reads of one response this long or longer counts in
@@ -226,6 +232,11 @@ pub struct Http2Connection {
     pub streams_reset: u64,
     /// The most streams open at once (HEADERS sent, response not over).
     pub max_open_streams: u32,
+    /// Pauses in reading that ended with a lost segment's retransmission (the socket had
+    /// received packets out of order, TCP_INFO `rcv_ooopack`)...
+    pub loss_holes: u64,
+    /// ...and the streams they held, summed (each pause holds every stream open through it).
+    pub streams_held_by_loss: u64,
 }
 
 /// A TLS connection's negotiated parameters; static names, so no allocation per connection.

@@ -83,6 +83,17 @@ struct KernelTcpInfo {
     min_rtt: u32,
     data_segs_in: u32,
     data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
 }
 
 /// TCP_INFO is Linux's; other systems report no kernel figures.
@@ -114,6 +125,12 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
 
 #[cfg(target_os = "linux")]
 fn read_raw(socket: &impl AsRawFd) -> Option<KernelTcpInfo> {
+    read_raw_sized(socket).map(|(raw, _)| raw)
+}
+
+/// TCP_INFO and how many bytes of it the kernel filled (older kernels fill less).
+#[cfg(target_os = "linux")]
+fn read_raw_sized(socket: &impl AsRawFd) -> Option<(KernelTcpInfo, usize)> {
     let mut raw = KernelTcpInfo::default();
     let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
     // SAFETY: the kernel writes at most `len` bytes into `raw`, a plain-old-data struct.
@@ -127,7 +144,37 @@ fn read_raw(socket: &impl AsRawFd) -> Option<KernelTcpInfo> {
         )
     };
     // Kernels older than 4.6 return a shorter struct without min_rtt; zero stays zero.
-    (rc == 0).then_some(raw)
+    (rc == 0).then_some((raw, len as usize))
+}
+
+/// What one end of a connection knows of the segments lost between it and its peer, both ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LossCounters {
+    /// Packets received out of order over the socket's life (TCP_INFO `rcv_ooopack`): bytes
+    /// beyond a hole, which the kernel holds from the reader until a retransmission fills it.
+    pub out_of_order_packets: u32,
+    /// Segments this end resent (`total_retrans`): the peer's kernel held what followed them.
+    pub retransmits: u32,
+    /// The path's round trip (`min_rtt`), 0 before a sample.
+    pub min_rtt_us: u32,
+}
+
+/// `None` where the kernel is older than 5.4 (no `rcv_ooopack`), refuses TCP_INFO, or off Linux.
+#[cfg(target_os = "linux")]
+pub(crate) fn read_loss_counters(socket: &impl AsRawFd) -> Option<LossCounters> {
+    let (raw, filled) = read_raw_sized(socket)?;
+    let end = std::mem::offset_of!(KernelTcpInfo, rcv_ooopack) + std::mem::size_of::<u32>();
+    let min_rtt_us = if raw.min_rtt == u32::MAX { 0 } else { raw.min_rtt };
+    (filled >= end).then_some(LossCounters {
+        out_of_order_packets: raw.rcv_ooopack,
+        retransmits: raw.total_retrans,
+        min_rtt_us,
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn read_loss_counters(_socket: &impl AsRawFd) -> Option<LossCounters> {
+    None
 }
 
 /// A listening socket's accept queue, as TCP_INFO gives it for a listener (the kernel puts
@@ -217,6 +264,14 @@ mod tests {
         let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         let info = read_tcp_info(&socket).expect("TCP_INFO on an unconnected TCP socket");
         assert_eq!((info.rtt_us, info.min_rtt_us), (0, 0), "{info:?}");
+    }
+
+    #[test]
+    fn a_loopback_connection_receives_nothing_out_of_order() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let counters = read_loss_counters(&client).expect("this kernel is 5.4 or later");
+        assert_eq!((counters.out_of_order_packets, counters.retransmits), (0, 0));
     }
 
     #[test]

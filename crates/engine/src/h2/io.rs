@@ -58,7 +58,16 @@ impl Transport {
             // Best effort: a failure only weakens the experiment, never the data.
             let _ = crate::tcp_info::set_quickack(&self.stream);
         }
-        self.tap.borrow_mut().received(bytes, Instant::now());
+        let now = Instant::now();
+        let mut tap = self.tap.borrow_mut();
+        // Only a read after a pause can end a wait for a retransmission: TCP_INFO is read then,
+        // and not on the back-to-back reads of a busy connection.
+        if tap.quiet_before(now) >= crate::record::PAUSE_MIN
+            && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
+        {
+            tap.losses(counters, now);
+        }
+        tap.received(bytes, now);
     }
 }
 

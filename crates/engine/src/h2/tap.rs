@@ -9,8 +9,18 @@
 //! stream or on the connection. A pause in a stream's DATA that begins with the bytes
 //! received standing on such a boundary is a wait for our WINDOW_UPDATE and its round trip;
 //! a pause elsewhere is the server's own.
+//!
+//! Time held behind a lost segment: one TCP byte stream carries every stream, so bytes after
+//! a hole wait in the receiver's kernel until the retransmission fills it, whichever stream
+//! they belong to. A pause in reading that ends while the socket's count of out-of-order
+//! packets grew (TCP_INFO `rcv_ooopack`: a response segment was lost) or its own
+//! retransmissions did (`total_retrans`: a request segment was, and the server's kernel held
+//! the requests after it) ended with a hole filled; every stream open through it with another
+//! was held, from the pause's start (or one round trip after its request, before any answer
+//! could come) to its end.
 
 use crate::record::Http2Connection;
+use crate::tcp_info::LossCounters;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -53,6 +63,11 @@ pub(crate) struct StreamFrames {
     pub window_blocked: Duration,
     /// The server reset the stream (RST_STREAM), with this error code.
     pub reset_code: Option<u32>,
+    /// Time held, with at least one other stream, behind a lost segment (see the module's
+    /// words), summed...
+    pub loss_held: Duration,
+    /// ...and the part of it before the response's HEADERS came.
+    pub loss_held_before_headers: Duration,
     /// The stream's received bytes stood on one of its credit boundaries at its last DATA.
     at_stream_boundary: bool,
     /// The connection's stall count when this stream's last frame came.
@@ -75,6 +90,8 @@ impl StreamFrames {
             pauses: 0,
             window_blocked: Duration::ZERO,
             reset_code: None,
+            loss_held: Duration::ZERO,
+            loss_held_before_headers: Duration::ZERO,
             at_stream_boundary: false,
             connection_stalls_seen: 0,
         }
@@ -217,6 +234,10 @@ pub(crate) struct FrameTap {
     connection_credit: Credit,
     /// The connection's DATA stopped on a boundary at this instant (and not moved since).
     connection_stalled_at: Option<Instant>,
+    /// When the last bytes came from the server.
+    last_received: Option<Instant>,
+    /// The socket's loss counters when last read.
+    losses: LossCounters,
     pub figures: Http2Connection,
 }
 
@@ -233,6 +254,8 @@ impl FrameTap {
             stream_credit: Vec::new(),
             connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
             connection_stalled_at: None,
+            last_received: None,
+            losses: LossCounters { out_of_order_packets: 0, retransmits: 0, min_rtt_us: 0 },
             figures: Http2Connection {
                 stream_window_bytes: DEFAULT_WINDOW_BYTES,
                 connection_window_bytes: DEFAULT_WINDOW_BYTES,
@@ -268,6 +291,42 @@ impl FrameTap {
         let mut reader = std::mem::take(&mut self.inbound);
         reader.feed(bytes, |frame| self.on_received(&frame, now));
         self.inbound = reader;
+        self.last_received = Some(now);
+    }
+
+    /// How long nothing came from the server before `now` (zero before the first bytes).
+    pub fn quiet_before(&self, now: Instant) -> Duration {
+        self.last_received.map_or(Duration::ZERO, |last| now.saturating_duration_since(last))
+    }
+
+    /// The socket's loss counters, read at `now` as a pause in reading ends: a count that grew
+    /// means the pause ended with a hole filled, and the streams open through it were held
+    /// behind the lost segment.
+    pub fn losses(&mut self, counters: LossCounters, now: Instant) {
+        let grew = counters.out_of_order_packets > self.losses.out_of_order_packets
+            || counters.retransmits > self.losses.retransmits;
+        self.losses = counters;
+        let path_rtt = Duration::from_micros(u64::from(counters.min_rtt_us));
+        let Some(pause_began) = self.last_received.filter(|_| grew) else { return };
+        self.figures.loss_holes += 1;
+        // Before its first answer, a stream could not expect bytes sooner than a round trip
+        // after its request.
+        let held_from = |stream: &StreamFrames| match (stream.headers_received, stream.headers_sent) {
+            (None, Some(sent)) => pause_began.max(sent + path_rtt),
+            _ => pause_began,
+        };
+        let held = self.streams.iter().filter(|s| held_from(s) < now).count();
+        self.figures.streams_held_by_loss += held as u64;
+        if held < 2 {
+            return;
+        }
+        for stream in &mut self.streams {
+            let time = now.saturating_duration_since(held_from(stream));
+            stream.loss_held += time;
+            if stream.headers_received.is_none() {
+                stream.loss_held_before_headers += time;
+            }
+        }
     }
 
     /// The figures of stream `id` once its response is over (or it was reset); None while
@@ -567,6 +626,56 @@ mod tests {
         http2.received(&frame(SETTINGS, 0, 0, &[]), start);
         http2.received(b"HTTP/1.1", start);
         assert_eq!(http2.not_http2, None);
+    }
+
+    fn lost(out_of_order_packets: u32, retransmits: u32, min_rtt_ms: u32) -> LossCounters {
+        LossCounters { out_of_order_packets, retransmits, min_rtt_us: min_rtt_ms * 1000 }
+    }
+
+    #[test]
+    fn a_pause_that_ends_with_a_hole_filled_holds_every_stream_open_through_it() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = tap_with_request(1, start);
+        tap.sent(&frame(HEADERS, 0x5, 3, b"hpack"), start);
+        tap.received(&frame(HEADERS, 0x4, 1, b"head"), ms(20));
+        tap.received(&frame(DATA, 0, 1, &[0; 100]), ms(21));
+        // Stream 5 asks during the pause, 2 ms before its end: no answer was due yet.
+        tap.sent(&frame(HEADERS, 0x5, 5, b"hpack"), ms(39));
+        assert_eq!(tap.quiet_before(ms(41)), Duration::from_millis(20));
+        // No counter grew: a pause of the server's own.
+        tap.losses(lost(0, 0, 20), ms(41));
+        assert_eq!(tap.figures.loss_holes, 0);
+        tap.received(&frame(DATA, 0, 1, &[0; 100]), ms(41));
+        // Packets came out of order during the next pause: it ended with the hole filled.
+        tap.losses(lost(3, 0, 20), ms(71));
+        tap.received(&frame(DATA, 0x1, 1, &[0; 100]), ms(71));
+        tap.received(&frame(HEADERS, 0x5, 3, b"head"), ms(71));
+        assert_eq!((tap.figures.loss_holes, tap.figures.streams_held_by_loss), (1, 3));
+        let answered = tap.take_finished(1).unwrap();
+        assert_eq!(
+            (answered.loss_held, answered.loss_held_before_headers),
+            (Duration::from_millis(30), Duration::ZERO)
+        );
+        let waiting = tap.take_finished(3).unwrap();
+        assert_eq!(waiting.loss_held, Duration::from_millis(30));
+        assert_eq!(waiting.loss_held_before_headers, Duration::from_millis(30));
+        // Stream 5 could expect its answer from 59 ms on (its request and a round trip).
+        tap.received(&frame(HEADERS, 0x5, 5, b"head"), ms(72));
+        assert_eq!(tap.take_finished(5).unwrap().loss_held, Duration::from_millis(12));
+    }
+
+    #[test]
+    fn a_lost_request_segment_holds_streams_and_one_stream_alone_is_held_by_nothing_else() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = tap_with_request(1, start);
+        tap.received(&frame(SETTINGS, 0, 0, &[]), ms(1));
+        // Our own retransmission: the server's kernel held what followed the lost request.
+        tap.losses(lost(0, 1, 10), ms(250));
+        tap.received(&frame(HEADERS, 0x5, 1, b"head"), ms(250));
+        assert_eq!((tap.figures.loss_holes, tap.figures.streams_held_by_loss), (1, 1));
+        assert_eq!(tap.take_finished(1).unwrap().loss_held, Duration::ZERO, "nothing shared the wait");
     }
 
     #[test]

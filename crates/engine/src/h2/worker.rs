@@ -695,6 +695,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 first_data: since(frames.and_then(|f| f.first_data)),
                 window_blocked: frames.map_or(Duration::ZERO, |f| f.window_blocked),
                 grpc_status: response.grpc_status,
+                loss_held: frames.map_or(Duration::ZERO, |f| f.loss_held),
+                loss_held_before_headers: frames.map_or(Duration::ZERO, |f| f.loss_held_before_headers),
             }),
         };
         connection.responses += 1;

@@ -51,6 +51,18 @@ pub struct Http2Report {
     pub window_blocked_streams: u64,
     /// All those waits, summed, in milliseconds.
     pub window_blocked_total_ms: f64,
+    /// Per stream, the time it waited with other streams of its connection for a lost
+    /// segment's retransmission (one TCP byte stream holds them all), in milliseconds.
+    pub loss_held_ms: Option<Percentiles>,
+    /// Streams held so at least once.
+    pub loss_held_streams: u64,
+    /// All that time, summed, in milliseconds.
+    pub loss_held_total_ms: f64,
+    /// Pauses in reading that ended with a lost segment's retransmission (the kernel had
+    /// received packets out of order behind a hole).
+    pub loss_holes: u64,
+    /// The streams those pauses held, summed.
+    pub streams_held_by_loss: u64,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (the smallest any connection was given);
     /// null when it stated none.
     pub peer_max_concurrent_streams: Option<u32>,
@@ -83,6 +95,11 @@ impl Http2Report {
             window_blocked_ms: Percentiles::from_ns(&stats.window_blocked_ns),
             window_blocked_streams: stats.window_blocked_streams,
             window_blocked_total_ms: stats.window_blocked.as_secs_f64() * 1e3,
+            loss_held_ms: Percentiles::from_ns(&stats.loss_held_ns),
+            loss_held_streams: stats.loss_held_streams,
+            loss_held_total_ms: stats.loss_held.as_secs_f64() * 1e3,
+            loss_holes: stats.loss_holes,
+            streams_held_by_loss: stats.streams_held_by_loss,
             peer_max_concurrent_streams: stats.peer_max_concurrent_streams,
             peer_initial_window_bytes: stats.peer_initial_window_bytes,
             max_open_streams: stats.max_open_streams,

@@ -58,6 +58,21 @@ pub(crate) fn outcome_rows(report: &Http2Report) -> Vec<(&'static str, String)> 
         )
     };
     rows.push(("windows", format!("{windows}; {} WINDOW_UPDATE frames sent", report.window_updates_sent)));
+    if report.loss_holes > 0 {
+        rows.push((
+            "loss",
+            format!(
+                "{} pauses ended with a lost segment's retransmission, holding {} streams; {} of {} streams were held \
+                 with others, {} in all (per stream: {})",
+                report.loss_holes,
+                report.streams_held_by_loss,
+                report.loss_held_streams,
+                report.streams_completed,
+                format_duration_ms(report.loss_held_total_ms),
+                p50_p99(&report.loss_held_ms),
+            ),
+        ));
+    }
     if report.streams_reset > 0 || report.goaways > 0 {
         rows.push((
             "resets",
