@@ -67,6 +67,9 @@ pub enum FindingId {
     H2FlowControlWindow,
     /// HTTP/2: requests queue behind the server's SETTINGS_MAX_CONCURRENT_STREAMS.
     H2StreamLimitQueueing,
+    /// HTTP/2: a lost segment holds every stream of its TCP connection until the
+    /// retransmission fills the hole.
+    H2HeadOfLineLoss,
     /// Nothing found that costs latency.
     Healthy,
     /// Too many requests failed for any verdict: the timings that remain cannot be trusted.
@@ -100,6 +103,7 @@ impl FindingId {
             FindingId::ErrorResponses => "error-responses",
             FindingId::H2FlowControlWindow => "h2-flow-control-window",
             FindingId::H2StreamLimitQueueing => "h2-stream-limit-queueing",
+            FindingId::H2HeadOfLineLoss => "h2-head-of-line-loss",
             FindingId::Healthy => "healthy",
             FindingId::UnreliableMeasurement => "unreliable-measurement",
         }

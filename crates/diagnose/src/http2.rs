@@ -2,10 +2,12 @@
 //! it: a response larger than the client's flow-control window waits a round trip for each
 //! WINDOW_UPDATE (`h2-flow-control-window`, proven by a larger window), and streams queue
 //! behind the server's SETTINGS_MAX_CONCURRENT_STREAMS (`h2-stream-limit-queueing`, proven by
-//! one stream per connection). A server's Nagle between HEADERS and DATA is the existing
+//! one stream per connection), and a lost segment holds every stream of its TCP connection
+//! until its retransmission (`h2-head-of-line-loss`, proven by one stream per connection
+//! making responses faster). A server's Nagle between HEADERS and DATA is the existing
 //! `server-nagle-delayed-ack`, proven by TCP_QUICKACK as over HTTP/1.1.
 
-use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix};
+use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 use crate::phase::{Experiment, Observations, PhaseSummary};
 use crate::symptom::{Symptom, proof, removed};
 
@@ -40,15 +42,37 @@ fn worth_testing(baseline: &PhaseSummary, symptom: Symptom) -> bool {
         && (symptom.median_ms)(baseline) >= baseline.total_p50_ms * COST_SHARE
 }
 
+/// Holds behind a lost segment are worth an experiment when this share of the steady
+/// responses was held with other streams...
+const LOSS_HELD_SHARE: f64 = 0.1;
+/// ...and one stream per connection proves they cost the responses their time when the held
+/// responses' quantile (`held_quantile`) falls to this share of the baseline's or less.
+const LOSS_PROOF_RATIO: f64 = 0.8;
+
+/// The streams each connection of the baseline carried.
+fn streams_asked(observations: &Observations) -> u32 {
+    observations.request.and_then(|shape| shape.http2_streams).unwrap_or(1)
+}
+
+/// Streams were held together behind lost segments often enough, and long enough beside the
+/// median response, to test.
+fn loss_holds_worth_testing(observations: &Observations, baseline: &PhaseSummary) -> bool {
+    streams_asked(observations) >= 2
+        && baseline.loss_held_fraction() >= LOSS_HELD_SHARE
+        && baseline.loss_held_p50_ms >= baseline.total_p50_ms * COST_SHARE
+}
+
 /// The next HTTP/2 experiment the baseline calls for, if any.
 pub(crate) fn next_experiment(observations: &Observations, baseline: &PhaseSummary) -> Option<Experiment> {
     let done = |experiment| observations.has_run(experiment);
     if worth_testing(baseline, WINDOW_WAIT) && !done(Experiment::LargerWindow) {
         return Some(Experiment::LargerWindow);
     }
-    let streams = observations.request.and_then(|shape| shape.http2_streams).unwrap_or(1);
+    let streams = streams_asked(observations);
     let limited = baseline.peer_max_concurrent_streams.is_some_and(|limit| limit < streams);
-    if limited && worth_testing(baseline, STREAM_QUEUE) && !done(Experiment::OneStreamPerConnection) {
+    let queue_or_loss = (limited && worth_testing(baseline, STREAM_QUEUE))
+        || loss_holds_worth_testing(observations, baseline);
+    if queue_or_loss && !done(Experiment::OneStreamPerConnection) {
         return Some(Experiment::OneStreamPerConnection);
     }
     None
@@ -60,13 +84,114 @@ pub(crate) fn findings(observations: &Observations, baseline: &PhaseSummary) -> 
     if worth_testing(baseline, WINDOW_WAIT) {
         findings.push(window_finding(observations, baseline));
     }
-    let streams = observations.request.and_then(|shape| shape.http2_streams).unwrap_or(1);
+    let streams = streams_asked(observations);
     if let Some(limit) = baseline.peer_max_concurrent_streams.filter(|&limit| limit < streams)
         && worth_testing(baseline, STREAM_QUEUE)
     {
         findings.push(stream_limit_finding(observations, baseline, limit, streams));
     }
+    if loss_holds_worth_testing(observations, baseline) {
+        findings.push(head_of_line_finding(observations, baseline, streams));
+    }
     findings
+}
+
+/// The quantile of the total time where the held responses sit: halfway into the share of
+/// them (a third held: p83), from p50 to p95. One stream per connection moves the holds into
+/// a thinner tail of its own (a connection that lost its last segment waits a retransmission
+/// timeout alone), so the proof reads the responses the holds slowed, not that tail.
+fn held_quantile(baseline: &PhaseSummary) -> f64 {
+    (1.0 - baseline.loss_held_fraction() / 2.0).clamp(0.5, 0.95)
+}
+
+fn head_of_line_finding(observations: &Observations, baseline: &PhaseSummary, streams: u32) -> Finding {
+    let phase = observations.experiment(Experiment::OneStreamPerConnection);
+    let experiment = phase.map(|phase| phase.summary());
+    let quantile = held_quantile(baseline);
+    let label = format!("p{:.0}", quantile * 100.0);
+    let before_ms = observations.baseline.total_quantile_ms(quantile);
+    let after_ms = phase.map_or(0.0, |phase| phase.total_quantile_ms(quantile));
+    let proven = experiment.as_ref().is_some_and(|spread| {
+        spread.responses > 0
+            && spread.loss_held_fraction() <= crate::symptom::REMOVED_FRACTION
+            && after_ms <= before_ms * LOSS_PROOF_RATIO
+    });
+    let share = baseline.loss_held_fraction() * 100.0;
+    let held = baseline.loss_held_p50_ms;
+    let title = match &experiment {
+        Some(spread) if proven => {
+            let tail = if spread.total_p99_ms > baseline.total_p99_ms {
+                format!(
+                    " (its p99 rose {:.2} ms -> {:.2} ms: each connection then recovers from its own losses alone)",
+                    baseline.total_p99_ms, spread.total_p99_ms
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                "A lost segment holds every stream of the connection: {share:.0} % of responses waited {held:.2} ms \
+                 (median) for a retransmission with {streams} streams sharing one TCP connection; one stream per \
+                 connection cut the {label} {before_ms:.2} ms -> {after_ms:.2} ms{tail}"
+            )
+        }
+        Some(_) => format!(
+            "{share:.0} % of responses waited {held:.2} ms (median) behind lost segments with other streams, but one \
+             stream per connection did not make them faster ({label} {before_ms:.2} ms -> {after_ms:.2} ms): the \
+             loss itself costs them, not the sharing of one connection"
+        ),
+        None => format!(
+            "{share:.0} % of responses waited {held:.2} ms (median) behind lost segments with other streams of their \
+             connection; one stream per connection was not tried"
+        ),
+    };
+    let holes = baseline.loss_holes.max(1) as f64;
+    let mut evidence = vec![
+        Evidence::new("streams asked of each connection", f64::from(streams), "count"),
+        Evidence::new("pauses ended by a lost segment's retransmission", baseline.loss_holes as f64, "count"),
+        Evidence::new(
+            "streams each such pause held (mean)",
+            baseline.streams_held_by_loss as f64 / holes,
+            "count",
+        ),
+        Evidence::new("steady responses held with other streams", baseline.loss_held as f64, "count"),
+        Evidence::new("of the steady responses", baseline.steady_responses as f64, "count"),
+        Evidence::new("median time held, per held response", held, "ms"),
+        Evidence::new("p50 total", baseline.total_p50_ms, "ms"),
+        Evidence::new("p90 total", baseline.total_p90_ms, "ms"),
+        Evidence::new("p99 total", baseline.total_p99_ms, "ms"),
+    ];
+    if let Some(rtt) = baseline.path_rtt_ms {
+        evidence.push(Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"));
+    }
+    let proof = experiment.as_ref().map(|spread| Proof {
+        kind: ProofKind::Experiment,
+        experiment: Experiment::OneStreamPerConnection.describe().into(),
+        baseline_p50_ms: baseline.total_p50_ms,
+        experiment_p50_ms: spread.total_p50_ms,
+        removed: proven,
+        result: format!(
+            "{label} {before_ms:.2} ms -> {after_ms:.2} ms (p50 {:.2} ms -> {:.2} ms, p90 {:.2} ms -> {:.2} ms, p99 \
+             {:.2} ms -> {:.2} ms); held with other streams in {} of {} responses",
+            baseline.total_p50_ms,
+            spread.total_p50_ms,
+            baseline.total_p90_ms,
+            spread.total_p90_ms,
+            baseline.total_p99_ms,
+            spread.total_p99_ms,
+            spread.loss_held,
+            spread.steady_responses
+        ),
+    });
+    Finding {
+        id: FindingId::H2HeadOfLineLoss,
+        title,
+        proven,
+        confidence: if proven { Confidence::High } else { Confidence::Low },
+        evidence,
+        proof: proof.into_iter().collect(),
+        fix_summary: HEAD_OF_LINE_SUMMARY.to_string(),
+        fix: head_of_line_fixes(),
+    }
 }
 
 fn window_finding(observations: &Observations, baseline: &PhaseSummary) -> Finding {
@@ -211,6 +336,31 @@ fn stream_limit_fixes() -> Vec<Fix> {
     ]
 }
 
+/// The one-sentence fix of `h2-head-of-line-loss`.
+pub const HEAD_OF_LINE_SUMMARY: &str = "Take the loss off the path where you can; otherwise spread latency-sensitive \
+    calls over several connections (a channel pool), or serve HTTP/3, whose streams do not share one byte stream. \
+    Several connections trade it for a tail of their own: each recovers from its losses alone, a lost last segment \
+    by a retransmission timeout";
+
+fn head_of_line_fixes() -> Vec<Fix> {
+    vec![
+        fix(
+            "any path",
+            "find the loss: `nstat -az TcpRetransSegs TcpExtTCPLostRetransmit` on the sender, interface drops \
+             (`ip -s link`), a policer or a full queue on the path",
+        ),
+        fix("Go grpc", "a pool of grpc.ClientConn, calls spread round-robin over them"),
+        fix("grpc-java / Netty", "several ManagedChannels, calls spread round-robin over them"),
+        fix("Node.js http2", "several http2.connect() sessions, requests spread over them"),
+        fix("nginx", "HTTP/3 to clients: listen 443 quic; http3 on; (nginx 1.25+)"),
+        fix(
+            "Envoy",
+            "upstream: a lower http2_protocol_options.max_concurrent_streams makes the pool open more connections; \
+             downstream: http3_protocol_options on a QUIC listener",
+        ),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,6 +385,7 @@ mod tests {
             first_data: Some(d(0.2)),
             window_blocked: d(window_ms),
             grpc_status: Some(0),
+            ..StreamRecord::default()
         });
         record
     }
@@ -285,5 +436,72 @@ mod tests {
         let summary = roomy.baseline.summary();
         assert_eq!(next_experiment(&roomy, &summary), None);
         assert!(findings(&roomy, &summary).is_empty());
+    }
+
+    /// Rounds of 10 streams on one connection, 20 ms each; every `held_every`th round a lost
+    /// segment held all 10 of them 20 ms more.
+    fn rounds(rounds: u32, held_every: u32) -> Vec<nodelay_engine::ResponseRecord> {
+        (0..rounds * 10)
+            .map(|i| {
+                let held = held_every > 0 && (i / 10) % held_every == 0;
+                let mut record = stream(i, if held { 40.0 } else { 20.0 }, 0.0, 0.0);
+                if let Some(h2) = &mut record.http2 {
+                    h2.loss_held = Duration::from_millis(if held { 20 } else { 0 });
+                }
+                record
+            })
+            .collect()
+    }
+
+    #[test]
+    fn streams_held_together_behind_lost_segments_are_named_when_one_stream_per_connection_is_faster() {
+        let mut seen = observations(10, rounds(30, 4));
+        seen.baseline.http2_loss_holes = 8;
+        seen.baseline.http2_streams_held_by_loss = 80;
+        let baseline = seen.baseline.summary();
+        assert_eq!(next_experiment(&seen, &baseline), Some(Experiment::OneStreamPerConnection));
+        let untried = findings(&seen, &baseline);
+        assert_eq!(untried[0].id, FindingId::H2HeadOfLineLoss);
+        assert!(!untried[0].proven && untried[0].title.contains("not tried"), "{}", untried[0].title);
+        // Spread over connections: nothing shares a wait, the tenth that waited is gone, and
+        // one response of a hundred waits a retransmission timeout alone.
+        let mut spread: Vec<_> = (0..300).map(|i| stream(i, 20.0, 0.0, 0.0)).collect();
+        spread[150] = stream(150, 250.0, 0.0, 0.0);
+        spread[250] = stream(250, 250.0, 0.0, 0.0);
+        spread[280] = stream(280, 250.0, 0.0, 0.0);
+        seen.experiments.push(phase(Some(Experiment::OneStreamPerConnection), spread));
+        assert_eq!(next_experiment(&seen, &baseline), None);
+        let proven = findings(&seen, &baseline);
+        assert!(proven[0].proven, "{:?}", proven[0]);
+        assert!(proven[0].title.contains("cut the p87 40.0"), "{}", proven[0].title);
+        assert!(proven[0].title.contains("p99 rose"), "{}", proven[0].title);
+        assert!(
+            proven[0].proof[0].result.contains("held with other streams in 0 of"),
+            "{:?}",
+            proven[0].proof
+        );
+        // No faster with a stream per connection: the loss costs, not the sharing.
+        seen.experiments[0] = phase(Some(Experiment::OneStreamPerConnection), rounds(30, 4));
+        seen.experiments[0]
+            .responses
+            .iter_mut()
+            .for_each(|r| r.http2.as_mut().unwrap().loss_held = Duration::ZERO);
+        let unproven = findings(&seen, &baseline);
+        assert!(
+            !unproven[0].proven && unproven[0].title.contains("did not make them faster"),
+            "{}",
+            unproven[0].title
+        );
+    }
+
+    #[test]
+    fn rare_holds_and_a_single_stream_are_no_head_of_line_blocking() {
+        // One round in twenty held: under a tenth of the responses.
+        let rare = observations(10, rounds(40, 20));
+        assert_eq!(next_experiment(&rare, &rare.baseline.summary()), None);
+        assert!(findings(&rare, &rare.baseline.summary()).is_empty());
+        // One stream a connection shares its connection with nothing.
+        let alone = observations(1, rounds(30, 4));
+        assert_eq!(next_experiment(&alone, &alone.baseline.summary()), None);
     }
 }

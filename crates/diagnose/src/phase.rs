@@ -108,6 +108,11 @@ pub struct Phase {
     pub http2_peer: Option<nodelay_engine::PeerSettings>,
     /// HTTP/2: the streams each connection carried at once; None over HTTP/1.1.
     pub http2_streams: Option<u32>,
+    /// HTTP/2: pauses in reading that ended with a lost segment's retransmission, over the
+    /// phase's connections...
+    pub http2_loss_holes: u64,
+    /// ...and the streams they held, summed.
+    pub http2_streams_held_by_loss: u64,
 }
 
 /// Everything the doctor measured about one target: the phases, the probes and the server's
@@ -168,12 +173,15 @@ pub struct PhaseSummary {
     /// Responses timed.
     pub responses: usize,
     /// Responses the figures below are taken over: all but the first on each connection
-    /// when connections are reused (a fresh connection ACKs quickly and escapes stalls).
+    /// when connections are reused (a fresh connection ACKs quickly and escapes stalls); over
+    /// HTTP/2, all but each connection's first round of streams (when any came after it).
     pub steady_responses: usize,
     /// Median total latency.
     pub total_p50_ms: f64,
     /// 90th percentile of total latency.
     pub total_p90_ms: f64,
+    /// 99th percentile of total latency.
+    pub total_p99_ms: f64,
     /// Median time to first byte.
     pub first_byte_p50_ms: f64,
     /// 10th percentile of time to first byte.
@@ -279,6 +287,15 @@ pub struct PhaseSummary {
     /// HTTP/2: the server's SETTINGS_MAX_CONCURRENT_STREAMS; null when it stated none (or
     /// over HTTP/1.1).
     pub peer_max_concurrent_streams: Option<u32>,
+    /// HTTP/2: steady responses held, with other streams of their connection, behind a lost
+    /// segment (one TCP byte stream carries them all)...
+    pub loss_held: usize,
+    /// ...and the median over those responses of the time each was held.
+    pub loss_held_p50_ms: f64,
+    /// HTTP/2: pauses in reading that ended with a lost segment's retransmission...
+    pub loss_holes: u64,
+    /// ...and the streams they held, summed.
+    pub streams_held_by_loss: u64,
 }
 
 /// The most common kind of failure in a phase, with its first message.
@@ -327,9 +344,10 @@ fn ms(duration: Duration) -> f64 {
 }
 
 /// The first byte as the server's: over HTTP/2, less the time the request queued before its
-/// HEADERS left (behind the stream limit), which the server never saw.
+/// HEADERS left (behind the stream limit), which the server never saw, and the time its
+/// answer was held behind another stream's lost segment, which the server did not spend.
 fn server_first_byte_ms(r: &ResponseRecord) -> f64 {
-    ms(r.first_byte) - r.http2.map_or(0.0, |stream| ms(stream.queued))
+    ms(r.first_byte) - r.http2.map_or(0.0, |stream| ms(stream.queued) + ms(stream.loss_held_before_headers))
 }
 
 /// The percentile of millisecond values, by nodelay's one definition (`nodelay_engine::
@@ -354,6 +372,11 @@ impl PhaseSummary {
     /// HTTP/2: share of the steady responses that queued before their HEADERS left (0 to 1).
     pub fn queued_fraction(&self) -> f64 {
         fraction(self.queued, self.steady_responses)
+    }
+
+    /// HTTP/2: share of the steady responses held with others behind a lost segment (0 to 1).
+    pub fn loss_held_fraction(&self) -> f64 {
+        fraction(self.loss_held, self.steady_responses)
     }
 
     /// Share of the steady responses that stalled (0 to 1).
@@ -452,14 +475,32 @@ fn fraction(part: usize, whole: usize) -> f64 {
 }
 
 impl Phase {
-    /// The figures the rules and reports read, computed from the records.
-    pub fn summary(&self) -> PhaseSummary {
+    /// The responses the figures are taken over (see `PhaseSummary::steady_responses`).
+    fn steady(&self) -> Vec<&ResponseRecord> {
         let reuses_connections = self.responses.iter().any(|r| r.sequence_on_connection > 0);
-        let steady: Vec<&ResponseRecord> = if reuses_connections {
+        // Over HTTP/2 a connection's first round of streams is its opening: they left one by
+        // one as its SETTINGS came, into a fresh congestion window.
+        let opening = self.http2_streams.unwrap_or(1).max(1);
+        let after_opening: Vec<&ResponseRecord> =
+            self.responses.iter().filter(|r| r.sequence_on_connection >= opening).collect();
+        if reuses_connections && !after_opening.is_empty() {
+            after_opening
+        } else if reuses_connections {
             self.responses.iter().filter(|r| r.sequence_on_connection > 0).collect()
         } else {
             self.responses.iter().collect()
-        };
+        }
+    }
+
+    /// The `quantile` of the steady responses' total time, in ms.
+    pub fn total_quantile_ms(&self, quantile: f64) -> f64 {
+        percentile(&sorted(self.steady().iter().map(|r| ms(r.total))), quantile)
+    }
+
+    /// The figures the rules and reports read, computed from the records.
+    pub fn summary(&self) -> PhaseSummary {
+        let reuses_connections = self.responses.iter().any(|r| r.sequence_on_connection > 0);
+        let steady = self.steady();
         let totals = sorted(steady.iter().map(|r| ms(r.total)));
         let first_bytes = sorted(steady.iter().map(|r| server_first_byte_ms(r)));
         let gaps = sorted(steady.iter().map(|r| ms(r.max_read_gap)));
@@ -537,6 +578,7 @@ impl Phase {
             steady_responses: steady.len(),
             total_p50_ms: percentile(&totals, 0.5),
             total_p90_ms: percentile(&totals, 0.9),
+            total_p99_ms: percentile(&totals, 0.99),
             first_byte_p50_ms: percentile(&first_bytes, 0.5),
             first_byte_p10_ms: percentile(&first_bytes, 0.1),
             first_byte_p90_ms: percentile(&first_bytes, 0.9),
@@ -593,6 +635,13 @@ impl Phase {
             queued: streams.iter().filter(|s| ms(s.queued) >= QUEUED_MS).count(),
             queued_p50_ms: percentile(&sorted(streams.iter().map(|s| ms(s.queued))), 0.5),
             peer_max_concurrent_streams: self.http2_peer.and_then(|peer| peer.max_concurrent_streams),
+            loss_held: streams.iter().filter(|s| !s.loss_held.is_zero()).count(),
+            loss_held_p50_ms: percentile(
+                &sorted(streams.iter().filter(|s| !s.loss_held.is_zero()).map(|s| ms(s.loss_held))),
+                0.5,
+            ),
+            loss_holes: self.http2_loss_holes,
+            streams_held_by_loss: self.http2_streams_held_by_loss,
         }
     }
 

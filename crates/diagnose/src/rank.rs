@@ -39,6 +39,7 @@ fn cost_ms(finding: &Finding, baseline: &PhaseSummary) -> f64 {
         FindingId::ProxyHopStall => baseline.total_p50_ms,
         FindingId::H2FlowControlWindow => baseline.window_blocked_p50_ms,
         FindingId::H2StreamLimitQueueing => baseline.queued_p50_ms,
+        FindingId::H2HeadOfLineLoss => baseline.loss_held_p50_ms * share(baseline.loss_held),
         // One request at a time its CPU per request (the first evidence) is request time;
         // under load it is a ceiling, which costs no request anything.
         FindingId::ServerCpuBound => {

@@ -5,9 +5,9 @@
 
 use crate::chain::{Chain, MAX_HOPS, MAX_UPSTREAMS};
 use crate::phases::{
-    AFTER_IDLE_REQUESTS, BASELINE_REQUESTS, BASELINE_SHARE, EXPECT_PROBE_WAIT, EXPERIMENT_SHARE,
-    HOLD_PROBE_WAIT, IDLE_PROBE_MARGIN, MIN_IDLE_WAIT, MIN_PHASE, PER_CONNECTION_REQUESTS, experiment_config,
-    http10_without_keep_alive, idle_gap, phase_requests, run_phase, run_phase_reaching,
+    AFTER_IDLE_REQUESTS, BASELINE_SHARE, EXPECT_PROBE_WAIT, EXPERIMENT_SHARE, HOLD_PROBE_WAIT,
+    IDLE_PROBE_MARGIN, MIN_IDLE_WAIT, MIN_PHASE, baseline_requests, experiment_config,
+    http10_without_keep_alive, idle_gap, run_phase, run_phase_reaching,
 };
 use crate::progress::Progress;
 use crate::try_fix::{FixPolicy, try_fix, worth_trying};
@@ -96,7 +96,10 @@ pub(crate) fn examine_within(
         connections: connections as usize,
         // Several connections run on until the share of the budget ends (or this many
         // requests): a connection that waits a second to open must have the time to.
-        max_requests: Some(phase_requests(BASELINE_REQUESTS, connections as usize, PER_CONNECTION_REQUESTS)),
+        max_requests: Some(baseline_requests(
+            connections as usize,
+            workload.http2.map(|h2| h2.streams_per_connection),
+        )),
         duration: Some(budget.mul_f64(BASELINE_SHARE).min(left())),
         timeout,
         // As long as a response may take, and never past the budget.

@@ -13,6 +13,10 @@ pub(crate) const BASELINE_REQUESTS: u64 = 40;
 pub(crate) const EXPERIMENT_REQUESTS: u64 = 30;
 /// With several connections (`-c`), at most this many requests per connection in a phase.
 pub(crate) const PER_CONNECTION_REQUESTS: u64 = 100;
+/// Over HTTP/2 with several streams a connection, at least this many requests per stream in
+/// the baseline: a loss holds the streams of one round together, and its holds show only
+/// over several rounds.
+pub(crate) const PER_STREAM_REQUESTS: u64 = 10;
 /// Shares of the budget: the baseline may use this much, each experiment this much.
 pub(crate) const BASELINE_SHARE: f64 = 0.4;
 pub(crate) const EXPERIMENT_SHARE: f64 = 0.2;
@@ -56,6 +60,18 @@ pub(crate) fn phase_requests(one_connection: u64, connections: usize, per_connec
     if connections <= 1 { one_connection } else { one_connection.max(connections as u64 * per_connection) }
 }
 
+/// The baseline's request cap: `phase_requests`, and over HTTP/2 at least
+/// `PER_STREAM_REQUESTS` for each stream in flight.
+pub(crate) fn baseline_requests(connections: usize, streams_per_connection: Option<usize>) -> u64 {
+    let per_connections = phase_requests(BASELINE_REQUESTS, connections, PER_CONNECTION_REQUESTS);
+    let streams = streams_per_connection.unwrap_or(1).max(1);
+    if streams > 1 {
+        per_connections.max((connections.max(1) * streams) as u64 * PER_STREAM_REQUESTS)
+    } else {
+        per_connections
+    }
+}
+
 /// The idle gap of the after-idle experiment: four of the connection's retransmission
 /// timeouts (TCP_INFO `rto`). Linux restarts slow start after one RTO idle by halving the
 /// window for each RTO that passed (`tcp_cwnd_restart`): after four, a warm window is an
@@ -82,12 +98,13 @@ pub(crate) fn experiment_config(
     duration: Duration,
     idle_gap: Duration,
 ) -> EngineConfig {
+    // Over HTTP/2, a few rounds of every stream in flight: the first is the opening's.
+    let in_flight = baseline.connections * baseline.http2.map_or(1, |h2| h2.streams_per_connection.max(1));
     let mut config = EngineConfig {
-        max_requests: Some(phase_requests(
-            EXPERIMENT_REQUESTS,
-            baseline.connections,
-            PER_CONNECTION_REQUESTS / 2,
-        )),
+        max_requests: Some(
+            phase_requests(EXPERIMENT_REQUESTS, baseline.connections, PER_CONNECTION_REQUESTS / 2)
+                .max(3 * in_flight as u64),
+        ),
         duration: Some(duration),
         ..baseline.clone()
     };
@@ -124,8 +141,10 @@ pub(crate) fn experiment_config(
                     (LARGER_WINDOW_BYTES, LARGER_WINDOW_BYTES);
             }
         }
-        // The same requests in flight, each on a connection of its own.
+        // The same requests in flight, each on a connection of its own, and as many of them as
+        // the baseline's: the tails compare.
         Experiment::OneStreamPerConnection => {
+            config.max_requests = baseline.max_requests;
             if let Some(h2) = &mut config.http2 {
                 config.connections *= h2.streams_per_connection.max(1);
                 config.threads = config.threads.min(config.connections);
@@ -177,6 +196,10 @@ pub(crate) fn run_phase_reaching(
             {
                 phase.http2_peer = connection.http2.map(|h2| h2.peer);
             }
+            if let Some(h2) = connection.http2 {
+                phase.http2_loss_holes += h2.loss_holes;
+                phase.http2_streams_held_by_loss += h2.streams_held_by_loss;
+            }
             if connection.requests >= busiest && connection.tcp_info.is_some() {
                 busiest = connection.requests;
                 phase.tcp_info = connection.tcp_info;
@@ -188,13 +211,22 @@ pub(crate) fn run_phase_reaching(
 
 #[cfg(test)]
 mod tests {
-    use super::{http10_without_keep_alive, phase_requests};
+    use super::{baseline_requests, http10_without_keep_alive, phase_requests};
 
     #[test]
     fn one_connection_keeps_its_request_count_and_several_get_a_share_each() {
         assert_eq!(phase_requests(40, 1, 100), 40);
         assert_eq!(phase_requests(40, 20, 100), 2000);
         assert_eq!(phase_requests(30, 0, 50), 30);
+    }
+
+    #[test]
+    fn a_multiplexed_baseline_asks_ten_requests_of_each_stream() {
+        assert_eq!(baseline_requests(1, None), 40);
+        assert_eq!(baseline_requests(1, Some(1)), 40);
+        assert_eq!(baseline_requests(1, Some(30)), 300);
+        assert_eq!(baseline_requests(2, Some(30)), 600);
+        assert_eq!(baseline_requests(20, Some(2)), 2000);
     }
 
     #[test]
