@@ -285,6 +285,73 @@ fn over_a_40_ms_path_a_grpc_reply_larger_than_the_window_waits_round_trips_and_t
     assert_eq!(common::finding_ids(&fixed), ["healthy"], "{fixed:#}");
 }
 
+/// A figure of the grpc-go client's line "OK 900 calls, reply 1000 bytes, p75 41.20 ms, ...,
+/// over 30 ms 343 calls, median 23.51 ms": the number after `name`.
+fn client_figure(said: &str, name: &str) -> Option<f64> {
+    let (_, rest) = said.split_once(&format!("{name} "))?;
+    rest.split(' ').next()?.parse().ok()
+}
+
+#[test]
+fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the_doctor_proves_it() {
+    let call = ["doctor", "--json", "--no-server-view", "--grpc", "/helloworld.Greeter/SayHello"];
+    let binary = common::h2::grpc_server_binary();
+    let serve = |link: &common::wan::Link| {
+        let mut command = link.server_command(&binary);
+        command.args(["--bind", common::wan::SERVER_IP, "--reply-bytes", "1000"]);
+        let server = common::start_command(&mut command);
+        let address = format!("{}:{}", common::wan::SERVER_IP, server.port);
+        (server, address)
+    };
+    {
+        let link = common::wan::Link::up("20ms", &["--loss", "2"]);
+        let (_server, address) = serve(&link);
+        // Ground truth from grpc-go's own client: with 30 calls in flight on one connection, a
+        // third or more wait a round trip more (over 30 ms on this 20 ms path), held together
+        // behind each lost segment; spread over 30 connections, only those that lost their own.
+        let slow_calls = |connections: &str| -> f64 {
+            let output = link
+                .client_command(&binary)
+                .args(["--client", &address, "--calls", "900", "--concurrent", "30"])
+                .args(["--conns", connections, "--over-ms", "30"])
+                .output()
+                .expect("run the grpc-go client");
+            let said = String::from_utf8_lossy(&output.stdout).to_string();
+            client_figure(&said, "over 30 ms").unwrap_or_else(|| {
+                panic!("grpc-go client: {said}{}", String::from_utf8_lossy(&output.stderr))
+            })
+        };
+        let (shared, spread) = (slow_calls("1"), slow_calls("30"));
+        assert!(
+            shared >= 180.0 && shared > 2.5 * spread,
+            "grpc-go, calls over 30 ms of 900: one connection {shared}, 30 connections {spread}"
+        );
+        let url = format!("http://{address}");
+        let report = link.nodelay(&[&call[..], &["--streams", "30", &url]].concat()).json();
+        assert_eq!(common::finding_ids(&report)[0], "h2-head-of-line-loss", "{report:#}");
+        let finding = common::finding(&report, "h2-head-of-line-loss");
+        assert_eq!(finding["proven"], true, "{finding:#}");
+        let baseline = &report["phases"][0];
+        assert!(baseline["loss_holes"].as_u64().unwrap() > 0, "{baseline:#}");
+        assert!(baseline["loss_held"].as_u64().unwrap() >= 30, "{baseline:#}");
+        let spread_phase = &report["phases"][1];
+        assert_eq!(spread_phase["name"], "one-stream-per-connection");
+        assert_eq!(spread_phase["loss_held"], 0, "one stream a connection shares no wait");
+        let (before, after) =
+            (baseline["total_p50_ms"].as_f64().unwrap(), spread_phase["total_p50_ms"].as_f64().unwrap());
+        assert!(after < before, "p50 {before} ms -> {after} ms");
+        // Control on the same path: one stream a connection has nothing to hold.
+        let alone = link.nodelay(&[&call[..], &["--streams", "1", &url]].concat()).json();
+        assert!(!common::finding_ids(&alone).contains(&"h2-head-of-line-loss".to_string()), "{alone:#}");
+    }
+    // Control without loss: the same 30 streams on one connection are healthy.
+    let link = common::wan::Link::up("20ms", &[]);
+    let (_server, address) = serve(&link);
+    let clean =
+        link.nodelay(&[&call[..], &["--streams", "30", &format!("http://{address}")]].concat()).json();
+    assert_eq!(common::finding_ids(&clean), ["healthy"], "{clean:#}");
+}
+
 #[test]
 fn a_grpc_message_given_as_protobuf_text_reaches_the_server_as_that_message() {
     let server = grpc_server(&[]);

@@ -14,10 +14,12 @@
 // gRPC status code instead of a reply). Prints "PORT <n>" once listening on 127.0.0.1.
 //
 // With --client HOST:PORT the same binary is a grpc-go client instead: --calls N unary
-// calls on one connection with --name as the request (and --window as the client's
-// receive windows); it prints "OK <calls> calls, reply <bytes> bytes, median <ms> ms" (the
-// median call after the first) and exits 0, or
-// the error and exits 1.
+// calls with --name as the request (and --window as the client's receive windows),
+// --concurrent K of them in flight at once over --conns M connections (calls spread
+// round-robin; each connection opened by one untimed call first). It prints "OK <calls>
+// calls, reply <bytes> bytes, p75 <ms> ms, p90 <ms> ms, p99 <ms> ms, over <N> ms <count>
+// calls, median <ms> ms" over the timed calls (<count>: those slower than --over-ms N) and
+// exits 0, or the error and exits 1.
 package main
 
 import (
@@ -28,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -97,12 +100,15 @@ func main() {
 	window := flag.Int("window", 0, "initial stream and connection windows in bytes (0: grpc-go's BDP-driven default)")
 	statusCode := flag.Uint("status", 0, "answer every call with this gRPC status code")
 	client := flag.String("client", "", "HOST:PORT: be a client of a Greeter instead of a server")
-	calls := flag.Int("calls", 1, "client: unary calls to make on one connection")
+	calls := flag.Int("calls", 1, "client: unary calls to make")
+	concurrent := flag.Int("concurrent", 1, "client: calls in flight at once")
+	conns := flag.Int("conns", 1, "client: connections (grpc.ClientConn) the calls are spread over")
+	overMs := flag.Int("over-ms", 0, "client: also count the calls that took longer than this many milliseconds")
 	name := flag.String("name", "world", "client: the request's name")
 	bind := flag.String("bind", "127.0.0.1", "address to listen on (a WAN test's server namespace)")
 	flag.Parse()
 	if *client != "" {
-		os.Exit(runClient(*client, *calls, *name, *window))
+		os.Exit(runClient(*client, *calls, max(*concurrent, 1), max(*conns, 1), *overMs, *name, *window))
 	}
 
 	var options []grpc.ServerOption
@@ -127,35 +133,76 @@ func main() {
 	panic(grpcServer.Serve(listener))
 }
 
-func runClient(address string, calls int, name string, window int) int {
+func runClient(address string, calls, concurrent, conns, overMs int, name string, window int) int {
 	options := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	if window > 0 {
 		options = append(options, grpc.WithInitialWindowSize(int32(window)), grpc.WithInitialConnWindowSize(int32(window)))
 	}
-	connection, err := grpc.NewClient(address, options...)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer connection.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	replyBytes := 0
-	// Each call timed; the first, which opens the connection, is left out of the median.
-	var took []time.Duration
-	for range calls {
-		reply := new(wrapperspb.StringValue)
-		started := time.Now()
-		if err := connection.Invoke(ctx, sayHelloMethod, wrapperspb.String(name), reply); err != nil {
+	var connections []*grpc.ClientConn
+	for range conns {
+		connection, err := grpc.NewClient(address, options...)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		took = append(took, time.Since(started))
-		replyBytes = len(reply.GetValue())
+		defer connection.Close()
+		// The call that opens the connection is not timed.
+		if err := connection.Invoke(ctx, sayHelloMethod, wrapperspb.String(name), new(wrapperspb.StringValue)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		connections = append(connections, connection)
 	}
-	steady := took[min(1, len(took)-1):]
-	slices.Sort(steady)
-	median := float64(steady[len(steady)/2].Microseconds()) / 1000
-	fmt.Printf("OK %d calls, reply %d bytes, median %.2f ms\n", calls, replyBytes, median)
+	type outcome struct {
+		took       time.Duration
+		replyBytes int
+		err        error
+	}
+	outcomes := make(chan outcome, calls)
+	next := make(chan int, calls)
+	for call := range calls {
+		next <- call
+	}
+	close(next)
+	var workers sync.WaitGroup
+	for worker := range concurrent {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			connection := connections[worker%len(connections)]
+			for range next {
+				reply := new(wrapperspb.StringValue)
+				started := time.Now()
+				err := connection.Invoke(ctx, sayHelloMethod, wrapperspb.String(name), reply)
+				outcomes <- outcome{time.Since(started), len(reply.GetValue()), err}
+			}
+		}()
+	}
+	workers.Wait()
+	close(outcomes)
+	replyBytes := 0
+	var took []time.Duration
+	for done := range outcomes {
+		if done.err != nil {
+			fmt.Fprintln(os.Stderr, done.err)
+			return 1
+		}
+		took = append(took, done.took)
+		replyBytes = done.replyBytes
+	}
+	slices.Sort(took)
+	at := func(quantile float64) float64 {
+		return float64(took[min(int(quantile*float64(len(took))), len(took)-1)].Microseconds()) / 1000
+	}
+	over := 0
+	for _, call := range took {
+		if call > time.Duration(overMs)*time.Millisecond {
+			over++
+		}
+	}
+	fmt.Printf("OK %d calls, reply %d bytes, p75 %.2f ms, p90 %.2f ms, p99 %.2f ms, over %d ms %d calls, median %.2f ms\n",
+		calls, replyBytes, at(0.75), at(0.9), at(0.99), overMs, over, at(0.5))
 	return 0
 }
