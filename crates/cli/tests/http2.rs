@@ -94,6 +94,43 @@ fn a_grpc_reply_larger_than_the_window_waits_on_it_and_a_larger_window_removes_t
 }
 
 #[test]
+fn a_request_body_larger_than_the_servers_window_waits_for_its_window_update() {
+    // A 300 kB name (helloworld's field 1): more than grpc-go's fixed 64 KiB window lets us send.
+    let name_bytes = 300_000usize;
+    let mut message = vec![0x0a];
+    let mut length = name_bytes;
+    while length >= 0x80 {
+        message.push((length & 0x7f) as u8 | 0x80);
+        length >>= 7;
+    }
+    message.push(length as u8);
+    message.extend(std::iter::repeat_n(b'x', name_bytes));
+    let file = std::env::temp_dir().join(format!("nodelay-h2-upload-{}.pb", std::process::id()));
+    std::fs::write(&file, &message).unwrap();
+    let body = format!("@{}", file.display());
+    for (window, waits) in [(65_536, true), (16_777_216, false)] {
+        let server = grpc_server(&["--window", &window.to_string(), "--reply-bytes", "10"]);
+        let url = format!("http://127.0.0.1:{}", server.port);
+        let call = ["--grpc", "/helloworld.Greeter/SayHello", "--grpc-message", &body, "-c", "1", "-n", "20"];
+        let report = bench(&[&call[..], &[&url]].concat());
+        let h2 = &report["http2"];
+        assert_eq!(h2["grpc_status_counts"]["0"], 20, "{report:#}");
+        // What the server said it allows, as its SETTINGS came.
+        assert_eq!(h2["peer_initial_window_bytes"], window, "{h2:#}");
+        if waits {
+            // 300 kB through 64 KiB of credit: four stops or more for each request.
+            assert!(h2["request_window_stalls"].as_u64().unwrap() >= 80, "{h2:#}");
+            assert_eq!(h2["request_window_blocked_streams"], 20, "{h2:#}");
+            assert!(h2["request_window_blocked_total_ms"].as_f64().unwrap() > 0.0);
+        } else {
+            assert_eq!(h2["request_window_stalls"], 0, "{h2:#}");
+            assert_eq!(h2["request_window_blocked_streams"], 0);
+        }
+    }
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
 fn grpc_statuses_are_counted_beside_http_statuses() {
     // NOT_FOUND (5) on every call: HTTP 200, the failure is in the trailers.
     let server = grpc_server(&["--status", "5"]);

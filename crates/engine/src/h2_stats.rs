@@ -36,6 +36,12 @@ pub struct Http2Stats {
     pub loss_holes: u64,
     /// ...and the streams they held, summed.
     pub streams_held_by_loss: u64,
+    /// Streams whose request body waited on the server's window at least once...
+    pub send_window_blocked_streams: u64,
+    /// ...and all those waits, summed.
+    pub send_window_blocked: Duration,
+    /// Times request bodies used up the server's window (a stream's or a connection's).
+    pub send_window_stalls: u64,
     /// grpc-status of each gRPC response, with counts.
     pub grpc_status_counts: BTreeMap<u16, u64>,
     /// Connection records seen.
@@ -77,6 +83,9 @@ impl Default for Http2Stats {
             loss_held: Duration::ZERO,
             loss_holes: 0,
             streams_held_by_loss: 0,
+            send_window_blocked_streams: 0,
+            send_window_blocked: Duration::ZERO,
+            send_window_stalls: 0,
             grpc_status_counts: BTreeMap::new(),
             connections: 0,
             peer_max_concurrent_streams: None,
@@ -118,6 +127,10 @@ impl Http2Stats {
             self.loss_held_streams += 1;
             self.loss_held += stream.loss_held;
         }
+        if !stream.send_window_blocked.is_zero() {
+            self.send_window_blocked_streams += 1;
+            self.send_window_blocked += stream.send_window_blocked;
+        }
         if let Some(status) = stream.grpc_status {
             *self.grpc_status_counts.entry(status).or_default() += 1;
         }
@@ -142,6 +155,7 @@ impl Http2Stats {
         self.max_open_streams = self.max_open_streams.max(connection.max_open_streams);
         self.loss_holes += connection.loss_holes;
         self.streams_held_by_loss += connection.streams_held_by_loss;
+        self.send_window_stalls += connection.send_window_stalls;
     }
 
     /// Adds another sink's figures.
@@ -161,6 +175,9 @@ impl Http2Stats {
         self.loss_held += other.loss_held;
         self.loss_holes += other.loss_holes;
         self.streams_held_by_loss += other.streams_held_by_loss;
+        self.send_window_blocked_streams += other.send_window_blocked_streams;
+        self.send_window_blocked += other.send_window_blocked;
+        self.send_window_stalls += other.send_window_stalls;
         for (code, n) in &other.grpc_status_counts {
             *self.grpc_status_counts.entry(*code).or_default() += n;
         }

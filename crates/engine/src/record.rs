@@ -72,6 +72,9 @@ pub struct StreamRecord {
     pub loss_held: Duration,
     /// ...and the part of that before its response's HEADERS came.
     pub loss_held_before_headers: Duration,
+    /// Pauses in its request body that began with the server's flow-control window used up
+    /// (we waited for the server's WINDOW_UPDATE), summed.
+    pub send_window_blocked: Duration,
 }
 
 /// A pause between two reads of one response this long or longer counts in
@@ -237,6 +240,10 @@ pub struct Http2Connection {
     pub loss_holes: u64,
     /// ...and the streams they held, summed (each pause holds every stream open through it).
     pub streams_held_by_loss: u64,
+    /// Times our request bodies used up the server's window (a stream's or the connection's)...
+    pub send_window_stalls: u64,
+    /// ...and the pauses that followed in our DATA until its WINDOW_UPDATE, summed.
+    pub send_window_blocked: Duration,
 }
 
 /// A TLS connection's negotiated parameters; static names, so no allocation per connection.

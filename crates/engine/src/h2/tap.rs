@@ -8,7 +8,8 @@
 //! at a credit boundary (the initial window plus a prefix of our WINDOW_UPDATEs), on the
 //! stream or on the connection. A pause in a stream's DATA that begins with the bytes
 //! received standing on such a boundary is a wait for our WINDOW_UPDATE and its round trip;
-//! a pause elsewhere is the server's own.
+//! a pause elsewhere is the server's own. The same accounting, the other way, times our
+//! request bodies waiting on the server's window.
 //!
 //! Time held behind a lost segment: one TCP byte stream carries every stream, so bytes after
 //! a hole wait in the receiver's kernel until the retransmission fills it, whichever stream
@@ -68,6 +69,15 @@ pub(crate) struct StreamFrames {
     pub loss_held: Duration,
     /// ...and the part of it before the response's HEADERS came.
     pub loss_held_before_headers: Duration,
+    /// Pauses in our request body's DATA that began with the server's window used up (we
+    /// waited for its WINDOW_UPDATE), summed.
+    pub send_window_blocked: Duration,
+    /// When our last DATA of the request body left.
+    last_sent_data: Option<Instant>,
+    /// Our DATA stood on one of the server's credit boundaries for this stream.
+    sent_to_stream_boundary: bool,
+    /// The connection's send stall count when our last DATA of this stream left.
+    send_stalls_seen: u64,
     /// The stream's received bytes stood on one of its credit boundaries at its last DATA.
     at_stream_boundary: bool,
     /// The connection's stall count when this stream's last frame came.
@@ -92,6 +102,10 @@ impl StreamFrames {
             reset_code: None,
             loss_held: Duration::ZERO,
             loss_held_before_headers: Duration::ZERO,
+            send_window_blocked: Duration::ZERO,
+            last_sent_data: None,
+            sent_to_stream_boundary: false,
+            send_stalls_seen: 0,
             at_stream_boundary: false,
             connection_stalls_seen: 0,
         }
@@ -232,6 +246,11 @@ pub(crate) struct FrameTap {
     finished: Vec<StreamFrames>,
     stream_credit: Vec<(u32, Credit)>,
     connection_credit: Credit,
+    /// The same, the other way: what the server granted our request bodies.
+    send_stream_credit: Vec<(u32, Credit)>,
+    send_connection_credit: Credit,
+    /// Times our DATA used up the server's connection window.
+    send_connection_stalls: u64,
     /// The connection's DATA stopped on a boundary at this instant (and not moved since).
     connection_stalled_at: Option<Instant>,
     /// When the last bytes came from the server.
@@ -253,6 +272,9 @@ impl FrameTap {
             finished: Vec::new(),
             stream_credit: Vec::new(),
             connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
+            send_stream_credit: Vec::new(),
+            send_connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
+            send_connection_stalls: 0,
             connection_stalled_at: None,
             last_received: None,
             losses: LossCounters { out_of_order_packets: 0, retransmits: 0, min_rtt_us: 0 },
@@ -341,6 +363,7 @@ impl FrameTap {
         self.streams.retain(|s| s.id != id);
         self.finished.retain(|s| s.id != id);
         self.stream_credit.retain(|(s, _)| *s != id);
+        self.send_stream_credit.retain(|(s, _)| *s != id);
     }
 
     fn on_sent(&mut self, frame: &Frame<'_>, now: Instant) {
@@ -352,6 +375,8 @@ impl FrameTap {
                 self.streams.push(stream);
                 let credit = Credit::new(self.figures.stream_window_bytes);
                 self.stream_credit.push((frame.stream, credit));
+                let server_window = self.figures.peer.initial_window_bytes.unwrap_or(DEFAULT_WINDOW_BYTES);
+                self.send_stream_credit.push((frame.stream, Credit::new(server_window)));
                 self.figures.max_open_streams = self.figures.max_open_streams.max(self.streams.len() as u32);
             }
             SETTINGS if frame.flags & FLAG_ACK == 0 => {
@@ -383,6 +408,7 @@ impl FrameTap {
                     credit.grant(increment);
                 }
             }
+            DATA => self.on_data_sent(frame, now),
             _ => {}
         }
     }
@@ -397,13 +423,29 @@ impl FrameTap {
                         SETTINGS_MAX_CONCURRENT_STREAMS => {
                             self.figures.peer.max_concurrent_streams = Some(value)
                         }
-                        SETTINGS_INITIAL_WINDOW_SIZE => self.figures.peer.initial_window_bytes = Some(value),
+                        SETTINGS_INITIAL_WINDOW_SIZE => {
+                            let old = self.figures.peer.initial_window_bytes.unwrap_or(DEFAULT_WINDOW_BYTES);
+                            for (_, credit) in &mut self.send_stream_credit {
+                                credit.resize(old, value);
+                            }
+                            self.figures.peer.initial_window_bytes = Some(value)
+                        }
                         SETTINGS_MAX_FRAME_SIZE => self.figures.peer.max_frame_bytes = Some(value),
                         _ => {}
                     }
                 }
             }
             GOAWAY => self.figures.goaway_code = be32(frame.payload.get(4..).unwrap_or(&[])),
+            WINDOW_UPDATE => {
+                let Some(increment) = be32(frame.payload).map(|v| v & 0x7fff_ffff) else { return };
+                if frame.stream == 0 {
+                    self.send_connection_credit.grant(increment);
+                } else if let Some((_, credit)) =
+                    self.send_stream_credit.iter_mut().find(|(s, _)| *s == frame.stream)
+                {
+                    credit.grant(increment);
+                }
+            }
             RST_STREAM => {
                 self.figures.streams_reset += 1;
                 if let Some(index) = self.stream_index(frame.stream) {
@@ -470,9 +512,44 @@ impl FrameTap {
         }
     }
 
+    /// Our request body's DATA: a pause in it that began with the server's credit used up, on
+    /// the stream or the connection, was a wait for the server's WINDOW_UPDATE.
+    fn on_data_sent(&mut self, frame: &Frame<'_>, now: Instant) {
+        let bytes = frame.length as u64;
+        let stalls_before = self.send_connection_stalls;
+        let connection_stalls = self.send_connection_credit.receive(bytes);
+        if connection_stalls {
+            self.send_connection_stalls += 1;
+        }
+        let stream_stalls = self
+            .send_stream_credit
+            .iter_mut()
+            .find(|(s, _)| *s == frame.stream)
+            .is_some_and(|(_, credit)| credit.receive(bytes));
+        if connection_stalls || stream_stalls {
+            self.figures.send_window_stalls += 1;
+        }
+        let Some(index) = self.stream_index(frame.stream) else { return };
+        let stream = &mut self.streams[index];
+        // As on the receiving side: the pause this frame ends began at the stream's last DATA;
+        // blocked if that one stopped on the stream's credit, or the connection stalled since
+        // (a stall this very frame begins counts at the next).
+        if let Some(last) = stream.last_sent_data
+            && (stream.sent_to_stream_boundary || stream.send_stalls_seen < stalls_before)
+        {
+            let waited = now.saturating_duration_since(last);
+            stream.send_window_blocked += waited;
+            self.figures.send_window_blocked += waited;
+        }
+        stream.sent_to_stream_boundary = stream_stalls;
+        stream.send_stalls_seen = stalls_before;
+        stream.last_sent_data = Some(now);
+    }
+
     fn end_stream(&mut self, index: usize) {
         let stream = self.streams.swap_remove(index);
         self.stream_credit.retain(|(s, _)| *s != stream.id);
+        self.send_stream_credit.retain(|(s, _)| *s != stream.id);
         self.finished.push(stream);
     }
 
@@ -626,6 +703,50 @@ mod tests {
         http2.received(&frame(SETTINGS, 0, 0, &[]), start);
         http2.received(b"HTTP/1.1", start);
         assert_eq!(http2.not_http2, None);
+    }
+
+    #[test]
+    fn a_request_body_that_uses_up_the_servers_window_waits_for_its_update() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = FrameTap::new();
+        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        sent.extend(frame(HEADERS, 0x4, 1, b"hpack"));
+        tap.sent(&sent, start);
+        // The server's default window, 65,535 bytes, all sent at once: a stall.
+        tap.sent(&frame(DATA, 0, 1, &vec![0; 40_000]), ms(1));
+        tap.sent(&frame(DATA, 0, 1, &vec![0; 25_535]), ms(1));
+        tap.received(&window_update(1, 65_535), ms(40));
+        tap.received(&window_update(0, 65_535), ms(40));
+        tap.sent(&frame(DATA, 0, 1, &vec![0; 1000]), ms(41));
+        // With credit left, a pause is ours.
+        tap.sent(&frame(DATA, 0x1, 1, &vec![0; 1000]), ms(61));
+        assert_eq!(tap.figures.send_window_stalls, 1);
+        assert_eq!(tap.figures.send_window_blocked, Duration::from_millis(40));
+        tap.received(&frame(HEADERS, 0x5, 1, b"head"), ms(62));
+        assert_eq!(tap.take_finished(1).unwrap().send_window_blocked, Duration::from_millis(40));
+    }
+
+    #[test]
+    fn a_larger_server_stream_window_leaves_its_connection_window_as_the_limit() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let mut tap = FrameTap::new();
+        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        sent.extend(frame(HEADERS, 0x4, 1, b"hpack"));
+        sent.extend(frame(HEADERS, 0x4, 3, b"hpack"));
+        tap.sent(&sent, start);
+        let mut settings = SETTINGS_INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
+        settings.extend(1_000_000u32.to_be_bytes());
+        tap.received(&frame(SETTINGS, 0, 0, &settings), ms(1));
+        tap.sent(&frame(DATA, 0, 1, &vec![0; 30_000]), ms(2));
+        tap.sent(&frame(DATA, 0, 3, &vec![0; 35_535]), ms(2));
+        tap.received(&window_update(0, 1_000_000), ms(30));
+        tap.sent(&frame(DATA, 0x1, 1, &[0; 10]), ms(31));
+        tap.sent(&frame(DATA, 0x1, 3, &[0; 10]), ms(31));
+        assert_eq!(tap.figures.send_window_stalls, 1);
+        // Stream 3's DATA began the stall: it waited 29 ms, and so did stream 1, sent before it.
+        assert_eq!(tap.figures.send_window_blocked, Duration::from_millis(29) * 2);
     }
 
     fn lost(out_of_order_packets: u32, retransmits: u32, min_rtt_ms: u32) -> LossCounters {

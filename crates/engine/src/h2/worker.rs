@@ -697,6 +697,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 grpc_status: response.grpc_status,
                 loss_held: frames.map_or(Duration::ZERO, |f| f.loss_held),
                 loss_held_before_headers: frames.map_or(Duration::ZERO, |f| f.loss_held_before_headers),
+                send_window_blocked: frames.map_or(Duration::ZERO, |f| f.send_window_blocked),
             }),
         };
         connection.responses += 1;

@@ -63,6 +63,12 @@ pub struct Http2Report {
     pub loss_holes: u64,
     /// The streams those pauses held, summed.
     pub streams_held_by_loss: u64,
+    /// Streams whose request body waited on the server's flow-control window at least once.
+    pub request_window_blocked_streams: u64,
+    /// All those waits, summed, in milliseconds.
+    pub request_window_blocked_total_ms: f64,
+    /// Times request bodies used up the server's window (a stream's or the connection's).
+    pub request_window_stalls: u64,
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (the smallest any connection was given);
     /// null when it stated none.
     pub peer_max_concurrent_streams: Option<u32>,
@@ -100,6 +106,9 @@ impl Http2Report {
             loss_held_total_ms: stats.loss_held.as_secs_f64() * 1e3,
             loss_holes: stats.loss_holes,
             streams_held_by_loss: stats.streams_held_by_loss,
+            request_window_blocked_streams: stats.send_window_blocked_streams,
+            request_window_blocked_total_ms: stats.send_window_blocked.as_secs_f64() * 1e3,
+            request_window_stalls: stats.send_window_stalls,
             peer_max_concurrent_streams: stats.peer_max_concurrent_streams,
             peer_initial_window_bytes: stats.peer_initial_window_bytes,
             max_open_streams: stats.max_open_streams,

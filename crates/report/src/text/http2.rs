@@ -58,6 +58,17 @@ pub(crate) fn outcome_rows(report: &Http2Report) -> Vec<(&'static str, String)> 
         )
     };
     rows.push(("windows", format!("{windows}; {} WINDOW_UPDATE frames sent", report.window_updates_sent)));
+    if report.request_window_stalls > 0 {
+        rows.push((
+            "uploads",
+            format!(
+                "request bodies used up the server's window {} times; {} streams waited for its WINDOW_UPDATE, {} in all",
+                report.request_window_stalls,
+                report.request_window_blocked_streams,
+                format_duration_ms(report.request_window_blocked_total_ms),
+            ),
+        ));
+    }
     if report.loss_holes > 0 {
         rows.push((
             "loss",
