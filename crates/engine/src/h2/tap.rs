@@ -705,14 +705,22 @@ mod tests {
         assert_eq!(http2.not_http2, None);
     }
 
+    /// A tap that saw the preface and a request HEADERS, a body to follow, on each of `streams`.
+    fn tap_with_uploads(streams: &[u32], at: Instant) -> FrameTap {
+        let mut tap = FrameTap::new();
+        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        for &stream in streams {
+            sent.extend(frame(HEADERS, 0x4, stream, b"hpack"));
+        }
+        tap.sent(&sent, at);
+        tap
+    }
+
     #[test]
     fn a_request_body_that_uses_up_the_servers_window_waits_for_its_update() {
         let start = Instant::now();
         let ms = |n| start + Duration::from_millis(n);
-        let mut tap = FrameTap::new();
-        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        sent.extend(frame(HEADERS, 0x4, 1, b"hpack"));
-        tap.sent(&sent, start);
+        let mut tap = tap_with_uploads(&[1], start);
         // The server's default window, 65,535 bytes, all sent at once: a stall.
         tap.sent(&frame(DATA, 0, 1, &vec![0; 40_000]), ms(1));
         tap.sent(&frame(DATA, 0, 1, &vec![0; 25_535]), ms(1));
@@ -731,11 +739,7 @@ mod tests {
     fn a_larger_server_stream_window_leaves_its_connection_window_as_the_limit() {
         let start = Instant::now();
         let ms = |n| start + Duration::from_millis(n);
-        let mut tap = FrameTap::new();
-        let mut sent = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
-        sent.extend(frame(HEADERS, 0x4, 1, b"hpack"));
-        sent.extend(frame(HEADERS, 0x4, 3, b"hpack"));
-        tap.sent(&sent, start);
+        let mut tap = tap_with_uploads(&[1, 3], start);
         let mut settings = SETTINGS_INITIAL_WINDOW_SIZE.to_be_bytes().to_vec();
         settings.extend(1_000_000u32.to_be_bytes());
         tap.received(&frame(SETTINGS, 0, 0, &settings), ms(1));
