@@ -62,7 +62,7 @@ impl Transport {
         let mut tap = self.tap.borrow_mut();
         // Only a read after a pause can end a wait for a retransmission: TCP_INFO is read then,
         // and not on the back-to-back reads of a busy connection.
-        if tap.quiet_before(now) >= crate::record::PAUSE_MIN
+        if tap.may_end_a_loss(now)
             && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
         {
             tap.losses(counters, now);
