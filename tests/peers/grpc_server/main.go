@@ -17,8 +17,8 @@
 // calls with --name as the request (and --window as the client's receive windows),
 // --concurrent K of them in flight at once over --conns M connections (calls spread
 // round-robin; each connection opened by one untimed call first). It prints "OK <calls>
-// calls, reply <bytes> bytes, p75 <ms> ms, p90 <ms> ms, p99 <ms> ms, over <N> ms <count>
-// calls, median <ms> ms" over the timed calls (<count>: those slower than --over-ms N) and
+// calls, reply <bytes> bytes, median <ms> ms, p75 <ms> ms, p90 <ms> ms, p99 <ms> ms, over
+// <N> ms <count> calls" over the timed calls (<count>: those slower than --over-ms N) and
 // exits 0, or the error and exits 1.
 package main
 
@@ -202,7 +202,7 @@ func runClient(address string, calls, concurrent, conns, overMs int, name string
 			over++
 		}
 	}
-	fmt.Printf("OK %d calls, reply %d bytes, p75 %.2f ms, p90 %.2f ms, p99 %.2f ms, over %d ms %d calls, median %.2f ms\n",
-		calls, replyBytes, at(0.75), at(0.9), at(0.99), overMs, over, at(0.5))
+	fmt.Printf("OK %d calls, reply %d bytes, median %.2f ms, p75 %.2f ms, p90 %.2f ms, p99 %.2f ms, over %d ms %d calls\n",
+		calls, replyBytes, at(0.5), at(0.75), at(0.9), at(0.99), overMs, over)
 	return 0
 }
