@@ -123,8 +123,10 @@ fn a_request_body_larger_than_the_servers_window_waits_for_its_window_update() {
             assert_eq!(h2["request_window_blocked_streams"], 20, "{h2:#}");
             assert!(h2["request_window_blocked_total_ms"].as_f64().unwrap() > 0.0);
         } else {
-            assert_eq!(h2["request_window_stalls"], 0, "{h2:#}");
-            assert_eq!(h2["request_window_blocked_streams"], 0);
+            // Only the first body may stop once, when it leaves before the server's SETTINGS
+            // and its connection WINDOW_UPDATE: until then the protocol's 65,535 bytes hold.
+            assert!(h2["request_window_stalls"].as_u64().unwrap() <= 1, "{h2:#}");
+            assert!(h2["request_window_blocked_streams"].as_u64().unwrap() <= 1, "{h2:#}");
         }
     }
     let _ = std::fs::remove_file(file);
