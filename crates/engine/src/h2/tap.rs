@@ -78,14 +78,10 @@ pub(crate) struct StreamFrames {
     pub send_window_blocked: Duration,
     /// When our last DATA of the request body left.
     last_sent_data: Option<Instant>,
-    /// Our DATA stood on one of the server's credit boundaries for this stream.
-    sent_to_stream_boundary: bool,
-    /// The connection's send stall count when our last DATA of this stream left.
-    send_stalls_seen: u64,
-    /// The stream's received bytes stood on one of its credit boundaries at its last DATA.
-    at_stream_boundary: bool,
-    /// The connection's stall count when this stream's last frame came.
-    connection_stalls_seen: u64,
+    /// Where the stream's received DATA stands against our windows...
+    receiving: WindowWatch,
+    /// ...and its request body against the server's.
+    sending: WindowWatch,
 }
 
 impl StreamFrames {
@@ -108,10 +104,8 @@ impl StreamFrames {
             loss_held_before_headers: Duration::ZERO,
             send_window_blocked: Duration::ZERO,
             last_sent_data: None,
-            sent_to_stream_boundary: false,
-            send_stalls_seen: 0,
-            at_stream_boundary: false,
-            connection_stalls_seen: 0,
+            receiving: WindowWatch::default(),
+            sending: WindowWatch::default(),
         }
     }
 }
@@ -153,6 +147,98 @@ impl Credit {
         for boundary in &mut self.boundaries {
             *boundary = shift(*boundary);
         }
+    }
+}
+
+/// One direction's flow control: the credit of each open stream and of the connection, and
+/// how many times the connection's ran out.
+#[derive(Debug, Clone)]
+struct FlowWindows {
+    /// What each stream's window starts at: the receiver's SETTINGS_INITIAL_WINDOW_SIZE.
+    stream_initial: u32,
+    streams: Vec<(u32, Credit)>,
+    connection: Credit,
+    connection_stalls: u64,
+}
+
+/// What one DATA frame did to the windows it counted against.
+#[derive(Debug, Clone, Copy)]
+struct Spent {
+    /// The connection's stall count before this frame.
+    connection_stalls_before: u64,
+    /// The frame used up its stream's credit, or the connection's.
+    stream_stalled: bool,
+    connection_stalled: bool,
+}
+
+impl FlowWindows {
+    fn new() -> Self {
+        FlowWindows {
+            stream_initial: DEFAULT_WINDOW_BYTES,
+            streams: Vec::new(),
+            connection: Credit::new(DEFAULT_WINDOW_BYTES),
+            connection_stalls: 0,
+        }
+    }
+
+    fn open(&mut self, stream: u32) {
+        self.streams.push((stream, Credit::new(self.stream_initial)));
+    }
+
+    fn close(&mut self, stream: u32) {
+        self.streams.retain(|(s, _)| *s != stream);
+    }
+
+    /// A WINDOW_UPDATE: stream 0 is the connection's.
+    fn grant(&mut self, stream: u32, increment: u32) {
+        if stream == 0 {
+            self.connection.grant(increment);
+        } else if let Some((_, credit)) = self.streams.iter_mut().find(|(s, _)| *s == stream) {
+            credit.grant(increment);
+        }
+    }
+
+    /// A new SETTINGS_INITIAL_WINDOW_SIZE: every open stream's boundaries move by the change.
+    fn resize(&mut self, initial: u32) {
+        for (_, credit) in &mut self.streams {
+            credit.resize(self.stream_initial, initial);
+        }
+        self.stream_initial = initial;
+    }
+
+    /// `bytes` of DATA on `stream`.
+    fn spend(&mut self, stream: u32, bytes: u64) -> Spent {
+        let connection_stalls_before = self.connection_stalls;
+        let connection_stalled = self.connection.receive(bytes);
+        if connection_stalled {
+            self.connection_stalls += 1;
+        }
+        let stream_stalled = self
+            .streams
+            .iter_mut()
+            .find(|(s, _)| *s == stream)
+            .is_some_and(|(_, credit)| credit.receive(bytes));
+        Spent { connection_stalls_before, stream_stalled, connection_stalled }
+    }
+}
+
+/// Where one stream's DATA, one way, stood at its last frame: on a boundary of its own
+/// credit, and how many connection stalls it had seen.
+#[derive(Debug, Clone, Copy, Default)]
+struct WindowWatch {
+    at_stream_boundary: bool,
+    connection_stalls_seen: u64,
+}
+
+impl WindowWatch {
+    /// At a DATA frame: whether the pause it ends, which began at the stream's last frame, was
+    /// a wait on a window. It was if that frame stopped on the stream's credit, or if the
+    /// connection stalled since (a stall this very frame begins counts at the next).
+    fn pause_was_blocked(&mut self, spent: Spent) -> bool {
+        let blocked = self.at_stream_boundary || self.connection_stalls_seen < spent.connection_stalls_before;
+        self.at_stream_boundary = spent.stream_stalled;
+        self.connection_stalls_seen = spent.connection_stalls_before;
+        blocked
     }
 }
 
@@ -248,21 +334,16 @@ pub(crate) struct FrameTap {
     streams: Vec<StreamFrames>,
     /// Streams over, waiting for the worker to take their figures.
     finished: Vec<StreamFrames>,
-    stream_credit: Vec<(u32, Credit)>,
-    connection_credit: Credit,
-    /// The same, the other way: what the server granted our request bodies.
-    send_stream_credit: Vec<(u32, Credit)>,
-    send_connection_credit: Credit,
-    /// Times our DATA used up the server's connection window.
-    send_connection_stalls: u64,
+    /// What we granted the server's DATA...
+    receive_windows: FlowWindows,
+    /// ...and what the server granted our request bodies.
+    send_windows: FlowWindows,
     /// The connection's DATA stopped on a boundary at this instant (and not moved since).
     connection_stalled_at: Option<Instant>,
     /// When the last bytes came from the server.
     last_received: Option<Instant>,
     /// The socket's loss counters when last read.
     losses: LossCounters,
-    /// A pause this long or longer may have waited for a retransmission (`may_end_a_loss`).
-    loss_pause_min: Duration,
     pub figures: Http2Connection,
 }
 
@@ -276,15 +357,11 @@ impl FrameTap {
             outbound: FrameReader::default(),
             streams: Vec::new(),
             finished: Vec::new(),
-            stream_credit: Vec::new(),
-            connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
-            send_stream_credit: Vec::new(),
-            send_connection_credit: Credit::new(DEFAULT_WINDOW_BYTES),
-            send_connection_stalls: 0,
+            receive_windows: FlowWindows::new(),
+            send_windows: FlowWindows::new(),
             connection_stalled_at: None,
             last_received: None,
             losses: LossCounters { out_of_order_packets: 0, retransmits: 0, min_rtt_us: 0 },
-            loss_pause_min: crate::record::PAUSE_MIN,
             figures: Http2Connection {
                 stream_window_bytes: DEFAULT_WINDOW_BYTES,
                 connection_window_bytes: DEFAULT_WINDOW_BYTES,
@@ -331,7 +408,17 @@ impl FrameTap {
     /// Whether the pause that ends at `now` is long enough to have waited for a
     /// retransmission worth counting: then the socket's loss counters are worth a TCP_INFO.
     pub fn may_end_a_loss(&self, now: Instant) -> bool {
-        self.quiet_before(now) >= self.loss_pause_min
+        // A hole is filled a round trip after the loss at the soonest (a fast retransmit), or
+        // by a timeout of 200 ms or more. On a path under 1 ms a round trip's hold costs
+        // nothing worth naming: only pauses of 10 ms or more are read there, which keeps the
+        // syscall off a busy loopback run (it cost 0.7 % of the generator's CPU against nginx).
+        let rtt_us = self.losses.min_rtt_us;
+        let shortest = if rtt_us > 0 && u64::from(rtt_us) < MIN_PATH_RTT_US {
+            NEAR_PATH_LOSS_PAUSE
+        } else {
+            (Duration::from_micros(u64::from(rtt_us)) / 2).max(crate::record::PAUSE_MIN)
+        };
+        self.quiet_before(now) >= shortest
     }
 
     /// The socket's loss counters, read at `now` as a pause in reading ends: a count that grew
@@ -342,16 +429,6 @@ impl FrameTap {
             || counters.retransmits > self.losses.retransmits;
         self.losses = counters;
         let path_rtt = Duration::from_micros(u64::from(counters.min_rtt_us));
-        // A hole is filled a round trip after the loss at the soonest (a fast retransmit), or
-        // by a timeout of 200 ms or more. On a path under 1 ms a round trip's hold costs
-        // nothing worth naming: only pauses of 10 ms or more are read there, which keeps the
-        // syscall off a busy loopback run (it cost 0.7 % of the generator's CPU against nginx).
-        let near = Duration::from_micros(MIN_PATH_RTT_US);
-        self.loss_pause_min = if counters.min_rtt_us > 0 && path_rtt < near {
-            NEAR_PATH_LOSS_PAUSE
-        } else {
-            (path_rtt / 2).max(crate::record::PAUSE_MIN)
-        };
         let Some(pause_began) = self.last_received.filter(|_| grew) else { return };
         self.figures.loss_holes += 1;
         // Before its first answer, a stream could not expect bytes sooner than a round trip
@@ -385,8 +462,8 @@ impl FrameTap {
     pub fn forget(&mut self, id: u32) {
         self.streams.retain(|s| s.id != id);
         self.finished.retain(|s| s.id != id);
-        self.stream_credit.retain(|(s, _)| *s != id);
-        self.send_stream_credit.retain(|(s, _)| *s != id);
+        self.receive_windows.close(id);
+        self.send_windows.close(id);
     }
 
     fn on_sent(&mut self, frame: &Frame<'_>, now: Instant) {
@@ -394,12 +471,11 @@ impl FrameTap {
             HEADERS if frame.stream != 0 && self.stream_index(frame.stream).is_none() => {
                 let mut stream = StreamFrames::new(frame.stream);
                 stream.headers_sent = Some(now);
-                stream.connection_stalls_seen = self.figures.connection_window_stalls;
+                stream.receiving.connection_stalls_seen = self.receive_windows.connection_stalls;
+                stream.sending.connection_stalls_seen = self.send_windows.connection_stalls;
                 self.streams.push(stream);
-                let credit = Credit::new(self.figures.stream_window_bytes);
-                self.stream_credit.push((frame.stream, credit));
-                let server_window = self.figures.peer.initial_window_bytes.unwrap_or(DEFAULT_WINDOW_BYTES);
-                self.send_stream_credit.push((frame.stream, Credit::new(server_window)));
+                self.receive_windows.open(frame.stream);
+                self.send_windows.open(frame.stream);
                 self.figures.max_open_streams = self.figures.max_open_streams.max(self.streams.len() as u32);
             }
             SETTINGS if frame.flags & FLAG_ACK == 0 => {
@@ -407,10 +483,7 @@ impl FrameTap {
                     let id = u16::from_be_bytes([setting[0], setting[1]]);
                     let value = u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]);
                     if id == SETTINGS_INITIAL_WINDOW_SIZE {
-                        let old = self.figures.stream_window_bytes;
-                        for (_, credit) in &mut self.stream_credit {
-                            credit.resize(old, value);
-                        }
+                        self.receive_windows.resize(value);
                         self.figures.stream_window_bytes = value;
                     }
                 }
@@ -418,18 +491,12 @@ impl FrameTap {
             WINDOW_UPDATE => {
                 let Some(increment) = be32(frame.payload).map(|v| v & 0x7fff_ffff) else { return };
                 self.figures.window_updates_sent += 1;
-                if frame.stream == 0 {
-                    // What the connection window starts at: 65,535 and our first update.
-                    if self.connection_credit.received == 0 {
-                        self.figures.connection_window_bytes =
-                            self.figures.connection_window_bytes.saturating_add(increment);
-                    }
-                    self.connection_credit.grant(increment);
-                } else if let Some((_, credit)) =
-                    self.stream_credit.iter_mut().find(|(s, _)| *s == frame.stream)
-                {
-                    credit.grant(increment);
+                // What the connection window starts at: 65,535 and our first update.
+                if frame.stream == 0 && self.receive_windows.connection.received == 0 {
+                    self.figures.connection_window_bytes =
+                        self.figures.connection_window_bytes.saturating_add(increment);
                 }
+                self.receive_windows.grant(frame.stream, increment);
             }
             DATA => self.on_data_sent(frame, now),
             _ => {}
@@ -447,10 +514,7 @@ impl FrameTap {
                             self.figures.peer.max_concurrent_streams = Some(value)
                         }
                         SETTINGS_INITIAL_WINDOW_SIZE => {
-                            let old = self.figures.peer.initial_window_bytes.unwrap_or(DEFAULT_WINDOW_BYTES);
-                            for (_, credit) in &mut self.send_stream_credit {
-                                credit.resize(old, value);
-                            }
+                            self.send_windows.resize(value);
                             self.figures.peer.initial_window_bytes = Some(value)
                         }
                         SETTINGS_MAX_FRAME_SIZE => self.figures.peer.max_frame_bytes = Some(value),
@@ -461,13 +525,7 @@ impl FrameTap {
             GOAWAY => self.figures.goaway_code = be32(frame.payload.get(4..).unwrap_or(&[])),
             WINDOW_UPDATE => {
                 let Some(increment) = be32(frame.payload).map(|v| v & 0x7fff_ffff) else { return };
-                if frame.stream == 0 {
-                    self.send_connection_credit.grant(increment);
-                } else if let Some((_, credit)) =
-                    self.send_stream_credit.iter_mut().find(|(s, _)| *s == frame.stream)
-                {
-                    credit.grant(increment);
-                }
+                self.send_windows.grant(frame.stream, increment);
             }
             RST_STREAM => {
                 self.figures.streams_reset += 1;
@@ -499,31 +557,22 @@ impl FrameTap {
         let bytes = frame.length as u64;
         self.figures.data_frames += 1;
         self.figures.data_bytes += bytes;
-        let stalls_before = self.figures.connection_window_stalls;
         // The connection's DATA moved again: a stall that stopped it is over.
         if let Some(stalled_at) = self.connection_stalled_at.take() {
             self.figures.connection_window_blocked += now.saturating_duration_since(stalled_at);
         }
-        if self.connection_credit.receive(bytes) {
+        let spent = self.receive_windows.spend(frame.stream, bytes);
+        if spent.connection_stalled {
             self.connection_stalled_at = Some(now);
             self.figures.connection_window_stalls += 1;
         }
         let Some(index) = self.stream_index(frame.stream) else { return };
-        let at_boundary = self
-            .stream_credit
-            .iter_mut()
-            .find(|(s, _)| *s == frame.stream)
-            .is_some_and(|(_, credit)| credit.receive(bytes));
         let stream = &mut self.streams[index];
+        // The pause that ends with this frame began at the stream's last frame.
         let gap = note_gap(stream, now);
-        // The pause that ends with this frame began at the stream's last frame: blocked on
-        // the stream's window if that frame stopped on a boundary, on the connection's if the
-        // connection stalled since then (a stall this very frame begins counts at the next).
-        if stream.at_stream_boundary || stream.connection_stalls_seen < stalls_before {
+        if stream.receiving.pause_was_blocked(spent) {
             stream.window_blocked += gap;
         }
-        stream.at_stream_boundary = at_boundary;
-        stream.connection_stalls_seen = stalls_before;
         if stream.first_data.is_none() {
             stream.first_data = Some(now);
         }
@@ -538,41 +587,27 @@ impl FrameTap {
     /// Our request body's DATA: a pause in it that began with the server's credit used up, on
     /// the stream or the connection, was a wait for the server's WINDOW_UPDATE.
     fn on_data_sent(&mut self, frame: &Frame<'_>, now: Instant) {
-        let bytes = frame.length as u64;
-        let stalls_before = self.send_connection_stalls;
-        let connection_stalls = self.send_connection_credit.receive(bytes);
-        if connection_stalls {
-            self.send_connection_stalls += 1;
-        }
-        let stream_stalls = self
-            .send_stream_credit
-            .iter_mut()
-            .find(|(s, _)| *s == frame.stream)
-            .is_some_and(|(_, credit)| credit.receive(bytes));
-        if connection_stalls || stream_stalls {
+        let spent = self.send_windows.spend(frame.stream, frame.length as u64);
+        if spent.connection_stalled || spent.stream_stalled {
             self.figures.send_window_stalls += 1;
         }
         let Some(index) = self.stream_index(frame.stream) else { return };
         let stream = &mut self.streams[index];
-        // As on the receiving side: the pause this frame ends began at the stream's last DATA;
-        // blocked if that one stopped on the stream's credit, or the connection stalled since
-        // (a stall this very frame begins counts at the next).
-        if let Some(last) = stream.last_sent_data
-            && (stream.sent_to_stream_boundary || stream.send_stalls_seen < stalls_before)
+        // The pause this frame ends began at the stream's last DATA (none before the first).
+        let blocked = stream.sending.pause_was_blocked(spent);
+        if let Some(last) = stream.last_sent_data.replace(now)
+            && blocked
         {
             let waited = now.saturating_duration_since(last);
             stream.send_window_blocked += waited;
             self.figures.send_window_blocked += waited;
         }
-        stream.sent_to_stream_boundary = stream_stalls;
-        stream.send_stalls_seen = stalls_before;
-        stream.last_sent_data = Some(now);
     }
 
     fn end_stream(&mut self, index: usize) {
         let stream = self.streams.swap_remove(index);
-        self.stream_credit.retain(|(s, _)| *s != stream.id);
-        self.send_stream_credit.retain(|(s, _)| *s != stream.id);
+        self.receive_windows.close(stream.id);
+        self.send_windows.close(stream.id);
         self.finished.push(stream);
     }
 
