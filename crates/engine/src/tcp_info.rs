@@ -96,6 +96,15 @@ struct KernelTcpInfo {
     rcv_ooopack: u32,
 }
 
+#[cfg(target_os = "linux")]
+impl KernelTcpInfo {
+    /// The minimum RTT, 0 before a sample: `tcp_min_rtt()` is ~0U until one, and 4294.967 s
+    /// is no RTT.
+    fn min_rtt_us(&self) -> u32 {
+        if self.min_rtt == u32::MAX { 0 } else { self.min_rtt }
+    }
+}
+
 /// TCP_INFO is Linux's; other systems report no kernel figures.
 #[cfg(not(target_os = "linux"))]
 pub fn read_tcp_info(_socket: &impl AsRawFd) -> Option<TcpInfo> {
@@ -109,8 +118,7 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
     Some(TcpInfo {
         rtt_us: raw.rtt,
         rttvar_us: raw.rttvar,
-        // `tcp_min_rtt()` is ~0U until a sample: 4294.967 s is no RTT.
-        min_rtt_us: if raw.min_rtt == u32::MAX { 0 } else { raw.min_rtt },
+        min_rtt_us: raw.min_rtt_us(),
         ato_us: raw.ato,
         rto_us: raw.rto,
         snd_mss_bytes: raw.snd_mss,
@@ -164,11 +172,10 @@ pub(crate) struct LossCounters {
 pub(crate) fn read_loss_counters(socket: &impl AsRawFd) -> Option<LossCounters> {
     let (raw, filled) = read_raw_sized(socket)?;
     let end = std::mem::offset_of!(KernelTcpInfo, rcv_ooopack) + std::mem::size_of::<u32>();
-    let min_rtt_us = if raw.min_rtt == u32::MAX { 0 } else { raw.min_rtt };
     (filled >= end).then_some(LossCounters {
         out_of_order_packets: raw.rcv_ooopack,
         retransmits: raw.total_retrans,
-        min_rtt_us,
+        min_rtt_us: raw.min_rtt_us(),
     })
 }
 
