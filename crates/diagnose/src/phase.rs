@@ -475,20 +475,25 @@ fn fraction(part: usize, whole: usize) -> f64 {
 }
 
 impl Phase {
+    /// Some response came on a connection that had already carried one.
+    fn reuses_connections(&self) -> bool {
+        self.responses.iter().any(|r| r.sequence_on_connection > 0)
+    }
+
     /// The responses the figures are taken over (see `PhaseSummary::steady_responses`).
     fn steady(&self) -> Vec<&ResponseRecord> {
-        let reuses_connections = self.responses.iter().any(|r| r.sequence_on_connection > 0);
+        if !self.reuses_connections() {
+            return self.responses.iter().collect();
+        }
         // Over HTTP/2 a connection's first round of streams is its opening: they left one by
         // one as its SETTINGS came, into a fresh congestion window.
         let opening = self.http2_streams.unwrap_or(1).max(1);
         let after_opening: Vec<&ResponseRecord> =
             self.responses.iter().filter(|r| r.sequence_on_connection >= opening).collect();
-        if reuses_connections && !after_opening.is_empty() {
-            after_opening
-        } else if reuses_connections {
+        if after_opening.is_empty() {
             self.responses.iter().filter(|r| r.sequence_on_connection > 0).collect()
         } else {
-            self.responses.iter().collect()
+            after_opening
         }
     }
 
@@ -499,7 +504,7 @@ impl Phase {
 
     /// The figures the rules and reports read, computed from the records.
     pub fn summary(&self) -> PhaseSummary {
-        let reuses_connections = self.responses.iter().any(|r| r.sequence_on_connection > 0);
+        let reuses_connections = self.reuses_connections();
         let steady = self.steady();
         let totals = sorted(steady.iter().map(|r| ms(r.total)));
         let first_bytes = sorted(steady.iter().map(|r| server_first_byte_ms(r)));
