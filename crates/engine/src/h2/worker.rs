@@ -176,9 +176,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                     fd: -1,
                     tap: Rc::new(RefCell::new(FrameTap::new())),
                     drained: Rc::new(Cell::new(false)),
-                    slots: (0..settings.streams_per_connection.max(1))
-                        .map(|_| Slot::Idle { due: run_start })
-                        .collect(),
+                    slots: (0..streams).map(|_| Slot::Idle { due: run_start }).collect(),
                     picker: mix.picker(slot),
                     connect_started: run_start,
                     connect: None,
@@ -480,15 +478,13 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     fn start_h2(&mut self, index: usize, stream: TcpStream, tls: Option<Box<ClientConnection>>) -> Link {
         let settings = self.config.http2.expect("an HTTP/2 run");
         let connection = &self.connections[index];
+        connection.drained.set(false);
         let transport = Transport::new(
             stream,
             tls,
             Rc::clone(&connection.tap),
             self.config.socket.quickack_after_read,
-            {
-                connection.drained.set(false);
-                Rc::clone(&connection.drained)
-            },
+            Rc::clone(&connection.drained),
         );
         let mut builder = h2::client::Builder::new();
         builder
