@@ -52,6 +52,18 @@ fn every_h2c_peer_answers_every_stream_of_a_multiplexed_run() {
 }
 
 #[test]
+fn a_server_that_ends_its_connections_with_goaway_is_followed_onto_new_ones_without_errors() {
+    // nginx ends an HTTP/2 connection after keepalive_requests streams: GOAWAY NO_ERROR with
+    // the last stream it will answer. Requests queued behind it go on the next connection.
+    let nginx = nginx_h2c(&format!("    keepalive_requests 10;\n{}", nginx_body_server(13, None)));
+    let report = bench(&["--h2", "-c", "2", "--streams", "4", "-n", "200", &nginx.url("/")]);
+    assert_all_h2c(&report, 200);
+    let opened = report["connections_opened"].as_u64().unwrap();
+    assert!((20..=22).contains(&opened), "10 streams a connection: {opened} connections\n{report:#}");
+    assert!(report["http2"]["goaways"].as_u64().unwrap() >= 19, "{report:#}");
+}
+
+#[test]
 fn streams_beyond_the_servers_limit_queue_and_the_report_names_the_limit() {
     // Each answer takes 20 ms; 6 streams asked on one connection, 2 allowed at once.
     let limited = go_h2c(&["--max-streams", "2", "--delay-ms", "20"]);

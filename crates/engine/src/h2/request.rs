@@ -1,14 +1,17 @@
 //! A run's requests, built once as HTTP/1.1 bytes by the caller, turned into HTTP/2 requests:
 //! the same method, path, headers and body, with `Host` as `:authority` and the headers that
-//! belong to an HTTP/1.1 connection (RFC 9113 8.2.2) left out.
+//! belong to an HTTP/1.1 connection (RFC 9113 8.2.2) left out. The `http` crate checks each
+//! name and value once here, so that every stream sends fields already known to be valid.
 
 use bytes::Bytes;
-use http::{HeaderName, HeaderValue, Method, Request, Uri};
+use http::{HeaderName, HeaderValue, Method, Uri};
 
 /// One request as every stream of the run sends it.
 #[derive(Debug, Clone)]
 pub(crate) struct StreamRequest {
-    pub head: Request<()>,
+    /// The header fields in order: the pseudo-headers (`:method`, `:scheme`, `:authority`,
+    /// `:path`), then the others with lower-case names.
+    pub fields: Vec<(Vec<u8>, Vec<u8>)>,
     /// Sent as DATA after the HEADERS; empty: the HEADERS end the stream.
     pub body: Bytes,
 }
@@ -30,7 +33,7 @@ pub(crate) fn from_http11(bytes: &[u8], https: bool) -> Result<StreamRequest, St
         Method::from_bytes(parsed.method.unwrap_or("GET").as_bytes()).map_err(|e| format!("method: {e}"))?;
     let path = parsed.path.unwrap_or("/");
     let mut authority = None;
-    let mut builder = Request::builder().method(method);
+    let mut headers = Vec::new();
     for header in parsed.headers.iter() {
         let name = header.name.to_ascii_lowercase();
         if name == "host" {
@@ -45,14 +48,31 @@ pub(crate) fn from_http11(bytes: &[u8], https: bool) -> Result<StreamRequest, St
         let name =
             HeaderName::from_bytes(name.as_bytes()).map_err(|e| format!("header {}: {e}", header.name))?;
         let value = HeaderValue::from_bytes(header.value).map_err(|e| format!("header {name}: {e}"))?;
-        builder = builder.header(name, value);
+        headers.push((name.as_str().as_bytes().to_vec(), value.as_bytes().to_vec()));
     }
     let authority = authority.ok_or("the request has no Host header for :authority")?;
     let scheme = if https { "https" } else { "http" };
     let uri: Uri =
         format!("{scheme}://{authority}{path}").parse().map_err(|e| format!("request target: {e}"))?;
-    let head = builder.uri(uri).body(()).map_err(|e| format!("request: {e}"))?;
-    Ok(StreamRequest { head, body: Bytes::copy_from_slice(&bytes[head_end..]) })
+    let authority = uri.authority().map_or(authority.clone(), |a| a.as_str().to_string());
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut fields = vec![
+        (b":method".to_vec(), method.as_str().as_bytes().to_vec()),
+        (b":scheme".to_vec(), scheme.as_bytes().to_vec()),
+        (b":authority".to_vec(), authority.into_bytes()),
+        (b":path".to_vec(), path.as_bytes().to_vec()),
+    ];
+    fields.extend(headers);
+    Ok(StreamRequest { fields, body: Bytes::copy_from_slice(&bytes[head_end..]) })
+}
+
+impl StreamRequest {
+    /// The value of a field, by its (lower-case) name.
+    #[cfg(test)]
+    fn field(&self, name: &str) -> Option<&str> {
+        let (_, value) = self.fields.iter().find(|(n, _)| n == name.as_bytes())?;
+        std::str::from_utf8(value).ok()
+    }
 }
 
 #[cfg(test)]
@@ -64,10 +84,14 @@ mod tests {
         let bytes = b"POST /p?q=1 HTTP/1.1\r\nHost: example.test:8080\r\nConnection: keep-alive\r\n\
             TE: trailers\r\nContent-Type: application/grpc\r\nContent-Length: 3\r\n\r\nabc";
         let request = from_http11(bytes, false).unwrap();
-        assert_eq!(request.head.method(), Method::POST);
-        assert_eq!(request.head.uri().to_string(), "http://example.test:8080/p?q=1");
-        let names: Vec<&str> = request.head.headers().keys().map(|k| k.as_str()).collect();
-        assert_eq!(names, ["te", "content-type", "content-length"]);
+        assert_eq!(request.field(":method"), Some("POST"));
+        assert_eq!(request.field(":scheme"), Some("http"));
+        assert_eq!(request.field(":authority"), Some("example.test:8080"));
+        assert_eq!(request.field(":path"), Some("/p?q=1"));
+        let names: Vec<&[u8]> = request.fields.iter().map(|(name, _)| name.as_slice()).collect();
+        let expected: [&[u8]; 7] =
+            [b":method", b":scheme", b":authority", b":path", b"te", b"content-type", b"content-length"];
+        assert_eq!(names, expected);
         assert_eq!(request.body, Bytes::from_static(b"abc"));
     }
 

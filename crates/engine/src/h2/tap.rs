@@ -1,5 +1,5 @@
 //! Watches the HTTP/2 frames that cross one connection, both ways, for their timing and for
-//! flow control. The `h2` crate speaks the protocol (frames, HPACK, streams) and hides its
+//! flow control. libnghttp2 speaks the protocol (frames, HPACK, streams) and hides its
 //! frames; this reads only their 9-byte headers and the payloads of SETTINGS and
 //! WINDOW_UPDATE, which is what per-stream timing and the window figures need. Every frame
 //! is timed by the `read()` that completed its header, as HTTP/1.1 responses are.

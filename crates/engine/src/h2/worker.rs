@@ -1,12 +1,13 @@
 //! One thread's HTTP/2 loop: its connections, each carrying up to `streams_per_connection`
-//! requests at once, kept busy as the HTTP/1.1 worker keeps its connections busy. The `h2`
-//! crate speaks the protocol; this loop does the sockets (mio, epoll) and polls `h2` by hand
-//! after each readiness event with a waker that does nothing, since the loop polls every
-//! stream of a connection whenever its socket moved. Times come from the frame tap, taken as
-//! each `read()` returned.
+//! requests at once, kept busy as the HTTP/1.1 worker keeps its connections busy. libnghttp2
+//! speaks the protocol (session.rs); this loop does the sockets (mio, epoll): after each
+//! readiness event it reads the socket dry into the session, completes the streams that
+//! ended, gives the session the requests now due, and writes what it serialised in one
+//! `write()`. Times come from the frame tap, taken as each `read()` returned.
 
 use super::io::Transport;
 use super::request::{StreamRequest, from_http11};
+use super::session::{Progress, Session, StreamEvent, SubmitError, error_code_name};
 use super::tap::FrameTap;
 use crate::config::EngineConfig;
 use crate::control::Control;
@@ -18,29 +19,49 @@ use crate::sink::RecordSink;
 use crate::tcp_info::read_tcp_info;
 use crate::time::later;
 use crate::worker::{WorkerOutput, WorkerPlan};
-use bytes::Bytes;
-use h2::RecvStream;
-use h2::client::{Connection, ResponseFuture, SendRequest};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll as Mio, Token};
 use rustls::ClientConnection;
 use socket2::SockRef;
-use std::cell::{Cell, RefCell};
-use std::future::Future;
+use std::cell::RefCell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 /// Longest the loop sleeps before looking at the stop flag again.
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 
-type Handshake =
-    Pin<Box<dyn Future<Output = Result<(SendRequest<Bytes>, Connection<Transport, Bytes>), h2::Error>>>>;
+/// What one `read()` may take: as much as nginx sends in a burst of small responses, and a
+/// few frames of a large one.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// A write gathers the session's frames up to about this many bytes.
+const WRITE_GATHER_BYTES: usize = 64 * 1024;
+
+/// Whether a read can find anything before the socket's next readiness event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Readiness {
+    /// An event came: read on until the socket is empty.
+    Readable,
+    /// An event reported the peer's FIN (or an error): read until `read()` says so, since a
+    /// short read is no proof of an empty socket when a FIN waits behind the data and no
+    /// further event will come for it.
+    ReadableToEnd,
+    /// A read found the socket empty, or (plain TCP, no FIN reported) read less than it
+    /// asked for, and no readable event came since. The socket is edge-triggered: every
+    /// arrival raises a new event, so a read before one would only return EAGAIN. Writable
+    /// events (an ACK freed send space) and the timer pass find this and do not read.
+    Drained,
+}
+
+/// A connection past its handshakes.
+struct Open {
+    transport: Transport,
+    session: Session,
+    /// Serialised frames the socket did not take yet; they go before anything newer.
+    unsent: Vec<u8>,
+}
 
 // Open is where a connection spends the run; the others are brief, so their unused bytes
 // cost less than a box's indirection on every event would.
@@ -50,32 +71,20 @@ enum Link {
     Closed,
     Connecting(TcpStream),
     Tls(TcpStream, Box<ClientConnection>),
-    Handshaking(Handshake),
-    Open {
-        send: SendRequest<Bytes>,
-        connection: Connection<Transport, Bytes>,
-    },
+    Open(Open),
 }
 
 /// One request slot of a connection.
 enum Slot {
     /// Waiting for the pacer (`due`: when to ask again; the run's start: at once).
-    Idle {
-        due: Instant,
-    },
-    /// Claimed and due: waits for the connection and for the server's stream limit.
+    Idle { due: Instant },
+    /// Claimed and due: waits for the connection to open.
     Due(RequestTiming),
-    Awaiting(RequestTiming, ResponseFuture),
-    Body(RequestTiming, Response),
+    /// Given to the session (its stream id in the timing), which sends its HEADERS when the
+    /// server's stream limit allows; waits for the response's end.
+    Sent(RequestTiming),
     /// The quota is spent: this slot sends no more.
     Done,
-}
-
-struct Response {
-    status: u16,
-    body: RecvStream,
-    grpc_status: Option<u16>,
-    body_bytes: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -88,30 +97,15 @@ struct RequestTiming {
     opened_connection: bool,
 }
 
-/// Set when `h2` wakes a slot's task: the slot has something to poll. Only woken slots are
-/// polled after the connection moved, not every slot of it each time.
-struct SlotWake(AtomicBool);
-
-impl Wake for SlotWake {
-    fn wake(self: Arc<Self>) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-}
-
 struct H2Connection {
     slot: u32,
-    /// Per slot, its wake flag and the waker that sets it.
-    wakers: Vec<(Arc<SlotWake>, Waker)>,
     link: Link,
+    /// The link is open (it is taken out of `link` while the loop works on it): a request
+    /// claimed now did not wait for a connection.
+    established: bool,
+    readiness: Readiness,
     fd: RawFd,
     tap: Rc<RefCell<FrameTap>>,
-    /// Shared with the socket's `Transport`: set when a read found it empty, cleared by a
-    /// readable event.
-    drained: Rc<Cell<bool>>,
     slots: Vec<Slot>,
     picker: RequestPicker,
     connect_started: Instant,
@@ -141,6 +135,10 @@ pub(crate) struct H2Worker<'a, S> {
     exhausted: bool,
     /// No slot's or connection's deadline falls before this (may be early, never late).
     next_timer: Instant,
+    /// Where every connection's `read()` lands, one at a time.
+    read_buffer: Vec<u8>,
+    /// The session's stream events, taken after each read.
+    events: Vec<StreamEvent>,
     sink: S,
 }
 
@@ -166,16 +164,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 let streams = settings.streams_per_connection.max(1);
                 H2Connection {
                     slot,
-                    wakers: (0..streams)
-                        .map(|_| {
-                            let flag = Arc::new(SlotWake(AtomicBool::new(true)));
-                            (Arc::clone(&flag), Waker::from(flag))
-                        })
-                        .collect(),
                     link: Link::Closed,
+                    established: false,
+                    readiness: Readiness::Readable,
                     fd: -1,
                     tap: Rc::new(RefCell::new(FrameTap::new())),
-                    drained: Rc::new(Cell::new(false)),
                     slots: (0..streams).map(|_| Slot::Idle { due: run_start }).collect(),
                     picker: mix.picker(slot),
                     connect_started: run_start,
@@ -204,6 +197,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             pacer: Pacer::new(later(run_start, plan.first_slot_after), plan.rate_per_second, plan.quota),
             exhausted: false,
             next_timer: run_start,
+            read_buffer: vec![0; READ_BUFFER_BYTES],
+            events: Vec::new(),
             sink,
         })
     }
@@ -239,8 +234,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             }
             for event in events.iter() {
                 let index = event.token().0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
-                    self.connections[index].drained.set(false);
+                let readiness = &mut self.connections[index].readiness;
+                if event.is_read_closed() || event.is_error() {
+                    *readiness = Readiness::ReadableToEnd;
+                } else if event.is_readable() && *readiness == Readiness::Drained {
+                    *readiness = Readiness::Readable;
                 }
                 self.drive(index);
             }
@@ -259,15 +257,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let mut next = now + Duration::from_secs(3600);
         for index in 0..self.connections.len() {
             let deadline = self.connections[index].deadline;
-            let opening = matches!(
-                self.connections[index].link,
-                Link::Connecting(_) | Link::Tls(..) | Link::Handshaking(_)
-            );
+            let opening = matches!(self.connections[index].link, Link::Connecting(_) | Link::Tls(..));
             if opening && now >= deadline {
                 let (kind, what) = match self.connections[index].link {
                     Link::Connecting(_) => (ErrorKind::ConnectTimeout, "connect"),
-                    Link::Tls(..) => (ErrorKind::Tls, "TLS handshake"),
-                    _ => (ErrorKind::Timeout, "HTTP/2 handshake"),
+                    _ => (ErrorKind::Tls, "TLS handshake"),
                 };
                 let message = format!("{what} timed out after {:?}", self.config.connect_timeout);
                 self.fail_connection(index, kind, message);
@@ -282,7 +276,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                         claimed = true;
                     }
                     Slot::Idle { due } => next = next.min(*due),
-                    Slot::Due(timing) | Slot::Awaiting(timing, _) | Slot::Body(timing, _) => {
+                    Slot::Due(timing) | Slot::Sent(timing) => {
                         let deadline = later(timing.intended, self.config.timeout);
                         if deadline <= now {
                             let message = format!("no complete response within {:?}", self.config.timeout);
@@ -300,7 +294,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 self.open(index, now);
             }
             // A request claimed here waits to be sent; the others move on their socket's events.
-            if claimed && matches!(self.connections[index].link, Link::Open { .. }) {
+            if claimed && matches!(self.connections[index].link, Link::Open(_)) {
                 self.drive(index);
             }
         }
@@ -333,7 +327,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 began: now,
                 request_index: self.mix.next(&mut connection.picker),
                 stream_id: 0,
-                opened_connection: !matches!(connection.link, Link::Open { .. }),
+                opened_connection: !connection.established,
             }),
         };
         if let Slot::Due(timing) = &self.connections[index].slots[slot] {
@@ -378,8 +372,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         Ok(())
     }
 
-    /// Moves the connection on as far as its socket lets it: through as many of connect, TLS
-    /// handshake and HTTP/2 preface as are ready, then the streams.
+    /// Moves the connection on as far as its socket lets it: through as many of connect and
+    /// TLS handshake as are ready, then the streams.
     fn drive(&mut self, index: usize) {
         let mut link = std::mem::replace(&mut self.connections[index].link, Link::Closed);
         loop {
@@ -387,8 +381,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             let next = match link {
                 Link::Connecting(stream) => self.finish_connect(index, stream),
                 Link::Tls(stream, tls) => self.tls_handshake(index, stream, tls),
-                Link::Handshaking(handshake) => self.h2_handshake(index, handshake),
-                Link::Open { send, connection } => return self.exchange(index, send, connection),
+                Link::Open(open) => return self.exchange(index, open),
                 Link::Closed => return,
             };
             match next {
@@ -416,7 +409,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         match &self.config.tls {
             None => {
                 self.control.mark_connected();
-                Ok(self.start_h2(index, stream, None))
+                self.start_h2(index, stream, None)
             }
             Some(client) => match client.connect() {
                 Ok(tls) => {
@@ -472,196 +465,183 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         connection.tls_handshake = Some(now - connection.tls_started);
         connection.tls_summary = crate::tls::summary_of(&tls);
         connection.tls_resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-        Ok(self.start_h2(index, stream, Some(tls)))
+        self.start_h2(index, stream, Some(tls))
     }
 
-    fn start_h2(&mut self, index: usize, stream: TcpStream, tls: Option<Box<ClientConnection>>) -> Link {
+    fn start_h2(
+        &mut self,
+        index: usize,
+        stream: TcpStream,
+        tls: Option<Box<ClientConnection>>,
+    ) -> Result<Link, (ErrorKind, String)> {
         let settings = self.config.http2.expect("an HTTP/2 run");
         let connection = &self.connections[index];
-        connection.drained.set(false);
-        let transport = Transport::new(
-            stream,
-            tls,
-            Rc::clone(&connection.tap),
-            self.config.socket.quickack_after_read,
-            Rc::clone(&connection.drained),
-        );
-        let mut builder = h2::client::Builder::new();
-        builder
-            .initial_window_size(settings.stream_window_bytes)
-            .initial_connection_window_size(settings.connection_window_bytes)
-            .enable_push(false);
-        // One stream until the server's SETTINGS arrive, then its limit (none of our own: the
-        // server's is the one measured). Go, grpc-go, Node and nghttpd refuse streams past
-        // their limit opened before the client read it (REFUSED_STREAM), hypercorn closes
-        // the connection; h2load, which does not wait, fails or passes by the race.
-        builder.initial_max_send_streams(1);
-        let handshake: Handshake = Box::pin(builder.handshake::<_, Bytes>(transport));
-        Link::Handshaking(handshake)
+        let want_server = connection.server_header.is_none() && !connection.server_reported;
+        let session = Session::client(&settings, connection.slots.len(), want_server)
+            .map_err(|message| (ErrorKind::Other, message))?;
+        let transport =
+            Transport::new(stream, tls, Rc::clone(&connection.tap), self.config.socket.quickack_after_read);
+        self.connections[index].established = true;
+        self.connections[index].readiness = Readiness::Readable;
+        // The session's first write carries the preface and our SETTINGS.
+        Ok(Link::Open(Open { transport, session, unsent: Vec::new() }))
     }
 
-    fn h2_handshake(&mut self, index: usize, mut handshake: Handshake) -> Result<Link, (ErrorKind, String)> {
-        match handshake.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Pending => Ok(Link::Handshaking(handshake)),
-            Poll::Ready(Ok((send, connection))) => Ok(Link::Open { send, connection }),
-            Poll::Ready(Err(e)) => Err(self.connection_failure(index, &e)),
-        }
-    }
-
-    /// Polls the connection and every stream of it until nothing moves.
-    fn exchange(
-        &mut self,
-        index: usize,
-        mut send: SendRequest<Bytes>,
-        mut connection: Connection<Transport, Bytes>,
-    ) {
-        // The connection is polled after every event on its socket: it needs no waker.
-        let mut cx = Context::from_waker(Waker::noop());
-        loop {
-            match Pin::new(&mut connection).poll(&mut cx) {
-                Poll::Pending => {}
-                Poll::Ready(result) => {
-                    self.connections[index].link = Link::Closed;
-                    let (kind, message) = match result {
-                        Ok(()) => {
-                            (ErrorKind::ClosedEarly, "the server closed the HTTP/2 connection".to_string())
-                        }
-                        Err(e) => self.connection_failure(index, &e),
-                    };
-                    return self.fail_connection(index, kind, message);
-                }
+    /// After an event on an open connection: reads the socket dry into the session, settles
+    /// the streams that ended, gives the session the requests now due and writes what it has.
+    fn exchange(&mut self, index: usize, mut open: Open) {
+        let outcome = self.exchange_io(index, &mut open);
+        let over = open.session.is_over();
+        let (goaway, sent_goaway) = (open.session.goaway(), open.session.sent_goaway());
+        // The server's close after its bytes broke the protocol is said as that.
+        let outcome = match outcome {
+            Err((ErrorKind::ClosedEarly, _)) if goaway.is_some() || sent_goaway.is_some() => {
+                Err(self.ended(index, goaway, sent_goaway))
             }
-            let mut moved = false;
-            for slot in 0..self.connections[index].slots.len() {
-                let (flag, waker) = &self.connections[index].wakers[slot];
-                // h2 keeps one waker for the request waiting to open a stream, the last
-                // one's: every slot waiting to send asks again each time.
-                let due = matches!(self.connections[index].slots[slot], Slot::Due(_));
-                if !flag.0.swap(false, Ordering::Relaxed) && !due {
-                    continue;
-                }
-                let waker = waker.clone();
-                if self.step(index, slot, &mut send, &mut Context::from_waker(&waker)) {
-                    // Its next state may be ready at once (a response's DATA already in).
-                    self.connections[index].wakers[slot].0.0.store(true, Ordering::Relaxed);
-                    moved = true;
-                }
-            }
-            if !moved {
-                break;
-            }
-        }
-        self.connections[index].link = Link::Open { send, connection };
-    }
-
-    /// Moves one slot on; whether it moved.
-    fn step(
-        &mut self,
-        index: usize,
-        slot: usize,
-        send: &mut SendRequest<Bytes>,
-        cx: &mut Context<'_>,
-    ) -> bool {
-        let state = std::mem::replace(&mut self.connections[index].slots[slot], Slot::Done);
-        let (state, moved) = match state {
-            Slot::Due(mut timing) => match send.poll_ready(cx) {
-                Poll::Pending => (Slot::Due(timing), false),
-                Poll::Ready(Err(e)) => {
-                    self.connections[index].slots[slot] = Slot::Due(timing);
-                    let (kind, message) = self.connection_failure(index, &e);
-                    self.fail_stream(index, slot, kind, message);
-                    return true;
-                }
-                Poll::Ready(Ok(())) => {
-                    let request = &self.requests[timing.request_index];
-                    let end = request.body.is_empty();
-                    match send.send_request(request.head.clone(), end) {
-                        Ok((response, mut body)) => {
-                            timing.stream_id = response.stream_id().into();
-                            if !end {
-                                // h2 sends it as the server's window allows.
-                                let _ = body.send_data(request.body.clone(), true);
-                            }
-                            (Slot::Awaiting(timing, response), true)
-                        }
-                        Err(e) => {
-                            self.connections[index].slots[slot] = Slot::Due(timing);
-                            let (kind, message) = self.connection_failure(index, &e);
-                            self.fail_stream(index, slot, kind, message);
-                            return true;
-                        }
-                    }
-                }
-            },
-            Slot::Awaiting(timing, mut future) => match Pin::new(&mut future).poll(cx) {
-                Poll::Pending => (Slot::Awaiting(timing, future), false),
-                Poll::Ready(Ok(response)) => {
-                    let connection = &mut self.connections[index];
-                    if connection.server_header.is_none() && !connection.server_reported {
-                        connection.server_header = response
-                            .headers()
-                            .get(http::header::SERVER)
-                            .and_then(|v| v.to_str().ok())
-                            .filter(|v| v.bytes().all(|b| b.is_ascii_graphic() || b == b' '))
-                            .map(str::to_string);
-                    }
-                    let grpc_status = grpc_status(response.headers());
-                    let status = response.status().as_u16();
-                    let body = response.into_body();
-                    (Slot::Body(timing, Response { status, body, grpc_status, body_bytes: 0 }), true)
-                }
-                Poll::Ready(Err(e)) => {
-                    self.connections[index].slots[slot] = Slot::Awaiting(timing, future);
-                    let (kind, message) = self.connection_failure(index, &e);
-                    self.fail_stream(index, slot, kind, message);
-                    return true;
-                }
-            },
-            Slot::Body(timing, mut response) => {
-                let mut moved = false;
-                let done = loop {
-                    match response.body.poll_data(cx) {
-                        Poll::Pending => break false,
-                        Poll::Ready(Some(Ok(chunk))) => {
-                            moved = true;
-                            response.body_bytes += chunk.len() as u64;
-                            // Read and dropped at once: the window opens again as h2 sees fit.
-                            let _ = response.body.flow_control().release_capacity(chunk.len());
-                        }
-                        Poll::Ready(None) => break true,
-                        Poll::Ready(Some(Err(e))) => {
-                            self.connections[index].slots[slot] = Slot::Body(timing, response);
-                            let (kind, message) = self.connection_failure(index, &e);
-                            self.fail_stream(index, slot, kind, message);
-                            return true;
-                        }
-                    }
-                };
-                if !done {
-                    (Slot::Body(timing, response), moved)
-                } else {
-                    match response.body.poll_trailers(cx) {
-                        Poll::Pending => (Slot::Body(timing, response), moved),
-                        Poll::Ready(trailers) => {
-                            if let Ok(Some(trailers)) = &trailers {
-                                response.grpc_status = grpc_status(trailers).or(response.grpc_status);
-                            }
-                            self.complete(index, timing, &response);
-                            (Slot::Idle { due: self.run_start }, true)
-                        }
-                    }
-                }
-            }
-            other => (other, false),
+            other => other,
         };
-        self.connections[index].slots[slot] = state;
-        if matches!(self.connections[index].slots[slot], Slot::Idle { .. }) {
-            self.claim(index, slot, Instant::now());
+        // Back in place before any closing, so that the record reads TCP_INFO while the
+        // socket is still open.
+        self.connections[index].link = Link::Open(open);
+        match outcome {
+            Err((kind, message)) => self.fail_connection(index, kind, message),
+            // A GOAWAY without error, its streams done: what was due goes on a new connection.
+            Ok(()) if over && goaway == Some(0) => self.reopen_later(index),
+            Ok(()) if over => {
+                let (kind, message) = self.ended(index, goaway, sent_goaway);
+                self.fail_connection(index, kind, message);
+            }
+            Ok(()) => {}
         }
-        moved
     }
 
-    fn complete(&mut self, index: usize, timing: RequestTiming, response: &Response) {
+    fn exchange_io(&mut self, index: usize, open: &mut Open) -> Result<(), (ErrorKind, String)> {
+        self.write_out(open)?;
+        let read_end = loop {
+            let readiness = self.connections[index].readiness;
+            if readiness == Readiness::Drained {
+                break None;
+            }
+            match open.transport.read(&mut self.read_buffer) {
+                Ok(0) => {
+                    break Some((
+                        ErrorKind::ClosedEarly,
+                        "the server closed the HTTP/2 connection".to_string(),
+                    ));
+                }
+                Ok(n) => {
+                    // Over TLS a short read says nothing of the socket: rustls reads by record.
+                    if n < self.read_buffer.len()
+                        && readiness == Readiness::Readable
+                        && !open.transport.is_tls()
+                    {
+                        self.connections[index].readiness = Readiness::Drained;
+                    }
+                    if let Err(e) = open.session.receive(&self.read_buffer[..n]) {
+                        break Some(self.connection_failure(index, &format!("HTTP/2: {e}")));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.connections[index].readiness = Readiness::Drained;
+                    break None;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Some((ErrorKind::from_io(&e, false), format!("HTTP/2: {e}"))),
+            }
+        };
+        // Streams that ended before the socket did are complete all the same.
+        self.settle(index, &mut open.session);
+        if let Some(failure) = read_end {
+            return Err(failure);
+        }
+        self.submit_due(index, &mut open.session);
+        self.write_out(open)
+    }
+
+    /// Completes or fails every slot whose stream the session reported on.
+    fn settle(&mut self, index: usize, session: &mut Session) {
+        let mut events = std::mem::take(&mut self.events);
+        session.take_events(&mut events);
+        if let Some(server) = session.take_server_header() {
+            self.connections[index].server_header.get_or_insert(server);
+        }
+        for event in &events {
+            match *event {
+                StreamEvent::Ended { slot } => {
+                    if let Slot::Sent(timing) = self.connections[index].slots[slot] {
+                        self.complete(index, timing, session.progress(slot));
+                        self.connections[index].slots[slot] = Slot::Idle { due: self.run_start };
+                        self.claim(index, slot, Instant::now());
+                    }
+                }
+                StreamEvent::Failed { slot, error_code } => {
+                    let message =
+                        format!("HTTP/2: the server reset the stream ({})", error_code_name(error_code));
+                    self.fail_stream(index, slot, ErrorKind::Reset, message);
+                }
+                // It waits for the next connection, which the GOAWAY's end will open.
+                StreamEvent::Unprocessed { slot } => {
+                    if let Slot::Sent(timing) = self.connections[index].slots[slot] {
+                        let timing = RequestTiming { stream_id: 0, opened_connection: true, ..timing };
+                        self.connections[index].slots[slot] = Slot::Due(timing);
+                    }
+                }
+            }
+        }
+        self.events = events;
+    }
+
+    /// Gives the session every request that is due, until it takes no new streams.
+    fn submit_due(&mut self, index: usize, session: &mut Session) {
+        for slot in 0..self.connections[index].slots.len() {
+            let Slot::Due(timing) = self.connections[index].slots[slot] else { continue };
+            match session.submit(slot, &self.requests[timing.request_index]) {
+                Ok(stream_id) => {
+                    self.connections[index].slots[slot] = Slot::Sent(RequestTiming { stream_id, ..timing });
+                }
+                // After a GOAWAY: the request waits for the next connection.
+                Err(SubmitError::NoNewStreams) => break,
+                Err(SubmitError::Other(message)) => self.fail_stream(index, slot, ErrorKind::Other, message),
+            }
+        }
+    }
+
+    /// Writes what was left over and then what the session has, gathered, until the socket
+    /// is full or all is out.
+    fn write_out(&mut self, open: &mut Open) -> Result<(), (ErrorKind, String)> {
+        let failed = |e: io::Error| (ErrorKind::from_io(&e, false), format!("HTTP/2: write: {e}"));
+        match open.transport.flush_tls() {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) => return Err(failed(e)),
+            Ok(()) => {}
+        }
+        loop {
+            if open.unsent.is_empty() {
+                open.session
+                    .take_output(&mut open.unsent, WRITE_GATHER_BYTES)
+                    .map_err(|e| (ErrorKind::Other, format!("HTTP/2: {e}")))?;
+                if open.unsent.is_empty() {
+                    return Ok(());
+                }
+            }
+            match open.transport.write(&open.unsent) {
+                Ok(n) => {
+                    open.unsent.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+    }
+
+    /// The server ended the connection cleanly: it closes, and the requests due open another.
+    fn reopen_later(&mut self, index: usize) {
+        self.close(index, false);
+        self.next_timer = Instant::now();
+    }
+
+    fn complete(&mut self, index: usize, timing: RequestTiming, response: Progress) {
         let connection = &mut self.connections[index];
         let frames = connection.tap.borrow_mut().take_finished(timing.stream_id);
         let now = Instant::now();
@@ -708,7 +688,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let connection = &mut self.connections[index];
         let state = std::mem::replace(&mut connection.slots[slot], Slot::Idle { due: now });
         let timing = match state {
-            Slot::Due(timing) | Slot::Awaiting(timing, _) | Slot::Body(timing, _) => timing,
+            Slot::Due(timing) | Slot::Sent(timing) => timing,
             other => {
                 connection.slots[slot] = other;
                 return;
@@ -716,6 +696,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         };
         if timing.stream_id != 0 {
             connection.tap.borrow_mut().forget(timing.stream_id);
+            // A stream given up on (a timeout) is reset; one the server ended is gone already.
+            if let Link::Open(open) = &mut connection.link {
+                open.session.cancel(timing.stream_id);
+            }
         }
         let offset = Instant::now().saturating_duration_since(self.run_start);
         let record = ErrorRecord {
@@ -730,23 +714,30 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     }
 
     /// The connection failed: every request on it or waiting for it failed with it.
+    /// The requests it carried fail with it. So do those waiting for it to open, unless it
+    /// had opened: a request it never sent waits for the next connection.
     fn fail_connection(&mut self, index: usize, kind: ErrorKind, message: String) {
-        let opening =
-            matches!(self.connections[index].link, Link::Connecting(_) | Link::Tls(..) | Link::Closed)
-                && self.connections[index].responses == 0;
+        // A connection that never answered counts as a failed connect (the run stops when
+        // every connect fails).
+        let opening = self.connections[index].responses == 0;
         if opening && !matches!(kind, ErrorKind::OutOfFiles | ErrorKind::PortsExhausted) {
             self.control.connect_failed(message.strip_prefix("connect: ").unwrap_or(&message));
         }
-        self.close(index, false);
+        let established = self.connections[index].established;
         for slot in 0..self.connections[index].slots.len() {
-            if matches!(
-                self.connections[index].slots[slot],
-                Slot::Due(_) | Slot::Awaiting(..) | Slot::Body(..)
-            ) {
+            let failing = match self.connections[index].slots[slot] {
+                Slot::Sent(_) => true,
+                Slot::Due(_) => !established,
+                _ => false,
+            };
+            if failing {
                 self.fail_stream(index, slot, kind, message.clone());
             }
         }
-        // Every failed slot claims again at the next timer pass, which reopens the connection.
+        self.close(index, false);
+        // Every failed slot claims again at the next timer pass, and the next pass reopens
+        // the connection for them and for the requests that waited.
+        self.next_timer = Instant::now();
     }
 
     /// Closes the socket, recording the connection. `at_run_end`: streams in flight are
@@ -757,7 +748,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         if connection.fd < 0 {
             return;
         }
-        let in_flight = connection.slots.iter().any(|s| matches!(s, Slot::Awaiting(..) | Slot::Body(..)));
+        let in_flight = connection.slots.iter().any(|s| matches!(s, Slot::Sent(_)));
         if at_run_end && in_flight {
             // As the HTTP/1.1 worker: reset, so the server is left nothing to retransmit.
             let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(connection.fd) };
@@ -775,10 +766,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         connection.server_reported |= record.server_header.is_some();
         connection.responses = 0;
         connection.fd = -1;
+        connection.established = false;
         // Dropping the link closes the socket (after the record read its TCP_INFO).
         drop(link);
         for slot in &mut connection.slots {
-            if let Slot::Awaiting(timing, _) | Slot::Body(timing, _) = slot {
+            if let Slot::Due(timing) | Slot::Sent(timing) = slot {
                 *slot = Slot::Due(RequestTiming { opened_connection: true, stream_id: 0, ..*timing });
             }
         }
@@ -787,9 +779,26 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
 }
 
 impl<S> H2Worker<'_, S> {
-    /// A failed connection's or stream's kind and words: an HTTP/1.1 answer to HTTP/2 said as such, not
-    /// as the frame error h2 made of its status line.
-    fn connection_failure(&self, index: usize, error: &h2::Error) -> (ErrorKind, String) {
+    /// Why a connection ended with a GOAWAY, the server's or ours, or without one.
+    fn ended(&self, index: usize, goaway: Option<u32>, sent_goaway: Option<u32>) -> (ErrorKind, String) {
+        match (goaway, sent_goaway) {
+            (Some(code), _) => {
+                (ErrorKind::Reset, format!("HTTP/2: the server sent GOAWAY ({})", error_code_name(code)))
+            }
+            (None, Some(code)) => self.connection_failure(
+                index,
+                &format!(
+                    "HTTP/2: the server broke the protocol, and nodelay ended the connection (GOAWAY {})",
+                    error_code_name(code)
+                ),
+            ),
+            (None, None) => (ErrorKind::ClosedEarly, "the server closed the HTTP/2 connection".to_string()),
+        }
+    }
+
+    /// A failed connection's kind and words: an HTTP/1.1 answer to HTTP/2 said as such, not
+    /// as the frame error the library made of its status line.
+    fn connection_failure(&self, index: usize, message: &str) -> (ErrorKind, String) {
         if let Some(first_bytes) = &self.connections[index].tap.borrow().not_http2 {
             let message = format!(
                 "the server did not answer in HTTP/2 (it began \"{first_bytes}\"): it does not speak h2c \
@@ -797,21 +806,6 @@ impl<S> H2Worker<'_, S> {
             );
             return (ErrorKind::MalformedResponse, message);
         }
-        h2_failure(error)
+        (ErrorKind::MalformedResponse, message.to_string())
     }
-}
-
-/// A gRPC status header's value, when there is one.
-fn grpc_status(headers: &http::HeaderMap) -> Option<u16> {
-    headers.get("grpc-status")?.to_str().ok()?.parse().ok()
-}
-
-/// An h2 error as a record's kind and words.
-fn h2_failure(error: &h2::Error) -> (ErrorKind, String) {
-    if let Some(io) = error.get_io() {
-        return (ErrorKind::from_io(io, false), format!("HTTP/2: {io}"));
-    }
-    let kind =
-        if error.is_reset() || error.is_go_away() { ErrorKind::Reset } else { ErrorKind::MalformedResponse };
-    (kind, format!("HTTP/2: {error}"))
 }
