@@ -64,7 +64,7 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     let shape = observations.request?;
     let done = |experiment| observations.has_run(experiment);
     if shape.http2_streams.is_some() {
-        // Over HTTP/2 the connection stays and the request is the h2 crate's to write: of
+        // Over HTTP/2 the connection stays and the request is libnghttp2's to write: of
         // the HTTP/1.1 experiments only the quick ACK applies.
         let slow = baseline.stalled_fraction() >= REMOVED_FRACTION
             || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS;
