@@ -10,6 +10,38 @@ use crate::config::Http2Settings;
 use libnghttp2_sys as ng;
 use std::ffi::{CStr, c_int, c_void};
 use std::ptr::{self, NonNull};
+use std::rc::Rc;
+
+/// A run's requests with their header fields laid out as the library reads them, once for
+/// the run. The library is told not to copy the names and values (NO_COPY): they live as
+/// long as every session, each of which holds this.
+pub(crate) struct Requests {
+    requests: Vec<StreamRequest>,
+    fields: Vec<Vec<ng::nghttp2_nv>>,
+}
+
+impl Requests {
+    pub fn new(requests: Vec<StreamRequest>) -> Rc<Requests> {
+        let flags = (ng::NGHTTP2_NV_FLAG_NO_COPY_NAME | ng::NGHTTP2_NV_FLAG_NO_COPY_VALUE) as u8;
+        let fields = requests
+            .iter()
+            .map(|request| {
+                // Names are lower-case already, as NO_COPY_NAME requires.
+                (request.fields.iter())
+                    .map(|(name, value)| ng::nghttp2_nv {
+                        name: name.as_ptr().cast_mut(),
+                        value: value.as_ptr().cast_mut(),
+                        namelen: name.len(),
+                        valuelen: value.len(),
+                        flags,
+                    })
+                    .collect()
+            })
+            .collect();
+        // The byte vectors the pointers point into are never changed or dropped before this is.
+        Rc::new(Requests { requests, fields })
+    }
+}
 
 /// A request slot's response as far as it came.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,6 +96,8 @@ struct Inbox {
 pub(crate) struct Session {
     raw: NonNull<ng::nghttp2_session>,
     inbox: Box<Inbox>,
+    /// Dropped after the library's session (`Drop`), which may hold pointers into it.
+    requests: Rc<Requests>,
 }
 
 /// A slot as a stream's user data: its index plus one, so that no slot is a null pointer
@@ -105,24 +139,27 @@ unsafe extern "C" fn on_header(
     user_data: *mut c_void,
 ) -> c_int {
     let (inbox, header) = unsafe { (inbox(user_data), (*frame).hd) };
-    if u32::from(header.type_) != ng::NGHTTP2_HEADERS {
+    let name = unsafe { std::slice::from_raw_parts(name, name_len) };
+    // The name first: most fields are none of ours, and finding the stream's slot costs a
+    // lookup in the library's stream map.
+    let wanted = matches!(name, b":status" | b"grpc-status")
+        || (name == b"server" && inbox.want_server && inbox.server.is_none());
+    if !wanted || u32::from(header.type_) != ng::NGHTTP2_HEADERS {
         return 0;
     }
     let Some(slot) = (unsafe { stream_slot(session, inbox, header.stream_id) }) else { return 0 };
-    let (name, value) =
-        unsafe { (std::slice::from_raw_parts(name, name_len), std::slice::from_raw_parts(value, value_len)) };
+    let value = unsafe { std::slice::from_raw_parts(value, value_len) };
     let progress = &mut inbox.progress[slot];
     match name {
         b":status" => progress.status = parse_u16(value).unwrap_or(0),
         // In the response's HEADERS or its trailers; the trailers' comes last and stands.
         b"grpc-status" => progress.grpc_status = parse_u16(value).or(progress.grpc_status),
-        b"server" if inbox.want_server && inbox.server.is_none() => {
+        _ => {
             inbox.server = std::str::from_utf8(value)
                 .ok()
                 .filter(|v| v.bytes().all(|b| b.is_ascii_graphic() || b == b' '))
                 .map(str::to_string);
         }
-        _ => {}
     }
     0
 }
@@ -253,7 +290,12 @@ impl Session {
     /// windows and no server push; until the server's SETTINGS arrive it opens one stream
     /// (Go, grpc-go, Node and nghttpd refuse streams past their limit opened before the
     /// client read it, hypercorn closes the connection).
-    pub fn client(settings: &Http2Settings, slots: usize, want_server: bool) -> Result<Session, String> {
+    pub fn client(
+        settings: &Http2Settings,
+        requests: Rc<Requests>,
+        slots: usize,
+        want_server: bool,
+    ) -> Result<Session, String> {
         let inbox = Box::new(Inbox {
             progress: vec![Progress::default(); slots],
             bodies: vec![(bytes::Bytes::new(), 0); slots],
@@ -290,7 +332,7 @@ impl Session {
                 return Err(format!("HTTP/2: {}", library_error(created as isize)));
             }
         }
-        let session = Session { raw: NonNull::new(raw).ok_or("HTTP/2: no session")?, inbox };
+        let session = Session { raw: NonNull::new(raw).ok_or("HTTP/2: no session")?, inbox, requests };
         let entries = [
             ng::nghttp2_settings_entry { settings_id: ng::NGHTTP2_SETTINGS_ENABLE_PUSH as i32, value: 0 },
             ng::nghttp2_settings_entry {
@@ -317,24 +359,14 @@ impl Session {
         Ok(session)
     }
 
-    /// Queues a request for `slot`; its stream id. The library sends its HEADERS when the
-    /// server's stream limit allows.
-    pub fn submit(&mut self, slot: usize, request: &StreamRequest) -> Result<u32, SubmitError> {
+    /// Queues request `index` of the run for `slot`; its stream id. The library sends its
+    /// HEADERS when the server's stream limit allows.
+    pub fn submit(&mut self, slot: usize, index: usize) -> Result<u32, SubmitError> {
         // The library would take it and fail it only when its turn to be sent came.
         if unsafe { ng::nghttp2_session_check_request_allowed(self.raw.as_ptr()) } == 0 {
             return Err(SubmitError::NoNewStreams);
         }
-        let fields: Vec<ng::nghttp2_nv> = request
-            .fields
-            .iter()
-            .map(|(name, value)| ng::nghttp2_nv {
-                name: name.as_ptr().cast_mut(),
-                value: value.as_ptr().cast_mut(),
-                namelen: name.len(),
-                valuelen: value.len(),
-                flags: ng::NGHTTP2_NV_FLAG_NONE as u8,
-            })
-            .collect();
+        let (request, fields) = (&self.requests.requests[index], &self.requests.fields[index]);
         self.inbox.progress[slot] = Progress::default();
         self.inbox.bodies[slot] = (request.body.clone(), 0);
         let provider = ng::nghttp2_data_provider2 {
@@ -342,7 +374,8 @@ impl Session {
             read_callback: Some(read_body),
         };
         let body = if request.body.is_empty() { ptr::null() } else { &provider as *const _ };
-        // The library copies the fields (no NO_COPY flags) and calls `read_body` for the body.
+        // The library copies the array but not the names and values, and calls `read_body`
+        // for the body.
         let id = unsafe {
             ng::nghttp2_submit_request2(
                 self.raw.as_ptr(),
@@ -475,7 +508,8 @@ mod tests {
 
     /// A session with `slots` slots whose preface and SETTINGS went out.
     fn session(slots: usize) -> Session {
-        let mut session = Session::client(&Http2Settings::default(), slots, true).unwrap();
+        let requests = Requests::new(vec![get()]);
+        let mut session = Session::client(&Http2Settings::default(), requests, slots, true).unwrap();
         let mut out = Vec::new();
         session.take_output(&mut out, 1 << 16).unwrap();
         assert!(out.starts_with(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
@@ -491,7 +525,7 @@ mod tests {
     #[test]
     fn a_response_ends_its_slots_stream_with_its_status_and_body_bytes() {
         let mut session = session(2);
-        assert_eq!(session.submit(1, &get()), Ok(1));
+        assert_eq!(session.submit(1, 0), Ok(1));
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let mut server = settings();
         server.extend(frame(HEADERS, END_HEADERS, 1, STATUS_200));
@@ -507,7 +541,7 @@ mod tests {
     #[test]
     fn a_grpc_status_in_the_trailers_is_the_one_that_stands() {
         let mut session = session(1);
-        session.submit(0, &get()).unwrap();
+        session.submit(0, 0).unwrap();
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         // HPACK literals without indexing, new names: grpc-status 0, then 5 in the trailers.
         let literal = |value: u8| [&[0x00, 11][..], b"grpc-status", &[1, value]].concat();
@@ -522,7 +556,7 @@ mod tests {
     #[test]
     fn a_stream_the_server_resets_fails_with_its_code() {
         let mut session = session(1);
-        session.submit(0, &get()).unwrap();
+        session.submit(0, 0).unwrap();
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let mut server = settings();
         server.extend(frame(RST_STREAM, 0, 1, &7u32.to_be_bytes()));
@@ -534,10 +568,10 @@ mod tests {
     #[test]
     fn a_stream_given_up_on_reports_nothing_to_the_slots_next_request() {
         let mut session = session(1);
-        assert_eq!(session.submit(0, &get()), Ok(1));
+        assert_eq!(session.submit(0, 0), Ok(1));
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         session.cancel(1);
-        assert_eq!(session.submit(0, &get()), Ok(3));
+        assert_eq!(session.submit(0, 0), Ok(3));
         let mut server = settings();
         server.extend(frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200));
         session.receive(&server).unwrap();
@@ -550,14 +584,14 @@ mod tests {
     #[test]
     fn after_a_goaway_no_new_stream_is_taken() {
         let mut session = session(2);
-        session.submit(0, &get()).unwrap();
+        session.submit(0, 0).unwrap();
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let mut server = settings();
         // GOAWAY: last stream 1, NO_ERROR.
         server.extend(frame(0x7, 0, 0, &[1u32.to_be_bytes(), 0u32.to_be_bytes()].concat()));
         session.receive(&server).unwrap();
         assert_eq!(session.goaway(), Some(0));
-        assert_eq!(session.submit(1, &get()), Err(SubmitError::NoNewStreams));
+        assert_eq!(session.submit(1, 0), Err(SubmitError::NoNewStreams));
         assert!(!session.is_over(), "stream 1 is still to be answered");
         session.receive(&frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200)).unwrap();
         assert_eq!(events(&mut session), [StreamEvent::Ended { slot: 0 }]);
@@ -568,9 +602,9 @@ mod tests {
     #[test]
     fn a_request_still_waiting_for_the_stream_limit_when_a_goaway_comes_was_not_sent() {
         let mut session = session(2);
-        assert_eq!(session.submit(0, &get()), Ok(1));
+        assert_eq!(session.submit(0, 0), Ok(1));
         // Until the server's SETTINGS, one stream at a time: slot 1's HEADERS wait.
-        assert_eq!(session.submit(1, &get()), Ok(3));
+        assert_eq!(session.submit(1, 0), Ok(3));
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let goaway = frame(0x7, 0, 0, &[1u32.to_be_bytes(), 0u32.to_be_bytes()].concat());
         session.receive(&[settings(), goaway].concat()).unwrap();
@@ -584,8 +618,8 @@ mod tests {
         let mut server = settings();
         server.extend(frame(0x4, 0, 0, &[0, 3, 0, 0, 0, 100])); // MAX_CONCURRENT_STREAMS 100
         session.receive(&server).unwrap();
-        assert_eq!(session.submit(0, &get()), Ok(1));
-        assert_eq!(session.submit(1, &get()), Ok(3));
+        assert_eq!(session.submit(0, 0), Ok(1));
+        assert_eq!(session.submit(1, 0), Ok(3));
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let goaway = frame(0x7, 0, 0, &[1u32.to_be_bytes(), 0u32.to_be_bytes()].concat());
         let answer = frame(HEADERS, END_HEADERS | END_STREAM, 1, STATUS_200);
@@ -599,7 +633,7 @@ mod tests {
     #[test]
     fn bytes_that_are_not_http2_end_the_session_with_our_goaway() {
         let mut session = session(1);
-        session.submit(0, &get()).unwrap();
+        session.submit(0, 0).unwrap();
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();
         let _ = session.receive(b"HTTP/1.1 400 Bad Request\r\n\r\n");
         session.take_output(&mut Vec::new(), 1 << 16).unwrap();

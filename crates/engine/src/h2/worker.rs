@@ -6,8 +6,8 @@
 //! `write()`. Times come from the frame tap, taken as each `read()` returned.
 
 use super::io::Transport;
-use super::request::{StreamRequest, from_http11};
-use super::session::{Progress, Session, StreamEvent, SubmitError, error_code_name};
+use super::request::from_http11;
+use super::session::{Progress, Requests, Session, StreamEvent, SubmitError, error_code_name};
 use super::tap::FrameTap;
 use crate::config::EngineConfig;
 use crate::control::Control;
@@ -129,7 +129,7 @@ pub(crate) struct H2Worker<'a, S> {
     run_deadline: Option<Instant>,
     poll: Mio,
     connections: Vec<H2Connection>,
-    requests: Vec<StreamRequest>,
+    requests: Rc<Requests>,
     mix: RequestMix,
     pacer: Pacer,
     exhausted: bool,
@@ -192,7 +192,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             run_deadline: config.duration.map(|d| later(run_start, d)),
             poll: Mio::new()?,
             connections,
-            requests,
+            requests: Requests::new(requests),
             mix,
             pacer: Pacer::new(later(run_start, plan.first_slot_after), plan.rate_per_second, plan.quota),
             exhausted: false,
@@ -477,8 +477,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let settings = self.config.http2.expect("an HTTP/2 run");
         let connection = &self.connections[index];
         let want_server = connection.server_header.is_none() && !connection.server_reported;
-        let session = Session::client(&settings, connection.slots.len(), want_server)
-            .map_err(|message| (ErrorKind::Other, message))?;
+        let session =
+            Session::client(&settings, Rc::clone(&self.requests), connection.slots.len(), want_server)
+                .map_err(|message| (ErrorKind::Other, message))?;
         let transport =
             Transport::new(stream, tls, Rc::clone(&connection.tap), self.config.socket.quickack_after_read);
         self.connections[index].established = true;
@@ -595,7 +596,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     fn submit_due(&mut self, index: usize, session: &mut Session) {
         for slot in 0..self.connections[index].slots.len() {
             let Slot::Due(timing) = self.connections[index].slots[slot] else { continue };
-            match session.submit(slot, &self.requests[timing.request_index]) {
+            match session.submit(slot, timing.request_index) {
                 Ok(stream_id) => {
                     self.connections[index].slots[slot] = Slot::Sent(RequestTiming { stream_id, ..timing });
                 }
