@@ -130,6 +130,17 @@ H2_RECEIVED = {
     + h2_frame(1, 5, 3, b"trailers-only"),
 }
 
+# What a server answers the fuzzed session (two POSTs on streams 1 and 3), with real HPACK:
+# 0x88 is `:status: 200`; the literal is `grpc-status: 0`.
+GRPC_STATUS = bytes([0x00, 11]) + b"grpc-status" + bytes([1]) + b"0"
+H2_SESSION = {
+    "answers": h2_frame(4, 0, 0, struct.pack(">HI", 3, 100)) + h2_frame(4, 1, 0, b"")
+    + h2_frame(1, 4, 1, b"\x88") + h2_frame(0, 1, 1, b"ok") + h2_frame(8, 0, 0, struct.pack(">I", 1000))
+    + h2_frame(1, 5, 3, b"\x88" + GRPC_STATUS),
+    "goaway-refused": h2_frame(4, 0, 0, struct.pack(">HI", 3, 100)) + h2_frame(7, 0, 0, struct.pack(">II", 1, 0))
+    + h2_frame(1, 5, 1, b"\x88") + h2_frame(3, 0, 3, struct.pack(">I", 7)),
+}
+
 
 def write(target: str, name: str, data: bytes) -> None:
     directory = CORPUS / target
@@ -156,6 +167,8 @@ def main() -> None:
         write("socket_table", name, data)
     for name, received in H2_RECEIVED.items():
         write("h2_frames", name, struct.pack(">H", len(H2_SENT)) + PIECES + H2_SENT + received)
+    for name, received in H2_SESSION.items():
+        write("h2_session", name, PIECES + received)
 
 
 if __name__ == "__main__":

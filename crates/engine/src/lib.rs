@@ -39,7 +39,9 @@ pub use arrival::{enable as enable_arrival_stamps, read_stamped};
 pub use config::{BusyPoll, EngineConfig, Http2Settings, RequestSpec, Selection, SocketOptions};
 pub use control::Control;
 pub use expect_probe::{ExpectAnswer, ExpectProbe, probe_expect_continue, with_expect_continue};
-/// For fuzz/fuzz_targets/h2_frames.rs; not an API.
+/// For fuzz/fuzz_targets/h2_session.rs and h2_frames.rs; not an API.
+#[doc(hidden)]
+pub use h2::drive_session as fuzz_drive_h2_session;
 #[doc(hidden)]
 pub use h2::read_frames as fuzz_read_h2_frames;
 pub use h2_stats::Http2Stats;

@@ -10,5 +10,7 @@ pub(crate) mod tap;
 mod worker;
 
 #[doc(hidden)]
+pub use session::drive_session;
+#[doc(hidden)]
 pub use tap::read_frames;
 pub(crate) use worker::H2Worker;

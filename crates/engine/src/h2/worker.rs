@@ -494,11 +494,13 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let outcome = self.exchange_io(index, &mut open);
         let over = open.session.is_over();
         let (goaway, sent_goaway) = (open.session.goaway(), open.session.sent_goaway());
-        // The server's close after its bytes broke the protocol is said as that.
+        // A server that answered in something else than HTTP/2 is said to, however its
+        // connection ended; a close after a GOAWAY, or after bytes that broke the protocol,
+        // is said as that.
+        let not_http2 = self.connections[index].tap.borrow().not_http2.is_some();
         let outcome = match outcome {
-            Err((ErrorKind::ClosedEarly, _)) if goaway.is_some() || sent_goaway.is_some() => {
-                Err(self.ended(index, goaway, sent_goaway))
-            }
+            Err(_) if not_http2 => Err(self.connection_failure(index, "")),
+            Err((ErrorKind::ClosedEarly, _)) => Err(self.ended(index, goaway, sent_goaway)),
             other => other,
         };
         // Back in place before any closing, so that the record reads TCP_INFO while the
@@ -682,7 +684,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         self.control.add_completed(self.thread);
     }
 
-    /// One request failed; its stream is dropped (h2 resets it) and its slot asks again.
+    /// One request failed; its stream is reset (when the session still holds it) and its slot asks again.
     fn fail_stream(&mut self, index: usize, slot: usize, kind: ErrorKind, message: String) {
         let now = Instant::now();
         self.next_timer = self.next_timer.min(now);
