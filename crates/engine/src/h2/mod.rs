@@ -7,6 +7,8 @@ mod io;
 mod request;
 mod session;
 pub(crate) mod tap;
+#[cfg(test)]
+mod test_frames;
 mod worker;
 
 #[doc(hidden)]

@@ -542,6 +542,7 @@ pub fn drive_session(received: &[u8], pieces: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::h2::test_frames::frame;
 
     const HEADERS: u8 = 0x1;
     const DATA: u8 = 0x0;
@@ -550,14 +551,6 @@ mod tests {
     const END_HEADERS: u8 = 0x4;
     /// HPACK: `:status: 200`, the static table's entry 8.
     const STATUS_200: &[u8] = &[0x88];
-
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let mut bytes = (payload.len() as u32).to_be_bytes()[1..].to_vec();
-        bytes.extend([kind, flags]);
-        bytes.extend(stream.to_be_bytes());
-        bytes.extend(payload);
-        bytes
-    }
 
     /// The server's (empty) SETTINGS, which must come first.
     fn settings() -> Vec<u8> {

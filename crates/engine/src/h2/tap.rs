@@ -656,15 +656,7 @@ fn note_gap(stream: &mut StreamFrames, now: Instant) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let length = payload.len() as u32;
-        let mut bytes = length.to_be_bytes()[1..].to_vec();
-        bytes.extend([kind, flags]);
-        bytes.extend(stream.to_be_bytes());
-        bytes.extend(payload);
-        bytes
-    }
+    use crate::h2::test_frames::frame;
 
     fn window_update(stream: u32, increment: u32) -> Vec<u8> {
         frame(WINDOW_UPDATE, 0, stream, &increment.to_be_bytes())
