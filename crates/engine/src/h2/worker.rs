@@ -492,29 +492,27 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     /// the streams that ended, gives the session the requests now due and writes what it has.
     fn exchange(&mut self, index: usize, mut open: Open) {
         let outcome = self.exchange_io(index, &mut open);
-        let over = open.session.is_over();
         let (goaway, sent_goaway) = (open.session.goaway(), open.session.sent_goaway());
-        // A server that answered in something else than HTTP/2 is said to, however its
-        // connection ended; a close after a GOAWAY, or after bytes that broke the protocol,
-        // is said as that.
-        let not_http2 = self.connections[index].tap.borrow().not_http2.is_some();
-        let outcome = match outcome {
-            Err(_) if not_http2 => Err(self.connection_failure(index, "")),
-            Err((ErrorKind::ClosedEarly, _)) => Err(self.ended(index, goaway, sent_goaway)),
-            other => other,
+        let failure = match outcome {
+            // A close is said as what came before it: a GOAWAY, or bytes that broke the protocol.
+            Err((ErrorKind::ClosedEarly, _)) => Some(ended(goaway, sent_goaway)),
+            Err(failure) => Some(failure),
+            Ok(()) if !open.session.is_over() => None,
+            // A GOAWAY without error, its streams done: what was due goes on a new connection.
+            Ok(()) if goaway == Some(0) => {
+                self.connections[index].link = Link::Open(open);
+                return self.reopen_later(index);
+            }
+            Ok(()) => Some(ended(goaway, sent_goaway)),
         };
         // Back in place before any closing, so that the record reads TCP_INFO while the
         // socket is still open.
         self.connections[index].link = Link::Open(open);
-        match outcome {
-            Err((kind, message)) => self.fail_connection(index, kind, message),
-            // A GOAWAY without error, its streams done: what was due goes on a new connection.
-            Ok(()) if over && goaway == Some(0) => self.reopen_later(index),
-            Ok(()) if over => {
-                let (kind, message) = self.ended(index, goaway, sent_goaway);
-                self.fail_connection(index, kind, message);
-            }
-            Ok(()) => {}
+        if let Some((kind, message)) = failure {
+            // A server that answered in something else than HTTP/2 is said to, however its
+            // connection ended.
+            let (kind, message) = self.not_http2(index).unwrap_or((kind, message));
+            self.fail_connection(index, kind, message);
         }
     }
 
@@ -541,7 +539,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                         self.connections[index].readiness = Readiness::Drained;
                     }
                     if let Err(e) = open.session.receive(&self.read_buffer[..n]) {
-                        break Some(self.connection_failure(index, &format!("HTTP/2: {e}")));
+                        break Some((ErrorKind::MalformedResponse, format!("HTTP/2: {e}")));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -782,33 +780,33 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
 }
 
 impl<S> H2Worker<'_, S> {
-    /// Why a connection ended with a GOAWAY, the server's or ours, or without one.
-    fn ended(&self, index: usize, goaway: Option<u32>, sent_goaway: Option<u32>) -> (ErrorKind, String) {
-        match (goaway, sent_goaway) {
-            (Some(code), _) => {
-                (ErrorKind::Reset, format!("HTTP/2: the server sent GOAWAY ({})", error_code_name(code)))
-            }
-            (None, Some(code)) => self.connection_failure(
-                index,
-                &format!(
-                    "HTTP/2: the server broke the protocol, and nodelay ended the connection (GOAWAY {})",
-                    error_code_name(code)
-                ),
-            ),
-            (None, None) => (ErrorKind::ClosedEarly, "the server closed the HTTP/2 connection".to_string()),
-        }
+    /// When the server's first bytes were not HTTP/2 (an HTTP/1.1 status line, say), the
+    /// kind and words that say so, instead of the frame error the library made of them.
+    fn not_http2(&self, index: usize) -> Option<(ErrorKind, String)> {
+        let tap = self.connections[index].tap.borrow();
+        let first_bytes = tap.not_http2.as_ref()?;
+        let message = format!(
+            "the server did not answer in HTTP/2 (it began \"{first_bytes}\"): it does not speak h2c \
+             (prior knowledge) on this port; drop --h2 and --grpc"
+        );
+        Some((ErrorKind::MalformedResponse, message))
     }
+}
 
-    /// A failed connection's kind and words: an HTTP/1.1 answer to HTTP/2 said as such, not
-    /// as the frame error the library made of its status line.
-    fn connection_failure(&self, index: usize, message: &str) -> (ErrorKind, String) {
-        if let Some(first_bytes) = &self.connections[index].tap.borrow().not_http2 {
-            let message = format!(
-                "the server did not answer in HTTP/2 (it began \"{first_bytes}\"): it does not speak h2c \
-                 (prior knowledge) on this port; drop --h2 and --grpc"
-            );
-            return (ErrorKind::MalformedResponse, message);
+/// Why a connection ended: the server's GOAWAY, ours after the server broke the protocol, or
+/// neither (it closed).
+fn ended(goaway: Option<u32>, sent_goaway: Option<u32>) -> (ErrorKind, String) {
+    match (goaway, sent_goaway) {
+        (Some(code), _) => {
+            (ErrorKind::Reset, format!("HTTP/2: the server sent GOAWAY ({})", error_code_name(code)))
         }
-        (ErrorKind::MalformedResponse, message.to_string())
+        (None, Some(code)) => (
+            ErrorKind::MalformedResponse,
+            format!(
+                "HTTP/2: the server broke the protocol, and nodelay ended the connection (GOAWAY {})",
+                error_code_name(code)
+            ),
+        ),
+        (None, None) => (ErrorKind::ClosedEarly, "the server closed the HTTP/2 connection".to_string()),
     }
 }
