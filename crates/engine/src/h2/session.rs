@@ -58,8 +58,8 @@ pub(crate) struct Progress {
 pub(crate) enum StreamEvent {
     /// The response is complete (its `Progress` says what came).
     Ended { slot: usize },
-    /// The stream ended without a complete response: reset by the server (its error
-    /// code), or refused by a GOAWAY after it was sent.
+    /// The stream ended without a complete response: reset by the server (its error code),
+    /// or closed with the session.
     Failed { slot: usize, error_code: u32 },
     /// The server did not process the request: it never left (a GOAWAY came while it
     /// waited for the server's stream limit), or the server's GOAWAY named an earlier stream

@@ -583,6 +583,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 // It waits for the next connection, which the GOAWAY's end will open.
                 StreamEvent::Unprocessed { slot } => {
                     if let Slot::Sent(timing) = self.connections[index].slots[slot] {
+                        // Its HEADERS may have left: the tap forgets the stream.
+                        self.connections[index].tap.borrow_mut().forget(timing.stream_id);
                         let timing = RequestTiming { stream_id: 0, opened_connection: true, ..timing };
                         self.connections[index].slots[slot] = Slot::Due(timing);
                     }
