@@ -48,6 +48,7 @@ impl Transport {
         }
         tap.received(bytes, now);
     }
+
     /// Reads what the socket (or TLS) holds into `buf`, showing it to the tap first.
     /// `WouldBlock` when there is nothing; `Ok(0)` at the server's FIN or close_notify.
     pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

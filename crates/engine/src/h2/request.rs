@@ -54,12 +54,13 @@ pub(crate) fn from_http11(bytes: &[u8], https: bool) -> Result<StreamRequest, St
     let scheme = if https { "https" } else { "http" };
     let uri: Uri =
         format!("{scheme}://{authority}{path}").parse().map_err(|e| format!("request target: {e}"))?;
-    let authority = uri.authority().map_or(authority.clone(), |a| a.as_str().to_string());
+    // As the URI read them: the authority and path the request was checked with.
+    let authority = uri.authority().map_or(authority.as_str(), |a| a.as_str());
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
     let mut fields = vec![
         (b":method".to_vec(), method.as_str().as_bytes().to_vec()),
         (b":scheme".to_vec(), scheme.as_bytes().to_vec()),
-        (b":authority".to_vec(), authority.into_bytes()),
+        (b":authority".to_vec(), authority.as_bytes().to_vec()),
         (b":path".to_vec(), path.as_bytes().to_vec()),
     ];
     fields.extend(headers);

@@ -492,28 +492,24 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     /// the streams that ended, gives the session the requests now due and writes what it has.
     fn exchange(&mut self, index: usize, mut open: Open) {
         let outcome = self.exchange_io(index, &mut open);
-        let (goaway, sent_goaway) = (open.session.goaway(), open.session.sent_goaway());
-        let failure = match outcome {
-            // A close is said as what came before it: a GOAWAY, or bytes that broke the protocol.
-            Err((ErrorKind::ClosedEarly, _)) => Some(ended(goaway, sent_goaway)),
-            Err(failure) => Some(failure),
-            Ok(()) if !open.session.is_over() => None,
-            // A GOAWAY without error, its streams done: what was due goes on a new connection.
-            Ok(()) if goaway == Some(0) => {
-                self.connections[index].link = Link::Open(open);
-                return self.reopen_later(index);
-            }
-            Ok(()) => Some(ended(goaway, sent_goaway)),
-        };
+        let session = &open.session;
+        let (over, goaway, sent_goaway) = (session.is_over(), session.goaway(), session.sent_goaway());
         // Back in place before any closing, so that the record reads TCP_INFO while the
         // socket is still open.
         self.connections[index].link = Link::Open(open);
-        if let Some((kind, message)) = failure {
-            // A server that answered in something else than HTTP/2 is said to, however its
-            // connection ended.
-            let (kind, message) = self.not_http2(index).unwrap_or((kind, message));
-            self.fail_connection(index, kind, message);
-        }
+        let failure = match outcome {
+            // A close is said as what came before it: a GOAWAY, or bytes that broke the protocol.
+            Err((ErrorKind::ClosedEarly, _)) => ended(goaway, sent_goaway),
+            Err(failure) => failure,
+            Ok(()) if !over => return,
+            // A GOAWAY without error, its streams done: what was due goes on a new connection.
+            Ok(()) if goaway == Some(0) => return self.reopen_later(index),
+            Ok(()) => ended(goaway, sent_goaway),
+        };
+        // A server that answered in something else than HTTP/2 is said to, however its
+        // connection ended.
+        let (kind, message) = self.not_http2(index).unwrap_or(failure);
+        self.fail_connection(index, kind, message);
     }
 
     fn exchange_io(&mut self, index: usize, open: &mut Open) -> Result<(), (ErrorKind, String)> {
