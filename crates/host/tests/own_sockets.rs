@@ -106,9 +106,11 @@ fn nobody_and_nothing_are_clear_errors() {
 #[test]
 fn an_address_target_changes_only_the_listener_that_accepts_it() {
     use socket2::{Domain, Socket, Type};
-    let ipv6 = TcpListener::bind("[::1]:0").unwrap();
-    let port = ipv6.local_addr().unwrap().port();
-    let ipv4_any = TcpListener::bind(("0.0.0.0", port)).unwrap();
+    let (ipv6, ipv4_any, port) = two_on_one_port(
+        || TcpListener::bind("[::1]:0").unwrap(),
+        |listener| listener.local_addr().unwrap().port(),
+        |port| TcpListener::bind(("0.0.0.0", port)),
+    );
     let changes = |address: &str| {
         let change = set_nodelay(Target::Address(address.parse().unwrap()), true).unwrap();
         change.changed.iter().map(|s| s.local.to_string()).collect::<Vec<_>>()
@@ -118,14 +120,40 @@ fn an_address_target_changes_only_the_listener_that_accepts_it() {
     drop((ipv6, ipv4_any));
 
     // [::] with IPV6_V6ONLY beside 0.0.0.0 on one port: an IPv4 client reaches only the latter.
-    let v6only = Socket::new(Domain::IPV6, Type::STREAM, None).unwrap();
-    v6only.set_only_v6(true).unwrap();
-    v6only.bind(&"[::]:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
-    v6only.listen(8).unwrap();
-    let port = v6only.local_addr().unwrap().as_socket().unwrap().port();
-    let _ipv4_any = TcpListener::bind(("0.0.0.0", port)).unwrap();
+    let v6only = || {
+        let socket = Socket::new(Domain::IPV6, Type::STREAM, None).unwrap();
+        socket.set_only_v6(true).unwrap();
+        socket.bind(&"[::]:0".parse::<std::net::SocketAddr>().unwrap().into()).unwrap();
+        socket.listen(8).unwrap();
+        socket
+    };
+    let (_v6only, _ipv4_any, port) = two_on_one_port(
+        v6only,
+        |socket| socket.local_addr().unwrap().as_socket().unwrap().port(),
+        |port| TcpListener::bind(("0.0.0.0", port)),
+    );
     assert_eq!(changes(&format!("127.0.0.1:{port}")), [format!("0.0.0.0:{port}")]);
     assert_eq!(changes(&format!("[::1]:{port}")), [format!("[::]:{port}")]);
+}
+
+/// A listener on an ephemeral port, then a second on the same port. Other tests running at
+/// the same time may take that port between the two binds, so a taken port means a new
+/// first listener (bounded: 100 tries).
+fn two_on_one_port<A, B>(
+    first: impl Fn() -> A,
+    port_of: impl Fn(&A) -> u16,
+    second: impl Fn(u16) -> std::io::Result<B>,
+) -> (A, B, u16) {
+    for _ in 0..100 {
+        let a = first();
+        let port = port_of(&a);
+        match second(port) {
+            Ok(b) => return (a, b, port),
+            Err(error) if error.kind() == std::io::ErrorKind::AddrInUse => continue,
+            Err(error) => panic!("binding the second listener on port {port}: {error}"),
+        }
+    }
+    panic!("no port free for both listeners in 100 tries");
 }
 
 #[test]
