@@ -1,7 +1,7 @@
 //! `bench` over HTTP/2 against real servers (Go net/http, grpc-go, Node http2, hypercorn,
 //! nghttpd, nginx): h2c by prior knowledge, h2 by ALPN over TLS, streams per connection and
 //! the server's stream limit, flow-control windows, gRPC calls and their statuses, and the
-//! mistakes refused in words. Every run is bounded by -n.
+//! mistakes refused in words. Every run is bounded by -n or -d.
 
 mod common;
 
@@ -436,4 +436,24 @@ fn h2c_asked_of_a_server_that_speaks_only_http11_is_said_in_words() {
         "{said}"
     );
     assert!(said.contains("drop --h2"), "{said}");
+}
+
+#[test]
+fn every_stream_still_open_when_the_time_is_up_is_counted_as_unfinished() {
+    // Go answers after 1 s; the run lasts 0.3 s: each of 2 connections holds 3 open streams.
+    let slow = go_h2c(&["--delay-ms", "1000"]);
+    let run = nodelay(&[
+        "bench",
+        "--h2",
+        "-c",
+        "2",
+        "--streams",
+        "3",
+        "-d",
+        "300ms",
+        "--no-server-view",
+        &slow.url("/"),
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stdout());
+    assert!(run.stderr().contains("6 still waiting for a response when the run ended"), "{}", run.stderr());
 }

@@ -186,8 +186,9 @@ pub struct ConnectionRecord {
     pub connection: u32,
     /// Complete responses it carried.
     pub requests: u64,
-    /// A request was still in flight on it when the run ended (not counted as done or failed).
-    pub abandoned_request: bool,
+    /// Requests still in flight on it when the run ended (not counted as done or failed): at
+    /// most one over HTTP/1.1, one per open stream over HTTP/2.
+    pub abandoned_requests: u32,
     /// Its TCP_INFO, when the kernel gave one (Linux only).
     pub tcp_info: Option<TcpInfo>,
     /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack;

@@ -358,7 +358,7 @@ impl RecordSink for Stats {
 
     fn connection(&mut self, record: &ConnectionRecord) {
         self.connections_closed += 1;
-        self.unfinished += u64::from(record.abandoned_request);
+        self.unfinished += u64::from(record.abandoned_requests);
         self.tls = self.tls.or(record.tls);
         if let Some(http2) = &record.http2 {
             self.http2.get_or_insert_default().connection(http2);
@@ -418,7 +418,7 @@ mod tests {
         b.connection(&ConnectionRecord {
             connection: 1,
             requests: 1,
-            abandoned_request: true,
+            abandoned_requests: 1,
             tcp_info: None,
             tls: None,
             server_header: None,

@@ -781,7 +781,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             let record = ConnectionRecord {
                 connection: connection.slot,
                 requests: u64::from(connection.responses_on_stream),
-                abandoned_request,
+                abandoned_requests: u32::from(abandoned_request),
                 tcp_info: read_tcp_info(&stream),
                 tls: connection.tls.take().and_then(|tls| tls.summary()),
                 server_header: if connection.server_reported {

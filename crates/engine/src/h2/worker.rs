@@ -747,8 +747,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         if connection.fd < 0 {
             return;
         }
-        let in_flight = connection.slots.iter().any(|s| matches!(s, Slot::Sent(_)));
-        if at_run_end && in_flight {
+        let in_flight = connection.slots.iter().filter(|s| matches!(s, Slot::Sent(_))).count() as u32;
+        if at_run_end && in_flight > 0 {
             // As the HTTP/1.1 worker: reset, so the server is left nothing to retransmit.
             let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(connection.fd) };
             let _ = SockRef::from(&fd).set_linger(Some(Duration::ZERO));
@@ -756,7 +756,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let record = ConnectionRecord {
             connection: connection.slot,
             requests: u64::from(connection.responses),
-            abandoned_request: at_run_end && in_flight,
+            abandoned_requests: if at_run_end { in_flight } else { 0 },
             tcp_info: read_tcp_info(&connection.fd),
             server_header: if connection.server_reported { None } else { connection.server_header.take() },
             tls: connection.tls_summary.take(),
