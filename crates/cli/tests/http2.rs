@@ -402,6 +402,38 @@ fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the
 }
 
 #[test]
+fn a_path_that_stalls_without_losing_anything_is_not_called_a_loss() {
+    // wan.py frozen for 500 ms mid-run: every packet waits and arrives, none is lost. Our
+    // kernel resends the requests it thinks lost, and the server reports each duplicate
+    // (D-SACK) a round trip after its held replies ended our pause.
+    let link = common::wan::Link::up("10ms", &[]);
+    let mut command = link.server_command(&common::h2::grpc_server_binary());
+    command.args(["--bind", common::wan::SERVER_IP, "--reply-bytes", "1000"]);
+    let server = common::start_command(&mut command);
+    let run = link
+        .client_command(env!("CARGO_BIN_EXE_nodelay"))
+        .args(["bench", "--json", "-q", "--no-server-view", "--grpc", "/helloworld.Greeter/SayHello"])
+        .args(["--streams", "10", "-c", "2", "-d", "2s"])
+        .arg(format!("http://{}:{}", common::wan::SERVER_IP, server.port))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    link.wait_for_server_connections(server.port, 2);
+    link.stall(std::time::Duration::from_millis(500));
+    let output = run.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    validate_against_schema("bench.schema.json", &report);
+    assert_eq!(errors(&report), 0, "{report:#}");
+    // The stall held responses, and our kernel resent segments during it.
+    assert!(report["latency_ms"]["max"].as_f64().unwrap() >= 400.0, "{report:#}");
+    assert!(report["segments_resent"].as_u64().unwrap() >= 1, "{report:#}");
+    // Nothing was lost, so nothing was held behind a loss.
+    assert_eq!(report["http2"]["loss_holes"], 0, "{report:#}");
+    assert_eq!(report["http2"]["loss_held_total_ms"], 0.0, "{report:#}");
+}
+
+#[test]
 fn a_grpc_message_given_as_protobuf_text_reaches_the_server_as_that_message() {
     let server = grpc_server(&[]);
     let url = format!("http://127.0.0.1:{}", server.port);

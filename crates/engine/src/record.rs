@@ -237,7 +237,8 @@ pub struct Http2Connection {
     /// The most streams open at once (HEADERS sent, response not over).
     pub max_open_streams: u32,
     /// Pauses in reading that ended with a lost segment's retransmission (the socket had
-    /// received packets out of order, TCP_INFO `rcv_ooopack`)...
+    /// received packets out of order, TCP_INFO `rcv_ooopack`, or resent segments the server
+    /// did not report as duplicates)...
     pub loss_holes: u64,
     /// ...and the streams they held, summed (each pause holds every stream open through it).
     pub streams_held_by_loss: u64,

@@ -161,8 +161,12 @@ pub(crate) struct LossCounters {
     /// Packets received out of order over the socket's life (TCP_INFO `rcv_ooopack`): bytes
     /// beyond a hole, which the kernel holds from the reader until a retransmission fills it.
     pub out_of_order_packets: u32,
-    /// Segments this end resent (`total_retrans`): the peer's kernel held what followed them.
+    /// Segments this end resent (`total_retrans`): the peer's kernel held what followed them,
+    /// unless the peer already had them...
     pub retransmits: u32,
+    /// ...which it says with a D-SACK (`dsack_dups`): a retransmission of a segment that was
+    /// late, not lost (a path or a CPU that stalled past the retransmission timer).
+    pub spurious_retransmits: u32,
     /// The path's round trip (`min_rtt`), 0 before a sample.
     pub min_rtt_us: u32,
 }
@@ -175,6 +179,7 @@ pub(crate) fn read_loss_counters(socket: &impl AsRawFd) -> Option<LossCounters> 
     (filled >= end).then_some(LossCounters {
         out_of_order_packets: raw.rcv_ooopack,
         retransmits: raw.total_retrans,
+        spurious_retransmits: raw.dsack_dups,
         min_rtt_us: raw.min_rtt_us(),
     })
 }

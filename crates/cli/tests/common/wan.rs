@@ -122,6 +122,34 @@ impl Link {
         String::from_utf8_lossy(&output.stdout).trim().parse().expect("a median in ms")
     }
 
+    /// Stops the link for `duration` (wan.py frozen with SIGSTOP): packets wait, none is
+    /// lost, as on a path that stalls.
+    pub fn stall(&self, duration: std::time::Duration) {
+        let pid = self.forwarder.id() as i32;
+        // SAFETY: kill has no memory preconditions; the PID is our own child's.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "SIGSTOP wan.py");
+        std::thread::sleep(duration);
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "SIGCONT wan.py");
+    }
+
+    /// Waits (up to 10 s) until `count` TCP connections to `port` are established on the
+    /// server's side.
+    pub fn wait_for_server_connections(&self, port: u16, count: usize) {
+        let deadline = Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let output = self
+                .in_namespace('s', "ss")
+                .args(["-Htn", "state", "established", &format!("( sport = :{port} )")])
+                .output()
+                .expect("run ss");
+            if String::from_utf8_lossy(&output.stdout).lines().count() >= count {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{count} connections to port {port} not established in 10 s");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// Runs the nodelay binary in the client's namespace.
     pub fn nodelay(&self, args: &[&str]) -> Run {
         let started = Instant::now();

@@ -46,6 +46,11 @@ impl Transport {
         {
             tap.losses(counters, now);
         }
+        if tap.losses_settle_due(now)
+            && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
+        {
+            tap.settle_losses(counters);
+        }
         tap.received(bytes, now);
     }
 

@@ -18,8 +18,10 @@
 //! retransmissions did (`total_retrans`: a request segment was, and the server's kernel held
 //! the requests after it) ended with a hole filled; every stream open through it with another
 //! was held, from the pause's start (or one round trip after its request, before any answer
-//! could come) to its end.
+//! could come) to its end. A pause our retransmissions alone explain may have been a stall
+//! with nothing lost: its hold waits as unsettled until loss_watch.rs gives the verdict.
 
+use super::loss_watch::{LossWatch, PauseEnd};
 use crate::record::Http2Connection;
 use crate::tcp_info::LossCounters;
 use std::collections::VecDeque;
@@ -73,6 +75,9 @@ pub(crate) struct StreamFrames {
     pub loss_held: Duration,
     /// ...and the part of it before the response's HEADERS came.
     pub loss_held_before_headers: Duration,
+    /// The same two for pauses whose loss is not settled yet (the tap's `settle_losses`).
+    pub unsettled_loss_held: Duration,
+    pub unsettled_loss_held_before_headers: Duration,
     /// Pauses in our request body's DATA that began with the server's window used up (we
     /// waited for its WINDOW_UPDATE), summed.
     pub send_window_blocked: Duration,
@@ -102,6 +107,8 @@ impl StreamFrames {
             reset_code: None,
             loss_held: Duration::ZERO,
             loss_held_before_headers: Duration::ZERO,
+            unsettled_loss_held: Duration::ZERO,
+            unsettled_loss_held_before_headers: Duration::ZERO,
             send_window_blocked: Duration::ZERO,
             last_sent_data: None,
             receiving: WindowWatch::default(),
@@ -342,8 +349,10 @@ pub(crate) struct FrameTap {
     connection_stalled_at: Option<Instant>,
     /// When the last bytes came from the server.
     last_received: Option<Instant>,
-    /// The socket's loss counters when last read.
-    losses: LossCounters,
+    /// Which pauses ended with a lost segment's retransmission.
+    losses: LossWatch,
+    /// The verdict on unsettled pauses, until the worker takes it.
+    loss_verdict: Option<bool>,
     pub figures: Http2Connection,
 }
 
@@ -361,7 +370,8 @@ impl FrameTap {
             send_windows: FlowWindows::new(),
             connection_stalled_at: None,
             last_received: None,
-            losses: LossCounters { out_of_order_packets: 0, retransmits: 0, min_rtt_us: 0 },
+            losses: LossWatch::new(),
+            loss_verdict: None,
             figures: Http2Connection {
                 stream_window_bytes: DEFAULT_WINDOW_BYTES,
                 connection_window_bytes: DEFAULT_WINDOW_BYTES,
@@ -412,7 +422,7 @@ impl FrameTap {
         // by a timeout of 200 ms or more. On a path under 1 ms a round trip's hold costs
         // nothing worth naming: only pauses of 10 ms or more are read there, which keeps the
         // syscall off a busy loopback run (it cost 0.7 % of the generator's CPU against nginx).
-        let rtt_us = self.losses.min_rtt_us;
+        let rtt_us = self.losses.min_rtt_us();
         let shortest = if rtt_us > 0 && u64::from(rtt_us) < MIN_PATH_RTT_US {
             NEAR_PATH_LOSS_PAUSE
         } else {
@@ -423,14 +433,13 @@ impl FrameTap {
 
     /// The socket's loss counters, read at `now` as a pause in reading ends: a count that grew
     /// means the pause ended with a hole filled, and the streams open through it were held
-    /// behind the lost segment.
+    /// behind the lost segment (or may have been, until `settle_losses` says).
     pub fn losses(&mut self, counters: LossCounters, now: Instant) {
-        let grew = counters.out_of_order_packets > self.losses.out_of_order_packets
-            || counters.retransmits > self.losses.retransmits;
-        self.losses = counters;
         let path_rtt = Duration::from_micros(u64::from(counters.min_rtt_us));
-        let Some(pause_began) = self.last_received.filter(|_| grew) else { return };
-        self.figures.loss_holes += 1;
+        let Some(pause_began) = self.last_received else {
+            self.losses.pause_ended(counters, now, 0);
+            return;
+        };
         // Before its first answer, a stream could not expect bytes sooner than a round trip
         // after its request.
         let held_from = |stream: &StreamFrames| match (stream.headers_received, stream.headers_sent) {
@@ -438,17 +447,66 @@ impl FrameTap {
             _ => pause_began,
         };
         let held = self.streams.iter().filter(|s| held_from(s) < now).count();
-        self.figures.streams_held_by_loss += held as u64;
+        let settled = match self.losses.pause_ended(counters, now, held as u64) {
+            PauseEnd::NoLoss => return,
+            PauseEnd::Hole => true,
+            PauseEnd::Unsettled => false,
+        };
+        if settled {
+            self.figures.loss_holes += 1;
+            self.figures.streams_held_by_loss += held as u64;
+        }
         if held < 2 {
             return;
         }
         for stream in &mut self.streams {
             let time = now.saturating_duration_since(held_from(stream));
-            stream.loss_held += time;
-            if stream.headers_received.is_none() {
-                stream.loss_held_before_headers += time;
+            let before_headers = if stream.headers_received.is_none() { time } else { Duration::ZERO };
+            if settled {
+                stream.loss_held += time;
+                stream.loss_held_before_headers += before_headers;
+            } else {
+                stream.unsettled_loss_held += time;
+                stream.unsettled_loss_held_before_headers += before_headers;
             }
         }
+    }
+
+    /// Whether pauses wait for their loss verdict and it is due at `now`: then the socket's
+    /// counters are worth a read for `settle_losses`.
+    pub fn losses_settle_due(&self, now: Instant) -> bool {
+        self.losses.settle_due(now)
+    }
+
+    /// Whether pauses wait for their loss verdict (a stream that finishes now may carry an
+    /// unsettled hold).
+    pub fn losses_unsettled(&self) -> bool {
+        self.losses.is_unsettled()
+    }
+
+    /// The verdict on unsettled pauses from `counters`: held time becomes the streams' (a
+    /// loss) or is dropped (late segments, nothing lost). The worker takes it with
+    /// `take_loss_verdict` for the streams it took before.
+    pub fn settle_losses(&mut self, counters: LossCounters) {
+        let Some(settled) = self.losses.settle(counters) else { return };
+        if settled.lost {
+            self.figures.loss_holes += settled.pauses;
+            self.figures.streams_held_by_loss += settled.streams_held;
+        }
+        for stream in self.streams.iter_mut().chain(self.finished.iter_mut()) {
+            if settled.lost {
+                stream.loss_held += stream.unsettled_loss_held;
+                stream.loss_held_before_headers += stream.unsettled_loss_held_before_headers;
+            }
+            stream.unsettled_loss_held = Duration::ZERO;
+            stream.unsettled_loss_held_before_headers = Duration::ZERO;
+        }
+        self.loss_verdict = Some(settled.lost);
+    }
+
+    /// The last verdict on unsettled pauses (a loss: true), once.
+    pub fn take_loss_verdict(&mut self) -> Option<bool> {
+        self.loss_verdict.take()
     }
 
     /// The figures of stream `id` once its response is over (or it was reset); None while
@@ -804,7 +862,12 @@ mod tests {
     }
 
     fn lost(out_of_order_packets: u32, retransmits: u32, min_rtt_ms: u32) -> LossCounters {
-        LossCounters { out_of_order_packets, retransmits, min_rtt_us: min_rtt_ms * 1000 }
+        LossCounters {
+            out_of_order_packets,
+            retransmits,
+            spurious_retransmits: 0,
+            min_rtt_us: min_rtt_ms * 1000,
+        }
     }
 
     #[test]
@@ -853,7 +916,10 @@ mod tests {
         tap.losses(lost(0, 0, 40), ms(2));
         assert!(!tap.may_end_a_loss(ms(20)) && tap.may_end_a_loss(ms(21)));
         // Loopback (50 µs): from 10 ms.
-        tap.losses(LossCounters { out_of_order_packets: 0, retransmits: 0, min_rtt_us: 50 }, ms(2));
+        tap.losses(
+            LossCounters { out_of_order_packets: 0, retransmits: 0, spurious_retransmits: 0, min_rtt_us: 50 },
+            ms(2),
+        );
         assert!(!tap.may_end_a_loss(ms(10)) && tap.may_end_a_loss(ms(11)));
     }
 
@@ -866,8 +932,50 @@ mod tests {
         // Our own retransmission: the server's kernel held what followed the lost request.
         tap.losses(lost(0, 1, 10), ms(250));
         tap.received(&frame(HEADERS, 0x5, 1, b"head"), ms(250));
+        // No D-SACK came for it: it was lost.
+        tap.settle_losses(lost(0, 1, 10));
         assert_eq!((tap.figures.loss_holes, tap.figures.streams_held_by_loss), (1, 1));
         assert_eq!(tap.take_finished(1).unwrap().loss_held, Duration::ZERO, "nothing shared the wait");
+    }
+
+    #[test]
+    fn a_pause_our_retransmissions_alone_explain_holds_streams_only_once_no_dsack_came() {
+        let start = Instant::now();
+        let ms = |n| start + Duration::from_millis(n);
+        let spurious = |retransmits, spurious_retransmits| LossCounters {
+            out_of_order_packets: 0,
+            retransmits,
+            spurious_retransmits,
+            min_rtt_us: 10_000,
+        };
+        for (dsacks, lost) in [(1, false), (0, true)] {
+            let mut tap = tap_with_request(1, start);
+            tap.sent(&frame(HEADERS, 0x5, 3, b"hpack"), start);
+            tap.received(&frame(SETTINGS, 0, 0, &[]), ms(1));
+            // A pause ends with one segment of ours resent, and no D-SACK yet: each stream was
+            // held from a round trip after its request.
+            tap.losses(spurious(1, 0), ms(301));
+            assert_eq!(tap.figures.loss_holes, 0, "not before the verdict");
+            tap.received(&frame(HEADERS, 0x5, 1, b"head"), ms(301));
+            let taken = tap.take_finished(1).unwrap();
+            assert_eq!(
+                (taken.loss_held, taken.unsettled_loss_held),
+                (Duration::ZERO, Duration::from_millis(291))
+            );
+            // Two round trips later the verdict is due: a D-SACK came, or none did.
+            assert!(!tap.losses_settle_due(ms(320)) && tap.losses_settle_due(ms(321)));
+            tap.settle_losses(spurious(1, dsacks));
+            assert_eq!(tap.take_loss_verdict(), Some(lost));
+            assert_eq!(tap.figures.loss_holes, u64::from(lost));
+            tap.received(&frame(HEADERS, 0x5, 3, b"head"), ms(322));
+            let other = tap.take_finished(3).unwrap();
+            let held = if lost { Duration::from_millis(291) } else { Duration::ZERO };
+            assert_eq!(
+                (other.loss_held, other.unsettled_loss_held),
+                (held, Duration::ZERO),
+                "dsacks {dsacks}"
+            );
+        }
     }
 
     #[test]

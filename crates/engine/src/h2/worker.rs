@@ -119,6 +119,9 @@ struct H2Connection {
     tls_summary: Option<crate::record::TlsSummary>,
     /// Connect or handshake deadline.
     deadline: Instant,
+    /// Responses held through a pause whose loss is not settled yet, with that unsettled
+    /// hold (in all, before HEADERS): recorded once the tap's verdict comes.
+    awaiting_loss_verdict: Vec<(ResponseRecord, Duration, Duration)>,
 }
 
 pub(crate) struct H2Worker<'a, S> {
@@ -181,6 +184,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                     server_header: None,
                     tls_summary: None,
                     deadline: run_start,
+                    awaiting_loss_verdict: Vec::new(),
                 }
             })
             .collect();
@@ -557,6 +561,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
 
     /// Completes or fails every slot whose stream the session reported on.
     fn settle(&mut self, index: usize, session: &mut Session) {
+        let verdict = self.connections[index].tap.borrow_mut().take_loss_verdict();
+        if let Some(lost) = verdict {
+            self.record_awaiting_loss_verdict(index, lost);
+        }
         let mut events = std::mem::take(&mut self.events);
         session.take_events(&mut events);
         if let Some(server) = session.take_server_header() {
@@ -676,8 +684,28 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             }),
         };
         connection.responses += 1;
-        self.sink.response(&record);
         self.control.add_completed(self.thread);
+        match frames {
+            Some(f) if f.unsettled_loss_held > Duration::ZERO => connection.awaiting_loss_verdict.push((
+                record,
+                f.unsettled_loss_held,
+                f.unsettled_loss_held_before_headers,
+            )),
+            _ => self.sink.response(&record),
+        }
+    }
+
+    /// Records the responses that waited for the tap's verdict on a pause: with its hold
+    /// if a segment was `lost`, without it if the segments were only late.
+    fn record_awaiting_loss_verdict(&mut self, index: usize, lost: bool) {
+        for (mut record, held, held_before_headers) in self.connections[index].awaiting_loss_verdict.drain(..)
+        {
+            if let Some(stream) = record.http2.as_mut().filter(|_| lost) {
+                stream.loss_held += held;
+                stream.loss_held_before_headers += held_before_headers;
+            }
+            self.sink.response(&record);
+        }
     }
 
     /// One request failed; its stream is reset (when the session still holds it) and its slot asks again.
@@ -753,6 +781,15 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(connection.fd) };
             let _ = SockRef::from(&fd).set_linger(Some(Duration::ZERO));
         }
+        // The verdict on a pause still unsettled, from the counters as they stand now.
+        let unsettled = connection.tap.borrow().losses_unsettled();
+        if unsettled && let Some(counters) = crate::tcp_info::read_loss_counters(&connection.fd) {
+            connection.tap.borrow_mut().settle_losses(counters);
+        }
+        let verdict = connection.tap.borrow_mut().take_loss_verdict();
+        // Without counters (no verdict) the hold stands, as a loss, as it was read.
+        self.record_awaiting_loss_verdict(index, verdict.unwrap_or(true));
+        let connection = &mut self.connections[index];
         let record = ConnectionRecord {
             connection: connection.slot,
             requests: u64::from(connection.responses),
