@@ -176,3 +176,31 @@ fn a_lossy_path_counts_its_retransmission_waits_apart() {
     assert_eq!(waits > 0, text.contains("waited a retransmission timeout"), "{text}");
     eprintln!("10 ms, 5 % loss: {resent} segments resent, {waits} responses waited an RTO\n{text}");
 }
+
+/// A path that stalls (wan.py frozen for 500 ms) loses nothing: the kernel resends segments
+/// it thinks lost, the server reports each as a duplicate (D-SACK), and no response is said
+/// to have waited a retransmission timeout.
+#[test]
+fn a_path_that_stalls_without_losing_anything_has_no_retransmission_waits() {
+    let _alone = alone();
+    let link = Link::up("10ms", &[]);
+    let server = link.python_server("python_http_server.py", &["--disable-nagle"]);
+    let (text, report) = std::thread::scope(|scope| {
+        let run = scope.spawn(|| bench_across(&link, server.port, "stalled", &["-c", "2", "-d", "2s"]));
+        link.wait_for_server_connections(server.port, 2);
+        link.stall(std::time::Duration::from_millis(500));
+        run.join().unwrap()
+    });
+    // Ground truth from the kernel: segments resent, and reported as duplicates.
+    let resent = report["segments_resent"].as_u64().unwrap();
+    let spurious: u64 = report["connections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["tcp_info"]["spurious_retransmits"].as_u64())
+        .sum();
+    assert!(resent >= 1 && spurious == resent, "{resent} resent, {spurious} reported late: {report:#}");
+    assert!(report["latency_ms"]["max"].as_f64().unwrap() >= 400.0, "the stall held a response: {report:#}");
+    assert_eq!(report["retransmission_waits"], 0, "{report:#}");
+    assert!(!text.contains("retransmission timeout"), "{text}");
+}

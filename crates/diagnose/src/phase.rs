@@ -518,11 +518,12 @@ impl Phase {
             .map(|info| u64::from(info.rcv_mss_bytes))
             .filter(|&m| m > 0)
             .unwrap_or(DEFAULT_MSS_BYTES);
-        // A connection that resent segments (TCP_INFO) had up to that many responses wait a
+        // A connection that resent lost segments (TCP_INFO: resent, less those the server
+        // reported as duplicates, which were late) had up to that many responses wait a
         // retransmission timeout: the longest waits of 200 ms or more beyond the round trip are
         // those, counted apart, not as stalls or late first bytes. Without retransmissions,
         // none is set apart.
-        let retransmits = self.tcp_info.map_or(0, |info| info.total_retransmits) as usize;
+        let retransmits = self.tcp_info.map_or(0, |info| info.lost_segments_resent()) as usize;
         // On a path, a fresh connection's first byte waited its handshake too: not late for that.
         let handshake = |r: &ResponseRecord| if rtt > 0.0 { r.connect.map_or(0.0, ms) } else { 0.0 };
         let extra_wait = |r: &ResponseRecord| {

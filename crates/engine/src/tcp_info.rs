@@ -29,12 +29,22 @@ pub struct TcpInfo {
     pub unacked_segments: u32,
     /// Bytes written and not yet sent (waiting for the window, Nagle or a cork).
     pub notsent_bytes: u32,
-    /// Retransmitted segments over the connection's life.
+    /// Retransmitted segments over the connection's life...
     pub total_retransmits: u32,
+    /// ...of which the peer reported this many as duplicates (D-SACK, `dsack_dups`): they
+    /// were late, not lost (a path or a CPU stalled past the retransmission timer).
+    pub spurious_retransmits: u32,
     /// Segments sent over the connection's life.
     pub segments_out: u32,
     /// Segments received over the connection's life.
     pub segments_in: u32,
+}
+
+impl TcpInfo {
+    /// Resent segments the peer did not report as duplicates: those lost on the way.
+    pub fn lost_segments_resent(&self) -> u32 {
+        self.total_retransmits.saturating_sub(self.spurious_retransmits)
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -126,6 +136,7 @@ pub fn read_tcp_info(socket: &impl AsRawFd) -> Option<TcpInfo> {
         unacked_segments: raw.unacked,
         notsent_bytes: raw.notsent_bytes,
         total_retransmits: raw.total_retrans,
+        spurious_retransmits: raw.dsack_dups,
         segments_out: raw.segs_out,
         segments_in: raw.segs_in,
     })

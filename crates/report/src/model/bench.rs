@@ -71,10 +71,11 @@ pub fn segments_resent(infos: impl IntoIterator<Item = TcpInfo>) -> Option<u64> 
 }
 
 /// Responses of `stats` that waited a retransmission timeout: 200 ms or more beyond the path's
-/// round trip, no more of them than segments were resent.
+/// round trip, no more of them than lost segments were resent (a resent segment the server
+/// reported as a duplicate was late, and the wait was a stall's).
 fn retransmission_waits(stats: &Stats) -> u64 {
     let infos = || stats.connections().filter_map(|c| c.tcp_info);
-    let resent = segments_resent(infos()).unwrap_or(0);
+    let resent = infos().map(|info| u64::from(info.lost_segments_resent())).sum::<u64>();
     if resent == 0 || stats.latency_ns.is_empty() {
         return 0;
     }

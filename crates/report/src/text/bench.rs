@@ -671,6 +671,7 @@ mod tests {
             unacked_segments: 0,
             notsent_bytes: 0,
             total_retransmits: 0,
+            spurious_retransmits: 0,
             segments_out: 41,
             segments_in: 40,
         }
