@@ -22,6 +22,8 @@ pub(crate) struct Readiness {
     pub token: usize,
     pub readable: bool,
     pub writable: bool,
+    /// The peer's FIN or an error came with it: the socket holds its last bytes.
+    pub hangup: bool,
 }
 
 /// What a wait may hold out for: `want` ready sockets, but once `min_wait` has passed since it
@@ -188,6 +190,7 @@ fn epoll_look(
         token: event.token().0,
         readable: event.is_readable() || event.is_read_closed() || event.is_error(),
         writable: event.is_writable() || event.is_error(),
+        hangup: event.is_read_closed() || event.is_error(),
     }));
     Ok(())
 }
@@ -196,6 +199,7 @@ const POLL_MASK: u32 =
     (libc::POLLIN | libc::POLLOUT | libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 const READABLE_MASK: u32 = (libc::POLLIN | libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 const WRITABLE_MASK: u32 = (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) as u32;
+const HANGUP_MASK: u32 = (libc::POLLRDHUP | libc::POLLERR | libc::POLLHUP) as u32;
 /// IORING_ENTER_GETEVENTS.
 const ENTER_GETEVENTS: u32 = 1;
 /// Enters of one look without waiting: 64 × 20 deferred completions at most, so that a look
@@ -369,6 +373,7 @@ impl UringPoller {
                 token,
                 readable: mask & READABLE_MASK != 0,
                 writable: mask & WRITABLE_MASK != 0,
+                hangup: mask & HANGUP_MASK != 0,
             });
             if !cqueue::more(completion.flags()) {
                 rearm.push(token);

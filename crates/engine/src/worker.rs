@@ -40,18 +40,18 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 const STOP_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// Batched waits: a wait holds out for responses on at most this share of the open connections
 /// (half; `BatchSize` learns how many come)...
-const BATCH_SHARE: usize = 2;
+pub(crate) const BATCH_SHARE: usize = 2;
 /// The fewest connections on a thread for which a batched wait holds out for two or more
 /// responses: with fewer, batching would only change the clock responses are timed by.
 pub const CONNECTIONS_TO_BATCH: usize = 2 * BATCH_SHARE;
-const BATCH_MAX: usize = 64;
+pub(crate) const BATCH_MAX: usize = 64;
 /// At the start, connections opened between two looks at what completed.
 const OPENS_PER_LOOK: usize = 64;
 /// ...but once this has passed since the wait began, one will do. The times are the kernel's
 /// arrival stamps, so a hold delays only the next request; with many connections the server
 /// has the others queued meanwhile. Against nginx on one core at -c 50 (bench/vs_wrk.py's
 /// setting) 200 µs saved less CPU than this.
-const BATCH_MIN_WAIT: Duration = Duration::from_micros(500);
+pub(crate) const BATCH_MIN_WAIT: Duration = Duration::from_micros(500);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {

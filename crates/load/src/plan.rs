@@ -110,8 +110,9 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     }
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
+    let wire = if http2.is_some() { Wire::Http2 { tls: workload.tls.is_some() } } else { Wire::Http1 };
     let event_loop =
-        choose_event_loop(load, connections, threads, http2.is_some(), nodelay_engine::io_uring_unavailable);
+        choose_event_loop(load, connections, threads, wire, nodelay_engine::io_uring_unavailable);
     let config = EngineConfig {
         requests: workload.specs(),
         selection: workload.selection.clone(),
@@ -208,6 +209,13 @@ impl Load {
     }
 }
 
+/// What a run speaks, as far as its loop is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Http1,
+    Http2 { tls: bool },
+}
+
 /// The loop a run waits with, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct EventLoop {
@@ -228,23 +236,28 @@ struct EventLoop {
 /// do; those runs' figures stay what they were. The poller is io_uring by default where runs
 /// batch (its waits cost fewest wake-ups), else epoll, which batches too where io_uring is
 /// refused (`unavailable` says why, if it is). `--epoll` asks for the classic loop: epoll,
-/// never batched. HTTP/2 runs have a loop of their own on epoll, unbatched.
+/// never batched. HTTP/2 runs have a loop of their own on epoll, batched on the same terms,
+/// except over TLS: rustls makes their reads, which take no arrival stamps.
 fn choose_event_loop(
     load: &LoadOptions,
     connections: usize,
     threads: usize,
-    http2: bool,
+    wire: Wire,
     unavailable: impl FnOnce() -> Option<String>,
 ) -> EventLoop {
-    if http2 {
-        let why = "HTTP/2 runs wait with epoll".to_string();
-        return EventLoop { io_uring: false, batched: false, why, refused: None };
-    }
     let most_per_thread = connections.div_ceil(threads.max(1));
     let batches = load.busy_poll.is_none()
         && load.rate.is_none()
         && !load.no_keepalive
         && most_per_thread >= CONNECTIONS_TO_BATCH;
+    if let Wire::Http2 { tls } = wire {
+        let (batched, why) = match (load.io_uring, tls) {
+            (Some(false), _) => (false, "--epoll"),
+            (_, true) => (false, "HTTP/2 over TLS waits with epoll, unbatched"),
+            _ => (batches, "HTTP/2 runs wait with epoll"),
+        };
+        return EventLoop { io_uring: false, batched, why: why.to_string(), refused: None };
+    }
     let epoll =
         |why: &str| EventLoop { io_uring: false, batched: batches, why: why.to_string(), refused: None };
     let required = match load.io_uring {
@@ -314,13 +327,13 @@ mod tests {
     }
 
     fn chosen(load: &LoadOptions, connections: usize, threads: usize) -> (bool, String) {
-        let choice = choose_event_loop(load, connections, threads, false, allowed);
+        let choice = choose_event_loop(load, connections, threads, Wire::Http1, allowed);
         assert!(!choice.io_uring || choice.batched, "io_uring's waits are always batched");
         (choice.io_uring, choice.why)
     }
 
     fn batched(load: &LoadOptions, connections: usize, threads: usize) -> bool {
-        choose_event_loop(load, connections, threads, false, refused).batched
+        choose_event_loop(load, connections, threads, Wire::Http1, refused).batched
     }
 
     #[test]
@@ -350,7 +363,7 @@ mod tests {
         let spin = LoadOptions { busy_poll: Some(nodelay_engine::BusyPoll::Always), ..options(None) };
         assert!(!batched(&spin, 50, 1));
         // --epoll is the classic loop, wrk's clock: never batched.
-        let epoll = choose_event_loop(&options(Some(false)), 50, 1, false, allowed);
+        let epoll = choose_event_loop(&options(Some(false)), 50, 1, Wire::Http1, allowed);
         assert!(!epoll.io_uring && !epoll.batched);
     }
 
@@ -360,19 +373,27 @@ mod tests {
         assert_eq!(chosen(&options(Some(true)), 1, 1), (true, "--io-uring".into()));
         assert_eq!(chosen(&options(Some(false)), 50, 1), (false, "--epoll".into()));
         let refusal = "io_uring refused: Operation not permitted (os error 1)".to_string();
-        let default = choose_event_loop(&options(None), 50, 1, false, refused);
+        let default = choose_event_loop(&options(None), 50, 1, Wire::Http1, refused);
         assert_eq!(
             default,
             EventLoop { io_uring: false, batched: true, why: refusal.clone(), refused: None }
         );
-        let required = choose_event_loop(&options(Some(true)), 50, 1, false, refused);
+        let required = choose_event_loop(&options(Some(true)), 50, 1, Wire::Http1, refused);
         assert_eq!((required.io_uring, required.why), (false, refusal));
         assert_eq!(required.refused.as_deref(), Some("Operation not permitted (os error 1)"));
         // The kernel is asked only when io_uring could be taken.
         let never = || -> Option<String> { panic!("asked the kernel for an epoll run") };
-        assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, false, never).why, "--epoll");
-        // HTTP/2 has a loop of its own, on epoll, whatever the rest would choose.
-        let http2 = choose_event_loop(&options(None), 50, 1, true, allowed);
-        assert!(!http2.io_uring && !http2.batched, "{}", http2.why);
+        assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, Wire::Http1, never).why, "--epoll");
+        // HTTP/2 has a loop of its own, on epoll, whatever the rest would choose; it batches
+        // on the same terms, except over TLS (no arrival stamps) and under --epoll.
+        let never = || -> Option<String> { panic!("asked the kernel for an HTTP/2 run") };
+        let h2c = choose_event_loop(&options(None), 50, 1, Wire::Http2 { tls: false }, never);
+        assert!(!h2c.io_uring && h2c.batched, "{}", h2c.why);
+        let h2 = choose_event_loop(&options(None), 50, 1, Wire::Http2 { tls: true }, never);
+        assert!(!h2.io_uring && !h2.batched, "{}", h2.why);
+        let classic = choose_event_loop(&options(Some(false)), 50, 1, Wire::Http2 { tls: false }, never);
+        assert!(!classic.batched && classic.why == "--epoll");
+        let few = choose_event_loop(&options(None), 2, 1, Wire::Http2 { tls: false }, never);
+        assert!(!few.batched);
     }
 }

@@ -1,13 +1,16 @@
 //! The socket under one HTTP/2 connection: plain TCP or TLS (rustls, the handshake already
 //! over), non-blocking, every byte shown to the connection's frame tap at the moment its
-//! syscall returned. The worker reads it into libnghttp2 and writes what the library
-//! serialised.
+//! syscall returned, or, when the worker's waits are batched (plain TCP only), at the
+//! kernel's arrival stamp (arrival.rs). The worker reads it into libnghttp2 and writes what
+//! the library serialised.
 
 use super::tap::FrameTap;
+use crate::arrival::{self, ClockPair};
 use mio::net::TcpStream;
 use rustls::ClientConnection;
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -16,6 +19,8 @@ pub(crate) struct Transport {
     tls: Option<Box<ClientConnection>>,
     tap: Rc<RefCell<FrameTap>>,
     quickack: bool,
+    /// Reads take the kernel's arrival stamps (the socket has SO_TIMESTAMPNS on).
+    stamped: bool,
 }
 
 impl Transport {
@@ -24,20 +29,21 @@ impl Transport {
         tls: Option<Box<ClientConnection>>,
         tap: Rc<RefCell<FrameTap>>,
         quickack: bool,
+        stamped: bool,
     ) -> Self {
-        Transport { stream, tls, tap, quickack }
+        let stamped = stamped && tls.is_none();
+        Transport { stream, tls, tap, quickack, stamped }
     }
 
     pub fn is_tls(&self) -> bool {
         self.tls.is_some()
     }
 
-    fn received(&mut self, bytes: &[u8]) {
+    fn received(&mut self, bytes: &[u8], now: Instant) {
         if self.quickack {
             // Best effort: a failure only weakens the experiment, never the data.
             let _ = crate::tcp_info::set_quickack(&self.stream);
         }
-        let now = Instant::now();
         let mut tap = self.tap.borrow_mut();
         // Only a read after a pause can end a wait for a retransmission: TCP_INFO is read then,
         // and not on the back-to-back reads of a busy connection.
@@ -54,9 +60,20 @@ impl Transport {
         tap.received(bytes, now);
     }
 
-    /// Reads what the socket (or TLS) holds into `buf`, showing it to the tap first.
+    /// Reads what the socket (or TLS) holds into `buf`, showing it to the tap first, timed
+    /// by its arrival stamp (placed through `clocks`, read at the wake-up) or by the read.
     /// `WouldBlock` when there is nothing; `Ok(0)` at the server's FIN or close_notify.
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    pub fn read(&mut self, buf: &mut [u8], clocks: &mut ClockPair) -> io::Result<usize> {
+        if self.stamped {
+            let (n, stamp) = arrival::read_stamped(self.stream.as_raw_fd(), buf)?;
+            if n > 0 {
+                // Several streams share the socket, so no one request bounds the stamp from
+                // below as HTTP/1.1's does; a clock step costs what arrival.rs says.
+                let now = stamp.map_or_else(Instant::now, |stamp| clocks.place(stamp));
+                self.received(&buf[..n], now);
+            }
+            return Ok(n);
+        }
         loop {
             let n = match &mut self.tls {
                 None => self.stream.read(buf)?,
@@ -76,7 +93,7 @@ impl Transport {
                 },
             };
             if n > 0 {
-                self.received(&buf[..n]);
+                self.received(&buf[..n], Instant::now());
             }
             return Ok(n);
         }

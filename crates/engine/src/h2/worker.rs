@@ -1,26 +1,31 @@
 //! One thread's HTTP/2 loop: its connections, each carrying up to `streams_per_connection`
 //! requests at once, kept busy as the HTTP/1.1 worker keeps its connections busy. libnghttp2
-//! speaks the protocol (session.rs); this loop does the sockets (mio, epoll): after each
-//! readiness event it reads the socket dry into the session, completes the streams that
-//! ended, gives the session the requests now due, and writes what it serialised in one
-//! `write()`. Times come from the frame tap, taken as each `read()` returned.
+//! speaks the protocol (session.rs); this loop does the sockets (epoll, through poller.rs):
+//! after each readiness event it reads the socket dry into the session, completes the streams
+//! that ended, gives the session the requests now due, and writes what it serialised in one
+//! `write()`. Times come from the frame tap, taken as each `read()` returned or, when the
+//! waits are batched as the HTTP/1.1 loop's are (`EngineConfig::batched_waits`: a thread
+//! sleeps on a timer of its own, so the server's core does not send it a wake-up per
+//! response), at the kernel's arrival stamps.
 
 use super::io::Transport;
 use super::request::from_http11;
 use super::session::{Progress, Requests, Session, StreamEvent, SubmitError, error_code_name};
 use super::tap::FrameTap;
+use crate::arrival::{self, ClockPair};
+use crate::config::BusyPoll;
 use crate::config::EngineConfig;
 use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
+use crate::poller::{Batch, BatchSize, Poller};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, StreamRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
 use crate::tcp_info::read_tcp_info;
 use crate::time::later;
-use crate::worker::{WorkerOutput, WorkerPlan};
+use crate::worker::{BATCH_MAX, BATCH_MIN_WAIT, BATCH_SHARE, WorkerOutput, WorkerPlan};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll as Mio, Token};
 use rustls::ClientConnection;
 use socket2::SockRef;
 use std::cell::RefCell;
@@ -130,7 +135,11 @@ pub(crate) struct H2Worker<'a, S> {
     thread: usize,
     run_start: Instant,
     run_deadline: Option<Instant>,
-    poll: Mio,
+    poller: Poller,
+    /// How many ready sockets a batched wait holds out for (learnt).
+    batch_size: BatchSize,
+    /// The clocks read at the last wake-up, to place arrival stamps.
+    clocks: ClockPair,
     connections: Vec<H2Connection>,
     requests: Rc<Requests>,
     mix: RequestMix,
@@ -194,7 +203,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             thread: plan.thread,
             run_start,
             run_deadline: config.duration.map(|d| later(run_start, d)),
-            poll: Mio::new()?,
+            poller: Poller::epoll()?,
+            batch_size: BatchSize::new(),
+            clocks: ClockPair::now(),
             connections,
             requests: Requests::new(requests),
             mix,
@@ -208,7 +219,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     }
 
     pub fn run(mut self) -> io::Result<WorkerOutput<S>> {
-        let mut events = Events::with_capacity(1024);
+        let mut ready = Vec::with_capacity(self.connections.len().min(1024));
+        let mut last_event = Instant::now();
         while !self.control.is_stopped() {
             let now = Instant::now();
             if self.run_deadline.is_some_and(|deadline| now >= deadline) {
@@ -229,22 +241,37 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             if let Some(deadline) = self.run_deadline {
                 wake = wake.min(deadline);
             }
-            let timeout =
-                Duration::from_millis(wake.saturating_duration_since(Instant::now()).as_millis() as u64);
-            match self.poll.poll(&mut events, Some(timeout)) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+            // As the HTTP/1.1 loop: busy-polling never blocks.
+            let now = Instant::now();
+            let spinning = match self.config.busy_poll {
+                BusyPoll::Off => false,
+                BusyPoll::Always => true,
+                BusyPoll::After(window) => now.saturating_duration_since(last_event) < window,
+            };
+            let timeout = if spinning {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
+            };
+            let (batch, learning) = self.batch();
+            self.poller.wait(&mut ready, timeout, batch)?;
+            if learning && !timeout.is_zero() {
+                self.batch_size.learn(batch.want, ready.len());
             }
-            for event in events.iter() {
-                let index = event.token().0;
-                let readiness = &mut self.connections[index].readiness;
-                if event.is_read_closed() || event.is_error() {
+            if !ready.is_empty() {
+                last_event = Instant::now();
+                if self.config.batched_waits {
+                    self.clocks = ClockPair::now();
+                }
+            }
+            for event in &ready {
+                let readiness = &mut self.connections[event.token].readiness;
+                if event.hangup {
                     *readiness = Readiness::ReadableToEnd;
-                } else if event.is_readable() && *readiness == Readiness::Drained {
+                } else if event.readable && *readiness == Readiness::Drained {
                     *readiness = Readiness::Readable;
                 }
-                self.drive(index);
+                self.drive(event.token);
             }
         }
         let loop_ended = Instant::now();
@@ -253,6 +280,23 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         }
         let end = self.run_deadline.map_or(loop_ended, |deadline| deadline.min(loop_ended));
         Ok(WorkerOutput { sink: self.sink, due_not_sent: self.pacer.overdue(end), loop_ended })
+    }
+
+    /// How many ready sockets a wait holds out for, and whether it is the learnt size: as the
+    /// HTTP/1.1 loop's (`batch` there), none while a connection opens, shakes hands or has
+    /// bytes waiting for room (their times are taken at the wake-up), nor in open loop.
+    fn batch(&self) -> (Batch, bool) {
+        let settled = || {
+            self.connections.iter().all(|c| match &c.link {
+                Link::Connecting(_) | Link::Tls(..) => false,
+                Link::Open(open) => open.unsent.is_empty(),
+                Link::Closed => true,
+            })
+        };
+        let learning = self.config.batched_waits && self.config.rate_per_second.is_none() && settled();
+        let open = self.connections.iter().filter(|c| c.established).count();
+        let want = if learning { self.batch_size.want((open / BATCH_SHARE).clamp(1, BATCH_MAX)) } else { 1 };
+        (Batch { want, min_wait: BATCH_MIN_WAIT }, learning)
     }
 
     /// Claims slots that are free, opens connections that requests wait for, fails what is
@@ -369,7 +413,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         // Finished at once or not, the first event on the socket says how it went.
         let (socket, _) = crate::connect::start(self.config.address, self.config.socket.nodelay)?;
         let mut stream = TcpStream::from_std(socket.into());
-        self.poll.registry().register(&mut stream, Token(index), Interest::READABLE | Interest::WRITABLE)?;
+        if self.config.batched_waits {
+            // Before the first byte can come: every read of this socket is stamped.
+            arrival::enable(stream.as_raw_fd())?;
+        }
+        self.poller.register(&mut stream, index)?;
         let connection = &mut self.connections[index];
         connection.fd = stream.as_raw_fd();
         connection.link = Link::Connecting(stream);
@@ -484,8 +532,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         let session =
             Session::client(&settings, Rc::clone(&self.requests), connection.slots.len(), want_server)
                 .map_err(|message| (ErrorKind::Other, message))?;
+        let quickack = self.config.socket.quickack_after_read;
         let transport =
-            Transport::new(stream, tls, Rc::clone(&connection.tap), self.config.socket.quickack_after_read);
+            Transport::new(stream, tls, Rc::clone(&connection.tap), quickack, self.config.batched_waits);
         self.connections[index].established = true;
         self.connections[index].readiness = Readiness::Readable;
         // The session's first write carries the preface and our SETTINGS.
@@ -523,7 +572,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             if readiness == Readiness::Drained {
                 break None;
             }
-            match open.transport.read(&mut self.read_buffer) {
+            match open.transport.read(&mut self.read_buffer, &mut self.clocks) {
                 Ok(0) => {
                     break Some((
                         ErrorKind::ClosedEarly,
