@@ -9,12 +9,13 @@
 //! at -c 50 either is one wake-up per ~25 responses instead of one per 3 to 4
 //! (bench/server_cost_per_generator.py).
 
+use crate::config::BusyPoll;
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One readiness edge of one registered socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +130,38 @@ impl Poller {
             Poller::Epoll { poll, events } => epoll_look(poll, events, ready, timeout),
             Poller::Uring(uring) => uring.wait(ready, timeout, batch),
         }
+    }
+
+    /// One wait of a worker's loop, until `wake` at the latest, holding out for `batch`; a
+    /// `learning` wait that could block teaches `batch_size` how many came. Whole
+    /// milliseconds, rounded down: epoll never oversleeps a due slot, and a sub-millisecond
+    /// wait polls without blocking. Busy-polling (until `busy_poll` says, after the last event
+    /// at `last_event`) never blocks.
+    pub fn wait_until(
+        &mut self,
+        ready: &mut Vec<Readiness>,
+        wake: Instant,
+        (batch, learning): (Batch, bool),
+        batch_size: &mut BatchSize,
+        busy_poll: BusyPoll,
+        last_event: Instant,
+    ) -> io::Result<()> {
+        let now = Instant::now();
+        let spinning = match busy_poll {
+            BusyPoll::Off => false,
+            BusyPoll::Always => true,
+            BusyPoll::After(window) => now.saturating_duration_since(last_event) < window,
+        };
+        let timeout = if spinning {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
+        };
+        self.wait(ready, timeout, batch)?;
+        if learning && !timeout.is_zero() {
+            batch_size.learn(batch.want, ready.len());
+        }
+        Ok(())
     }
 
     /// Hands the kernel what is queued (io_uring's poll cancels) and lets them finish, so that

@@ -13,7 +13,7 @@
 //! be between two plain writes.
 
 use crate::arrival::{self, ClockPair};
-use crate::config::{BusyPoll, EngineConfig};
+use crate::config::EngineConfig;
 use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
@@ -303,23 +303,9 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             if let Some(deadline) = self.run_deadline {
                 wake = wake.min(deadline);
             }
-            // Whole milliseconds, rounded down: epoll never oversleeps a due slot, and a
-            // sub-millisecond wait polls without blocking. Busy-polling never blocks.
-            let spinning = match self.config.busy_poll {
-                BusyPoll::Off => false,
-                BusyPoll::Always => true,
-                BusyPoll::After(window) => now.saturating_duration_since(last_event) < window,
-            };
-            let timeout = if spinning {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
-            };
-            let (batch, learning) = self.batch();
-            self.poller.wait(&mut ready, timeout, batch)?;
-            if learning && !timeout.is_zero() {
-                self.batch_size.learn(batch.want, ready.len());
-            }
+            let batch = self.batch();
+            let busy_poll = self.config.busy_poll;
+            self.poller.wait_until(&mut ready, wake, batch, &mut self.batch_size, busy_poll, last_event)?;
             if !ready.is_empty() {
                 last_event = Instant::now();
             }

@@ -13,7 +13,6 @@ use super::request::from_http11;
 use super::session::{Progress, Requests, Session, StreamEvent, SubmitError, error_code_name};
 use super::tap::FrameTap;
 use crate::arrival::{self, ClockPair};
-use crate::config::BusyPoll;
 use crate::config::EngineConfig;
 use crate::control::Control;
 use crate::limits::out_of_descriptors_message;
@@ -241,23 +240,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             if let Some(deadline) = self.run_deadline {
                 wake = wake.min(deadline);
             }
-            // As the HTTP/1.1 loop: busy-polling never blocks.
-            let now = Instant::now();
-            let spinning = match self.config.busy_poll {
-                BusyPoll::Off => false,
-                BusyPoll::Always => true,
-                BusyPoll::After(window) => now.saturating_duration_since(last_event) < window,
-            };
-            let timeout = if spinning {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(wake.saturating_duration_since(now).as_millis() as u64)
-            };
-            let (batch, learning) = self.batch();
-            self.poller.wait(&mut ready, timeout, batch)?;
-            if learning && !timeout.is_zero() {
-                self.batch_size.learn(batch.want, ready.len());
-            }
+            let batch = self.batch();
+            let busy_poll = self.config.busy_poll;
+            self.poller.wait_until(&mut ready, wake, batch, &mut self.batch_size, busy_poll, last_event)?;
             if !ready.is_empty() {
                 last_event = Instant::now();
                 if self.config.batched_waits {
