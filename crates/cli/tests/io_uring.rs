@@ -356,14 +356,23 @@ fn a_fast_connection_among_slow_ones_loses_nothing_to_the_waits() {
     // Rounds interleaved, judged as compare judges two targets (compare_rounds).
     let mut rates = [Vec::new(), Vec::new()];
     for round in 0..6 {
+        let mut p90 = [0.0; 2];
         for which in if round % 2 == 0 { [0, 1] } else { [1, 0] } {
             let report = bench(if which == 0 { &["--epoll"] } else { &[] });
             // io_uring by default here: one thread of 4 connections.
             assert_eq!(report["settings"]["event_loop"], ["epoll", "io_uring"][which]);
             rates[which].push(report["requests_per_second"].as_f64().unwrap());
-            let p90 = ms(&report, "latency_ms", "p90");
-            assert!(p90 < 0.3, "p90 {p90} ms: held responses were timed when the loop woke");
+            p90[which] = ms(&report, "latency_ms", "p90");
         }
+        // Alone, the p90s are 0.05-0.14 ms. A response held (up to 0.5 ms) and timed when
+        // the loop woke would add the hold. The classic loop's own wake-ups are the machine's:
+        // on a busy host its p90 reached 0.34 ms (a round's first run), so the batched loop is
+        // judged against the classic one of its round as well as against 0.3 ms.
+        let [epoll, uring] = p90;
+        assert!(
+            uring < 0.3 || uring < epoll + 0.2,
+            "p90 {uring} ms against epoll's {epoll} ms: held responses were timed when the loop woke"
+        );
     }
     let [epoll, uring] = &rates;
     let difference = compare_rounds(epoll, uring).unwrap();
