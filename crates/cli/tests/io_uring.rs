@@ -5,8 +5,7 @@
 //! where it would batch nothing, with `--epoll`, or where the machine refuses io_uring (here a
 //! seccomp filter), the text and the JSON saying which loop ran and why; where io_uring is
 //! refused, epoll's timer-batched waits measure what the classic loop does. Every test holds
-//! the machine (`alone`): the timing tests' thresholds (a p90 under 0.3 ms) assume no other
-//! load: in CI, beside this file's other runs, one reached 0.34 ms.
+//! the machine (`alone`): the timing tests' thresholds assume no other load.
 
 mod common;
 
