@@ -167,7 +167,7 @@ fn read_raw_sized(socket: &impl AsRawFd) -> Option<(KernelTcpInfo, usize)> {
 }
 
 /// What one end of a connection knows of the segments lost between it and its peer, both ways.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct LossCounters {
     /// Packets received out of order over the socket's life (TCP_INFO `rcv_ooopack`): bytes
     /// beyond a hole, which the kernel holds from the reader until a retransmission fills it.

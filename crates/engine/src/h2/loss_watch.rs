@@ -58,15 +58,7 @@ pub(crate) struct LossWatch {
 
 impl LossWatch {
     pub fn new() -> Self {
-        LossWatch {
-            counters: LossCounters {
-                out_of_order_packets: 0,
-                retransmits: 0,
-                spurious_retransmits: 0,
-                min_rtt_us: 0,
-            },
-            unsettled: None,
-        }
+        LossWatch { counters: LossCounters::default(), unsettled: None }
     }
 
     /// The path's round trip (`min_rtt`), 0 before a sample.

@@ -1,7 +1,8 @@
 //! HTTP/2: the loop that runs a load over it (worker.rs), libnghttp2's session behind a safe
 //! face (session.rs), the socket under it (io.rs), the frame tap that times each stream and
-//! watches the windows (tap.rs) with its verdict on losses (loss_watch.rs), and the conversion of a run's HTTP/1.1 requests
-//! (request.rs). Why libnghttp2 and not the `h2` crate: docs/architecture.md, "HTTP/2".
+//! watches the windows (tap.rs) with its verdict on losses (loss_watch.rs), and the
+//! conversion of a run's HTTP/1.1 requests (request.rs). Why libnghttp2 and not the `h2`
+//! crate: docs/architecture.md, "HTTP/2".
 
 mod io;
 mod loss_watch;

@@ -71,13 +71,10 @@ pub(crate) struct StreamFrames {
     /// The server reset the stream (RST_STREAM), with this error code.
     pub reset_code: Option<u32>,
     /// Time held, with at least one other stream, behind a lost segment (see the module's
-    /// words), summed...
-    pub loss_held: Duration,
-    /// ...and the part of it before the response's HEADERS came.
-    pub loss_held_before_headers: Duration,
-    /// The same two for pauses whose loss is not settled yet (the tap's `settle_losses`).
-    pub unsettled_loss_held: Duration,
-    pub unsettled_loss_held_before_headers: Duration,
+    /// words)...
+    pub loss_held: LossHold,
+    /// ...and behind pauses whose loss is not settled yet (the tap's `settle_losses`).
+    pub unsettled_loss_held: LossHold,
     /// Pauses in our request body's DATA that began with the server's window used up (we
     /// waited for its WINDOW_UPDATE), summed.
     pub send_window_blocked: Duration,
@@ -87,6 +84,21 @@ pub(crate) struct StreamFrames {
     receiving: WindowWatch,
     /// ...and its request body against the server's.
     sending: WindowWatch,
+}
+
+/// A stream's time held behind losses, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LossHold {
+    pub all: Duration,
+    /// The part of it before the response's HEADERS came.
+    pub before_headers: Duration,
+}
+
+impl LossHold {
+    pub fn add(&mut self, other: LossHold) {
+        self.all += other.all;
+        self.before_headers += other.before_headers;
+    }
 }
 
 impl StreamFrames {
@@ -105,10 +117,8 @@ impl StreamFrames {
             pauses: 0,
             window_blocked: Duration::ZERO,
             reset_code: None,
-            loss_held: Duration::ZERO,
-            loss_held_before_headers: Duration::ZERO,
-            unsettled_loss_held: Duration::ZERO,
-            unsettled_loss_held_before_headers: Duration::ZERO,
+            loss_held: LossHold::default(),
+            unsettled_loss_held: LossHold::default(),
             send_window_blocked: Duration::ZERO,
             last_sent_data: None,
             receiving: WindowWatch::default(),
@@ -462,13 +472,8 @@ impl FrameTap {
         for stream in &mut self.streams {
             let time = now.saturating_duration_since(held_from(stream));
             let before_headers = if stream.headers_received.is_none() { time } else { Duration::ZERO };
-            if settled {
-                stream.loss_held += time;
-                stream.loss_held_before_headers += before_headers;
-            } else {
-                stream.unsettled_loss_held += time;
-                stream.unsettled_loss_held_before_headers += before_headers;
-            }
+            let hold = LossHold { all: time, before_headers };
+            if settled { stream.loss_held.add(hold) } else { stream.unsettled_loss_held.add(hold) }
         }
     }
 
@@ -494,12 +499,10 @@ impl FrameTap {
             self.figures.streams_held_by_loss += settled.streams_held;
         }
         for stream in self.streams.iter_mut().chain(self.finished.iter_mut()) {
+            let unsettled = std::mem::take(&mut stream.unsettled_loss_held);
             if settled.lost {
-                stream.loss_held += stream.unsettled_loss_held;
-                stream.loss_held_before_headers += stream.unsettled_loss_held_before_headers;
+                stream.loss_held.add(unsettled);
             }
-            stream.unsettled_loss_held = Duration::ZERO;
-            stream.unsettled_loss_held_before_headers = Duration::ZERO;
         }
         self.loss_verdict = Some(settled.lost);
     }
@@ -865,8 +868,8 @@ mod tests {
         LossCounters {
             out_of_order_packets,
             retransmits,
-            spurious_retransmits: 0,
             min_rtt_us: min_rtt_ms * 1000,
+            ..LossCounters::default()
         }
     }
 
@@ -892,15 +895,15 @@ mod tests {
         assert_eq!((tap.figures.loss_holes, tap.figures.streams_held_by_loss), (1, 3));
         let answered = tap.take_finished(1).unwrap();
         assert_eq!(
-            (answered.loss_held, answered.loss_held_before_headers),
+            (answered.loss_held.all, answered.loss_held.before_headers),
             (Duration::from_millis(30), Duration::ZERO)
         );
         let waiting = tap.take_finished(3).unwrap();
-        assert_eq!(waiting.loss_held, Duration::from_millis(30));
-        assert_eq!(waiting.loss_held_before_headers, Duration::from_millis(30));
+        assert_eq!(waiting.loss_held.all, Duration::from_millis(30));
+        assert_eq!(waiting.loss_held.before_headers, Duration::from_millis(30));
         // Stream 5 could expect its answer from 59 ms on (its request and a round trip).
         tap.received(&frame(HEADERS, 0x5, 5, b"head"), ms(72));
-        assert_eq!(tap.take_finished(5).unwrap().loss_held, Duration::from_millis(12));
+        assert_eq!(tap.take_finished(5).unwrap().loss_held.all, Duration::from_millis(12));
     }
 
     #[test]
@@ -916,10 +919,7 @@ mod tests {
         tap.losses(lost(0, 0, 40), ms(2));
         assert!(!tap.may_end_a_loss(ms(20)) && tap.may_end_a_loss(ms(21)));
         // Loopback (50 µs): from 10 ms.
-        tap.losses(
-            LossCounters { out_of_order_packets: 0, retransmits: 0, spurious_retransmits: 0, min_rtt_us: 50 },
-            ms(2),
-        );
+        tap.losses(LossCounters { min_rtt_us: 50, ..LossCounters::default() }, ms(2));
         assert!(!tap.may_end_a_loss(ms(10)) && tap.may_end_a_loss(ms(11)));
     }
 
@@ -935,7 +935,7 @@ mod tests {
         // No D-SACK came for it: it was lost.
         tap.settle_losses(lost(0, 1, 10));
         assert_eq!((tap.figures.loss_holes, tap.figures.streams_held_by_loss), (1, 1));
-        assert_eq!(tap.take_finished(1).unwrap().loss_held, Duration::ZERO, "nothing shared the wait");
+        assert_eq!(tap.take_finished(1).unwrap().loss_held.all, Duration::ZERO, "nothing shared the wait");
     }
 
     #[test]
@@ -943,10 +943,10 @@ mod tests {
         let start = Instant::now();
         let ms = |n| start + Duration::from_millis(n);
         let spurious = |retransmits, spurious_retransmits| LossCounters {
-            out_of_order_packets: 0,
             retransmits,
             spurious_retransmits,
             min_rtt_us: 10_000,
+            ..LossCounters::default()
         };
         for (dsacks, lost) in [(1, false), (0, true)] {
             let mut tap = tap_with_request(1, start);
@@ -959,7 +959,7 @@ mod tests {
             tap.received(&frame(HEADERS, 0x5, 1, b"head"), ms(301));
             let taken = tap.take_finished(1).unwrap();
             assert_eq!(
-                (taken.loss_held, taken.unsettled_loss_held),
+                (taken.loss_held.all, taken.unsettled_loss_held.all),
                 (Duration::ZERO, Duration::from_millis(291))
             );
             // Two round trips later the verdict is due: a D-SACK came, or none did.
@@ -971,7 +971,7 @@ mod tests {
             let other = tap.take_finished(3).unwrap();
             let held = if lost { Duration::from_millis(291) } else { Duration::ZERO };
             assert_eq!(
-                (other.loss_held, other.unsettled_loss_held),
+                (other.loss_held.all, other.unsettled_loss_held.all),
                 (held, Duration::ZERO),
                 "dsacks {dsacks}"
             );

@@ -11,7 +11,7 @@
 use super::io::Transport;
 use super::request::from_http11;
 use super::session::{Progress, Requests, Session, StreamEvent, SubmitError, error_code_name};
-use super::tap::FrameTap;
+use super::tap::{FrameTap, LossHold};
 use crate::arrival::{self, ClockPair};
 use crate::config::EngineConfig;
 use crate::control::Control;
@@ -124,8 +124,8 @@ struct H2Connection {
     /// Connect or handshake deadline.
     deadline: Instant,
     /// Responses held through a pause whose loss is not settled yet, with that unsettled
-    /// hold (in all, before HEADERS): recorded once the tap's verdict comes.
-    awaiting_loss_verdict: Vec<(ResponseRecord, Duration, Duration)>,
+    /// hold: recorded once the tap's verdict comes.
+    awaiting_loss_verdict: Vec<(ResponseRecord, LossHold)>,
 }
 
 pub(crate) struct H2Worker<'a, S> {
@@ -712,19 +712,17 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 first_data: since(frames.and_then(|f| f.first_data)),
                 window_blocked: frames.map_or(Duration::ZERO, |f| f.window_blocked),
                 grpc_status: response.grpc_status,
-                loss_held: frames.map_or(Duration::ZERO, |f| f.loss_held),
-                loss_held_before_headers: frames.map_or(Duration::ZERO, |f| f.loss_held_before_headers),
+                loss_held: frames.map_or(Duration::ZERO, |f| f.loss_held.all),
+                loss_held_before_headers: frames.map_or(Duration::ZERO, |f| f.loss_held.before_headers),
                 send_window_blocked: frames.map_or(Duration::ZERO, |f| f.send_window_blocked),
             }),
         };
         connection.responses += 1;
         self.control.add_completed(self.thread);
         match frames {
-            Some(f) if f.unsettled_loss_held > Duration::ZERO => connection.awaiting_loss_verdict.push((
-                record,
-                f.unsettled_loss_held,
-                f.unsettled_loss_held_before_headers,
-            )),
+            Some(f) if f.unsettled_loss_held.all > Duration::ZERO => {
+                connection.awaiting_loss_verdict.push((record, f.unsettled_loss_held))
+            }
             _ => self.sink.response(&record),
         }
     }
@@ -732,11 +730,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     /// Records the responses that waited for the tap's verdict on a pause: with its hold
     /// if a segment was `lost`, without it if the segments were only late.
     fn record_awaiting_loss_verdict(&mut self, index: usize, lost: bool) {
-        for (mut record, held, held_before_headers) in self.connections[index].awaiting_loss_verdict.drain(..)
-        {
+        for (mut record, held) in self.connections[index].awaiting_loss_verdict.drain(..) {
             if let Some(stream) = record.http2.as_mut().filter(|_| lost) {
-                stream.loss_held += held;
-                stream.loss_held_before_headers += held_before_headers;
+                stream.loss_held += held.all;
+                stream.loss_held_before_headers += held.before_headers;
             }
             self.sink.response(&record);
         }
