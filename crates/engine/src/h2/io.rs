@@ -47,15 +47,19 @@ impl Transport {
         let mut tap = self.tap.borrow_mut();
         // Only a read after a pause can end a wait for a retransmission: TCP_INFO is read then,
         // and not on the back-to-back reads of a busy connection.
-        if tap.may_end_a_loss(now)
+        // TCP_INFO is read once, for either or both.
+        let pause_ended = tap.may_end_a_loss(now);
+        if (pause_ended || tap.losses_settle_due(now))
             && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
         {
-            tap.losses(counters, now);
-        }
-        if tap.losses_settle_due(now)
-            && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
-        {
-            tap.settle_losses(counters);
+            if pause_ended {
+                tap.losses(counters, now);
+            }
+            // Due still: a pause just ended may have joined the unsettled ones, and put off
+            // their verdict.
+            if tap.losses_settle_due(now) {
+                tap.settle_losses(counters);
+            }
         }
         tap.received(bytes, now);
     }
