@@ -472,32 +472,36 @@ fn h2c_asked_of_a_server_that_speaks_only_http11_is_said_in_words() {
 
 #[test]
 fn h2c_runs_batch_their_waits_as_http11_runs_do_and_time_each_response_by_its_arrival() {
-    // Go answers every stream 20 ms late: a batched wait (held up to 0.5 ms on a timer of its
-    // own) that timed a response by its read would add the hold; the arrival stamp does not.
-    let slow = go_h2c(&["--delay-ms", "20"]);
+    // Go answers at once on 4 connections of one stream each: a batched wait holds a lone
+    // response up to 0.5 ms on a timer of its own. Timed by its arrival stamp the median is
+    // the classic loop's: measured 0.11-0.14 ms against 0.12-0.15 ms (debug build). Timed by
+    // the read after the hold (stamps switched off by hand), 0.37-0.40 ms against 0.15-0.23.
+    let fast = go_h2c(&[]);
     let run = |flags: &[&str]| {
         bench(
-            &[&["--h2", "-t", "1", "-c", "8", "--streams", "2", "-n", "400"], flags, &[&slow.url("/")]]
+            &[&["--h2", "-t", "1", "-c", "4", "--streams", "1", "-d", "0.5s"], flags, &[&fast.url("/")]]
                 .concat(),
         )
     };
-    let batched = run(&[]);
-    assert_all_h2c(&batched, 400);
-    assert_eq!(batched["settings"]["batched_waits"], true, "{:#}", batched["settings"]);
-    assert_eq!(batched["settings"]["event_loop_why"], "HTTP/2 runs wait with epoll");
-    let classic = run(&["--epoll"]);
-    assert_eq!(classic["settings"]["batched_waits"], false);
-    // Go's 20 ms sleep takes 21.3 to 21.7 ms here. Timed by arrival, the batched run's
-    // median is the classic loop's or less (it leaves out the loop's own wake-up): measured
-    // 0.2 to 0.25 ms less. Timed by a read after a hold, it would be up to 0.5 ms more.
-    let p50 = |report: &Value| common::ms(report, "latency_ms", "p50");
-    assert!((20.0..23.0).contains(&p50(&classic)), "classic p50 {} ms", p50(&classic));
+    let mut p50: [Vec<f64>; 2] = Default::default();
+    for round in 0..3 {
+        for which in if round == 1 { [1, 0] } else { [0, 1] } {
+            let report = run(if which == 0 { &["--epoll"] } else { &[] });
+            assert_eq!(report["settings"]["batched_waits"], which == 1, "{:#}", report["settings"]);
+            let why = if which == 0 { "--epoll" } else { "HTTP/2 runs wait with epoll" };
+            assert_eq!(report["settings"]["event_loop_why"], why);
+            p50[which].push(common::ms(&report, "latency_ms", "p50"));
+        }
+    }
+    let [classic, batched] = p50.clone().map(|mut runs| {
+        runs.sort_by(f64::total_cmp);
+        runs[1]
+    });
     assert!(
-        p50(&batched) >= 20.0 && p50(&batched) <= p50(&classic) + 0.15,
-        "batched p50 {} ms against the classic loop's {} ms",
-        p50(&batched),
-        p50(&classic)
+        batched < 1.3 * classic,
+        "batched p50 {batched} ms against the classic loop's {classic} ms: {p50:?}"
     );
+    let slow = go_h2c(&["--delay-ms", "20"]);
     // Fewer than 4 connections on a thread, or TLS (rustls reads, unstamped): no batching.
     let few = bench(&["--h2", "-c", "2", "-n", "20", &slow.url("/")]);
     assert_eq!(few["settings"]["batched_waits"], false);
