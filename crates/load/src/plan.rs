@@ -110,7 +110,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     }
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
-    let wire = if http2.is_some() { Wire::Http2 { tls: workload.tls.is_some() } } else { Wire::Http1 };
+    let wire = if http2.is_some() { Wire::Http2 } else { Wire::Http1 };
     let event_loop =
         choose_event_loop(load, connections, threads, wire, nodelay_engine::io_uring_unavailable);
     let config = EngineConfig {
@@ -213,7 +213,7 @@ impl Load {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wire {
     Http1,
-    Http2 { tls: bool },
+    Http2,
 }
 
 /// The loop a run waits with, and why.
@@ -236,8 +236,7 @@ struct EventLoop {
 /// do; those runs' figures stay what they were. The poller is io_uring by default where runs
 /// batch (its waits cost fewest wake-ups), else epoll, which batches too where io_uring is
 /// refused (`unavailable` says why, if it is). `--epoll` asks for the classic loop: epoll,
-/// never batched. HTTP/2 runs have a loop of their own on epoll, batched on the same terms,
-/// except over TLS: rustls makes their reads, which take no arrival stamps.
+/// never batched. HTTP/2 runs have a loop of their own on epoll, batched on the same terms.
 fn choose_event_loop(
     load: &LoadOptions,
     connections: usize,
@@ -250,10 +249,9 @@ fn choose_event_loop(
         && load.rate.is_none()
         && !load.no_keepalive
         && most_per_thread >= CONNECTIONS_TO_BATCH;
-    if let Wire::Http2 { tls } = wire {
-        let (batched, why) = match (load.io_uring, tls) {
-            (Some(false), _) => (false, "--epoll"),
-            (_, true) => (false, "HTTP/2 over TLS waits with epoll, unbatched"),
+    if wire == Wire::Http2 {
+        let (batched, why) = match load.io_uring {
+            Some(false) => (false, "--epoll"),
             _ => (batches, "HTTP/2 runs wait with epoll"),
         };
         return EventLoop { io_uring: false, batched, why: why.to_string(), refused: None };
@@ -385,15 +383,13 @@ mod tests {
         let never = || -> Option<String> { panic!("asked the kernel for an epoll run") };
         assert_eq!(choose_event_loop(&options(Some(false)), 50, 1, Wire::Http1, never).why, "--epoll");
         // HTTP/2 has a loop of its own, on epoll, whatever the rest would choose; it batches
-        // on the same terms, except over TLS (no arrival stamps) and under --epoll.
+        // on the same terms (TLS or not), but never under --epoll.
         let never = || -> Option<String> { panic!("asked the kernel for an HTTP/2 run") };
-        let h2c = choose_event_loop(&options(None), 50, 1, Wire::Http2 { tls: false }, never);
-        assert!(!h2c.io_uring && h2c.batched, "{}", h2c.why);
-        let h2 = choose_event_loop(&options(None), 50, 1, Wire::Http2 { tls: true }, never);
-        assert!(!h2.io_uring && !h2.batched, "{}", h2.why);
-        let classic = choose_event_loop(&options(Some(false)), 50, 1, Wire::Http2 { tls: false }, never);
+        let h2 = choose_event_loop(&options(None), 50, 1, Wire::Http2, never);
+        assert!(!h2.io_uring && h2.batched, "{}", h2.why);
+        let classic = choose_event_loop(&options(Some(false)), 50, 1, Wire::Http2, never);
         assert!(!classic.batched && classic.why == "--epoll");
-        let few = choose_event_loop(&options(None), 2, 1, Wire::Http2 { tls: false }, never);
+        let few = choose_event_loop(&options(None), 2, 1, Wire::Http2, never);
         assert!(!few.batched);
     }
 }

@@ -1,8 +1,8 @@
 //! The socket under one HTTP/2 connection: plain TCP or TLS (rustls, the handshake already
 //! over), non-blocking, every byte shown to the connection's frame tap at the moment its
-//! syscall returned, or, when the worker's waits are batched (plain TCP only), at the
-//! kernel's arrival stamp (arrival.rs). The worker reads it into libnghttp2 and writes what
-//! the library serialised.
+//! syscall returned, or, when the worker's waits are batched, at the kernel's arrival stamp
+//! (arrival.rs; under TLS, the stamp of the socket read that completed the plaintext's
+//! record). The worker reads it into libnghttp2 and writes what the library serialised.
 
 use super::tap::FrameTap;
 use crate::arrival::{self, ClockPair};
@@ -10,7 +10,7 @@ use mio::net::TcpStream;
 use rustls::ClientConnection;
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -21,6 +21,25 @@ pub(crate) struct Transport {
     quickack: bool,
     /// Reads take the kernel's arrival stamps (the socket has SO_TIMESTAMPNS on).
     stamped: bool,
+    /// Under TLS, the arrival stamp of the latest socket read rustls made: the plaintext it
+    /// hands out was completed by that read or an earlier one.
+    tls_arrival: Option<i128>,
+}
+
+/// The socket as rustls reads it when reads are stamped: each read keeps its arrival stamp.
+struct StampedSocket<'a> {
+    fd: RawFd,
+    arrival: &'a mut Option<i128>,
+}
+
+impl Read for StampedSocket<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, stamp) = arrival::read_stamped(self.fd, buf)?;
+        if stamp.is_some() {
+            *self.arrival = stamp;
+        }
+        Ok(n)
+    }
 }
 
 impl Transport {
@@ -31,8 +50,7 @@ impl Transport {
         quickack: bool,
         stamped: bool,
     ) -> Self {
-        let stamped = stamped && tls.is_none();
-        Transport { stream, tls, tap, quickack, stamped }
+        Transport { stream, tls, tap, quickack, stamped, tls_arrival: None }
     }
 
     pub fn is_tls(&self) -> bool {
@@ -68,7 +86,7 @@ impl Transport {
     /// by its arrival stamp (placed through `clocks`, read at the wake-up) or by the read.
     /// `WouldBlock` when there is nothing; `Ok(0)` at the server's FIN or close_notify.
     pub fn read(&mut self, buf: &mut [u8], clocks: &mut ClockPair) -> io::Result<usize> {
-        if self.stamped {
+        if self.stamped && self.tls.is_none() {
             let (n, stamp) = arrival::read_stamped(self.stream.as_raw_fd(), buf)?;
             if n > 0 {
                 // Several streams share the socket, so no one request bounds the stamp from
@@ -85,7 +103,13 @@ impl Transport {
                     // Plaintext TLS already holds, or the server's close_notify (Ok(0)).
                     Ok(n) => n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        match tls.read_tls(&mut self.stream)? {
+                        let read = if self.stamped {
+                            let fd = self.stream.as_raw_fd();
+                            tls.read_tls(&mut StampedSocket { fd, arrival: &mut self.tls_arrival })?
+                        } else {
+                            tls.read_tls(&mut self.stream)?
+                        };
+                        match read {
                             0 => 0,
                             _ => {
                                 tls.process_new_packets().map_err(io::Error::other)?;
@@ -97,7 +121,9 @@ impl Transport {
                 },
             };
             if n > 0 {
-                self.received(&buf[..n], Instant::now());
+                let arrival = self.tls_arrival.filter(|_| self.stamped);
+                let now = arrival.map_or_else(Instant::now, |stamp| clocks.place(stamp));
+                self.received(&buf[..n], now);
             }
             return Ok(n);
         }
