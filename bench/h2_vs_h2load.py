@@ -15,11 +15,15 @@ Prints per tool the median req/s, requests per generator CPU-second (and the use
 split of that CPU) and peak RSS, then each ratio against issue 34's targets:
   req/s nodelay / best of (h2load, oha) >= 1.00,
   req/CPU-s nodelay/h2load >= 1.00, peak RSS nodelay/h2load <= 2.00.
-The same text goes to bench/out/h2_vs_h2load.txt.
+The same text goes to bench/out/h2_vs_h2load.txt (h2_vs_h2load_tls.txt under --tls).
 
 Usage: bench/h2_vs_h2load.py [--quick] [--rounds 5] [--seconds 5] [--connections 50]
-                             [--streams 10] [--no-build]
---quick: 2 rounds of 3 s. Exit status 0 when every target is met, 1 otherwise.
+                             [--streams 10] [--tls] [--epoll-too] [--no-build]
+--quick: 2 rounds of 3 s. --tls: nginx serves HTTP/2 over TLS (a self-signed certificate
+made by openssl for the run), chosen by ALPN; nodelay trusts it with --cacert, h2load does
+not check it, oha runs with --insecure. --epoll-too: a fourth tool, nodelay's classic loop
+(`--epoll`: woken for every ready socket, no batched waits), for an A/B of the waits.
+Exit status 0 when every target is met, 1 otherwise.
 """
 import argparse
 import json
@@ -44,8 +48,18 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_nginx(workdir):
-    """nginx h2c (prior knowledge) on core 0 serving a 13-byte file; returns (proc, url)."""
+def self_signed(workdir):
+    """A key and certificate for localhost, made by openssl; returns (cert, key) paths."""
+    cert, key = os.path.join(workdir, "cert.pem"), os.path.join(workdir, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+                    "-keyout", key, "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
+def start_nginx(workdir, tls):
+    """nginx HTTP/2 on core 0 serving a 13-byte file, h2c (prior knowledge) or over TLS
+    (`tls`: (cert, key)); returns (proc, url)."""
     port = free_port()
     www = os.path.join(workdir, "www")
     os.makedirs(www)
@@ -56,6 +70,7 @@ def start_nginx(workdir):
     temp = lambda name: os.path.join(workdir, name)
     # keepalive_requests also bounds the requests of an HTTP/2 connection since nginx 1.19.7
     # (http2_max_requests is gone): without it nginx sends GOAWAY after 1000 streams.
+    ssl = f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""
     with open(conf, "w") as f:
         f.write(f"""
 worker_processes 1;
@@ -72,7 +87,7 @@ http {{
   fastcgi_temp_path {temp('fastcgi')};
   uwsgi_temp_path {temp('uwsgi')};
   scgi_temp_path {temp('scgi')};
-  server {{ listen 127.0.0.1:{port} http2; root {www}; location / {{ }} }}
+  server {{ listen 127.0.0.1:{port} {'ssl ' if tls else ''}http2; root {www}; location / {{ }} {ssl} }}
 }}
 """)
     # nginx's SIGTERM (Popen.terminate) stops its workers too; SIGKILL would orphan them.
@@ -81,7 +96,7 @@ http {{
     while time.time() < deadline:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, f"http://127.0.0.1:{port}/index.html"
+            return proc, f"{'https://localhost' if tls else 'http://127.0.0.1'}:{port}/index.html"
         except OSError:
             time.sleep(0.05)
     proc.kill()
@@ -104,14 +119,20 @@ def result(requests, rps, user, system, rss):
     return dict(requests=requests, rps=rps, user=user, system=system, cpu=user + system, rss=rss)
 
 
-def run_nodelay(url, connections, streams, seconds):
+def run_nodelay(url, connections, streams, seconds, cacert, classic=False):
+    # Over TLS ALPN chooses HTTP/2 (--h2 is prior knowledge, for http:// only).
+    wire = ["--cacert", cacert] if cacert else ["--h2"]
+    loop = ["--epoll"] if classic else []
     out, user, system, rss = timed(
-        [NODELAY, "bench", "--h2", "--streams", str(streams), "-t", "1", "-c", str(connections),
+        [NODELAY, "bench", *wire, *loop, "--streams", str(streams), "-t", "1", "-c", str(connections),
          "-d", f"{seconds}s", "-q", "--json", url], "nodelay")
     report = json.loads(out)
     h2 = report.get("http2") or {}
-    if (report["settings"].get("http2") or {}).get("negotiated_by") != "prior-knowledge":
-        sys.exit(f"nodelay did not run HTTP/2 by prior knowledge: settings {report['settings'].get('http2')}")
+    negotiated = (report["settings"].get("http2") or {}).get("negotiated_by")
+    if negotiated != ("alpn" if cacert else "prior-knowledge"):
+        sys.exit(f"nodelay did not run HTTP/2 as asked: settings {report['settings'].get('http2')}")
+    if report["settings"]["batched_waits"] == classic:
+        sys.exit(f"nodelay's waits were not as asked (batched_waits {report['settings']['batched_waits']})")
     errors = {k: v for k, v in report["errors"].items() if v}
     statuses = report["status_counts"]
     if errors or set(statuses) != {"200"} or report["non_success_responses"] or h2.get("streams_reset"):
@@ -123,7 +144,7 @@ def run_nodelay(url, connections, streams, seconds):
     return run
 
 
-def run_h2load(url, connections, streams, seconds):
+def run_h2load(url, connections, streams, seconds, cacert):
     out, user, system, rss = timed(
         ["h2load", "-t", "1", "-c", str(connections), "-m", str(streams), "-D", str(seconds), url], "h2load")
     done = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
@@ -133,8 +154,8 @@ def run_h2load(url, connections, streams, seconds):
     protocol = re.search(r"Application protocol: (\S+)", out)
     if not (done and codes and rps):
         sys.exit(f"h2load's output was not understood:\n{out}")
-    if protocol and protocol.group(1) != "h2c":
-        sys.exit(f"h2load spoke {protocol.group(1)}, not h2c:\n{out}")
+    if protocol and protocol.group(1) != ("h2" if cacert else "h2c"):
+        sys.exit(f"h2load spoke {protocol.group(1)}, not HTTP/2 as asked:\n{out}")
     _, _, completed, succeeded, failed, errored, timeouts = map(int, done.groups())
     ok, *others = map(int, codes.groups())
     # The 2xx count can exceed `succeeded` by a stream whose HEADERS came before the deadline
@@ -150,11 +171,12 @@ def oha_binary():
     return found or (cargo_bin if os.access(cargo_bin, os.X_OK) else None)
 
 
-def run_oha(url, connections, streams, seconds):
+def run_oha(url, connections, streams, seconds, cacert):
     # Pinned to one core, tokio starts one worker thread (available_parallelism follows affinity).
+    insecure = ["--insecure"] if cacert else []
     out, user, system, rss = timed(
-        [oha_binary(), "--http2", "-c", str(connections), "-p", str(streams), "-z", f"{seconds}s", "--no-tui",
-         "--output-format", "json", url], "oha")
+        [oha_binary(), "--http2", *insecure, "-c", str(connections), "-p", str(streams), "-z", f"{seconds}s",
+         "--no-tui", "--output-format", "json", url], "oha")
     report = json.loads(out)
     statuses = report["statusCodeDistribution"]
     # With -z, requests cut off by the deadline are listed as errors; they are not failures.
@@ -171,6 +193,8 @@ def main():
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--streams", type=int, default=10, help="concurrent streams per connection")
+    parser.add_argument("--tls", action="store_true", help="HTTP/2 over TLS (ALPN) instead of h2c")
+    parser.add_argument("--epoll-too", action="store_true", help="also nodelay's classic loop (--epoll)")
     parser.add_argument("--no-build", action="store_true", help="use target/release/nodelay as it is")
     args = parser.parse_args()
     if args.quick:
@@ -185,13 +209,17 @@ def main():
         subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
 
     tools = {"nodelay": run_nodelay, "h2load": run_h2load, "oha": run_oha}
+    if args.epoll_too:
+        tools["nd --epoll"] = lambda *given: run_nodelay(*given, classic=True)
     runs = {name: [] for name in tools}
     workdir = tempfile.mkdtemp(prefix="nodelay-h2-bench-")
-    nginx, url = start_nginx(workdir)
+    tls = self_signed(workdir) if args.tls else None
+    cacert = tls[0] if tls else None
+    nginx, url = start_nginx(workdir, tls)
     try:
         for round_number in range(args.rounds):
             for name, run in tools.items():
-                runs[name].append(run(url, args.connections, args.streams, args.seconds))
+                runs[name].append(run(url, args.connections, args.streams, args.seconds, cacert))
             print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
     finally:
         nginx.terminate()
@@ -202,7 +230,7 @@ def main():
     say = lines.append
     med = lambda name, key: statistics.median(r[key] for r in runs[name])
     per_cpu = {n: statistics.median(r["requests"] / r["cpu"] for r in rs) for n, rs in runs.items()}
-    say(f"nginx h2c, 13-byte file, {args.connections} connections x {args.streams} streams, 1 generator "
+    say(f"nginx {'HTTP/2 over TLS' if tls else 'h2c'}, 13-byte file, {args.connections} connections x {args.streams} streams, 1 generator "
         f"thread, {args.seconds} s x {args.rounds} rounds (medians)")
     say("nginx (1 worker) on core 0, each generator on core 1")
     say(f"{'tool':<10}{'req/s':>10}{'req/CPU-s':>11}{'user':>8}{'system':>8}{'peak RSS':>11}")
@@ -226,6 +254,9 @@ def main():
     ]
     say("")
     failed = False
+    if args.epoll_too:
+        say(f"{'req/s nodelay/nodelay --epoll':<36}{med('nodelay', 'rps') / med('nd --epoll', 'rps'):>6.2f}")
+        say(f"{'req/CPU-s nodelay/nodelay --epoll':<36}{per_cpu['nodelay'] / per_cpu['nd --epoll']:>6.2f}")
     for label, ratio, sense, target in targets:
         ok = ratio >= target if sense == ">=" else ratio <= target
         failed |= not ok
@@ -233,8 +264,9 @@ def main():
     say(f"(best of h2load, oha by req/s: {best_name})")
     text = "\n".join(lines) + "\n"
     print("\n" + text, end="")
-    os.makedirs(os.path.dirname(OUT), exist_ok=True)
-    with open(OUT, "w") as f:
+    out_path = OUT.replace(".txt", "_tls.txt") if args.tls else OUT
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    with open(out_path, "w") as f:
         f.write(text)
     sys.exit(1 if failed else 0)
 
