@@ -35,7 +35,8 @@ struct StampedSocket<'a> {
 impl Read for StampedSocket<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let (n, stamp) = arrival::read_stamped(self.fd, buf)?;
-        if stamp.is_some() {
+        if n > 0 {
+            // A read without a stamp leaves none: an older one would time its bytes early.
             *self.arrival = stamp;
         }
         Ok(n)
