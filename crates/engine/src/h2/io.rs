@@ -10,7 +10,7 @@ use mio::net::TcpStream;
 use rustls::ClientConnection;
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -21,23 +21,25 @@ pub(crate) struct Transport {
     quickack: bool,
     /// Reads take the kernel's arrival stamps (the socket has SO_TIMESTAMPNS on).
     stamped: bool,
-    /// Under TLS, the arrival stamp of the latest socket read rustls made: the plaintext it
-    /// hands out was completed by that read or an earlier one.
-    tls_arrival: Option<i128>,
+    /// The arrival stamp of the latest socket read, when reads are stamped. Under TLS the
+    /// plaintext rustls hands out was completed by that read or an earlier one.
+    arrival: Option<i128>,
 }
 
-/// The socket as rustls reads it when reads are stamped: each read keeps its arrival stamp.
-struct StampedSocket<'a> {
-    fd: RawFd,
-    arrival: &'a mut Option<i128>,
+/// The socket as this loop and rustls read it: a stamped read keeps its arrival stamp.
+struct Socket<'a> {
+    stream: &'a mut TcpStream,
+    /// Where a stamped read leaves its stamp; `None` when reads are not stamped.
+    arrival: Option<&'a mut Option<i128>>,
 }
 
-impl Read for StampedSocket<'_> {
+impl Read for Socket<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (n, stamp) = arrival::read_stamped(self.fd, buf)?;
+        let Some(arrival) = &mut self.arrival else { return self.stream.read(buf) };
+        let (n, stamp) = arrival::read_stamped(self.stream.as_raw_fd(), buf)?;
         if n > 0 {
             // A read without a stamp leaves none: an older one would time its bytes early.
-            *self.arrival = stamp;
+            **arrival = stamp;
         }
         Ok(n)
     }
@@ -51,7 +53,7 @@ impl Transport {
         quickack: bool,
         stamped: bool,
     ) -> Self {
-        Transport { stream, tls, tap, quickack, stamped, tls_arrival: None }
+        Transport { stream, tls, tap, quickack, stamped, arrival: None }
     }
 
     pub fn is_tls(&self) -> bool {
@@ -87,43 +89,28 @@ impl Transport {
     /// by its arrival stamp (placed through `clocks`, read at the wake-up) or by the read.
     /// `WouldBlock` when there is nothing; `Ok(0)` at the server's FIN or close_notify.
     pub fn read(&mut self, buf: &mut [u8], clocks: &mut ClockPair) -> io::Result<usize> {
-        if self.stamped && self.tls.is_none() {
-            let (n, stamp) = arrival::read_stamped(self.stream.as_raw_fd(), buf)?;
-            if n > 0 {
-                // Several streams share the socket, so no one request bounds the stamp from
-                // below as HTTP/1.1's does; a clock step costs what arrival.rs says.
-                let now = stamp.map_or_else(Instant::now, |stamp| clocks.place(stamp));
-                self.received(&buf[..n], now);
-            }
-            return Ok(n);
-        }
         loop {
+            let arrival = self.stamped.then_some(&mut self.arrival);
+            let mut socket = Socket { stream: &mut self.stream, arrival };
             let n = match &mut self.tls {
-                None => self.stream.read(buf)?,
+                None => socket.read(buf)?,
                 Some(tls) => match tls.reader().read(buf) {
                     // Plaintext TLS already holds, or the server's close_notify (Ok(0)).
                     Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        let read = if self.stamped {
-                            let fd = self.stream.as_raw_fd();
-                            tls.read_tls(&mut StampedSocket { fd, arrival: &mut self.tls_arrival })?
-                        } else {
-                            tls.read_tls(&mut self.stream)?
-                        };
-                        match read {
-                            0 => 0,
-                            _ => {
-                                tls.process_new_packets().map_err(io::Error::other)?;
-                                continue;
-                            }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => match tls.read_tls(&mut socket)? {
+                        0 => 0,
+                        _ => {
+                            tls.process_new_packets().map_err(io::Error::other)?;
+                            continue;
                         }
-                    }
+                    },
                     Err(e) => return Err(e),
                 },
             };
             if n > 0 {
-                let arrival = self.tls_arrival.filter(|_| self.stamped);
-                let now = arrival.map_or_else(Instant::now, |stamp| clocks.place(stamp));
+                // Several streams share the socket, so no one request bounds the stamp from
+                // below as HTTP/1.1's does; a clock step costs what arrival.rs says.
+                let now = self.arrival.map_or_else(Instant::now, |stamp| clocks.place(stamp));
                 self.received(&buf[..n], now);
             }
             return Ok(n);
