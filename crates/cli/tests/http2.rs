@@ -471,7 +471,7 @@ fn h2c_asked_of_a_server_that_speaks_only_http11_is_said_in_words() {
 }
 
 /// The median latency of `-t 1 -c 4 --streams 1` runs against `url`, three rounds
-/// interleaved: the classic loop's (`--epoll`) and the batched loop's, each its middle run.
+/// interleaved: the classic loop's (`--epoll`) and the batched loop's, with every run's.
 fn classic_and_batched_p50(url: &str, flags: &[&str]) -> ([f64; 2], [Vec<f64>; 2]) {
     let run = |loop_flags: &[&str]| {
         bench(&[&["-t", "1", "-c", "4", "--streams", "1", "-d", "0.5s"], flags, loop_flags, &[url]].concat())
@@ -487,11 +487,7 @@ fn classic_and_batched_p50(url: &str, flags: &[&str]) -> ([f64; 2], [Vec<f64>; 2
             p50[which].push(common::ms(&report, "latency_ms", "p50"));
         }
     }
-    let middle = p50.clone().map(|mut runs| {
-        runs.sort_by(f64::total_cmp);
-        runs[1]
-    });
-    (middle, p50)
+    (common::median_runs(&p50), p50)
 }
 
 #[test]

@@ -266,10 +266,7 @@ fn a_held_response_is_timed_when_it_arrives_as_epoll_times_it() {
             assert_eq!(report["requests_completed"], 80, "{what} {event_loop}");
             p50[which].push(ms(&report, "latency_ms", "p50"));
         }
-        let [epoll, uring, batched_epoll] = p50.clone().map(|mut runs| {
-            runs.sort_by(f64::total_cmp);
-            runs[1]
-        });
+        let [epoll, uring, batched_epoll] = common::median_runs(&p50);
         assert!((35.0..60.0).contains(&epoll), "{what}: epoll p50 {epoll} ms");
         for (loop_name, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
             assert!(
@@ -564,11 +561,7 @@ fn every_loop_that_batches_its_waits_times_a_response_by_its_arrival() {
             p50[which].push(ms(&report, "latency_ms", "p50"));
         }
     }
-    eprintln!("EXP {p50:?}");
-    let [epoll, uring, batched_epoll] = p50.clone().map(|mut runs| {
-        runs.sort_by(f64::total_cmp);
-        runs[1]
-    });
+    let [epoll, uring, batched_epoll] = common::median_runs(&p50);
     for (loop_name, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
         assert!(
             batched < 0.7 * epoll,

@@ -347,6 +347,15 @@ pub fn ms(report: &serde_json::Value, section: &str, percentile: &str) -> f64 {
     report[section][percentile].as_f64().unwrap_or_else(|| panic!("{section}.{percentile} in {report}"))
 }
 
+/// The median of each loop's runs (the middle one of an odd count): one figure per loop,
+/// for judging loops run in interleaved rounds.
+pub fn median_runs<const LOOPS: usize>(runs: &[Vec<f64>; LOOPS]) -> [f64; LOOPS] {
+    runs.clone().map(|mut runs| {
+        runs.sort_by(f64::total_cmp);
+        runs[runs.len() / 2]
+    })
+}
+
 /// The value of a finding's evidence whose label starts with `label`; panics without one.
 pub fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
     finding["evidence"]
