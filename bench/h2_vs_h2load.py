@@ -202,7 +202,8 @@ def main():
     if min(args.rounds, args.seconds, args.connections, args.streams) < 1:
         parser.error("--rounds, --seconds, --connections and --streams must be at least 1")
     missing = [tool for tool, found in (("h2load", shutil.which("h2load")), ("oha", oha_binary()),
-                                        ("nginx", shutil.which("nginx"))) if not found]
+                                        ("nginx", shutil.which("nginx")),
+                                        ("openssl", shutil.which("openssl") or not args.tls)) if not found]
     if missing:
         sys.exit(f"missing {', '.join(missing)}: run scripts/setup.sh --bench")
     if not args.no_build:
