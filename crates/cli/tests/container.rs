@@ -27,10 +27,12 @@ fn containers_forbidden() -> Option<String> {
     })
 }
 
-/// Builds the image once; a failed build fails every test that needs it.
+/// Builds the image once per test process (cargo and podman make a second build cheap), one
+/// process at a time; a failed build fails every test that needs it.
 fn image() -> &'static str {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
+        let _building = common::MachineLock::take("container-image");
         let output = Command::new("bash")
             .arg(repository().join("scripts/image.sh"))
             .args(["--dev", "--tag", IMAGE])

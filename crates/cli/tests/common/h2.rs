@@ -40,28 +40,36 @@ pub fn grpc_server(args: &[&str]) -> Peer {
     start_peer(&grpc_server_binary(), args)
 }
 
-/// The binary of tests/peers/grpc_server (a Go module: grpc-go and protobuf), built once per
-/// test process with `go build` into CARGO_TARGET_TMPDIR. It is also a gRPC client:
-/// [`grpc_call`].
+/// The binary of tests/peers/grpc_server (a Go module: grpc-go and protobuf), built with
+/// `go build` into CARGO_TARGET_TMPDIR by the first test process that needs it, and again
+/// only when a file of the module is newer. It is also a gRPC client: [`grpc_call`].
 pub fn grpc_server_binary() -> String {
     static BUILT: OnceLock<String> = OnceLock::new();
     BUILT
         .get_or_init(|| {
+            let _building = super::MachineLock::take("peer-build");
             let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
             std::fs::create_dir_all(&dir).expect("peer build dir");
             let output = dir.join("grpc_server");
-            let built = Command::new("go")
-                .args(["build", "-buildvcs=false", "-o"])
-                .arg(&output)
-                .arg(".")
-                .current_dir(peer_script("grpc_server"))
-                .output()
-                .unwrap_or_else(|e| panic!("cannot run go build: {e}"));
-            assert!(
-                built.status.success(),
-                "go build of tests/peers/grpc_server failed (scripts/setup.sh downloads its modules):\n{}",
-                String::from_utf8_lossy(&built.stderr)
-            );
+            let module = peer_script("grpc_server");
+            let sources = std::fs::read_dir(&module).expect("tests/peers/grpc_server");
+            let fresh = sources.flatten().all(|entry| super::is_newer_than(&output, &entry.path()));
+            if !fresh {
+                let partial = dir.join(format!(".grpc_server.{}", std::process::id()));
+                let built = Command::new("go")
+                    .args(["build", "-buildvcs=false", "-o"])
+                    .arg(&partial)
+                    .arg(".")
+                    .current_dir(&module)
+                    .output()
+                    .unwrap_or_else(|e| panic!("cannot run go build: {e}"));
+                assert!(
+                    built.status.success(),
+                    "go build of tests/peers/grpc_server failed (scripts/setup.sh downloads its modules):\n{}",
+                    String::from_utf8_lossy(&built.stderr)
+                );
+                std::fs::rename(&partial, &output).expect("rename the built peer");
+            }
             output.to_string_lossy().into_owned()
         })
         .clone()

@@ -19,11 +19,49 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Held for its whole run by a test whose figures are latencies or CPU times compared across
-/// runs: tests of one file run in parallel on 2 cores, and a server that waits for a core
-/// (another test's Node, nginx, Python or bench) shows that wait, not what the test measures.
-pub fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static MACHINE: Mutex<()> = Mutex::new(());
-    MACHINE.lock().unwrap_or_else(|e| e.into_inner())
+/// runs: tests run side by side on 2 cores, and a server that waits for a core (another
+/// timing test's Node, nginx, Python or bench) shows that wait, not what the test measures.
+///
+/// Under cargo-nextest (scripts/test.sh), where every test is a process of its own, the
+/// `timing` test group of .config/nextest.toml schedules these tests, two at a time, and no
+/// test slot waits here; a test outside the group fails at once, so the group stays whole.
+/// Under `cargo test`, a lock on a file shared by every test process runs them one at a time.
+pub fn alone() -> Option<MachineLock> {
+    match std::env::var("NEXTEST_TEST_GROUP") {
+        Ok(group) => {
+            assert_eq!(
+                group, "timing",
+                "this test holds common::alone(): add it to the `timing` test group in .config/nextest.toml"
+            );
+            None
+        }
+        Err(_) => Some(MachineLock::take("alone")),
+    }
+}
+
+/// An exclusive `flock` on a file under the workspace's test scratch directory, shared by
+/// every test process of the run, until dropped; the kernel drops it if the holder dies.
+pub struct MachineLock {
+    _file: std::fs::File,
+}
+
+impl MachineLock {
+    pub fn take(name: &str) -> MachineLock {
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        // SAFETY: flock takes a file descriptor that `file` keeps open.
+        while unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            let error = std::io::Error::last_os_error();
+            assert_eq!(error.kind(), std::io::ErrorKind::Interrupted, "flock {}: {error}", path.display());
+        }
+        MachineLock { _file: file }
+    }
 }
 
 /// The smallest complete keep-alive response, for test servers written in the test.
@@ -183,33 +221,54 @@ fn build_once(source: &str, static_link: bool) -> String {
     if let Some(path) = built.get(&key) {
         return path.clone();
     }
+    // Every test is a process of its own under the runner: the first to need a peer builds
+    // it, the others wait on the lock and take the build it left, unless the source is newer.
+    let _building = MachineLock::take("peer-build");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("peer build dir");
     let stem = source.rsplit_once('.').map_or(source, |(stem, _)| stem);
     let output = dir.join(if static_link { format!("{stem}-static") } else { stem.to_string() });
     let path = peer_script(source);
-    let result = match source.rsplit_once('.').map(|(_, ext)| ext) {
-        Some("c") => {
-            let mut cc = Command::new("cc");
-            cc.args(["-O2", "-pthread"]);
-            if static_link {
-                cc.arg("-static");
-            }
-            must_run(cc.arg("-o").arg(&output).arg(&path).args(link_flags(&path)));
-            output.to_string_lossy().into_owned()
-        }
-        Some("go") => {
-            must_run(Command::new("go").args(["build", "-o"]).arg(&output).arg(&path));
-            output.to_string_lossy().into_owned()
-        }
-        Some("java") => {
-            must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path));
-            dir.to_string_lossy().into_owned()
-        }
+    let extension = source.rsplit_once('.').map(|(_, ext)| ext);
+    // What a build leaves: the binary, or (Java) the class named after the source.
+    let (product, result) = match extension {
+        Some("c" | "go") => (output.clone(), output.to_string_lossy().into_owned()),
+        Some("java") => (dir.join(format!("{stem}.class")), dir.to_string_lossy().into_owned()),
         _ => panic!("no rule to build {source}"),
     };
+    if !is_newer_than(&product, &path) {
+        // Built under another name, then renamed: a process that finds the product finds
+        // it whole.
+        let partial =
+            dir.join(format!(".{}.{}", output.file_name().unwrap().to_string_lossy(), std::process::id()));
+        match extension {
+            Some("c") => {
+                let mut cc = Command::new("cc");
+                cc.args(["-O2", "-pthread"]);
+                if static_link {
+                    cc.arg("-static");
+                }
+                must_run(cc.arg("-o").arg(&partial).arg(&path).args(link_flags(&path)));
+                std::fs::rename(&partial, &output).expect("rename the built peer");
+            }
+            Some("go") => {
+                must_run(Command::new("go").args(["build", "-o"]).arg(&partial).arg(&path));
+                std::fs::rename(&partial, &output).expect("rename the built peer");
+            }
+            _ => must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path)),
+        }
+    }
     built.insert(key, result.clone());
     result
+}
+
+/// Whether `built` exists and was written after `source` last changed.
+pub fn is_newer_than(built: &std::path::Path, source: &std::path::Path) -> bool {
+    let modified = |path: &std::path::Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+    match (modified(built), modified(source)) {
+        (Some(built), Some(source)) => built > source,
+        _ => false,
+    }
 }
 
 /// The linker flags a C source asks for on its ` * link: ...` comment line.

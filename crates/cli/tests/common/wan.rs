@@ -132,6 +132,29 @@ impl Link {
         assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "SIGCONT wan.py");
     }
 
+    /// The TCP counters of one side's namespace (`c` or `s`), all its connections together:
+    /// segments it resent, and segments of its own the peer reported as duplicates (D-SACK).
+    /// Each namespace is the link's alone, so these count only the test's traffic.
+    pub fn resend_counters(&self, side: char) -> ResendCounters {
+        let read = |file: &str| {
+            let output = self.in_namespace(side, "cat").arg(file).output().expect("run cat");
+            assert!(
+                output.status.success(),
+                "cat {file} in {side}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8_lossy(&output.stdout).into_owned()
+        };
+        ResendCounters {
+            resent_segments: proc_net_counter(&read("/proc/net/snmp"), "Tcp:", "RetransSegs"),
+            duplicate_reported_segments: proc_net_counter(
+                &read("/proc/net/netstat"),
+                "TcpExt:",
+                "TCPDSACKRecvSegs",
+            ),
+        }
+    }
+
     /// Waits (up to 10 s) until `count` TCP connections to `port` are established on the
     /// server's side.
     pub fn wait_for_server_connections(&self, port: u16, count: usize) {
@@ -170,4 +193,25 @@ impl Drop for Link {
         unsafe { libc::kill(self.forwarder.id() as i32, libc::SIGTERM) };
         let _ = self.forwarder.wait();
     }
+}
+
+/// One namespace's resends, from its kernel's counters ([`Link::resend_counters`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResendCounters {
+    pub resent_segments: u64,
+    /// Resent segments the peer already had: it said so with a D-SACK.
+    pub duplicate_reported_segments: u64,
+}
+
+/// A counter of /proc/net/snmp or /proc/net/netstat: a line of names after `prefix`, then a
+/// line of values after the same prefix.
+fn proc_net_counter(text: &str, prefix: &str, name: &str) -> u64 {
+    let mut rows = text.lines().filter(|line| line.starts_with(prefix));
+    while let (Some(names), Some(values)) = (rows.next(), rows.next()) {
+        if let Some(at) = names.split_whitespace().position(|n| n == name) {
+            let value = values.split_whitespace().nth(at).unwrap_or_else(|| panic!("{name} has no value"));
+            return value.parse().unwrap_or_else(|e| panic!("{name} = {value}: {e}"));
+        }
+    }
+    panic!("no {prefix} {name} in:\n{text}")
 }
