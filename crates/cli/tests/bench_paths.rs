@@ -191,7 +191,15 @@ fn a_path_that_stalls_without_losing_anything_has_no_retransmission_waits() {
         link.stall(std::time::Duration::from_millis(500));
         run.join().unwrap()
     });
-    // Ground truth from the kernel: segments resent, and reported as duplicates.
+    // Ground truth from both ends' kernels. Where the freeze lands decides which end resends:
+    // the client, when a request was on its way; the server, when a response was. So both
+    // namespaces' counters are read, and every resend was reported as a duplicate.
+    let client = link.resend_counters('c');
+    let server = link.resend_counters('s');
+    assert!(client.resent_segments + server.resent_segments >= 1, "nothing resent: {client:?} {server:?}");
+    assert_eq!(client.duplicate_reported_segments, client.resent_segments, "the client's: {client:?}");
+    assert_eq!(server.duplicate_reported_segments, server.resent_segments, "the server's: {server:?}");
+    // nodelay's figures are the client's kernel's.
     let resent = report["segments_resent"].as_u64().unwrap();
     let spurious: u64 = report["connections"]
         .as_array()
@@ -199,7 +207,8 @@ fn a_path_that_stalls_without_losing_anything_has_no_retransmission_waits() {
         .iter()
         .filter_map(|c| c["tcp_info"]["spurious_retransmits"].as_u64())
         .sum();
-    assert!(resent >= 1 && spurious == resent, "{resent} resent, {spurious} reported late: {report:#}");
+    assert!(spurious == resent, "{resent} resent, {spurious} reported late: {report:#}");
+    assert_eq!(resent, client.resent_segments, "{client:?}: {report:#}");
     assert!(report["latency_ms"]["max"].as_f64().unwrap() >= 400.0, "the stall held a response: {report:#}");
     assert_eq!(report["retransmission_waits"], 0, "{report:#}");
     assert!(!text.contains("retransmission timeout"), "{text}");
