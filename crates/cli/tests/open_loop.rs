@@ -36,6 +36,12 @@ fn quantile(report: &serde_json::Value, section: &str, key: &str) -> f64 {
 // one window gives r·P²/(2(1 − ρ)), so over the run
 //     mean = s + P² / (2·(1 − ρ)·T_eff),  i.e.  1 − ρ = P² / (2·T_eff·(mean − s)).
 //
+// On a busy machine a pause can last longer than the peer's 100 ms: the peer, or nodelay,
+// waits for a core when it ends. That delay adds to every request of the window, so the
+// pattern with a pause of P + d holds as well. The run shows its own worst d: its corrected
+// maximum is the longest pause plus one service time. Each quantile must lie between what a
+// pause of P and one of P + d imply (±10 %); on a quiet machine d is under a millisecond.
+//
 // The uncorrected latency counts from when the request was sent: on one connection only the
 // request in flight when the pause began waits (one in ~1000), so its p99 stays near s.
 const PAUSE_MS: f64 = 100.0;
@@ -45,13 +51,16 @@ const RATE: f64 = 1000.0;
 
 const PERIOD_EFFECTIVE_MS: f64 = RUN_S * 1000.0 / PAUSES_IN_RUN;
 
-/// 1 − ρ, from the run's mean corrected latency and its service time.
-fn drain_share(mean_ms: f64, service_ms: f64) -> f64 {
-    (PAUSE_MS * PAUSE_MS / (2.0 * PERIOD_EFFECTIVE_MS * (mean_ms - service_ms))).clamp(0.1, 1.0)
+/// 1 − ρ, from the run's mean corrected latency and its service time, for pauses of
+/// `pause_ms`.
+fn drain_share(pause_ms: f64, mean_ms: f64, service_ms: f64) -> f64 {
+    (pause_ms * pause_ms / (2.0 * PERIOD_EFFECTIVE_MS * (mean_ms - service_ms))).clamp(0.1, 1.0)
 }
 
-fn expected_corrected_ms(q: f64, service_ms: f64, drain_share: f64) -> f64 {
-    PAUSE_MS + service_ms - (1.0 - q) * drain_share * PERIOD_EFFECTIVE_MS
+/// The corrected quantile `q` that pauses of `pause_ms` imply, given the run's mean.
+fn expected_corrected_ms(q: f64, pause_ms: f64, mean_ms: f64, service_ms: f64) -> f64 {
+    let drain_share = drain_share(pause_ms, mean_ms, service_ms);
+    pause_ms + service_ms - (1.0 - q) * drain_share * PERIOD_EFFECTIVE_MS
 }
 
 #[test]
@@ -64,19 +73,25 @@ fn a_stop_the_world_pause_gives_the_corrected_percentiles_the_pattern_implies() 
     validate_against_schema("bench.schema.json", &report);
     let service_ms = quantile(&report, "latency_uncorrected_ms", "p50");
     assert!(service_ms < 5.0, "a request that did not meet a pause took {service_ms} ms");
-    let drain = drain_share(quantile(&report, "latency_ms", "mean"), service_ms);
+    let mean_ms = quantile(&report, "latency_ms", "mean");
+    let max_ms = quantile(&report, "latency_ms", "max");
+    assert!(max_ms >= 90.0, "{:#}", report["latency_ms"]);
+    // The longest pause the run met, beyond the peer's own: the core it waited for.
+    let longest_pause_ms = (max_ms - service_ms).max(PAUSE_MS);
     for (key, q) in [("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
-        let expected = expected_corrected_ms(q, service_ms, drain);
+        let nominal = expected_corrected_ms(q, PAUSE_MS, mean_ms, service_ms);
+        let longest = expected_corrected_ms(q, longest_pause_ms, mean_ms, service_ms);
+        // A longer pause read off the same mean drains faster: the low quantiles can fall.
+        let (low, high) = (nominal.min(longest), nominal.max(longest));
         let measured = quantile(&report, "latency_ms", key);
         assert!(
-            (measured - expected).abs() <= 0.1 * expected,
-            "corrected {key}: measured {measured:.2} ms, the pause pattern implies {expected:.2} ms (±10 %; \
-             s {service_ms:.3} ms, ρ {:.3})\n{:#}",
-            1.0 - drain,
+            measured >= 0.9 * low && measured <= 1.1 * high,
+            "corrected {key}: measured {measured:.2} ms, pauses of {PAUSE_MS} to {longest_pause_ms:.2} ms imply \
+             {low:.2} to {high:.2} ms (±10 %; s {service_ms:.3} ms, ρ {:.3})\n{:#}",
+            1.0 - drain_share(PAUSE_MS, mean_ms, service_ms),
             report["latency_ms"]
         );
     }
-    assert!(quantile(&report, "latency_ms", "max") >= 90.0, "{:#}", report["latency_ms"]);
     let uncorrected_p99 = quantile(&report, "latency_uncorrected_ms", "p99");
     assert!(
         uncorrected_p99 < 10.0,
