@@ -268,10 +268,16 @@ fn a_held_response_is_timed_when_it_arrives_as_epoll_times_it() {
         }
         let [epoll, uring, batched_epoll] = common::median_runs(&p50);
         assert!((35.0..60.0).contains(&epoll), "{what}: epoll p50 {epoll} ms");
+        // The loops agree as closely as one loop's runs agree with each other: 2 ms on a
+        // quiet machine, the widest spread of one loop's three runs on a busy one.
+        let spread = p50.iter().map(|runs| {
+            runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
+        });
+        let tolerance = spread.fold(2.0, f64::max);
         for (loop_name, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
             assert!(
-                (batched - epoll).abs() <= 2.0,
-                "{what}: p50 {batched} ms with {loop_name}, {epoll} ms with epoll: {p50:?}"
+                (batched - epoll).abs() <= tolerance,
+                "{what}: p50 {batched} ms with {loop_name}, {epoll} ms with epoll (within {tolerance:.2} ms): {p50:?}"
             );
         }
     }

@@ -45,13 +45,9 @@ fn across_with(rtt_ms: f64, extra: &[&str]) {
     let ids = finding_ids(&healthy);
     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     // On a lossy path a lost segment may cost the twin a retransmission timeout, named as
-    // such; nothing else may be said of it.
-    let expected: &[&[&str]] =
-        if lossy { &[&["healthy"], &["retransmission-timeout"]] } else { &[&["healthy"]] };
-    assert!(
-        expected.contains(&ids.as_slice()),
-        "twin at {rtt_ms} ms ({twin_ms:.2} ms): {ids:?}\n{healthy:#}"
-    );
+    // such (a lost SYN and a lost response are two findings); nothing else may be said of it.
+    let only_losses = lossy && !ids.is_empty() && ids.iter().all(|id| *id == "retransmission-timeout");
+    assert!(ids == ["healthy"] || only_losses, "twin at {rtt_ms} ms ({twin_ms:.2} ms): {ids:?}\n{healthy:#}");
     if ids != ["healthy"] {
         return;
     }
@@ -70,9 +66,11 @@ fn across_with(rtt_ms: f64, extra: &[&str]) {
 
     let stalled = doctor(&link, nagle.port);
     let ids = finding_ids(&stalled);
-    let allowed = if lossy { 2 } else { 1 };
+    // Beside the hold, a lossy path's retransmission timeouts: a lost SYN, lost responses.
     assert!(
-        ids.len() <= allowed && ids[1..].iter().all(|id| id == "retransmission-timeout"),
+        !ids.is_empty()
+            && (lossy || ids.len() == 1)
+            && ids[1..].iter().all(|id| id == "retransmission-timeout"),
         "Nagle server at {rtt_ms} ms ({nagle_ms:.2} ms): {ids:?}\n{stalled:#}"
     );
     assert!(
