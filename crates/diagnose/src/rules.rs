@@ -8,7 +8,9 @@ use crate::expect::expect_continue_wait;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
-use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
+use crate::phase::{
+    Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS, extra_flights,
+};
 use crate::server::server_findings;
 use crate::symptom::{REMOVED_FRACTION, Symptom, proof, proof_of};
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
@@ -21,8 +23,12 @@ const SLOW_FIRST_BYTE_MS: f64 = 10.0;
 /// milliseconds of the server's are not what the user waits for.
 const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
 /// An experiment that changed only the window's start costs a round trip when its median
-/// total grew by at least this share of the round trip.
+/// total grew by at least this share of the round trip...
 const EXTRA_ROUND_TRIP_SHARE: f64 = 0.75;
+/// ...and by at least this share of the round trips a window of 10 segments, doubling each
+/// round trip, takes for the response: a real restart from the initial window costs them
+/// all, a path whose forwarder paused once (a busy machine) costs one.
+const MODELLED_ROUND_TRIPS_SHARE: f64 = 0.5;
 /// Responses that waited a retransmission timeout are named from this share on (one in
 /// twenty: the 95th percentile is then the loss's).
 const RETRANSMISSION_SHARE: f64 = 0.05;
@@ -785,7 +791,8 @@ fn window_findings(observations: &Observations, baseline: &PhaseSummary) -> Vec<
         // A fresh connection's total includes its handshake: one round trip not counted here.
         let handshake = summary.connect_p50_ms.filter(|_| !summary.reuses_connections).unwrap_or(0.0);
         let extra = summary.total_p50_ms - handshake - baseline.total_p50_ms;
-        if extra < rtt * EXTRA_ROUND_TRIP_SHARE {
+        let modelled_rounds = f64::from(extra_flights(size, baseline.mss_bytes));
+        if extra < rtt * EXTRA_ROUND_TRIP_SHARE.max(MODELLED_ROUND_TRIPS_SHARE * modelled_rounds) {
             continue;
         }
         let rounds = (extra / rtt).round().max(1.0);
@@ -1174,6 +1181,10 @@ mod tests {
         assert!(findings[1].title.contains("(3 round trips)"), "{}", findings[1].title);
         // A sender that keeps its window (BBR, or the sysctl off) shows nothing after idle.
         observations.experiments[1] = large(Some(Experiment::AfterIdle), 41.0, 43.0, false);
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::InitialWindowLimited]);
+        // Nor one round trip more, where a restart from 10 segments costs three: a path that
+        // held a flight once (a busy machine's forwarder) measured 9 ms at 10 ms.
+        observations.experiments[1] = large(Some(Experiment::AfterIdle), 41.0, 82.0, false);
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::InitialWindowLimited]);
     }
 
