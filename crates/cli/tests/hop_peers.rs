@@ -286,30 +286,37 @@ fn cpu_seconds(pid: u32) -> f64 {
     ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
 
-/// p50 latency (ms) of 200 requests on one connection and the server's CPU per request (ms).
-fn work_server(mode: &str) -> (f64, f64) {
+/// Of 200 requests on one connection: the p50 latency, the server's CPU per request, and how
+/// long its threads waited for a CPU per request (the server view's figures; a busy machine's
+/// cores are taken), all in ms.
+fn work_server(mode: &str) -> (f64, f64, f64) {
     let server = python_peer("work_server.py", &["--mode", mode, "--ms", "2"]);
     let before = cpu_seconds(server.pid());
     let report = bench_one_connection(&server.url("/"), 200);
     let cpu_per_request_ms = (cpu_seconds(server.pid()) - before) * 1e3 / 200.0;
     assert_eq!(report["connections_opened"], 1, "{report:#}");
-    (ms(&report, "latency_ms", "p50"), cpu_per_request_ms)
+    let view = &report["server_view"];
+    let wall_ms = view["wall_s"].as_f64().expect("the server view's wall_s") * 1e3;
+    let threads = view["threads"].as_array().expect("the server view's threads");
+    let waited_ms: f64 =
+        threads.iter().filter_map(|t| t["waiting_for_cpu_share"].as_f64()).sum::<f64>() * wall_ms;
+    (ms(&report, "latency_ms", "p50"), cpu_per_request_ms, waited_ms / 200.0)
 }
 
 #[test]
 fn burn_server_answers_in_2ms_of_cpu() {
     let _alone = alone();
-    let (p50, cpu) = work_server("burn");
-    // 2 ms of CPU plus Python's ~0.2 ms (measured 2.2-2.3 ms on an idle machine); a busy
-    // machine delays a CPU-bound handler, hence the room.
-    assert!((2.0..5.0).contains(&p50), "p50 {p50} ms");
+    let (p50, cpu, waited) = work_server("burn");
+    // 2 ms of CPU plus Python's ~0.2 ms (measured 2.2-2.3 ms on an idle machine), and on a
+    // busy machine what the handler waited for a core (4.9 ms of a 7.1 ms p50, measured).
+    assert!(p50 >= 2.0 && p50 < 5.0 + waited, "p50 {p50} ms, {waited:.2} ms of it waiting for a CPU");
     assert!(cpu >= 1.5, "CPU {cpu} ms per request");
 }
 
 #[test]
 fn sleep_server_answers_in_2ms_without_cpu() {
     let _alone = alone();
-    let (p50, cpu) = work_server("sleep");
-    assert!((2.0..5.0).contains(&p50), "p50 {p50} ms");
+    let (p50, cpu, waited) = work_server("sleep");
+    assert!(p50 >= 2.0 && p50 < 5.0 + waited, "p50 {p50} ms, {waited:.2} ms of it waiting for a CPU");
     assert!(cpu < 1.0, "CPU {cpu} ms per request");
 }

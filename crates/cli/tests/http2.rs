@@ -376,7 +376,16 @@ fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the
             "grpc-go, calls over 30 ms of 900: one connection {shared}, 30 connections {spread}"
         );
         let url = format!("http://{address}");
-        let report = link.nodelay(&[&call[..], &["--streams", "30", &url]].concat()).json();
+        // The doctor's baseline is 300 calls in about ten flights of the window: a loss of
+        // 2 % per packet spares all of them now and then (a run on a busy machine: 300
+        // calls, no segment resent). The claim is about a baseline that lost a segment, so
+        // the test runs the doctor until one did, four times at most.
+        let lost_a_segment =
+            |report: &serde_json::Value| report["phases"][0]["loss_holes"].as_u64() > Some(0);
+        let report = (0..4)
+            .map(|_| link.nodelay(&[&call[..], &["--streams", "30", &url]].concat()).json())
+            .find(lost_a_segment)
+            .expect("four doctor runs over a 2 % lossy path and no baseline lost a segment");
         assert_eq!(common::finding_ids(&report)[0], "h2-head-of-line-loss", "{report:#}");
         let finding = common::finding(&report, "h2-head-of-line-loss");
         assert_eq!(finding["proven"], true, "{finding:#}");

@@ -7,7 +7,7 @@ mod support;
 use nodelay_host::{HostError, SamplerPace, ServerView, ServerWatch, Target, Upstream};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-use support::{Draining, Server, alone, echoing_listener, wait_until};
+use support::{Draining, Server, alone, echoing_listener, private_network, wait_until};
 
 fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> ServerView {
     let watch = ServerWatch::start(target).unwrap();
@@ -141,6 +141,8 @@ fn the_runs_own_connects_come_off_the_namespace_count() {
 #[test]
 fn brief_upstream_connections_after_a_still_second_are_met() {
     let _alone = alone();
+    // The sampler slows once the namespace stands still for a second: a namespace of its own.
+    private_network();
     let brief = Draining::start();
     let mut server = Server::spawn();
     let watch = slowed_watch(&server);
@@ -164,6 +166,8 @@ fn brief_upstream_connections_after_a_still_second_are_met() {
 #[test]
 fn a_run_ending_early_brings_back_the_quick_pace() {
     let _alone = alone();
+    // The sampler slows once the namespace stands still for a second: a namespace of its own.
+    private_network();
     let server = Server::spawn();
     let watch = slowed_watch(&server);
     let (taken, told) = (watch.samples_taken(), Instant::now());

@@ -250,6 +250,20 @@ pub fn alone() -> std::sync::MutexGuard<'static, ()> {
     TABLES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Moves the calling thread into a network namespace of its own with loopback up, for a test
+/// that needs the namespace still: the server it then starts, its upstreams, the connections
+/// and the namespace's TCP counters are the test's alone. In the machine's namespace other
+/// programs open connections (a laptop's browser every second, another test's peers), and a
+/// sampler that slows only once the count has stood still for a second never slows. Threads
+/// and processes started from this thread afterwards are in the namespace too.
+pub fn private_network() {
+    // SAFETY: unshare(2) takes flags only; CLONE_NEWNET moves the calling thread alone.
+    let moved = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+    assert_eq!(moved, 0, "unshare(CLONE_NEWNET): {} (the test needs root)", io::Error::last_os_error());
+    let up = Command::new("ip").args(["link", "set", "lo", "up"]).status().expect("run ip");
+    assert!(up.success(), "ip link set lo up in the test's namespace failed");
+}
+
 /// Polls `done` until it holds; fails the test after 10 s.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
