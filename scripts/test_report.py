@@ -50,13 +50,19 @@ def read_junit(path):
     return binaries, tests
 
 
-def nextest_counts(path):
-    """(passed, failed, skipped) from nextest's closing line, or None if it never ran."""
+def read_text(path):
+    """A log's text, or None when the phase that writes it never ran."""
     try:
-        text = open(path, errors="replace").read()
+        with open(path, errors="replace") as log:
+            return log.read()
     except OSError:
         return None
-    found = NEXTEST_SUMMARY.findall(text)
+
+
+def nextest_counts(path):
+    """(passed, failed, skipped) from nextest's closing line, or None if it never ran."""
+    text = read_text(path)
+    found = NEXTEST_SUMMARY.findall(text) if text is not None else []
     if not found:
         return None
     counts = {"passed": 0, "failed": 0, "skipped": 0}
@@ -75,11 +81,8 @@ def doctest_counts(path):
     if path == "-":
         return 0, 0, 0
     passed = failed = ignored = 0
-    try:
-        text = open(path, errors="replace").read()
-    except OSError:
-        return None
-    results = LIBTEST_RESULT.findall(text)
+    text = read_text(path)
+    results = LIBTEST_RESULT.findall(text) if text is not None else []
     if not results:
         return None
     for p, f, i in results:

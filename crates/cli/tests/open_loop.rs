@@ -120,16 +120,13 @@ fn the_asked_rate_is_achieved_and_closed_loop_has_no_uncorrected_column() {
     // The slot at the end is not the run's: 0, or 1 when the last slot fell due while every
     // connection of a thread was busy (one per thread, as counted before, would be 2 here).
     assert!(report["requests_due_not_sent"].as_u64().unwrap() <= 1, "{report:#}");
-    // A healthy server: corrected and uncorrected agree closely. The sends' lag behind the
-    // schedule comes from the machine's delays in waking the loop, which the round trip
-    // meets too: within 1 ms plus the uncorrected p50 (0.1-0.2 ms on a quiet machine; 1.0 ms
-    // beside one busy process per core, with a lag of 1.35 ms).
+    // A healthy server: corrected and uncorrected agree. Their difference is the loop's lag
+    // behind its schedule, which is the machine's: under 1 ms on a quiet one (bench/open_loop.py
+    // holds that target, pinned), 1.4 and 2.3 ms beside one busy process per core; 10 ms is
+    // what a correction counting from a stale schedule (the run's start) could not meet.
     let (corrected, uncorrected) =
         (quantile(&report, "latency_ms", "p50"), quantile(&report, "latency_uncorrected_ms", "p50"));
-    assert!(
-        uncorrected <= corrected && corrected < 2.0 * uncorrected + 1.0,
-        "{corrected} vs {uncorrected} ms"
-    );
+    assert!(uncorrected <= corrected && corrected < uncorrected + 10.0, "{corrected} vs {uncorrected} ms");
 
     let closed = nodelay(&["bench", "--json", "-c", "1", "-n", "20", &server.url("/")]);
     let closed_report = closed.json();
