@@ -395,9 +395,9 @@ fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the
         let spread_phase = &report["phases"][1];
         assert_eq!(spread_phase["name"], "one-stream-per-connection");
         assert_eq!(spread_phase["loss_held"], 0, "one stream a connection shares no wait");
-        let (before, after) =
-            (baseline["total_p50_ms"].as_f64().unwrap(), spread_phase["total_p50_ms"].as_f64().unwrap());
-        assert!(after < before, "p50 {before} ms -> {after} ms");
+        // Not the p50s: with a tenth of the calls held, the median is the path's round trip
+        // either way, and beside one busy process per core the spread phase's came out 0.9 ms
+        // higher (25.4 -> 26.3 ms). The held calls above are what moves.
         // Control on the same path: one stream a connection has nothing to hold.
         let alone = link.nodelay(&[&call[..], &["--streams", "1", &url]].concat()).json();
         assert!(!common::finding_ids(&alone).contains(&"h2-head-of-line-loss".to_string()), "{alone:#}");
