@@ -39,8 +39,13 @@ fn quantile(report: &serde_json::Value, section: &str, key: &str) -> f64 {
 // On a busy machine a pause can last longer than the peer's 100 ms: the peer, or nodelay,
 // waits for a core when it ends. That delay adds to every request of the window, so the
 // pattern with a pause of P + d holds as well. The run shows its own worst d: its corrected
-// maximum is the longest pause plus one service time. Each quantile must lie between what a
-// pause of P and one of P + d imply (±10 %); on a quiet machine d is under a millisecond.
+// maximum is the longest pause plus one service time. And ρ read off the mean is an average:
+// where cores come and go (other tests, other programs) the backlog drains fast in one window
+// and slowly in the next, and the quantiles follow neither alone. What holds whatever the
+// machine does: no backlog drains faster than at once (ρ = 0), so a quantile is at least
+// P + s − (1 − q)·T_eff (p95 44 ms), and at most what the longest pause with the measured ρ
+// implies. Each must lie in that band (±10 %). A correction that is missing or counts from
+// the send puts p95 near s, far below it.
 //
 // The uncorrected latency counts from when the request was sent: on one connection only the
 // request in flight when the pause began waits (one in ~1000), so its p99 stays near s.
@@ -81,8 +86,9 @@ fn a_stop_the_world_pause_gives_the_corrected_percentiles_the_pattern_implies() 
     for (key, q) in [("p95", 0.95), ("p99", 0.99), ("p999", 0.999)] {
         let nominal = expected_corrected_ms(q, PAUSE_MS, mean_ms, service_ms);
         let longest = expected_corrected_ms(q, longest_pause_ms, mean_ms, service_ms);
-        // A longer pause read off the same mean drains faster: the low quantiles can fall.
-        let (low, high) = (nominal.min(longest), nominal.max(longest));
+        // The backlog gone at once: nothing drains faster.
+        let low = PAUSE_MS + service_ms - (1.0 - q) * PERIOD_EFFECTIVE_MS;
+        let high = nominal.max(longest);
         let measured = quantile(&report, "latency_ms", key);
         assert!(
             measured >= 0.9 * low && measured <= 1.1 * high,
