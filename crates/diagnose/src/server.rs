@@ -22,8 +22,8 @@ pub const WORKING_SHARE: f64 = 0.4;
 const BESIDE_REQUESTS: f64 = 1.2;
 /// ...and so is one on a CPU or waiting for one more than this times each request's median
 /// time: more than a busy machine's long tail puts between the mean (what the counters give
-/// per request) and the median (a JVM's JIT thread, on a busy machine, was on a CPU 4.6 ms
-/// and waited 14.5 ms of each 3.8 ms request).
+/// per request) and the median. (Not yet enough for a JVM's JIT thread on a busy machine,
+/// on a CPU 117 % of each request's time with little wait of its own: issue 44's note.)
 const RUNNABLE_BESIDE_REQUESTS: f64 = 3.0;
 /// Below this much CPU per request, one request's CPU is no latency worth a finding (under
 /// load the ceiling tells more: bench). 1.5 ms caps one thread near 670 requests/s.
