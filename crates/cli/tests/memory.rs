@@ -27,17 +27,13 @@ const PEAK_RSS_MAX_KIB: i64 = 128 * 1024;
 fn canned_peer() -> &'static str {
     static BUILT: OnceLock<String> = OnceLock::new();
     BUILT.get_or_init(|| {
-        // Test processes share the build: the first builds, the others wait and take it.
-        let _building = common::MachineLock::take("peer-build");
         let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("canned_peer");
         let source = repo_root().join("bench/canned_peer.c");
-        if !common::is_newer_than(&binary, &source) {
-            let partial = binary.with_extension(std::process::id().to_string());
+        common::build_fresh(&binary, std::slice::from_ref(&source), |partial| {
             let status =
-                Command::new("cc").arg("-O2").arg("-o").arg(&partial).arg(&source).status().expect("run cc");
+                Command::new("cc").arg("-O2").arg("-o").arg(partial).arg(&source).status().expect("run cc");
             assert!(status.success(), "cc {} failed", source.display());
-            std::fs::rename(&partial, &binary).expect("rename the built peer");
-        }
+        });
         binary.to_string_lossy().into_owned()
     })
 }

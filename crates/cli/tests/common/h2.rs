@@ -47,18 +47,16 @@ pub fn grpc_server_binary() -> String {
     static BUILT: OnceLock<String> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let _building = super::MachineLock::take("peer-build");
             let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
             std::fs::create_dir_all(&dir).expect("peer build dir");
             let output = dir.join("grpc_server");
             let module = peer_script("grpc_server");
-            let sources = std::fs::read_dir(&module).expect("tests/peers/grpc_server");
-            let fresh = sources.flatten().all(|entry| super::is_newer_than(&output, &entry.path()));
-            if !fresh {
-                let partial = dir.join(format!(".grpc_server.{}", std::process::id()));
+            let entries = std::fs::read_dir(&module).expect("tests/peers/grpc_server");
+            let sources: Vec<PathBuf> = entries.flatten().map(|entry| entry.path()).collect();
+            super::build_fresh(&output, &sources, |partial| {
                 let built = Command::new("go")
                     .args(["build", "-buildvcs=false", "-o"])
-                    .arg(&partial)
+                    .arg(partial)
                     .arg(".")
                     .current_dir(&module)
                     .output()
@@ -68,8 +66,7 @@ pub fn grpc_server_binary() -> String {
                     "go build of tests/peers/grpc_server failed (scripts/setup.sh downloads its modules):\n{}",
                     String::from_utf8_lossy(&built.stderr)
                 );
-                std::fs::rename(&partial, &output).expect("rename the built peer");
-            }
+            });
             output.to_string_lossy().into_owned()
         })
         .clone()

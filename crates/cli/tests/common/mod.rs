@@ -221,45 +221,57 @@ fn build_once(source: &str, static_link: bool) -> String {
     if let Some(path) = built.get(&key) {
         return path.clone();
     }
-    // Every test is a process of its own under the runner: the first to need a peer builds
-    // it, the others wait on the lock and take the build it left, unless the source is newer.
-    let _building = MachineLock::take("peer-build");
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("peers");
     std::fs::create_dir_all(&dir).expect("peer build dir");
     let stem = source.rsplit_once('.').map_or(source, |(stem, _)| stem);
     let output = dir.join(if static_link { format!("{stem}-static") } else { stem.to_string() });
     let path = peer_script(source);
-    let extension = source.rsplit_once('.').map(|(_, ext)| ext);
-    // What a build leaves: the binary, or (Java) the class named after the source.
-    let (product, result) = match extension {
-        Some("c" | "go") => (output.clone(), output.to_string_lossy().into_owned()),
-        Some("java") => (dir.join(format!("{stem}.class")), dir.to_string_lossy().into_owned()),
-        _ => panic!("no rule to build {source}"),
-    };
-    if !is_newer_than(&product, &path) {
-        // Built under another name, then renamed: a process that finds the product finds
-        // it whole.
-        let partial =
-            dir.join(format!(".{}.{}", output.file_name().unwrap().to_string_lossy(), std::process::id()));
-        match extension {
-            Some("c") => {
+    let result = match source.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("c") => {
+            build_fresh(&output, std::slice::from_ref(&path), |partial| {
                 let mut cc = Command::new("cc");
                 cc.args(["-O2", "-pthread"]);
                 if static_link {
                     cc.arg("-static");
                 }
-                must_run(cc.arg("-o").arg(&partial).arg(&path).args(link_flags(&path)));
-                std::fs::rename(&partial, &output).expect("rename the built peer");
-            }
-            Some("go") => {
-                must_run(Command::new("go").args(["build", "-o"]).arg(&partial).arg(&path));
-                std::fs::rename(&partial, &output).expect("rename the built peer");
-            }
-            _ => must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path)),
+                must_run(cc.arg("-o").arg(partial).arg(&path).args(link_flags(&path)));
+            });
+            output.to_string_lossy().into_owned()
         }
-    }
+        Some("go") => {
+            build_fresh(&output, std::slice::from_ref(&path), |partial| {
+                must_run(Command::new("go").args(["build", "-o"]).arg(partial).arg(&path));
+            });
+            output.to_string_lossy().into_owned()
+        }
+        Some("java") => {
+            // javac writes its classes into the directory itself: the class named after the
+            // source tells whether it is fresh.
+            let _building = MachineLock::take("peer-build");
+            if !is_newer_than(&dir.join(format!("{stem}.class")), &path) {
+                must_run(Command::new("javac").arg("-d").arg(&dir).arg(&path));
+            }
+            dir.to_string_lossy().into_owned()
+        }
+        _ => panic!("no rule to build {source}"),
+    };
     built.insert(key, result.clone());
     result
+}
+
+/// Builds `output` from `sources` unless it is newer than every one of them. Every test is a
+/// process of its own under the runner: the first to need a build makes it, the others wait
+/// on the lock and take it. `build` writes to the path it is given, renamed to `output` once
+/// whole, so a process that finds `output` finds it complete.
+pub fn build_fresh(output: &std::path::Path, sources: &[PathBuf], build: impl FnOnce(&std::path::Path)) {
+    let _building = MachineLock::take("peer-build");
+    if sources.iter().all(|source| is_newer_than(output, source)) {
+        return;
+    }
+    let name = output.file_name().expect("a file name").to_string_lossy();
+    let partial = output.with_file_name(format!(".{name}.{}", std::process::id()));
+    build(&partial);
+    std::fs::rename(&partial, output).unwrap_or_else(|e| panic!("rename {}: {e}", partial.display()));
 }
 
 /// Whether `built` exists and was written after `source` last changed.
