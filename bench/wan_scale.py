@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A high-latency path at scale (issue 32, item 5): nodelay and wrk side by side over
-../shared/tools/wan.py at 40 ms RTT with 1000 connections.
+nodelay-path (crates/netpath) at 40 ms RTT with 1000 connections.
 
 nginx (13-byte file, keep-alive) runs in the link's server namespace, each generator (one
 thread) in its client namespace, the tools alternating for --rounds. Per tool: requests/s
@@ -9,8 +9,8 @@ against c / RTT (every connection busy, one request per round trip: 25,000/s at 
 namespace: from each connection's first SYN to its SYN-ACK (what connect() waits for), as
 p50 / p90 / p99 / max, and the time to open them all (first SYN to last SYN-ACK). nodelay's
 own connect_ms percentiles are shown beside them, the capture being the ground truth.
-wan.py moves every packet through a Python process: what the link itself carries is shown
-by the best of the tools, and the target's ratio is read against that too.
+nodelay-path moves every packet through a user-space process: what the link itself carries
+is shown by the best of the tools, and the target's ratio is read against that too.
 
 Target: req/s nodelay >= 0.95 x c / RTT (and, as the link allows, >= 0.95 x wrk's).
 Needs root (namespaces), nginx, wrk, tcpdump. Usage:
@@ -30,17 +30,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
-WAN = os.path.join(ROOT, "..", "shared", "tools", "wan.py")
+WAN = os.path.join(ROOT, "target", "release", "nodelay-path")
 SERVER_IP, CLIENT_IP, PORT = "10.211.0.2", "10.211.0.1", 8080
 
 
 def link_up(rtt, name):
-    link = subprocess.Popen(["python3", WAN, "up", "--rtt", rtt, "--name", name], stdout=subprocess.PIPE,
+    link = subprocess.Popen([WAN, "up", "--rtt", rtt, "--name", name], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     line = link.stdout.readline()
     if not line.startswith("READY"):
         link.kill()
-        sys.exit(f"wan.py did not come up: {line!r}")
+        sys.exit(f"nodelay-path did not come up: {line!r}")
     return link
 
 
@@ -178,7 +178,7 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
 
     ideal = args.connections / rtt_s
-    print(f"\nnginx over wan.py, RTT {args.rtt}, {args.connections} connections, 1 generator thread, "
+    print(f"\nnginx over nodelay-path, RTT {args.rtt}, {args.connections} connections, 1 generator thread, "
           f"{args.seconds} s x {args.rounds} rounds (medians)")
     print(f"{'tool':<9}{'req/s':>9}{'/ c/RTT':>9}   connect ms (capture) p50 / p90 / p99 / max   open all   "
           "own connect_ms p50 / p99")

@@ -27,11 +27,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("load", &["wire", "engine", "diagnose", "host", "report"]),
     ("doctor", &["engine", "diagnose", "host", "report", "load"]),
     ("watch", &["capture", "host"]),
+    ("netpath", &[]),
     (
         "cli",
         &[
             "wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor",
-            "watch",
+            "watch", "netpath",
         ],
     ),
 ];
@@ -100,7 +101,9 @@ fn the_cli_is_a_thin_shell() {
         for path in std::fs::read_dir(&folder).unwrap().flatten().map(|entry| entry.path()) {
             if path.is_dir() {
                 folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("path_main.rs") {
+                // path_main.rs is the nodelay-path binary's, a tool of its own over
+                // crates/netpath: the cap holds the `nodelay` command to its libraries.
                 lines += std::fs::read_to_string(&path).unwrap().lines().count();
             }
         }

@@ -1,4 +1,4 @@
-//! `nodelay bench` across real network paths (`shared/tools/wan.py`: two namespaces, a link
+//! `nodelay bench` across real network paths (`nodelay-path`: two namespaces, a link
 //! of 10 or 40 ms round trip, real TCP on both ends) and on loopback. An independent client
 //! (Python's http.client) takes the ground truth first; then bench's JSON `path_rtt_ms` (the
 //! lowest TCP_INFO `min_rtt` of its connections) must be the link's round trip and its p50
@@ -177,7 +177,7 @@ fn a_lossy_path_counts_its_retransmission_waits_apart() {
     eprintln!("10 ms, 5 % loss: {resent} segments resent, {waits} responses waited an RTO\n{text}");
 }
 
-/// A path that stalls (wan.py frozen for 500 ms) loses nothing: the kernel resends segments
+/// A path that stalls (the forwarder frozen for 500 ms) loses nothing: the kernel resends segments
 /// it thinks lost, the server reports each as a duplicate (D-SACK), and no response is said
 /// to have waited a retransmission timeout.
 #[test]

@@ -412,7 +412,7 @@ fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the
 
 #[test]
 fn a_path_that_stalls_without_losing_anything_is_not_called_a_loss() {
-    // wan.py frozen for 500 ms mid-run: every packet waits and arrives, none is lost. Our
+    // The path frozen for 500 ms mid-run: every packet waits and arrives, none is lost. Our
     // kernel resends the requests it thinks lost, and the server reports each duplicate
     // (D-SACK) a round trip after its held replies ended our pause.
     let link = common::wan::Link::up("10ms", &[]);

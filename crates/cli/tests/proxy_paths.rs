@@ -1,4 +1,4 @@
-//! `nodelay proxy` across real network paths (`shared/tools/wan.py`: two namespaces, a link
+//! `nodelay proxy` across real network paths (`nodelay-path`: two namespaces, a link
 //! of 20 or 40 ms round trip, real TCP on both ends). The relay runs in the client's
 //! namespace in front of an upstream one path away: Python's http.server with Nagle on (head
 //! and body in two sends) and its TCP_NODELAY twin. An independent client (Python's

@@ -1,4 +1,4 @@
-//! The doctor across real network paths (`shared/tools/wan.py`: two namespaces, a link of
+//! The doctor across real network paths (`nodelay-path`: two namespaces, a link of
 //! 2, 10 or 40 ms round trip, real TCP on both ends). The same Python server with Nagle on
 //! (head and body in two sends) and its TCP_NODELAY twin; an independent client (Python's
 //! http.client) takes the ground truth first, then the doctor must agree with it: the twin
@@ -31,7 +31,7 @@ fn across(rtt_ms: f64) {
     across_with(rtt_ms, &[]);
 }
 
-/// The same across a path with wan.py's `extra` options (jitter, loss).
+/// The same across a path with nodelay-path's `extra` options (jitter, loss).
 fn across_with(rtt_ms: f64, extra: &[&str]) {
     // Latencies, on 2 cores with a user-space link: one path at a time.
     let _alone = common::alone();

@@ -1,16 +1,16 @@
-//! A real network path for a test: `shared/tools/wan.py` joins two network namespaces with
-//! a user-space link of a chosen round trip (real TCP on both ends), torn down when the
-//! `Link` is dropped. Servers run in the server's namespace, nodelay and the independent
-//! client in the client's. Needs root, as CI has.
+//! A real network path for a test: `nodelay-path` (crates/netpath, this repository's own)
+//! joins two network namespaces with a user-space link of a chosen round trip (real TCP on
+//! both ends), torn down when the `Link` is dropped. Servers run in the server's namespace,
+//! nodelay and the independent client in the client's. Needs root, as CI has. The link
+//! forwards at real-time priority, so a busy machine does not lengthen the path.
 
-use super::{Peer, Run, peer_script, repo_root, start_command};
+use super::{Peer, Run, peer_script, start_command};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Instant;
 
-/// The server's address on every link (wan.py gives each pair of namespaces the same two).
+/// The server's address on every link (each pair of namespaces has the same two).
 pub const SERVER_IP: &str = "10.211.0.2";
 
 /// A path between two fresh network namespaces.
@@ -19,14 +19,8 @@ pub struct Link {
     name: String,
 }
 
-fn wan_py() -> PathBuf {
-    let path = repo_root().join("../shared/tools/wan.py");
-    assert!(path.exists(), "{} is missing: the WAN tests need shared/ beside the repository", path.display());
-    path
-}
-
 impl Link {
-    /// Brings up a path of `rtt` (`10ms`) with wan.py's `extra` options (`--loss 2`); returns
+    /// Brings up a path of `rtt` (`10ms`) with nodelay-path's `extra` options (`--loss 2`); returns
     /// once it forwards. Names are unique per process and link, so tests run side by side.
     pub fn up(rtt: &str, extra: &[&str]) -> Link {
         static NEXT: AtomicU32 = AtomicU32::new(0);
@@ -36,26 +30,24 @@ impl Link {
             std::process::id() % 1_000_000,
             NEXT.fetch_add(1, Ordering::SeqCst) % 100
         );
-        // wan.py's own messages go to a file: its threads complain as the link is torn
-        // down, which is noise, but they are what to read when the link never comes up.
-        let log_path = std::env::temp_dir().join(format!("nodelay-wan-{name}.log"));
-        let log = std::fs::File::create(&log_path).expect("wan.py's log file");
-        let mut forwarder = Command::new("python3")
-            .arg(wan_py())
-            .args(["up", "--rtt", rtt, "--name", &name])
+        // Its messages go to a file: they are what to read when the link never comes up.
+        let log_path = std::env::temp_dir().join(format!("nodelay-path-{name}.log"));
+        let log = std::fs::File::create(&log_path).expect("nodelay-path's log file");
+        let mut forwarder = Command::new(env!("CARGO_BIN_EXE_nodelay-path"))
+            .args(["up", "--with-parent", "--rtt", rtt, "--name", &name])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(log)
             .spawn()
-            .expect("start wan.py");
+            .expect("start nodelay-path");
         let mut stdout = BufReader::new(forwarder.stdout.take().expect("piped stdout"));
         let mut line = String::new();
         while !line.starts_with("READY") {
             line.clear();
             if stdout.read_line(&mut line).unwrap_or(0) == 0 {
                 let said = std::fs::read_to_string(&log_path).unwrap_or_default();
-                panic!("wan.py exited before the link was up:\n{said}");
+                panic!("nodelay-path exited before the link was up:\n{said}");
             }
         }
         let _ = std::fs::remove_file(&log_path);
@@ -122,14 +114,14 @@ impl Link {
         String::from_utf8_lossy(&output.stdout).trim().parse().expect("a median in ms")
     }
 
-    /// Stops the link for `duration` (wan.py frozen with SIGSTOP): packets wait, none is
+    /// Stops the link for `duration` (the forwarder frozen with SIGSTOP): packets wait, none is
     /// lost, as on a path that stalls.
     pub fn stall(&self, duration: std::time::Duration) {
         let pid = self.forwarder.id() as i32;
         // SAFETY: kill has no memory preconditions; the PID is our own child's.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "SIGSTOP wan.py");
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "SIGSTOP nodelay-path");
         std::thread::sleep(duration);
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "SIGCONT wan.py");
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "SIGCONT nodelay-path");
     }
 
     /// The TCP counters of one side's namespace (`c` or `s`), all its connections together:
@@ -189,7 +181,7 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        // SIGTERM: wan.py deletes both namespaces, then exits.
+        // SIGTERM: nodelay-path deletes both namespaces, then exits.
         unsafe { libc::kill(self.forwarder.id() as i32, libc::SIGTERM) };
         let _ = self.forwarder.wait();
     }
