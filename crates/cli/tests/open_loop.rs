@@ -123,9 +123,19 @@ fn the_asked_rate_is_achieved_and_closed_loop_has_no_uncorrected_column() {
         nodelay(&["bench", "--json", "--rate", "1000", "-c", "4", "-d", "2s", &server.url("/")]).json();
     let achieved = report["requests_per_second"].as_f64().unwrap();
     assert!((achieved / RATE - 1.0).abs() <= 0.01, "{achieved} req/s for 1000 asked");
-    // The slot at the end is not the run's: 0, or 1 when the last slot fell due while every
+    // Every slot of the schedule (2 s at 1000/s) is answered, unsent or in flight at the end.
+    let count = |field: &str| report[field].as_u64().unwrap_or_else(|| panic!("{field}: {report:#}"));
+    let due_not_sent = count("requests_due_not_sent");
+    let slots = count("requests_completed") + due_not_sent + count("requests_unfinished");
+    assert!(slots.abs_diff(2000) <= 1, "{slots} slots: {report:#}");
+    // A slot goes unsent only when all four connections are busy, which takes a response
+    // slower than three slots (3 ms): on a busy machine the server, starved, gives some. Else
+    // the slot at the end is not the run's: 0, or 1 when the last slot fell due while every
     // connection of a thread was busy (one per thread, as counted before, would be 2 here).
-    assert!(report["requests_due_not_sent"].as_u64().unwrap() <= 1, "{report:#}");
+    let slowest_ms = quantile(&report, "latency_uncorrected_ms", "max");
+    if slowest_ms < 3.0 {
+        assert!(due_not_sent <= 1, "{report:#}");
+    }
     // A healthy server: corrected and uncorrected agree. Their difference is the loop's lag
     // behind its schedule, which is the machine's: under 1 ms on a quiet one (bench/open_loop.py
     // holds that target, pinned), 1.4 and 2.3 ms beside one busy process per core; 10 ms is

@@ -51,8 +51,8 @@ pub(crate) fn forward(mut source: File, mut destination: File, mut schedule: Sch
 fn wait_readable(source: &File, timeout: Option<std::time::Duration>) -> io::Result<()> {
     let mut poll = libc::pollfd { fd: source.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     let timespec = timeout.map(|timeout| libc::timespec {
-        tv_sec: timeout.as_secs() as libc::time_t,
-        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        tv_sec: timeout.as_secs().try_into().unwrap_or(i32::MAX.into()),
+        tv_nsec: timeout.subsec_nanos().into(),
     });
     let timespec_pointer = timespec.as_ref().map_or(std::ptr::null(), |timespec| timespec as *const _);
     // SAFETY: one valid pollfd for the call; the timespec, when given, outlives the call; no

@@ -119,7 +119,9 @@ impl Drop for Path {
 /// Moves the calling thread to real-time FIFO scheduling, with no timer slack; says whether
 /// the kernel allowed it.
 fn become_realtime() -> bool {
-    let parameters = libc::sched_param { sched_priority: FORWARDER_PRIORITY };
+    // SAFETY: sched_param is plain integers (musl adds fields glibc lacks): zeroes are valid.
+    let mut parameters: libc::sched_param = unsafe { std::mem::zeroed() };
+    parameters.sched_priority = FORWARDER_PRIORITY;
     // SAFETY: pid 0 is the calling thread; the parameters live for the call.
     let scheduled = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &parameters) } == 0;
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer; 1 ns is the least slack.
