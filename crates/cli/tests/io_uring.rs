@@ -170,11 +170,15 @@ fn against_a_server_of_one_request_at_a_time_io_uring_measures_what_epoll_does()
             figures[2][which].push(report["requests_per_second"].as_f64().unwrap());
         }
     }
+    // Six comparisons at once: each at 0.05 / 6 (Bonferroni), so that the six together call
+    // a difference where there is none at most 5 % of the time. At 0.05 each, a loaded
+    // machine's noise failed one of them (p90, p = 0.041) in about one run of four.
+    const COMPARISONS: f64 = 6.0;
     for (name, [epoll, uring, batched_epoll]) in ["p50 ms", "p90 ms", "req/s"].iter().zip(&figures) {
         for (what, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
             let difference = compare_rounds(epoll, batched).unwrap();
             assert!(
-                !difference.is_real(),
+                !(difference.is_real() && difference.p_value < 0.05 / COMPARISONS),
                 "{name}: {what} {batched:?} against epoll {epoll:?}: {difference:?}"
             );
         }
@@ -210,6 +214,7 @@ fn an_open_loop_schedule_is_kept_with_either_loop() {
     let _alone = alone();
     // 200 req/s for 3 s: 600 requests, due every 5 ms. Open loop holds out for nothing, so
     // io_uring (asked for: the default for open loop is epoll) must send as epoll does.
+    let mut epoll_lag_ms = None;
     for (flags, event_loop) in [(&[][..], "epoll"), (&["--io-uring"][..], "io_uring")] {
         let (url, arrivals) = arrivals_server();
         let mut args = vec!["--rate", "200", "-d", "3s"];
@@ -239,10 +244,26 @@ fn an_open_loop_schedule_is_kept_with_either_loop() {
         // off when another process takes the core.
         let median_off = off_ms[off_ms.len() / 2];
         assert!(median_off < 0.25, "{event_loop}: half the requests within {median_off:.3} ms of their slot");
-        // Sent when due: the median time from when due is the median time from the write.
+        // Sent when due: the median time from when due is the median time from the write,
+        // give or take the loop's lag behind its schedule. That lag is the machine's (0.57 ms
+        // for epoll beside a busy process per core, under 0.1 ms on a quiet machine), so
+        // io_uring is held to epoll's of the same run: a loop holding out for completions
+        // would add its wait (up to 500 µs) to every send. The machine's lag moves between
+        // the two runs by about the spread of this run's sends (median_off) either way.
         let (corrected, uncorrected) =
             (ms(&report, "latency_ms", "p50"), ms(&report, "latency_uncorrected_ms", "p50"));
-        assert!(corrected - uncorrected < 0.5, "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms");
+        let lag_ms = corrected - uncorrected;
+        assert!(
+            lag_ms < 5.0,
+            "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms: a stale schedule"
+        );
+        match epoll_lag_ms {
+            None => epoll_lag_ms = Some(lag_ms),
+            Some(epoll) => assert!(
+                lag_ms < epoll + 0.5 + 2.0 * median_off,
+                "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms; epoll lagged {epoll:.3} ms"
+            ),
+        }
     }
 }
 
