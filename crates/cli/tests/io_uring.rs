@@ -290,11 +290,16 @@ fn a_held_response_is_timed_when_it_arrives_as_epoll_times_it() {
         let [epoll, uring, batched_epoll] = common::median_runs(&p50);
         assert!((35.0..60.0).contains(&epoll), "{what}: epoll p50 {epoll} ms");
         // The loops agree as closely as one loop's runs agree with each other: 2 ms on a
-        // quiet machine, the widest spread of one loop's three runs on a busy one.
+        // quiet machine, the widest spread of one loop's three runs on a busy one. The stall
+        // ends on the delayed-ACK timer, which fires on a kernel tick (4 ms at this kernel's
+        // HZ=250): a run's p50 falls on one tick or the next (43.9 or 47.9 ms), so two loops'
+        // medians of three may be a tick apart with no difference between the loops.
+        const TIMER_TICK_MS: f64 = 4.0;
         let spread = p50.iter().map(|runs| {
             runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
         });
-        let tolerance = spread.fold(2.0, f64::max);
+        let timer = if what == "stall" { TIMER_TICK_MS + 0.5 } else { 0.0 };
+        let tolerance = spread.fold(2.0, f64::max).max(timer);
         for (loop_name, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
             assert!(
                 (batched - epoll).abs() <= tolerance,
@@ -526,9 +531,11 @@ fn a_connection_closed_under_io_uring_is_released_at_once() {
     assert_eq!(report["requests_completed"], 200);
     assert_eq!(report["connections_opened"], 200);
     // A connection counts until the server's thread for it sees the FIN, so a few closed ones
-    // overlap the next ones: the epoll loop, too, peaks at 7 to 9 here.
+    // overlap the next ones: the epoll loop, too, peaks at 7 to 9 here, and 17 with the
+    // server's threads kept from the cores by a busy process per core. Held polls would
+    // keep all 200 open; a quarter of that is far from both.
     let most = most_open.load(Ordering::SeqCst);
-    assert!(most <= 16, "the server had {most} connections open at once for -c 4");
+    assert!(most < 50, "the server had {most} connections open at once for -c 4");
 }
 
 /// nodelay run with io_uring_setup refused (EPERM), as `kernel.io_uring_disabled=2` or a
