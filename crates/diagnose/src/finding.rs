@@ -214,6 +214,21 @@ pub struct Finding {
     pub fix: Vec<Fix>,
 }
 
+/// A fact the run measured that costs the measured workload nothing, said under the verdict
+/// rather than as a finding: what a fresh connection would cost a client that keeps its
+/// connections alive, as this one does. Never changes the verdict or the exit status.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Note {
+    /// The finding it would be if the workload paid it.
+    pub id: FindingId,
+    /// One line: what was measured, what it would cost, and why it costs nothing here.
+    pub title: String,
+    /// The measured facts that show it.
+    pub evidence: Vec<Evidence>,
+    /// The experiment that measured it.
+    pub proof: Vec<Proof>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::FindingId::{self, *};

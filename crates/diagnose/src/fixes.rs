@@ -194,21 +194,6 @@ pub fn initial_window() -> Vec<Fix> {
     ]
 }
 
-/// What slow start after idle costs, and what removes it.
-pub const SLOW_START_AFTER_IDLE_SUMMARY: &str = "On the server, sysctl -w net.ipv4.tcp_slow_start_after_idle=0 \
-     (its connections keep their window across idle gaps), or keep the connection busy.";
-
-/// Where slow start after idle is turned off.
-pub fn slow_start_after_idle() -> Vec<Fix> {
-    vec![
-        fix("Linux (the server)", "sysctl -w net.ipv4.tcp_slow_start_after_idle=0 (per network namespace)"),
-        fix(
-            "any client",
-            "send within the connection's RTO, or warm an idle connection with a small request",
-        ),
-    ]
-}
-
 /// What to do about packets lost on the path.
 pub const RETRANSMISSION_SUMMARY: &str = "Find where the path drops packets (a saturated link or queue, a \
      policer, Wi-Fi, a bad cable); `nstat -az TcpRetransSegs TcpTimeouts` on either end counts them. Each loss costs a \

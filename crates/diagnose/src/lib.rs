@@ -30,6 +30,7 @@ mod suggest;
 mod symptom;
 mod timers;
 mod waiting;
+mod window;
 
 pub use capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
@@ -37,7 +38,7 @@ pub use capture::{
 };
 pub use closing::closes_after_each_response;
 pub use errors::MAX_ERROR_SHARE;
-pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
+pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};
 pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
 pub use phase::{
@@ -53,3 +54,4 @@ pub use server::{
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};
+pub use window::window_notes;

@@ -8,13 +8,11 @@ use crate::expect::expect_continue_wait;
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::hops::unrequested_keep_alive;
-use crate::phase::{
-    Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS, extra_flights,
-};
+use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::{server_findings, works_through};
 use crate::symptom::{REMOVED_FRACTION, Symptom, proof, proof_of};
 use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
-use nodelay_engine::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
+use nodelay_engine::path::RTO_MIN_MS;
 
 /// A median first byte later than this (less the path's round trip) makes the server "slow
 /// to answer"...
@@ -22,13 +20,6 @@ const SLOW_FIRST_BYTE_MS: f64 = 10.0;
 /// ...when it is also at least this share of the round trip: beside a long path, a few
 /// milliseconds of the server's are not what the user waits for.
 const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
-/// An experiment that changed only the window's start costs a round trip when its median
-/// total grew by at least this share of the round trip...
-const EXTRA_ROUND_TRIP_SHARE: f64 = 0.75;
-/// ...and by at least this share of the round trips a window of 10 segments, doubling each
-/// round trip, takes for the response: a real restart from the initial window costs them
-/// all, a path whose forwarder paused once (a busy machine) costs one.
-const MODELLED_ROUND_TRIPS_SHARE: f64 = 0.5;
 /// Responses that waited a retransmission timeout are named from this share on (one in
 /// twenty: the 95th percentile is then the loss's).
 const RETRANSMISSION_SHARE: f64 = 0.05;
@@ -167,7 +158,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     }
     findings.extend(connection_per_request(&baseline));
     findings.extend(retransmission_timeout(observations, &baseline));
-    findings.extend(window_findings(observations, &baseline));
+    findings.extend(crate::window::paid_window(&baseline));
     let http2 = crate::http2::findings(observations, &baseline);
     if http2.iter().any(|f| f.id == FindingId::H2FlowControlWindow && f.proven) {
         // The pauses in the body were the waits for WINDOW_UPDATE: the window explains them.
@@ -776,106 +767,6 @@ fn retransmission_timeout(observations: &Observations, baseline: &PhaseSummary) 
     })
 }
 
-/// Across a path, a response larger than the initial window costs extra round trips where
-/// the sender's window starts small: on a fresh connection (`initial-window-limited`) and,
-/// where the sender restarts slow start after idle, on a keep-alive connection left idle
-/// longer than its RTO (`slow-start-after-idle`). Each is proven by its experiment: the same
-/// request with only the connection's freshness, or an idle gap, changed.
-fn window_findings(observations: &Observations, baseline: &PhaseSummary) -> Vec<Finding> {
-    let rtt = baseline.judged_rtt_ms();
-    if rtt <= 0.0 || !baseline.beyond_initial_window() || !baseline.reuses_connections {
-        return Vec::new();
-    }
-    let window_bytes = INITIAL_WINDOW_SEGMENTS * baseline.mss_bytes;
-    let size = baseline.response_bytes_p50;
-    let mut findings = Vec::new();
-    let checks = [
-        (Experiment::NewConnectionPerRequest, FindingId::InitialWindowLimited),
-        (Experiment::AfterIdle, FindingId::SlowStartAfterIdle),
-    ];
-    for (experiment, id) in checks {
-        let Some(phase) = observations.experiment(experiment) else { continue };
-        let summary = phase.summary();
-        if summary.steady_responses < 3 || !summary.reliable {
-            continue;
-        }
-        // A fresh connection's total includes its handshake: one round trip not counted here.
-        let handshake = summary.connect_p50_ms.filter(|_| !summary.reuses_connections).unwrap_or(0.0);
-        let extra = summary.total_p50_ms - handshake - baseline.total_p50_ms;
-        let modelled_rounds = f64::from(extra_flights(size, baseline.mss_bytes));
-        if extra < rtt * EXTRA_ROUND_TRIP_SHARE.max(MODELLED_ROUND_TRIPS_SHARE * modelled_rounds) {
-            continue;
-        }
-        let rounds = (extra / rtt).round().max(1.0);
-        let mut evidence = vec![
-            Evidence::new("median response size", size as f64, "bytes"),
-            Evidence::new("initial window (10 segments of the server's MSS)", window_bytes as f64, "bytes"),
-            Evidence::new("median total on the warm keep-alive connection", baseline.total_p50_ms, "ms"),
-            Evidence::new("path round trip (client TCP_INFO min_rtt)", rtt, "ms"),
-            Evidence::new("extra time per response", extra, "ms"),
-            Evidence::new("extra round trips per response", rounds, "count"),
-        ];
-        let (title, fix_summary, fix) = if id == FindingId::InitialWindowLimited {
-            evidence.insert(
-                3,
-                Evidence::new(
-                    "median total on a fresh connection, less its handshake",
-                    summary.total_p50_ms - handshake,
-                    "ms",
-                ),
-            );
-            (
-                format!(
-                    "On a fresh connection a {:.0} KB response takes {extra:.1} ms more ({rounds:.0} round trips): the \
-                     server's window starts at 10 segments ({:.0} KB) and grows one round trip at a time",
-                    size as f64 / 1024.0,
-                    window_bytes as f64 / 1024.0
-                ),
-                fixes::INITIAL_WINDOW_SUMMARY,
-                fixes::initial_window(),
-            )
-        } else {
-            evidence.insert(3, Evidence::new("median total after an idle gap", summary.total_p50_ms, "ms"));
-            (
-                format!(
-                    "After an idle gap a {:.0} KB response takes {extra:.1} ms more ({rounds:.0} round trips) on the same \
-                     keep-alive connection: the server restarts slow start on a connection idle longer than its RTO",
-                    size as f64 / 1024.0
-                ),
-                fixes::SLOW_START_AFTER_IDLE_SUMMARY,
-                fixes::slow_start_after_idle(),
-            )
-        };
-        findings.push(Finding {
-            id,
-            title,
-            proven: true,
-            confidence: if rounds >= 2.0 { Confidence::High } else { Confidence::Medium },
-            evidence,
-            proof: vec![Proof {
-                kind: ProofKind::Experiment,
-                experiment: experiment.describe().into(),
-                baseline_p50_ms: baseline.total_p50_ms,
-                experiment_p50_ms: summary.total_p50_ms,
-                removed: false,
-                result: format!(
-                    "p50 {:.2} ms -> {:.2} ms{}: {extra:.1} ms more, {rounds:.0} round trips of {rtt:.1} ms",
-                    baseline.total_p50_ms,
-                    summary.total_p50_ms,
-                    if handshake > 0.0 {
-                        format!(" (of which a {handshake:.2} ms handshake)")
-                    } else {
-                        String::new()
-                    }
-                ),
-            }],
-            fix_summary: fix_summary.into(),
-            fix,
-        });
-    }
-    findings
-}
-
 /// Too many baseline requests failed: whatever the rest shows is no verdict.
 fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
     let (errors, attempts) = (baseline.errors, baseline.attempts);
@@ -1206,17 +1097,37 @@ mod tests {
         observations.experiments.push(large(Some(Experiment::NewConnectionPerRequest), 82.0, 245.0, true));
         assert_eq!(next_experiment(&observations), Some(Experiment::AfterIdle));
         observations.experiments.push(large(Some(Experiment::AfterIdle), 41.0, 164.0, false));
-        let findings = diagnose(&observations);
-        assert_eq!(ids(&findings), vec![FindingId::InitialWindowLimited, FindingId::SlowStartAfterIdle]);
-        assert!(findings[0].title.contains("(4 round trips)"), "{}", findings[0].title);
-        assert!(findings[1].title.contains("(3 round trips)"), "{}", findings[1].title);
+        // The baseline's client keeps its connection alive and busy: it pays neither, so the
+        // verdict is healthy and what a fresh or idle connection would cost is a note.
+        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+        let notes = crate::window::window_notes(&observations);
+        let note_ids: Vec<FindingId> = notes.iter().map(|n| n.id).collect();
+        assert_eq!(note_ids, vec![FindingId::InitialWindowLimited, FindingId::SlowStartAfterIdle]);
+        assert!(notes[0].title.contains("4 more round trips"), "{}", notes[0].title);
+        assert!(notes[0].title.contains("as this client does"), "{}", notes[0].title);
+        assert!(notes[1].title.contains("3 more round trips"), "{}", notes[1].title);
+        let note_ids = |observations: &Observations| -> Vec<FindingId> {
+            crate::window::window_notes(observations).iter().map(|n| n.id).collect()
+        };
         // A sender that keeps its window (BBR, or the sysctl off) shows nothing after idle.
         observations.experiments[1] = large(Some(Experiment::AfterIdle), 41.0, 43.0, false);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::InitialWindowLimited]);
+        assert_eq!(note_ids(&observations), vec![FindingId::InitialWindowLimited]);
         // Nor one round trip more, where a restart from 10 segments costs three: a path that
         // held a flight once (a busy machine's forwarder) measured 9 ms at 10 ms.
         observations.experiments[1] = large(Some(Experiment::AfterIdle), 41.0, 82.0, false);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::InitialWindowLimited]);
+        assert_eq!(note_ids(&observations), vec![FindingId::InitialWindowLimited]);
+
+        // A workload of a connection per request pays the window on every response: a finding,
+        // shown by the response's own time from first byte to last (four round trips).
+        let paying = Observations { baseline: large(None, 82.0, 245.0, true), ..observe(GET, Vec::new()) };
+        let findings = diagnose(&paying);
+        let limited = findings.iter().find(|f| f.id == FindingId::InitialWindowLimited).expect("the finding");
+        assert!(limited.title.contains("(4 round trips)"), "{}", limited.title);
+        assert_eq!((limited.proven, limited.confidence), (false, Confidence::High));
+        assert!(crate::window::window_notes(&paying).is_empty());
+        // Its responses all in one flight (a window already open, or a small one): nothing.
+        let one_flight = Observations { baseline: large(None, 82.0, 84.0, true), ..observe(GET, Vec::new()) };
+        assert!(!ids(&diagnose(&one_flight)).contains(&FindingId::InitialWindowLimited));
     }
 
     #[test]

@@ -302,6 +302,7 @@ pub(crate) fn examine_within(
         findings,
         &skipped,
     );
+    report.notes = nodelay_diagnose::window_notes(&observations);
     report.interrupted = stop::requested();
     report.tls = workload.tls.as_ref().map(|client| TlsNegotiated::of(client, observations.baseline.tls));
     report.try_fix = try_fix_report;

@@ -4,7 +4,7 @@
 use crate::model::series::{SpectrumPoint, spectrum_ms};
 use crate::model::server_view::ServerViewReport;
 use crate::model::status::SuccessStatuses;
-use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Observations, Phase, PhaseSummary};
+use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Note, Observations, Phase, PhaseSummary};
 use nodelay_engine::TcpInfo;
 use nodelay_host::ProcessInfo;
 use serde::Serialize;
@@ -51,6 +51,10 @@ pub struct DoctorReport {
     pub phases: Vec<PhaseReport>,
     /// What the doctor found, with evidence, proof and fixes.
     pub findings: Vec<Finding>,
+    /// Facts measured that the measured workload does not pay (what a fresh or idle
+    /// connection would cost a client that keeps its connections alive and busy): said
+    /// under the verdict, which they never change. Empty when there are none.
+    pub notes: Vec<Note>,
     /// Experiments the budget left no time for.
     pub skipped_experiments: Vec<String>,
     /// The server's `Server` header (printable ASCII), which names its stack when it sends one.
@@ -250,6 +254,7 @@ impl DoctorReport {
                 .chain(observations.fix_trial.as_ref().map(PhaseReport::fix_trial))
                 .collect(),
             findings,
+            notes: Vec::new(),
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
             server: observations.baseline.server_header.clone(),
             error_page: ErrorPage::from_baseline(&observations.baseline),

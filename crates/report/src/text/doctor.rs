@@ -172,6 +172,10 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
     };
     let interrupted = if r.interrupted { " (interrupted)" } else { "" };
     out.push_str(&wrap(&format!("verdict: {}{of_what}{interrupted}", ids.join(", ")), width, "", "  "));
+    // Facts the measured workload does not pay: under the verdict, which they do not change.
+    for note in &r.notes {
+        out.push_str(&wrap(&format!("note: {}", note.title), width, "", "  "));
+    }
     Ok(())
 }
 
