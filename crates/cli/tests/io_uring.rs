@@ -485,9 +485,27 @@ fn open_loop_under_io_uring_sends_on_time_and_reaps_without_blocking() {
         assert!((9_500.0..=10_100.0).contains(&rate), "{flags:?}: {rate} req/s");
         ms(&report, "latency_ms", "p50")
     };
-    let epoll = run(&["--epoll"]);
-    let uring = run(&["--io-uring"]);
-    assert!(uring < 2.0 * epoll + 0.1, "p50 {uring} ms with --io-uring, {epoll} ms with epoll");
+    // Three runs of each, interleaved: one run's p50 moves with whatever else the machine
+    // does (epoll alone measured 0.59 ms beside another test, where 0.03 ms is usual), so the
+    // loops' medians are held as close as one loop's own runs agree with each other.
+    let mut p50: [Vec<f64>; 2] = Default::default();
+    for which in [0, 1, 1, 0, 0, 1] {
+        p50[which].push(run(if which == 0 { &["--epoll"] } else { &["--io-uring"] }));
+    }
+    let median = |runs: &Vec<f64>| {
+        let mut sorted = runs.clone();
+        sorted.sort_by(f64::total_cmp);
+        sorted[sorted.len() / 2]
+    };
+    let spread = |runs: &Vec<f64>| {
+        runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
+    };
+    let (epoll, uring) = (median(&p50[0]), median(&p50[1]));
+    let tolerance = spread(&p50[0]).max(spread(&p50[1]));
+    assert!(
+        uring < 2.0 * epoll + 0.1 + tolerance,
+        "p50 {uring} ms with --io-uring, {epoll} ms with epoll: {p50:?}"
+    );
 }
 
 /// A server that answers each request with `Connection: close` framing left to the client:
