@@ -260,3 +260,19 @@ fn the_import_reader_sees_grouped_and_nested_paths() {
     ]);
     assert_eq!(find_circle(&edges), Some(vec!["a".into(), "b".into(), "a".into()]));
 }
+
+/// The README's first command, `cargo run --release -p nodelay -- demo`, runs the `nodelay`
+/// binary: the package has another (nodelay-path), and without `default-run` cargo refuses
+/// to choose.
+#[test]
+fn cargo_run_of_the_package_means_the_nodelay_binary() {
+    let manifest = std::fs::read_to_string(workspace().join("crates/cli/Cargo.toml")).unwrap();
+    let binaries = manifest.matches("[[bin]]").count();
+    let package = manifest.split("\n[").next().unwrap_or_default();
+    assert!(
+        binaries <= 1 || package.lines().any(|line| line.replace(' ', "") == "default-run=\"nodelay\""),
+        "crates/cli has {binaries} binaries and no default-run = \"nodelay\" in [package]"
+    );
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    assert!(readme.contains("cargo run --release -p nodelay -- demo"), "the README's set-up command changed");
+}
