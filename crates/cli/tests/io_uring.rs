@@ -295,11 +295,8 @@ fn a_held_response_is_timed_when_it_arrives_as_epoll_times_it() {
         // HZ=250): a run's p50 falls on one tick or the next (43.9 or 47.9 ms), so two loops'
         // medians of three may be a tick apart with no difference between the loops.
         const TIMER_TICK_MS: f64 = 4.0;
-        let spread = p50.iter().map(|runs| {
-            runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
-        });
         let timer = if what == "stall" { TIMER_TICK_MS + 0.5 } else { 0.0 };
-        let tolerance = spread.fold(2.0, f64::max).max(timer);
+        let tolerance = common::widest_spread(&p50).max(2.0).max(timer);
         for (loop_name, batched) in [("io_uring", uring), ("batched epoll", batched_epoll)] {
             assert!(
                 (batched - epoll).abs() <= tolerance,
@@ -492,16 +489,8 @@ fn open_loop_under_io_uring_sends_on_time_and_reaps_without_blocking() {
     for which in [0, 1, 1, 0, 0, 1] {
         p50[which].push(run(if which == 0 { &["--epoll"] } else { &["--io-uring"] }));
     }
-    let median = |runs: &Vec<f64>| {
-        let mut sorted = runs.clone();
-        sorted.sort_by(f64::total_cmp);
-        sorted[sorted.len() / 2]
-    };
-    let spread = |runs: &Vec<f64>| {
-        runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
-    };
-    let (epoll, uring) = (median(&p50[0]), median(&p50[1]));
-    let tolerance = spread(&p50[0]).max(spread(&p50[1]));
+    let [epoll, uring] = common::median_runs(&p50);
+    let tolerance = common::widest_spread(&p50);
     assert!(
         uring < 2.0 * epoll + 0.1 + tolerance,
         "p50 {uring} ms with --io-uring, {epoll} ms with epoll: {p50:?}"

@@ -447,6 +447,16 @@ pub fn median_runs<const LOOPS: usize>(runs: &[Vec<f64>; LOOPS]) -> [f64; LOOPS]
     })
 }
 
+/// The widest spread (highest less lowest) of any one loop's runs: how closely one loop's
+/// runs agree with each other, against which two loops' medians are held.
+pub fn widest_spread<const LOOPS: usize>(runs: &[Vec<f64>; LOOPS]) -> f64 {
+    runs.iter()
+        .map(|runs| {
+            runs.iter().copied().fold(f64::MIN, f64::max) - runs.iter().copied().fold(f64::MAX, f64::min)
+        })
+        .fold(0.0, f64::max)
+}
+
 /// The value of a finding's evidence whose label starts with `label`; panics without one.
 pub fn evidence(finding: &serde_json::Value, label: &str) -> f64 {
     finding["evidence"]
