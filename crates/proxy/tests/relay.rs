@@ -117,7 +117,11 @@ fn an_upstream_pause_inside_a_response_is_timed_on_the_upstream_leg() {
         // Less than the 40 ms slept when the head itself was read late on a busy machine.
         assert!(exchange.response.max_gap >= Duration::from_millis(25), "{exchange:?}");
         assert_eq!(exchange.response.bytes_before_max_gap, 38);
-        assert!(exchange.upstream() >= Duration::from_millis(39), "{exchange:?}");
+        // The forwarded time is taken once write() returns, so a relay preempted there on a
+        // busy machine moves part of the 40 ms to its own side; the whole span cannot shrink.
+        assert!(exchange.upstream() >= Duration::from_millis(25), "{exchange:?}");
+        let request_to_response_end = exchange.response.last.duration_since(exchange.request.last);
+        assert!(request_to_response_end >= Duration::from_millis(39), "{exchange:?}");
         assert!(exchange.client_leg() < Duration::from_millis(20), "{:?}", exchange.client_leg());
     }
 }
