@@ -297,3 +297,176 @@ fn a_server_that_closes_every_connection_across_40ms_is_not_slow() {
     let report = doctor(&link, closing.port);
     assert_eq!(finding_ids(&report), ["connection-per-request"], "{report:#}");
 }
+
+/// Head, then a large body, from a server with Nagle on: the full segments leave at once,
+/// and the body's sub-segment tail waits for the client's ACK of the small head, so every
+/// response ends one round trip after its first byte. The pause before the tail is shorter
+/// than a round trip (the full segments went meanwhile), and no stall; the ACK clock finds
+/// it, with the tail's exact size. The TCP_NODELAY twin serving the same bytes is `healthy`
+/// (exit 0), with what a fresh connection would cost as a note.
+fn a_tail_held_for_the_heads_ack(rtt_ms: f64, body_sizes: &[u32]) {
+    let _alone = common::alone();
+    let link = Link::up(&format!("{rtt_ms}ms"), &[]);
+    for &body_bytes in body_sizes {
+        let size = body_bytes.to_string();
+        let nagle = link.python_server("python_http_server.py", &["--body-bytes", &size]);
+        let twin = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", &size]);
+        let (nagle_ms, twin_ms) =
+            (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
+        assert!(
+            nagle_ms - twin_ms >= rtt_ms / 4.0,
+            "ground truth, {body_bytes} B at {rtt_ms} ms: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms"
+        );
+
+        let url = format!("http://{}:{}/", common::wan::SERVER_IP, nagle.port);
+        let run = link.nodelay(&["doctor", "--json", &url]);
+        let report = run.json();
+        validate_against_schema("doctor.schema.json", &report);
+        assert_eq!(
+            (run.code(), finding_ids(&report)),
+            (3, vec!["server-nagle-round-trip".to_string()]),
+            "{body_bytes} B at {rtt_ms} ms: {report:#}"
+        );
+        let held = finding(&report, "server-nagle-round-trip");
+        assert_eq!(held["proven"], true, "{held:#}");
+        assert_eq!(held["proof"][0]["kind"], "experiment", "{held:#}");
+        // The tail is what is left of the body after its full segments.
+        let mss = evidence(held, "segment size (client TCP_INFO rcv_mss)");
+        let tail = evidence(held, "median size of that last part (under one segment)");
+        assert_eq!(tail, f64::from(body_bytes) % mss, "{held:#}");
+        let waited =
+            evidence(held, "what the last part waited for: the ACK of the first segment, one round trip");
+        assert!((waited - rtt_ms).abs() <= rtt_ms * 0.25 + 1.5, "{held:#}");
+        let pause = evidence(held, "median pause before it (the round trip less the rest's transfer)");
+        assert!(pause < waited && pause >= waited / 4.0, "{held:#}");
+        let fix = held["fix_summary"].as_str().unwrap();
+        assert!(fix.contains("saves the pause before the tail"), "{fix}");
+
+        let twin_url = format!("http://{}:{}/", common::wan::SERVER_IP, twin.port);
+        let run = link.nodelay(&["doctor", "--json", &twin_url]);
+        let report = run.json();
+        assert_eq!(
+            (run.code(), finding_ids(&report)),
+            (0, vec!["healthy".to_string()]),
+            "twin, {body_bytes} B at {rtt_ms} ms ({twin_ms:.2} ms): {report:#}"
+        );
+        note(&report, "initial-window-limited");
+    }
+}
+
+#[test]
+fn a_tail_held_for_the_heads_ack_across_10ms() {
+    a_tail_held_for_the_heads_ack(10.0, &[25_000, 100_000]);
+}
+
+#[test]
+fn a_tail_held_for_the_heads_ack_across_40ms() {
+    a_tail_held_for_the_heads_ack(40.0, &[25_000]);
+}
+
+/// uWSGI on its HTTP/1.1 socket in the server's namespace, serving `uwsgi_large_app.py` (a
+/// 25 KB body handed over in two parts), killed with its workers when dropped.
+struct Uwsgi {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Uwsgi {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on the process group this test created for uWSGI and its worker.
+        unsafe { libc::kill(-(self.child.id() as libc::pid_t), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `uwsgi --http11-socket SERVER_IP:0` with `extra` options, or `None` when uWSGI is
+/// not installed (scripts/setup.sh installs it).
+fn uwsgi_on(link: &Link, extra: &[&str]) -> Option<Uwsgi> {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    if !std::path::Path::new("/usr/lib/uwsgi/plugins/python3_plugin.so").exists() {
+        return None;
+    }
+    let socket = format!("{}:0", common::wan::SERVER_IP);
+    let mut child = link
+        .server_command("uwsgi")
+        .args(["--plugins", "http,python3", "--http11-socket", &socket, "--disable-logging"])
+        .args(["--env", "BODY_BYTES=25000", "--wsgi-file"])
+        .arg(common::peer_script("uwsgi_large_app.py"))
+        .args(extra)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("start uwsgi");
+    let mut log = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (mut port, mut line) = (None, String::new());
+    while log.read_line(&mut line).expect("uwsgi's log") > 0 {
+        // "uwsgi socket 0 bound to TCP address 10.211.0.2:44993 (port auto-assigned) fd 3"
+        if let Some(address) = line.split("bound to TCP address ").nth(1) {
+            port = address.split_whitespace().next().and_then(|a| a.rsplit(':').next()?.parse::<u16>().ok());
+        }
+        if line.starts_with("spawned uWSGI worker") {
+            break;
+        }
+        line.clear();
+    }
+    std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+    let port = port.expect("uWSGI's 'bound to TCP address' line");
+    Some(Uwsgi { child, port })
+}
+
+/// uWSGI writes the head with a response's first part, then the rest: with Nagle on, the
+/// rest's sub-segment tail waits for the ACK of the first write. Found across 10 ms, and
+/// `healthy` once uWSGI runs with `--tcp-nodelay`, as the independent client agrees.
+#[test]
+fn uwsgi_holding_the_tail_across_10ms_is_found_and_healthy_with_tcp_nodelay() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    let (Some(held), Some(fixed)) = (uwsgi_on(&link, &[]), uwsgi_on(&link, &["--tcp-nodelay"])) else {
+        eprintln!(
+            "skipped: uWSGI is not installed (scripts/setup.sh installs uwsgi-core uwsgi-plugin-python3)"
+        );
+        return;
+    };
+    let (held_ms, fixed_ms) = (link.client_median_ms(held.port, 15), link.client_median_ms(fixed.port, 15));
+    assert!(
+        held_ms - fixed_ms >= 2.5,
+        "ground truth: uWSGI {held_ms:.2} ms, with --tcp-nodelay {fixed_ms:.2} ms"
+    );
+    let report = doctor(&link, held.port);
+    assert_eq!(finding_ids(&report), ["server-nagle-round-trip"], "{report:#}");
+    let finding = finding(&report, "server-nagle-round-trip");
+    let mss = evidence(finding, "segment size (client TCP_INFO rcv_mss)");
+    // The second part: 24,000 bytes, so its tail is what its full segments leave.
+    assert_eq!(evidence(finding, "median size of that last part (under one segment)"), 24_000.0 % mss);
+    assert_eq!(finding_ids(&doctor(&link, fixed.port)), ["healthy"]);
+}
+
+/// nginx with `tcp_nodelay off` in front of a Go backend, both in the server's namespace: a
+/// 100 KB response is more than nginx's proxy buffers hold, so nginx writes it in parts, and
+/// with Nagle on the last part's sub-segment tail waits for the ACK of an earlier small
+/// write. Found across 10 ms; with `tcp_nodelay on` (nginx's default) `healthy`, as the
+/// independent client agrees.
+#[test]
+fn nginx_with_tcp_nodelay_off_holding_the_tail_across_10ms_is_found() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    let backend = common::start_command(
+        link.server_command(&common::compiled("go_http_server.go")).args(["-body-bytes", "100000"]),
+    );
+    let namespace = format!("{}-s", link.name);
+    let proxy = |nodelay: &str| {
+        let snippet = common::nginx::proxy_to(backend.port, "1.1", true)
+            .replace("server {\n", &format!("server {{\n    tcp_nodelay {nodelay};\n"));
+        common::nginx::Nginx::start_in_namespace(&snippet, &namespace, common::wan::SERVER_IP)
+    };
+    let (held, fixed) = (proxy("off"), proxy("on"));
+    let (held_ms, fixed_ms) = (link.client_median_ms(held.port, 15), link.client_median_ms(fixed.port, 15));
+    assert!(held_ms - fixed_ms >= 2.5, "ground truth: tcp_nodelay off {held_ms:.2} ms, on {fixed_ms:.2} ms");
+    let report = doctor(&link, held.port);
+    assert_eq!(finding_ids(&report), ["server-nagle-round-trip"], "{report:#}");
+    assert_eq!(finding(&report, "server-nagle-round-trip")["proven"], true, "{report:#}");
+    assert_eq!(finding_ids(&doctor(&link, fixed.port)), ["healthy"]);
+}

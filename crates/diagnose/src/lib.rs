@@ -28,6 +28,7 @@ mod significance;
 mod slow_body;
 mod suggest;
 mod symptom;
+mod tail;
 mod timers;
 mod waiting;
 mod window;

@@ -208,6 +208,18 @@ pub struct PhaseSummary {
     pub round_trip_held: usize,
     /// Median of those pauses.
     pub round_trip_hold_p50_ms: Option<f64>,
+    /// Steady keep-alive responses of more than a segment, on a path of 1 ms or more, that
+    /// ended one round trip after their first byte (within a quarter of it and 1 ms).
+    pub tail_held: usize,
+    /// Median time from first byte to last over those.
+    pub tail_held_body_p50_ms: Option<f64>,
+    /// Of those, the ones whose last read was a sub-segment tail alone, after a pause of a
+    /// quarter round trip or more: the rest came faster than the path's round trip.
+    pub tail_alone: usize,
+    /// Median pause before that lone tail.
+    pub tail_pause_p50_ms: Option<f64>,
+    /// Median bytes of that lone tail.
+    pub tail_bytes_p50: Option<u64>,
     /// 10th percentile of the stalled responses' pauses.
     pub stalled_gap_p10_ms: Option<f64>,
     /// Median of the stalled responses' pauses.
@@ -395,11 +407,12 @@ impl PhaseSummary {
     }
 
     /// The median total less what the path costs a response: one round trip, and one more
-    /// where responses are held a round trip mid-way (that hold is judged on its own). On a
-    /// path under 1 ms, the median total.
+    /// where responses are held a round trip mid-way or end one after their first byte
+    /// (those holds are judged on their own). On a path under 1 ms, the median total.
     pub fn beyond_path_p50_ms(&self) -> f64 {
-        let held = match self.round_trip_hold_p50_ms {
-            Some(hold) if self.round_trip_held_fraction() >= 0.25 => hold,
+        let held = match (self.round_trip_hold_p50_ms, self.tail_held_body_p50_ms) {
+            (Some(hold), _) if self.round_trip_held_fraction() >= 0.25 => hold,
+            (_, Some(body)) if self.tail_held_in_view() => body,
             _ => 0.0,
         };
         (self.total_p50_ms - self.judged_rtt_ms() - held).max(0.0)
@@ -568,6 +581,7 @@ impl Phase {
                 paused_beyond(r) >= STALL_GAP_MS && ms(r.max_read_gap) - rtt < STALL_GAP_MS && !resent(r)
             })
             .count();
+        let tail = crate::tail::tail_figures(&steady, rtt, mss, reuses_connections);
         let mut pause_counts: Vec<u32> = steady.iter().map(|r| r.pauses).collect();
         pause_counts.sort_unstable();
         let stalled_gaps = sorted(stalls.iter().map(|r| ms(r.max_read_gap)));
@@ -605,6 +619,11 @@ impl Phase {
             round_trip_held: round_trip_holds.len(),
             round_trip_hold_p50_ms: (!round_trip_holds.is_empty())
                 .then(|| percentile(&round_trip_holds, 0.5)),
+            tail_held: tail.held,
+            tail_held_body_p50_ms: tail.held_body_p50_ms,
+            tail_alone: tail.alone,
+            tail_pause_p50_ms: tail.pause_p50_ms,
+            tail_bytes_p50: tail.tail_bytes_p50,
             stalled_gap_p10_ms: on_stalls(0.1),
             stalled_gap_p50_ms: on_stalls(0.5),
             stalled_gap_p90_ms: on_stalls(0.9),
@@ -738,6 +757,8 @@ pub(crate) mod tests {
             read_chunks: if gap_ms.is_some() { 2 } else { 1 },
             max_read_gap: d(gap),
             bytes_before_max_gap: if gap_ms.is_some() { 120 } else { 0 },
+            last_read_gap: d(gap),
+            last_read_bytes: if gap_ms.is_some() { 13 } else { 133 },
             paused: if gap >= 1.0 { d(gap) } else { Duration::ZERO },
             pauses: u32::from(gap >= 1.0),
             response_bytes: 133,

@@ -25,9 +25,9 @@ fn cost_ms(finding: &Finding, baseline: &PhaseSummary) -> f64 {
         FindingId::ServerNagleDelayedAck => {
             baseline.stalled_gap_p50_ms.unwrap_or(baseline.read_gap_p50_ms) * share(baseline.stalled)
         }
-        FindingId::ServerNagleRoundTrip => {
-            baseline.round_trip_hold_p50_ms.unwrap_or(0.0) * share(baseline.round_trip_held)
-        }
+        FindingId::ServerNagleRoundTrip => (baseline.round_trip_hold_p50_ms.unwrap_or(0.0)
+            * share(baseline.round_trip_held))
+        .max(baseline.tail_pause_p50_ms.unwrap_or(0.0) * share(baseline.tail_held)),
         FindingId::ClientNagleDelayedAck | FindingId::ClientNagleRoundTrip => baseline.first_byte_p50_ms,
         FindingId::SlowFirstByte => baseline.server_first_byte_p50_ms(),
         FindingId::SlowResponseBody => baseline.body_p50_ms,

@@ -76,7 +76,7 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
         return Some(Experiment::OneConnectionAtATime);
     }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
-    let held = baseline.round_trip_held_fraction() >= SYMPTOM_FRACTION;
+    let held = baseline.round_trip_held_fraction() >= SYMPTOM_FRACTION || baseline.tail_held_in_view();
     let slow = stalls
         || held
         || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS
@@ -143,7 +143,12 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     // A second per new connection outweighs every other finding: first.
     findings.extend(listen_backlog_overflow(observations, &baseline));
     findings.extend(server_stall(observations, &baseline));
-    findings.extend(server_round_trip_hold(observations, &baseline));
+    let round_trip_hold = server_round_trip_hold(observations, &baseline);
+    let held = round_trip_hold.is_some();
+    findings.extend(round_trip_hold);
+    if !held && baseline.stalled_fraction() < SYMPTOM_FRACTION {
+        findings.extend(crate::tail::server_tail_hold(observations, &baseline));
+    }
     let client = client_stall(observations, &baseline);
     let client_explains_first_byte =
         client.as_ref().is_some_and(|f| observations.request.is_some_and(|s| s.baseline_split) && f.proven);
@@ -153,6 +158,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     }
     if baseline.stalled_fraction() < SYMPTOM_FRACTION
         && baseline.round_trip_held_fraction() < SYMPTOM_FRACTION
+        && !baseline.tail_held_in_view()
     {
         findings.extend(crate::slow_body::slow_response_body(observations, &baseline));
     }

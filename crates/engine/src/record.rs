@@ -37,6 +37,12 @@ pub struct ResponseRecord {
     pub max_read_gap: Duration,
     /// Bytes that arrived before that longest pause (e.g. only the head).
     pub bytes_before_max_gap: u64,
+    /// The pause before the response's last read (zero for one chunk)...
+    pub last_read_gap: Duration,
+    /// ...and the bytes that last read returned. A sub-segment tail that comes alone, one
+    /// round trip after the first byte, is what Nagle's algorithm on the server held back
+    /// until the client's ACK of an earlier small segment arrived.
+    pub last_read_bytes: u64,
     /// The pauses between reads of this response of [`PAUSE_MIN`] or more, added up: a body
     /// sent in several short pauses, none as long as a stall, still costs their sum.
     pub paused: Duration,

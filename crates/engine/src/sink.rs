@@ -188,6 +188,8 @@ mod tests {
             read_chunks: 1,
             max_read_gap: Duration::ZERO,
             bytes_before_max_gap: 0,
+            last_read_gap: Duration::ZERO,
+            last_read_bytes: 0,
             paused: Duration::ZERO,
             pauses: 0,
             response_bytes: 40,

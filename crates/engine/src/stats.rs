@@ -394,6 +394,8 @@ mod tests {
             read_chunks: 2,
             max_read_gap: Duration::from_millis(total_ms - 1),
             bytes_before_max_gap: 10,
+            last_read_gap: Duration::ZERO,
+            last_read_bytes: 0,
             paused: Duration::ZERO,
             pauses: 0,
             response_bytes: 100,

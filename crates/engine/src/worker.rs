@@ -110,6 +110,8 @@ struct RequestTiming {
     read_chunks: u32,
     max_read_gap: Duration,
     bytes_before_max_gap: u64,
+    last_read_gap: Duration,
+    last_read_bytes: u64,
     paused: Duration,
     pauses: u32,
     response_bytes: u64,
@@ -131,6 +133,8 @@ impl RequestTiming {
             read_chunks: 0,
             max_read_gap: Duration::ZERO,
             bytes_before_max_gap: 0,
+            last_read_gap: Duration::ZERO,
+            last_read_bytes: 0,
             paused: Duration::ZERO,
             pauses: 0,
             response_bytes: 0,
@@ -150,7 +154,9 @@ impl RequestTiming {
                 self.paused += gap;
                 self.pauses += 1;
             }
+            self.last_read_gap = gap;
         }
+        self.last_read_bytes = bytes as u64;
         self.last_read = now;
         self.read_chunks += 1;
         self.response_bytes += bytes as u64;
@@ -654,6 +660,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             read_chunks: timing.read_chunks,
             max_read_gap: timing.max_read_gap,
             bytes_before_max_gap: timing.bytes_before_max_gap,
+            last_read_gap: timing.last_read_gap,
+            last_read_bytes: timing.last_read_bytes,
             paused: timing.paused,
             pauses: timing.pauses,
             response_bytes: timing.response_bytes,

@@ -15,6 +15,11 @@
 //! `ss -ltnp` shows the one socket held by master and worker; the first response came 13 ms
 //! after the start.
 //!
+//! [`Nginx::start_in_namespace`] does the same in a network namespace of the test's own
+//! (`nodelay-path`'s server side): a thread that joined the namespace (setns) binds the
+//! socket there, and nginx runs under `ip netns exec`, so that its upstreams are the
+//! namespace's.
+//!
 //! Ready means the master has forked its worker (the worker exists only once the
 //! configuration is loaded); the socket is listening from the start, so a connection made
 //! between the two waits in the backlog rather than being refused. A configuration nginx
@@ -34,6 +39,7 @@ use std::time::Duration;
 /// panicking: then it is kept and its path printed.
 pub struct Nginx {
     pub port: u16,
+    ip: String,
     master: Child,
     dir: PathBuf,
 }
@@ -43,16 +49,40 @@ impl Nginx {
     /// block without a `listen` (the helper adds `listen 127.0.0.1:<port>;`) and any
     /// `upstream` blocks. Returns once the worker is running.
     pub fn start(snippet: &str) -> Nginx {
-        Nginx::start_listening(snippet, "")
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Nginx::start_listening(snippet, "", listener, None)
+    }
+
+    /// The same in network namespace `namespace`, listening on `ip` (an address of it).
+    pub fn start_in_namespace(snippet: &str, namespace: &str, ip: &str) -> Nginx {
+        let path = format!("/run/netns/{namespace}");
+        let address = format!("{ip}:0");
+        let listener = std::thread::spawn(move || {
+            let handle = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            // SAFETY: setns(2) on a descriptor this thread owns; it moves only this thread,
+            // which ends once the socket is bound (a socket keeps the namespace it was made in).
+            let joined = unsafe { libc::setns(handle.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(joined, 0, "setns {path}: {}", std::io::Error::last_os_error());
+            TcpListener::bind(&address).unwrap_or_else(|e| panic!("bind {address}: {e}"))
+        })
+        .join()
+        .expect("the thread that binds in the namespace");
+        Nginx::start_listening(snippet, "", listener, Some(namespace))
     }
 
     /// The same with TLS on the port (`listen ... ssl`): the snippet names the certificate
     /// and key (`ssl_certificate`, `ssl_certificate_key`).
     pub fn start_tls(snippet: &str) -> Nginx {
-        Nginx::start_listening(snippet, " ssl")
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        Nginx::start_listening(snippet, " ssl", listener, None)
     }
 
-    fn start_listening(snippet: &str, listen_options: &str) -> Nginx {
+    fn start_listening(
+        snippet: &str,
+        listen_options: &str,
+        listener: TcpListener,
+        namespace: Option<&str>,
+    ) -> Nginx {
         static STARTED: AtomicU32 = AtomicU32::new(0);
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
             "nginx-{}-{}",
@@ -62,14 +92,21 @@ impl Nginx {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("nginx dir");
 
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-        let port = listener.local_addr().expect("address").port();
+        let address = listener.local_addr().expect("address");
+        let (ip, port) = (address.ip().to_string(), address.port());
         let config = dir.join("nginx.conf");
-        std::fs::write(&config, full_config(&dir, &with_listen(snippet, port, listen_options)))
+        std::fs::write(&config, full_config(&dir, &with_listen(snippet, &ip, port, listen_options)))
             .expect("write nginx.conf");
 
         let fd = listener.as_raw_fd();
-        let mut command = Command::new(nginx_binary());
+        let mut command = match namespace {
+            Some(namespace) => {
+                let mut command = Command::new("ip");
+                command.args(["netns", "exec", namespace, nginx_binary()]);
+                command
+            }
+            None => Command::new(nginx_binary()),
+        };
         command
             .arg("-c")
             .arg(&config)
@@ -99,7 +136,7 @@ impl Nginx {
         // nginx holds the socket now; ours would keep accepting into the backlog after nginx
         // died, hiding the death from the tests.
         drop(listener);
-        let mut nginx = Nginx { port, master, dir };
+        let mut nginx = Nginx { port, ip, master, dir };
         crate::common::wait_until("nginx's worker", Duration::from_secs(10), || {
             if let Ok(Some(status)) = nginx.master.try_wait() {
                 panic!("nginx exited ({status}) before it was ready:\n{}", nginx.error_log());
@@ -125,11 +162,11 @@ impl Nginx {
     }
 
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://{}:{}{path}", self.ip, self.port)
     }
 
     pub fn https_url(&self, path: &str) -> String {
-        format!("https://127.0.0.1:{}{path}", self.port)
+        format!("https://{}:{}{path}", self.ip, self.port)
     }
 
     /// The directory holding nginx.conf, error.log, access.log and the temp paths.
@@ -184,8 +221,8 @@ fn nginx_binary() -> &'static str {
     if on_path { "nginx" } else { "/usr/sbin/nginx" }
 }
 
-/// The snippet with `listen 127.0.0.1:<port>;` opening its one `server {` block.
-fn with_listen(snippet: &str, port: u16, listen_options: &str) -> String {
+/// The snippet with `listen <ip>:<port>;` opening its one `server {` block.
+fn with_listen(snippet: &str, ip: &str, port: u16, listen_options: &str) -> String {
     assert!(!snippet.contains("listen "), "the helper chooses the port; drop the listen:\n{snippet}");
     let mut blocks = Vec::new();
     let mut from = 0;
@@ -199,11 +236,7 @@ fn with_listen(snippet: &str, port: u16, listen_options: &str) -> String {
     }
     assert_eq!(blocks.len(), 1, "the snippet needs exactly one server block:\n{snippet}");
     let brace_end = blocks[0];
-    format!(
-        "{}\n    listen 127.0.0.1:{port}{listen_options};{}",
-        &snippet[..brace_end],
-        &snippet[brace_end..]
-    )
+    format!("{}\n    listen {ip}:{port}{listen_options};{}", &snippet[..brace_end], &snippet[brace_end..])
 }
 
 fn full_config(dir: &Path, http: &str) -> String {

@@ -16,7 +16,8 @@ pub const SERVER_IP: &str = "10.211.0.2";
 /// A path between two fresh network namespaces.
 pub struct Link {
     forwarder: Child,
-    name: String,
+    /// The link's name: its namespaces are `NAME-c` and `NAME-s`.
+    pub name: String,
 }
 
 impl Link {

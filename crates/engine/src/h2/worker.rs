@@ -702,6 +702,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             read_chunks: frames.map_or(1, |f| f.data_frames + 1),
             max_read_gap: frames.map_or(Duration::ZERO, |f| f.max_gap),
             bytes_before_max_gap: frames.map_or(0, |f| f.bytes_before_max_gap),
+            // Frames, not reads: the tail of one stream says nothing of the segments.
+            last_read_gap: Duration::ZERO,
+            last_read_bytes: 0,
             paused: frames.map_or(Duration::ZERO, |f| f.paused),
             pauses: frames.map_or(0, |f| f.pauses),
             response_bytes: response.body_bytes,
