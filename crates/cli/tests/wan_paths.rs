@@ -470,3 +470,43 @@ fn nginx_with_tcp_nodelay_off_holding_the_tail_across_10ms_is_found() {
     assert_eq!(finding(&report, "server-nagle-round-trip")["proven"], true, "{report:#}");
     assert_eq!(finding_ids(&doctor(&link, fixed.port)), ["healthy"]);
 }
+
+/// nginx in front of a Python backend that holds its body with Nagle (head and body in two
+/// sends, 13 bytes): nginx's delayed ACK on the hop makes every first byte wait the 40 ms
+/// timer. Across a path the doctor cannot see that hop, says so under the verdict, and says
+/// what the client tells: a steady wait of the timer's length beyond the round trip, a hop's.
+#[test]
+fn a_proxy_across_a_path_says_its_hops_are_unseen_and_names_a_hops_stall() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    let namespace = format!("{}-s", link.name);
+    let front = |backend: u16| {
+        let snippet =
+            common::nginx::proxy_to(backend, "1.1", true).replace("127.0.0.1", common::wan::SERVER_IP);
+        common::nginx::Nginx::start_in_namespace(&snippet, &namespace, common::wan::SERVER_IP)
+    };
+    let held = link.python_server("python_http_server.py", &[]);
+    let twin = link.python_server("python_http_server.py", &["--disable-nagle"]);
+    let (stalled_front, quick_front) = (front(held.port), front(twin.port));
+    let (stalled_ms, quick_ms) =
+        (link.client_median_ms(stalled_front.port, 15), link.client_median_ms(quick_front.port, 15));
+    assert!(
+        stalled_ms - quick_ms >= 30.0,
+        "ground truth: through nginx to the Nagle backend {stalled_ms:.2} ms, to its twin {quick_ms:.2} ms"
+    );
+    let report = doctor(&link, stalled_front.port);
+    let unseen = note(&report, "proxy-hop-stall");
+    let title = unseen["title"].as_str().unwrap();
+    assert!(
+        title.contains("cannot follow the hops") && title.contains("a stall behind the front, on a hop"),
+        "{title}"
+    );
+    let url = format!("http://{}:{}/", common::wan::SERVER_IP, stalled_front.port);
+    let text = link.nodelay(&["doctor", &url]).stdout();
+    assert!(squeeze(&text).contains("note: The server answers as nginx"), "{text}");
+    // Through the quick backend nothing stalls: the note still says the hops are not in view.
+    let quick = doctor(&link, quick_front.port);
+    assert_eq!(finding_ids(&quick), ["healthy"], "{quick:#}");
+    let title = note(&quick, "proxy-hop-stall")["title"].as_str().unwrap().to_string();
+    assert!(title.contains("would be a stall behind the front"), "{title}");
+}

@@ -30,6 +30,7 @@ mod suggest;
 mod symptom;
 mod tail;
 mod timers;
+mod unseen_hops;
 mod waiting;
 mod window;
 
@@ -55,4 +56,5 @@ pub use server::{
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};
+pub use unseen_hops::unseen_hops_note;
 pub use window::window_notes;

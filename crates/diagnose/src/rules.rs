@@ -659,9 +659,10 @@ fn slow_first_byte(observations: &Observations, baseline: &PhaseSummary) -> Opti
     let timer = hop_stall_timer(server).filter(|_| baseline.first_bytes_are_quantized());
     let title = match timer {
         Some(timer) => {
+            // The server's own time is what matched the timer: across a path, net of it.
             evidence.push(Evidence::new(
                 format!("first bytes cluster like {}", timer.describe()),
-                first_byte,
+                server,
                 "ms",
             ));
             format!(

@@ -303,6 +303,7 @@ pub(crate) fn examine_within(
         &skipped,
     );
     report.notes = nodelay_diagnose::window_notes(&observations);
+    report.notes.extend(nodelay_diagnose::unseen_hops_note(&observations));
     report.interrupted = stop::requested();
     report.tls = workload.tls.as_ref().map(|client| TlsNegotiated::of(client, observations.baseline.tls));
     report.try_fix = try_fix_report;
