@@ -233,6 +233,8 @@ pub struct DoctorSection {
     pub phases: Vec<PhaseRow>,
     pub spectrum: Figure,
     pub findings: Vec<FindingText>,
+    /// The notes under the verdict: (id, title).
+    pub notes: Vec<(String, String)>,
     pub skipped: Vec<String>,
     pub try_fix: String,
     /// The one-request probes' sentences: Expect: 100-continue, the idle keep-alive timeout.
@@ -284,6 +286,7 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
             "This report has no per-phase spectrum (written by an earlier nodelay).",
         )?,
         findings: findings(&view.findings),
+        notes: view.notes.iter().map(|n| (n.id.clone(), n.title.clone())).collect(),
         skipped: view.skipped_experiments.clone(),
         try_fix: view.try_fix.as_ref().map(|t| t.outcome.clone()).unwrap_or_default(),
         probes: view

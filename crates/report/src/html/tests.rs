@@ -208,6 +208,21 @@ fn a_doctor_page_shows_findings_with_evidence_proof_and_fix() {
 }
 
 #[test]
+fn a_doctor_page_shows_the_notes_under_the_verdict() {
+    let mut report = doctor_report("http://example.test/", vec![]);
+    report.notes = vec![nodelay_diagnose::Note {
+        id: nodelay_diagnose::FindingId::InitialWindowLimited,
+        title: "A fresh connection would cost 1 more round trip (9.4 ms) for a 25 KB response".into(),
+        evidence: Vec::new(),
+        proof: Vec::new(),
+    }];
+    let page = html_page(&[value(&report)]).unwrap();
+    let note = "<p class=\"note\" data-note=\"initial-window-limited\">Note (initial-window-limited): A fresh \
+                connection would cost 1 more round trip (9.4 ms) for a 25 KB response</p>";
+    assert!(page.contains(note), "{page}");
+}
+
+#[test]
 fn a_ratio_of_counts_keeps_its_decimals_and_a_whole_count_has_none() {
     let mut finding = nagle_finding("The server waits for the ACK");
     finding.evidence.push(Evidence::new("connections opened per response", 1.0002, "count"));
@@ -421,4 +436,20 @@ fn other_json_is_refused_naming_its_schema_and_the_ones_read() {
     relabelled["schema"] = json!("nodelay-pcap/1");
     let relabelled = html_page(&[relabelled]).unwrap_err();
     assert!(relabelled.0.ends_with("it lacks packets, flows, stalls, verdict"), "{relabelled}");
+}
+
+#[test]
+fn compare_text_shows_each_diagnosed_targets_notes() {
+    use crate::render::Render;
+    let mut report = compare_report(2);
+    let diagnosis = report.targets[1].diagnosis.as_mut().unwrap();
+    diagnosis.notes = vec![nodelay_diagnose::Note {
+        id: FindingId::ProxyHopStall,
+        title: "The server answers as nginx across a 10.2 ms path".into(),
+        evidence: Vec::new(),
+        proof: Vec::new(),
+    }];
+    let text = crate::text::FittedText { width: 80 }.render(&report);
+    let diagnosed = text.split("b diagnosed").nth(1).unwrap_or_else(|| panic!("{text}"));
+    assert!(diagnosed.contains("note: The server answers as nginx across a 10.2 ms path"), "{text}");
 }

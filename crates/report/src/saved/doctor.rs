@@ -52,6 +52,15 @@ pub struct ErrorPageView {
     pub status_counts: BTreeMap<String, u64>,
 }
 
+/// A note under the verdict: what a workload the client does not run would cost, or what
+/// the doctor could not see.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct NoteView {
+    pub id: String,
+    pub title: String,
+}
+
 /// A doctor run, a hop of one, or a request of a scenario.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
@@ -64,6 +73,7 @@ pub struct DoctorView {
     pub server: Option<String>,
     pub phases: Vec<PhaseView>,
     pub findings: Vec<FindingView>,
+    pub notes: Vec<NoteView>,
     pub skipped_experiments: Vec<String>,
     pub error_page: Option<ErrorPageView>,
     pub interrupted: bool,

@@ -213,5 +213,10 @@ fn write_diagnosis(out: &mut String, target: &CompareTarget, width: usize) -> st
     for finding in &diagnosis.findings {
         write_finding_fitted(out, finding, width)?;
     }
+    // As under the doctor's own verdict: what a workload the target's client does not run
+    // would cost, or what the doctor could not see.
+    for note in &diagnosis.notes {
+        out.push_str(&wrap(&format!("note: {}", note.title), width, "", "  "));
+    }
     Ok(())
 }
