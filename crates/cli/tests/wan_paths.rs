@@ -368,7 +368,7 @@ fn a_tail_held_for_the_heads_ack_across_10ms() {
 
 #[test]
 fn a_tail_held_for_the_heads_ack_across_40ms() {
-    a_tail_held_for_the_heads_ack(40.0, &[25_000]);
+    a_tail_held_for_the_heads_ack(40.0, &[25_000, 100_000]);
 }
 
 /// uWSGI on its HTTP/1.1 socket in the server's namespace, serving `uwsgi_large_app.py` (a

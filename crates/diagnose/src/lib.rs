@@ -29,6 +29,7 @@ mod slow_body;
 mod suggest;
 mod symptom;
 mod tail;
+mod tail_hold;
 mod timers;
 mod unseen_hops;
 mod waiting;
@@ -39,7 +40,7 @@ pub use capture::{
     NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
 };
 pub use closing::closes_after_each_response;
-pub use errors::MAX_ERROR_SHARE;
+pub use errors::{MAX_ERROR_SHARE, grpc_code_name};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};
 pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;

@@ -308,6 +308,8 @@ pub struct PhaseSummary {
     pub loss_holes: u64,
     /// ...and the streams they held, summed.
     pub streams_held_by_loss: u64,
+    /// gRPC: the phase's responses per grpc-status code ("0" is OK); empty otherwise.
+    pub grpc_status_counts: BTreeMap<String, u64>,
 }
 
 /// The most common kind of failure in a phase, with its first message.
@@ -367,6 +369,20 @@ fn server_first_byte_ms(r: &ResponseRecord) -> f64 {
 pub fn percentile(values_ms: &[f64], quantile: f64) -> f64 {
     let histogram = distribution_ns(values_ms.iter().map(|&ms| (ms * 1e6).round() as u64));
     quantile_ms(&histogram, quantile)
+}
+
+impl PhaseSummary {
+    /// Share of the steady responses that ended one round trip after their first byte (0 to 1).
+    pub fn tail_held_fraction(&self) -> f64 {
+        if self.steady_responses == 0 { 0.0 } else { self.tail_held as f64 / self.steady_responses as f64 }
+    }
+
+    /// The tail hold is in view: most responses ACK-clocked, and lone tails that rule out
+    /// the path's own pace.
+    pub(crate) fn tail_held_in_view(&self) -> bool {
+        self.tail_held_fraction() >= crate::tail::HELD_SHARE
+            && self.tail_alone >= crate::tail::LONE_TAILS_NEEDED
+    }
 }
 
 fn sorted(values: impl Iterator<Item = f64>) -> Vec<f64> {
@@ -667,6 +683,13 @@ impl Phase {
             ),
             loss_holes: self.http2_loss_holes,
             streams_held_by_loss: self.http2_streams_held_by_loss,
+            grpc_status_counts: self.responses.iter().filter_map(|r| r.http2.as_ref()?.grpc_status).fold(
+                BTreeMap::new(),
+                |mut counts, status| {
+                    *counts.entry(status.to_string()).or_insert(0) += 1;
+                    counts
+                },
+            ),
         }
     }
 

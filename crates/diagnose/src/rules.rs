@@ -147,7 +147,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     let held = round_trip_hold.is_some();
     findings.extend(round_trip_hold);
     if !held && baseline.stalled_fraction() < SYMPTOM_FRACTION {
-        findings.extend(crate::tail::server_tail_hold(observations, &baseline));
+        findings.extend(crate::tail_hold::server_tail_hold(observations, &baseline));
     }
     let client = client_stall(observations, &baseline);
     let client_explains_first_byte =
