@@ -7,7 +7,7 @@ mod common;
 
 use common::h2::{go_h2c, grpc_call, grpc_server, hypercorn, nghttpd, nginx_body_server, nginx_h2c, node_h2};
 use common::tls::certs;
-use common::{fails_with, nodelay, validate_against_schema};
+use common::{evidence, fails_with, finding, finding_ids, nodelay, squeeze, validate_against_schema};
 use serde_json::Value;
 
 /// `bench --json` with `args`, which must succeed: the report, checked against its schema.
@@ -145,13 +145,32 @@ fn a_request_body_larger_than_the_servers_window_waits_for_its_window_update() {
 }
 
 #[test]
-fn grpc_statuses_are_counted_beside_http_statuses() {
+fn a_failed_grpc_call_is_an_error_response_beside_its_http_200() {
     // NOT_FOUND (5) on every call: HTTP 200, the failure is in the trailers.
     let server = grpc_server(&["--status", "5"]);
     let url = format!("http://127.0.0.1:{}", server.port);
-    let report = bench(&["--grpc", "/helloworld.Greeter/SayHello", "-c", "1", "-n", "20", &url]);
+    // Ground truth from grpc-go's own client: the call fails with NotFound.
+    let truth = std::process::Command::new("timeout")
+        .args(["20", &common::h2::grpc_server_binary(), "--client", &format!("127.0.0.1:{}", server.port)])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&truth.stderr);
+    assert!(!truth.status.success() && said.contains("code = NotFound"), "{said}");
+    let args =
+        ["bench", "--json", "-q", "--no-server-view", "--grpc", "/helloworld.Greeter/SayHello", "-c", "1"];
+    let run = nodelay(&[&args[..], &["-n", "20", &url]].concat());
+    // As every response a 404 would: nothing succeeded (exit 1), said with the status.
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let said = run.stderr();
+    assert!(said.contains("no request succeeded: every call failed (grpc-status 5 ×20)"), "{said}");
+    let report = run.json();
+    validate_against_schema("bench.schema.json", &report);
     assert_eq!(report["status_counts"]["200"], 20, "{report:#}");
     assert_eq!(report["http2"]["grpc_status_counts"]["5"], 20);
+    assert_eq!(report["non_success_responses"], 20, "{report:#}");
+    let suggestion = &report["suggestions"][0];
+    assert_eq!(suggestion["id"], "error-responses", "{report:#}");
+    assert!(suggestion["why"].as_str().unwrap().contains("grpc-status 5 ×20"), "{suggestion:#}");
     let text = nodelay(&[
         "bench",
         "-q",
@@ -162,7 +181,69 @@ fn grpc_statuses_are_counted_beside_http_statuses() {
         "5",
         &url,
     ]);
-    assert!(text.stdout().contains("grpc-status  5 ×5"), "{}", text.stdout());
+    let out = text.stdout();
+    assert!(
+        out.contains("grpc-status  5 ×5") && squeeze(&out).contains("failed calls (non-OK grpc-status)"),
+        "{out}"
+    );
+}
+
+/// A method the server does not have: grpc-go answers UNIMPLEMENTED (12) on every call. bench
+/// names the errors and the command that proves them; run as shown, the doctor names the
+/// status, ranks it first and exits 3, with the counts in its JSON.
+#[test]
+fn calls_to_a_missing_method_fail_the_gate_and_the_hint_runs_as_shown() {
+    let server = grpc_server(&[]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let method = "/helloworld.Greeter/NoSuchMethod";
+    let run = nodelay(&[
+        "bench",
+        "--json",
+        "-q",
+        "--no-server-view",
+        "--grpc",
+        method,
+        "-c",
+        "1",
+        "-n",
+        "20",
+        &url,
+    ]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let report = run.json();
+    assert_eq!(report["http2"]["grpc_status_counts"]["12"], 20, "{report:#}");
+    let prove = report["suggestions"][0]["prove"].as_str().unwrap().to_string();
+    assert_eq!(prove, format!("nodelay doctor --grpc {method} {url}"));
+    let words: Vec<&str> = prove.split_whitespace().skip(1).collect();
+    let doctor = nodelay(&[&words[..], &["--json"]].concat());
+    assert_eq!(doctor.code(), 3, "{}", doctor.stderr());
+    let diagnosis = doctor.json();
+    validate_against_schema("doctor.schema.json", &diagnosis);
+    assert_eq!(finding_ids(&diagnosis)[0], "error-responses", "{diagnosis:#}");
+    let errors = finding(&diagnosis, "error-responses");
+    assert!(errors["title"].as_str().unwrap().contains("grpc-status 12"), "{errors:#}");
+    assert!(evidence(errors, "grpc-status 12 (UNIMPLEMENTED)") > 0.0, "{errors:#}");
+    let baseline = &diagnosis["phases"][0];
+    assert_eq!(baseline["grpc_status_counts"]["12"], baseline["responses"], "{baseline:#}");
+    assert_ne!(diagnosis["verdict"], "healthy");
+}
+
+#[test]
+fn protobuf_text_without_its_proto_is_refused_with_a_hint() {
+    let run = nodelay(&[
+        "bench",
+        "--grpc",
+        "/helloworld.Greeter/SayHello",
+        "--grpc-message",
+        "name: \"x\"",
+        "-n",
+        "1",
+        "http://127.0.0.1:9",
+    ]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    let error = run.stderr();
+    assert_eq!(error.trim().lines().count(), 1, "{error}");
+    assert!(error.contains("looks like protobuf text") && error.contains("--grpc-proto"), "{error}");
 }
 
 #[test]

@@ -28,8 +28,12 @@ pub struct RunShape {
     pub responses: u64,
     /// Of those, responses on a connection that had already carried one.
     pub reused_responses: u64,
-    /// Responses outside the success statuses.
+    /// Responses outside the success statuses, gRPC calls with a non-OK grpc-status among them.
     pub non_success: u64,
+    /// `--grpc`: the method called, and the calls per non-OK grpc-status (`12 ×50`).
+    pub grpc_method: Option<String>,
+    /// The non-OK grpc-statuses, with counts, as `grpc-status 12 ×50`; empty without any.
+    pub grpc_failures: String,
     /// Median of each response's longest pause between two reads.
     pub read_gap_p50_ms: Option<f64>,
     /// 90th percentile of each response's longest pause between two reads.
@@ -200,7 +204,8 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay doctor {url}"),
         });
     }
-    if run.keep_alive && run.reused_responses == 0 && run.responses > 1 {
+    // No more requests than connections: none had a second request to reuse it for.
+    if run.keep_alive && run.reused_responses == 0 && run.responses > run.connections as u64 {
         out.push(Suggestion {
             id: "connection-per-request",
             why:
@@ -209,7 +214,23 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay doctor {url}"),
         });
     }
-    if run.non_success > 0 {
+    if let (true, Some(method)) = (run.non_success > 0 && !run.grpc_failures.is_empty(), &run.grpc_method) {
+        // A failed call is HTTP 200: curl would show nothing; the doctor names the status.
+        let share = run.non_success as f64 / run.responses as f64 * 100.0;
+        out.push(Suggestion {
+            id: "error-responses",
+            why: format!(
+                "{share:.0} % of the calls failed ({}): their latency is not the method's",
+                run.grpc_failures
+            ),
+            prove: ["nodelay doctor --grpc".to_string(), shell_word(method)]
+                .into_iter()
+                .chain(run.tls_options.iter().cloned())
+                .chain([shell_word(&run.url)])
+                .collect::<Vec<_>>()
+                .join(" "),
+        });
+    } else if run.non_success > 0 {
         let share = run.non_success as f64 / run.responses as f64 * 100.0;
         out.push(Suggestion {
             id: "error-responses",
@@ -409,10 +430,29 @@ mod tests {
     fn closed_connections_error_pages_and_a_busy_generator_are_said() {
         let closing = RunShape { reused_responses: 0, ..run() };
         assert_eq!(ids(&closing), ["connection-per-request"]);
+        // -c 10 -n 5: no connection had a second request to carry.
+        let one_each = RunShape { reused_responses: 0, connections: 10, responses: 5, ..run() };
+        assert!(suggest(&one_each).is_empty());
         let not_asked = RunShape { keep_alive: false, reused_responses: 0, ..run() };
         assert!(suggest(&not_asked).is_empty());
         let errors = RunShape { non_success: 25, ..run() };
         assert!(suggest(&errors)[0].why.starts_with("25 % of the responses"));
+        // A failed gRPC call is HTTP 200: the doctor, not curl, shows its grpc-status.
+        let failed_calls = RunShape {
+            non_success: 100,
+            grpc_method: Some("/helloworld.Greeter/NoSuchMethod".into()),
+            grpc_failures: "grpc-status 12 ×100".into(),
+            ..run()
+        };
+        let found = suggest(&failed_calls);
+        assert_eq!(
+            found[0].why,
+            "100 % of the calls failed (grpc-status 12 ×100): their latency is not the method's"
+        );
+        assert_eq!(
+            found[0].prove,
+            format!("nodelay doctor --grpc /helloworld.Greeter/NoSuchMethod {}", run().url)
+        );
         let busy = RunShape { threads: 2, generator_cpu_share: Some(0.97), ..run() };
         let found = suggest(&busy);
         assert_eq!(found[0].id, "generator-saturated");

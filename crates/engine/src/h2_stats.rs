@@ -44,6 +44,9 @@ pub struct Http2Stats {
     pub send_window_stalls: u64,
     /// grpc-status of each gRPC response, with counts.
     pub grpc_status_counts: BTreeMap<u16, u64>,
+    /// gRPC responses with a non-OK grpc-status, by their HTTP status (200 nearly always):
+    /// a failed call whose HTTP status counts as a success is still a failure.
+    pub grpc_failed_by_http_status: BTreeMap<u16, u64>,
     /// Connection records seen.
     pub connections: u64,
     /// The smallest SETTINGS_MAX_CONCURRENT_STREAMS a server connection announced (None:
@@ -87,6 +90,7 @@ impl Default for Http2Stats {
             send_window_blocked: Duration::ZERO,
             send_window_stalls: 0,
             grpc_status_counts: BTreeMap::new(),
+            grpc_failed_by_http_status: BTreeMap::new(),
             connections: 0,
             peer_max_concurrent_streams: None,
             peer_initial_window_bytes: None,
@@ -110,8 +114,8 @@ fn record(histogram: &mut Histogram<u64>, value: Duration) {
 }
 
 impl Http2Stats {
-    /// One completed stream.
-    pub fn stream(&mut self, stream: &StreamRecord) {
+    /// One completed stream, whose response had HTTP status `http_status`.
+    pub fn stream(&mut self, stream: &StreamRecord, http_status: u16) {
         self.streams += 1;
         record(&mut self.queued_ns, stream.queued);
         if let Some(first_data) = stream.first_data {
@@ -133,6 +137,9 @@ impl Http2Stats {
         }
         if let Some(status) = stream.grpc_status {
             *self.grpc_status_counts.entry(status).or_default() += 1;
+            if status != 0 {
+                *self.grpc_failed_by_http_status.entry(http_status).or_default() += 1;
+            }
         }
     }
 
@@ -180,6 +187,9 @@ impl Http2Stats {
         self.send_window_stalls += other.send_window_stalls;
         for (code, n) in &other.grpc_status_counts {
             *self.grpc_status_counts.entry(*code).or_default() += n;
+        }
+        for (code, n) in &other.grpc_failed_by_http_status {
+            *self.grpc_failed_by_http_status.entry(*code).or_default() += n;
         }
         self.connections += other.connections;
         if let Some(limit) = other.peer_max_concurrent_streams {

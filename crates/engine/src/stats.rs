@@ -330,7 +330,7 @@ impl RecordSink for Stats {
             *self.status_counts.entry(record.status).or_default() += 1;
         }
         if let Some(stream) = &record.http2 {
-            self.http2.get_or_insert_default().stream(stream);
+            self.http2.get_or_insert_default().stream(stream, record.status);
         }
         if let Some(kind) = self.request_kind(record.request) {
             kind.completed += 1;

@@ -163,6 +163,13 @@ pub(crate) fn grpc_request(
         (None, None) => Vec::new(),
         (Some(text), None) => match text.strip_prefix('@') {
             Some(path) => read_capped(Path::new(path), "--grpc-message file", MAX_BODY_BYTES)?,
+            // Sent as bytes it would fail every call (grpc-status 13 from grpcio): refused.
+            None if looks_like_protobuf_text(text) => {
+                return Err(usage(format!(
+                    "--grpc-message {text:?} looks like protobuf text: add --grpc-proto FILE (the .proto that \
+                     declares {method}), or give the encoded message as bytes (\\x0a\\x05world)"
+                )));
+            }
             None => unescape(text).map_err(|e| usage(format!("--grpc-message: {e}")))?,
         },
     };
@@ -183,6 +190,17 @@ pub(crate) fn grpc_request(
         body,
         keep_alive: true,
     }))
+}
+
+/// Protobuf text format (`name: "x"`, `inner { id: 1 }`): a field name, then `:` or `{`. As
+/// encoded bytes that would be a tag byte that is a letter followed by more letters and a
+/// colon, which no message of ordinary fields starts with.
+fn looks_like_protobuf_text(message: &str) -> bool {
+    let message = message.trim_start();
+    let name_end = message.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(message.len());
+    let (name, rest) = message.split_at(name_end);
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && rest.trim_start().starts_with([':', '{', '<'])
 }
 
 /// Makes `workload` speak HTTP/2 when `options` ask for it or, on https://, when the server
@@ -248,6 +266,16 @@ mod tests {
         assert_eq!(parse_window("1048576"), Ok(1 << 20));
         for bad in ["65534", "2147483648", "1MB", "-1"] {
             assert!(parse_window(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn protobuf_text_is_told_from_encoded_bytes() {
+        for text in ["name: \"x\"", "  name:\"x\"", "inner { id: 1 }", "_x <a: 1>"] {
+            assert!(looks_like_protobuf_text(text), "{text}");
+        }
+        for bytes in ["\\x0a\\x05world", "", "\n\x05world", "hello", "a b: c", "1: 2"] {
+            assert!(!looks_like_protobuf_text(bytes), "{bytes}");
         }
     }
 

@@ -193,8 +193,9 @@ pub struct BenchReport {
     pub settings: BenchSettings,
     /// Complete responses received.
     pub requests_completed: u64,
-    /// Completed with a status outside `settings.success_status` (4xx/5xx by default): counted
-    /// in `requests_completed` and in the latencies, and apart here, as wrk does.
+    /// Completed with a status outside `settings.success_status` (4xx/5xx by default), or a
+    /// gRPC call that failed (non-OK grpc-status under HTTP 200): counted in
+    /// `requests_completed` and in the latencies, and apart here, as wrk does.
     pub non_success_responses: u64,
     /// Responses on a connection that had already carried one (keep-alive reuse).
     pub reused_connection_responses: u64,
@@ -308,13 +309,21 @@ impl BenchReport {
         let non_success = |counts: &mut dyn Iterator<Item = (u16, u64)>| {
             counts.filter(|(code, _)| !success.is_success(*code)).map(|(_, n)| n).sum::<u64>()
         };
+        // A gRPC call that failed (non-OK grpc-status) under a successful HTTP status.
+        let grpc_failed = stats.http2.as_ref().map_or(0, |h2| {
+            h2.grpc_failed_by_http_status
+                .iter()
+                .filter(|(code, _)| success.is_success(**code))
+                .map(|(_, n)| n)
+                .sum()
+        });
         let per_response =
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
         BenchReport {
             schema: BENCH_SCHEMA_ID,
             settings,
             requests_completed: stats.completed,
-            non_success_responses: non_success(&mut stats.status_counts()),
+            non_success_responses: non_success(&mut stats.status_counts()) + grpc_failed,
             reused_connection_responses: stats.reused_connection_responses,
             requests_due_not_sent: due_not_sent,
             requests_unfinished: stats.unfinished,
@@ -454,6 +463,16 @@ impl BenchReport {
             responses: self.requests_completed,
             reused_responses: self.reused_connection_responses,
             non_success: self.non_success_responses,
+            grpc_method: self.settings.http2.as_ref().and_then(|h2| h2.grpc_method.clone()),
+            grpc_failures: self.http2.as_ref().map_or_else(String::new, |h2| {
+                let failed: Vec<String> = h2
+                    .grpc_status_counts
+                    .iter()
+                    .filter(|(code, _)| code.as_str() != "0")
+                    .map(|(code, n)| format!("grpc-status {code} ×{n}"))
+                    .collect();
+                failed.join(", ")
+            }),
             read_gap_p50_ms: pick(&self.read_gap_ms, |p| p.p50),
             read_gap_p90_ms: pick(&self.read_gap_ms, |p| p.p90),
             read_chunks_mean: self.read_chunks_per_response,

@@ -429,12 +429,21 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
     }
     let responses = plural(r.requests_completed, "response", "responses");
     if r.non_success_responses > 0 {
+        let grpc = s.http2.as_ref().is_some_and(|h2| h2.grpc_method.is_some());
         rows.push((
             "non-success",
-            format!(
-                "{} of {responses} are not {} (the figures above include them: an error page?)",
-                r.non_success_responses, s.success_status,
-            ),
+            if grpc {
+                format!(
+                    "{} of {responses} are not {} or are failed calls (non-OK grpc-status): the figures above \
+                     include them",
+                    r.non_success_responses, s.success_status,
+                )
+            } else {
+                format!(
+                    "{} of {responses} are not {} (the figures above include them: an error page?)",
+                    r.non_success_responses, s.success_status,
+                )
+            },
         ));
     }
     if s.keep_alive && r.requests_completed > 0 {
@@ -443,8 +452,10 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
             reuse_text(r.reused_connection_responses, &responses, r.connections_opened),
         ));
         // A server that closes each connection makes every request pay a handshake, whatever
-        // the client asked for. With errors, the client closed them itself: nothing to say.
-        if r.reused_connection_responses == 0 && r.requests_completed > 1 && r.total_errors() == 0 {
+        // the client asked for. With errors, the client closed them itself: nothing to say; with
+        // no more requests than connections, none had a second to carry.
+        let could_reuse = r.requests_completed > s.connections as u64;
+        if r.reused_connection_responses == 0 && could_reuse && r.total_errors() == 0 {
             rows.push(("", "keep-alive asked, but the server closed every connection".into()));
         }
     }
@@ -1060,6 +1071,17 @@ nodelay bench GET http://127.0.0.1:8080/ (127.0.0.1:8080)
 
     /// `cargo test -p nodelay-report show_layouts -- --ignored --nocapture` prints the fixed
     /// models at three widths, to look at them.
+    #[test]
+    fn a_server_closing_connections_is_said_only_where_one_could_have_been_reused() {
+        let mut closing = stalled();
+        closing.reused_connection_responses = 0;
+        let said = "keep-alive asked, but the server closed every connection";
+        assert!(FittedText::new(80).render(&closing).contains(said));
+        // -c 20 -n 20: every request had a connection of its own.
+        closing.settings.connections = 20;
+        assert!(!FittedText::new(80).render(&closing).contains(said));
+    }
+
     #[test]
     #[ignore]
     fn show_layouts() {
