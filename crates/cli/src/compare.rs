@@ -66,6 +66,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         rounds_completed: end.completed,
         settings,
         targets: measured,
+        verdicts: nodelay_report::target_verdicts(&comparisons),
         comparisons,
         test: COMPARE_TEST,
         machine: Machine::this(),

@@ -57,6 +57,15 @@ fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
     );
     let rate = comparison(&report, "requests_per_second");
     assert!(rate["ratio"].as_f64().unwrap() < 0.1 && rate["significant"] == true, "{rate:#}");
+    // The target's verdict names every figure that differs, p50 and requests/s among them.
+    let whole = report["verdicts"][0].as_str().unwrap_or_else(|| panic!("{report:#}"));
+    assert!(
+        whole.starts_with("stalling is ")
+            && whole.contains("slower at p50")
+            && whole.contains("slower in requests/s")
+            && whole.contains(" than fixed"),
+        "{whole}"
+    );
 
     // The text says the same, and fits 80 columns.
     let text =
@@ -65,7 +74,7 @@ fn the_stalling_server_is_named_slower_by_its_factor_and_every_round_agrees() {
     let out = text.stdout();
     assert!(out.lines().all(|line| line.chars().count() <= 80), "wider than 80 columns:\n{out}");
     let verdict = out.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("{out}"));
-    assert!(verdict.contains("B is ") && verdict.contains("slower at p50 than A"), "{out}");
+    assert!(verdict.contains("B is ") && verdict.contains("slower at p50"), "{out}");
     assert!(out.contains("Mann-Whitney U"), "{out}");
 
     // Two rounds that agree cannot be significant: said so, not "no difference".

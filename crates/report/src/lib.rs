@@ -34,6 +34,7 @@ pub use model::bench::{
 };
 pub use model::compare::{
     COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, RoundFigures, format_p,
+    target_verdicts,
 };
 pub use model::doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,

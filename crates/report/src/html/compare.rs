@@ -97,8 +97,12 @@ fn short_verdict(c: &ComparisonView) -> String {
     }
 }
 
-/// The page's heading for the comparison: each target's p50 verdict against the first.
+/// The page's heading for the comparison: each target's verdict against the first (its p50
+/// verdict in reports written before `verdicts`).
 pub fn headline(view: &CompareView) -> String {
+    if !view.verdicts.is_empty() {
+        return view.verdicts.join("; ");
+    }
     let verdicts: Vec<String> =
         view.comparisons.iter().filter(|c| c.metric == "p50_ms").map(short_verdict).collect();
     if !verdicts.is_empty() {

@@ -281,6 +281,7 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
             significant: true,
             verdict: "b is 6.8× slower at p50 than a (every round agrees; p = 0.01)".into(),
         }],
+        verdicts: Vec::new(),
         test: "Mann-Whitney U over the rounds",
         machine: Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "box".into() },
         interrupted: false,

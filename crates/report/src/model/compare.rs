@@ -104,6 +104,9 @@ pub struct CompareReport {
     pub targets: Vec<CompareTarget>,
     /// Each target after the first against the first, per figure in [`COMPARED`].
     pub comparisons: Vec<Comparison>,
+    /// One verdict per target after the first: every figure that differs significantly, with
+    /// its ratio; "no difference" only when none does ([`target_verdicts`]).
+    pub verdicts: Vec<String>,
     /// The test behind `comparisons`, in words.
     pub test: &'static str,
     /// The machine the targets were measured from.
@@ -156,8 +159,7 @@ impl Comparison {
         let figures =
             |t: &CompareTarget| -> Vec<f64> { t.rounds.iter().filter_map(|r| r.figure(metric)).collect() };
         let difference = nodelay_diagnose::compare_rounds(&figures(first), &figures(target))?;
-        let higher_is_worse =
-            COMPARED.iter().find(|(name, _)| *name == metric).is_some_and(|(_, worse)| *worse);
+        let higher_is_worse = higher_is_worse(metric);
         Some(Comparison {
             label: target.label.clone(),
             against: first.label.clone(),
@@ -170,6 +172,79 @@ impl Comparison {
             significant: difference.is_real(),
             verdict: verdict(&target.label, &first.label, metric, higher_is_worse, &difference),
         })
+    }
+}
+
+/// One verdict per target: the figures that differ significantly, each with its ratio and
+/// p-value, then those that do not; "no difference" only when no figure differs. A p50
+/// verdict of too few rounds stands alone: nothing can be significant then.
+pub fn target_verdicts(comparisons: &[Comparison]) -> Vec<String> {
+    let mut labels: Vec<&str> = comparisons.iter().map(|c| c.label.as_str()).collect();
+    labels.dedup();
+    labels
+        .into_iter()
+        .map(|label| {
+            let of: Vec<&Comparison> = comparisons.iter().filter(|c| c.label == label).collect();
+            let against = &of[0].against;
+            let (differ, same): (Vec<&Comparison>, Vec<&Comparison>) = of.iter().partition(|c| c.significant);
+            if differ.is_empty() {
+                let p50 = of.iter().find(|c| c.metric == "p50_ms").unwrap_or(&of[0]);
+                if p50.verdict.starts_with("too few rounds") {
+                    return p50.verdict.clone();
+                }
+                let least_p = of.iter().map(|c| c.p_value).fold(f64::INFINITY, f64::min);
+                let figures: Vec<&str> = of.iter().map(|c| figure_words(c.metric)).collect();
+                return format!(
+                    "{label} and {against}: no difference {} beyond round-to-round noise (least p: {})",
+                    join_or(&figures),
+                    format_p(least_p)
+                );
+            }
+            let differences: Vec<String> = differ
+                .iter()
+                .map(|c| {
+                    let worse = (c.ratio > 1.0) == higher_is_worse(c.metric);
+                    let factor = if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio };
+                    let agreement = if c.every_round_agrees { "every round agrees; " } else { "" };
+                    format!(
+                        "{}× {} {} ({agreement}{})",
+                        format_ratio(factor),
+                        if worse { "slower" } else { "faster" },
+                        figure_words(c.metric),
+                        format_p(c.p_value)
+                    )
+                })
+                .collect();
+            let mut sentence = format!("{label} is {} than {against}", differences.join(", "));
+            if !same.is_empty() {
+                let figures: Vec<&str> = same.iter().map(|c| figure_words(c.metric)).collect();
+                let least_p = same.iter().map(|c| c.p_value).fold(f64::INFINITY, f64::min);
+                sentence.push_str(&format!("; no difference {} ({})", join_or(&figures), format_p(least_p)));
+            }
+            sentence
+        })
+        .collect()
+}
+
+/// `at p50`, `at p99`, `in requests/s`.
+fn figure_words(metric: &str) -> &'static str {
+    match metric {
+        "p50_ms" => "at p50",
+        "p99_ms" => "at p99",
+        _ => "in requests/s",
+    }
+}
+
+fn higher_is_worse(metric: &str) -> bool {
+    COMPARED.iter().find(|(name, _)| *name == metric).is_some_and(|(_, worse)| *worse)
+}
+
+/// `at p50`, `at p50 or at p99`, `at p50, at p99 or in requests/s`.
+fn join_or(words: &[&str]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
     }
 }
 
@@ -217,4 +292,58 @@ pub fn format_ratio(ratio: f64) -> String {
 /// `p = 0.008`, `p < 0.001`.
 pub fn format_p(p_value: f64) -> String {
     if p_value < 0.001 { "p < 0.001".into() } else { format!("p = {p_value:.3}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comparison(metric: &'static str, ratio: f64, p_value: f64) -> Comparison {
+        Comparison {
+            label: "go".into(),
+            against: "nginx".into(),
+            metric,
+            ratio,
+            interval_low: None,
+            interval_high: None,
+            p_value,
+            every_round_agrees: p_value < 0.01,
+            significant: p_value < nodelay_diagnose::ALPHA,
+            verdict: format!("{metric} verdict"),
+        }
+    }
+
+    #[test]
+    fn the_verdict_names_every_figure_that_differs_and_no_difference_only_when_none_does() {
+        // The case that was called "no difference": p50 alike, req/s and p99 apart.
+        let mixed = [
+            comparison("p50_ms", 1.04, 0.222),
+            comparison("p99_ms", 3.15, 0.008),
+            comparison("requests_per_second", 0.514, 0.008),
+        ];
+        assert_eq!(
+            target_verdicts(&mixed),
+            [
+                "go is 3.15× slower at p99 (every round agrees; p = 0.008), 1.95× slower in requests/s (every round \
+              agrees; p = 0.008) than nginx; no difference at p50 (p = 0.222)"
+            ]
+        );
+        let alike = [
+            comparison("p50_ms", 1.01, 0.7),
+            comparison("p99_ms", 1.2, 0.3),
+            comparison("requests_per_second", 0.99, 0.9),
+        ];
+        assert_eq!(
+            target_verdicts(&alike),
+            [
+                "go and nginx: no difference at p50, at p99 or in requests/s beyond round-to-round noise (least p: \
+              p = 0.300)"
+            ]
+        );
+        let faster = [comparison("requests_per_second", 2.0, 0.004)];
+        assert_eq!(
+            target_verdicts(&faster),
+            ["go is 2.00× faster in requests/s (every round agrees; p = 0.004) than nginx"]
+        );
+    }
 }

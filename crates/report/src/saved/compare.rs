@@ -48,6 +48,8 @@ pub struct CompareView {
     pub rounds_completed: Option<u64>,
     pub settings: Option<Map<String, Value>>,
     pub targets: Vec<TargetView>,
+    /// One per target after the first; absent from reports before it was added.
+    pub verdicts: Vec<String>,
     pub comparisons: Vec<ComparisonView>,
     pub test: String,
     pub machine: Option<MachineView>,

@@ -92,8 +92,8 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
         }
         out.push_str(&table.render());
         writeln!(out)?;
-        for c in report.comparisons.iter().filter(|c| c.metric == "p50_ms") {
-            out.push_str(&wrap(&format!("verdict: {}", c.verdict), width, "", "  "));
+        for verdict in &report.verdicts {
+            out.push_str(&wrap(&format!("verdict: {verdict}"), width, "", "  "));
         }
     }
     for target in report.targets.iter().filter(|t| t.diagnosis.is_some() || t.diagnosis_error.is_some()) {

@@ -151,12 +151,17 @@ pub fn write_compare(out: &mut String, r: &CompareView, width: usize) -> std::fm
             out.push_str(&wrap(&format!("{}: not measured: {why}", target.label), width, "  ", "    "));
         }
     }
-    let verdicts: Vec<_> = r.comparisons.iter().filter(|c| c.metric == "p50_ms").collect();
+    // Reports written before `verdicts` was added give the p50 comparison's verdict.
+    let verdicts: Vec<&str> = if r.verdicts.is_empty() {
+        r.comparisons.iter().filter(|c| c.metric == "p50_ms").map(|c| c.verdict.as_str()).collect()
+    } else {
+        r.verdicts.iter().map(String::as_str).collect()
+    };
     if !verdicts.is_empty() {
         writeln!(out)?;
     }
-    for comparison in verdicts {
-        out.push_str(&wrap(&format!("verdict: {}", comparison.verdict), width, "", "  "));
+    for verdict in verdicts {
+        out.push_str(&wrap(&format!("verdict: {verdict}"), width, "", "  "));
     }
     for target in &r.targets {
         if let Some(why) = &target.diagnosis_error {
