@@ -135,6 +135,33 @@ fn inspect_shows_one_row_per_socket_with_its_options() {
     }
 }
 
+/// Python's `disable_nagle_algorithm = True` sets TCP_NODELAY on each accepted connection,
+/// never on the listener: with a connection open that is healthy (no fix advised); with none,
+/// the listener alone cannot tell, and says so.
+#[test]
+fn inspect_judges_the_connections_and_calls_a_lone_listener_unknown() {
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let target = format!(":{}", peer.port);
+    let idle = nodelay(&["inspect", &target]);
+    assert_eq!(idle.code(), 0, "{}", idle.stderr());
+    let text = squeeze(&idle.stdout());
+    assert!(text.contains("unknown until one is accepted") && !text.contains("nodelay fix"), "{text}");
+    let json = nodelay(&["inspect", "--json", &target]).json();
+    validate_against_schema("inspect.schema.json", &json);
+    assert_eq!(json["nodelay"]["state"], "unknown-until-accepted", "{json:#}");
+
+    let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    get(&mut stream);
+    let connected = squeeze(&nodelay(&["inspect", &target]).stdout());
+    assert!(connected.contains("TCP_NODELAY is on on every connection (1)"), "{connected}");
+    assert!(connected.contains("Nothing to fix") && !connected.contains("nodelay fix"), "{connected}");
+    let json = nodelay(&["inspect", "--json", &target]).json();
+    assert_eq!(
+        (json["nodelay"]["state"].as_str(), json["nodelay"]["connections_on"].as_u64()),
+        (Some("on"), Some(1))
+    );
+}
+
 /// Where sock_diag is refused (a seccomp profile that blocks netlink sockets), the socket
 /// table is read from /proc instead: inspect finds the same listener and connection.
 #[test]

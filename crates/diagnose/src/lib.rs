@@ -26,6 +26,7 @@ mod rules;
 mod server;
 mod significance;
 mod slow_body;
+mod sockets;
 mod suggest;
 mod symptom;
 mod tail;
@@ -55,6 +56,7 @@ pub use server::{
     runs_one_thread_at_a_time, server_findings, server_load, server_warnings,
 };
 pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds};
+pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};
 pub use unseen_hops::unseen_hops_note;

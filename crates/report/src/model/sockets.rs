@@ -2,6 +2,7 @@
 //! what setting TCP_NODELAY on them changed). The serde forms are the JSON
 //! contract of `schema/inspect.schema.json`: rename nothing, only add.
 
+use nodelay_diagnose::{SocketNodelay, socket_nodelay};
 use nodelay_host::{Inspection, NodelayChange, ProcessInfo, SocketView};
 use serde::Serialize;
 
@@ -21,6 +22,8 @@ pub struct InspectReport {
     pub processes: Vec<ProcessInfo>,
     /// One entry per socket (one shared by several processes appears once, under the first).
     pub sockets: Vec<SocketView>,
+    /// What the sockets that carry traffic say of TCP_NODELAY, and whether a fix is advised.
+    pub nodelay: SocketNodelay,
 }
 
 impl InspectReport {
@@ -30,6 +33,7 @@ impl InspectReport {
             schema: INSPECT_SCHEMA_ID,
             target,
             processes: inspection.processes,
+            nodelay: socket_nodelay(&inspection.sockets),
             sockets: inspection.sockets,
         }
     }

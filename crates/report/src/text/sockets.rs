@@ -7,6 +7,7 @@ use crate::render::Render;
 use crate::text::FittedText;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
+use nodelay_diagnose::NodelayState;
 use nodelay_engine::TcpInfo;
 use nodelay_host::{ProcessInfo, SocketState, SocketView};
 use std::fmt::Write;
@@ -35,24 +36,32 @@ impl Render<InspectReport> for FittedText {
         }
         out.push('\n');
         out.push_str(&socket_table(&report.sockets, report.processes.len() > 1, None, self.width));
-        let off = report.sockets.iter().filter(|s| !s.nodelay).count();
-        if off > 0 {
-            let fix = match report.target.strip_prefix("port ") {
-                Some(port) => format!("nodelay fix :{port}"),
-                None => format!("nodelay fix {}", report.processes.first().map_or(0, |p| p.pid)),
-            };
-            out.push('\n');
-            out.push_str(&wrap(
-                &format!(
-                    "TCP_NODELAY is off on {}: `{fix}` sets it without a restart (connections a listening \
-                     socket accepts afterwards inherit it).",
-                    plural(off, "socket", "sockets")
-                ),
-                self.width,
-                "",
-                "",
-            ));
-        }
+        let fix = match report.target.strip_prefix("port ") {
+            Some(port) => format!("nodelay fix :{port}"),
+            None => format!("nodelay fix {}", report.processes.first().map_or(0, |p| p.pid)),
+        };
+        let judged = &report.nodelay;
+        let sentence = match judged.state {
+            NodelayState::OffOnConnections => format!(
+                "TCP_NODELAY is off on {}: `{fix}` sets it without a restart (connections a listening socket \
+                 accepts afterwards inherit it).",
+                plural(judged.connections_off, "connection", "connections")
+            ),
+            NodelayState::UnknownUntilAccepted => format!(
+                "TCP_NODELAY is off on the listening {}, and no connection is open: unknown until one is \
+                 accepted, as the server may set it on each connection (run inspect again while a client is \
+                 connected).",
+                if judged.listeners_off == 1 { "socket" } else { "sockets" }
+            ),
+            NodelayState::On if judged.listeners_off > 0 => format!(
+                "TCP_NODELAY is on on every connection ({}): the server sets it as it accepts each; the \
+                 listening socket's own setting changes nothing. Nothing to fix.",
+                judged.connections_on
+            ),
+            NodelayState::On | NodelayState::NoSockets => return out,
+        };
+        out.push('\n');
+        out.push_str(&wrap(&sentence, self.width, "", ""));
         out
     }
 }
