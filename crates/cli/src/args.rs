@@ -25,7 +25,8 @@ pub struct Cli {
 /// its parser refuses by name ("'-1' is negative"), not an unknown flag.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Load-test an HTTP/1.1 URL with keep-alive connections, timing every read of every response
+    /// Load-test a URL (HTTP/1.1, HTTP/2 with --h2 or by ALPN, gRPC with --grpc) with keep-alive
+    /// connections, timing every read of every response
     #[command(allow_negative_numbers = true)]
     Bench(Box<BenchArgs>),
     /// Diagnose why requests are slow: measure, run experiments, name the cause, show the fix

@@ -48,6 +48,24 @@ fn image() -> &'static str {
     built.as_ref().map(|()| IMAGE).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// The build command the docs give is the script these tests build with (`image()` runs it
+/// with `--dev --tag`, for half a release's build time): `podman build` alone fails without
+/// the context the script makes.
+#[test]
+fn the_documented_image_build_is_the_script_the_tests_run() {
+    for file in ["docs/kubernetes.md", "deploy/kubernetes/daemonset.yaml", "Containerfile"] {
+        let text = std::fs::read_to_string(repository().join(file)).unwrap();
+        let mut commands = text.lines().map(|line| line.trim_start_matches(['#', ' ']));
+        assert!(
+            !commands.any(|command| command.starts_with("podman build")),
+            "{file} gives `podman build` as the command, which fails without the script"
+        );
+        assert!(text.contains("scripts/image.sh"), "{file} does not name scripts/image.sh");
+    }
+    let documented = std::fs::read_to_string(repository().join("docs/kubernetes.md")).unwrap();
+    assert!(documented.contains("```sh\nbash scripts/image.sh\n```"), "{documented}");
+}
+
 /// The hard limit of a resource of this process.
 fn hard_limit(resource: libc::__rlimit_resource_t) -> u64 {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };

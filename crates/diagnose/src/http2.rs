@@ -252,8 +252,9 @@ fn stream_limit_finding(
         )
     } else {
         format!(
-            "Requests wait {queued:.2} ms (median) before they are sent: the server allows {limit} streams at once \
-             and {streams} were asked, but one stream per connection did not remove the wait"
+            "Requests wait {queued:.2} ms (median) before they are sent: the server allows {limit} {} at once \
+             and {streams} were asked, but one stream per connection did not remove the wait",
+            if limit == 1 { "stream" } else { "streams" }
         )
     };
     Finding {
@@ -329,6 +330,10 @@ fn stream_limit_fixes() -> Vec<Fix> {
         fix("Go grpc", "server: grpc.MaxConcurrentStreams(n); client: a pool of grpc.ClientConn"),
         fix("Go net/http", "http.Server{HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n}} (Go 1.24+)"),
         fix("grpc-java / Netty", "NettyServerBuilder.maxConcurrentCallsPerConnection(n)"),
+        fix(
+            "Python grpcio",
+            "grpc.server(executor, maximum_concurrent_rpcs=None, options=[(\"grpc.max_concurrent_streams\", n)])",
+        ),
         fix("Node.js http2", "http2.createServer({ settings: { maxConcurrentStreams: n } })"),
         fix("nginx", "http2_max_concurrent_streams n; (default 128)"),
         fix("Envoy", "http2_protocol_options: max_concurrent_streams (default 2147483647)"),

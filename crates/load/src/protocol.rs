@@ -25,7 +25,8 @@ const GRPC_PREFIX_BYTES: usize = 5;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ProtocolOptions {
     /// Speak HTTP/2: on http:// with prior knowledge (h2c), on https:// insisting that the
-    /// server choose h2 by ALPN [default: https:// speaks HTTP/2 when the server chooses it]
+    /// server choose h2 by ALPN [default: bench and compare speak HTTP/2 on https:// when the
+    /// server chooses it; the doctor only when asked]
     #[arg(long = "h2", help_heading = HEADING)]
     pub h2: bool,
 
