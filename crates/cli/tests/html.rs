@@ -466,8 +466,12 @@ fn compare_with_diagnose_shows_the_verdict_each_round_each_second_and_every_targ
 
     // The verdict heads the page, in the targets' names.
     let h1 = text_of(&dom[dom.find("<h1>").unwrap()..dom.find("</h1>").unwrap()]);
+    // Every figure that differs, in a few words: p50, p99 and requests/s here.
     assert!(
-        h1.starts_with("nodelay compare: stalling is ") && h1.ends_with("× slower at p50 than fixed"),
+        h1.starts_with("nodelay compare: stalling is ")
+            && h1.contains("× slower at p50, ")
+            && h1.contains("× slower in requests/s")
+            && h1.ends_with(" than fixed"),
         "{h1}"
     );
     let verdict = report["comparisons"][0]["verdict"].as_str().unwrap().replace('&', "&amp;");

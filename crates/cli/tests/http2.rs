@@ -213,7 +213,7 @@ fn calls_to_a_missing_method_fail_the_gate_and_the_hint_runs_as_shown() {
     let report = run.json();
     assert_eq!(report["http2"]["grpc_status_counts"]["12"], 20, "{report:#}");
     let prove = report["suggestions"][0]["prove"].as_str().unwrap().to_string();
-    assert_eq!(prove, format!("nodelay doctor --grpc {method} {url}"));
+    assert_eq!(prove, format!("nodelay doctor --grpc {method} {url}/"));
     let words: Vec<&str> = prove.split_whitespace().skip(1).collect();
     let doctor = nodelay(&[&words[..], &["--json"]].concat());
     assert_eq!(doctor.code(), 3, "{}", doctor.stderr());
@@ -376,6 +376,26 @@ fn the_doctor_proves_server_nagle_between_headers_and_data_over_http2() {
         let (report, ids, _) = doctor(&["--h2", &peer.url("/")]);
         assert_eq!(ids, ["healthy"], "{report:#}");
     }
+}
+
+/// bench against an h2c-only server that stalls: its hint carries --h2 (without it the server
+/// answers "invalid HTTP version"), and run as shown it proves the stall.
+#[test]
+fn bench_hints_over_http2_carry_h2_and_run_as_shown() {
+    let peer = go_h2c(&["--nagle"]);
+    let report = bench(&["--h2", "-c", "1", "-n", "30", &peer.url("/")]);
+    let hint = report["suggestions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["prove"].as_str().is_some_and(|p| p.starts_with("nodelay doctor")))
+        .unwrap_or_else(|| panic!("no doctor hint: {report:#}"));
+    let prove = hint["prove"].as_str().unwrap();
+    assert_eq!(prove, format!("nodelay doctor --h2 {}", peer.url("/")), "{hint:#}");
+    let words: Vec<&str> = prove.split_whitespace().skip(1).collect();
+    let run = nodelay(&[&words[..], &["--json"]].concat());
+    assert_eq!(run.code(), 3, "{}", run.stderr());
+    assert_eq!(finding_ids(&run.json()), ["server-nagle-delayed-ack"]);
 }
 
 #[test]

@@ -557,8 +557,9 @@ fn capture_bench(name: &str, peer: &Peer, interface: &str, nano: bool, bench_arg
     let run = nodelay(&[&["bench", "-c", "1", "-n", "10", "-q"], bench_args].concat());
     assert_eq!(run.code(), 0, "{}", run.stderr());
     // Ten requests and ten responses, the handshake and both FINs: at least 25 packets, after
-    // the datagrams that showed tcpdump capturing.
-    capture.finish(26)
+    // the datagrams that showed tcpdump capturing. Not more: the ACKs a busy machine sends
+    // on their own or with data vary (a wait for 26 gave up once in CI).
+    capture.finish(25)
 }
 
 fn doctor_verdict(args: &[&str]) -> Vec<String> {

@@ -15,6 +15,9 @@ pub struct RunShape {
     /// `--no-tls-resume`), one token each: a command without them would fail where the run
     /// did not.
     pub tls_options: Vec<String>,
+    /// nodelay's words for the run's method, headers, body, HTTP/2 and gRPC options (`-m PUT`,
+    /// `--h2`, `--grpc /p.S/M`), quoted: the nodelay commands send what the run sent.
+    pub nodelay_request_words: Vec<String>,
     /// curl's words for the run's method, headers and body (`-X PUT`, `-H 'A: b'`,
     /// `--data-binary @f`), quoted: the error-page command sends what the run sent.
     pub request_words: Vec<String>,
@@ -124,7 +127,14 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
     if run.responses == 0 {
         return out;
     }
-    let url = &target(run, TLS_OPTIONS_OF_NODELAY);
+    // nodelay's commands: the request as the run sent it, then the TLS options and the URL.
+    let url = &run
+        .nodelay_request_words
+        .iter()
+        .cloned()
+        .chain([target(run, TLS_OPTIONS_OF_NODELAY)])
+        .collect::<Vec<_>>()
+        .join(" ");
     // A cluster of connects (or of first bytes, when the handshake's last ACK was dropped and
     // the client believes it is connected) at the SYN retransmission times.
     // A server that simply takes a second has its median there too: only a tail counts.
@@ -223,12 +233,11 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
                 "{share:.0} % of the calls failed ({}): their latency is not the method's",
                 run.grpc_failures
             ),
-            prove: ["nodelay doctor --grpc".to_string(), shell_word(method)]
-                .into_iter()
-                .chain(run.tls_options.iter().cloned())
-                .chain([shell_word(&run.url)])
-                .collect::<Vec<_>>()
-                .join(" "),
+            prove: if run.nodelay_request_words.is_empty() {
+                format!("nodelay doctor --grpc {} {url}", shell_word(method))
+            } else {
+                format!("nodelay doctor {url}")
+            },
         });
     } else if run.non_success > 0 {
         let share = run.non_success as f64 / run.responses as f64 * 100.0;

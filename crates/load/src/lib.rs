@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+mod command_words;
 mod curl;
 mod grpc_message;
 pub mod habits;
@@ -29,6 +30,7 @@ mod usage;
 pub mod values;
 mod workload;
 
+pub use command_words::nodelay_request_words;
 pub use curl::{curl_command, curl_request_words};
 pub use outcome::why_nothing_succeeded;
 pub use plan::{Load, LoadOptions, Measured, plan_load};

@@ -39,7 +39,7 @@ impl Load {
         if stats.errors(ErrorKind::PortsExhausted) > 0 {
             report = report.with_local_ports(nodelay_host::local_ports(self.workload.address));
         }
-        report.with_suggestions(cpu_share, tls_words, self.curl_request.clone())
+        report.with_suggestions(cpu_share, tls_words, self.curl_request.clone(), self.nodelay_request.clone())
     }
 
     /// Why no request of the run succeeded, in one line (a TLS port answered in plain HTTP, the

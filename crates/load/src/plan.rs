@@ -65,6 +65,9 @@ pub struct Load {
     /// curl's words for the request's method, headers and body, for the commands a report
     /// suggests.
     pub curl_request: Vec<String>,
+    /// nodelay's own words for the request (method, headers, body, HTTP/2, gRPC), for the
+    /// nodelay commands a report suggests.
+    pub nodelay_request: Vec<String>,
 }
 
 /// One run's merged figures and how it ended.
@@ -179,6 +182,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         success: load.success_status.clone(),
         io_uring_refused: event_loop.refused,
         curl_request: crate::curl::curl_request_words(&load.request),
+        nodelay_request: crate::command_words::nodelay_request_words(&load.request),
     })
 }
 

@@ -5,7 +5,7 @@
 //! settings. Each target keeps one colour on every plot.
 
 use super::axis::{ValueAxis, differ_tenfold};
-use super::context::{Figure, FindingText, LegendItem, MachineText, findings, machine, number, per_second};
+use super::context::{Figure, FindingText, LegendItem, MachineText, findings, machine, per_second};
 use super::error::HtmlError;
 use super::plots::{Line, Series, rounds_svg, spectrum_svg, timeline_svg};
 use crate::format::{format_duration_ms, plural};
@@ -81,30 +81,42 @@ pub struct CompareSection {
     pub machine: Option<MachineText>,
 }
 
-/// "stalling is 252× slower at p50 than fixed", or why there is no such verdict.
-fn short_verdict(c: &ComparisonView) -> String {
-    let factor = format_ratio(if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio });
-    let word = if c.ratio > 1.0 { "slower" } else { "faster" };
-    let (label, against) = (&c.label, &c.against);
-    if c.significant {
-        format!("{label} is {factor}× {word} at p50 than {against}")
-    } else if c.every_round_agrees && c.p_value >= nodelay_diagnose::ALPHA {
-        format!(
-            "{label} was {factor}× {word} at p50 than {against} in every round, too few rounds to be sure"
-        )
+/// "stalling is 252× slower at p50, 3.1× slower at p99 than fixed": a target's figures that
+/// differ significantly, in a few words (the JSON's `verdicts` give their p-values); with none,
+/// its p50 verdict: too few rounds to be sure, or no difference.
+fn short_verdict(of: &[&ComparisonView]) -> String {
+    let (label, against) = (&of[0].label, &of[0].against);
+    let words = |c: &ComparisonView| {
+        let factor = format_ratio(if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio });
+        let higher_is_worse = c.metric != "requests_per_second";
+        let word = if (c.ratio > 1.0) == higher_is_worse { "slower" } else { "faster" };
+        let figure = match c.metric.as_str() {
+            "p50_ms" => "at p50",
+            "p99_ms" => "at p99",
+            _ => "in requests/s",
+        };
+        format!("{factor}× {word} {figure}")
+    };
+    let differ: Vec<String> = of.iter().filter(|c| c.significant).map(|c| words(c)).collect();
+    if !differ.is_empty() {
+        return format!("{label} is {} than {against}", differ.join(", "));
+    }
+    let p50 = of.iter().find(|c| c.metric == "p50_ms").unwrap_or(&of[0]);
+    if p50.every_round_agrees && p50.p_value >= nodelay_diagnose::ALPHA {
+        format!("{label} was {} than {against} in every round, too few rounds to be sure", words(p50))
     } else {
-        format!("{label} and {against}: no difference at p50")
+        format!("{label} and {against}: no difference")
     }
 }
 
-/// The page's heading for the comparison: each target's verdict against the first (its p50
-/// verdict in reports written before `verdicts`).
+/// The page's heading for the comparison: each target's verdict against the first.
 pub fn headline(view: &CompareView) -> String {
-    if !view.verdicts.is_empty() {
-        return view.verdicts.join("; ");
-    }
-    let verdicts: Vec<String> =
-        view.comparisons.iter().filter(|c| c.metric == "p50_ms").map(short_verdict).collect();
+    let mut labels: Vec<&str> = view.comparisons.iter().map(|c| c.label.as_str()).collect();
+    labels.dedup();
+    let verdicts: Vec<String> = labels
+        .into_iter()
+        .map(|label| short_verdict(&view.comparisons.iter().filter(|c| c.label == label).collect::<Vec<_>>()))
+        .collect();
     if !verdicts.is_empty() {
         return verdicts.join("; ");
     }
@@ -337,9 +349,10 @@ pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
                 label: c.label.clone(),
                 against: c.against.clone(),
                 metric: c.metric.replace('_', " "),
-                ratio: format!("{}×", number(c.ratio)),
+                // Three significant digits whatever the magnitude: 0.00101×, never 0.001×.
+                ratio: format!("{}×", format_ratio(c.ratio)),
                 interval: match (c.interval_low, c.interval_high) {
-                    (Some(low), Some(high)) => format!("{}× – {}×", number(low), number(high)),
+                    (Some(low), Some(high)) => format!("{}× – {}×", format_ratio(low), format_ratio(high)),
                     _ => "—".into(),
                 },
                 p_value: format!("{:.3}", c.p_value),

@@ -56,8 +56,9 @@ pub fn spectra_figure(
     spectra: &[(String, &[SpectrumPoint])],
     empty: &str,
 ) -> Result<Figure, HtmlError> {
+    // A spectrum of zeros (no response paused between two reads) would be an empty frame.
     let drawn: Vec<(usize, &(String, &[SpectrumPoint]))> =
-        spectra.iter().filter(|(_, points)| !points.is_empty()).enumerate().collect();
+        spectra.iter().filter(|(_, points)| points.iter().any(|p| p.latency_ms > 0.0)).enumerate().collect();
     if drawn.is_empty() {
         return Ok(Figure::nothing(plot, caption, empty));
     }

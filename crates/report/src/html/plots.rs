@@ -134,11 +134,33 @@ pub fn spectrum_svg(lines: &[Line], y: &ValueAxis, y_desc: &str) -> Result<Strin
     Ok(svg)
 }
 
+/// Counts that span more than this factor are drawn on a log axis: otherwise a first bucket of
+/// 66k responses leaves every other bucket a hairline.
+const LOG_COUNTS_BEYOND: f64 = 100.0;
+
+/// Whether `buckets`' non-zero counts span more than [`LOG_COUNTS_BEYOND`].
+pub fn histogram_needs_log_counts(buckets: &[BucketView]) -> bool {
+    let counts = buckets.iter().filter(|b| b.count > 0).map(|b| b.count as f64);
+    let (least, most) = counts.fold((f64::INFINITY, 0.0_f64), |(l, m), c| (l.min(c), m.max(c)));
+    most > least * LOG_COUNTS_BEYOND
+}
+
 /// Responses per latency bucket; the first bucket starts at `from_ms` (the run's minimum).
+/// Counts that span more than 100× go on a log axis (each bar's height is log10 of its count,
+/// labelled with the count).
 pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, HtmlError> {
     let last = buckets.last().map_or(1.0, |b| b.up_to_ms);
     let (low, high) = if last > from_ms { (from_ms, last) } else { (from_ms * 0.9, from_ms * 1.1 + 1e-3) };
-    let top = axis_top(buckets.iter().map(|b| b.count as f64).fold(0.0, f64::max));
+    let log = histogram_needs_log_counts(buckets);
+    // On the log axis a bar of one response still shows: the floor is below log10(1) = 0.
+    let floor = if log { -0.3 } else { 0.0 };
+    let height = |count: u64| if log { (count as f64).log10() } else { count as f64 };
+    let top = if log {
+        buckets.iter().map(|b| height(b.count.max(1))).fold(0.0, f64::max) + 0.3
+    } else {
+        axis_top(buckets.iter().map(|b| b.count as f64).fold(0.0, f64::max))
+    };
+    let y_label = |y: f64| if log { tick(10f64.powf(y).round()) } else { tick(y) };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 300)).into_drawing_area();
@@ -147,15 +169,15 @@ pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, Htm
             .margin_right(28)
             .x_label_area_size(50)
             .y_label_area_size(76)
-            .build_cartesian_2d(low..high, 0.0..top)
+            .build_cartesian_2d(low..high, floor..top)
             .map_err(drawing)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
             .x_desc("latency (ms)")
-            .y_desc("responses")
+            .y_desc(if log { "responses (log scale)" } else { "responses" })
             .x_label_formatter(&|x| tick(*x))
-            .y_label_formatter(&|y| tick(*y))
+            .y_label_formatter(&|y| y_label(*y))
             .x_labels(8)
             .y_labels(6)
             .label_style((FONT, LABEL_PX))
@@ -164,13 +186,15 @@ pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, Htm
             .draw()
             .map_err(drawing)?;
         let mut start = low;
-        let bars = buckets.iter().map(|bucket| {
-            let bar = Rectangle::new(
-                [(start, 0.0), (bucket.up_to_ms.max(start), bucket.count as f64)],
-                colour(0).filled(),
-            );
+        let bars = buckets.iter().filter_map(|bucket| {
+            let from = start;
             start = bucket.up_to_ms;
-            bar
+            (bucket.count > 0).then(|| {
+                Rectangle::new(
+                    [(from, floor), (bucket.up_to_ms.max(from), height(bucket.count))],
+                    colour(0).filled(),
+                )
+            })
         });
         chart.draw_series(bars.collect::<Vec<_>>()).map_err(drawing)?;
         root.present().map_err(drawing)?;

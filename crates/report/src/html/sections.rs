@@ -7,7 +7,7 @@ use super::context::{
     spectra_figure,
 };
 use super::error::HtmlError;
-use super::plots::{Series, histogram_svg, timeline_svg};
+use super::plots::{Series, histogram_needs_log_counts, histogram_svg, timeline_svg};
 use crate::format::{format_bytes, format_duration_ms, format_seconds};
 use crate::model::series::SpectrumPoint;
 use crate::saved::{BenchView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
@@ -128,7 +128,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
             svg: Some(histogram_svg(&view.latency_histogram, from)?),
             legend: Vec::new(),
             empty: String::new(),
-            scale: "linear",
+            scale: if histogram_needs_log_counts(&view.latency_histogram) { "log" } else { "linear" },
         }
     };
     Ok(BenchSection {
@@ -149,7 +149,7 @@ pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection
             "Longest pause between two reads of a response, by percentile",
             "read gap",
             &[(label.to_string(), &view.read_gap_spectrum)],
-            "No read gaps recorded.",
+            "No pause to draw: every response came in one read (or no read gap was recorded).",
         )?,
         statuses: view
             .status_counts
@@ -229,6 +229,10 @@ pub struct DoctorSection {
     pub name: String,
     pub url: String,
     pub verdict: String,
+    /// The headline: the first (costliest) finding's id and sentence; with no finding, the
+    /// verdict (`healthy`, `unreliable`) and no sentence.
+    pub headline_id: String,
+    pub headline_title: String,
     pub stats: Vec<Stat>,
     pub phases: Vec<PhaseRow>,
     pub spectrum: Figure,
@@ -244,8 +248,10 @@ pub struct DoctorSection {
 }
 
 pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError> {
+    // The costliest finding's id, not the word "findings".
+    let headline_id = view.findings.first().map_or_else(|| view.verdict.clone(), |f| f.id.clone());
     let mut stats = vec![
-        Stat::text("verdict", "verdict", &view.verdict),
+        Stat::text("verdict", "verdict", &headline_id),
         Stat::new("elapsed", "took", format_seconds(view.elapsed_s), Some(view.elapsed_s)),
     ];
     if let Some(baseline) = view.phases.first() {
@@ -261,6 +267,8 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
         name: name.into(),
         url: view.url.clone(),
         verdict: view.verdict.clone(),
+        headline_id,
+        headline_title: view.findings.first().map(|f| f.title.clone()).unwrap_or_default(),
         stats,
         phases: view
             .phases

@@ -174,6 +174,32 @@ fn a_run_without_a_timeline_says_so() {
 }
 
 #[test]
+fn a_run_without_read_gaps_draws_no_empty_frame_and_says_why() {
+    let mut report = value(&bench_report("http://example.test/", 0));
+    for point in report["read_gap_spectrum"].as_array_mut().unwrap() {
+        point["latency_ms"] = json!(0.0);
+    }
+    let page = html_page(&[report]).unwrap();
+    assert!(page.contains("No pause to draw: every response came in one read"), "{page}");
+    assert!(!page.contains("data-plot=\"read-gap-spectrum\"><svg"), "{page}");
+}
+
+#[test]
+fn counts_that_span_more_than_a_hundredfold_are_drawn_on_a_log_axis() {
+    let mut report = value(&bench_report("http://example.test/", 0));
+    report["latency_histogram"] = json!([
+        {"up_to_ms": 1.0, "count": 66000},
+        {"up_to_ms": 2.0, "count": 40},
+        {"up_to_ms": 3.0, "count": 2}
+    ]);
+    let page = unescape(&html_page(&[report]).unwrap());
+    let histogram = figure(&page, "histogram");
+    assert!(histogram.contains("responses (log scale)"), "{histogram}");
+    // Three bars: the one of 2 responses is drawn, not lost under the one of 66,000.
+    assert_eq!(histogram.matches("<rect").count(), 3, "{histogram}");
+}
+
+#[test]
 fn several_runs_share_an_overview_with_a_legend_naming_their_files() {
     let runs = vec![
         ("today.json".to_string(), value(&bench_report("http://a.test/", 0))),
@@ -196,7 +222,8 @@ fn a_doctor_page_shows_findings_with_evidence_proof_and_fix() {
     let page = html_page(&[value(&report)]).unwrap();
     for text in [
         "data-finding=\"server-nagle-delayed-ack\"",
-        "The server waits for the ACK",
+        // The headline names the finding, not the word "findings".
+        "Verdict: <b>server-nagle-delayed-ack</b>: The server waits for the ACK (",
         "responses paused mid-way: 40.2 ms",
         "quick-ack",
         "symptom removed",
@@ -305,7 +332,7 @@ fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
     for text_in_page in [
         "<h1>nodelay compare: b is 6.80× slower at p50 than a</h1>",
         "b is 6.8× slower at p50 than a (every round agrees; p = 0.01)",
-        "6.1× – 7.4×",
+        "6.10× – 7.40×",
         "101 req/s – 103 req/s",
         "Diagnoses side by side",
         "<h4 data-diagnosed=\"b\">b: 1 finding</h4>",
@@ -315,6 +342,21 @@ fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
     ] {
         assert!(text.contains(text_in_page), "{text_in_page} in {page}");
     }
+}
+
+#[test]
+fn a_ratio_far_below_one_keeps_three_significant_digits() {
+    let mut report = compare_report(30);
+    report.comparisons.push(Comparison {
+        metric: "requests_per_second",
+        ratio: 0.00101,
+        interval_low: Some(0.000987),
+        interval_high: Some(0.00105),
+        ..report.comparisons[0].clone()
+    });
+    let text = unescape(&html_page(&[value(&report)]).unwrap());
+    assert!(text.contains("0.00101×") && text.contains("0.000987× – 0.00105×"), "{text}");
+    assert!(!text.contains("0.001×"), "{text}");
 }
 
 #[test]

@@ -436,9 +436,10 @@ impl BenchReport {
         generator_cpu_share: Option<f64>,
         tls_options: Vec<String>,
         request_words: Vec<String>,
+        nodelay_request_words: Vec<String>,
     ) -> Self {
         self.generator_cpu_share = generator_cpu_share;
-        let shape = RunShape { tls_options, request_words, ..self.run_shape() };
+        let shape = RunShape { tls_options, request_words, nodelay_request_words, ..self.run_shape() };
         self.suggestions = nodelay_diagnose::suggest(&shape);
         self
     }
@@ -457,6 +458,7 @@ impl BenchReport {
             url: self.settings.url.clone(),
             tls_options: Vec::new(),
             request_words: Vec::new(),
+            nodelay_request_words: Vec::new(),
             connections: self.settings.connections,
             threads: self.settings.threads,
             keep_alive: self.settings.keep_alive,
