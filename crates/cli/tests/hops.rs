@@ -159,6 +159,13 @@ fn the_doctor_names_the_stalling_backend_behind_nginx() {
         backend.port
     );
     assert!(text.contains("chain: client → nginx (PIDs ") && text.contains(&chain), "{text}");
+    // bench, which runs no experiment, suspects it from the steady first byte at the timer.
+    let run = nodelay(&["bench", "--json", "-q", "--no-server-view", "-c", "1", "-n", "20", &nginx.url("/")]);
+    let suggestions = run.json()["suggestions"].clone();
+    let hop = suggestions.as_array().unwrap().iter().find(|s| s["id"] == "slow-first-byte");
+    let hop = hop.unwrap_or_else(|| panic!("{suggestions:#}"));
+    assert!(hop["why"].as_str().unwrap().contains("stalled hop"), "{hop:#}");
+    assert_eq!(hop["prove"], format!("nodelay doctor {}", nginx.url("/")));
 }
 
 #[test]

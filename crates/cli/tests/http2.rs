@@ -74,6 +74,11 @@ fn streams_beyond_the_servers_limit_queue_and_the_report_names_the_limit() {
     // Two of six run at once: a stream waits for two rounds of 20 ms before its HEADERS leave.
     let queued_p50 = report["http2"]["queued_ms"]["p50"].as_f64().unwrap();
     assert!(queued_p50 >= 15.0, "queued p50 {queued_p50} ms");
+    // Suspected without an experiment, with the command that proves it.
+    let suggestion =
+        report["suggestions"].as_array().unwrap().iter().find(|s| s["id"] == "h2-stream-limit-queueing");
+    let suggestion = suggestion.unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(suggestion["prove"], format!("nodelay doctor --h2 --streams 6 {}", limited.url("/")));
     // Control: the same server without the limit sends every stream at once.
     let open = go_h2c(&["--max-streams", "100", "--delay-ms", "20"]);
     let control = bench(&["--h2", "-c", "1", "--streams", "6", "-n", "36", &open.url("/")]);

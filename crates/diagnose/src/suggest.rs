@@ -3,7 +3,7 @@
 //! them under its results ("what these numbers suggest"); JSON `suggestions`.
 
 use crate::phase::syn_retry_cluster;
-use crate::timers::match_delayed_ack_timer;
+use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
 use serde::Serialize;
 
 /// What a bench run measured, as the rules need it (milliseconds unless named otherwise).
@@ -33,10 +33,19 @@ pub struct RunShape {
     pub reused_responses: u64,
     /// Responses outside the success statuses, gRPC calls with a non-OK grpc-status among them.
     pub non_success: u64,
-    /// `--grpc`: the method called, and the calls per non-OK grpc-status (`12 ×50`).
+    /// `--grpc`: the method called.
     pub grpc_method: Option<String>,
     /// The non-OK grpc-statuses, with counts, as `grpc-status 12 ×50`; empty without any.
     pub grpc_failures: String,
+    /// The path's round trip (client TCP_INFO min_rtt), when measured: first bytes are judged
+    /// beyond it.
+    pub path_rtt_ms: Option<f64>,
+    /// HTTP/2: streams asked of each connection (`--streams`)...
+    pub h2_streams_asked: Option<usize>,
+    /// ...the server's SETTINGS_MAX_CONCURRENT_STREAMS, when it stated one...
+    pub h2_stream_limit: Option<u32>,
+    /// ...and the median time a request queued before its HEADERS left.
+    pub h2_queued_p50_ms: Option<f64>,
     /// Median of each response's longest pause between two reads.
     pub read_gap_p50_ms: Option<f64>,
     /// 90th percentile of each response's longest pause between two reads.
@@ -85,6 +94,9 @@ pub struct Suggestion {
     /// The command that proves or disproves it.
     pub prove: String,
 }
+
+/// A first byte whose p90 is within this of its p50 is steady: a timer, not a busy server.
+const STEADY_FIRST_BYTE_SPREAD_MS: f64 = 3.0;
 
 /// The generator's CPU share above which its own speed, not the server's, bounds the run.
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
@@ -210,6 +222,39 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             why: format!(
                 "latencies fall on multiples of 40 ms ({step}): a delayed-ACK timer is in the path (Nagle on one \
                  side, or a request written in pieces)"
+            ),
+            prove: format!("nodelay doctor {url}"),
+        });
+    }
+    // A steady first byte a delayed-ACK timer late, with no pause inside the responses: what a
+    // front shows when a hop behind it stalls (nginx on a stalling backend: 44 ms).
+    let timer_already_named =
+        out.iter().any(|s| s.id == "server-nagle-delayed-ack" || s.id == "delayed-ack-quantized");
+    if let (Some(p50), Some(p90)) = (run.first_byte_p50_ms, run.first_byte_p90_ms) {
+        let beyond_path = (p50 - run.path_rtt_ms.filter(|rtt| *rtt >= 1.0).unwrap_or(0.0)).max(0.0);
+        let steady = p90 - p50 <= STEADY_FIRST_BYTE_SPREAD_MS;
+        if let (false, true, Some(timer)) = (timer_already_named, steady, hop_stall_timer(beyond_path)) {
+            out.push(Suggestion {
+                id: "slow-first-byte",
+                why: format!(
+                    "first bytes wait a steady {beyond_path:.0} ms, like {}: the server may be waiting on a stalled \
+                     hop of its own (an upstream service)",
+                    timer.describe()
+                ),
+                prove: format!("nodelay doctor {url}"),
+            });
+        }
+    }
+    if let (Some(asked), Some(limit), Some(queued)) =
+        (run.h2_streams_asked, run.h2_stream_limit, run.h2_queued_p50_ms)
+        && asked > limit as usize
+        && queued >= crate::phase::QUEUED_MS
+    {
+        out.push(Suggestion {
+            id: "h2-stream-limit-queueing",
+            why: format!(
+                "{asked} streams asked of each connection, and the server allows {limit} at once: requests queue \
+                 {queued:.2} ms (median) before they are sent"
             ),
             prove: format!("nodelay doctor {url}"),
         });
@@ -433,6 +478,36 @@ mod tests {
             "only what curl takes"
         );
         assert_eq!(shell_word("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn a_steady_first_byte_at_a_timer_and_queueing_behind_a_stream_limit_are_said() {
+        // nginx in front of a backend that stalls: every first byte 44 ms, no pause inside.
+        let behind_a_hop = RunShape { first_byte_p50_ms: Some(44.1), first_byte_p90_ms: Some(44.6), ..run() };
+        let found = suggest(&behind_a_hop);
+        assert_eq!(ids(&behind_a_hop), ["slow-first-byte"]);
+        assert!(found[0].why.contains("steady 44 ms") && found[0].why.contains("stalled hop"), "{found:?}");
+        // The same 44 ms across a 40 ms path is the path's, and a spread one a busy server's.
+        let across = RunShape { path_rtt_ms: Some(40.2), ..behind_a_hop.clone() };
+        assert!(suggest(&across).is_empty());
+        let busy = RunShape { first_byte_p90_ms: Some(90.0), ..behind_a_hop };
+        assert!(suggest(&busy).is_empty());
+        // Four streams asked, one allowed: each request waits for the ones before it.
+        let queued = RunShape {
+            h2_streams_asked: Some(4),
+            h2_stream_limit: Some(1),
+            h2_queued_p50_ms: Some(20.4),
+            nodelay_request_words: vec!["--h2".into(), "--streams".into(), "4".into()],
+            ..run()
+        };
+        let found = suggest(&queued);
+        assert_eq!(found[0].id, "h2-stream-limit-queueing");
+        assert!(
+            found[0].why.starts_with("4 streams asked of each connection, and the server allows 1"),
+            "{found:?}"
+        );
+        assert_eq!(found[0].prove, format!("nodelay doctor --h2 --streams 4 {}", run().url));
+        assert!(suggest(&RunShape { h2_stream_limit: Some(8), ..queued }).is_empty());
     }
 
     #[test]

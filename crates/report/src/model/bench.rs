@@ -466,6 +466,10 @@ impl BenchReport {
             reused_responses: self.reused_connection_responses,
             non_success: self.non_success_responses,
             grpc_method: self.settings.http2.as_ref().and_then(|h2| h2.grpc_method.clone()),
+            path_rtt_ms: self.path_rtt_ms,
+            h2_streams_asked: self.settings.http2.as_ref().map(|h2| h2.streams_per_connection),
+            h2_stream_limit: self.http2.as_ref().and_then(|h2| h2.peer_max_concurrent_streams),
+            h2_queued_p50_ms: self.http2.as_ref().and_then(|h2| h2.queued_ms.map(|q| q.p50)),
             grpc_failures: self.http2.as_ref().map_or_else(String::new, |h2| {
                 let failed: Vec<String> = h2
                     .grpc_status_counts
