@@ -258,9 +258,13 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         Evidence::new("median total", baseline.total_p50_ms, "ms"),
     ];
     if let Some(bytes) = baseline.bytes_before_stall {
-        let label = match over_tls {
-            true => "bytes (decrypted) that arrive before the pause",
-            false => "bytes that arrive before the pause",
+        // Over HTTP/2 the pause is between frames: its bytes are the DATA before it, so a
+        // pause between HEADERS and DATA has none.
+        let http2 = observations.request.is_some_and(|shape| shape.http2_streams.is_some());
+        let label = match (http2, over_tls) {
+            (true, _) => "body bytes (DATA frames) that arrive before the pause, after the HEADERS",
+            (false, true) => "bytes (decrypted) that arrive before the pause",
+            (false, false) => "bytes that arrive before the pause",
         };
         evidence.push(Evidence::new(label, bytes as f64, "bytes"));
     }

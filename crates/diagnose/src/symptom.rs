@@ -49,6 +49,17 @@ pub(crate) fn proof_of(
     let gone = removed(baseline, &summary, symptom);
     let affected = ((symptom.share)(&summary) * summary.steady_responses as f64).round();
     let label = symptom.label;
+    // "in 0 of 22 responses (did not remove it)" reads as a contradiction: say which half
+    // of "removed" failed.
+    let why_not = if !gone && (symptom.share)(&summary) <= REMOVED_FRACTION && summary.responses > 0 {
+        format!(
+            ", but its median fell only to {:.2} ms of {:.2} ms, not to half",
+            (symptom.median_ms)(&summary),
+            (symptom.median_ms)(baseline)
+        )
+    } else {
+        String::new()
+    };
     Proof {
         kind,
         experiment: what,
@@ -56,7 +67,7 @@ pub(crate) fn proof_of(
         experiment_p50_ms: summary.total_p50_ms,
         removed: gone,
         result: format!(
-            "p50 {:.2} ms -> {:.2} ms{}; {label} in {affected} of {} responses",
+            "p50 {:.2} ms -> {:.2} ms{}; {label} in {affected} of {} responses{why_not}",
             baseline.total_p50_ms,
             summary.total_p50_ms,
             handshake_share(baseline, &summary),
@@ -73,5 +84,30 @@ fn handshake_share(baseline: &PhaseSummary, experiment: &PhaseSummary) -> String
             format!(" (of which a TLS handshake {handshake:.2} ms)")
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::phase::tests::{phase, response};
+
+    fn first_byte_p50_ms(summary: &PhaseSummary) -> f64 {
+        summary.first_byte_p50_ms
+    }
+
+    #[test]
+    fn a_symptom_gone_whose_median_stayed_says_which_half_failed() {
+        let late = Symptom {
+            share: PhaseSummary::late_first_byte_fraction,
+            median_ms: first_byte_p50_ms,
+            label: "a late first byte",
+        };
+        let baseline = phase(None, (0..20).map(|i| response(i, 30.0, None)).collect()).summary();
+        let experiment =
+            phase(Some(Experiment::QuickAck), (0..20).map(|i| response(i, 20.0, None)).collect());
+        let said = proof(Experiment::QuickAck, &baseline, &experiment, late);
+        assert!(!said.removed);
+        assert!(said.result.contains("a late first byte in 0 of 19 responses, but its median fell only to 20.00 ms of 30.02 ms, not to half"), "{}", said.result);
     }
 }
