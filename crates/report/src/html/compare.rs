@@ -9,7 +9,7 @@ use super::context::{Figure, FindingText, LegendItem, MachineText, findings, mac
 use super::error::HtmlError;
 use super::plots::{Line, Series, rounds_svg, spectrum_svg, timeline_svg};
 use crate::format::{format_duration_ms, plural};
-use crate::model::compare::format_ratio;
+use crate::model::compare::{figure_words, format_ratio, higher_is_worse};
 use crate::saved::{BenchView, CompareView, ComparisonView, TargetView};
 use crate::text::compare::interrupted_line;
 use serde::Serialize;
@@ -88,14 +88,8 @@ fn short_verdict(of: &[&ComparisonView]) -> String {
     let (label, against) = (&of[0].label, &of[0].against);
     let words = |c: &ComparisonView| {
         let factor = format_ratio(if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio });
-        let higher_is_worse = c.metric != "requests_per_second";
-        let word = if (c.ratio > 1.0) == higher_is_worse { "slower" } else { "faster" };
-        let figure = match c.metric.as_str() {
-            "p50_ms" => "at p50",
-            "p99_ms" => "at p99",
-            _ => "in requests/s",
-        };
-        format!("{factor}× {word} {figure}")
+        let word = if (c.ratio > 1.0) == higher_is_worse(&c.metric) { "slower" } else { "faster" };
+        format!("{factor}× {word} {}", figure_words(&c.metric))
     };
     let differ: Vec<String> = of.iter().filter(|c| c.significant).map(|c| words(c)).collect();
     if !differ.is_empty() {

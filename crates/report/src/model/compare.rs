@@ -227,7 +227,7 @@ pub fn target_verdicts(comparisons: &[Comparison]) -> Vec<String> {
 }
 
 /// `at p50`, `at p99`, `in requests/s`.
-fn figure_words(metric: &str) -> &'static str {
+pub(crate) fn figure_words(metric: &str) -> &'static str {
     match metric {
         "p50_ms" => "at p50",
         "p99_ms" => "at p99",
@@ -235,7 +235,8 @@ fn figure_words(metric: &str) -> &'static str {
     }
 }
 
-fn higher_is_worse(metric: &str) -> bool {
+/// A larger value of `metric` is worse (latency), or better (requests/s).
+pub(crate) fn higher_is_worse(metric: &str) -> bool {
     COMPARED.iter().find(|(name, _)| *name == metric).is_some_and(|(_, worse)| *worse)
 }
 
