@@ -58,6 +58,11 @@ pub fn write_doctor(out: &mut String, r: &DoctorView, width: usize) -> std::fmt:
     }
     writeln!(out)?;
     out.push_str(&wrap(&format!("verdict: {}", verdict(r)), width, "", "  "));
+    // As the live text has them: what a workload the client did not run would cost, or what
+    // the doctor could not see.
+    for note in &r.notes {
+        out.push_str(&wrap(&format!("note: {}", note.title), width, "", "  "));
+    }
     Ok(())
 }
 

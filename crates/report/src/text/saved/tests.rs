@@ -197,6 +197,11 @@ fn a_doctor_run_prints_its_phases_findings_and_verdict() {
         80,
         &["verdict: healthy (of an error page: 404 ×40)"],
     );
+    let mut noted = doctor();
+    noted["notes"] =
+        json!([{"id": "initial-window-limited", "title": "A fresh connection would cost 1 more round trip"}]);
+    let text = super::text_of_saved_run("x", &noted, 80).unwrap();
+    assert!(text.trim_end().ends_with("note: A fresh connection would cost 1 more round trip"), "{text}");
 }
 
 #[test]
