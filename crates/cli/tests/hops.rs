@@ -159,13 +159,22 @@ fn the_doctor_names_the_stalling_backend_behind_nginx() {
         backend.port
     );
     assert!(text.contains("chain: client → nginx (PIDs ") && text.contains(&chain), "{text}");
-    // bench, which runs no experiment, suspects it from the steady first byte at the timer.
+    // bench, which runs no experiment, suspects it from a steady first byte at the timer. On a
+    // busy machine the first byte may not be steady (the rule's own condition), and then
+    // bench must not claim it either; the rule's bounds are unit-tested in suggest.rs.
     let run = nodelay(&["bench", "--json", "-q", "--no-server-view", "-c", "1", "-n", "20", &nginx.url("/")]);
-    let suggestions = run.json()["suggestions"].clone();
-    let hop = suggestions.as_array().unwrap().iter().find(|s| s["id"] == "slow-first-byte");
-    let hop = hop.unwrap_or_else(|| panic!("{suggestions:#}"));
-    assert!(hop["why"].as_str().unwrap().contains("stalled hop"), "{hop:#}");
-    assert_eq!(hop["prove"], format!("nodelay doctor {}", nginx.url("/")));
+    let bench = run.json();
+    let (p50, p90) =
+        (bench["first_byte_ms"]["p50"].as_f64().unwrap(), bench["first_byte_ms"]["p90"].as_f64().unwrap());
+    let hop = bench["suggestions"].as_array().unwrap().iter().find(|s| s["id"] == "slow-first-byte");
+    let steady_at_the_timer = (40.0..=48.0).contains(&p50) && p90 - p50 <= 3.0;
+    assert_eq!(hop.is_some(), steady_at_the_timer, "first byte p50 {p50} ms, p90 {p90} ms: {bench:#}");
+    if let Some(hop) = hop {
+        assert!(hop["why"].as_str().unwrap().contains("stalled hop"), "{hop:#}");
+        assert_eq!(hop["prove"], format!("nodelay doctor {}", nginx.url("/")));
+    } else {
+        eprintln!("not judged: first byte p50 {p50} ms, p90 {p90} ms (a busy machine)");
+    }
 }
 
 #[test]
