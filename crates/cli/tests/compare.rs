@@ -91,10 +91,17 @@ fn the_same_server_twice_is_no_difference() {
     // Rounds that share the cores with the other tests' servers differ by that, not by target.
     let _alone = alone();
     let server = python_peer("python_http_server.py", &["--disable-nagle"]);
-    let (run, report) = compare(&["--rounds", "5", &server.url("/?first"), &server.url("/?second")]);
-    assert_eq!(run.code(), 0, "{}", run.stderr());
-    let p50 = comparison(&report, "p50_ms");
-    assert_eq!(p50["significant"], false, "{p50:#}");
+    let same_twice = || {
+        let (run, report) = compare(&["--rounds", "5", &server.url("/?first"), &server.url("/?second")]);
+        assert_eq!(run.code(), 0, "{}", run.stderr());
+        comparison(&report, "p50_ms").clone()
+    };
+    // The test rejects a true "no difference" by chance as often as its p < 0.05 allows (and
+    // a loaded machine's rounds are not independent: 1.07-1.63x once, every round agreeing).
+    // One such call is chance; two in a row would be a bias.
+    let first = same_twice();
+    let p50 = if first["significant"] == true { same_twice() } else { first.clone() };
+    assert_eq!(p50["significant"], false, "twice in a row: {first:#}\n{p50:#}");
     assert!(
         p50["verdict"].as_str().unwrap().contains("no difference at p50 beyond round-to-round noise"),
         "{p50:#}"
