@@ -54,19 +54,9 @@ impl Load {
             return None;
         }
         // A gRPC call fails under HTTP 200: its grpc-status says why.
-        let grpc_failures: Vec<String> = report
-            .http2
-            .as_ref()
-            .map(|h2| {
-                h2.grpc_status_counts
-                    .iter()
-                    .filter(|(code, _)| code.as_str() != "0")
-                    .map(|(code, n)| format!("grpc-status {code} ×{n}"))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let grpc_failures = report.http2.as_ref().map(|h2| h2.grpc_failures()).unwrap_or_default();
         if !grpc_failures.is_empty() {
-            return Some(format!("every call failed ({})", grpc_failures.join(", ")));
+            return Some(format!("every call failed ({grpc_failures})"));
         }
         // nginx and Go answer a plain request on their TLS port with a 400 page.
         let all_400 = stats.status_counts().all(|(code, _)| code == 400);

@@ -470,15 +470,10 @@ impl BenchReport {
             h2_streams_asked: self.settings.http2.as_ref().map(|h2| h2.streams_per_connection),
             h2_stream_limit: self.http2.as_ref().and_then(|h2| h2.peer_max_concurrent_streams),
             h2_queued_p50_ms: self.http2.as_ref().and_then(|h2| h2.queued_ms.map(|q| q.p50)),
-            grpc_failures: self.http2.as_ref().map_or_else(String::new, |h2| {
-                let failed: Vec<String> = h2
-                    .grpc_status_counts
-                    .iter()
-                    .filter(|(code, _)| code.as_str() != "0")
-                    .map(|(code, n)| format!("grpc-status {code} ×{n}"))
-                    .collect();
-                failed.join(", ")
-            }),
+            grpc_failures: self
+                .http2
+                .as_ref()
+                .map_or_else(String::new, crate::model::http2::Http2Report::grpc_failures),
             read_gap_p50_ms: pick(&self.read_gap_ms, |p| p.p50),
             read_gap_p90_ms: pick(&self.read_gap_ms, |p| p.p90),
             read_chunks_mean: self.read_chunks_per_response,

@@ -92,6 +92,18 @@ pub struct Http2Report {
 }
 
 impl Http2Report {
+    /// The calls that failed, per non-OK grpc-status: `grpc-status 12 ×20, grpc-status 5 ×1`;
+    /// empty when none did (or for plain HTTP/2).
+    pub fn grpc_failures(&self) -> String {
+        let failed: Vec<String> = self
+            .grpc_status_counts
+            .iter()
+            .filter(|(code, _)| code.as_str() != "0")
+            .map(|(code, n)| format!("grpc-status {code} ×{n}"))
+            .collect();
+        failed.join(", ")
+    }
+
     /// The report of a run's HTTP/2 aggregates.
     pub fn of(stats: &Http2Stats) -> Self {
         Http2Report {
