@@ -478,22 +478,35 @@ fn open_loop_under_io_uring_sends_on_time_and_reaps_without_blocking() {
         let slots =
             count("requests_completed") + count("requests_due_not_sent") + count("requests_unfinished");
         assert!(slots.abs_diff(10_000) <= 100, "{flags:?}: {slots} slots of 10000 accounted for: {report:#}");
+        // The schedule is never outrun. How many slots were answered is nginx's business on a
+        // busy machine (9,006 req/s once in CI, every slot still accounted for), so the rate
+        // is held against the other loop's, below, not against a quiet machine's.
         let rate = report["requests_per_second"].as_f64().unwrap();
-        assert!((9_500.0..=10_100.0).contains(&rate), "{flags:?}: {rate} req/s");
-        ms(&report, "latency_ms", "p50")
+        assert!(rate <= 10_100.0, "{flags:?}: {rate} req/s");
+        (ms(&report, "latency_ms", "p50"), rate)
     };
     // Three runs of each, interleaved: one run's p50 moves with whatever else the machine
     // does (epoll alone measured 0.59 ms beside another test, where 0.03 ms is usual), so the
     // loops' medians are held as close as one loop's own runs agree with each other.
     let mut p50: [Vec<f64>; 2] = Default::default();
+    let mut rates: [Vec<f64>; 2] = Default::default();
     for which in [0, 1, 1, 0, 0, 1] {
-        p50[which].push(run(if which == 0 { &["--epoll"] } else { &["--io-uring"] }));
+        let (run_p50, rate) = run(if which == 0 { &["--epoll"] } else { &["--io-uring"] });
+        p50[which].push(run_p50);
+        rates[which].push(rate);
     }
     let [epoll, uring] = common::median_runs(&p50);
     let tolerance = common::widest_spread(&p50);
     assert!(
         uring < 2.0 * epoll + 0.1 + tolerance,
         "p50 {uring} ms with --io-uring, {epoll} ms with epoll: {p50:?}"
+    );
+    // A loop that blocked in its wait would answer fewer of the same slots than epoll does.
+    let [epoll_rate, uring_rate] = common::median_runs(&rates);
+    let rate_tolerance = common::widest_spread(&rates);
+    assert!(
+        uring_rate >= 0.95 * epoll_rate - rate_tolerance,
+        "{uring_rate} req/s with --io-uring, {epoll_rate} req/s with epoll: {rates:?}"
     );
 }
 
