@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::capture::Capture;
 use common::h2::{go_h2c, grpc_call, grpc_server, hypercorn, nghttpd, nginx_body_server, nginx_h2c, node_h2};
 use common::tls::certs;
 use common::{evidence, fails_with, finding, finding_ids, nodelay, squeeze, validate_against_schema};
@@ -86,6 +87,66 @@ fn streams_beyond_the_servers_limit_queue_and_the_report_names_the_limit() {
     assert_eq!(control["http2"]["max_open_streams"], 6);
     let control_p50 = control["http2"]["queued_ms"]["p50"].as_f64().unwrap();
     assert!(control_p50 < 5.0, "unlimited: queued p50 {control_p50} ms");
+}
+
+#[test]
+fn queued_runs_from_the_previous_responses_end_as_tcpdump_sees_it() {
+    // One stream at a time: each next HEADERS could leave once the previous response's last
+    // frame arrived, so its queue is our own turnaround. tcpdump, on the wire, is the witness:
+    // from the server's segment that ended stream N to ours that opened N + 2. Measured here
+    // before the fix: nodelay 20-30 µs against tcpdump's 106-174 µs (it started the clock at
+    // its own wake-up, after the arrival); after it, within 12 µs of each other.
+    let _alone = common::alone();
+    let server = go_h2c(&["--nagle"]);
+    let capture = Capture::start("h2-queued", server.port, "lo", true);
+    let report = bench(&["--h2", "-c", "1", "-n", "30", &server.url("/")]);
+    assert_all_h2c(&report, 30);
+    // Per stream at least our HEADERS, the server's HEADERS and its DATA.
+    let path = capture.finish(90);
+    let decode = format!("tcp.port=={},http2", server.port);
+    let frames = std::process::Command::new("tshark")
+        .args(["-r", path.to_str().unwrap(), "-d", &decode, "-T", "fields"])
+        .args(["-e", "frame.time_epoch", "-e", "tcp.srcport", "-e", "http2.type", "-e", "http2.flags"])
+        .output()
+        .expect("tshark (scripts/setup.sh installs it)");
+    std::fs::remove_file(&path).ok();
+    let mut turnarounds_us = wire_turnarounds_us(&String::from_utf8_lossy(&frames.stdout), server.port);
+    assert_eq!(turnarounds_us.len(), 29, "{}", String::from_utf8_lossy(&frames.stdout));
+    turnarounds_us.sort_by(f64::total_cmp);
+    let wire_p50_us = turnarounds_us[turnarounds_us.len() / 2];
+    let queued_p50_us = report["http2"]["queued_ms"]["p50"].as_f64().unwrap() * 1000.0;
+    // The two time the same 29 gaps a few µs apart (our write() begins just before the
+    // segment reaches the wire); a busy machine moves both alike.
+    assert!(
+        (queued_p50_us - wire_p50_us).abs() <= 30.0 + 0.2 * wire_p50_us,
+        "queued p50 {queued_p50_us:.1} µs, tcpdump's p50 {wire_p50_us:.1} µs: {turnarounds_us:?}"
+    );
+}
+
+/// From tshark's fields (time, source port, frame types, frame flags), each gap from a server
+/// segment carrying END_STREAM to the client's next segment carrying HEADERS, in µs.
+fn wire_turnarounds_us(fields: &str, server_port: u16) -> Vec<f64> {
+    let mut ended_at: Option<f64> = None;
+    let mut gaps = Vec::new();
+    for line in fields.lines() {
+        let [time, source, types, flags] = line.split('\t').collect::<Vec<_>>()[..] else { continue };
+        let (Ok(time), Ok(source)) = (time.parse::<f64>(), source.parse::<u16>()) else { continue };
+        let frames = types.split(',').zip(flags.split(','));
+        if source == server_port {
+            let ends = |(kind, flag): (&str, &str)| {
+                let flag = u8::from_str_radix(flag.trim_start_matches("0x"), 16).unwrap_or(0);
+                matches!(kind, "0" | "1") && flag & 0x1 != 0
+            };
+            if frames.clone().any(ends) {
+                ended_at = Some(time);
+            }
+        } else if types.split(',').any(|kind| kind == "1")
+            && let Some(ended) = ended_at.take()
+        {
+            gaps.push((time - ended) * 1e6);
+        }
+    }
+    gaps
 }
 
 #[test]

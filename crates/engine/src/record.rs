@@ -62,8 +62,10 @@ pub struct ResponseRecord {
 pub struct StreamRecord {
     /// The stream's id on its connection.
     pub stream_id: u32,
-    /// From when the request was due to when its HEADERS left: time it queued behind the
-    /// server's SETTINGS_MAX_CONCURRENT_STREAMS, or behind the connection's opening.
+    /// From when the request could first have left (due, and its slot free: on a closed loop,
+    /// when the previous response's last frame reached this machine) to when its HEADERS
+    /// left: time it queued behind the server's SETTINGS_MAX_CONCURRENT_STREAMS, behind the
+    /// connection's opening, or in our own turnaround.
     pub queued: Duration,
     /// From the request's start to the response's first DATA frame (None: no body).
     pub first_data: Option<Duration>,

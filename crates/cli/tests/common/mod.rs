@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 pub mod relay;
 
+pub mod capture;
+
 pub mod controls;
 
 pub mod h2;

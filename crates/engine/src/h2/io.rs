@@ -2,7 +2,9 @@
 //! over), non-blocking, every byte shown to the connection's frame tap at the moment its
 //! syscall returned, or, when the worker's waits are batched, at the kernel's arrival stamp
 //! (arrival.rs; under TLS, the stamp of the socket read that completed the plaintext's
-//! record). The worker reads it into libnghttp2 and writes what the library serialised.
+//! record). The stamp is read either way: a stream's end is dated by it, since the next
+//! request on a closed loop's slot could leave from then (its `queued` starts there). The
+//! worker reads it into libnghttp2 and writes what the library serialised.
 
 use super::tap::FrameTap;
 use crate::arrival::{self, ClockPair};
@@ -19,27 +21,26 @@ pub(crate) struct Transport {
     tls: Option<Box<ClientConnection>>,
     tap: Rc<RefCell<FrameTap>>,
     quickack: bool,
-    /// Reads take the kernel's arrival stamps (the socket has SO_TIMESTAMPNS on).
+    /// Frames are timed by the kernel's arrival stamps, not by the read.
     stamped: bool,
-    /// The arrival stamp of the latest socket read, when reads are stamped. Under TLS the
-    /// plaintext rustls hands out was completed by that read or an earlier one.
+    /// The arrival stamp of the latest socket read (the socket has SO_TIMESTAMPNS on). Under
+    /// TLS the plaintext rustls hands out was completed by that read or an earlier one.
     arrival: Option<i128>,
 }
 
-/// The socket as this loop and rustls read it: a stamped read keeps its arrival stamp.
+/// The socket as this loop and rustls read it: a read keeps its arrival stamp.
 struct Socket<'a> {
     stream: &'a mut TcpStream,
-    /// Where a stamped read leaves its stamp; `None` when reads are not stamped.
-    arrival: Option<&'a mut Option<i128>>,
+    /// Where a read leaves its stamp.
+    arrival: &'a mut Option<i128>,
 }
 
 impl Read for Socket<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(arrival) = &mut self.arrival else { return self.stream.read(buf) };
         let (n, stamp) = arrival::read_stamped(self.stream.as_raw_fd(), buf)?;
         if n > 0 {
             // A read without a stamp leaves none: an older one would time its bytes early.
-            **arrival = stamp;
+            *self.arrival = stamp;
         }
         Ok(n)
     }
@@ -60,7 +61,7 @@ impl Transport {
         self.tls.is_some()
     }
 
-    fn received(&mut self, bytes: &[u8], now: Instant) {
+    fn received(&mut self, bytes: &[u8], now: Instant, arrived: Instant) {
         if self.quickack {
             // Best effort: a failure only weakens the experiment, never the data.
             let _ = crate::tcp_info::set_quickack(&self.stream);
@@ -82,7 +83,7 @@ impl Transport {
                 tap.settle_losses(counters);
             }
         }
-        tap.received(bytes, now);
+        tap.received_arrived(bytes, now, arrived);
     }
 
     /// Reads what the socket (or TLS) holds into `buf`, showing it to the tap first, timed
@@ -90,8 +91,7 @@ impl Transport {
     /// `WouldBlock` when there is nothing; `Ok(0)` at the server's FIN or close_notify.
     pub fn read(&mut self, buf: &mut [u8], clocks: &mut ClockPair) -> io::Result<usize> {
         loop {
-            let arrival = self.stamped.then_some(&mut self.arrival);
-            let mut socket = Socket { stream: &mut self.stream, arrival };
+            let mut socket = Socket { stream: &mut self.stream, arrival: &mut self.arrival };
             let n = match &mut self.tls {
                 None => socket.read(buf)?,
                 Some(tls) => match tls.reader().read(buf) {
@@ -110,8 +110,9 @@ impl Transport {
             if n > 0 {
                 // Several streams share the socket, so no one request bounds the stamp from
                 // below as HTTP/1.1's does; a clock step costs what arrival.rs says.
-                let now = self.arrival.map_or_else(Instant::now, |stamp| clocks.place(stamp));
-                self.received(&buf[..n], now);
+                let read_at = Instant::now();
+                let arrived = self.arrival.map_or(read_at, |stamp| clocks.place(stamp).min(read_at));
+                self.received(&buf[..n], if self.stamped { arrived } else { read_at }, arrived);
             }
             return Ok(n);
         }
@@ -122,6 +123,9 @@ impl Transport {
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         // What TLS already holds goes first: it is older than `buf`.
         self.flush_tls()?;
+        // A frame leaves when the write begins: on loopback the call returns only after the
+        // receiver's kernel has taken the segment (tens of µs later, as tcpdump showed).
+        let leaving = Instant::now();
         let written = match &mut self.tls {
             None => self.stream.write(buf)?,
             Some(tls) => {
@@ -134,7 +138,7 @@ impl Transport {
                 taken
             }
         };
-        self.tap.borrow_mut().sent(&buf[..written], Instant::now());
+        self.tap.borrow_mut().sent(&buf[..written], leaving);
         Ok(written)
     }
 

@@ -56,6 +56,9 @@ pub(crate) struct StreamFrames {
     pub headers_received: Option<Instant>,
     pub first_data: Option<Instant>,
     pub last_frame: Option<Instant>,
+    /// When the frame that ended the stream reached this machine (the kernel's stamp; the
+    /// last frame's time when there was none).
+    pub ended_arrived: Option<Instant>,
     pub data_frames: u32,
     /// DATA payload bytes (flow-controlled: padding included).
     pub data_bytes: u64,
@@ -109,6 +112,7 @@ impl StreamFrames {
             headers_received: None,
             first_data: None,
             last_frame: None,
+            ended_arrived: None,
             data_frames: 0,
             data_bytes: 0,
             max_gap: Duration::ZERO,
@@ -359,6 +363,8 @@ pub(crate) struct FrameTap {
     connection_stalled_at: Option<Instant>,
     /// When the last bytes came from the server.
     last_received: Option<Instant>,
+    /// The kernel's arrival stamp of the bytes being read, while `received_arrived` reads them.
+    reading_arrived: Option<Instant>,
     /// Which pauses ended with a lost segment's retransmission.
     losses: LossWatch,
     /// The verdict on unsettled pauses, until the worker takes it.
@@ -380,6 +386,7 @@ impl FrameTap {
             send_windows: FlowWindows::new(),
             connection_stalled_at: None,
             last_received: None,
+            reading_arrived: None,
             losses: LossWatch::new(),
             loss_verdict: None,
             figures: Http2Connection {
@@ -398,6 +405,14 @@ impl FrameTap {
         let mut reader = std::mem::take(&mut self.outbound);
         reader.feed(bytes, |frame| self.on_sent(&frame, now));
         self.outbound = reader;
+    }
+
+    /// Bytes we read, at `now`, that reached this machine at `arrived` (the kernel's stamp):
+    /// a stream they end is dated by it (`StreamFrames::ended_arrived`).
+    pub fn received_arrived(&mut self, bytes: &[u8], now: Instant, arrived: Instant) {
+        self.reading_arrived = Some(arrived);
+        self.received(bytes, now);
+        self.reading_arrived = None;
     }
 
     /// Bytes we read, at `now`.
@@ -666,7 +681,8 @@ impl FrameTap {
     }
 
     fn end_stream(&mut self, index: usize) {
-        let stream = self.streams.swap_remove(index);
+        let mut stream = self.streams.swap_remove(index);
+        stream.ended_arrived = self.reading_arrived.or(stream.last_frame);
         self.receive_windows.close(stream.id);
         self.send_windows.close(stream.id);
         self.finished.push(stream);

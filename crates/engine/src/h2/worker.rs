@@ -95,6 +95,11 @@ enum Slot {
 struct RequestTiming {
     intended: Instant,
     began: Instant,
+    /// When the request could first have left: it was due and its slot was free. A closed
+    /// loop's slot frees when the previous response's last frame arrived (its arrival stamp),
+    /// not when this loop got round to it, so `queued` counts our own turnaround as
+    /// tcpdump sees it.
+    sendable: Instant,
     request_index: usize,
     stream_id: u32,
     /// The request waited for this connection to open: its connect and TLS times are its own.
@@ -305,7 +310,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             for slot in 0..self.connections[index].slots.len() {
                 match &self.connections[index].slots[slot] {
                     Slot::Idle { due } if *due <= now => {
-                        self.claim(index, slot, now);
+                        let freed = *due;
+                        self.claim(index, slot, now, freed);
                         claimed = true;
                     }
                     Slot::Idle { due } => next = next.min(*due),
@@ -339,8 +345,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         self.next_timer = self.next_timer.min(at);
     }
 
-    /// Asks the pacer for this slot's next request.
-    fn claim(&mut self, index: usize, slot: usize, now: Instant) {
+    /// Asks the pacer for this slot's next request; the slot has been free since `freed`.
+    fn claim(&mut self, index: usize, slot: usize, now: Instant, freed: Instant) {
+        let open_loop = self.config.rate_per_second.is_some();
         if self.exhausted {
             self.connections[index].slots[slot] = Slot::Done;
             return;
@@ -358,6 +365,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             Claim::Now(intended) => Slot::Due(RequestTiming {
                 intended,
                 began: now,
+                // A closed loop wants the next request the moment the slot frees.
+                sendable: if open_loop { intended.max(freed) } else { freed.min(now) },
                 request_index: self.mix.next(&mut connection.picker),
                 stream_id: 0,
                 opened_connection: !connection.established,
@@ -398,10 +407,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         // Finished at once or not, the first event on the socket says how it went.
         let (socket, _) = crate::connect::start(self.config.address, self.config.socket.nodelay)?;
         let mut stream = TcpStream::from_std(socket.into());
-        if self.config.batched_waits {
-            // Before the first byte can come: every read of this socket is stamped.
-            arrival::enable(stream.as_raw_fd())?;
-        }
+        // Before the first byte can come: every read of this socket is stamped (io.rs says
+        // what for when waits are not batched).
+        arrival::enable(stream.as_raw_fd())?;
         self.poller.register(&mut stream, index)?;
         let connection = &mut self.connections[index];
         connection.fd = stream.as_raw_fd();
@@ -608,9 +616,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             match *event {
                 StreamEvent::Ended { slot } => {
                     if let Slot::Sent(timing) = self.connections[index].slots[slot] {
-                        self.complete(index, timing, session.progress(slot));
+                        let ended = self.complete(index, timing, session.progress(slot));
                         self.connections[index].slots[slot] = Slot::Idle { due: self.run_start };
-                        self.claim(index, slot, Instant::now());
+                        self.claim(index, slot, Instant::now(), ended);
                     }
                 }
                 StreamEvent::Failed { slot, error_code } => {
@@ -682,12 +690,15 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         self.next_timer = Instant::now();
     }
 
-    fn complete(&mut self, index: usize, timing: RequestTiming, response: Progress) {
+    /// Records the stream's response; returns when the frame that ended it reached this
+    /// machine.
+    fn complete(&mut self, index: usize, timing: RequestTiming, response: Progress) -> Instant {
         let connection = &mut self.connections[index];
         let frames = connection.tap.borrow_mut().take_finished(timing.stream_id);
         let now = Instant::now();
         let since = |at: Option<Instant>| at.map(|at| at.saturating_duration_since(timing.intended));
         let last = frames.and_then(|f| f.last_frame).unwrap_or(now);
+        let ended = frames.and_then(|f| f.ended_arrived).unwrap_or(last);
         let record = ResponseRecord {
             connection: connection.slot,
             request: timing.request_index as u16,
@@ -711,7 +722,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             status: response.status,
             http2: Some(StreamRecord {
                 stream_id: timing.stream_id,
-                queued: since(frames.and_then(|f| f.headers_sent)).unwrap_or_default(),
+                queued: frames
+                    .and_then(|f| f.headers_sent)
+                    .map(|sent| sent.saturating_duration_since(timing.sendable))
+                    .unwrap_or_default(),
                 first_data: since(frames.and_then(|f| f.first_data)),
                 window_blocked: frames.map_or(Duration::ZERO, |f| f.window_blocked),
                 grpc_status: response.grpc_status,
@@ -728,6 +742,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             }
             _ => self.sink.response(&record),
         }
+        ended
     }
 
     /// Records the responses that waited for the tap's verdict on a pause: with its hold

@@ -39,8 +39,9 @@ impl Http2RunSettings {
 pub struct Http2Report {
     /// Streams that completed (one per response).
     pub streams_completed: u64,
-    /// From when each request was due to when its HEADERS left, in milliseconds: time queued
-    /// behind the server's stream limit or the connection's opening.
+    /// From when each request could first have left (due, and its slot free) to when its
+    /// HEADERS left, in milliseconds: time queued behind the server's stream limit, the
+    /// connection's opening, or the client's own turnaround.
     pub queued_ms: Option<Percentiles>,
     /// Request start to the response's first DATA frame, in milliseconds.
     pub first_data_ms: Option<Percentiles>,
