@@ -12,8 +12,10 @@ const fn fix(stack: &'static str, how: &'static str) -> Fix {
 /// Stacks that send none (Go, Node, the JDK server, evhttp) are not guessed.
 pub fn stack_of_server_header(server: &str) -> Option<&'static str> {
     let server = server.to_ascii_lowercase();
-    let known: [(&str, &str); 8] = [
+    let known: [(&str, &str); 9] = [
         ("basehttp", "Python http.server / socketserver"),
+        // "hypercorn-h11", "hypercorn-h2": Python, but none of the other Python stacks.
+        ("hypercorn", "hypercorn"),
         ("simplehttp", "Python http.server / socketserver"),
         ("werkzeug", "Python http.server / socketserver"),
         ("nginx", "nginx"),
@@ -42,12 +44,21 @@ pub fn stack_of_server(observations: &crate::phase::Observations) -> Option<&'st
     header.or_else(library).or_else(command)
 }
 
+/// Stacks that speak HTTP/1.1 alone: never the server of an HTTP/2 run, whatever its family.
+const HTTP1_ONLY_STACKS: [&str; 2] = ["Python http.server / socketserver", "Python http.server"];
+
 /// Puts the detected stack's fixes first and marks them, keeping the others in order. A
 /// family names its members: "Node.js" is "Node.js http" and "Node.js net".
 pub fn detected_first(fixes: &mut [Fix], stack: &str) {
+    detected_first_speaking(fixes, stack, false);
+}
+
+/// [`detected_first`], where an HTTP/2 run (`http2`) marks no stack that speaks HTTP/1.1 alone.
+pub fn detected_first_speaking(fixes: &mut [Fix], stack: &str, http2: bool) {
     for fix in fixes.iter_mut() {
-        fix.detected =
-            fix.stack == stack || fix.stack.strip_prefix(stack).is_some_and(|rest| rest.starts_with(' '));
+        fix.detected = (fix.stack == stack
+            || fix.stack.strip_prefix(stack).is_some_and(|rest| rest.starts_with(' ')))
+            && !(http2 && HTTP1_ONLY_STACKS.contains(&fix.stack));
     }
     // A stable sort keeps the rest as written.
     fixes.sort_by_key(|fix| !fix.detected);
@@ -450,6 +461,18 @@ mod tests {
         let rest: Vec<&str> = fixes[1..].iter().map(|f| f.stack).collect();
         let expected: Vec<&str> = before.into_iter().filter(|s| *s != "nginx").collect();
         assert_eq!(rest, expected, "the others keep their order");
+    }
+
+    #[test]
+    fn an_http2_run_marks_no_stack_that_speaks_http11_alone() {
+        assert_eq!(stack_of_server_header("hypercorn-h2"), Some("hypercorn"));
+        let detected = |http2: bool| {
+            let mut fixes = server_nodelay();
+            detected_first_speaking(&mut fixes, "Python", http2);
+            fixes.iter().filter(|f| f.detected).map(|f| f.stack).collect::<Vec<_>>()
+        };
+        assert!(detected(false).contains(&"Python http.server / socketserver"), "{:?}", detected(false));
+        assert!(!detected(true).contains(&"Python http.server / socketserver"), "{:?}", detected(true));
     }
 
     #[test]

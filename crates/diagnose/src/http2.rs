@@ -200,14 +200,16 @@ fn window_finding(observations: &Observations, baseline: &PhaseSummary) -> Findi
     let waited = baseline.window_blocked_p50_ms;
     let title = if proven {
         format!(
-            "Responses wait for the client's WINDOW_UPDATE: {waited:.2} ms of a {:.2} ms median goes to a used-up \
-             HTTP/2 flow-control window, and a larger window removes it",
+            "The client's own HTTP/2 window holds the responses: {waited:.2} ms of a {:.2} ms median waits for \
+             its WINDOW_UPDATEs, and 16 MiB windows remove it. Clients that keep the protocol's 64 KiB default \
+             (Node.js http2, gRPC before its BDP estimator grows it) pay this; h2load, Go net/http and browsers \
+             advertise more and do not",
             baseline.total_p50_ms
         )
     } else {
         format!(
-            "Responses stop on a used-up HTTP/2 flow-control window ({waited:.2} ms of a {:.2} ms median), but a \
-             larger window did not remove the wait",
+            "Responses stop on the client's used-up HTTP/2 flow-control window ({waited:.2} ms of a {:.2} ms \
+             median), but 16 MiB windows did not remove the wait",
             baseline.total_p50_ms
         )
     };
@@ -283,9 +285,9 @@ const fn fix(stack: &'static str, how: &'static str) -> Fix {
 }
 
 /// The one-sentence fix of `h2-flow-control-window`.
-pub const WINDOW_SUMMARY: &str = "Give the receiver a window at least as large as a response (and its connection a \
-    window for all its streams): the client for responses, the server for request bodies; gRPC's BDP estimator \
-    grows it by itself only after several round trips";
+pub const WINDOW_SUMMARY: &str = "The window is the receiver's, here the client's: give it a window at least as \
+    large as a response (and its connection a window for all its streams); servers do the same for request \
+    bodies; gRPC's BDP estimator grows it by itself only after several round trips";
 
 fn window_fixes() -> Vec<Fix> {
     vec![

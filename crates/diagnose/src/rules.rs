@@ -202,8 +202,9 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         }
     }
     if let Some(stack) = fixes::stack_of_server(observations) {
+        let http2 = observations.baseline.http2_streams.is_some();
         for finding in &mut findings {
-            fixes::detected_first(&mut finding.fix, stack);
+            fixes::detected_first_speaking(&mut finding.fix, stack, http2);
         }
     }
     crate::rank::rank(&mut findings, &baseline);

@@ -81,7 +81,7 @@ impl Doctor {
         // HTTP/2 when asked (--h2, --grpc); https:// stays HTTP/1.1 unless asked, so that a
         // diagnosis of an HTTP/1.1 server is not changed by what its TLS port also offers.
         if protocol.requires_h2() {
-            nodelay_load::speak_http2(&mut workload, protocol)?;
+            nodelay_load::speak_http2(&mut workload, protocol, nodelay_load::PROTOCOL_WINDOW_BYTES)?;
         }
         Ok(Doctor { target, workload, options, created })
     }

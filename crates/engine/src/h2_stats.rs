@@ -66,6 +66,8 @@ pub struct Http2Stats {
     pub window_updates_sent: u64,
     /// Streams the server reset (RST_STREAM).
     pub streams_reset: u64,
+    /// Requests the run ended with that never left: queued behind the stream limit.
+    pub streams_unsent_at_end: u64,
     /// Connections the server ended with GOAWAY.
     pub goaways: u64,
     /// The most streams one connection had open at once.
@@ -100,6 +102,7 @@ impl Default for Http2Stats {
             connection_window_blocked: Duration::ZERO,
             window_updates_sent: 0,
             streams_reset: 0,
+            streams_unsent_at_end: 0,
             goaways: 0,
             max_open_streams: 0,
         }
@@ -117,7 +120,8 @@ impl Http2Stats {
     /// One completed stream, whose response had HTTP status `http_status`.
     pub fn stream(&mut self, stream: &StreamRecord, http_status: u16) {
         self.streams += 1;
-        record(&mut self.queued_ns, stream.queued);
+        // As tcpdump sees it: our own turnaround too.
+        record(&mut self.queued_ns, stream.turnaround + stream.queued);
         if let Some(first_data) = stream.first_data {
             record(&mut self.first_data_ns, first_data);
         }
@@ -158,6 +162,7 @@ impl Http2Stats {
         self.connection_window_blocked += connection.connection_window_blocked;
         self.window_updates_sent += connection.window_updates_sent;
         self.streams_reset += connection.streams_reset;
+        self.streams_unsent_at_end += connection.streams_unsent_at_end;
         self.goaways += u64::from(connection.goaway_code.is_some());
         self.max_open_streams = self.max_open_streams.max(connection.max_open_streams);
         self.loss_holes += connection.loss_holes;
@@ -203,6 +208,7 @@ impl Http2Stats {
         self.connection_window_blocked += other.connection_window_blocked;
         self.window_updates_sent += other.window_updates_sent;
         self.streams_reset += other.streams_reset;
+        self.streams_unsent_at_end += other.streams_unsent_at_end;
         self.goaways += other.goaways;
         self.max_open_streams = self.max_open_streams.max(other.max_open_streams);
     }

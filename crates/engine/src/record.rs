@@ -62,11 +62,15 @@ pub struct ResponseRecord {
 pub struct StreamRecord {
     /// The stream's id on its connection.
     pub stream_id: u32,
-    /// From when the request could first have left (due, and its slot free: on a closed loop,
-    /// when the previous response's last frame reached this machine) to when its HEADERS
-    /// left: time it queued behind the server's SETTINGS_MAX_CONCURRENT_STREAMS, behind the
-    /// connection's opening, or in our own turnaround.
+    /// From when the request was due (its start: `first_byte` and `total` count from there)
+    /// to when its HEADERS left: time it queued behind the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS or behind the connection's opening.
     pub queued: Duration,
+    /// Closed loop: from when the slot freed (the previous response's last frame reached
+    /// this machine) to when the loop took the request up: our own wake-up, before `queued`.
+    /// Reported queueing is the two together, as tcpdump sees it; diagnosis leaves this out,
+    /// being the client's and not the server's limit.
+    pub turnaround: Duration,
     /// From the request's start to the response's first DATA frame (None: no body).
     pub first_data: Option<Duration>,
     /// The pauses in its DATA that began with a flow-control window used up (the server
@@ -242,6 +246,9 @@ pub struct Http2Connection {
     pub goaway_code: Option<u32>,
     /// Streams the server reset.
     pub streams_reset: u64,
+    /// Requests the run ended with that the session held but never sent: their HEADERS waited
+    /// behind the server's stream limit (counted among `abandoned_requests` too).
+    pub streams_unsent_at_end: u64,
     /// The most streams open at once (HEADERS sent, response not over).
     pub max_open_streams: u32,
     /// Pauses in reading that ended with a lost segment's retransmission (the socket had

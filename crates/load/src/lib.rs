@@ -35,7 +35,7 @@ pub use curl::{curl_command, curl_request_words};
 pub use outcome::why_nothing_succeeded;
 pub use plan::{Load, LoadOptions, Measured, plan_load};
 pub use progress_words::ProgressWords;
-pub use protocol::{ProtocolOptions, speak_http2};
+pub use protocol::{LOAD_WINDOW_BYTES, PROTOCOL_WINDOW_BYTES, ProtocolOptions, speak_http2};
 pub use request::{RequestOptions, TlsChoices, WriteSplit, build_request, parse_write_split};
 pub use rounds::{Contender, TEST as COMPARE_TEST, comparisons, finish as finish_rounds, labels, run_rounds};
 pub use run::{Finished, RunObserver, RunProgress, run_engine};

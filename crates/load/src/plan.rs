@@ -106,7 +106,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     let target = parse_target(url)?;
     let protocol = &load.request.protocol;
     let mut workload = build_workload(&target, &load.request, !load.no_keepalive)?;
-    crate::protocol::speak_http2(&mut workload, protocol)?;
+    crate::protocol::speak_http2(&mut workload, protocol, crate::protocol::LOAD_WINDOW_BYTES)?;
     let http2 = workload.http2;
     if http2.is_some() && load.io_uring == Some(true) {
         return Err(usage("--io-uring: HTTP/2 runs wait with epoll"));

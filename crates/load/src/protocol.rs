@@ -18,6 +18,12 @@ use std::time::Duration;
 const HEADING: &str = "HTTP/2 and gRPC";
 /// RFC 9113 6.5.2: a window may not exceed 2^31 - 1.
 const MAX_WINDOW_BYTES: u32 = (1 << 31) - 1;
+/// bench's and compare's window without `--h2-window`: h2load's (`-w 30 -W 30`, 2^30 - 1
+/// bytes), so that the two agree out of the box.
+pub const LOAD_WINDOW_BYTES: u32 = (1 << 30) - 1;
+/// The doctor's: the protocol's own (RFC 9113 6.9.2), what a client that changes nothing
+/// advertises; its larger-window experiment measures the other kind of client.
+pub const PROTOCOL_WINDOW_BYTES: u32 = 65_535;
 /// The gRPC message prefix: a compressed flag and a 4-byte big-endian length.
 const GRPC_PREFIX_BYTES: usize = 5;
 
@@ -39,7 +45,8 @@ pub struct ProtocolOptions {
     pub streams: Option<u32>,
 
     /// HTTP/2: the flow-control window advertised for each stream and for the connection
-    /// [default: 65535 bytes, the protocol's]
+    /// [default: bench and compare 1073741823 bytes, h2load's; the doctor 65535, the
+    /// protocol's, and an experiment with 16 MiB]
     #[arg(long, value_name = "BYTES", value_parser = parse_window, help_heading = HEADING)]
     pub h2_window: Option<u32>,
 
@@ -82,9 +89,9 @@ impl ProtocolOptions {
         self.h2 || self.grpc.is_some()
     }
 
-    /// The engine's HTTP/2 settings from these options.
-    pub fn settings(&self) -> Http2Settings {
-        let window = self.h2_window.unwrap_or(Http2Settings::default().stream_window_bytes);
+    /// The engine's HTTP/2 settings from these options; `unset_window` without `--h2-window`.
+    pub fn settings(&self, unset_window: u32) -> Http2Settings {
+        let window = self.h2_window.unwrap_or(unset_window);
         Http2Settings {
             streams_per_connection: self.streams.unwrap_or(1) as usize,
             stream_window_bytes: window,
@@ -205,12 +212,19 @@ fn looks_like_protobuf_text(message: &str) -> bool {
 }
 
 /// Makes `workload` speak HTTP/2 when `options` ask for it or, on https://, when the server
-/// chooses h2 by ALPN (one handshake before the run); leaves it HTTP/1.1 otherwise.
-pub fn speak_http2(workload: &mut crate::Workload, options: &ProtocolOptions) -> Result<()> {
+/// chooses h2 by ALPN (one handshake before the run); leaves it HTTP/1.1 otherwise. Its
+/// windows are `unset_window` bytes unless `--h2-window` says.
+pub fn speak_http2(
+    workload: &mut crate::Workload,
+    options: &ProtocolOptions,
+    unset_window: u32,
+) -> Result<()> {
     if !matches!(workload.framing, nodelay_engine::Framing::Http { .. }) {
         return Ok(());
     }
-    if let Some((settings, offering)) = choose(options, workload.tls.as_ref(), workload.address)? {
+    if let Some((settings, offering)) =
+        choose(options, unset_window, workload.tls.as_ref(), workload.address)?
+    {
         workload.http2 = Some(settings);
         if offering.is_some() {
             workload.tls = offering;
@@ -224,10 +238,11 @@ pub fn speak_http2(workload: &mut crate::Workload, options: &ProtocolOptions) ->
 /// be reached leaves the run to say so). None: HTTP/1.1.
 pub(crate) fn choose(
     options: &ProtocolOptions,
+    unset_window: u32,
     tls: Option<&TlsClient>,
     address: SocketAddr,
 ) -> Result<Option<(Http2Settings, Option<TlsClient>)>> {
-    let settings = options.settings();
+    let settings = options.settings(unset_window);
     let Some(tls) = tls else {
         return Ok(options.requires_h2().then_some((settings, None)));
     };
@@ -238,16 +253,17 @@ pub(crate) fn choose(
     let chosen = nodelay_engine::alpn_choice(address, &offering, Duration::from_secs(3));
     match chosen {
         Ok(Some(protocol)) if protocol == b"h2" => Ok(Some((settings, Some(offering)))),
+        // The server's choice, not a bad argument: nothing could be measured (exit 1).
         Ok(other) if options.requires_h2() => {
             let chose = other.map_or("no protocol".to_string(), |p| String::from_utf8_lossy(&p).into_owned());
-            Err(usage(format!(
+            Err(anyhow::anyhow!(
                 "the server did not choose HTTP/2 by ALPN (it chose {chose}): drop --h2 and --grpc"
-            )))
+            ))
         }
-        Ok(_) if options.h2_only_options().is_some() => Err(usage(format!(
+        Ok(_) if options.h2_only_options().is_some() => Err(anyhow::anyhow!(
             "{} is for HTTP/2, and the server chose HTTP/1.1 by ALPN",
             options.h2_only_options().unwrap_or_default()
-        ))),
+        )),
         Ok(_) => Ok(None),
         Err(_) if options.requires_h2() => Ok(Some((settings, Some(offering)))),
         Err(_) => Ok(None),

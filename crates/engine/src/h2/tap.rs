@@ -688,6 +688,11 @@ impl FrameTap {
         self.finished.push(stream);
     }
 
+    /// Our HEADERS of stream `id` left.
+    pub fn headers_left(&self, id: u32) -> bool {
+        self.stream_index(id).is_some() || self.finished.iter().any(|s| s.id == id)
+    }
+
     fn stream_index(&self, id: u32) -> Option<usize> {
         self.streams.iter().position(|s| s.id == id)
     }

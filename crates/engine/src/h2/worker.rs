@@ -97,8 +97,7 @@ struct RequestTiming {
     began: Instant,
     /// When the request could first have left: it was due and its slot was free. A closed
     /// loop's slot frees when the previous response's last frame arrived (its arrival stamp),
-    /// not when this loop got round to it, so `queued` counts our own turnaround as
-    /// tcpdump sees it.
+    /// not when this loop got round to it: the record's `turnaround` is the difference.
     sendable: Instant,
     request_index: usize,
     stream_id: u32,
@@ -722,10 +721,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             status: response.status,
             http2: Some(StreamRecord {
                 stream_id: timing.stream_id,
-                queued: frames
-                    .and_then(|f| f.headers_sent)
-                    .map(|sent| sent.saturating_duration_since(timing.sendable))
-                    .unwrap_or_default(),
+                queued: since(frames.and_then(|f| f.headers_sent)).unwrap_or_default(),
+                turnaround: timing.intended.saturating_duration_since(timing.sendable),
                 first_data: since(frames.and_then(|f| f.first_data)),
                 window_blocked: frames.map_or(Duration::ZERO, |f| f.window_blocked),
                 grpc_status: response.grpc_status,
@@ -825,6 +822,11 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             return;
         }
         let in_flight = connection.slots.iter().filter(|s| matches!(s, Slot::Sent(_))).count() as u32;
+        let unsent = connection
+            .slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Sent(t) if !connection.tap.borrow().headers_left(t.stream_id)))
+            .count() as u64;
         if at_run_end && in_flight > 0 {
             // As the HTTP/1.1 worker: reset, so the server is left nothing to retransmit.
             let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(connection.fd) };
@@ -846,7 +848,10 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             tcp_info: read_tcp_info(&connection.fd),
             server_header: if connection.server_reported { None } else { connection.server_header.take() },
             tls: connection.tls_summary.take(),
-            http2: Some(connection.tap.borrow().figures),
+            http2: Some(crate::record::Http2Connection {
+                streams_unsent_at_end: if at_run_end { unsent } else { 0 },
+                ..connection.tap.borrow().figures
+            }),
         };
         connection.server_reported |= record.server_header.is_some();
         connection.responses = 0;

@@ -86,6 +86,9 @@ pub struct Http2Report {
     pub window_updates_sent: u64,
     /// Streams the server reset (RST_STREAM).
     pub streams_reset: u64,
+    /// Of the requests unfinished when the run ended, those that never left: their HEADERS
+    /// waited behind the server's stream limit.
+    pub streams_unsent_at_end: u64,
     /// Connections the server ended with GOAWAY.
     pub goaways: u64,
     /// gRPC responses per grpc-status code (0 is OK); empty for plain HTTP/2.
@@ -129,6 +132,7 @@ impl Http2Report {
             connection_window_blocked_ms: stats.connection_window_blocked.as_secs_f64() * 1e3,
             window_updates_sent: stats.window_updates_sent,
             streams_reset: stats.streams_reset,
+            streams_unsent_at_end: stats.streams_unsent_at_end,
             goaways: stats.goaways,
             grpc_status_counts: stats
                 .grpc_status_counts

@@ -491,14 +491,24 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
         } else {
             "the run ended"
         };
-        let were = if r.requests_unfinished == 1 { "was" } else { "were" };
-        rows.push((
-            "in flight",
-            format!(
-                "{} {were} still running when {when} (not counted)",
-                plural(r.requests_unfinished, "request", "requests")
+        // Over HTTP/2 some may never have left: queued behind the server's stream limit.
+        let unsent = r.http2.as_ref().map_or(0, |h2| h2.streams_unsent_at_end).min(r.requests_unfinished);
+        let running = r.requests_unfinished - unsent;
+        let were = |n: u64| if n == 1 { "was" } else { "were" };
+        let what = match (running, unsent) {
+            (_, 0) => format!("{} {} still running", plural(running, "request", "requests"), were(running)),
+            (0, _) => format!(
+                "{} {} queued behind the server's stream limit, never sent,",
+                plural(unsent, "request", "requests"),
+                were(unsent)
             ),
-        ));
+            _ => format!(
+                "{} {} still running and {unsent} queued behind the server's stream limit, never sent,",
+                plural(running, "request", "requests"),
+                were(running)
+            ),
+        };
+        rows.push(("in flight", format!("{what} when {when} (not counted)")));
     }
     if let Some(tls) = &r.tls {
         rows.push(("TLS", tls.describe()));
