@@ -331,6 +331,17 @@ fn calls_to_a_missing_method_fail_the_gate_and_the_hint_runs_as_shown() {
     let baseline = &diagnosis["phases"][0];
     assert_eq!(baseline["grpc_status_counts"]["12"], baseline["responses"], "{baseline:#}");
     assert_ne!(diagnosis["verdict"], "healthy");
+    // "See one": the same call by curl, run in a shell as shown, shows the server's words.
+    let fix = errors["fix_summary"].as_str().unwrap();
+    let (_, shown) = fix.split_once("See one: `").unwrap_or_else(|| panic!("{fix}"));
+    let command = shown.trim_end_matches('`');
+    assert!(command.contains(&format!("{url}{method}")), "{command}");
+    let curl = std::process::Command::new("sh").args(["-c", command]).output().unwrap();
+    let said = String::from_utf8_lossy(&curl.stdout);
+    assert!(
+        said.contains("grpc-status: 12") && said.contains("unknown method NoSuchMethod"),
+        "{command}\n{said}"
+    );
 }
 
 #[test]

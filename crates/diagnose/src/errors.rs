@@ -114,16 +114,17 @@ pub(crate) fn error_responses(phase: &Phase) -> Option<(Finding, bool)> {
     for (status, n) in &counts {
         evidence.push(Evidence::new(status.evidence_label(), *n as f64, "count"));
     }
+    let server_error = counts.keys().any(|status| status.is_server_failure());
+    let grpc = counts.keys().any(|status| matches!(status, ErrorStatus::Grpc(_)));
     let most = if share > MAX_ERROR_SHARE {
         format!(
-            ": more than {:.0} %, so the verdict is about them (the timings are mostly an error page's)",
-            MAX_ERROR_SHARE * 100.0
+            ": more than {:.0} %, so the verdict is about them (the timings are mostly {})",
+            MAX_ERROR_SHARE * 100.0,
+            if grpc { "failed calls'" } else { "an error page's" }
         )
     } else {
         String::new()
     };
-    let server_error = counts.keys().any(|status| status.is_server_failure());
-    let grpc = counts.keys().any(|status| matches!(status, ErrorStatus::Grpc(_)));
     let finding = Finding {
         id: FindingId::ErrorResponses,
         title: format!("{errors} of {of} responses were errors ({statuses}){most}"),

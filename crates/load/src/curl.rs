@@ -25,18 +25,64 @@ pub fn curl_request_words(request: &RequestOptions) -> Vec<String> {
     words
 }
 
-/// `curl -i ...` for `url` as the run sent it, TLS options included.
+/// Messages longer than this are left out of a gRPC call's command: a line to read, not a
+/// file to carry.
+const MAX_SHOWN_MESSAGE_BYTES: usize = 256;
+
+/// `curl -i ...` for `url` as the run sent it, TLS options included. A gRPC call is the same
+/// POST over HTTP/2, its framed message piped in by printf: curl -i shows its grpc-status and
+/// grpc-message (a failed call's come as headers, trailers-only).
 pub fn curl_command(url: &str, request: &RequestOptions) -> String {
     let mut words = vec!["curl".to_string(), "-i".to_string()];
-    words.extend(curl_request_words(request));
+    let mut target = url.to_string();
+    let mut body = None;
+    match &request.protocol.grpc {
+        Some(method) => {
+            let framed = crate::protocol::grpc_body(&request.protocol, method).unwrap_or_default();
+            let https = url.starts_with("https://");
+            words
+                .extend([if https { "--http2" } else { "--http2-prior-knowledge" }.to_string(), "-s".into()]);
+            for header in ["content-type: application/grpc", "te: trailers"] {
+                words.extend(["-H".to_string(), shell_word(header)]);
+            }
+            for (name, value) in &request.headers {
+                words.extend(["-H".to_string(), shell_word(&format!("{name}: {value}"))]);
+            }
+            if framed.len() <= MAX_SHOWN_MESSAGE_BYTES + 5 {
+                words.extend(["--data-binary".to_string(), "@-".to_string()]);
+                body = Some(printf_bytes(&framed));
+            }
+            target = format!("{}{method}", url.trim_end_matches('/'));
+        }
+        None => words.extend(curl_request_words(request)),
+    }
     if let Some(ca) = &request.tls.cacert {
         words.extend(["--cacert".to_string(), shell_word(&ca.display().to_string())]);
     }
     if request.tls.insecure {
         words.push("--insecure".into());
     }
-    words.push(shell_word(url));
-    words.join(" ")
+    words.push(shell_word(&target));
+    match body {
+        Some(printf) => format!("{printf} | {}", words.join(" ")),
+        None => words.join(" "),
+    }
+}
+
+/// `printf '...'` writing `bytes` exactly: printable ASCII as itself, the rest as octal
+/// escapes (POSIX printf, any shell).
+fn printf_bytes(bytes: &[u8]) -> String {
+    let mut format = String::from("printf '");
+    for &byte in bytes {
+        match byte {
+            b'%' => format.push_str("%%"),
+            b'\\' | b'\'' => format.push_str(&format!("\\{byte:03o}")),
+            0x20..=0x7e => format.push(byte as char),
+            _ => format.push_str(&format!("\\{byte:03o}")),
+        }
+    }
+    format.push('\'');
+    format
 }
 
 #[cfg(test)]
@@ -58,5 +104,18 @@ mod tests {
         assert!(curl_command("http://h:1/", &put).starts_with("curl -i -X PUT -H"));
         assert!(curl_command("http://h:1/", &put).contains("--data-binary @big.json"));
         assert_eq!(curl_command("http://h:1/", &RequestOptions::default()), "curl -i http://h:1/");
+    }
+
+    #[test]
+    fn a_grpc_call_gives_the_curl_that_makes_the_same_call() {
+        let mut call = RequestOptions::default();
+        call.protocol.grpc = Some("/helloworld.Greeter/SayHello".into());
+        call.protocol.grpc_message = Some("\\x0a\\x02%'".into());
+        assert_eq!(
+            curl_command("http://h:1/", &call),
+            "printf '\\000\\000\\000\\000\\004\\012\\002%%\\047' | curl -i --http2-prior-knowledge -s \
+             -H 'content-type: application/grpc' -H 'te: trailers' --data-binary @- \
+             http://h:1/helloworld.Greeter/SayHello"
+        );
     }
 }

@@ -166,6 +166,24 @@ pub(crate) fn grpc_request(
             target.request_target
         )));
     }
+    let body = grpc_body(options, method)?;
+    let mut all_headers = vec![
+        ("Content-Type".to_string(), "application/grpc".to_string()),
+        ("TE".to_string(), "trailers".to_string()),
+    ];
+    all_headers.extend(target.headers_with_auth(headers));
+    Ok(Some(HttpRequest {
+        method: "POST".to_string(),
+        host: target.host_header.clone(),
+        target: method.clone(),
+        headers: all_headers,
+        body,
+        keep_alive: true,
+    }))
+}
+
+/// The call's DATA: the request message behind its 5-byte gRPC prefix.
+pub(crate) fn grpc_body(options: &ProtocolOptions, method: &str) -> Result<Vec<u8>> {
     let message = match (options.grpc_message.as_deref(), &options.grpc_proto) {
         (text, Some(proto)) => crate::grpc_message::encode_text(proto, method, text.unwrap_or(""))?,
         (None, None) => Vec::new(),
@@ -185,19 +203,7 @@ pub(crate) fn grpc_request(
     body.push(0);
     body.extend_from_slice(&(message.len() as u32).to_be_bytes());
     body.extend_from_slice(&message);
-    let mut all_headers = vec![
-        ("Content-Type".to_string(), "application/grpc".to_string()),
-        ("TE".to_string(), "trailers".to_string()),
-    ];
-    all_headers.extend(target.headers_with_auth(headers));
-    Ok(Some(HttpRequest {
-        method: "POST".to_string(),
-        host: target.host_header.clone(),
-        target: method.clone(),
-        headers: all_headers,
-        body,
-        keep_alive: true,
-    }))
+    Ok(body)
 }
 
 /// Protobuf text format (`name: "x"`, `inner { id: 1 }`): a field name, then `:` or `{`. As
