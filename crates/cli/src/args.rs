@@ -14,7 +14,7 @@ use std::time::Duration;
     // Help fits 80 columns, as every other output does when not on a wider terminal.
     max_term_width = 80,
     about = "Why is my request/response service slow when the CPU is idle? nodelay measures and explains.",
-    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments, 3 doctor, pcap, proxy or watch made a finding (fix: the program turns TCP_NODELAY off again on new connections); exec: the program's own, 126 or 127 if it cannot be run."
+    after_help = "Exit status: 0 success (doctor: healthy), 1 nothing could be measured, 2 bad arguments, 3 doctor, pcap, proxy or watch made a finding (fix: the program turns TCP_NODELAY off again on new connections), 4 bench, doctor or compare crossed a --fail-if threshold; exec: the program's own, 126 or 127 if it cannot be run."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -117,6 +117,9 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub server_view: ServerViewArgs,
+
+    #[command(flatten)]
+    pub gate: nodelay_load::GateArgs,
 
     /// No progress bar
     #[arg(short = 'q', long)]
@@ -247,34 +250,10 @@ pub struct RequestArgs {
     pub write_split: Option<nodelay_load::WriteSplit>,
 
     #[command(flatten)]
-    pub tls: TlsArgs,
+    pub tls: nodelay_load::TlsChoices,
 
     #[command(flatten)]
     pub protocol: nodelay_load::ProtocolOptions,
-}
-
-/// The help section of the TLS options: only they go under it (a struct-level heading would
-/// also take every option declared after them).
-const TLS_HEADING: &str = "TLS (https:// URLs)";
-
-/// How https:// targets are reached: shared by every command that sends requests.
-#[derive(Debug, Clone, Default, Args)]
-pub struct TlsArgs {
-    /// Do not check the server's certificate (as curl -k); the report says so
-    #[arg(short = 'k', long, help_heading = TLS_HEADING)]
-    pub insecure: bool,
-
-    /// Trust the certificates in this PEM file instead of the system's store
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = TLS_HEADING)]
-    pub cacert: Option<PathBuf>,
-
-    /// Server name to send (SNI) and to check the certificate against, instead of the URL's host
-    #[arg(long, value_name = "NAME", help_heading = TLS_HEADING)]
-    pub sni: Option<String>,
-
-    /// A new connection makes a full handshake instead of resuming an earlier session
-    #[arg(long, help_heading = TLS_HEADING)]
-    pub no_tls_resume: bool,
 }
 
 /// `nodelay doctor`: measure, experiment, explain.
@@ -298,6 +277,9 @@ pub struct DoctorArgs {
     /// Longest wait for one response
     #[arg(long, default_value = "5s", value_parser = values::parse_duration)]
     pub timeout: Duration,
+
+    #[command(flatten)]
+    pub gate: nodelay_load::GateArgs,
 
     /// Print the diagnosis as JSON (its JSON Schema: nodelay schema doctor) on stdout instead of text
     #[arg(long)]
@@ -383,6 +365,9 @@ pub struct CompareArgs {
 
     #[command(flatten)]
     pub server_view: ServerViewArgs,
+
+    #[command(flatten)]
+    pub gate: nodelay_load::GateArgs,
 
     /// No progress bar
     #[arg(short = 'q', long)]

@@ -7,6 +7,7 @@ use crate::output::{self, create_output};
 use crate::runner::{LoadProgress, text_width};
 use anyhow::Result;
 use nodelay_load::{Load, pace_for, plan_load, watch_server};
+use nodelay_report::gate::{self, GatedCommand};
 use nodelay_report::{FittedText, Json, Render};
 
 /// Says on stderr what was asked for and cannot be had on this machine.
@@ -19,6 +20,7 @@ pub fn warn_fallbacks(load: &Load) {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<Outcome> {
+    args.gate.check_for(GatedCommand::Bench)?;
     let load = plan_load(&args.url, &args.load.options())?;
     // Opened (created) before the run, so that a bad path costs no measurement.
     output::distinct_files(&[
@@ -41,7 +43,8 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let watching = watch_server(load.workload.address, &args.server_view.options(), pace);
     let on_stop = || watching.ending();
     let measured = load.measure_checked(&mut LoadProgress::new(&load.config, !args.quiet, &on_stop))?;
-    let report = load.full_report(&measured, watching, args.load.request.tls.options().as_command_line());
+    let mut report = load.full_report(&measured, watching, args.load.request.tls.as_command_line());
+    report.thresholds = gate::check(&args.gate.fail_if, &report, None);
 
     if let Some(output) = export {
         output.write(Json.render(&report).as_bytes())?;
@@ -57,5 +60,5 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         output::stderr_line(&format!("nodelay: no request succeeded: {why}"));
         return Ok(Outcome::Failed);
     }
-    Ok(Outcome::Success)
+    Ok(crate::gate::outcome(&report.thresholds, Outcome::Success))
 }

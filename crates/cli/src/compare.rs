@@ -11,6 +11,7 @@ use nodelay_doctor::{Doctor, DoctorOptions};
 use nodelay_load::{
     COMPARE_TEST, Contender, comparisons, finish_rounds, labels, plan_load, run_rounds, why_nothing_succeeded,
 };
+use nodelay_report::gate::{self, GatedCommand};
 use nodelay_report::{
     COMPARE_SCHEMA_ID, CompareReport, CompareTarget, FittedText, Json, Machine, Render, compare_header,
 };
@@ -21,6 +22,7 @@ const DIAGNOSIS_BUDGET: Duration = Duration::from_secs(10);
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn compare(args: &CompareArgs) -> Result<Outcome> {
+    args.gate.check_for(GatedCommand::Compare { diagnose: args.diagnose })?;
     let labels = labels(&args.labels, args.urls.len()).map_err(usage)?;
     let mut targets = Vec::new();
     let options = args.load.options();
@@ -60,6 +62,10 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         }
     }
     let comparisons = comparisons(&measured);
+    let thresholds = measured
+        .iter()
+        .flat_map(|target| gate::check(&args.gate.fail_if, target, Some(&target.label)))
+        .collect();
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds: args.rounds,
@@ -72,6 +78,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         machine: Machine::this(),
         interrupted: end.interrupted,
         interrupted_round: end.cut_short,
+        thresholds,
     };
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
@@ -89,11 +96,12 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
             ));
         }
     }
-    Ok(if silent || report.targets.iter().any(|t| t.error.is_some()) {
+    let measured = if silent || report.targets.iter().any(|t| t.error.is_some()) {
         Outcome::Failed
     } else {
         Outcome::Success
-    })
+    };
+    Ok(crate::gate::outcome(&report.thresholds, measured))
 }
 
 /// The doctor on one target, after the rounds (so that its experiments do not disturb them).

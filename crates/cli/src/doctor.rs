@@ -1,5 +1,6 @@
 //! `nodelay doctor`: hands the arguments to `nodelay_doctor`, draws its progress on stderr,
-//! renders the report and maps it to an exit status (0 healthy, 3 a finding, 1 unreliable).
+//! renders the report and maps it to an exit status (0 healthy, 3 a finding, 1 unreliable,
+//! 4 a `--fail-if` threshold crossed).
 
 use crate::args::DoctorArgs;
 use crate::exit::Outcome;
@@ -7,16 +8,19 @@ use crate::output::{self, OutputFile};
 use crate::runner::{DoctorProgress, text_width};
 use anyhow::{Result, bail};
 use nodelay_doctor::{Diagnosis, Doctor};
+use nodelay_report::gate::GatedCommand;
 use nodelay_report::{FittedText, Json, Render};
 use serde::Serialize;
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     nodelay_doctor::supported()?;
+    args.gate.check_for(GatedCommand::Doctor)?;
     let doctor = Doctor::new(&args.url, args.options())?;
     let html = output::create_output(args.html.as_deref(), "--html")?;
     let mut progress = DoctorProgress::start(args.budget);
-    let diagnosis = doctor.run(&mut progress)?;
+    let mut diagnosis = doctor.run(&mut progress)?;
     progress.finish();
+    let results = diagnosis.hold(&args.gate.fail_if);
     match &diagnosis {
         Diagnosis::Single(report) => show(report, args.json, html)?,
         Diagnosis::Scenario(report) => show(report, args.json, html)?,
@@ -24,7 +28,8 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     if let Some(why) = diagnosis.unreliable() {
         bail!("could not measure {} reliably: {why}", doctor.workload().url);
     }
-    Ok(if diagnosis.is_healthy() { Outcome::Success } else { Outcome::Findings })
+    let found = if diagnosis.is_healthy() { Outcome::Success } else { Outcome::Findings };
+    Ok(crate::gate::outcome(&results, found))
 }
 
 /// Writes the page, if asked for, and prints the report as text or JSON.

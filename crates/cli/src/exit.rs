@@ -12,6 +12,8 @@ pub enum Outcome {
     Usage,
     /// `doctor` found something other than `healthy`: CI can gate on it.
     Findings,
+    /// A `--fail-if` threshold was crossed (or could not be checked).
+    ThresholdCrossed,
     /// `exec`: the program exists but cannot be executed (a shell's 126).
     CannotExecute,
     /// `exec`: no such program (a shell's 127).
@@ -25,6 +27,7 @@ impl Outcome {
             Outcome::Failed => 1,
             Outcome::Usage => 2,
             Outcome::Findings => 3,
+            Outcome::ThresholdCrossed => 4,
             Outcome::CannotExecute => 126,
             Outcome::NotFound => 127,
         }

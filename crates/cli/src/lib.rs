@@ -8,6 +8,7 @@ mod demo;
 mod doctor;
 mod exec;
 mod exit;
+mod gate;
 mod html;
 mod interrupt;
 mod merge;

@@ -1,20 +1,9 @@
 //! The parsed arguments as the libraries' options: clap's structs carry the help and the
 //! parsers, the libraries take plain values.
 
-use crate::args::{DoctorArgs, LoadArgs, RequestArgs, ServerViewArgs, TlsArgs};
+use crate::args::{DoctorArgs, LoadArgs, RequestArgs, ServerViewArgs};
 use nodelay_doctor::{DoctorOptions, FixPolicy};
-use nodelay_load::{LoadOptions, RequestOptions, ServerViewOptions, TlsChoices};
-
-impl TlsArgs {
-    pub fn options(&self) -> TlsChoices {
-        TlsChoices {
-            insecure: self.insecure,
-            cacert: self.cacert.clone(),
-            sni: self.sni.clone(),
-            no_tls_resume: self.no_tls_resume,
-        }
-    }
-}
+use nodelay_load::{LoadOptions, RequestOptions, ServerViewOptions};
 
 impl RequestArgs {
     pub fn options(&self) -> RequestOptions {
@@ -27,7 +16,7 @@ impl RequestArgs {
             frame: self.frame.clone(),
             max_response: self.max_response,
             write_split: self.write_split.clone(),
-            tls: self.tls.options(),
+            tls: self.tls.clone(),
             protocol: self.protocol.clone(),
         }
     }

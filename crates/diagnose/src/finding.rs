@@ -77,6 +77,52 @@ pub enum FindingId {
 }
 
 impl FindingId {
+    /// Every id, in the order declared.
+    pub const ALL: [FindingId; 26] = [
+        FindingId::ServerNagleDelayedAck,
+        FindingId::ServerNagleRoundTrip,
+        FindingId::ClientNagleDelayedAck,
+        FindingId::ConnectionPerRequest,
+        FindingId::SlowFirstByte,
+        FindingId::SlowResponseBody,
+        FindingId::ProxyHopStall,
+        FindingId::ServerCpuBound,
+        FindingId::UpstreamConnectionPerRequest,
+        FindingId::UnrequestedKeepAlive,
+        FindingId::ListenBacklogOverflow,
+        FindingId::ExpectContinueWait,
+        FindingId::KeepaliveIdleClose,
+        FindingId::ClientNagleRoundTrip,
+        FindingId::NetworkRoundTrip,
+        FindingId::ClientDelay,
+        FindingId::RetransmissionTimeout,
+        FindingId::ZeroWindow,
+        FindingId::SlowStartAfterIdle,
+        FindingId::InitialWindowLimited,
+        FindingId::ErrorResponses,
+        FindingId::H2FlowControlWindow,
+        FindingId::H2StreamLimitQueueing,
+        FindingId::H2HeadOfLineLoss,
+        FindingId::Healthy,
+        FindingId::UnreliableMeasurement,
+    ];
+
+    /// The id named by `text`, as JSON spells it.
+    pub fn parse(text: &str) -> Option<FindingId> {
+        FindingId::ALL.into_iter().find(|id| id.as_str() == text)
+    }
+
+    /// A Nagle hold meeting a delayed ACK or a round trip, on either side: what `stall` means.
+    pub fn is_stall(self) -> bool {
+        matches!(
+            self,
+            FindingId::ServerNagleDelayedAck
+                | FindingId::ServerNagleRoundTrip
+                | FindingId::ClientNagleDelayedAck
+                | FindingId::ClientNagleRoundTrip
+        )
+    }
+
     /// The stable id as it appears in JSON and the docs.
     pub fn as_str(self) -> &'static str {
         match self {

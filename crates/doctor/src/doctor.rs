@@ -10,6 +10,7 @@ use crate::try_fix::FixPolicy;
 use anyhow::{Context, Result, bail};
 use nodelay_engine::{Selection, later};
 use nodelay_load::{RequestOptions, ServerViewOptions, Target, Workload, build_workload, parse_target, stop};
+use nodelay_report::gate::{self, Threshold, ThresholdResult};
 use nodelay_report::{DoctorReport, DoctorScenarioReport, NamedDoctorReport};
 use std::time::{Duration, Instant};
 
@@ -181,6 +182,25 @@ pub fn supported() -> Result<()> {
 }
 
 impl Diagnosis {
+    /// Holds the diagnosis against `--fail-if` thresholds, each request of a scenario on its
+    /// own (by its name); the results are in the report(s) and returned together.
+    pub fn hold(&mut self, thresholds: &[Threshold]) -> Vec<ThresholdResult> {
+        match self {
+            Diagnosis::Single(report) => {
+                report.thresholds = gate::check(thresholds, report, None);
+                report.thresholds.clone()
+            }
+            Diagnosis::Scenario(scenario) => scenario
+                .requests
+                .iter_mut()
+                .flat_map(|named| {
+                    named.report.thresholds = gate::check(thresholds, &named.report, Some(&named.name));
+                    named.report.thresholds.clone()
+                })
+                .collect(),
+        }
+    }
+
     /// No finding but `healthy`.
     pub fn is_healthy(&self) -> bool {
         match self {

@@ -11,6 +11,7 @@
 
 mod command_words;
 mod curl;
+mod gate_args;
 mod grpc_message;
 pub mod habits;
 pub mod input;
@@ -32,6 +33,7 @@ mod workload;
 
 pub use command_words::nodelay_request_words;
 pub use curl::{curl_command, curl_request_words};
+pub use gate_args::GateArgs;
 pub use outcome::why_nothing_succeeded;
 pub use plan::{Load, LoadOptions, Measured, plan_load};
 pub use progress_words::ProgressWords;

@@ -33,16 +33,28 @@ pub struct RequestOptions {
     pub protocol: crate::protocol::ProtocolOptions,
 }
 
-/// How https:// targets are reached.
-#[derive(Debug, Clone, Default)]
+/// The help section of the TLS options: only they go under it (a struct-level heading would
+/// also take every option declared after them).
+const TLS_HEADING: &str = "TLS (https:// URLs)";
+
+/// How https:// targets are reached: shared by every command that sends requests (the
+/// options as clap parses them).
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct TlsChoices {
-    /// Do not check the server's certificate.
+    /// Do not check the server's certificate (as curl -k); the report says so
+    #[arg(short = 'k', long, help_heading = TLS_HEADING)]
     pub insecure: bool,
-    /// Trust the certificates in this PEM file instead of the system's store.
+
+    /// Trust the certificates in this PEM file instead of the system's store
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = TLS_HEADING)]
     pub cacert: Option<PathBuf>,
-    /// Server name to send (SNI) and check the certificate against.
+
+    /// Server name to send (SNI) and to check the certificate against, instead of the URL's host
+    #[arg(long, value_name = "NAME", help_heading = TLS_HEADING)]
     pub sni: Option<String>,
-    /// Make a full handshake on every new connection.
+
+    /// A new connection makes a full handshake instead of resuming an earlier session
+    #[arg(long, help_heading = TLS_HEADING)]
     pub no_tls_resume: bool,
 }
 

@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 mod format;
+pub mod gate;
 mod hdr_log;
 pub mod html;
 mod json;

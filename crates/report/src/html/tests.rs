@@ -313,6 +313,7 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
         machine: Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "box".into() },
         interrupted: false,
         interrupted_round: None,
+        thresholds: Vec::new(),
     }
 }
 

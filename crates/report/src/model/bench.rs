@@ -282,6 +282,9 @@ pub struct BenchReport {
     /// What the run's own numbers suggest, with no experiment run, each with the command
     /// that proves it; empty when nothing stands out.
     pub suggestions: Vec<Suggestion>,
+    /// Each `--fail-if` threshold held against the run (src/gate): crossed or not, and by how
+    /// much; empty without `--fail-if`.
+    pub thresholds: Vec<crate::gate::ThresholdResult>,
     /// The CPU of nodelay's worker threads over the run, as a share of their time (1.0: every
     /// worker busy throughout); null when not measured.
     pub generator_cpu_share: Option<f64>,
@@ -416,6 +419,7 @@ impl BenchReport {
             server_view: None,
             findings: Vec::new(),
             suggestions: Vec::new(),
+            thresholds: Vec::new(),
             generator_cpu_share: None,
             local_ports: None,
             http2: stats.http2.as_deref().map(crate::model::http2::Http2Report::of),

@@ -116,6 +116,8 @@ pub struct CompareReport {
     /// The round a Ctrl-C cut short: left out of every figure, the runs of it that had ended
     /// included (a round counts only whole, every target once). Null when none was cut.
     pub interrupted_round: Option<u32>,
+    /// Each `--fail-if` threshold held against each target's run; empty without `--fail-if`.
+    pub thresholds: Vec<crate::gate::ThresholdResult>,
 }
 
 /// The figures `comparisons` set side by side, with whether a larger value is worse.

@@ -73,6 +73,9 @@ pub struct DoctorReport {
     /// The upstreams the server used during the baseline, each diagnosed in turn (the chain
     /// the doctor followed, at most 3 hops deep); empty when it did not follow any.
     pub hops: Vec<HopReport>,
+    /// Each `--fail-if` threshold held against the run (src/gate): crossed or not, and by how
+    /// much; empty without `--fail-if`.
+    pub thresholds: Vec<crate::gate::ThresholdResult>,
     /// https:// targets: how the certificate was checked and what TLS settled on; null for
     /// plain HTTP.
     pub tls: Option<crate::model::tls::TlsNegotiated>,
@@ -262,6 +265,7 @@ impl DoctorReport {
             try_fix: None,
             server_view: None,
             hops: Vec::new(),
+            thresholds: Vec::new(),
             tls: None,
             expect_continue: observations
                 .expect_probe

@@ -68,7 +68,7 @@ impl FittedText {
         let mut out = String::new();
         write_bench_results(&mut out, report, self.width.max(MIN_WIDTH))
             .expect("writing to a String cannot fail");
-        out
+        out + &self.thresholds(&report.thresholds)
     }
 }
 
@@ -753,6 +753,7 @@ mod tests {
             server_view: None,
             findings: Vec::new(),
             suggestions: Vec::new(),
+            thresholds: Vec::new(),
             generator_cpu_share: None,
             local_ports: None,
             http2: None,

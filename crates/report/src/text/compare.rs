@@ -16,7 +16,7 @@ impl Render<CompareReport> for FittedText {
     fn render(&self, report: &CompareReport) -> String {
         let mut out = String::new();
         write_compare(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
-        out
+        out + &self.thresholds(&report.thresholds)
     }
 }
 

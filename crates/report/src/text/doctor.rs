@@ -23,7 +23,7 @@ impl Render<DoctorReport> for FittedText {
     fn render(&self, report: &DoctorReport) -> String {
         let mut out = String::new();
         write_doctor(&mut out, report, self.width.max(MIN_WIDTH)).expect("writing to a String cannot fail");
-        out
+        out + &self.thresholds(&report.thresholds)
     }
 }
 

@@ -6,6 +6,7 @@ pub(crate) mod bench;
 pub(crate) mod compare;
 pub(crate) mod doctor;
 pub(crate) mod finding;
+pub(crate) mod gate;
 pub(crate) mod http2;
 pub(crate) mod layout;
 pub(crate) mod merge;

@@ -1,0 +1,178 @@
+//! `--fail-if`: thresholds on bench, doctor and compare against real servers (Python's
+//! http.server with Nagle on, which waits 40 ms for each delayed ACK, and its twin with
+//! TCP_NODELAY), each metric once crossed and once not, the exit status 4, the report's words
+//! and JSON, and the mistakes refused before anything runs.
+
+mod common;
+
+use common::{fails_with, nodelay, python_peer, squeeze, validate_against_schema};
+use serde_json::Value;
+
+/// The thresholds of a JSON report, by the text of each.
+fn threshold<'a>(report: &'a Value, text: &str) -> &'a Value {
+    let all = report["thresholds"].as_array().unwrap_or_else(|| panic!("no thresholds: {report:#}"));
+    all.iter().find(|t| t["threshold"] == text).unwrap_or_else(|| panic!("no '{text}' in {all:#?}"))
+}
+
+#[test]
+fn bench_fails_on_each_metric_it_crosses_and_passes_the_rest() {
+    // Every keep-alive response of the stalling server holds its body for a 40 ms delayed
+    // ACK; the thinking one waits 30 ms before it answers at all; their twin answers in well
+    // under a millisecond, even on a busy machine.
+    let stalling = python_peer("python_http_server.py", &[]);
+    let thinking = python_peer("python_http_server.py", &["--disable-nagle", "--delay-ms", "30"]);
+    let healthy = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let gates =
+        ["p50 > 20ms", "first_byte.p90 >= 20ms", "read_gap.p50 > 20ms", "rps < 100", "errors > 1%", "stall"];
+    let bench = |url: &str| {
+        let mut args = vec!["bench", "--json", "-q", "--no-server-view", "-c", "1", "-n", "30"];
+        for gate in gates {
+            args.extend(["--fail-if", gate]);
+        }
+        args.push(url);
+        let run = nodelay(&args);
+        let report = run.json();
+        validate_against_schema("bench.schema.json", &report);
+        let crossed: Vec<&str> = report["thresholds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["crossed"] == true)
+            .map(|t| gates.iter().copied().find(|g| t["threshold"] == *g).unwrap())
+            .collect();
+        (run.code(), report, crossed)
+    };
+    let (code, slow, crossed) = bench(&stalling.url("/"));
+    assert_eq!(
+        (code, crossed.as_slice()),
+        (4, &["p50 > 20ms", "read_gap.p50 > 20ms", "rps < 100", "stall"][..])
+    );
+    let p50 = threshold(&slow, "p50 > 20ms");
+    let measured = p50["measured"].as_f64().unwrap();
+    assert_eq!(p50["unit"], "ms");
+    assert!((p50["by"].as_f64().unwrap() - (measured - 20.0)).abs() < 1e-6, "{p50:#}");
+    assert_eq!(
+        threshold(&slow, "stall")["found"][0],
+        "server-nagle-delayed-ack",
+        "{:#}",
+        slow["suggestions"]
+    );
+    assert_eq!(threshold(&slow, "errors > 1%")["measured"], 0.0);
+
+    let (code, _, crossed) = bench(&thinking.url("/"));
+    assert_eq!((code, crossed.as_slice()), (4, &["p50 > 20ms", "first_byte.p90 >= 20ms", "rps < 100"][..]));
+    let (code, _, crossed) = bench(&healthy.url("/"));
+    assert_eq!((code, crossed), (0, Vec::<&str>::new()));
+
+    // The text says which crossed and by how much.
+    let text = squeeze(
+        &nodelay(&[
+            "bench",
+            "-q",
+            "--no-server-view",
+            "-c",
+            "1",
+            "-n",
+            "20",
+            "--fail-if",
+            "p50 > 20ms",
+            &stalling.url("/"),
+        ])
+        .stdout(),
+    );
+    assert!(text.contains("thresholds (--fail-if): 1 of 1 crossed"), "{text}");
+    assert!(text.contains("✘ p50 > 20ms: p50 ") && text.contains("past the limit"), "{text}");
+}
+
+#[test]
+fn every_call_failing_crosses_errors_and_exits_as_nothing_measured() {
+    // grpc-go answers UNIMPLEMENTED to every call: errors 100 %, crossed, but a run that
+    // measured nothing exits 1, which says more than 4.
+    let server = common::h2::grpc_server(&[]);
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let args = ["bench", "--json", "-q", "--no-server-view", "--grpc", "/helloworld.Greeter/NoSuchMethod"];
+    let run = nodelay(&[&args[..], &["-n", "10", "--fail-if", "errors > 1%", &url]].concat());
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let errors = threshold(&run.json(), "errors > 1%").clone();
+    assert_eq!(
+        (errors["crossed"].clone(), errors["measured"].clone()),
+        (true.into(), 100.0.into()),
+        "{errors:#}"
+    );
+}
+
+#[test]
+fn the_doctor_fails_on_a_stall_or_a_figure_and_passes_a_healthy_server() {
+    let stalling = python_peer("python_http_server.py", &[]);
+    let healthy = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let doctor = |url: &str| {
+        let args =
+            ["doctor", "--json", "--no-server-view", "--fail-if", "stall", "--fail-if", "p90 > 20ms", url];
+        let run = nodelay(&args);
+        let report = run.json();
+        validate_against_schema("doctor.schema.json", &report);
+        (run.code(), report)
+    };
+    let (code, found) = doctor(&stalling.url("/"));
+    // A crossed threshold outranks the finding's own status 3.
+    assert_eq!(code, 4, "{:#}", found["thresholds"]);
+    assert_eq!(threshold(&found, "stall")["found"][0], "server-nagle-delayed-ack");
+    assert_eq!(threshold(&found, "p90 > 20ms")["crossed"], true);
+    let (code, clean) = doctor(&healthy.url("/"));
+    assert_eq!(code, 0, "{clean:#}");
+    assert_eq!(threshold(&clean, "stall")["crossed"], false);
+    assert_eq!(threshold(&clean, "p90 > 20ms")["crossed"], false);
+}
+
+#[test]
+fn compare_holds_each_target_against_the_thresholds() {
+    let stalling = python_peer("python_http_server.py", &[]);
+    let healthy = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let run = nodelay(&[
+        "compare",
+        "--json",
+        "-q",
+        "--no-server-view",
+        "--rounds",
+        "2",
+        "-c",
+        "1",
+        "-n",
+        "10",
+        "--labels",
+        "fixed,nagle",
+        "--fail-if",
+        "p50 > 20ms",
+        &healthy.url("/"),
+        &stalling.url("/"),
+    ]);
+    let report = run.json();
+    validate_against_schema("compare.schema.json", &report);
+    assert_eq!(run.code(), 4, "{:#}", report["thresholds"]);
+    let results = report["thresholds"].as_array().unwrap();
+    let crossed: Vec<&str> =
+        results.iter().filter(|r| r["crossed"] == true).map(|r| r["target"].as_str().unwrap()).collect();
+    assert_eq!(crossed, ["nagle"], "{results:#?}");
+}
+
+#[test]
+fn a_threshold_that_cannot_be_checked_is_refused_before_anything_runs() {
+    // Port 9 (discard) answers nothing: each refusal comes before a connection is tried.
+    let url = "http://127.0.0.1:9/";
+    fails_with(
+        &["bench", "--fail-if", "p98 > 5ms", url],
+        2,
+        &["'p98 > 5ms': no metric 'p98'; known: metrics p50"],
+    );
+    fails_with(&["bench", "--fail-if", "p99 > 50", url], 2, &["give the time with its unit: 50ms"]);
+    fails_with(
+        &["doctor", "--fail-if", "rps < 10", url],
+        2,
+        &["the doctor's baseline measures p50, p90, p99"],
+    );
+    fails_with(
+        &["compare", "--fail-if", "stall", url, url],
+        2,
+        &["compare names findings only with --diagnose"],
+    );
+}
