@@ -62,10 +62,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         }
     }
     let comparisons = comparisons(&measured);
-    let thresholds = measured
-        .iter()
-        .flat_map(|target| gate::check(&args.gate.fail_if, target, Some(&target.label)))
-        .collect();
+    let thresholds = gate::check_compare(&args.gate.fail_if, &measured, &comparisons);
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds: args.rounds,

@@ -175,4 +175,76 @@ fn a_threshold_that_cannot_be_checked_is_refused_before_anything_runs() {
         2,
         &["compare names findings only with --diagnose"],
     );
+    fails_with(&["bench", "--fail-if", "slower > 5%", url], 2, &["slower holds a target against a baseline"]);
+}
+
+/// `compare URL_A URL_B --fail-if 'slower > 5%'` with `rounds`: the exit status and B's result.
+fn regression_gate(baseline: &str, target: &str, rounds: &str) -> (i32, Value) {
+    let run = nodelay(&[
+        "compare",
+        "--json",
+        "-q",
+        "--no-server-view",
+        "--rounds",
+        rounds,
+        "-c",
+        "1",
+        "-d",
+        "0.2s",
+        "--fail-if",
+        "slower > 5%",
+        baseline,
+        target,
+    ]);
+    let report = run.json();
+    validate_against_schema("compare.schema.json", &report);
+    (run.code(), threshold(&report, "slower > 5%").clone())
+}
+
+#[test]
+fn the_regression_gate_fails_a_slower_target_and_never_identical_ones() {
+    // Go net/http answering at once, twice, and once more 2 ms late (HTTP/1.1 beside its h2c).
+    let go = || common::h2::go_h2c(&[]);
+    let (baseline, twin) = (go(), go());
+    let late = common::h2::go_h2c(&["--delay-ms", "2"]);
+    let (code, slower) = regression_gate(&baseline.url("/"), &late.url("/"), "5");
+    assert_eq!(code, 4, "{slower:#}");
+    assert_eq!(
+        (slower["crossed"].clone(), slower["target"].clone()),
+        (true.into(), "B".into()),
+        "{slower:#}"
+    );
+    assert!(slower["measured"].as_f64().unwrap() > 100.0, "2 ms on a sub-ms answer: {slower:#}");
+    assert!(slower["p_value"].as_f64().unwrap() < 0.05, "{slower:#}");
+    // The same server twice, ten times: noise never fails the gate.
+    for run in 0..10 {
+        let (code, same) = regression_gate(&baseline.url("/"), &twin.url("/"), "5");
+        assert_eq!((code, same["crossed"].clone()), (0, false.into()), "run {run}: {same:#}");
+    }
+    // Three rounds each can reach p = 0.1 at best: the gate cannot tell, and does not pass.
+    let (code, few) = regression_gate(&baseline.url("/"), &late.url("/"), "3");
+    assert_eq!(
+        (code, few["cannot_tell"].clone(), few["crossed"].clone()),
+        (4, true.into(), true.into()),
+        "{few:#}"
+    );
+    let text = squeeze(
+        &nodelay(&[
+            "compare",
+            "-q",
+            "--no-server-view",
+            "--rounds",
+            "3",
+            "-c",
+            "1",
+            "-d",
+            "0.1s",
+            "--fail-if",
+            "slower > 5%",
+            &baseline.url("/"),
+            &late.url("/"),
+        ])
+        .stdout(),
+    );
+    assert!(text.contains("✘ B: slower > 5%: cannot tell: these rounds cannot reach p < 0.05"), "{text}");
 }

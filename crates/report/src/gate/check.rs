@@ -44,6 +44,9 @@ pub fn unsupported(threshold: &Threshold, command: GatedCommand) -> Option<Strin
         (Condition::Finding(_) | Condition::Stall, GatedCommand::Compare { diagnose: false }) => {
             Some(format!("--fail-if '{threshold}': compare names findings only with --diagnose"))
         }
+        (Condition::Slower { .. }, GatedCommand::Bench | GatedCommand::Doctor) => Some(format!(
+            "--fail-if '{threshold}': slower holds a target against a baseline: nodelay compare BASELINE_URL URL"
+        )),
         _ => None,
     }
 }
@@ -71,6 +74,11 @@ pub struct ThresholdResult {
     pub by: Option<f64>,
     /// The findings (doctor) or suggestions (bench) that crossed it; empty for a figure.
     pub found: Vec<String>,
+    /// `slower`: the Mann-Whitney p-value of the difference across rounds; null otherwise.
+    pub p_value: Option<f64>,
+    /// `slower`: the rounds were too few for any difference to reach significance, so the
+    /// gate cannot tell and does not pass.
+    pub cannot_tell: bool,
 }
 
 /// What a run measured, as the gate reads it.
@@ -97,6 +105,8 @@ fn check_one(threshold: &Threshold, run: &impl Gated, target: Option<&str>) -> T
         crossed: true,
         by: None,
         found: Vec::new(),
+        p_value: None,
+        cannot_tell: false,
     };
     match threshold.condition {
         Condition::Figure { metric, op, limit } => {
@@ -120,6 +130,8 @@ fn check_one(threshold: &Threshold, run: &impl Gated, target: Option<&str>) -> T
             let found: Vec<String> = run.reported_ids().into_iter().filter(|id| matches(id)).collect();
             ThresholdResult { measured: Some(found.len() as f64), crossed: !found.is_empty(), found, ..base }
         }
+        // Held by regression.rs, against the baseline's rounds: a run alone has no baseline.
+        Condition::Slower { .. } => ThresholdResult { metric: threshold.text.clone(), ..base },
     }
 }
 

@@ -138,6 +138,15 @@ pub enum Condition {
     Finding(FindingId),
     /// Any Nagle hold meeting a delayed ACK or a round trip ([`FindingId::is_stall`]).
     Stall,
+    /// compare: a target slower than the first (the baseline) by more than `percent` on
+    /// `figure` (`p50_ms`, `p99_ms` or `requests_per_second`, as compare's comparisons name
+    /// them), significantly across rounds.
+    Slower {
+        /// The compared figure.
+        figure: &'static str,
+        /// The slowdown allowed, in %.
+        percent: f64,
+    },
 }
 
 /// One `--fail-if` expression.
@@ -157,8 +166,8 @@ impl fmt::Display for Threshold {
 
 /// What the grammar knows, for the error of a threshold it does not.
 pub const KNOWN: &str = "metrics p50, p90, p95, p99, p99.9, max, mean (total time), first_byte.STAT, \
-    read_gap.STAT, rps, errors (a share with %, or a count); or alone: stall, or a finding id such as \
-    server-nagle-delayed-ack";
+    read_gap.STAT, rps, errors (a share with %, or a count), slower, slower.p99, slower.rps (compare: % \
+    against the first target); or alone: stall, or a finding id such as server-nagle-delayed-ack";
 
 impl FromStr for Threshold {
     type Err = String;
@@ -180,6 +189,9 @@ fn parse_condition(text: &str) -> Result<Condition, String> {
         };
     };
     let (name, rest) = (text[..at].trim(), &text[at..]);
+    if let Some(figure) = slower_figure(name) {
+        return parse_slower(figure, rest);
+    }
     let (op, value) = match rest.as_bytes() {
         [b'>', b'=', ..] => (Op::AtLeast, &rest[2..]),
         [b'<', b'=', ..] => (Op::AtMost, &rest[2..]),
@@ -203,6 +215,26 @@ fn parse_condition(text: &str) -> Result<Condition, String> {
         Metric::Rps => (metric, number(value.strip_suffix("/s").unwrap_or(value).trim())?),
     };
     Ok(Condition::Figure { metric, op, limit })
+}
+
+/// The figure `slower`, `slower.p99` or `slower.rps` compares.
+fn slower_figure(name: &str) -> Option<&'static str> {
+    match name {
+        "slower" | "slower.p50" => Some("p50_ms"),
+        "slower.p99" => Some("p99_ms"),
+        "slower.rps" => Some("requests_per_second"),
+        _ => None,
+    }
+}
+
+/// `> 5%`: a regression gate allows a slowdown, so only `>` and a share make sense.
+fn parse_slower(figure: &'static str, rest: &str) -> Result<Condition, String> {
+    let value = rest
+        .strip_prefix('>')
+        .filter(|v| !v.starts_with('='))
+        .ok_or("slower takes '>' and a share: slower > 5%")?;
+    let percent = value.trim().strip_suffix('%').ok_or("slower takes a share with %: slower > 5%")?;
+    Ok(Condition::Slower { figure, percent: number(percent.trim())? })
 }
 
 fn parse_metric(name: &str) -> Result<Metric, String> {
@@ -261,6 +293,11 @@ mod tests {
         assert_eq!(condition("errors > 10"), figure(Metric::ErrorCount, Op::Above, 10.0));
         assert_eq!(condition("stall"), Condition::Stall);
         assert_eq!(condition("slow-first-byte"), Condition::Finding(FindingId::SlowFirstByte));
+        assert_eq!(condition("slower > 5%"), Condition::Slower { figure: "p50_ms", percent: 5.0 });
+        assert_eq!(
+            condition("slower.rps > 10%"),
+            Condition::Slower { figure: "requests_per_second", percent: 10.0 }
+        );
     }
 
     #[test]
@@ -274,6 +311,8 @@ mod tests {
             ("nagle", "no operator and no such finding"),
             ("p99 > -1ms", "'-1' is not a number"),
             ("first_byte.p42 > 1ms", "no metric 'first_byte.p42'"),
+            ("slower > 5ms", "slower takes a share with %"),
+            ("slower < 5%", "slower takes '>' and a share"),
         ] {
             let error = text.parse::<Threshold>().unwrap_err();
             assert!(error.starts_with(&format!("'{text}': ")) && error.contains(said), "{text}: {error}");

@@ -4,6 +4,8 @@
 
 mod check;
 mod expr;
+mod regression;
 
 pub use check::{Gated, GatedCommand, ThresholdResult, any_crossed, check, unsupported};
 pub use expr::{Condition, KNOWN, Metric, Op, Stat, Threshold};
+pub use regression::check_compare;

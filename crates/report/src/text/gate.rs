@@ -32,6 +32,20 @@ fn said(result: &ThresholdResult) -> String {
         "%" => format!("{v:.2} %"),
         _ => format!("{v:.0}"),
     };
+    if result.cannot_tell {
+        return "cannot tell: these rounds cannot reach p < 0.05 however they fall, so the gate does not pass; \
+                run 4 --rounds or more"
+            .into();
+    }
+    if let (Some(p), Some(measured)) = (result.p_value, result.measured) {
+        let how = if measured >= 0.0 { "slower" } else { "faster" };
+        let said = format!("{:.1} % {how} than the baseline (p = {p:.3})", measured.abs());
+        return match result.by {
+            Some(by) => format!("{said}, {by:.1} % past the limit"),
+            None if p >= 0.05 => format!("{said}: no difference beyond noise"),
+            None => format!("{said}: not surely past the limit"),
+        };
+    }
     match (result.metric.as_str(), result.measured) {
         ("finding", _) if result.found.is_empty() => "not reported".into(),
         ("finding", _) => format!("reported: {}", result.found.join(", ")),

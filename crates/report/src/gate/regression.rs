@@ -1,0 +1,99 @@
+//! compare's regression gate: `slower > 5%` holds each target against the first (the
+//! baseline) on one compared figure. It fails only when the target is slower by more than the
+//! share with confidence: the Mann-Whitney p below ALPHA and the ratio's whole confidence
+//! interval past the share, so round-to-round noise never fails it. Rounds too few for any
+//! difference to reach ALPHA cannot tell, and do not pass.
+
+use super::check::{ThresholdResult, check};
+use super::expr::{Condition, Threshold};
+use crate::model::compare::{CompareTarget, Comparison};
+use nodelay_diagnose::ALPHA;
+
+/// Every threshold held against every target: figures and findings on each target's own
+/// run, `slower` against the first target's rounds.
+pub fn check_compare(
+    thresholds: &[Threshold],
+    targets: &[CompareTarget],
+    comparisons: &[Comparison],
+) -> Vec<ThresholdResult> {
+    let (regressions, others): (Vec<Threshold>, Vec<Threshold>) =
+        thresholds.iter().cloned().partition(|t| matches!(t.condition, Condition::Slower { .. }));
+    let mut results: Vec<ThresholdResult> =
+        targets.iter().flat_map(|target| check(&others, target, Some(&target.label))).collect();
+    for threshold in &regressions {
+        let Condition::Slower { figure, percent } = threshold.condition else { continue };
+        for target in targets.iter().skip(1) {
+            results.push(slower(threshold, figure, percent, &targets[0], target, comparisons));
+        }
+    }
+    results
+}
+
+/// The smallest two-sided p-value the Mann-Whitney test can give `n` rounds against `m`: when
+/// every round of one lies beyond every round of the other.
+fn least_p(n: usize, m: usize) -> f64 {
+    // 2 / C(n + m, n), built up as a product to stay finite.
+    let ways = (1..=n).fold(1.0, |ways, i| ways * (m + i) as f64 / i as f64);
+    (2.0 / ways).min(1.0)
+}
+
+fn slower(
+    threshold: &Threshold,
+    figure: &str,
+    percent: f64,
+    baseline: &CompareTarget,
+    target: &CompareTarget,
+    comparisons: &[Comparison],
+) -> ThresholdResult {
+    let rounds = |t: &CompareTarget| t.rounds.iter().filter(|r| r.figure(figure).is_some()).count();
+    let comparison = comparisons.iter().find(|c| c.label == target.label && c.metric == figure);
+    let base = ThresholdResult {
+        threshold: threshold.text.clone(),
+        target: Some(target.label.clone()),
+        metric: threshold.text.split(['>', ' ']).next().unwrap_or("slower").to_string(),
+        measured: None,
+        limit: Some(percent),
+        unit: "%",
+        crossed: true,
+        by: None,
+        found: Vec::new(),
+        p_value: None,
+        cannot_tell: false,
+    };
+    let Some(comparison) = comparison else { return base };
+    if least_p(rounds(baseline), rounds(target)) >= ALPHA {
+        return ThresholdResult { cannot_tell: true, ..base };
+    }
+    // A rate is slower when it is lower: its slowdown is the inverse ratio.
+    let rate = figure == "requests_per_second";
+    let slowdown = |ratio: f64| if rate { 1.0 / ratio } else { ratio };
+    let ratio = slowdown(comparison.ratio);
+    // The least slowdown the interval allows (the estimate itself without an interval).
+    let low = match (comparison.interval_low, comparison.interval_high) {
+        (Some(low), Some(high)) => slowdown(low).min(slowdown(high)),
+        _ => ratio,
+    };
+    let measured = (ratio - 1.0) * 100.0;
+    let crossed = comparison.p_value < ALPHA && low > 1.0 + percent / 100.0;
+    ThresholdResult {
+        measured: Some(measured),
+        crossed,
+        by: crossed.then_some(measured - percent),
+        p_value: Some(comparison.p_value),
+        ..base
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_least_p_of_a_few_rounds_is_known() {
+        // 3 against 3: 2/20; 4 against 4: 2/70; 5 against 5: 2/252.
+        assert!((least_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((least_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert!((least_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert_eq!(least_p(1, 1), 1.0);
+    }
+}
