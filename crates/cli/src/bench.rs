@@ -8,6 +8,7 @@ use crate::runner::{LoadProgress, text_width};
 use anyhow::Result;
 use nodelay_load::{Load, pace_for, plan_load, watch_server};
 use nodelay_report::gate::{self, GatedCommand};
+use nodelay_report::markdown;
 use nodelay_report::{FittedText, Json, Render};
 
 /// Says on stderr what was asked for and cannot be had on this machine.
@@ -31,6 +32,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let export = create_output(args.export_json.as_deref(), "--export-json")?;
     let html = create_output(args.html.as_deref(), "--html")?;
     let hdr_log = create_output(args.hdr_log.as_deref(), "--hdr-log")?;
+    let summary = args.gate.open_summary()?;
     // Before any connection: a run that could never open -c sockets is refused, not started.
     load.reserve_descriptors()?;
     warn_fallbacks(&load);
@@ -52,6 +54,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }
+    summary.map(|s| s.write(&markdown::bench_summary(&report, args.html.as_deref()))).transpose()?;
     if let Some(output) = hdr_log {
         output.write(&nodelay_report::interval_log(&measured.stats, &load.settings)?)?;
     }
@@ -60,5 +63,5 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
         output::stderr_line(&format!("nodelay: no request succeeded: {why}"));
         return Ok(Outcome::Failed);
     }
-    Ok(crate::gate::outcome(&report.thresholds, Outcome::Success))
+    Ok(Outcome::Success.gated(&report.thresholds))
 }

@@ -12,6 +12,7 @@ use nodelay_load::{
     COMPARE_TEST, Contender, comparisons, finish_rounds, labels, plan_load, run_rounds, why_nothing_succeeded,
 };
 use nodelay_report::gate::{self, GatedCommand};
+use nodelay_report::markdown;
 use nodelay_report::{
     COMPARE_SCHEMA_ID, CompareReport, CompareTarget, FittedText, Json, Machine, Render, compare_header,
 };
@@ -31,6 +32,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         targets.push(Contender::new(label.clone(), load));
     }
     let html = create_output(args.html.as_deref(), "--html")?;
+    let summary = args.gate.open_summary()?;
     for target in &targets {
         target.load().reserve_descriptors()?;
     }
@@ -80,6 +82,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }
+    summary.map(|s| s.write(&markdown::compare_summary(&report, args.html.as_deref()))).transpose()?;
     output::stdout(&if args.json { Json.render(&report) } else { FittedText::new(width).render(&report) })?;
     // A target that answered nothing has no figures to compare: said, and the exit says so too.
     let mut silent = false;
@@ -98,7 +101,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     } else {
         Outcome::Success
     };
-    Ok(crate::gate::outcome(&report.thresholds, measured))
+    Ok(measured.gated(&report.thresholds))
 }
 
 /// The doctor on one target, after the rounds (so that its experiments do not disturb them).

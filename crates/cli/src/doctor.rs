@@ -17,6 +17,7 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     args.gate.check_for(GatedCommand::Doctor)?;
     let doctor = Doctor::new(&args.url, args.options())?;
     let html = output::create_output(args.html.as_deref(), "--html")?;
+    let summary = args.gate.open_summary()?;
     let mut progress = DoctorProgress::start(args.budget);
     let mut diagnosis = doctor.run(&mut progress)?;
     progress.finish();
@@ -25,11 +26,12 @@ pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
         Diagnosis::Single(report) => show(report, args.json, html)?,
         Diagnosis::Scenario(report) => show(report, args.json, html)?,
     }
+    summary.map(|s| s.write(&diagnosis.summary(args.html.as_deref()))).transpose()?;
     if let Some(why) = diagnosis.unreliable() {
         bail!("could not measure {} reliably: {why}", doctor.workload().url);
     }
     let found = if diagnosis.is_healthy() { Outcome::Success } else { Outcome::Findings };
-    Ok(crate::gate::outcome(&results, found))
+    Ok(found.gated(&results))
 }
 
 /// Writes the page, if asked for, and prints the report as text or JSON.

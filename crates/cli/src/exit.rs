@@ -34,6 +34,19 @@ impl Outcome {
     }
 }
 
+impl Outcome {
+    /// Once `--fail-if` is held: a crossed threshold fails the gate, unless the run already
+    /// measured nothing (that says more).
+    pub fn gated(self, results: &[nodelay_report::gate::ThresholdResult]) -> Outcome {
+        let crossed = nodelay_report::gate::any_crossed(results);
+        if crossed && !matches!(self, Outcome::Failed | Outcome::Usage) {
+            Outcome::ThresholdCrossed
+        } else {
+            self
+        }
+    }
+}
+
 impl From<Outcome> for ExitCode {
     fn from(outcome: Outcome) -> Self {
         ExitCode::from(outcome.code())

@@ -8,7 +8,6 @@ mod demo;
 mod doctor;
 mod exec;
 mod exit;
-mod gate;
 mod html;
 mod interrupt;
 mod merge;

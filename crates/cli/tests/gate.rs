@@ -248,3 +248,67 @@ fn the_regression_gate_fails_a_slower_target_and_never_identical_ones() {
     );
     assert!(text.contains("✘ B: slower > 5%: cannot tell: these rounds cannot reach p < 0.05"), "{text}");
 }
+
+/// The Markdown as GitHub reads it (tables on): the events' tags and the HTML it renders to.
+fn read_markdown(text: &str) -> (Vec<String>, String) {
+    use pulldown_cmark::{Event, Options, Parser, Tag};
+    let parser = || Parser::new_ext(text, Options::ENABLE_TABLES);
+    let tags = parser()
+        .filter_map(|event| match event {
+            Event::Start(Tag::Table(_)) => Some("table".to_string()),
+            Event::Start(Tag::Heading { .. }) => Some("heading".to_string()),
+            Event::Html(html) | Event::InlineHtml(html) if html.contains("<details>") => {
+                Some("details".to_string())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, parser());
+    (tags, html)
+}
+
+#[test]
+fn the_summary_is_markdown_for_a_pull_request_appended_run_after_run() {
+    let stalling = python_peer("python_http_server.py", &[]);
+    let file = std::env::temp_dir().join(format!("nodelay-summary-{}.md", std::process::id()));
+    let summary = file.to_str().unwrap();
+    let doctor = nodelay(&[
+        "doctor",
+        "--no-server-view",
+        "--fail-if",
+        "stall",
+        "--summary",
+        summary,
+        &stalling.url("/"),
+    ]);
+    assert_eq!(doctor.code(), 4, "{}", doctor.stderr());
+    let bench = [
+        "bench",
+        "-q",
+        "--no-server-view",
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--fail-if",
+        "p99 > 1s",
+        "--summary",
+        summary,
+    ];
+    assert_eq!(nodelay(&[&bench[..], &[&stalling.url("/")]].concat()).code(), 0);
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(&file).ok();
+    // The doctor's first, then bench's: appended, as CI's step summary gathers steps.
+    let doctor_at = text.find("### nodelay doctor: server-nagle-delayed-ack (✘ 1 of 1 thresholds crossed)");
+    let bench_at = text.find("### nodelay bench: ✔ 1 of 1 thresholds held");
+    assert!(doctor_at.is_some_and(|d| bench_at.is_some_and(|b| d < b)), "{text}");
+    let (tags, html) = read_markdown(&text);
+    // Each: a heading, the thresholds' table, the figures' table; the finding folded.
+    assert_eq!(tags.iter().filter(|t| *t == "heading").count(), 2, "{tags:?}");
+    assert!(tags.iter().filter(|t| *t == "table").count() >= 4, "{tags:?}");
+    assert!(tags.contains(&"details".to_string()), "{tags:?}");
+    assert!(html.contains("<td>✘</td>") && html.contains("<code>stall</code>"), "{html}");
+    assert!(html.contains("<summary><b>server-nagle-delayed-ack</b> (proven)"), "{html}");
+    assert!(html.contains("<strong>Fix:</strong>"), "{html}");
+}

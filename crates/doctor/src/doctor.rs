@@ -201,6 +201,30 @@ impl Diagnosis {
         }
     }
 
+    /// The Markdown summary (`--summary`): each request of a scenario in turn.
+    pub fn summary(&self, html: Option<&std::path::Path>) -> String {
+        match self {
+            Diagnosis::Single(report) => nodelay_report::markdown::doctor_summary(report, html),
+            Diagnosis::Scenario(scenario) => scenario
+                .requests
+                .iter()
+                .map(|named| {
+                    format!(
+                        "## {}
+
+{}",
+                        named.name,
+                        nodelay_report::markdown::doctor_summary(&named.report, html)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(
+                    "
+",
+                ),
+        }
+    }
+
     /// No finding but `healthy`.
     pub fn is_healthy(&self) -> bool {
         match self {

@@ -13,13 +13,40 @@ pub struct GateArgs {
     /// alone (stall: any Nagle hold; or an id such as slow-first-byte); repeatable
     #[arg(long = "fail-if", value_name = "EXPR", value_parser = parse_threshold)]
     pub fail_if: Vec<Threshold>,
+
+    /// Append a Markdown summary of the run for a pull request to FILE (verdict,
+    /// thresholds, figures, each finding's proof and fix folded), e.g. "$GITHUB_STEP_SUMMARY"
+    #[arg(long, value_name = "FILE")]
+    pub summary: Option<std::path::PathBuf>,
 }
 
 fn parse_threshold(text: &str) -> Result<Threshold, String> {
     text.parse()
 }
 
+/// `--summary FILE` opened to append: CI's step summary gathers several steps' writes.
+pub struct SummaryFile(std::fs::File, std::path::PathBuf);
+
+impl SummaryFile {
+    /// Appends `markdown` to the file.
+    pub fn write(mut self, markdown: &str) -> Result<()> {
+        use std::io::Write;
+        self.0
+            .write_all(markdown.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--summary: {}: {e}", self.1.display()))
+    }
+}
+
 impl GateArgs {
+    /// Opens `--summary` before the run, so that a path it cannot write costs no measurement.
+    pub fn open_summary(&self) -> Result<Option<SummaryFile>> {
+        let Some(path) = &self.summary else { return Ok(None) };
+        match std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            Ok(file) => Ok(Some(SummaryFile(file, path.clone()))),
+            Err(e) => Err(usage(format!("--summary: cannot write {}: {e}", path.display()))),
+        }
+    }
+
     /// Refuses, as a usage error, a threshold `command` could never check.
     pub fn check_for(&self, command: GatedCommand) -> Result<()> {
         match self.fail_if.iter().find_map(|threshold| unsupported(threshold, command)) {

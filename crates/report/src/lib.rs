@@ -16,6 +16,7 @@ pub mod gate;
 mod hdr_log;
 pub mod html;
 mod json;
+pub mod markdown;
 mod model;
 mod render;
 mod saved;

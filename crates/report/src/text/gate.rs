@@ -24,8 +24,8 @@ impl FittedText {
     }
 }
 
-/// What was measured against the threshold, in its unit.
-fn said(result: &ThresholdResult) -> String {
+/// What was measured against the threshold, in its unit (the Markdown summary says the same).
+pub(crate) fn said(result: &ThresholdResult) -> String {
     let value = |v: f64| match result.unit {
         "ms" => format_duration_ms(v),
         "req/s" => format!("{v:.1} req/s"),
@@ -39,7 +39,8 @@ fn said(result: &ThresholdResult) -> String {
     }
     if let (Some(p), Some(measured)) = (result.p_value, result.measured) {
         let how = if measured >= 0.0 { "slower" } else { "faster" };
-        let said = format!("{:.1} % {how} than the baseline (p = {p:.3})", measured.abs());
+        let times = 1.0 + measured / 100.0;
+        let said = format!("{:.1} % {how} than the baseline ({times:.3}×; p = {p:.3})", measured.abs());
         return match result.by {
             Some(by) => format!("{said}, {by:.1} % past the limit"),
             None if p >= 0.05 => format!("{said}: no difference beyond noise"),

@@ -7,6 +7,7 @@ pub(crate) mod compare;
 pub(crate) mod doctor;
 pub(crate) mod finding;
 pub(crate) mod gate;
+pub(crate) use gate::said as gate_said;
 pub(crate) mod http2;
 pub(crate) mod layout;
 pub(crate) mod merge;
