@@ -35,14 +35,14 @@ impl Outcome {
 }
 
 impl Outcome {
-    /// Once `--fail-if` is held: a crossed threshold fails the gate, unless the run already
-    /// measured nothing (that says more).
+    /// Once `--fail-if` is held, the thresholds decide: a crossed one fails the gate, and when
+    /// all hold a finding nobody gated on passes; a run that measured nothing says more.
     pub fn gated(self, results: &[nodelay_report::gate::ThresholdResult]) -> Outcome {
-        let crossed = nodelay_report::gate::any_crossed(results);
-        if crossed && !matches!(self, Outcome::Failed | Outcome::Usage) {
-            Outcome::ThresholdCrossed
-        } else {
-            self
+        match self {
+            Outcome::Failed | Outcome::Usage => self,
+            _ if nodelay_report::gate::any_crossed(results) => Outcome::ThresholdCrossed,
+            _ if !results.is_empty() => Outcome::Success,
+            _ => self,
         }
     }
 }

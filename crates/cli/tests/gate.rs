@@ -118,6 +118,10 @@ fn the_doctor_fails_on_a_stall_or_a_figure_and_passes_a_healthy_server() {
     assert_eq!(code, 4, "{:#}", found["thresholds"]);
     assert_eq!(threshold(&found, "stall")["found"][0], "server-nagle-delayed-ack");
     assert_eq!(threshold(&found, "p90 > 20ms")["crossed"], true);
+    // The thresholds decide: a finding nobody gated on does not fail the run.
+    let ungated = nodelay(&["doctor", "--no-server-view", "--fail-if", "p90 > 1s", &stalling.url("/")]);
+    assert_eq!(ungated.code(), 0, "{}", ungated.stdout());
+    assert!(ungated.stdout().contains("server-nagle-delayed-ack"), "{}", ungated.stdout());
     let (code, clean) = doctor(&healthy.url("/"));
     assert_eq!(code, 0, "{clean:#}");
     assert_eq!(threshold(&clean, "stall")["crossed"], false);
