@@ -54,6 +54,9 @@ const UNKNOWN_RTT_NS: u64 = 2_000_000;
 /// How far a quick ACK and an ACK-clocked release may stray from the round trip: this, plus
 /// a quarter of the round trip.
 const ROUND_TRIP_SLACK_NS: u64 = 200_000;
+/// The smallest MSS a host may use (RFC 9293, IPv4's default): a segment shorter is partial
+/// whatever the MSS, and a sender's largest segment stands for its MSS only from here.
+const MIN_MSS_BYTES: u32 = 536;
 /// Samples and examples kept per sender, to bound memory whatever the capture size.
 const SAMPLES_KEPT: usize = 256;
 const EXAMPLES_KEPT: usize = 5;
@@ -269,6 +272,11 @@ struct PendingAck {
 #[derive(Debug, Clone, Default)]
 struct Side {
     advertised_mss: Option<u16>,
+    /// The largest payload it sent: its MSS when the capture missed the SYNs.
+    largest_payload: u32,
+    /// It sent a partial segment while another was unacknowledged: Nagle is off on this
+    /// connection, so none of its waits is a Nagle hold.
+    nagle_off: bool,
     timestamps: bool,
     syn_sent: bool,
     syn_resent: bool,
@@ -390,11 +398,18 @@ impl Flow {
         self.closed
     }
 
-    /// The most a segment from `side` may carry, from the peer's SYN.
+    /// The most a segment from `side` may carry: the smaller MSS of the two SYNs (a sender
+    /// behind a smaller MTU announces its own), less the timestamp option; without a SYN, the
+    /// largest segment it sent, once that is a possible MSS. Never a default.
     fn send_mss(&self, side: usize) -> Option<u32> {
-        let peer = &self.sides[1 - side];
-        let options = if peer.timestamps && self.sides[side].timestamps { 12 } else { 0 };
-        peer.advertised_mss.map(|mss| u32::from(mss).saturating_sub(options)).filter(|mss| *mss > 0)
+        let (sender, peer) = (&self.sides[side], &self.sides[1 - side]);
+        let options = if peer.timestamps && sender.timestamps { 12 } else { 0 };
+        let announced = match (sender.advertised_mss, peer.advertised_mss) {
+            (Some(own), Some(theirs)) => Some(own.min(theirs)),
+            (own, theirs) => own.or(theirs),
+        };
+        let from_syns = announced.map(|mss| u32::from(mss).saturating_sub(options)).filter(|mss| *mss > 0);
+        from_syns.or((sender.largest_payload >= MIN_MSS_BYTES).then_some(sender.largest_payload))
     }
 
     fn ack_clock_window_ns(&self) -> u64 {
@@ -633,6 +648,18 @@ impl Flow {
             return;
         }
         sender.payload_bytes += u64::from(segment.payload_len);
+        sender.largest_payload = sender.largest_payload.max(segment.payload_len);
+        // A partial segment while another partial one is unacknowledged: Nagle would have held
+        // it (a FIN's segment leaves regardless). Its holds so far were something else's.
+        let partial = |len: u32| len < mss.unwrap_or(MIN_MSS_BYTES);
+        if !segment.fin
+            && partial(segment.payload_len)
+            && sender.last_data.is_some_and(|previous| !previous.acked && partial(previous.len))
+        {
+            sender.nagle_off = true;
+            sender.stalls = SenderStalls::default();
+            sender.round_trips = SenderStalls::default();
+        }
         sender.next_seq = Some(end_seq);
         sender.last_send_ns = time_ns;
         if sender.timed.is_none() {
@@ -664,7 +691,8 @@ impl Flow {
             // counts from its end.
             self.previous_response_end = Some((time_ns, packet));
         }
-        self.note_release(side, peer, packet, time_ns, window);
+        let full_sized = mss.is_some_and(|mss| segment.payload_len >= mss);
+        self.note_release(side, peer, packet, time_ns, window, full_sized);
         let sender = &mut self.sides[side];
         sender.last_data = Some(DataSegment {
             time_ns,
@@ -679,9 +707,21 @@ impl Flow {
     }
 
     /// New data from `side` after a pure ACK of its partial segment: a hold the ACK released,
-    /// of one kind or the other, or not a hold at all.
-    fn note_release(&mut self, side: usize, peer: usize, packet: u64, time_ns: u64, window: u64) {
+    /// of one kind or the other, or not a hold at all. Nagle never holds a full-sized segment
+    /// (cwnd or the peer's window did), nor anything of a sender that showed it is off.
+    fn note_release(
+        &mut self,
+        side: usize,
+        peer: usize,
+        packet: u64,
+        time_ns: u64,
+        window: u64,
+        full_sized: bool,
+    ) {
         let Some(ack) = self.sides[side].pending_ack.take() else { return };
+        if full_sized || self.sides[side].nagle_off {
+            return;
+        }
         let release = time_ns.saturating_sub(ack.time_ns);
         let hold = time_ns.saturating_sub(ack.held_after.time_ns);
         let rtt = self.known_rtt_ns();
@@ -871,20 +911,33 @@ mod tests {
         packet: u64,
         seq: [u32; 2],
         window: u16,
+        /// The MSS each side's SYN announces.
+        mss: [u16; 2],
     }
 
     impl Conversation {
         fn new() -> Self {
-            let mut c = Conversation {
-                flow: Flow::new([CLIENT, SERVER], 0, 0),
-                packet: 0,
-                seq: [1000, 5000],
-                window: 65535,
-            };
+            Conversation::with_mss([65495, 65495])
+        }
+
+        fn with_mss(mss: [u16; 2]) -> Self {
+            let mut c = Conversation::mid_connection();
+            c.mss = mss;
             c.syn(0, 0, false);
             c.syn(1, 20 * US, true);
             c.ack(0, 40 * US);
             c
+        }
+
+        /// A capture that starts after the handshake: no SYN, no MSS.
+        fn mid_connection() -> Self {
+            Conversation {
+                flow: Flow::new([CLIENT, SERVER], 0, 0),
+                packet: 0,
+                seq: [1000, 5000],
+                window: 65535,
+                mss: [65495, 65495],
+            }
         }
 
         fn push(&mut self, from: usize, at: u64, payload: u32, flags: (bool, bool)) {
@@ -900,7 +953,7 @@ mod tests {
                 fin: false,
                 rst: false,
                 payload_len: payload,
-                mss_option: flags.0.then_some(65495),
+                mss_option: flags.0.then_some(self.mss[from]),
                 timestamps: true,
                 window: self.window,
             };
@@ -1007,6 +1060,78 @@ mod tests {
         let summary = c.flow.summary();
         assert_eq!(summary.stalls(), 0);
         assert_eq!(summary.retransmissions, 1);
+    }
+
+    #[test]
+    fn the_senders_own_smaller_mss_makes_its_segments_full_sized() {
+        // The server announced 1380 (1368 with timestamps), the client 65495: the server's
+        // 1368-byte segments are whole, and a slow-start wait for the ACK holds nothing.
+        let mut c = Conversation::with_mss([65495, 1380]);
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 1368);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 1368);
+        assert_eq!(c.flow.summary().stalls(), 0);
+    }
+
+    #[test]
+    fn a_full_sized_release_is_not_a_nagle_hold() {
+        // A partial segment, then a whole one after the ACK: Nagle never holds a whole
+        // segment, so cwnd or the window did.
+        let mut c = Conversation::with_mss([65495, 1380]);
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 500);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 1368);
+        assert_eq!(c.flow.summary().stalls(), 0);
+        // The control: the same with a partial release is a hold.
+        let mut c = Conversation::with_mss([65495, 1380]);
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 500);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 13);
+        assert_eq!(c.flow.summary().server_stalls.count, 1);
+    }
+
+    #[test]
+    fn one_partial_segment_sent_while_another_is_unacked_proves_nagle_off() {
+        let mut c = Conversation::new();
+        // An exchange that looks held (a delayed ACK, then the body)...
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 120);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 13);
+        // ...then head and body back to back, the head unacknowledged: no Nagle here.
+        c.data(0, 100 * MS, 78);
+        c.data(1, 100 * MS + 50 * US, 120);
+        c.data(1, 100 * MS + 60 * US, 13);
+        c.ack(0, 140 * MS);
+        // And after, another wait that looks held.
+        c.data(0, 200 * MS, 78);
+        c.data(1, 200 * MS + 50 * US, 120);
+        c.ack(0, 240 * MS);
+        c.data(1, 240 * MS + 10 * US, 13);
+        let summary = c.flow.summary();
+        assert_eq!(summary.stalls(), 0, "{summary:?}");
+    }
+
+    #[test]
+    fn without_syns_the_largest_segment_is_the_mss() {
+        // A capture that starts mid-connection: 1200-byte segments (a possible MSS) are whole.
+        let mut c = Conversation::mid_connection();
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 1200);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 1200);
+        assert_eq!(c.flow.summary().stalls(), 0);
+        // Small segments prove nothing of the MSS: head then held body is still a hold.
+        let mut c = Conversation::mid_connection();
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, 120);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, 13);
+        // (Without the handshake's round trip the capture calls it a round-trip hold.)
+        assert_eq!(c.flow.summary().stalls(), 1);
     }
 
     #[test]

@@ -209,3 +209,22 @@ fn real_captures_of_a_40_ms_path_name_the_nagle_server_and_pass_its_twin() {
         assert!(report["time"]["server_ms"].as_f64().unwrap() < 10.0 * 2.0, "{name}: {}", report["time"]);
     }
 }
+
+#[test]
+fn whole_segments_of_the_senders_own_mss_are_never_nagle_holds_in_a_real_capture() {
+    // Real kernels, a 10 ms path, tcpdump next to the client (make_real_captures.sh): the
+    // server's SYN-ACK announces MSS 1380, the client's 1460, so the server's whole segments
+    // carry 1368 bytes. A 100 KB response with TCP_NODELAY waits for ACKs in slow start,
+    // never for Nagle; before the sender's own MSS counted, one such wait was called
+    // `server-nagle-round-trip`.
+    let (code, bulk) = pcap("mss1380_bulk_nodelay.pcap");
+    assert_eq!((code, finding_ids(&bulk)), (0, vec!["healthy".to_string()]), "{bulk:#}");
+    assert_eq!(bulk["stalls"], 0);
+    // The control, through the same MSS: head and body in two writes with Nagle on, every
+    // body held for the client's ACK.
+    let (code, held) = pcap("mss1380_two_writes_nagle.pcap");
+    assert_eq!(code, 3, "{held:#}");
+    let ids = finding_ids(&held);
+    assert!(ids.iter().any(|id| id.starts_with("server-nagle-")), "{ids:?}");
+    assert!(held["stalls"].as_u64().unwrap() >= 9, "{held:#}");
+}
