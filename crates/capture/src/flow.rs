@@ -18,7 +18,7 @@
 //!   must not have sent data in between: the held bytes continue the same message.
 //! - **Retransmissions** (sequence numbers already sent; keep-alives and window probes
 //!   aside): a resend [`RTO_SEEN_NS`] or more after the sender's previous transmission, and
-//!   not after three duplicate ACKs, is a timeout's; the resends of one segment until an ACK
+//!   not within as long of a third duplicate ACK (a fast retransmit), is a timeout's; the resends of one segment until an ACK
 //!   covers it form a series (the timer doubling), and a series no ACK ended is a peer gone.
 //! - **Zero windows**: a receiver's window field of 0 until it opens again, and the sender's
 //!   probes meanwhile.
@@ -284,6 +284,8 @@ struct Side {
     /// The peer's cumulative ACK of this side's bytes.
     acked: Option<u32>,
     dupacks: u32,
+    /// When the peer's last duplicate ACK came.
+    last_dupack_ns: u64,
     /// A data segment being timed until an ACK covers it: its end and when it was sent.
     timed: Option<(u32, u64)>,
     last_send_ns: u64,
@@ -527,6 +529,7 @@ impl Flow {
                 let outstanding = sender.next_seq.is_some_and(|next| seq_after(next, acked));
                 if segment.ack == acked && pure && outstanding {
                     sender.dupacks += 1;
+                    sender.last_dupack_ns = time_ns;
                 }
                 false
             }
@@ -579,7 +582,11 @@ impl Flow {
         sender.timed = None;
         let gap = time_ns.saturating_sub(sender.last_send_ns);
         sender.last_send_ns = time_ns;
-        if gap < RTO_SEEN_NS || gap < rtt || sender.dupacks >= 3 {
+        // Three duplicate ACKs make a fast retransmit only while they are fresh: a resend a
+        // timeout's length after the last of them is the timer's, whatever came before.
+        let fast =
+            sender.dupacks >= 3 && time_ns.saturating_sub(sender.last_dupack_ns) < RTO_SEEN_NS.max(rtt);
+        if gap < RTO_SEEN_NS || gap < rtt || fast {
             return;
         }
         sender.losses.timeouts += 1;
@@ -1132,6 +1139,37 @@ mod tests {
         c.data(1, 41 * MS + 10 * US, 13);
         // (Without the handshake's round trip the capture calls it a round-trip hold.)
         assert_eq!(c.flow.summary().stalls(), 1);
+    }
+
+    /// A response whose first segment is lost: its ACK and three duplicates from `acks_at`,
+    /// then the resend `after` the last of them.
+    fn lost_then_resent(acks_at: u64, after: u64) -> FlowSummary {
+        let mut c = Conversation::new();
+        c.data(0, MS, 78);
+        let lost = c.seq[1];
+        for i in 0..4 {
+            c.data(1, (2 + i) * MS, 1000);
+        }
+        let end = c.seq[1];
+        c.seq[1] = lost;
+        for i in 0..4 {
+            c.ack(0, acks_at + i * MS);
+        }
+        c.data(1, acks_at + 3 * MS + after, 1000);
+        c.seq[1] = end;
+        c.flow.summary()
+    }
+
+    #[test]
+    fn a_resend_long_after_the_duplicate_acks_is_the_timers() {
+        // 27 s after the original and 5 s after the last duplicate ACK (a capture of the
+        // field): the fast retransmit never came, the timer sent it.
+        let summary = lost_then_resent(6 * MS, 5000 * MS);
+        assert_eq!((summary.retransmissions, summary.losses.timeouts), (1, 1), "{:?}", summary.losses);
+        // Right after the third duplicate ACK it is a fast retransmit, though the sender was
+        // quiet a timeout's length before (the ACKs came 300 ms late).
+        let summary = lost_then_resent(300 * MS, MS);
+        assert_eq!((summary.retransmissions, summary.losses.timeouts), (1, 0), "{:?}", summary.losses);
     }
 
     #[test]
