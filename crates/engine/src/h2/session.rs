@@ -95,7 +95,10 @@ struct Inbox {
 
 pub(crate) struct Session {
     raw: NonNull<ng::nghttp2_session>,
-    inbox: Box<Inbox>,
+    /// The callbacks' `user_data`: owned here (from `Box::into_raw`, freed in `Drop`), and
+    /// reached only through raw-pointer provenance, never through a `Box` the library's
+    /// writes would alias. See [`Session::inbox`].
+    inbox: NonNull<Inbox>,
     /// Dropped after the library's session (`Drop`), which may hold pointers into it.
     requests: Rc<Requests>,
 }
@@ -275,12 +278,14 @@ unsafe extern "C" fn read_body(
 
 /// The library's words for one of its error codes.
 fn library_error(code: isize) -> String {
+    // SAFETY: the library returns a static NUL-terminated string for any code.
     let text = unsafe { CStr::from_ptr(ng::nghttp2_strerror(code as c_int)) };
     text.to_string_lossy().into_owned()
 }
 
 /// The protocol's name for an HTTP/2 error code (PROTOCOL_ERROR, REFUSED_STREAM, ...).
 pub(crate) fn error_code_name(code: u32) -> String {
+    // SAFETY: the library returns a static NUL-terminated string for any code.
     let text = unsafe { CStr::from_ptr(ng::nghttp2_http2_strerror(code)) };
     text.to_string_lossy().into_owned()
 }
@@ -296,7 +301,7 @@ impl Session {
         slots: usize,
         want_server: bool,
     ) -> Result<Session, String> {
-        let inbox = Box::new(Inbox {
+        let inbox = Box::into_raw(Box::new(Inbox {
             progress: vec![Progress::default(); slots],
             bodies: vec![(bytes::Bytes::new(), 0); slots],
             stream_ids: vec![0; slots],
@@ -305,12 +310,21 @@ impl Session {
             server: None,
             goaway: None,
             sent_goaway: None,
-        });
+        }));
+        // SAFETY: `Box::into_raw` never gives null. From here the session owns it: every
+        // return below frees it, through `Session`'s `Drop` or by hand before one exists.
+        let inbox = unsafe { NonNull::new_unchecked(inbox) };
+        // SAFETY: only on a path that returns before `Session` owns the inbox: freed once.
+        let free_inbox = || drop(unsafe { Box::from_raw(inbox.as_ptr()) });
         let mut callbacks = ptr::null_mut();
         let mut option = ptr::null_mut();
         let mut raw = ptr::null_mut();
+        // SAFETY: each call gets the out-pointers and objects the library documents, the
+        // callbacks and options are deleted once the session has copied them, and `user_data`
+        // is the inbox's raw pointer, valid until `Drop` deletes the session first.
         unsafe {
             if ng::nghttp2_session_callbacks_new(&mut callbacks) != 0 {
+                free_inbox();
                 return Err("HTTP/2: out of memory".to_string());
             }
             ng::nghttp2_session_callbacks_set_on_header_callback(callbacks, Some(on_header));
@@ -321,18 +335,24 @@ impl Session {
             ng::nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, Some(on_frame_sent));
             if ng::nghttp2_option_new(&mut option) != 0 {
                 ng::nghttp2_session_callbacks_del(callbacks);
+                free_inbox();
                 return Err("HTTP/2: out of memory".to_string());
             }
             ng::nghttp2_option_set_peer_max_concurrent_streams(option, 1);
-            let user_data = (&*inbox as *const Inbox).cast_mut().cast::<c_void>();
+            let user_data = inbox.as_ptr().cast::<c_void>();
             let created = ng::nghttp2_session_client_new2(&mut raw, callbacks, user_data, option);
             ng::nghttp2_option_del(option);
             ng::nghttp2_session_callbacks_del(callbacks);
             if created != 0 {
+                free_inbox();
                 return Err(format!("HTTP/2: {}", library_error(created as isize)));
             }
         }
-        let session = Session { raw: NonNull::new(raw).ok_or("HTTP/2: no session")?, inbox, requests };
+        let Some(raw) = NonNull::new(raw) else {
+            free_inbox();
+            return Err("HTTP/2: no session".to_string());
+        };
+        let session = Session { raw, inbox, requests };
         let entries = [
             ng::nghttp2_settings_entry { settings_id: ng::NGHTTP2_SETTINGS_ENABLE_PUSH as i32, value: 0 },
             ng::nghttp2_settings_entry {
@@ -341,6 +361,7 @@ impl Session {
             },
         ];
         let raw = session.raw.as_ptr();
+        // SAFETY: `raw` is the live session; the library copies `entries` before it returns.
         let submitted = unsafe {
             ng::nghttp2_submit_settings(raw, ng::NGHTTP2_FLAG_NONE as u8, entries.as_ptr(), entries.len())
         };
@@ -349,6 +370,7 @@ impl Session {
         }
         if settings.connection_window_bytes > 65_535 {
             let window = settings.connection_window_bytes.min(i32::MAX as u32) as i32;
+            // SAFETY: `raw` is the live session; stream 0 is the connection.
             let set = unsafe {
                 ng::nghttp2_session_set_local_window_size(raw, ng::NGHTTP2_FLAG_NONE as u8, 0, window)
             };
@@ -359,16 +381,33 @@ impl Session {
         Ok(session)
     }
 
+    /// The inbox, read between library calls.
+    fn inbox(&self) -> &Inbox {
+        // SAFETY: the pointer is live until `Drop`; the library writes through it only inside
+        // the calls this session makes with `&mut self`, so never while `&self` lends it out.
+        unsafe { self.inbox.as_ref() }
+    }
+
+    /// The inbox, written between library calls.
+    fn inbox_mut(&mut self) -> &mut Inbox {
+        // SAFETY: as `inbox`; `&mut self` makes this the only reference until it ends, and no
+        // library call (whose callbacks take their own) is made while it lives.
+        unsafe { self.inbox.as_mut() }
+    }
+
     /// Queues request `index` of the run for `slot`; its stream id. The library sends its
     /// HEADERS when the server's stream limit allows.
     pub fn submit(&mut self, slot: usize, index: usize) -> Result<u32, SubmitError> {
         // The library would take it and fail it only when its turn to be sent came.
+        // SAFETY: `raw` is the live session, used only from this thread.
         if unsafe { ng::nghttp2_session_check_request_allowed(self.raw.as_ptr()) } == 0 {
             return Err(SubmitError::NoNewStreams);
         }
-        let (request, fields) = (&self.requests.requests[index], &self.requests.fields[index]);
-        self.inbox.progress[slot] = Progress::default();
-        self.inbox.bodies[slot] = (request.body.clone(), 0);
+        let requests = Rc::clone(&self.requests);
+        let (request, fields) = (&requests.requests[index], &requests.fields[index]);
+        let inbox = self.inbox_mut();
+        inbox.progress[slot] = Progress::default();
+        inbox.bodies[slot] = (request.body.clone(), 0);
         let provider = ng::nghttp2_data_provider2 {
             source: ng::nghttp2_data_source { ptr: ptr::null_mut() },
             read_callback: Some(read_body),
@@ -376,6 +415,8 @@ impl Session {
         let body = if request.body.is_empty() { ptr::null() } else { &provider as *const _ };
         // The library copies the array but not the names and values, and calls `read_body`
         // for the body.
+        // SAFETY: `raw` is live; `fields` (names and values) live in `requests` as long as the
+        // session (dropped after it), and `provider` is copied by the call.
         let id = unsafe {
             ng::nghttp2_submit_request2(
                 self.raw.as_ptr(),
@@ -388,7 +429,7 @@ impl Session {
         };
         match id {
             id if id > 0 => {
-                self.inbox.stream_ids[slot] = id as u32;
+                self.inbox_mut().stream_ids[slot] = id as u32;
                 Ok(id as u32)
             }
             code if code == ng::NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE
@@ -404,9 +445,11 @@ impl Session {
     pub fn cancel(&mut self, stream_id: u32) {
         let raw = self.raw.as_ptr();
         let id = stream_id as i32;
-        if let Some(slot) = self.inbox.stream_ids.iter().position(|&s| s == stream_id) {
-            self.inbox.stream_ids[slot] = 0;
+        let inbox = self.inbox_mut();
+        if let Some(slot) = inbox.stream_ids.iter().position(|&s| s == stream_id) {
+            inbox.stream_ids[slot] = 0;
         }
+        // SAFETY: `raw` is live; a stream id the library no longer knows is ignored by both.
         unsafe {
             ng::nghttp2_session_set_stream_user_data(raw, id, ptr::null_mut());
             ng::nghttp2_submit_rst_stream(raw, ng::NGHTTP2_FLAG_NONE as u8, id, ng::NGHTTP2_CANCEL);
@@ -416,6 +459,7 @@ impl Session {
     /// Feeds what the socket gave; an error ends the connection (the library has queued
     /// its GOAWAY).
     pub fn receive(&mut self, bytes: &[u8]) -> Result<(), String> {
+        // SAFETY: `raw` is live and `bytes` is valid for its length during the call.
         let used = unsafe { ng::nghttp2_session_mem_recv2(self.raw.as_ptr(), bytes.as_ptr(), bytes.len()) };
         if used < 0 { Err(library_error(used)) } else { Ok(()) }
     }
@@ -424,6 +468,7 @@ impl Session {
     pub fn take_output(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
         while out.len() < limit {
             let mut data = ptr::null();
+            // SAFETY: `raw` is live; `data` is an out-pointer the call fills.
             let n = unsafe { ng::nghttp2_session_mem_send2(self.raw.as_ptr(), &mut data) };
             if n < 0 {
                 return Err(library_error(n));
@@ -441,39 +486,44 @@ impl Session {
     /// fatal error.
     pub fn is_over(&self) -> bool {
         let raw = self.raw.as_ptr();
+        // SAFETY: `raw` is live; both calls only read the session's state.
         unsafe { ng::nghttp2_session_want_read(raw) == 0 && ng::nghttp2_session_want_write(raw) == 0 }
     }
 
     /// Moves the events since the last call into `into` (emptied first).
     pub fn take_events(&mut self, into: &mut Vec<StreamEvent>) {
         into.clear();
-        std::mem::swap(&mut self.inbox.events, into);
+        std::mem::swap(&mut self.inbox_mut().events, into);
     }
 
     pub fn progress(&self, slot: usize) -> Progress {
-        self.inbox.progress[slot]
+        self.inbox().progress[slot]
     }
 
     /// The server's `server` header, once: later calls give None.
     pub fn take_server_header(&mut self) -> Option<String> {
-        self.inbox.server.take()
+        self.inbox_mut().server.take()
     }
 
     /// The error code of the server's GOAWAY, if it sent one.
     pub fn goaway(&self) -> Option<u32> {
-        self.inbox.goaway.map(|(code, _)| code)
+        self.inbox().goaway.map(|(code, _)| code)
     }
 
     /// The error code of the GOAWAY the library sent when the server broke the protocol.
     pub fn sent_goaway(&self) -> Option<u32> {
-        self.inbox.sent_goaway
+        self.inbox().sent_goaway
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        // The inbox is dropped after this, so no callback outlives it.
-        unsafe { ng::nghttp2_session_del(self.raw.as_ptr()) };
+        // SAFETY: the session is ours and deleted once; no callback runs after it, so the
+        // inbox it pointed into is freed last, from the `Box` it came from.
+        unsafe {
+            ng::nghttp2_session_del(self.raw.as_ptr());
+            drop(Box::from_raw(self.inbox.as_ptr()));
+        }
     }
 }
 

@@ -829,6 +829,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             .count() as u64;
         if at_run_end && in_flight > 0 {
             // As the HTTP/1.1 worker: reset, so the server is left nothing to retransmit.
+            // SAFETY: `fd` is the connection's open socket (checked above), closed only below.
             let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(connection.fd) };
             let _ = SockRef::from(&fd).set_linger(Some(Duration::ZERO));
         }
