@@ -1,7 +1,7 @@
 //! Packet captures: read pcap/pcapng as a stream, decode TCP, track flows in both
 //! directions (numbered like Wireshark's `tcp.stream`) and find Nagle × delayed-ACK stalls
 //! by the capture rule of FIELD_NOTES §5.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod analysis;

@@ -1,5 +1,6 @@
 //! nodelay's command line as a library: `run(cli)` executes one command and returns its
 //! outcome; `main.rs` only parses arguments and maps the outcome to an exit status.
+#![forbid(unsafe_code)]
 
 mod args;
 mod bench;

@@ -1,5 +1,6 @@
 //! The `nodelay` binary: parses arguments and hands them to the library; errors are printed
 //! once, with their context chain, and mapped to exit codes in `exit.rs`.
+#![forbid(unsafe_code)]
 
 use clap::Parser;
 

@@ -1,6 +1,7 @@
 //! `nodelay-path`: a real network path on one machine, between two network namespaces,
 //! for the path tests and benchmarks and for anyone reproducing a slow service across a
 //! WAN. The path itself is `nodelay_netpath`; this parses the arguments and waits.
+#![forbid(unsafe_code)]
 
 use clap::{Parser, Subcommand};
 use nodelay_netpath::{

@@ -67,6 +67,34 @@ fn every_library_crate_documents_its_public_items() {
 }
 
 #[test]
+fn a_crate_without_unsafe_code_forbids_it() {
+    // Every crate root (lib.rs and the binaries'): once a crate has no `unsafe`, the compiler
+    // keeps it so; a crate that needs some comments each block instead (SAFETY).
+    for (name, _) in ALLOWED {
+        let src = workspace().join("crates").join(name).join("src");
+        let texts: Vec<String> =
+            modules(&src).values().map(|path| std::fs::read_to_string(path).unwrap()).collect();
+        let uses_unsafe = texts.iter().any(|text| {
+            without_tests(text).lines().any(|line| {
+                let code = line.split("//").next().unwrap_or("");
+                code.contains("unsafe ") || code.contains("unsafe{")
+            })
+        });
+        let roots = ["lib.rs", "main.rs", "path_main.rs"].map(|root| src.join(root));
+        for root in roots.iter().filter(|root| root.exists()) {
+            let text = std::fs::read_to_string(root).unwrap();
+            assert_eq!(
+                text.contains("#![forbid(unsafe_code)]"),
+                !uses_unsafe,
+                "crates/{name}: {} {}",
+                root.display(),
+                if uses_unsafe { "forbids unsafe code it uses" } else { "lacks #![forbid(unsafe_code)]" }
+            );
+        }
+    }
+}
+
+#[test]
 fn no_crate_has_a_circle_of_files() {
     for (name, _) in ALLOWED {
         let src = workspace().join("crates").join(name).join("src");

@@ -6,7 +6,7 @@
 //! [`capture_findings`] for a packet capture. No I/O and no clock here, so every rule is
 //! unit-tested on synthetic records. The kernel facts behind the rules are in
 //! shared/FIELD_NOTES.md.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod backlog;

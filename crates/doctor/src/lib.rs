@@ -21,7 +21,7 @@
 //! (`nodelay_load::stop::request`, the CLI's Ctrl-C) ends the step running and the report
 //! says so. [`demo_servers`] are the small servers `nodelay demo` diagnoses. [`fix()`] is
 //! `nodelay fix`: TCP_NODELAY set on a running program, checked on a new connection.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod chain;

@@ -6,7 +6,7 @@
 //! Nothing here prints or draws: a run tells a [`RunObserver`] how far it is, and stops when
 //! [`stop::request`] is called (the CLI calls it at Ctrl-C). Errors are `anyhow` errors with
 //! their context; a [`UsageError`] in the chain marks a mistake in what was asked for.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod command_words;

@@ -5,7 +5,7 @@
 //!
 //! The relay emits typed records to a sink ([`RelaySink`]); it never prints. [`ProxyStats`]
 //! aggregates them in bounded memory for the diagnosis and the reports.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod buffer;

@@ -8,7 +8,7 @@
 //! - [`Json`]: the JSON contract itself.
 //! - `hdr_log`: HdrHistogram interval logs, written from a run ([`interval_log`]) and merged
 //!   ([`merge_logs`]).
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod format;

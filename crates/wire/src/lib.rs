@@ -3,7 +3,7 @@
 //!
 //! Everything here is pure (no sockets, no clocks) so it can be unit-tested and fuzzed; the
 //! engine feeds it whatever each `read()` returned.
-
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod chunked;
