@@ -1069,15 +1069,21 @@ mod tests {
         assert_eq!(summary.retransmissions, 1);
     }
 
+    /// A request, the server's `first` segment, the client's pure ACK 40 ms later, and the
+    /// server's `then` segment 10 µs after it.
+    fn one_exchange(c: &mut Conversation, first: u32, then: u32) {
+        c.data(0, MS, 78);
+        c.data(1, MS + 50 * US, first);
+        c.ack(0, 41 * MS);
+        c.data(1, 41 * MS + 10 * US, then);
+    }
+
     #[test]
     fn the_senders_own_smaller_mss_makes_its_segments_full_sized() {
         // The server announced 1380 (1368 with timestamps), the client 65495: the server's
         // 1368-byte segments are whole, and a slow-start wait for the ACK holds nothing.
         let mut c = Conversation::with_mss([65495, 1380]);
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 1368);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 1368);
+        one_exchange(&mut c, 1368, 1368);
         assert_eq!(c.flow.summary().stalls(), 0);
     }
 
@@ -1086,17 +1092,11 @@ mod tests {
         // A partial segment, then a whole one after the ACK: Nagle never holds a whole
         // segment, so cwnd or the window did.
         let mut c = Conversation::with_mss([65495, 1380]);
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 500);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 1368);
+        one_exchange(&mut c, 500, 1368);
         assert_eq!(c.flow.summary().stalls(), 0);
         // The control: the same with a partial release is a hold.
         let mut c = Conversation::with_mss([65495, 1380]);
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 500);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 13);
+        one_exchange(&mut c, 500, 13);
         assert_eq!(c.flow.summary().server_stalls.count, 1);
     }
 
@@ -1126,17 +1126,11 @@ mod tests {
     fn without_syns_the_largest_segment_is_the_mss() {
         // A capture that starts mid-connection: 1200-byte segments (a possible MSS) are whole.
         let mut c = Conversation::mid_connection();
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 1200);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 1200);
+        one_exchange(&mut c, 1200, 1200);
         assert_eq!(c.flow.summary().stalls(), 0);
         // Small segments prove nothing of the MSS: head then held body is still a hold.
         let mut c = Conversation::mid_connection();
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 120);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 13);
+        one_exchange(&mut c, 120, 13);
         // (Without the handshake's round trip the capture calls it a round-trip hold.)
         assert_eq!(c.flow.summary().stalls(), 1);
     }
