@@ -42,13 +42,17 @@ pub fn curl_command(url: &str, request: &RequestOptions) -> String {
             let https = url.starts_with("https://");
             words
                 .extend([if https { "--http2" } else { "--http2-prior-knowledge" }.to_string(), "-s".into()]);
-            for header in ["content-type: application/grpc", "te: trailers"] {
-                words.extend(["-H".to_string(), shell_word(header)]);
+            // Lower case, as HTTP/2 sends them.
+            for (name, value) in crate::protocol::GRPC_HEADERS {
+                words.extend([
+                    "-H".to_string(),
+                    shell_word(&format!("{}: {value}", name.to_ascii_lowercase())),
+                ]);
             }
             for (name, value) in &request.headers {
                 words.extend(["-H".to_string(), shell_word(&format!("{name}: {value}"))]);
             }
-            if framed.len() <= MAX_SHOWN_MESSAGE_BYTES + 5 {
+            if framed.len() <= MAX_SHOWN_MESSAGE_BYTES + crate::protocol::GRPC_PREFIX_BYTES {
                 words.extend(["--data-binary".to_string(), "@-".to_string()]);
                 body = Some(printf_bytes(&framed));
             }

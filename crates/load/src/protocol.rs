@@ -25,7 +25,9 @@ pub const LOAD_WINDOW_BYTES: u32 = (1 << 30) - 1;
 /// advertises; its larger-window experiment measures the other kind of client.
 pub const PROTOCOL_WINDOW_BYTES: u32 = 65_535;
 /// The gRPC message prefix: a compressed flag and a 4-byte big-endian length.
-const GRPC_PREFIX_BYTES: usize = 5;
+pub(crate) const GRPC_PREFIX_BYTES: usize = 5;
+/// The headers every gRPC call carries besides the user's.
+pub(crate) const GRPC_HEADERS: [(&str, &str); 2] = [("Content-Type", "application/grpc"), ("TE", "trailers")];
 
 /// Which HTTP to speak, and gRPC calls.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -167,10 +169,8 @@ pub(crate) fn grpc_request(
         )));
     }
     let body = grpc_body(options, method)?;
-    let mut all_headers = vec![
-        ("Content-Type".to_string(), "application/grpc".to_string()),
-        ("TE".to_string(), "trailers".to_string()),
-    ];
+    let mut all_headers: Vec<(String, String)> =
+        GRPC_HEADERS.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect();
     all_headers.extend(target.headers_with_auth(headers));
     Ok(Some(HttpRequest {
         method: "POST".to_string(),

@@ -155,7 +155,7 @@ fn stat_of(percentiles: Option<&Percentiles>, stat: Stat) -> Option<f64> {
 
 impl Gated for BenchReport {
     fn figure(&self, metric: Metric) -> Option<f64> {
-        let failed: u64 = self.errors.values().sum();
+        let failed = self.total_errors();
         let errors = failed + self.non_success_responses;
         let ended = self.requests_completed + failed;
         match metric {

@@ -217,14 +217,19 @@ fn parse_condition(text: &str) -> Result<Condition, String> {
     Ok(Condition::Figure { metric, op, limit })
 }
 
+/// The `slower` metrics and the figures of compare's comparisons they hold.
+const SLOWER: [(&str, &str); 3] =
+    [("slower", "p50_ms"), ("slower.p99", "p99_ms"), ("slower.rps", "requests_per_second")];
+
 /// The figure `slower`, `slower.p99` or `slower.rps` compares.
 fn slower_figure(name: &str) -> Option<&'static str> {
-    match name {
-        "slower" | "slower.p50" => Some("p50_ms"),
-        "slower.p99" => Some("p99_ms"),
-        "slower.rps" => Some("requests_per_second"),
-        _ => None,
-    }
+    let name = if name == "slower.p50" { "slower" } else { name };
+    SLOWER.iter().find(|(metric, _)| *metric == name).map(|(_, figure)| *figure)
+}
+
+/// The metric's name of a compared figure, as a threshold writes it.
+pub(crate) fn slower_name(figure: &str) -> &'static str {
+    SLOWER.iter().find(|(_, f)| *f == figure).map_or("slower", |(metric, _)| metric)
 }
 
 /// `> 5%`: a regression gate allows a slowdown, so only `>` and a share make sense.

@@ -5,9 +5,9 @@
 //! difference to reach ALPHA cannot tell, and do not pass.
 
 use super::check::{ThresholdResult, check};
-use super::expr::{Condition, Threshold};
+use super::expr::{Condition, Threshold, slower_name};
 use crate::model::compare::{CompareTarget, Comparison};
-use nodelay_diagnose::ALPHA;
+use nodelay_diagnose::{ALPHA, least_p_value};
 
 /// Every threshold held against every target: figures and findings on each target's own
 /// run, `slower` against the first target's rounds.
@@ -29,14 +29,6 @@ pub fn check_compare(
     results
 }
 
-/// The smallest two-sided p-value the Mann-Whitney test can give `n` rounds against `m`: when
-/// every round of one lies beyond every round of the other.
-fn least_p(n: usize, m: usize) -> f64 {
-    // 2 / C(n + m, n), built up as a product to stay finite.
-    let ways = (1..=n).fold(1.0, |ways, i| ways * (m + i) as f64 / i as f64);
-    (2.0 / ways).min(1.0)
-}
-
 fn slower(
     threshold: &Threshold,
     figure: &str,
@@ -50,7 +42,7 @@ fn slower(
     let base = ThresholdResult {
         threshold: threshold.text.clone(),
         target: Some(target.label.clone()),
-        metric: threshold.text.split(['>', ' ']).next().unwrap_or("slower").to_string(),
+        metric: slower_name(figure).to_string(),
         measured: None,
         limit: Some(percent),
         unit: "%",
@@ -61,7 +53,7 @@ fn slower(
         cannot_tell: false,
     };
     let Some(comparison) = comparison else { return base };
-    if least_p(rounds(baseline), rounds(target)) >= ALPHA {
+    if least_p_value(rounds(baseline), rounds(target)) >= ALPHA {
         return ThresholdResult { cannot_tell: true, ..base };
     }
     // A rate is slower when it is lower: its slowdown is the inverse ratio.
@@ -81,19 +73,5 @@ fn slower(
         by: crossed.then_some(measured - percent),
         p_value: Some(comparison.p_value),
         ..base
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_least_p_of_a_few_rounds_is_known() {
-        // 3 against 3: 2/20; 4 against 4: 2/70; 5 against 5: 2/252.
-        assert!((least_p(3, 3) - 0.1).abs() < 1e-12);
-        assert!((least_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
-        assert!((least_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
-        assert_eq!(least_p(1, 1), 1.0);
     }
 }

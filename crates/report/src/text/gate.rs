@@ -43,7 +43,7 @@ pub(crate) fn said(result: &ThresholdResult) -> String {
         let said = format!("{:.1} % {how} than the baseline ({times:.3}×; p = {p:.3})", measured.abs());
         return match result.by {
             Some(by) => format!("{said}, {by:.1} % past the limit"),
-            None if p >= 0.05 => format!("{said}: no difference beyond noise"),
+            None if p >= nodelay_diagnose::ALPHA => format!("{said}: no difference beyond noise"),
             None => format!("{said}: not surely past the limit"),
         };
     }
