@@ -78,6 +78,18 @@ headers = { X-Trace = "1" }
 }
 
 # nodelay inspect / fix arguments, as the host crate's unit test spells them.
+# --fail-if thresholds, each kind once, and mistakes.
+THRESHOLD = {
+    "p99": b"p99 > 50ms",
+    "first-byte": b"first_byte.p99.9 >= 250us",
+    "errors-share": b"errors > 1%",
+    "rps": b"rps < 2000/s",
+    "slower": b"slower.rps > 5%",
+    "stall": b"stall",
+    "finding": b"slow-first-byte",
+    "no-unit": b"p99 > 50",
+    "no-metric": b"> 5ms",
+}
 SOCKET_TARGET = {"pid": b"4242", "port": b":8080", "port-zero": b":0", "too-big": b":65536", "word": b"abc"}
 
 
@@ -161,6 +173,8 @@ def main() -> None:
         write("scenario", name, text)
     for name, text in SOCKET_TARGET.items():
         write("socket_target", name, text)
+    for name, text in THRESHOLD.items():
+        write("threshold", name, text)
     for name, stream in REQUESTS.items():
         write("request_framer", name, PIECES + stream)
     for name, data in SOCKET_TABLE.items():

@@ -227,8 +227,19 @@ fn columns_sets_the_width_of_text_written_to_a_pipe() {
 #[test]
 fn ctrl_c_stops_the_run_and_keeps_what_was_measured() {
     let mut peer = python_peer("chunked_server.py", &[]);
+    let summary = std::env::temp_dir().join(format!("nodelay-ctrl-c-{}.md", std::process::id()));
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_nodelay"))
-        .args(["bench", "-c", "1", "-d", "60s", "--json", &peer.url("/")])
+        .args([
+            "bench",
+            "-c",
+            "1",
+            "-d",
+            "60s",
+            "--json",
+            "--summary",
+            summary.to_str().unwrap(),
+            &peer.url("/"),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -243,6 +254,10 @@ fn ctrl_c_stops_the_run_and_keeps_what_was_measured() {
     assert_eq!(report["interrupted"], true);
     assert!(report["elapsed_s"].as_f64().unwrap() < 30.0);
     validate_against_schema("bench.schema.json", &report);
+    // The pull request's summary is written too, and says the run was cut short.
+    let markdown = std::fs::read_to_string(&summary).unwrap_or_default();
+    std::fs::remove_file(&summary).ok();
+    assert!(markdown.contains("**Stopped early (Ctrl-C):**"), "{markdown}");
 }
 
 // ---- bad input ------------------------------------------------------------------------

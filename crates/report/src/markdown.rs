@@ -94,6 +94,13 @@ fn format_value(value: f64) -> String {
     if value.fract() == 0.0 { format!("{value:.0}") } else { format!("{value:.2}") }
 }
 
+/// A run stopped early (Ctrl-C) says so under its heading: its figures rest on less.
+fn interrupted_line(out: &mut String, interrupted: bool) {
+    if interrupted {
+        out.push_str("\n**Stopped early (Ctrl-C):** the figures rest on less than was asked for.\n");
+    }
+}
+
 fn html_link(out: &mut String, html: Option<&Path>) {
     if let Some(page) = html.map(|p| p.display().to_string()) {
         let _ = writeln!(out, "\nThe whole run, drawn: [{}]({})", cell(&page), page.replace(' ', "%20"));
@@ -115,6 +122,7 @@ pub fn bench_summary(report: &BenchReport, html: Option<&Path>) -> String {
         report.requests_per_second,
         s.connections
     );
+    interrupted_line(&mut out, report.interrupted);
     thresholds_table(&mut out, &report.thresholds);
     let rows = [
         ("total", report.latency_ms.as_ref()),
@@ -151,6 +159,7 @@ pub fn doctor_summary(report: &DoctorReport, html: Option<&Path>) -> String {
         report.elapsed_s,
         report.budget_s
     );
+    interrupted_line(&mut out, report.interrupted);
     thresholds_table(&mut out, &report.thresholds);
     out.push_str("\n| phase | responses | p50 | p90 | p99 | first byte p50 |\n|---|---|---|---|---|---|\n");
     for phase in &report.phases {
@@ -182,6 +191,7 @@ pub fn compare_summary(report: &CompareReport, html: Option<&Path>) -> String {
     for line in &report.verdicts {
         let _ = writeln!(out, "- {}", cell(line));
     }
+    interrupted_line(&mut out, report.interrupted);
     thresholds_table(&mut out, &report.thresholds);
     out.push_str("\n| target | against | figure | ratio | 95 % interval | p |\n|---|---|---|---|---|---|\n");
     for c in &report.comparisons {
