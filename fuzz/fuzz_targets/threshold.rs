@@ -1,5 +1,5 @@
-//! Fuzzes `--fail-if`'s grammar: any text parses to a threshold or to a one-line error that
-//! quotes the text, never a panic; a threshold's limit is finite and not negative, and its own
+//! Fuzzes `--fail-if`'s grammar: any text parses to a threshold or to an error that quotes
+//! the text, never a panic; a threshold's limit is finite and not negative, and its own
 //! text parses again to the same condition.
 #![no_main]
 
@@ -15,9 +15,8 @@ fuzz_target!(|text: &str| {
             let again: Threshold = threshold.text.parse().expect("its own text parses");
             assert_eq!(again.condition, threshold.condition, "{text:?}");
         }
-        Err(error) => {
-            assert!(error.starts_with(&format!("'{text}': ")), "{error}");
-            assert_eq!(error.lines().count(), text.lines().count().max(1), "{error}");
-        }
+        // The CLI prints it on one line, its control characters escaped (the `arguments`
+        // target holds that); here it quotes the text as given.
+        Err(error) => assert!(error.starts_with(&format!("'{text}': ")), "{error}"),
     }
 });
