@@ -55,7 +55,9 @@ pub use server::{
     CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare,
     runs_one_thread_at_a_time, server_findings, server_load, server_warnings,
 };
-pub use significance::{ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds, least_p_value};
+pub use significance::{
+    ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds, compare_rounds_at, least_p_value,
+};
 pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use timers::{DelayedAckTimer, match_delayed_ack_timer};

@@ -26,6 +26,9 @@ pub struct Difference {
     pub p_value: f64,
     /// Every round of one is above every round of the other.
     pub every_round_agrees: bool,
+    /// The significance level the difference was judged at, and the interval drawn at
+    /// (1 - alpha).
+    pub alpha: f64,
 }
 
 impl Difference {
@@ -35,7 +38,7 @@ impl Difference {
     pub fn is_real(&self) -> bool {
         let beyond = |ratio: f64| (ratio - 1.0).abs() > SMALLEST_DIFFERENCE;
         let (low, high) = self.interval.unwrap_or((self.ratio, self.ratio));
-        self.p_value < ALPHA && ((low > 1.0 && beyond(low)) || (high < 1.0 && beyond(high)))
+        self.p_value < self.alpha && ((low > 1.0 && beyond(low)) || (high < 1.0 && beyond(high)))
     }
 }
 
@@ -48,9 +51,16 @@ pub fn least_p_value(n: usize, m: usize) -> f64 {
     (2.0 / ways).min(1.0)
 }
 
-/// Compares `other`'s rounds with `first`'s. Figures must be positive (latencies, rates);
-/// `None` when either side has no round or a figure is not positive and finite.
+/// Compares `other`'s rounds with `first`'s at [`ALPHA`]. Figures must be positive
+/// (latencies, rates); `None` when either side has no round or a figure is not positive and
+/// finite.
 pub fn compare_rounds(first: &[f64], other: &[f64]) -> Option<Difference> {
+    compare_rounds_at(first, other, ALPHA)
+}
+
+/// [`compare_rounds`] at the significance level `alpha` (benchstat's `-alpha`): the
+/// interval is then the (1 - alpha) one.
+pub fn compare_rounds_at(first: &[f64], other: &[f64], alpha: f64) -> Option<Difference> {
     let valid = |values: &[f64]| !values.is_empty() && values.iter().all(|v| v.is_finite() && *v > 0.0);
     if !valid(first) || !valid(other) {
         return None;
@@ -84,8 +94,8 @@ pub fn compare_rounds(first: &[f64], other: &[f64]) -> Option<Difference> {
     // The interval runs from the k-th smallest to the k-th largest ratio, k the largest count
     // of pairs U falls short of with probability at most alpha/2 (Hollander & Wolfe).
     let k = match &exact {
-        Some(distribution) => distribution.lower_critical(ALPHA / 2.0),
-        None => normal_lower_critical(n, m),
+        Some(distribution) => distribution.lower_critical(alpha / 2.0),
+        None => normal_lower_critical(n, m, alpha),
     };
     let interval = (k >= 1 && k <= log_ratios.len())
         .then(|| (log_ratios[k - 1].exp(), log_ratios[log_ratios.len() - k].exp()));
@@ -96,6 +106,7 @@ pub fn compare_rounds(first: &[f64], other: &[f64]) -> Option<Difference> {
         interval,
         p_value,
         every_round_agrees: other_min > first_max || other_max < first_min,
+        alpha,
     })
 }
 
@@ -198,11 +209,26 @@ fn normal_two_sided_p(u: f64, first: &[f64], other: &[f64]) -> f64 {
     (2.0 * (1.0 - standard_normal_cdf(z))).min(1.0)
 }
 
-fn normal_lower_critical(n: usize, m: usize) -> usize {
+fn normal_lower_critical(n: usize, m: usize, alpha: f64) -> usize {
     let (n, m) = (n as f64, m as f64);
-    let z = 1.959_963_985;
+    let z = standard_normal_quantile(1.0 - alpha / 2.0);
     let k = n * m / 2.0 - z * (n * m * (n + m + 1.0) / 12.0).sqrt();
     k.floor().max(0.0) as usize
+}
+
+/// The z with Φ(z) = `probability` (0.5 to 1), by bisection: Φ rises, and 60 halvings of
+/// [0, 40] leave an error far below Φ's own.
+fn standard_normal_quantile(probability: f64) -> f64 {
+    let (mut low, mut high) = (0.0_f64, 40.0_f64);
+    for _ in 0..60 {
+        let middle = (low + high) / 2.0;
+        if standard_normal_cdf(middle) < probability {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    (low + high) / 2.0
 }
 
 /// Φ(z), by the complementary error function (Numerical Recipes' erfc, |error| < 1.2e-7).
@@ -294,6 +320,23 @@ mod tests {
         let same = compare_rounds(&first, &first).unwrap();
         assert!(same.p_value > 0.9, "{same:?}");
         assert!((standard_normal_cdf(1.959_963_985) - 0.975).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_stricter_alpha_needs_more_rounds_and_draws_a_wider_interval() {
+        // 5 rounds all apart reach p = 0.008: real at 0.05, not at 0.001.
+        let first = [1.0, 1.1, 1.2, 1.05, 1.15];
+        let other = [4.0, 4.4, 4.2, 4.1, 4.3];
+        let strict = compare_rounds_at(&first, &other, 0.001).unwrap();
+        assert!(!strict.is_real() && compare_rounds(&first, &other).unwrap().is_real(), "{strict:?}");
+        // Many rounds: the 99.9 % interval holds the 95 % one.
+        let first: Vec<f64> = (0..30).map(|i| 1.0 + i as f64 * 0.013).collect();
+        let other: Vec<f64> = (0..30).map(|i| 1.2 + i as f64 * 0.011).collect();
+        let wide = compare_rounds_at(&first, &other, 0.001).unwrap().interval.unwrap();
+        let usual = compare_rounds(&first, &other).unwrap().interval.unwrap();
+        assert!(wide.0 < usual.0 && wide.1 > usual.1, "{wide:?} {usual:?}");
+        assert!((standard_normal_quantile(0.975) - 1.959_964).abs() < 1e-5);
+        assert!((standard_normal_quantile(0.9995) - 3.290_527).abs() < 1e-4);
     }
 
     #[test]

@@ -145,7 +145,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         url: workload.url.clone(),
         address: workload.address.to_string(),
         method: workload.label.clone(),
-        protocol: if matches!(workload.framing, Framing::Http { .. }) { "http" } else { "tcp" },
+        protocol: if matches!(workload.framing, Framing::Http { .. }) { "http" } else { "tcp" }.into(),
         connections,
         threads,
         requests: config.max_requests,
@@ -164,11 +164,11 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
         },
         io_uring: config.io_uring,
         batched_waits: config.batched_waits || config.io_uring,
-        event_loop: if config.io_uring { "io_uring" } else { "epoll" },
+        event_loop: if config.io_uring { "io_uring" } else { "epoll" }.into(),
         event_loop_why: event_loop.why,
         http_version: match (&config.http2, &config.framing) {
-            (Some(_), _) => Some("2"),
-            (None, Framing::Http { .. }) => Some("1.1"),
+            (Some(_), _) => Some("2".into()),
+            (None, Framing::Http { .. }) => Some("1.1".into()),
             (None, _) => None,
         },
         http2: config.http2.as_ref().map(|settings| {

@@ -18,7 +18,7 @@ pub struct TlsOptions {
 }
 
 /// How the server's certificate was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsTrust {
     /// Against the system's trust store (as curl does).

@@ -84,7 +84,7 @@ pub(crate) mod tests {
             url: "http://127.0.0.1:8080/".into(),
             address: "127.0.0.1:8080".into(),
             method: "GET".into(),
-            protocol: "http",
+            protocol: "http".into(),
             connections: 1,
             threads: 1,
             requests: None,
@@ -100,9 +100,9 @@ pub(crate) mod tests {
             busy_poll_after_us: None,
             io_uring: false,
             batched_waits: false,
-            event_loop: "epoll",
+            event_loop: "epoll".into(),
             event_loop_why: "default".into(),
-            http_version: Some("1.1"),
+            http_version: Some("1.1".into()),
             http2: None,
         }
     }

@@ -9,7 +9,7 @@ use crate::model::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
 use nodelay_diagnose::{Finding, RunShape, Suggestion};
 use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -86,8 +86,8 @@ fn retransmission_waits(stats: &Stats) -> u64 {
     slow.min(resent)
 }
 
-/// What the run was asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What the run was asked to do. Read back from a saved run too (compare's `--baseline`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchSettings {
     /// The target as given (`http://`, `https://` or `tcp://`).
     pub url: String,
@@ -96,7 +96,7 @@ pub struct BenchSettings {
     /// HTTP method, `scenario`, or the raw framing.
     pub method: String,
     /// `http` or `tcp`.
-    pub protocol: &'static str,
+    pub protocol: String,
     /// Concurrent connections (`-c`).
     pub connections: usize,
     /// Generator threads (`-t`).
@@ -129,12 +129,12 @@ pub struct BenchSettings {
     /// epoll's short timer sleeps), and responses were timed by the kernel's arrival stamps.
     pub batched_waits: bool,
     /// The loop the threads waited with: `io_uring` or `epoll`.
-    pub event_loop: &'static str,
+    pub event_loop: String,
     /// Why that loop: `default`, the flag that chose it (`--io-uring`, `--epoll`,
     /// `--busy-poll`), why the default is epoll for this run, or `io_uring refused: REASON`.
     pub event_loop_why: String,
     /// `1.1`, or `2` for an HTTP/2 run; null for tcp://.
-    pub http_version: Option<&'static str>,
+    pub http_version: Option<String>,
     /// An HTTP/2 run's streams, windows and gRPC method; null otherwise.
     pub http2: Option<crate::model::http2::Http2RunSettings>,
 }

@@ -3,14 +3,14 @@
 
 use crate::model::percentiles::Percentiles;
 use nodelay_engine::{Http2Settings, Http2Stats};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How an HTTP/2 run used its connections.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Http2RunSettings {
     /// `prior-knowledge` (h2c on http://, `--h2`) or `alpn` (the server chose h2 over TLS).
-    pub negotiated_by: &'static str,
+    pub negotiated_by: String,
     /// Requests in flight at once on each connection (`--streams`).
     pub streams_per_connection: usize,
     /// The window we advertised for each stream (SETTINGS_INITIAL_WINDOW_SIZE), in bytes.
@@ -25,7 +25,7 @@ impl Http2RunSettings {
     /// The settings of a run over TLS (`alpn`) or not, calling `grpc_method` or not.
     pub fn of(settings: &Http2Settings, over_tls: bool, grpc_method: Option<String>) -> Self {
         Http2RunSettings {
-            negotiated_by: if over_tls { "alpn" } else { "prior-knowledge" },
+            negotiated_by: if over_tls { "alpn" } else { "prior-knowledge" }.into(),
             streams_per_connection: settings.streams_per_connection,
             stream_window_bytes: settings.stream_window_bytes,
             connection_window_bytes: settings.connection_window_bytes,

@@ -4,10 +4,10 @@
 
 use crate::model::percentiles::Percentiles;
 use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The TLS options of an https:// run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TlsSettings {
     /// How the certificate is checked: `system` (trust store), `ca_file` (--cacert) or
     /// `insecure` (not at all).

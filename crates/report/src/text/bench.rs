@@ -657,7 +657,7 @@ mod tests {
             url: "http://127.0.0.1:8080/".into(),
             address: "127.0.0.1:8080".into(),
             method: "GET".into(),
-            protocol: "http",
+            protocol: "http".into(),
             connections: 1,
             threads: 1,
             requests: Some(20),
@@ -673,9 +673,9 @@ mod tests {
             busy_poll_after_us: None,
             io_uring: false,
             batched_waits: false,
-            event_loop: "epoll",
+            event_loop: "epoll".into(),
             event_loop_why: "default under 4 connections per thread".into(),
-            http_version: Some("1.1"),
+            http_version: Some("1.1".into()),
             http2: None,
         }
     }

@@ -7,7 +7,7 @@ use crate::model::percentiles::Percentiles;
 
 /// `HTTP/2 by ALPN, 10 streams per connection, windows 65535 B (stream) and 65535 B (connection)`.
 pub(crate) fn settings_line(settings: &Http2RunSettings) -> String {
-    let how = match settings.negotiated_by {
+    let how = match settings.negotiated_by.as_str() {
         "alpn" => "HTTP/2 (h2 chosen by ALPN)",
         _ => "HTTP/2 with prior knowledge (h2c)",
     };
