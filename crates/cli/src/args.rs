@@ -335,9 +335,15 @@ pub struct PcapArgs {
 /// `nodelay compare`: targets measured in interleaved rounds, side by side.
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
-    /// Targets, as bench takes them; each is set against the first
-    #[arg(value_name = "URL", num_args = 2.., required = true)]
+    /// Targets, as bench takes them, or runs saved by compare --json (RUN.json, or
+    /// RUN.json#LABEL of several); each is set against the first. One alone is measured in
+    /// rounds, to be saved as a baseline
+    #[arg(value_name = "URL|RUN.json", num_args = 1.., required = true)]
     pub urls: Vec<String>,
+
+    /// The target the others are set against, before them (as the first target would be)
+    #[arg(long, value_name = "URL|RUN.json")]
+    pub baseline: Option<String>,
 
     /// Rounds per target, interleaved (A B A B ...), each as long as -d or -n
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(2..=100))]

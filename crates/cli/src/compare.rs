@@ -3,14 +3,12 @@
 //! so that the machine's drift and whatever the previous run left warm hit every target alike.
 
 use crate::args::CompareArgs;
-use crate::exit::{Outcome, usage};
+use crate::exit::Outcome;
 use crate::output::{self, create_output};
 use crate::runner::{LoadProgress, text_width};
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use nodelay_doctor::{Doctor, DoctorOptions};
-use nodelay_load::{
-    COMPARE_TEST, Contender, comparisons, finish_rounds, labels, plan_load, run_rounds, why_nothing_succeeded,
-};
+use nodelay_load::{comparisons, plan_targets, test_words, why_nothing_succeeded};
 use nodelay_report::gate::{self, GatedCommand};
 use nodelay_report::markdown;
 use nodelay_report::{
@@ -23,57 +21,49 @@ const DIAGNOSIS_BUDGET: Duration = Duration::from_secs(10);
 const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn compare(args: &CompareArgs) -> Result<Outcome> {
-    args.gate.check_for(GatedCommand::Compare { diagnose: args.diagnose })?;
-    let labels = labels(&args.labels, args.urls.len()).map_err(usage)?;
-    let mut targets = Vec::new();
-    let options = args.load.options();
-    for (label, url) in labels.iter().zip(&args.urls) {
-        let load = plan_load(url, &options).with_context(|| format!("target {label}"))?;
-        targets.push(Contender::new(label.clone(), load));
-    }
+    let given: Vec<String> = args.baseline.iter().chain(&args.urls).cloned().collect();
+    args.gate.check_for(GatedCommand::Compare { diagnose: args.diagnose, targets: given.len() })?;
+    let mut targets = plan_targets(&given, &args.labels, &args.load.options())?;
     let html = create_output(args.html.as_deref(), "--html")?;
     let summary = args.gate.open_summary()?;
-    for target in &targets {
+    for target in &targets.live {
         target.load().reserve_descriptors()?;
     }
     // The same flags for every target: one warning will do.
-    crate::bench::warn_fallbacks(targets[0].load());
-    let settings = targets[0].load().settings.clone();
+    if let Some(first) = targets.live.first() {
+        crate::bench::warn_fallbacks(first.load());
+    }
+    let settings = targets.settings().clone();
     let width = text_width();
+    let rounds = targets.rounds(args.rounds);
     if !args.json {
-        let named: Vec<(String, String)> =
-            targets.iter().map(|t| (t.label().to_string(), t.load().settings.url.clone())).collect();
-        output::stdout(&compare_header(&settings, &named, args.rounds, width))?;
+        output::stdout(&compare_header(&settings, &targets.named(), targets.live.len(), rounds, width))?;
     }
     fn nothing_to_stop() {}
     let progress = |load: &nodelay_load::Load| LoadProgress::new(&load.config, !args.quiet, &nothing_to_stop);
-    let end = run_rounds(&mut targets, args.rounds, &mut |load| Box::new(progress(load)), &mut |line| {
+    let end = targets.run(rounds, &mut |load| Box::new(progress(load)), &mut |line| {
         if !args.quiet {
             output::stderr_line(line)
         }
-    });
-    if targets.iter().all(|t| t.error().is_some()) {
-        let why: Vec<String> =
-            targets.iter().map(|t| format!("{}: {}", t.label(), t.error().unwrap_or_default())).collect();
-        bail!("no target could be measured: {}", why.join("; "));
-    }
-    let mut measured: Vec<CompareTarget> = targets.into_iter().map(finish_rounds).collect();
+    })?;
+    let mut measured: Vec<CompareTarget> = targets.finish();
     if args.diagnose && !end.interrupted {
-        for (target, url) in measured.iter_mut().zip(&args.urls) {
-            diagnose(target, url, args)?;
+        for target in measured.iter_mut().filter(|t| t.saved.is_none()) {
+            diagnose(target, args)?;
         }
     }
-    let comparisons = comparisons(&measured);
-    let thresholds = gate::check_compare(&args.gate.fail_if, &measured, &comparisons);
+    let comparisons = comparisons(&measured, args.gate.alpha());
+    let thresholds = gate::check_compare(&args.gate.fail_if, &measured, &comparisons, args.gate.alpha());
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
-        rounds: args.rounds,
+        rounds,
         rounds_completed: end.completed,
         settings,
         targets: measured,
         verdicts: nodelay_report::target_verdicts(&comparisons),
         comparisons,
-        test: COMPARE_TEST,
+        test: test_words(args.gate.alpha()),
+        alpha: args.gate.alpha(),
         machine: Machine::this(),
         interrupted: end.interrupted,
         interrupted_round: end.cut_short,
@@ -105,7 +95,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
 }
 
 /// The doctor on one target, after the rounds (so that its experiments do not disturb them).
-fn diagnose(target: &mut CompareTarget, url: &str, args: &CompareArgs) -> Result<()> {
+fn diagnose(target: &mut CompareTarget, args: &CompareArgs) -> Result<()> {
     if target.error.is_some() {
         return Ok(());
     }
@@ -116,7 +106,7 @@ fn diagnose(target: &mut CompareTarget, url: &str, args: &CompareArgs) -> Result
         server_view: args.server_view.options(),
         ..DoctorOptions::default()
     };
-    match Doctor::new(url, options)?.run_first() {
+    match Doctor::new(&target.url, options)?.run_first() {
         Ok(report) => target.diagnosis = Some(report),
         Err(error) => target.diagnosis_error = Some(format!("{error:#}")),
     }

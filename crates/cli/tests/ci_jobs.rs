@@ -1,7 +1,9 @@
 //! docs/ci.md's jobs run as written: the shell steps of its GitHub Actions and GitLab CI
 //! jobs, taken from the page, against a real service (a keep-alive Python server with
 //! TCP_NODELAY, started by the jobs' own `./start-service.sh PORT DIR`), with `nodelay` on the
-//! PATH. Only the installing steps are left out. Each job must pass and leave its summary.
+//! PATH: main's steps, which save the baseline, then a pull request's, which compare against
+//! it. Only the installing steps and the fetch through GitLab's API are left out. Each job
+//! must pass and leave its summary.
 
 mod common;
 
@@ -31,22 +33,28 @@ fn yaml_blocks() -> Vec<String> {
     blocks
 }
 
-/// GitHub's `run:` steps (one line, or a `|` block), each as one script; those of a step
-/// named "Install ..." are left out.
-fn github_steps(yaml: &str) -> Vec<String> {
+/// GitHub's `run:` steps (one line, or a `|` block) that run on `event` (a step whose `if:`
+/// names another event is left out), each as one script; those of a step named "Install
+/// ..." are left out too.
+fn github_steps(yaml: &str, event: &str) -> Vec<String> {
     let lines: Vec<&str> = yaml.lines().collect();
     let mut steps = Vec::new();
-    let mut name = "";
+    let (mut name, mut condition) = ("", "");
     let mut index = 0;
     while index < lines.len() {
         let line = lines[index].trim_start();
-        if let Some(step_name) = line.strip_prefix("- name: ") {
+        if line.starts_with("- ") {
+            // A new step: its name and condition are its own.
+            (name, condition) = ("", "");
+        }
+        let line = line.strip_prefix("- ").unwrap_or(line);
+        if let Some(step_name) = line.strip_prefix("name: ") {
             name = step_name;
-        } else if line.starts_with("- uses: ") {
-            name = "";
+        } else if let Some(step_if) = line.strip_prefix("if: ") {
+            condition = step_if;
         }
         if let Some(run) = line.strip_prefix("run: ") {
-            let indent = lines[index].len() - line.len();
+            let indent = lines[index].len() - lines[index].trim_start().len();
             let script = if run == "|" {
                 let body: Vec<&str> = lines[index + 1..]
                     .iter()
@@ -58,7 +66,8 @@ fn github_steps(yaml: &str) -> Vec<String> {
             } else {
                 run.to_string()
             };
-            if !name.starts_with("Install") {
+            let runs_now = condition.is_empty() || condition.contains(&format!("'{event}'"));
+            if !name.starts_with("Install") && runs_now {
                 steps.push(script);
             }
         }
@@ -67,18 +76,23 @@ fn github_steps(yaml: &str) -> Vec<String> {
     steps
 }
 
-/// GitLab's `script:` items, as one script (GitLab runs them in one shell); a `git` line,
-/// which needs the project's remote, is left out.
-fn gitlab_script(yaml: &str) -> String {
+/// The `script:` items of GitLab's job `job`, as one script (GitLab runs them in one shell);
+/// the fetch through GitLab's API, which needs a GitLab, is left out.
+fn gitlab_script(yaml: &str, job: &str) -> String {
+    let mut in_job = false;
     let mut in_script = false;
     let mut lines = Vec::new();
     for line in yaml.lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            in_job = line == format!("{job}:");
+            continue;
+        }
         let trimmed = line.trim_start();
         if trimmed == "script:" {
-            in_script = true;
+            in_script = in_job;
         } else if in_script {
             match trimmed.strip_prefix("- ") {
-                Some(item) if !item.starts_with("git ") => lines.push(item.to_string()),
+                Some(item) if !item.contains("$CI_API_V4_URL") => lines.push(item.to_string()),
                 Some(_) => {}
                 None => in_script = false,
             }
@@ -87,16 +101,15 @@ fn gitlab_script(yaml: &str) -> String {
     lines.join("\n")
 }
 
-/// Two free ports on loopback (bound, then let go for the service to take).
-fn free_ports() -> [u16; 2] {
-    let listeners = [0, 1].map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
-    listeners.map(|l| l.local_addr().unwrap().port())
+/// A free port on loopback (bound, then let go for the service to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-/// A job's directory: `start-service.sh PORT DIR` (the service each job starts) and `main/`.
+/// A job's directory, with `start-service.sh PORT DIR` (the service each job starts).
 fn job_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("nodelay-ci-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("main")).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
     let server = repo_root().join("tests/peers/keepalive_port_server.py");
     let script = format!("#!/bin/sh\nexec python3 {} --port \"$1\"\n", server.display());
     let start = dir.join("start-service.sh");
@@ -108,8 +121,7 @@ fn job_dir(name: &str) -> std::path::PathBuf {
 /// Runs `script` with bash in `dir`, the docs' ports replaced by free ones, `nodelay` on the
 /// PATH and `env` set; the services it starts end with it.
 fn run_job(dir: &Path, script: &str, env: &[(&str, &Path)]) -> std::process::Output {
-    let [pr, main] = free_ports();
-    let script = script.replace("8080", &pr.to_string()).replace("8081", &main.to_string());
+    let script = script.replace("8080", &free_port().to_string());
     let bin = Path::new(env!("CARGO_BIN_EXE_nodelay")).parent().unwrap().to_path_buf();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     // The services end with the script: its background jobs are killed on the way out.
@@ -122,38 +134,51 @@ fn run_job(dir: &Path, script: &str, env: &[(&str, &Path)]) -> std::process::Out
     command.output().expect("bash")
 }
 
-#[test]
-fn the_github_job_runs_as_written_and_writes_its_step_summary() {
-    let blocks = yaml_blocks();
-    let github = blocks.iter().find(|b| b.contains("runs-on:")).expect("the GitHub Actions job");
-    let steps = github_steps(github);
-    assert_eq!(steps.len(), 3, "start, diagnose, compare: {steps:#?}");
-    let dir = job_dir("github");
-    let summary = dir.join("step-summary.md");
-    // Its steps share the job's shell here, as the services they start outlive their step.
-    let output = run_job(&dir, &steps.join("\n"), &[("GITHUB_STEP_SUMMARY", &summary)]);
-    let said =
-        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "{said}");
-    let markdown = std::fs::read_to_string(&summary).unwrap_or_default();
-    std::fs::remove_dir_all(&dir).ok();
-    assert!(markdown.contains("### nodelay doctor: "), "{markdown}");
-    assert!(markdown.contains("### nodelay compare: ✔ 1 of 1 thresholds held"), "{markdown}");
+/// What a job's script said, both streams.
+fn said(output: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
 #[test]
-fn the_gitlab_job_runs_as_written_and_keeps_its_summary() {
+fn the_github_job_runs_as_written_on_main_then_on_a_pull_request() {
     let blocks = yaml_blocks();
-    let gitlab = blocks.iter().find(|b| b.contains("script:")).expect("the GitLab CI job");
+    let github = blocks.iter().find(|b| b.contains("runs-on:")).expect("the GitHub Actions job");
+    let on_main = github_steps(github, "push");
+    let on_pull_request = github_steps(github, "pull_request");
+    assert_eq!((on_main.len(), on_pull_request.len()), (3, 3), "{on_main:#?} {on_pull_request:#?}");
+    let dir = job_dir("github");
+    let summary = dir.join("step-summary.md");
+    // Each run's steps share the job's shell here, as the services they start outlive their
+    // step. main's saves baseline.json, which the cache carries to the pull request's.
+    let output = run_job(&dir, &on_main.join("\n"), &[("GITHUB_STEP_SUMMARY", &summary)]);
+    assert!(output.status.success(), "{}", said(&output));
+    let baseline = std::fs::read_to_string(dir.join("baseline.json")).unwrap_or_default();
+    assert!(baseline.contains("\"nodelay-compare/1\""), "{baseline}");
+    std::fs::write(&summary, "").unwrap();
+    let output = run_job(&dir, &on_pull_request.join("\n"), &[("GITHUB_STEP_SUMMARY", &summary)]);
+    let markdown = std::fs::read_to_string(&summary).unwrap_or_default();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(markdown.contains("### nodelay doctor: "), "{markdown}");
+    assert!(markdown.contains("### nodelay compare: ✔ 1 of 1 thresholds held"), "{markdown}");
+    assert!(markdown.contains("| pr | main | p50 |"), "{markdown}");
+}
+
+#[test]
+fn the_gitlab_jobs_run_as_written_and_keep_the_baseline_and_the_summary() {
+    let blocks = yaml_blocks();
+    let gitlab = blocks.iter().find(|b| b.contains("script:")).expect("the GitLab CI jobs");
     let dir = job_dir("gitlab");
-    let output = run_job(&dir, &gitlab_script(gitlab), &[]);
-    let said =
-        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "{said}");
+    let output = run_job(&dir, &gitlab_script(gitlab, "latency-baseline"), &[]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(dir.join("baseline.json").exists(), "{}", said(&output));
+    let output = run_job(&dir, &gitlab_script(gitlab, "latency"), &[]);
     let markdown = std::fs::read_to_string(dir.join("summary.md")).unwrap_or_default();
     std::fs::remove_dir_all(&dir).ok();
+    assert!(output.status.success(), "{}", said(&output));
     assert!(
-        markdown.contains("### nodelay doctor: ") && markdown.contains("### nodelay compare: "),
+        markdown.contains("### nodelay doctor: ")
+            && markdown.contains("### nodelay compare: ✔ 1 of 1 thresholds held"),
         "{markdown}"
     );
 }

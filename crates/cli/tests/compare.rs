@@ -178,7 +178,8 @@ fn a_target_that_never_answers_fails_the_comparison() {
 #[test]
 fn bad_arguments_are_usage_errors() {
     for args in [
-        vec!["compare", "http://127.0.0.1:1/"],
+        vec!["compare"],
+        vec!["compare", "--baseline", "http://127.0.0.1:1/"],
         vec!["compare", "--rounds", "1", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
         vec!["compare", "--labels", "a", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],
         vec!["compare", "--labels", "a,a", "http://127.0.0.1:1/", "http://127.0.0.1:2/"],

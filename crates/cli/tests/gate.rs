@@ -207,10 +207,11 @@ fn regression_gate(baseline: &str, target: &str, rounds: &str) -> (i32, Value) {
 
 #[test]
 fn the_regression_gate_fails_a_slower_target_and_never_identical_ones() {
-    // Go net/http answering at once, twice, and once more 2 ms late (HTTP/1.1 beside its h2c).
-    let go = || common::h2::go_h2c(&[]);
-    let (baseline, twin) = (go(), go());
-    let late = common::h2::go_h2c(&["--delay-ms", "2"]);
+    // Two nginx twins answering at once, and a proxy in front of one that holds each request
+    // 2 ms (nginx-light has no echo_sleep).
+    let answer = "server {\n    location / { return 200 \"ok\\n\"; }\n}\n";
+    let (baseline, twin) = (common::nginx::Nginx::start(answer), common::nginx::Nginx::start(answer));
+    let late = python_peer("delay_proxy.py", &["--upstream", &twin.port.to_string(), "--delay-ms", "2"]);
     let (code, slower) = regression_gate(&baseline.url("/"), &late.url("/"), "5");
     assert_eq!(code, 4, "{slower:#}");
     assert_eq!(
@@ -315,4 +316,93 @@ fn the_summary_is_markdown_for_a_pull_request_appended_run_after_run() {
     assert!(html.contains("<td>✘</td>") && html.contains("<code>stall</code>"), "{html}");
     assert!(html.contains("<summary><b>server-nagle-delayed-ack</b> (proven)"), "{html}");
     assert!(html.contains("<strong>Fix:</strong>"), "{html}");
+}
+
+/// compare's JSON with the load every test here gives: `-c 1 -d 0.2s`, 5 rounds.
+fn compare_json(args: &[&str]) -> (i32, Value) {
+    let load = ["compare", "--json", "-q", "--no-server-view", "--rounds", "5", "-c", "1", "-d", "0.2s"];
+    let run = nodelay(&[&load[..], args].concat());
+    let report = run.json();
+    validate_against_schema("compare.schema.json", &report);
+    (run.code(), report)
+}
+
+#[test]
+fn the_regression_gate_holds_a_target_against_a_saved_run() {
+    let baseline = common::h2::go_h2c(&[]);
+    let late = common::h2::go_h2c(&["--delay-ms", "2"]);
+    let dir = std::env::temp_dir().join(format!("nodelay-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    // The main branch's job: one target in rounds, saved.
+    let (code, main) = compare_json(&[&baseline.url("/")]);
+    assert_eq!((code, main["targets"].as_array().map(Vec::len)), (0, Some(1)), "{main:#}");
+    assert!(main["comparisons"].as_array().unwrap().is_empty(), "{main:#}");
+    std::fs::write(file("main.json"), main.to_string()).unwrap();
+    // The pull request's: measured now against main's saved rounds.
+    let gate = ["--fail-if", "slower > 5%", "--baseline", &file("main.json")];
+    let (code, report) = compare_json(&[&gate[..], &[&late.url("/")]].concat());
+    let slower = threshold(&report, "slower > 5%");
+    assert_eq!(
+        (code, slower["crossed"].clone(), slower["alpha"].clone()),
+        (4, true.into(), 0.05.into()),
+        "{slower:#}"
+    );
+    let saved = &report["targets"][0];
+    assert_eq!(
+        (saved["saved"]["file"].as_str(), saved["run"].is_null()),
+        (Some(file("main.json").as_str()), true)
+    );
+    assert_eq!(saved["rounds"], main["targets"][0]["rounds"], "the saved rounds, as saved");
+    assert!(report["targets"][1]["saved"].is_null() && report["targets"][1]["run"].is_object());
+    // Saved runs alone: the late server's rounds saved too, then both read back.
+    let (_, pr) = compare_json(&[&late.url("/")]);
+    std::fs::write(file("pr.json"), pr.to_string()).unwrap();
+    let (code, both) = compare_json(&[&gate[..], &[&file("pr.json")]].concat());
+    assert_eq!((code, threshold(&both, "slower > 5%")["crossed"].clone()), (4, true.into()), "{both:#}");
+    // The same rounds against themselves: no difference, and the gate holds.
+    let (code, same) = compare_json(&[&gate[..], &[&file("main.json")]].concat());
+    assert_eq!((code, threshold(&same, "slower > 5%")["crossed"].clone()), (0, false.into()), "{same:#}");
+    // 5 rounds each reach p = 0.008 at best: at --alpha 0.001 the gate cannot tell.
+    let strict = ["--alpha", "0.001", &file("pr.json")];
+    let (code, strict) = compare_json(&[&gate[..], &strict[..]].concat());
+    let result = threshold(&strict, "slower > 5%");
+    assert_eq!(
+        (code, result["cannot_tell"].clone(), result["alpha"].clone()),
+        (4, true.into(), 0.001.into())
+    );
+    let text = nodelay(&[
+        "compare",
+        "--alpha",
+        "0.001",
+        "--fail-if",
+        "slower > 5%",
+        &file("main.json"),
+        &file("pr.json"),
+    ]);
+    let text = squeeze(&text.stdout());
+    assert!(text.contains("99.9 % interval") && text.contains("cannot reach p < 0.001"), "{text}");
+    assert!(text.contains("--rounds 8 or more") && text.contains("A: read from"), "{text}");
+    // What is no baseline, or not this one, is refused in one line.
+    let bench = nodelay(&["bench", "--json", "-q", "--no-server-view", "-n", "5", &baseline.url("/")]);
+    std::fs::write(file("bench.json"), bench.stdout()).unwrap();
+    fails_with(
+        &["compare", "--baseline", &file("bench.json"), &late.url("/")],
+        2,
+        &["bench.json is a bench run", "nodelay compare --rounds 5 --json URL"],
+    );
+    fails_with(
+        &["compare", "-c", "2", "-d", "0.2s", "--baseline", &file("main.json"), &late.url("/")],
+        2,
+        &["was measured under another load: connections (-c): 1 saved, 2 now"],
+    );
+    fails_with(&["compare", "--baseline", &file("none.json"), &late.url("/")], 2, &["none.json"]);
+    fails_with(
+        &["compare", "--fail-if", "slower > 5%", &late.url("/")],
+        2,
+        &["slower needs a baseline and a target"],
+    );
+    fails_with(&["bench", "--alpha", "0.01", &late.url("/")], 2, &["--alpha: only compare"]);
+    fails_with(&["compare", "--alpha", "0.7", &late.url("/")], 2, &["no significance level"]);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -18,10 +18,24 @@ pub struct GateArgs {
     /// thresholds, figures, each finding's proof and fix folded), e.g. "$GITHUB_STEP_SUMMARY"
     #[arg(long, value_name = "FILE")]
     pub summary: Option<std::path::PathBuf>,
+
+    /// compare: the significance level of its verdicts and of --fail-if 'slower ...' (as
+    /// benchstat's -alpha); intervals are then (1 - P) ones [default: 0.05]
+    #[arg(long, value_name = "P", value_parser = parse_alpha)]
+    pub alpha: Option<f64>,
 }
 
 fn parse_threshold(text: &str) -> Result<Threshold, String> {
     text.parse()
+}
+
+fn parse_alpha(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(alpha) if alpha > 0.0 && alpha <= 0.5 => Ok(alpha),
+        _ => Err(format!(
+            "'{text}' is no significance level: give a probability above 0 and at most 0.5, e.g. 0.01"
+        )),
+    }
 }
 
 /// `--summary FILE` opened to append: CI's step summary gathers several steps' writes.
@@ -47,8 +61,16 @@ impl GateArgs {
         }
     }
 
+    /// The significance level compare judges at.
+    pub fn alpha(&self) -> f64 {
+        self.alpha.unwrap_or(nodelay_diagnose::ALPHA)
+    }
+
     /// Refuses, as a usage error, a threshold `command` could never check.
     pub fn check_for(&self, command: GatedCommand) -> Result<()> {
+        if self.alpha.is_some() && !matches!(command, GatedCommand::Compare { .. }) {
+            return Err(usage("--alpha: only compare tests a difference across rounds"));
+        }
         match self.fail_if.iter().find_map(|threshold| unsupported(threshold, command)) {
             Some(why) => Err(usage(why)),
             None => Ok(()),

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 mod command_words;
+mod compare_targets;
 mod curl;
 mod gate_args;
 mod grpc_message;
@@ -32,6 +33,7 @@ pub mod values;
 mod workload;
 
 pub use command_words::nodelay_request_words;
+pub use compare_targets::{CompareTargets, plan_targets};
 pub use curl::{curl_command, curl_request_words};
 pub use gate_args::GateArgs;
 pub use outcome::why_nothing_succeeded;
@@ -39,7 +41,9 @@ pub use plan::{Load, LoadOptions, Measured, plan_load};
 pub use progress_words::ProgressWords;
 pub use protocol::{LOAD_WINDOW_BYTES, PROTOCOL_WINDOW_BYTES, ProtocolOptions, speak_http2};
 pub use request::{RequestOptions, TlsChoices, WriteSplit, build_request, parse_write_split};
-pub use rounds::{Contender, TEST as COMPARE_TEST, comparisons, finish as finish_rounds, labels, run_rounds};
+pub use rounds::{
+    Contender, RoundsEnd, comparisons, finish as finish_rounds, labels, run_rounds, test_words,
+};
 pub use run::{Finished, RunObserver, RunProgress, run_engine};
 pub use server_view::{ServerViewOptions, Watching, is_this_machine, pace_for, watch as watch_server};
 pub use target::{HttpTarget, Target, no_port_zero, parse_target};

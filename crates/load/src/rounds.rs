@@ -9,8 +9,14 @@ use nodelay_engine::Stats;
 use nodelay_report::{BenchReport, COMPARED, CompareTarget, Comparison, IntervalPoint, RoundFigures, RunEnd};
 use std::time::Duration;
 
-/// The statistical test behind the comparisons, as the JSON states it.
-pub const TEST: &str = "Mann-Whitney U over the rounds' figures (two-sided; exact up to 20+20 rounds without ties); ratio: Hodges-Lehmann estimate with its ~95 % interval; a difference is named at p < 0.05 when the whole interval lies beyond ±5 %";
+/// The statistical test behind the comparisons at the significance level `alpha`, as the
+/// JSON states it.
+pub fn test_words(alpha: f64) -> String {
+    format!(
+        "Mann-Whitney U over the rounds' figures (two-sided; exact up to 20+20 rounds without ties); ratio: Hodges-Lehmann estimate with its ~{} interval; a difference is named at p < {alpha} when the whole interval lies beyond ±5 %",
+        nodelay_report::confidence(alpha)
+    )
+}
 
 /// One target while the rounds run.
 pub struct Contender {
@@ -166,15 +172,17 @@ pub fn finish(target: Contender) -> CompareTarget {
         run,
         diagnosis: None,
         diagnosis_error: None,
+        saved: None,
     }
 }
 
-/// Every target against the first, figure by figure.
-pub fn comparisons(targets: &[CompareTarget]) -> Vec<Comparison> {
-    targets[1..]
+/// Every target against the first, figure by figure, at the significance level `alpha`.
+pub fn comparisons(targets: &[CompareTarget], alpha: f64) -> Vec<Comparison> {
+    targets
         .iter()
+        .skip(1)
         .flat_map(|target| {
-            COMPARED.iter().filter_map(|(metric, _)| Comparison::between(&targets[0], target, metric))
+            COMPARED.iter().filter_map(|(metric, _)| Comparison::between(&targets[0], target, metric, alpha))
         })
         .collect()
 }
@@ -189,7 +197,7 @@ pub fn labels(given: &[String], targets: usize) -> Result<Vec<String>, String> {
         return Ok((0..targets).map(default_label).collect());
     }
     if given.len() != targets {
-        return Err(format!("--labels names {} targets but {targets} URLs were given", given.len()));
+        return Err(format!("--labels names {} targets but {targets} were given", given.len()));
     }
     for (index, label) in given.iter().enumerate() {
         if label.trim().is_empty() || label.chars().any(char::is_control) {

@@ -35,8 +35,8 @@ pub use model::bench::{
     histogram_buckets,
 };
 pub use model::compare::{
-    COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, RoundFigures, format_p,
-    target_verdicts,
+    COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, RoundFigures, SavedTarget,
+    confidence, format_p, target_verdicts,
 };
 pub use model::doctor::{
     DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport, HopReport,
@@ -57,6 +57,7 @@ pub use model::sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectRep
 pub use model::status::SuccessStatuses;
 pub use model::tls::{TlsNegotiated, TlsReport, TlsSettings};
 pub use render::Render;
+pub use saved::{load_differences, saved_target};
 pub use terminal::{stderr_width, text_width};
 pub use text::compare::compare_header;
 pub use text::saved::text_of_saved_run;

@@ -193,7 +193,11 @@ pub fn compare_summary(report: &CompareReport, html: Option<&Path>) -> String {
     }
     interrupted_line(&mut out, report.interrupted);
     thresholds_table(&mut out, &report.thresholds);
-    out.push_str("\n| target | against | figure | ratio | 95 % interval | p |\n|---|---|---|---|---|---|\n");
+    let confidence = crate::model::compare::confidence(report.alpha);
+    let _ = write!(
+        out,
+        "\n| target | against | figure | ratio | {confidence} interval | p |\n|---|---|---|---|---|---|\n"
+    );
     for c in &report.comparisons {
         let interval = match (c.interval_low, c.interval_high) {
             (Some(low), Some(high)) => format!("{}×–{}×", format_ratio(low), format_ratio(high)),

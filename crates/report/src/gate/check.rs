@@ -21,6 +21,8 @@ pub enum GatedCommand {
     Compare {
         /// Each target is diagnosed too.
         diagnose: bool,
+        /// How many targets: `slower` needs a baseline and a target.
+        targets: usize,
     },
 }
 
@@ -41,11 +43,14 @@ pub fn unsupported(threshold: &Threshold, command: GatedCommand) -> Option<Strin
                 metric.name()
             ))
         }
-        (Condition::Finding(_) | Condition::Stall, GatedCommand::Compare { diagnose: false }) => {
+        (Condition::Finding(_) | Condition::Stall, GatedCommand::Compare { diagnose: false, .. }) => {
             Some(format!("--fail-if '{threshold}': compare names findings only with --diagnose"))
         }
         (Condition::Slower { .. }, GatedCommand::Bench | GatedCommand::Doctor) => Some(format!(
-            "--fail-if '{threshold}': slower holds a target against a baseline: nodelay compare BASELINE_URL URL"
+            "--fail-if '{threshold}': slower holds a target against a baseline: nodelay compare --baseline URL|RUN.json URL"
+        )),
+        (Condition::Slower { .. }, GatedCommand::Compare { targets, .. }) if targets < 2 => Some(format!(
+            "--fail-if '{threshold}': slower needs a baseline and a target: nodelay compare --baseline URL|RUN.json URL"
         )),
         _ => None,
     }
@@ -79,6 +84,9 @@ pub struct ThresholdResult {
     /// `slower`: the rounds were too few for any difference to reach significance, so the
     /// gate cannot tell and does not pass.
     pub cannot_tell: bool,
+    /// `slower`: the significance level `p_value` is held to (`--alpha`, default 0.05); null
+    /// otherwise.
+    pub alpha: Option<f64>,
 }
 
 /// What a run measured, as the gate reads it.
@@ -107,6 +115,7 @@ fn check_one(threshold: &Threshold, run: &impl Gated, target: Option<&str>) -> T
         found: Vec::new(),
         p_value: None,
         cannot_tell: false,
+        alpha: None,
     };
     match threshold.condition {
         Condition::Figure { metric, op, limit } => {
@@ -278,8 +287,13 @@ mod tests {
         assert!(unsupported(&rps, GatedCommand::Bench).is_none());
         let stall: Threshold = "stall".parse().unwrap();
         assert!(
-            unsupported(&stall, GatedCommand::Compare { diagnose: false }).unwrap().contains("--diagnose")
+            unsupported(&stall, GatedCommand::Compare { diagnose: false, targets: 2 })
+                .unwrap()
+                .contains("--diagnose")
         );
-        assert!(unsupported(&stall, GatedCommand::Compare { diagnose: true }).is_none());
+        assert!(unsupported(&stall, GatedCommand::Compare { diagnose: true, targets: 2 }).is_none());
+        let slower: Threshold = "slower > 5%".parse().unwrap();
+        assert!(unsupported(&slower, GatedCommand::Compare { diagnose: false, targets: 1 }).is_some());
+        assert!(unsupported(&slower, GatedCommand::Compare { diagnose: false, targets: 2 }).is_none());
     }
 }

@@ -1,29 +1,35 @@
 //! compare's regression gate: `slower > 5%` holds each target against the first (the
 //! baseline) on one compared figure. It fails only when the target is slower by more than the
-//! share with confidence: the Mann-Whitney p below ALPHA and the ratio's whole confidence
-//! interval past the share, so round-to-round noise never fails it. Rounds too few for any
-//! difference to reach ALPHA cannot tell, and do not pass.
+//! share with confidence: the Mann-Whitney p below alpha (`--alpha`, 0.05 by default) and
+//! the ratio's whole (1 - alpha) interval past the share, so round-to-round noise never fails
+//! it. Rounds too few for any difference to reach alpha cannot tell, and do not pass.
 
 use super::check::{ThresholdResult, check};
 use super::expr::{Condition, Threshold, slower_name};
 use crate::model::compare::{CompareTarget, Comparison};
-use nodelay_diagnose::{ALPHA, least_p_value};
+use nodelay_diagnose::least_p_value;
 
 /// Every threshold held against every target: figures and findings on each target's own
-/// run, `slower` against the first target's rounds.
+/// run, `slower` against the first target's rounds at the significance level `alpha` (that of
+/// `comparisons`). A saved target's figures were held when it was measured: only `slower`
+/// is held against it now.
 pub fn check_compare(
     thresholds: &[Threshold],
     targets: &[CompareTarget],
     comparisons: &[Comparison],
+    alpha: f64,
 ) -> Vec<ThresholdResult> {
     let (regressions, others): (Vec<Threshold>, Vec<Threshold>) =
         thresholds.iter().cloned().partition(|t| matches!(t.condition, Condition::Slower { .. }));
-    let mut results: Vec<ThresholdResult> =
-        targets.iter().flat_map(|target| check(&others, target, Some(&target.label))).collect();
+    let mut results: Vec<ThresholdResult> = targets
+        .iter()
+        .filter(|t| t.saved.is_none())
+        .flat_map(|t| check(&others, t, Some(&t.label)))
+        .collect();
     for threshold in &regressions {
         let Condition::Slower { figure, percent } = threshold.condition else { continue };
         for target in targets.iter().skip(1) {
-            results.push(slower(threshold, figure, percent, &targets[0], target, comparisons));
+            results.push(slower(threshold, (figure, percent, alpha), &targets[0], target, comparisons));
         }
     }
     results
@@ -31,8 +37,7 @@ pub fn check_compare(
 
 fn slower(
     threshold: &Threshold,
-    figure: &str,
-    percent: f64,
+    (figure, percent, alpha): (&str, f64, f64),
     baseline: &CompareTarget,
     target: &CompareTarget,
     comparisons: &[Comparison],
@@ -51,9 +56,10 @@ fn slower(
         found: Vec::new(),
         p_value: None,
         cannot_tell: false,
+        alpha: Some(alpha),
     };
     let Some(comparison) = comparison else { return base };
-    if least_p_value(rounds(baseline), rounds(target)) >= ALPHA {
+    if least_p_value(rounds(baseline), rounds(target)) >= alpha {
         return ThresholdResult { cannot_tell: true, ..base };
     }
     // A rate is slower when it is lower: its slowdown is the inverse ratio.
@@ -66,7 +72,7 @@ fn slower(
         _ => ratio,
     };
     let measured = (ratio - 1.0) * 100.0;
-    let crossed = comparison.p_value < ALPHA && low > 1.0 + percent / 100.0;
+    let crossed = comparison.p_value < alpha && low > 1.0 + percent / 100.0;
     ThresholdResult {
         measured: Some(measured),
         crossed,

@@ -70,6 +70,8 @@ pub struct CompareSection {
     pub how: String,
     /// What a Ctrl-C left out, when one stopped the rounds.
     pub interrupted: String,
+    /// The intervals' confidence: `95 %` at the default alpha.
+    pub confidence: String,
     pub rounds_plot: Figure,
     pub spectrum: Figure,
     pub timeline: Vec<Figure>,
@@ -84,7 +86,7 @@ pub struct CompareSection {
 /// "stalling is 252× slower at p50, 3.1× slower at p99 than fixed": a target's figures that
 /// differ significantly, in a few words (the JSON's `verdicts` give their p-values); with none,
 /// its p50 verdict: too few rounds to be sure, or no difference.
-fn short_verdict(of: &[&ComparisonView]) -> String {
+fn short_verdict(of: &[&ComparisonView], alpha: f64) -> String {
     let (label, against) = (&of[0].label, &of[0].against);
     let words = |c: &ComparisonView| {
         let factor = format_ratio(if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio });
@@ -96,7 +98,7 @@ fn short_verdict(of: &[&ComparisonView]) -> String {
         return format!("{label} is {} than {against}", differ.join(", "));
     }
     let p50 = of.iter().find(|c| c.metric == "p50_ms").unwrap_or(&of[0]);
-    if p50.every_round_agrees && p50.p_value >= nodelay_diagnose::ALPHA {
+    if p50.every_round_agrees && p50.p_value >= alpha {
         format!("{label} was {} than {against} in every round, too few rounds to be sure", words(p50))
     } else {
         format!("{label} and {against}: no difference")
@@ -109,7 +111,10 @@ pub fn headline(view: &CompareView) -> String {
     labels.dedup();
     let verdicts: Vec<String> = labels
         .into_iter()
-        .map(|label| short_verdict(&view.comparisons.iter().filter(|c| c.label == label).collect::<Vec<_>>()))
+        .map(|label| {
+            let of: Vec<&ComparisonView> = view.comparisons.iter().filter(|c| c.label == label).collect();
+            short_verdict(&of, view.alpha.unwrap_or(nodelay_diagnose::ALPHA))
+        })
         .collect();
     if !verdicts.is_empty() {
         return verdicts.join("; ");
@@ -213,7 +218,11 @@ fn spectrum_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
         .map(|(colour, t)| Line { points: spectrum_of(t), colour })
         .collect();
     if lines.is_empty() {
-        return Ok(Figure::nothing("latency-spectrum", caption, "No target completed a response."));
+        return Ok(Figure::nothing(
+            "latency-spectrum",
+            caption,
+            &no_runs(view, "No target completed a response."),
+        ));
     }
     let y = ValueAxis::new(lines.iter().flat_map(|l| l.points).map(|p| p.latency_ms), log);
     Ok(Figure {
@@ -229,7 +238,11 @@ fn spectrum_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
 /// Throughput and p50 of each second (each interval) of each target's rounds, back to back.
 fn timeline_figures(view: &CompareView, latency_log: bool) -> Result<Vec<Figure>, HtmlError> {
     if view.targets.iter().all(|t| timeline_of(t).is_empty()) {
-        return Ok(vec![Figure::nothing("timeline", "Each second", "No timeline was recorded.")]);
+        return Ok(vec![Figure::nothing(
+            "timeline",
+            "Each second",
+            &no_runs(view, "No timeline was recorded."),
+        )]);
     }
     let end_s =
         view.targets.iter().flat_map(timeline_of).map(|p| p.start_s + p.duration_s).fold(0.0, f64::max);
@@ -300,8 +313,35 @@ fn settings(view: &CompareView) -> SettingsByTarget {
     SettingsByTarget { shared, labels: view.targets.iter().map(|t| t.label.clone()).collect(), differing }
 }
 
-/// "5 rounds per target, interleaved ...".
+/// Why a figure drawn from the targets' runs is empty: `otherwise`, or that the saved targets'
+/// runs stay in their files.
+fn no_runs(view: &CompareView, otherwise: &str) -> String {
+    let saved: Vec<&str> =
+        view.targets.iter().filter_map(|t| Some(t.saved.as_ref()?.file.as_str())).collect();
+    if saved.is_empty() {
+        return otherwise.to_string();
+    }
+    format!(
+        "Read from saved runs, the targets brought their rounds only; each run is in its file ({}).",
+        saved.join(", ")
+    )
+}
+
+/// "5 rounds per target, interleaved ...", or which targets were read from saved runs.
 fn how(view: &CompareView) -> String {
+    let saved: Vec<String> = view
+        .targets
+        .iter()
+        .filter_map(|t| Some(format!("{} was read from {}", t.label, t.saved.as_ref()?.file)))
+        .collect();
+    if !saved.is_empty() {
+        let whose = if saved.len() == 1 { "its rounds were" } else { "their rounds were" };
+        return format!(
+            "{}: {whose} not interleaved with the others', so drift between the runs counts as difference. Each target is set against {}.",
+            saved.join(", "),
+            view.targets.first().map_or("", |t| t.label.as_str())
+        );
+    }
     let labels: Vec<&str> = view.targets.iter().map(|t| t.label.as_str()).collect();
     let completed = rounds_completed(view);
     let rounds = if completed == view.rounds {
@@ -322,6 +362,7 @@ pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
     Ok(CompareSection {
         headline: headline(view),
         how: how(view),
+        confidence: crate::model::compare::confidence(view.alpha.unwrap_or(nodelay_diagnose::ALPHA)),
         interrupted: if view.interrupted {
             let line = interrupted_line(
                 view.rounds as u32,

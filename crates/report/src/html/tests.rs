@@ -18,7 +18,7 @@ fn settings(url: &str) -> BenchSettings {
         url: url.into(),
         address: "127.0.0.1:8080".into(),
         method: "GET".into(),
-        protocol: "http",
+        protocol: "http".into(),
         connections: 2,
         threads: 1,
         requests: Some(1000),
@@ -34,9 +34,9 @@ fn settings(url: &str) -> BenchSettings {
         busy_poll_after_us: None,
         io_uring: false,
         batched_waits: false,
-        event_loop: "epoll",
+        event_loop: "epoll".into(),
         event_loop_why: "default".into(),
-        http_version: Some("1.1"),
+        http_version: Some("1.1".into()),
         http2: None,
     }
 }
@@ -282,6 +282,7 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
         run: Some(bench_report(&format!("http://{label}.test/"), slower_by_ms)),
         diagnosis,
         diagnosis_error: None,
+        saved: None,
     };
     CompareReport {
         schema: COMPARE_SCHEMA_ID,
@@ -309,7 +310,8 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
             verdict: "b is 6.8× slower at p50 than a (every round agrees; p = 0.01)".into(),
         }],
         verdicts: Vec::new(),
-        test: "Mann-Whitney U over the rounds",
+        test: "Mann-Whitney U over the rounds".into(),
+        alpha: 0.05,
         machine: Machine { kernel: "Linux 6.1.0".into(), cores: 2, hostname: "box".into() },
         interrupted: false,
         interrupted_round: None,

@@ -58,6 +58,18 @@ pub struct CompareTarget {
     pub diagnosis: Option<DoctorReport>,
     /// Why the diagnosis failed; null when it ran or was not asked for.
     pub diagnosis_error: Option<String>,
+    /// Read from a saved run (`--baseline RUN.json`) rather than measured now; null when
+    /// measured in this run. Its `run` is then null: the saved file has it.
+    pub saved: Option<SavedTarget>,
+}
+
+/// Where a saved target's rounds came from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SavedTarget {
+    /// The saved run's file, as given.
+    pub file: String,
+    /// The machine it was measured on, when the file says.
+    pub machine: Option<Machine>,
 }
 
 /// A target set against the first on one figure.
@@ -80,7 +92,8 @@ pub struct Comparison {
     pub p_value: f64,
     /// Every round of this target is on the same side of every round of the first.
     pub every_round_agrees: bool,
-    /// p < 0.05 (as benchstat decides).
+    /// A difference beyond noise: p < alpha (0.05 unless `--alpha`, as benchstat decides)
+    /// and the whole interval beyond ±5 %.
     pub significant: bool,
     /// One sentence: "B is 4.3× slower at p50 (every round agrees; p = 0.008)".
     pub verdict: String,
@@ -108,7 +121,10 @@ pub struct CompareReport {
     /// its ratio; "no difference" only when none does ([`target_verdicts`]).
     pub verdicts: Vec<String>,
     /// The test behind `comparisons`, in words.
-    pub test: &'static str,
+    pub test: String,
+    /// The significance level of `comparisons` and the regression gate (`--alpha`, default
+    /// 0.05); the intervals are (1 - alpha) ones.
+    pub alpha: f64,
     /// The machine the targets were measured from.
     pub machine: Machine,
     /// Stopped early (Ctrl-C): fewer rounds than asked were run.
@@ -151,16 +167,17 @@ impl RoundFigures {
 }
 
 impl Comparison {
-    /// `target` set against `first` on `metric`; `None` when either has no round with the
-    /// figure.
+    /// `target` set against `first` on `metric` at the significance level `alpha`; `None`
+    /// when either has no round with the figure.
     pub fn between(
         first: &CompareTarget,
         target: &CompareTarget,
         metric: &'static str,
+        alpha: f64,
     ) -> Option<Comparison> {
         let figures =
             |t: &CompareTarget| -> Vec<f64> { t.rounds.iter().filter_map(|r| r.figure(metric)).collect() };
-        let difference = nodelay_diagnose::compare_rounds(&figures(first), &figures(target))?;
+        let difference = nodelay_diagnose::compare_rounds_at(&figures(first), &figures(target), alpha)?;
         let higher_is_worse = higher_is_worse(metric);
         Some(Comparison {
             label: target.label.clone(),
@@ -268,11 +285,13 @@ fn verdict(
     let worse = (difference.ratio > 1.0) == higher_is_worse;
     let factor = if difference.ratio >= 1.0 { difference.ratio } else { 1.0 / difference.ratio };
     let word = if worse { "slower" } else { "faster" };
-    if difference.every_round_agrees && difference.p_value >= nodelay_diagnose::ALPHA {
+    if difference.every_round_agrees && difference.p_value >= difference.alpha {
         // Rounds that all agree give the smallest p-value their number allows.
         return format!(
-            "too few rounds for a verdict: {label} was {}× {word} {figure} than {against} in every round, but so few rounds cannot reach p < 0.05 ({p}; --rounds 5 or more)",
-            format_ratio(factor)
+            "too few rounds for a verdict: {label} was {}× {word} {figure} than {against} in every round, but so few rounds cannot reach p < {} ({p}; {})",
+            format_ratio(factor),
+            difference.alpha,
+            rounds_needed(difference.alpha)
         );
     }
     if !difference.is_real() {
@@ -280,6 +299,22 @@ fn verdict(
     }
     let agreement = if difference.every_round_agrees { "every round agrees; " } else { "" };
     format!("{label} is {}× {word} {figure} than {against} ({agreement}{p})", format_ratio(factor))
+}
+
+/// The advice for rounds too few to reach `alpha`: the fewest rounds each whose least p
+/// is below it, `--rounds 5 or more` at 0.05.
+pub fn rounds_needed(alpha: f64) -> String {
+    let rounds = (2..=100).find(|&n| nodelay_diagnose::least_p_value(n, n) < alpha).unwrap_or(100);
+    // 4 against 4 reach 0.029, but one round lost to an error leaves 4 against 3: ask for 5.
+    format!("--rounds {} or more", (rounds + 1).max(5))
+}
+
+/// The intervals' confidence in words: `95 %` for alpha 0.05, `99.9 %` for 0.001.
+pub fn confidence(alpha: f64) -> String {
+    let percent = (1.0 - alpha) * 100.0;
+    // Rounded to what an alpha given in a few digits means: 99.9, not 99.899999.
+    let percent = (percent * 1e6).round() / 1e6;
+    format!("{percent} %")
 }
 
 /// A ratio to 3 significant digits: `258`, `4.31`, `0.00362`.

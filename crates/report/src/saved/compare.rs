@@ -21,6 +21,16 @@ pub struct TargetView {
     pub run: Option<BenchView>,
     pub diagnosis: Option<DoctorView>,
     pub diagnosis_error: Option<String>,
+    /// Read from a saved run rather than measured (absent before `--baseline RUN.json`).
+    pub saved: Option<SavedTargetView>,
+}
+
+/// Where a saved target came from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct SavedTargetView {
+    pub file: String,
+    pub machine: Option<MachineView>,
 }
 
 /// A target against another on one metric, and what the test made of it.
@@ -52,6 +62,8 @@ pub struct CompareView {
     pub verdicts: Vec<String>,
     pub comparisons: Vec<ComparisonView>,
     pub test: String,
+    /// The significance level (absent before `--alpha`: 0.05).
+    pub alpha: Option<f64>,
     pub machine: Option<MachineView>,
     pub interrupted: bool,
     /// The round a Ctrl-C cut short, left out (absent from the first version's reports).

@@ -5,6 +5,7 @@
 //! defaults: serde ignores the fields not shown, and a field a run lacks takes its default, so
 //! that a run saved by an older nodelay of the same schema still reads.
 
+mod baseline;
 mod bench;
 mod compare;
 mod doctor;
@@ -13,6 +14,7 @@ mod read;
 mod server_view;
 mod traffic;
 
+pub use baseline::{load_differences, saved_target};
 pub use bench::{BenchSettingsView, BenchView, BucketView, MachineView, PercentilesView, SuggestionView};
 pub use compare::{CompareView, ComparisonView, TargetView};
 pub use doctor::{DoctorScenarioView, DoctorView, PhaseView};

@@ -20,26 +20,35 @@ impl Render<CompareReport> for FittedText {
     }
 }
 
-/// What is about to run, before it runs.
+/// What is about to run, before it runs: `labels` names each target and what it is;
+/// `measured_now` of them are measured now, the rest read from saved runs.
 pub fn compare_header(
     report_settings: &crate::model::bench::BenchSettings,
     labels: &[(String, String)],
+    measured_now: usize,
     rounds: u32,
     width: usize,
 ) -> String {
     let s = report_settings;
     let bound = crate::text::bench::run_bound(s.requests, s.duration_s);
-    let mut out = wrap(
-        &format!(
-            "nodelay compare: {} targets, {rounds} rounds each, interleaved (the order alternates each round), {bound} a round, {} and {} each",
-            labels.len(),
-            plural(s.connections, "connection", "connections"),
-            plural(s.threads, "thread", "threads"),
-        ),
-        width,
-        "",
-        "  ",
+    let load = format!(
+        "{bound} a round, {} and {} each",
+        plural(s.connections, "connection", "connections"),
+        plural(s.threads, "thread", "threads"),
     );
+    let targets = plural(labels.len(), "target", "targets");
+    let saved = labels.len() - measured_now;
+    let what = match (measured_now, saved) {
+        (_, 0) if labels.len() > 1 => {
+            format!("{targets}, {rounds} rounds each, interleaved (the order alternates each round), {load}")
+        }
+        (_, 0) => format!("{targets} in {rounds} rounds, {load}"),
+        (0, _) => format!("{targets}, each read from a saved run and compared as saved, {load}"),
+        (_, _) => format!(
+            "{targets}, {saved} read from saved runs, {measured_now} measured now in {rounds} rounds, {load}"
+        ),
+    };
+    let mut out = wrap(&format!("nodelay compare: {what}"), width, "", "  ");
     for (label, url) in labels {
         out += &wrap(&format!("{label}: {url}"), width, "  ", "      ");
     }
@@ -55,6 +64,7 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
     }
     write_figures(out, report, width)?;
     write_rounds(out, report, width)?;
+    write_saved(out, report, width);
     for target in report.targets.iter().filter(|t| t.error.is_some()) {
         let why = target.error.as_deref().unwrap_or_default();
         out.push_str(&wrap(&format!("{}: not measured: {why}", target.label), width, "", "  "));
@@ -62,8 +72,9 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
     if !report.comparisons.is_empty() {
         writeln!(out)?;
         let heading = format!(
-            "against {} (Hodges-Lehmann ratio, 95 % interval, Mann-Whitney U over rounds):",
-            report.targets[0].label
+            "against {} (Hodges-Lehmann ratio, {} interval, Mann-Whitney U over rounds):",
+            report.targets[0].label,
+            crate::model::compare::confidence(report.alpha)
         );
         out.push_str(&wrap(&heading, width, "", "  "));
         let mut table =
@@ -171,6 +182,29 @@ fn write_figures(out: &mut String, report: &CompareReport, width: usize) -> std:
         out.push_str(&wrap(&line, width, "  ", "    "));
     }
     Ok(())
+}
+
+/// Where each saved target came from, and what reading it back means; for one target alone,
+/// how to keep it as a baseline.
+fn write_saved(out: &mut String, report: &CompareReport, width: usize) {
+    for target in &report.targets {
+        let Some(saved) = &target.saved else { continue };
+        let machine = match &saved.machine {
+            Some(m) if *m == report.machine => "on this machine".to_string(),
+            Some(m) => format!("on {} ({}, {} cores)", m.hostname, m.kernel, m.cores),
+            None => "on an unknown machine".to_string(),
+        };
+        let line = format!(
+            "{}: read from {} ({}), measured {machine}: its rounds were not interleaved with this run's, so drift between the two runs counts as difference",
+            target.label, saved.file, target.url
+        );
+        out.push_str(&wrap(&line, width, "  ", "    "));
+    }
+    if report.targets.len() == 1 && report.targets[0].saved.is_none() {
+        writeln!(out).ok();
+        let line = "one target: nothing to set it against. Saved with --json, its rounds are a baseline: nodelay compare --baseline RUN.json URL";
+        out.push_str(&wrap(line, width, "", "  "));
+    }
 }
 
 /// Each target's spread across its rounds: the lowest and highest req/s and p50 of a round.

@@ -32,10 +32,13 @@ pub(crate) fn said(result: &ThresholdResult) -> String {
         "%" => format!("{v:.2} %"),
         _ => format!("{v:.0}"),
     };
+    let alpha = result.alpha.unwrap_or(nodelay_diagnose::ALPHA);
     if result.cannot_tell {
-        return "cannot tell: these rounds cannot reach p < 0.05 however they fall, so the gate does not pass; \
-                run 4 --rounds or more"
-            .into();
+        return format!(
+            "cannot tell: these rounds cannot reach p < {alpha} however they fall, so the gate does not pass; \
+             {}",
+            crate::model::compare::rounds_needed(alpha)
+        );
     }
     if let (Some(p), Some(measured)) = (result.p_value, result.measured) {
         let how = if measured >= 0.0 { "slower" } else { "faster" };
@@ -43,7 +46,7 @@ pub(crate) fn said(result: &ThresholdResult) -> String {
         let said = format!("{:.1} % {how} than the baseline ({times:.3}×; p = {p:.3})", measured.abs());
         return match result.by {
             Some(by) => format!("{said}, {by:.1} % past the limit"),
-            None if p >= nodelay_diagnose::ALPHA => format!("{said}: no difference beyond noise"),
+            None if p >= alpha => format!("{said}: no difference beyond noise"),
             None => format!("{said}: not surely past the limit"),
         };
     }

@@ -106,15 +106,17 @@ pub fn write_merge(out: &mut String, r: &BenchView, width: usize) -> std::fmt::R
 
 pub fn write_compare(out: &mut String, r: &CompareView, width: usize) -> std::fmt::Result {
     let rounds = r.rounds_completed.unwrap_or(r.rounds);
+    let interleaved = if r.targets.len() > 1 { ", interleaved" } else { "" };
     let heading = format!(
-        "nodelay compare: {} targets, {} of {} rounds each, interleaved",
-        r.targets.len(),
+        "nodelay compare: {}, {} of {} rounds each{interleaved}",
+        crate::format::plural(r.targets.len(), "target", "targets"),
         rounds,
         r.rounds
     );
     out.push_str(&wrap(&heading, width, "", "  "));
     for target in &r.targets {
-        out.push_str(&wrap(&format!("{}: {}", target.label, target.url), width, "  ", "      "));
+        let saved = target.saved.as_ref().map_or(String::new(), |s| format!(" (read from {})", s.file));
+        out.push_str(&wrap(&format!("{}: {}{saved}", target.label, target.url), width, "  ", "      "));
     }
     if r.interrupted {
         let (total, done) =
