@@ -133,6 +133,69 @@ fn a_nagle_server_is_named_by_process_and_port_within_5_s() {
     assert_eq!(last["packets"]["dropped"], 0);
 }
 
+/// The lines of `ss -Htn ARGS` (no header).
+fn ss(args: &[&str]) -> Vec<String> {
+    let output = Command::new("ss").arg("-Htn").args(args).output().expect("ss");
+    String::from_utf8_lossy(&output.stdout).lines().map(str::to_string).collect()
+}
+
+#[test]
+fn watch_started_on_open_connections_names_the_server_by_its_listening_port() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    let url = format!("http://127.0.0.1:{}/", peer.port);
+    // Three keep-alive connections exchanging before watch starts (curl reuses each; a
+    // response takes the client's 40 ms delayed ACK, so 150 last about 6.6 s).
+    let mut clients: Vec<Child> = (0..3)
+        .map(|_| {
+            Command::new("curl")
+                .args(["-s", "-o", "/dev/null", "--max-time", "30"])
+                .args(std::iter::repeat_n(url.as_str(), 150))
+                .spawn()
+                .expect("curl")
+        })
+        .collect();
+    // Ground truth from ss: python3 listens on the port, and the three connections are open.
+    let port_filter = format!("sport = :{}", peer.port);
+    let listening = Command::new("ss").args(["-Htlnp", &port_filter]).output().expect("ss").stdout;
+    assert!(String::from_utf8_lossy(&listening).contains(&format!("pid={}", peer.pid())));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while ss(&["state", "established", &format!("dport = :{}", peer.port)]).len() < 3 {
+        assert!(Instant::now() < deadline, "the clients did not connect");
+        std::thread::yield_now();
+    }
+    let mut watch = Watch::start(&["-i", "lo", "--port", &peer.port.to_string()]);
+    assert_capture_mode(&watch.next());
+    let finding = watch.until("finding");
+    let (last, code) = watch.stop();
+    for client in &mut clients {
+        let _ = client.kill();
+        let _ = client.wait();
+    }
+    assert_eq!(code, 3, "{last:#}");
+    // Every stall is the server's, named by its process and its listening port: the first
+    // packet watch saw of a connection (often a response) does not decide who serves.
+    for found in std::iter::once(&finding).chain(last["findings"].as_array().unwrap()) {
+        assert_eq!(
+            (
+                &found["finding"],
+                &found["side"],
+                &found["port"],
+                &found["process"]["pid"],
+                &found["holder_is_local"]
+            ),
+            (
+                &"server-nagle-delayed-ack".into(),
+                &"server".into(),
+                &peer.port.into(),
+                &peer.pid().into(),
+                &true.into()
+            ),
+            "{found:#}"
+        );
+    }
+}
+
 #[test]
 fn the_text_names_the_process_port_and_finding_in_one_sentence() {
     let _alone = common::alone();

@@ -7,7 +7,7 @@
 use crate::event::{FindingId, Process, Side, Stalls};
 use crate::owners::Owners;
 use crate::prometheus::WatchMetrics;
-use nodelay_capture::{Endpoint, Hold};
+use nodelay_capture::{Endpoint, Hold, Role};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -74,14 +74,17 @@ impl Findings {
         }
     }
 
-    /// `count` new exchanges with the server at `server`.
-    pub fn exchanges(&mut self, server: Endpoint, count: u32) {
+    /// `count` new exchanges between `client` and `server` (as the flow judged them; the
+    /// listening end is the server).
+    pub fn exchanges(&mut self, client: Endpoint, server: Endpoint, count: u32, owners: &impl Owners) {
+        let (_, server) = orient(client, server, owners);
         self.exchanges += u64::from(count);
         *self.exchanges_by_port.entry(server.1).or_default() += u64::from(count);
     }
 
     /// A hold; `first_in_flow` for its connection's first.
     pub fn hold(&mut self, hold: Hold, first_in_flow: bool, owners: &mut impl Owners, now: Instant) {
+        let hold = oriented(hold, owners);
         if let Some(found) = attribute(&hold, owners, false) {
             return self.add(hold, first_in_flow, Some(found));
         }
@@ -216,9 +219,51 @@ fn report(group: &Group, exchanges_by_port: &HashMap<u16, u64>) -> Stalls {
     stalls
 }
 
+/// Client and server by who holds them: the end a local listening socket accepts for is the
+/// server's, whatever the capture saw first (watch started on connections already open sees
+/// a response before any request). Failing that, an end on a port of the local ephemeral
+/// range is a client's. Otherwise, as the flow judged.
+fn orient(client: Endpoint, server: Endpoint, owners: &impl Owners) -> (Endpoint, Endpoint) {
+    let (client_serves, server_serves) = (owners.serves(address(client)), owners.serves(address(server)));
+    let swapped = match (client_serves, server_serves) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => is_ephemeral(server.1) && !is_ephemeral(client.1),
+    };
+    if swapped { (server, client) } else { (client, server) }
+}
+
+/// `hold` with its ends [`orient`]ed: when they swap, so does the side that held.
+fn oriented(hold: Hold, owners: &impl Owners) -> Hold {
+    let (client, server) = orient(hold.client, hold.server, owners);
+    if client == hold.client {
+        return hold;
+    }
+    let held_by = match hold.held_by {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    };
+    Hold { held_by, client, server, ..hold }
+}
+
+/// The kernel's ephemeral port range (`ip_local_port_range`, 32768-60999 unless changed).
+fn is_ephemeral(port: u16) -> bool {
+    static RANGE: std::sync::OnceLock<(u16, u16)> = std::sync::OnceLock::new();
+    let (low, high) = *RANGE.get_or_init(|| {
+        let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+        let mut bounds = text.split_whitespace().filter_map(|n| n.parse().ok());
+        match (bounds.next(), bounds.next()) {
+            (Some(low), Some(high)) => (low, high),
+            _ => (32768, 60999),
+        }
+    });
+    (low..=high).contains(&port)
+}
+
 /// The local process of a held connection: the holder's socket first, else the peer's; with
 /// `or_listener`, for a connection whose socket is gone, the server's listener. With whether
-/// it is the holder's.
+/// it is the holder's. A server end a local listener accepts for is local: while its socket
+/// is not found (not accepted yet), the client is not named in its place.
 fn attribute(hold: &Hold, owners: &impl Owners, or_listener: bool) -> Option<(Process, bool)> {
     let (client, server) = (address(hold.client), address(hold.server));
     let (holder, peer) = match Side::from(hold.held_by) {
@@ -228,6 +273,9 @@ fn attribute(hold: &Hold, owners: &impl Owners, or_listener: bool) -> Option<(Pr
     let server_holds = Side::from(hold.held_by) == Side::Server;
     if let Some(process) = owners.owner(holder.0, holder.1, or_listener && server_holds) {
         return Some((process, true));
+    }
+    if server_holds && owners.serves(server) {
+        return None;
     }
     owners.owner(peer.0, peer.1, or_listener && !server_holds).map(|process| (process, false))
 }
@@ -240,18 +288,25 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// Sockets by (local, remote); rescans allowed `scans` times and each adds `later`.
+    /// Sockets by (local, remote); rescans allowed `scans` times and each adds `later`; the
+    /// addresses listened on, and the listener's process.
     #[derive(Default)]
     struct Table {
         sockets: HashMap<(SocketAddr, SocketAddr), Process>,
         later: Vec<((SocketAddr, SocketAddr), Process)>,
         scans: u32,
         scanned_at: Option<Instant>,
+        listening: Vec<SocketAddr>,
+        listener: Option<Process>,
     }
 
     impl Owners for Table {
-        fn owner(&self, local: SocketAddr, remote: SocketAddr, _: bool) -> Option<Process> {
-            self.sockets.get(&(local, remote)).cloned()
+        fn owner(&self, local: SocketAddr, remote: SocketAddr, or_listener: bool) -> Option<Process> {
+            let listener = || self.listener.clone().filter(|_| or_listener && self.serves(local));
+            self.sockets.get(&(local, remote)).cloned().or_else(listener)
+        }
+        fn serves(&self, end: SocketAddr) -> bool {
+            self.listening.contains(&end)
         }
         fn rescan(&mut self, now: Instant) -> bool {
             if self.scans == 0 {
@@ -307,7 +362,7 @@ mod tests {
         table.sockets.insert(socket(8080, 40000), process(812, "python3"));
         table.sockets.insert(socket(40000, 8080), process(913, "curl"));
         let mut findings = Findings::new(0, None, None);
-        findings.exchanges(end(8080), 40);
+        findings.exchanges(end(40000), end(8080), 40, &table);
         for i in 0..37 {
             findings.hold(hold(Role::Server, 40000, i * 100 * MS), i == 0, &mut table, Instant::now());
         }
@@ -352,6 +407,53 @@ mod tests {
         let pids: Vec<Option<u32>> = new.iter().map(|s| s.process.as_ref().map(|p| p.pid)).collect();
         assert_eq!(pids.len(), 2);
         assert!(pids.contains(&Some(812)) && pids.contains(&None), "{pids:?}");
+    }
+
+    /// A hold as the flow judged it when the first packet watch saw was the server's: the
+    /// server's end taken for the client's, the server's hold for the client's.
+    fn hold_judged_backwards(client_port: u16, at_ns: u64) -> Hold {
+        let right = hold(Role::Server, client_port, at_ns);
+        Hold { held_by: Role::Client, client: right.server, server: right.client, ..right }
+    }
+
+    #[test]
+    fn the_listening_end_is_the_server_whatever_the_capture_saw_first() {
+        let mut table = Table { listening: vec![address(end(8080))], ..Table::default() };
+        table.sockets.insert(socket(8080, 40000), process(812, "python3"));
+        table.sockets.insert(socket(40000, 8080), process(913, "curl"));
+        let mut findings = Findings::new(0, None, None);
+        findings.exchanges(end(8080), end(40000), 20, &table);
+        findings.hold(hold_judged_backwards(40000, 0), true, &mut table, Instant::now());
+        let new = findings.tick(&mut table, Instant::now());
+        assert_eq!(new.len(), 1, "{new:?}");
+        assert_eq!(
+            (new[0].finding, new[0].port, new[0].exchanges),
+            (FindingId::ServerNagleDelayedAck, 8080, 20)
+        );
+        assert_eq!(new[0].process.as_ref().map(|p| p.pid), Some(812));
+        assert!(new[0].holder_is_local);
+        // With no listener known (a remote server), a port of the ephemeral range is the
+        // client's.
+        let mut table = Table { scans: 1, ..Table::default() };
+        let mut findings = Findings::new(0, None, None);
+        findings.hold(hold_judged_backwards(40000, 0), true, &mut table, Instant::now());
+        assert_eq!(findings.all()[0].port, 8080, "{:?}", findings.all());
+    }
+
+    #[test]
+    fn a_local_server_not_yet_accepted_is_named_by_its_listener_never_as_remote() {
+        // The client's socket is there; the server's is not accepted yet.
+        let mut table = Table { listening: vec![address(end(8080))], ..Table::default() };
+        table.sockets.insert(socket(40000, 8080), process(913, "curl"));
+        table.listener = Some(process(812, "python3"));
+        let mut findings = Findings::new(0, None, None);
+        let found_at = Instant::now();
+        findings.hold(hold(Role::Server, 40000, 0), true, &mut table, found_at);
+        assert!(findings.tick(&mut table, found_at).is_empty(), "waits for a scan rather than name curl");
+        table.scans = 1;
+        let new = findings.tick(&mut table, found_at + Duration::from_secs(1));
+        assert_eq!(new[0].process.as_ref().map(|p| p.pid), Some(812), "{new:?}");
+        assert!(new[0].holder_is_local);
     }
 
     #[test]

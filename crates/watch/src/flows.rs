@@ -33,7 +33,9 @@ pub enum FlowEvent {
     },
     /// The client started new request/response exchanges with `server`.
     Exchanges {
-        /// The server end.
+        /// The client end, as the flow judged it.
+        client: Endpoint,
+        /// The server end, as the flow judged it.
         server: Endpoint,
         /// Exchanges started since the last event.
         count: u32,
@@ -157,9 +159,9 @@ impl FlowTable {
         }
         let exchanges = tracked.flow.exchanges();
         if exchanges > tracked.exchanges_told
-            && let Some((_, server)) = tracked.flow.roles()
+            && let Some((client, server)) = tracked.flow.roles()
         {
-            tell(FlowEvent::Exchanges { server, count: exchanges - tracked.exchanges_told });
+            tell(FlowEvent::Exchanges { client, server, count: exchanges - tracked.exchanges_told });
             tracked.exchanges_told = exchanges;
         }
         if tracked.flow.is_closed() {

@@ -26,6 +26,9 @@ pub trait Owners {
     fn rescan(&mut self, now: Instant) -> bool;
     /// When the index was last scanned.
     fn scanned_at(&self) -> Option<Instant>;
+    /// A local listening socket accepts connections to `end`: the end is a server's,
+    /// whatever the capture saw first.
+    fn serves(&self, end: SocketAddr) -> bool;
 }
 
 /// The host's sockets and processes.
@@ -75,5 +78,9 @@ impl Owners for HostOwners {
 
     fn scanned_at(&self) -> Option<Instant> {
         self.scanned_at
+    }
+
+    fn serves(&self, end: SocketAddr) -> bool {
+        self.index.listener_for(end).is_some()
     }
 }

@@ -152,7 +152,7 @@ fn note(
 ) {
     match event {
         FlowEvent::Hold { hold, first_in_flow } => findings.hold(hold, first_in_flow, owners, now),
-        FlowEvent::Exchanges { server, count } => findings.exchanges(server, count),
+        FlowEvent::Exchanges { client, server, count } => findings.exchanges(client, server, count, owners),
         FlowEvent::Ended { rtt_ns: Some(rtt_ns), .. } => {
             if let Some(metrics) = metrics {
                 metrics.path_rtt(Duration::from_nanos(rtt_ns));
