@@ -223,13 +223,17 @@ fn the_text_names_the_process_port_and_finding_in_one_sentence() {
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     stdout.read_to_string(&mut text).unwrap();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{text}");
-    let one_line = text.replace("\n  ", " ");
-    let expected = format!("python3 (PID {}, fd ", peer.pid());
-    assert!(one_line.contains(&expected), "{text}");
-    assert!(one_line.contains(&format!("→ 127.0.0.1:{port}: server-nagle-delayed-ack in ")), "{text}");
-    assert!(one_line.contains(" of 20 responses, "), "{text}");
-    assert!(one_line.contains("0 dropped by the kernel"), "{text}");
-    assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+    // Not a terminal: each line whole (grep gets the finding with its next command).
+    let finding = text.lines().find(|line| line.contains("responses,")).unwrap();
+    assert!(finding.contains(&format!("python3 (PID {}, fd ", peer.pid())), "{text}");
+    assert!(finding.contains(&format!("→ 127.0.0.1:{port}: server-nagle-delayed-ack in ")), "{text}");
+    assert!(finding.contains(" of 20 responses, "), "{text}");
+    assert!(
+        finding
+            .ends_with(&format!("; next: nodelay inspect :{port}, then nodelay fix :{port} or nodelay exec")),
+        "{text}"
+    );
+    assert!(text.lines().any(|line| line.contains("0 dropped by the kernel")), "{text}");
 }
 
 #[test]
@@ -246,13 +250,23 @@ fn pid_follows_that_process_and_prometheus_counts_its_stalls() {
     let finding = watch.until("finding");
     assert_eq!(finding["process"]["pid"], peer.pid(), "{finding:#}");
     let metrics = http_get(&url);
-    let counter = format!(
-        "nodelay_watch_stalls_total{{finding=\"server-nagle-delayed-ack\",process=\"python3\",port=\"{}\",side=\"server\"}}",
-        peer.port
-    );
-    let line = metrics.lines().find(|line| line.starts_with(&counter)).unwrap_or_else(|| panic!("{metrics}"));
-    let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-    assert!(count >= finding["stalls"].as_f64().unwrap(), "{line}");
+    let value = |series: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|line| line.starts_with(series))
+            .unwrap_or_else(|| panic!("{series}: {metrics}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    // By process, PID, listening port and side: "N of M exchanges stalled, S seconds held".
+    let labels =
+        format!("process=\"python3\",pid=\"{}\",port=\"{}\",side=\"server\"}}", peer.pid(), peer.port);
+    let stalls = value(&format!("nodelay_watch_stalls_total{{finding=\"server-nagle-delayed-ack\",{labels}"));
+    assert!(stalls >= finding["stalls"].as_f64().unwrap(), "{metrics}");
+    let held =
+        value(&format!("nodelay_watch_held_seconds_total{{finding=\"server-nagle-delayed-ack\",{labels}"));
+    assert!((0.03 * stalls..0.1 * stalls).contains(&held), "about 40 ms a stall: {metrics}");
+    let exchanges = value(&format!("nodelay_watch_exchanges_total{{{labels}"));
+    assert!(exchanges >= stalls && exchanges <= 10.0, "{metrics}");
     assert!(metrics.contains("nodelay_watch_mode_info{mode=\"capture\"} 1"), "{metrics}");
     let (_, code) = watch.stop();
     assert_eq!(code, 3);

@@ -6,7 +6,7 @@
 
 use crate::event::{FindingId, Process, Side, Stalls};
 use crate::owners::Owners;
-use crate::prometheus::WatchMetrics;
+use crate::prometheus::{Holder, WatchMetrics};
 use nodelay_capture::{Endpoint, Hold, Role};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -76,10 +76,21 @@ impl Findings {
 
     /// `count` new exchanges between `client` and `server` (as the flow judged them; the
     /// listening end is the server).
+    /// Counted in the metrics for the server's local process, else the client's.
     pub fn exchanges(&mut self, client: Endpoint, server: Endpoint, count: u32, owners: &impl Owners) {
-        let (_, server) = orient(client, server, owners);
+        let (client, server) = orient(client, server, owners);
         self.exchanges += u64::from(count);
         *self.exchanges_by_port.entry(server.1).or_default() += u64::from(count);
+        let Some(metrics) = &self.metrics else { return };
+        let (process, side) = match owners.owner(address(server), address(client), true) {
+            Some(process) => (Some(process), Role::Server),
+            None => (owners.owner(address(client), address(server), false), Role::Client),
+        };
+        let holder = Holder {
+            command: process.as_ref().map_or("", |p| p.command.as_str()),
+            pid: process.as_ref().map(|p| p.pid),
+        };
+        metrics.exchanges(holder, server.1, side, u64::from(count));
     }
 
     /// A hold; `first_in_flow` for its connection's first.
@@ -165,7 +176,8 @@ impl Findings {
                 (Side::Client, false) => Side::Server,
             };
             let held = Duration::from_nanos(hold.stall.lost_ns);
-            metrics.stall(finding.as_str(), command, port, local_side.role(), held);
+            let holder = Holder { command, pid: process.as_ref().map(|p| p.pid) };
+            metrics.stall(finding.as_str(), holder, port, local_side.role(), held);
         }
         let key = GroupKey { finding, pid: process.as_ref().map(|p| p.pid), port };
         if !self.groups.contains_key(&key) && self.groups.len() >= GROUPS_MAX {

@@ -14,5 +14,5 @@ mod metrics;
 mod server;
 
 pub use labels::{FINDINGS_MAX, LABEL_SETS_MAX, OVERFLOW_LABEL, UNKNOWN_PROCESS};
-pub use metrics::{Mode, PATH_RTT_BUCKETS_SECONDS, STALL_BUCKETS_SECONDS, WatchMetrics};
+pub use metrics::{Holder, Mode, PATH_RTT_BUCKETS_SECONDS, STALL_BUCKETS_SECONDS, WatchMetrics};
 pub use server::{CONTENT_TYPE, MetricsServer, parse_listen_addr, serve};

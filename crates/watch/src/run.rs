@@ -94,8 +94,18 @@ fn watch(
 }
 
 /// Where the metrics are served.
+/// Where the metrics can be fetched: on a wildcard bind (`:0`, `0.0.0.0`, `[::]`), at the
+/// loopback address of its family, which every wildcard includes.
 fn metrics_url(server: &Option<MetricsServer>) -> Option<String> {
-    server.as_ref().map(|server| format!("http://{}/metrics", server.local_addr()))
+    let mut address = server.as_ref()?.local_addr();
+    if address.ip().is_unspecified() {
+        let loopback: std::net::IpAddr = match address {
+            std::net::SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        };
+        address.set_ip(loopback);
+    }
+    Some(format!("http://{address}/metrics"))
 }
 
 /// The capture, or why capture rights are missing (the sock_diag-only mode runs then).

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use nodelay_capture::Role;
-use nodelay_watch::prometheus::{Mode, WatchMetrics};
+use nodelay_watch::prometheus::{Holder, Mode, WatchMetrics};
 use serde::Deserialize;
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
@@ -112,7 +112,14 @@ fn metric_names(expr: &str) -> Vec<String> {
 /// Prometheus names: a histogram's samples (`_bucket`, `_sum`, `_count`) under its own.
 fn exposed_families() -> BTreeSet<String> {
     let metrics = WatchMetrics::new();
-    metrics.stall("server-nagle-delayed-ack", "nginx", 8080, Role::Server, Duration::from_millis(41));
+    metrics.stall(
+        "server-nagle-delayed-ack",
+        Holder::named("nginx"),
+        8080,
+        Role::Server,
+        Duration::from_millis(41),
+    );
+    metrics.exchanges(Holder { command: "nginx", pid: Some(812) }, 8080, Role::Server, 58);
     metrics.path_rtt(Duration::from_micros(80));
     metrics.flows_watched(1);
     metrics.flows_seen(1);
@@ -265,7 +272,13 @@ fn the_docs_name_every_metric_and_quote_metrics_as_it_is() {
     // The /metrics excerpt: every line of it is a line of the real text.
     let excerpt = fenced_blocks(&docs, "").into_iter().find(|b| b.contains("# EOF")).expect("an excerpt");
     let metrics = WatchMetrics::new();
-    metrics.stall("server-nagle-delayed-ack", "nginx", 8080, Role::Server, Duration::from_millis(41));
+    metrics.stall(
+        "server-nagle-delayed-ack",
+        Holder::named("nginx"),
+        8080,
+        Role::Server,
+        Duration::from_millis(41),
+    );
     metrics.mode(Mode::Capture);
     let text = metrics.encode();
     for line in excerpt.lines().filter(|l| *l != "...") {

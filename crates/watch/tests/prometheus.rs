@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use nodelay_capture::Role;
 use nodelay_watch::prometheus::{
-    CONTENT_TYPE, LABEL_SETS_MAX, Mode, OVERFLOW_LABEL, WatchMetrics, parse_listen_addr, serve,
+    CONTENT_TYPE, Holder, LABEL_SETS_MAX, Mode, OVERFLOW_LABEL, WatchMetrics, parse_listen_addr, serve,
 };
 
 const NAGLE: &str = "server-nagle-delayed-ack";
@@ -21,9 +21,12 @@ fn sample(text: &str, series: &str) -> Option<String> {
     text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ').map(str::to_owned))
 }
 
+/// The series of a stall counted for a process known by name (no PID) or, past the cap, for
+/// the overflow label.
 fn stall_series(finding: &str, process: &str, port: &str, side: &str) -> String {
+    let pid = if process == OVERFLOW_LABEL { OVERFLOW_LABEL } else { "(unknown)" };
     format!(
-        "nodelay_watch_stalls_total{{finding=\"{finding}\",process=\"{process}\",port=\"{port}\",side=\"{side}\"}}"
+        "nodelay_watch_stalls_total{{finding=\"{finding}\",process=\"{process}\",pid=\"{pid}\",port=\"{port}\",side=\"{side}\"}}"
     )
 }
 
@@ -35,9 +38,9 @@ fn ms(n: u64) -> Duration {
 fn stalls_are_counted_by_finding_process_port_and_side() {
     let metrics = WatchMetrics::new();
     for _ in 0..3 {
-        metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
+        metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(41));
     }
-    metrics.stall("client-split-write", "curl", 40312, Role::Client, ms(200));
+    metrics.stall("client-split-write", Holder::named("curl"), 40312, Role::Client, ms(200));
     let text = metrics.encode();
     assert!(text.contains("# TYPE nodelay_watch_stalls counter\n"), "{text}");
     assert_eq!(sample(&text, &stall_series(NAGLE, "nginx", "8080", "server")).as_deref(), Some("3"));
@@ -49,8 +52,8 @@ fn stalls_are_counted_by_finding_process_port_and_side() {
 #[test]
 fn stall_durations_land_in_buckets_that_tell_40_ms_from_200_ms() {
     let metrics = WatchMetrics::new();
-    metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
-    metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(201));
+    metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(201));
     let text = metrics.encode();
     assert!(text.contains("# UNIT nodelay_watch_stall_duration_seconds seconds\n"), "{text}");
     let bucket = |le: &str| {
@@ -119,10 +122,10 @@ fn process_port_pairs_past_the_cap_are_counted_under_one_overflow_label() {
     let pairs = LABEL_SETS_MAX + 50;
     for i in 0..pairs {
         let port = 10_000 + i as u16;
-        metrics.stall(NAGLE, &format!("p{i}"), port, Role::Server, ms(41));
+        metrics.stall(NAGLE, Holder::named(&format!("p{i}")), port, Role::Server, ms(41));
     }
     // A pair admitted before the cap filled keeps its own labels.
-    metrics.stall(NAGLE, "p0", 10_000, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named("p0"), 10_000, Role::Server, ms(41));
     let text = metrics.encode();
     let series = text.lines().filter(|l| l.starts_with("nodelay_watch_stalls_total{")).count();
     assert_eq!(series, LABEL_SETS_MAX + 1, "the cap's pairs and one overflow series");
@@ -134,8 +137,8 @@ fn process_port_pairs_past_the_cap_are_counted_under_one_overflow_label() {
 #[test]
 fn odd_process_names_are_escaped_and_empty_ones_named_unknown() {
     let metrics = WatchMetrics::new();
-    metrics.stall(NAGLE, "we\"ird\\name\n", 9000, Role::Server, ms(41));
-    metrics.stall(NAGLE, "", 9001, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named("we\"ird\\name\n"), 9000, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named(""), 9001, Role::Server, ms(41));
     let text = metrics.encode();
     let weird = stall_series(NAGLE, r#"we\"ird\\name\n"#, "9000", "server");
     assert_eq!(sample(&text, &weird).as_deref(), Some("1"), "{text}");
@@ -166,7 +169,7 @@ fn local_server(metrics: Arc<WatchMetrics>) -> nodelay_watch::prometheus::Metric
 #[test]
 fn metrics_endpoint_serves_the_text_and_404s_elsewhere() {
     let metrics = Arc::new(WatchMetrics::new());
-    metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(41));
     let server = local_server(metrics.clone());
     let addr = server.local_addr();
     assert_ne!(addr.port(), 0);
@@ -176,7 +179,7 @@ fn metrics_endpoint_serves_the_text_and_404s_elsewhere() {
     assert!(head.to_ascii_lowercase().contains(&content_type.to_ascii_lowercase()), "{head}");
     assert!(body.contains(&stall_series(NAGLE, "nginx", "8080", "server")), "{body}");
     // Each scrape reads the metrics as they are now.
-    metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
+    metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(41));
     let (_, _, body) = http(addr, "GET", "/metrics?x=1");
     assert_eq!(sample(&body, &stall_series(NAGLE, "nginx", "8080", "server")).as_deref(), Some("2"));
     assert_eq!(http(addr, "GET", "/").0, 404);
@@ -341,9 +344,9 @@ fn a_real_prometheus_scrapes_the_stall_counter() {
     let deadline = started + Duration::from_secs(30);
     let metrics = Arc::new(WatchMetrics::new());
     for _ in 0..3 {
-        metrics.stall(NAGLE, "nginx", 8080, Role::Server, ms(41));
+        metrics.stall(NAGLE, Holder::named("nginx"), 8080, Role::Server, ms(41));
     }
-    metrics.stall("client-split-write", "we\"ird\\py", 40312, Role::Client, ms(200));
+    metrics.stall("client-split-write", Holder::named("we\"ird\\py"), 40312, Role::Client, ms(200));
     metrics.path_rtt(Duration::from_micros(80));
     metrics.packets(1000, 2);
     metrics.mode(Mode::Capture);
@@ -364,10 +367,17 @@ fn a_real_prometheus_scrapes_the_stall_counter() {
     };
     let mut seen: Vec<_> = series.iter().map(labels_and_value).collect();
     seen.sort();
-    let nginx = labels(&[("finding", NAGLE), ("process", "nginx"), ("port", "8080"), ("side", "server")]);
+    let nginx = labels(&[
+        ("finding", NAGLE),
+        ("process", "nginx"),
+        ("pid", "(unknown)"),
+        ("port", "8080"),
+        ("side", "server"),
+    ]);
     let weird = [
         ("finding", "client-split-write"),
         ("process", "we\"ird\\py"),
+        ("pid", "(unknown)"),
         ("port", "40312"),
         ("side", "client"),
     ];

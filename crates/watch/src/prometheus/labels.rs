@@ -31,6 +31,9 @@ pub(crate) struct Admitted {
     pub process: String,
     /// Server port in decimal, or the overflow label.
     pub port: String,
+    /// The process's PID in decimal; the unknown label when unknown, the overflow label past
+    /// the cap.
+    pub pid: String,
 }
 
 /// The label values admitted so far, capped.
@@ -54,19 +57,26 @@ impl LabelCap {
 
     /// The label values to count a stall of `process` on `port` with `finding` under: its
     /// own while there is room, else the overflow label in place of the pair (or finding).
-    pub fn admit(&self, finding: &str, process: &str, port: u16) -> Admitted {
-        let finding = label_value(finding, OVERFLOW_LABEL);
+    /// Without a finding (`None`: exchanges), `finding` comes back empty.
+    pub fn admit(&self, finding: Option<&str>, process: &str, pid: Option<u32>, port: u16) -> Admitted {
+        let pid = pid.map_or(UNKNOWN_PROCESS.to_owned(), |pid| pid.to_string());
         let process = label_value(process, UNKNOWN_PROCESS);
         // A poisoned lock only means another thread panicked mid-insert: the set is still a set.
         let mut seen = self.seen.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let finding = admit_one(&mut seen.findings, finding, FINDINGS_MAX);
+        let finding = match finding {
+            Some(finding) => {
+                admit_one(&mut seen.findings, label_value(finding, OVERFLOW_LABEL), FINDINGS_MAX)
+            }
+            None => String::new(),
+        };
         let pair = (process, port);
         let pair_admitted = seen.pairs.contains(&pair) || seen.pairs.len() < self.pairs_max;
         if !pair_admitted {
-            return Admitted { finding, process: OVERFLOW_LABEL.to_owned(), port: OVERFLOW_LABEL.to_owned() };
+            let overflow = || OVERFLOW_LABEL.to_owned();
+            return Admitted { finding, process: overflow(), port: overflow(), pid: overflow() };
         }
         seen.pairs.insert(pair.clone());
-        Admitted { finding, process: pair.0, port: pair.1.to_string() }
+        Admitted { finding, process: pair.0, port: pair.1.to_string(), pid }
     }
 }
 
@@ -109,12 +119,12 @@ mod tests {
     #[test]
     fn pairs_past_the_cap_share_the_overflow_label() {
         let cap = LabelCap::new(2);
-        assert_eq!(cap.admit("f", "a", 1).process, "a");
-        assert_eq!(cap.admit("f", "b", 2).port, "2");
-        let third = cap.admit("f", "c", 3);
+        assert_eq!(cap.admit(Some("f"), "a", Some(7), 1).process, "a");
+        assert_eq!(cap.admit(Some("f"), "b", None, 2).port, "2");
+        let third = cap.admit(Some("f"), "c", Some(9), 3);
         assert_eq!((third.process.as_str(), third.port.as_str()), (OVERFLOW_LABEL, OVERFLOW_LABEL));
         // A pair admitted before the cap keeps its labels.
-        assert_eq!(cap.admit("g", "a", 1).process, "a");
+        assert_eq!(cap.admit(Some("g"), "a", Some(7), 1).process, "a");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the capture thread through `&self` (atomics; a lock only for stalls, which are rare).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
 
 use nodelay_capture::Role;
@@ -52,8 +52,40 @@ impl Mode {
 struct StallLabels {
     finding: String,
     process: String,
+    pid: String,
     port: String,
     side: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExchangeLabels {
+    process: String,
+    pid: String,
+    port: String,
+    side: &'static str,
+}
+
+/// The local process a metric is counted for: its name (`""` if unknown) and PID.
+#[derive(Debug, Clone, Copy)]
+pub struct Holder<'a> {
+    /// The process's name.
+    pub command: &'a str,
+    /// Its PID; `None` if unknown.
+    pub pid: Option<u32>,
+}
+
+impl<'a> Holder<'a> {
+    /// A process known by name only.
+    pub fn named(command: &'a str) -> Self {
+        Holder { command, pid: None }
+    }
+}
+
+fn side_label(side: Role) -> &'static str {
+    match side {
+        Role::Server => "server",
+        Role::Client => "client",
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -77,6 +109,8 @@ pub struct WatchMetrics {
     registry: Registry,
     labels: LabelCap,
     stalls: Family<StallLabels, Counter>,
+    held_seconds: Family<StallLabels, Counter<f64, AtomicU64>>,
+    exchanges: Family<ExchangeLabels, Counter>,
     stall_seconds: Family<FindingLabels, Histogram, fn() -> Histogram>,
     path_rtt_seconds: Histogram,
     flows: Gauge,
@@ -105,6 +139,8 @@ impl WatchMetrics {
             registry: Registry::with_prefix("nodelay_watch"),
             labels: LabelCap::new(pairs_max),
             stalls: Family::default(),
+            held_seconds: Family::default(),
+            exchanges: Family::default(),
             stall_seconds: Family::new_with_constructor(stall_histogram),
             path_rtt_seconds: Histogram::new(PATH_RTT_BUCKETS_SECONDS),
             flows: Gauge::default(),
@@ -124,6 +160,18 @@ impl WatchMetrics {
             "Nagle x delayed-ACK stalls seen, by finding id, local process, the connection's \
              server port and the side the local socket is on",
             self.stalls.clone(),
+        );
+        r.register_with_unit(
+            "held",
+            "Time stalls held data back in all, by the labels of nodelay_watch_stalls_total",
+            Unit::Seconds,
+            self.held_seconds.clone(),
+        );
+        r.register(
+            "exchanges",
+            "Request/response exchanges seen, by local process, the connection's server port and \
+             the side the local process is on: the denominator of nodelay_watch_stalls_total",
+            self.exchanges.clone(),
         );
         r.register_with_unit(
             "stall_duration",
@@ -163,23 +211,33 @@ impl WatchMetrics {
     /// connection to `server_port` (the local port of a server, the port a client connected
     /// to: never a client's ephemeral port, which would make a label per connection), where
     /// the process is on `side`, and observes how long the stall held data back.
-    pub fn stall(&self, finding: &str, process: &str, server_port: u16, side: Role, stall: Duration) {
-        let labels = self.labels.admit(finding, process, server_port);
-        let side = match side {
-            Role::Server => "server",
-            Role::Client => "client",
-        };
+    pub fn stall(&self, finding: &str, holder: Holder<'_>, server_port: u16, side: Role, stall: Duration) {
+        let labels = self.labels.admit(Some(finding), holder.command, holder.pid, server_port);
         self.stall_seconds
             .get_or_create(&FindingLabels { finding: labels.finding.clone() })
             .observe(stall.as_secs_f64());
-        self.stalls
-            .get_or_create(&StallLabels {
-                finding: labels.finding,
-                process: labels.process,
-                port: labels.port,
-                side,
-            })
-            .inc();
+        let labels = StallLabels {
+            finding: labels.finding,
+            process: labels.process,
+            pid: labels.pid,
+            port: labels.port,
+            side: side_label(side),
+        };
+        self.held_seconds.get_or_create(&labels).inc_by(stall.as_secs_f64());
+        self.stalls.get_or_create(&labels).inc();
+    }
+
+    /// Counts `count` request/response exchanges of the local `holder` on connections to
+    /// `server_port`, where it is on `side`.
+    pub fn exchanges(&self, holder: Holder<'_>, server_port: u16, side: Role, count: u64) {
+        let labels = self.labels.admit(None, holder.command, holder.pid, server_port);
+        let labels = ExchangeLabels {
+            process: labels.process,
+            pid: labels.pid,
+            port: labels.port,
+            side: side_label(side),
+        };
+        self.exchanges.get_or_create(&labels).inc_by(count);
     }
 
     /// Observes one round trip of a watched flow's path (a sample, not an average).

@@ -2,7 +2,7 @@
 //! (and in the sock_diag mode, per process and port that can stall), then the final summary.
 //! The per-second summaries print nothing here: a log gains a line only when there is news.
 
-use super::{count, counted, ports, seconds, stalls_line, wrap};
+use super::{count, counted, next_command, ports, seconds, stalls_line, wrap};
 use crate::event::{Event, Mode, ModeLine, Summary, Survey};
 use nodelay_host::socket_survey::ProcessSockets;
 use std::collections::HashSet;
@@ -22,9 +22,15 @@ impl Lines {
                 self.mode = Some(mode.clone());
                 wrap(&mode_line(mode), width)
             }
-            Event::Finding(stalls) => {
-                wrap(&format!("[{}] {}", seconds(stalls.first_s), stalls_line(stalls)), width)
-            }
+            Event::Finding(stalls) => wrap(
+                &format!(
+                    "[{}] {}; next: {}",
+                    seconds(stalls.first_s),
+                    stalls_line(stalls),
+                    next_command(stalls)
+                ),
+                width,
+            ),
             Event::Summary(_) => String::new(),
             Event::Survey(survey) => {
                 let new: Vec<&ProcessSockets> =
@@ -103,10 +109,11 @@ fn mode_line(mode: &ModeLine) -> String {
     let pid = mode.pid.map(|pid| format!(" of PID {pid}")).unwrap_or_default();
     match mode.mode {
         Mode::Capture => format!(
-            "watch: live capture on {}, TCP on {}{pid}: {}; Ctrl-C for the summary",
+            "watch: live capture on {}, TCP on {}{pid}: {}{}; Ctrl-C for the summary",
             mode.interface.as_deref().unwrap_or("any"),
             ports(&mode.ports),
-            mode.why
+            mode.why,
+            mode.metrics_url.as_ref().map_or(String::new(), |url| format!("; metrics at {url}"))
         ),
         Mode::SockDiag => format!("watch: sock_diag-only mode ({}); it sees {}", mode.why, mode.sees),
     }

@@ -116,6 +116,23 @@ fn stalls_line(stalls: &Stalls) -> String {
     )
 }
 
+/// What the on-call engineer runs next on the process that holds: look (`inspect`), then set
+/// TCP_NODELAY in place (`fix`, the server's listening port) or restart it under the shim
+/// (`exec`, a client's). A holder on another host is fixed there.
+pub(crate) fn next_command(stalls: &Stalls) -> String {
+    let pid = stalls.process.as_ref().map(|p| p.pid);
+    match (stalls.side, stalls.holder_is_local, pid) {
+        (Side::Server, true, _) => {
+            format!("nodelay inspect :{port}, then nodelay fix :{port} or nodelay exec", port = stalls.port)
+        }
+        (Side::Client, true, Some(pid)) => {
+            format!("nodelay inspect {pid}, then nodelay fix {pid} or restart it under nodelay exec")
+        }
+        (Side::Client, true, None) => "nodelay exec -- the client's command".into(),
+        (_, false, _) => "the holder is on the other host: fix it there (nodelay fix or exec)".into(),
+    }
+}
+
 /// A duration in ms with a precision that suits it: `41.0 ms`, `0.52 ms`, `1520 ms`.
 fn milliseconds(ms: f64) -> String {
     if ms >= 100.0 {
