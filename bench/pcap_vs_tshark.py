@@ -5,8 +5,10 @@ traffic (at least 200 MB), each pinned to the same core, in the same run.
 The capture is made here unless --capture FILE is given: tcpdump on lo records nginx under
 `nodelay bench -c 50` (many small keep-alive exchanges) plus a Python http.server as shipped
 (Nagle stalls), until the file reaches --megabytes.
-Targets: nodelay at least 30x faster than tshark (issue 5), at least 1000 MB/s (issue 15), under 64 MB
-peak memory. Exit status 0 when all three are met.
+Targets (issue 48): nodelay's analysis at least 0.5x the rate at which the same core reads the
+file from the page cache (`dd bs=1M`, best of 3: the machine's own limit, measured in the same
+run, since an absolute rate moves with the machine), at least 30x faster than tshark (issue 5),
+under 64 MB peak memory. Exit status 0 when all three are met.
 
 Usage: bench/pcap_vs_tshark.py [--megabytes 210] [--capture FILE] [--keep]
 """
@@ -93,6 +95,9 @@ def main():
     size = os.path.getsize(path)
     # Warm the page cache so both tools read from memory.
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+    # The machine's own limit: the same core reading the file from the page cache.
+    read_s = min(timed(["dd", f"if={path}", "of=/dev/null", "bs=1M"])[1] for _ in range(3))
+    read_rate = size / 1e6 / read_s
     report_text, nodelay_s, nodelay_kb = timed([NODELAY, "pcap", "--json", path])
     report = json.loads(report_text)
     _, tshark_s, tshark_kb = timed(["tshark", "-r", path, "-q", "-z", "conv,tcp"])
@@ -101,11 +106,13 @@ def main():
     print(f"\ncapture: {size / 1e6:.0f} MB, {report['packets']} packets, {report['flows']} TCP flows, "
           f"{report['stalls']} stalls found ({', '.join(f['id'] for f in report['findings'])})")
     print(f"{'tool':<34}{'time':>10}{'MB/s':>10}{'peak RSS':>12}")
+    print(f"{'dd bs=1M (the page cache read)':<34}{read_s:>9.2f}s{read_rate:>10.0f}")
     print(f"{'nodelay pcap --json':<34}{nodelay_s:>9.2f}s{rate:>10.0f}{nodelay_kb / 1024:>9.1f} MB")
     print(f"{'tshark -r FILE -q -z conv,tcp':<34}{tshark_s:>9.2f}s{size / 1e6 / tshark_s:>10.0f}{tshark_kb / 1024:>9.1f} MB")
     checks = [
         (f"speed-up over tshark {speedup:.1f}x", speedup >= 30, ">= 30x"),
-        (f"read rate {rate:.0f} MB/s", rate >= 1000, ">= 1000 MB/s"),
+        (f"{rate:.0f} MB/s, {rate / read_rate:.2f}x the page cache read", rate >= 0.5 * read_rate,
+         ">= 0.5x the read"),
         (f"peak memory {nodelay_kb / 1024:.1f} MB", nodelay_kb / 1024 < 64, "< 64 MB"),
     ]
     print()

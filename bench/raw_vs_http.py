@@ -2,8 +2,12 @@
 """nodelay's raw-TCP path vs its HTTP path, on the same trivial peer (bench/canned_peer.c,
 one epoll thread answering canned bytes) pinned to core 0, nodelay pinned to core 1.
 
-Issue 4's target: requests per CPU-second on the raw path within 10 % of the HTTP path.
-Usage: bench/raw_vs_http.py [--rounds 3] [--seconds 5] [--connections 50]
+Issue 48's target: requests per CPU-second on the raw path at least 0.95 of the HTTP path's (the
+raw path frames less). One run's requests per CPU-second moves by up to 20 % from run to run
+on a 2-core VM, for either path: the rounds alternate (http raw, raw http, ...) and the ratio
+is the Hodges-Lehmann estimate (the median of every raw run over every http run), with each
+round's own ratio printed beside it.
+Usage: bench/raw_vs_http.py [--rounds 9] [--seconds 3] [--connections 50]
 Exit status 0 when the target is met."""
 import argparse
 import json
@@ -37,8 +41,8 @@ def run(args, seconds, connections):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--seconds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=50)
     args = parser.parse_args()
     if args.rounds < 1 or args.seconds < 1 or args.connections < 1:
@@ -51,12 +55,16 @@ def main():
     http_peer, http_port = start_peer(peer_binary, "http")
     line_peer, line_port = start_peer(peer_binary, "line")
     results = {"http": [], "raw": []}
+    paths = {"http": [f"http://127.0.0.1:{http_port}/"],
+             "raw": ["--send", r"PING\n", "--frame", "line", f"tcp://127.0.0.1:{line_port}"]}
     try:
         for round_number in range(args.rounds):
-            results["http"].append(run([f"http://127.0.0.1:{http_port}/"], args.seconds, args.connections))
-            results["raw"].append(run(["--send", r"PING\n", "--frame", "line", f"tcp://127.0.0.1:{line_port}"],
-                                      args.seconds, args.connections))
-            print(f"round {round_number + 1}/{args.rounds} done", file=sys.stderr)
+            # The order alternates, so that drift favours neither path.
+            order = ("http", "raw") if round_number % 2 == 0 else ("raw", "http")
+            for path in order:
+                results[path].append(run(paths[path], args.seconds, args.connections))
+            ratio = results["raw"][-1]["per_cpu"] / results["http"][-1]["per_cpu"]
+            print(f"round {round_number + 1}/{args.rounds}: raw/http {ratio:.2f} req/CPU-s", file=sys.stderr)
     finally:
         for proc in (http_peer, line_peer):
             proc.kill()
@@ -68,9 +76,13 @@ def main():
         med[path] = {k: statistics.median(r[k] for r in runs) for k in ("rps", "per_cpu", "rss")}
         m = med[path]
         print(f"{path:<8}{m['rps']:>12.0f}{m['per_cpu']:>12.0f}{m['rss'] / 1024:>9.1f} MB")
-    ratio = med["raw"]["per_cpu"] / med["http"]["per_cpu"]
-    ok = ratio >= 0.9
-    print(f"\nreq/CPU-s raw/http {ratio:.2f}  (target >= 0.90) {'ok' if ok else 'MISSED'}")
+    pairs = sorted(r["per_cpu"] / h["per_cpu"] for r in results["raw"] for h in results["http"])
+    ratio = statistics.median(pairs)
+    rounds = [r["per_cpu"] / h["per_cpu"] for r, h in zip(results["raw"], results["http"])]
+    print(f"each round's raw/http: {' '.join(f'{x:.2f}' for x in rounds)}")
+    ok = ratio >= 0.95
+    print(f"\nreq/CPU-s raw/http {ratio:.2f} (Hodges-Lehmann over {args.rounds}+{args.rounds} runs)  "
+          f"(target >= 0.95) {'ok' if ok else 'MISSED'}")
     sys.exit(0 if ok else 1)
 
 

@@ -7,6 +7,8 @@
 use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+pub mod fast;
+
 /// BSD loopback (`DLT_NULL`): a 4-byte address family, then IP.
 pub const LINKTYPE_NULL: u16 = 0;
 /// Ethernet, VLAN tags allowed.
@@ -74,8 +76,18 @@ pub struct TcpSegment {
     pub window: u16,
 }
 
-/// Decodes a frame; `None` when it is not a TCP segment (ARP, UDP, fragments, runts).
+/// Decodes a frame; `None` when it is not a TCP segment (ARP, UDP, fragments, runts). The
+/// common frame is read by hand ([`fast`]), the rest by etherparse.
 pub fn decode_tcp(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
+    match fast::decode(link_type, frame) {
+        fast::Fast::Segment(segment) => Some(segment),
+        fast::Fast::NotTcp => None,
+        fast::Fast::Unsure => decode_with_etherparse(link_type, frame),
+    }
+}
+
+/// [`decode_tcp`] by etherparse alone: every link type and header it knows.
+pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
     let sliced = match link_type {
         LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(frame).ok()?,
         LINKTYPE_NULL | LINKTYPE_LOOP => LaxSlicedPacket::from_ip(frame.get(4..)?).ok()?,

@@ -418,7 +418,10 @@ where
                     on_packet(&Packet { number: packet_number, offset: here, timestamp_ns, link_type, data });
                 }
                 offset += consumed as u64;
-                reader.consume(consumed);
+                // Not `consume`: past half the buffer it moves the rest to the front on every
+                // call, copying the file a second time. `refill` moves only the record cut
+                // short, once per buffer.
+                reader.consume_noshift(consumed);
             }
             Err(PcapError::Eof) => return Ok(()),
             Err(PcapError::Incomplete(_)) => {
