@@ -201,15 +201,15 @@ pub struct PhaseSummary {
     /// delayed ACKs out of it); `None` before the connection took a sample.
     pub path_rtt_ms: Option<f64>,
     /// Steady responses with a mid-response pause of at least 25 ms beyond the path's round
-    /// trip (on a path under 1 ms, of at least 25 ms).
+    /// trip (on loopback, of at least 25 ms).
     pub stalled: usize,
-    /// Steady responses, on a path of 1 ms or more, that paused about one round trip
+    /// Steady responses, on a path (MIN_PATH_RTT_MS or more), that paused about one round trip
     /// mid-response although they fit the initial window: bytes held until an ACK came back.
     pub round_trip_held: usize,
     /// Median of those pauses.
     pub round_trip_hold_p50_ms: Option<f64>,
-    /// Steady keep-alive responses of more than a segment, on a path of 1 ms or more, that
-    /// ended one round trip after their first byte (within a quarter of it and 1 ms).
+    /// Steady keep-alive responses of more than a segment, on a path (MIN_PATH_RTT_MS or more), that
+    /// ended one round trip after their first byte (within `tail::round_trip_slack_ms`).
     pub tail_held: usize,
     /// Median time from first byte to last over those.
     pub tail_held_body_p50_ms: Option<f64>,
@@ -417,14 +417,14 @@ impl PhaseSummary {
         fraction(self.round_trip_held, self.steady_responses)
     }
 
-    /// The round trip the rules take out of each time: the path's, from 1 ms on; 0 below.
+    /// The round trip the rules take out of each time: the path's, from MIN_PATH_RTT_MS on; 0 below.
     pub fn judged_rtt_ms(&self) -> f64 {
         self.path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0)
     }
 
     /// The median total less what the path costs a response: one round trip, and one more
     /// where responses are held a round trip mid-way or end one after their first byte
-    /// (those holds are judged on their own). On a path under 1 ms, the median total.
+    /// (those holds are judged on their own). On loopback, the median total.
     pub fn beyond_path_p50_ms(&self) -> f64 {
         let held = match (self.round_trip_hold_p50_ms, self.tail_held_body_p50_ms) {
             (Some(hold), _) if self.round_trip_held_fraction() >= 0.25 => hold,

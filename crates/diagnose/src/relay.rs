@@ -65,7 +65,7 @@ pub struct LegPauses {
     /// One stalled message spelled out.
     pub example: String,
     /// The leg's round trip: the median TCP_INFO `min_rtt` of the relay's socket on it over
-    /// the messages (0 when the kernel gave none). From 1 ms on it is taken
+    /// the messages (0 when the kernel gave none). From MIN_PATH_RTT_MS on it is taken
     /// out of the pauses: a stall is [`STALL_GAP_MS`] beyond it.
     pub path_rtt_ms: f64,
     /// Messages no larger than the initial window that paused about one round trip (within
@@ -88,7 +88,7 @@ impl LegPauses {
         if self.messages == 0 { 0.0 } else { self.round_trip_held as f64 / self.messages as f64 }
     }
 
-    /// The round trip taken out of this leg's pauses: all of it from 1 ms
+    /// The round trip taken out of this leg's pauses: all of it from MIN_PATH_RTT_MS
     /// on, none on loopback or a near LAN.
     pub fn judged_rtt_ms(&self) -> f64 {
         judged(self.path_rtt_ms)
@@ -142,7 +142,7 @@ pub struct RelayObservations {
     /// 90th percentile from the request forwarded to the upstream's first byte.
     pub upstream_first_byte_p90_ms: f64,
     /// Exchanges whose upstream took [`LATE_FIRST_BYTE_MS`] or more of its own time: the first
-    /// byte after the request, less the upstream leg's round trip from 1 ms on.
+    /// byte after the request, less the upstream leg's round trip from MIN_PATH_RTT_MS on.
     pub late_first_bytes: u64,
     /// Median handshake of the relay's upstream connections.
     pub upstream_connect_p50_ms: Option<f64>,
@@ -152,7 +152,7 @@ pub struct RelayObservations {
     pub total_p50_ms: f64,
 }
 
-/// A round trip as the rules take it out: all of it from 1 ms on, none below.
+/// A round trip as the rules take it out: all of it from MIN_PATH_RTT_MS on, none below.
 fn judged(rtt_ms: f64) -> f64 {
     if rtt_ms >= MIN_PATH_RTT_MS { rtt_ms } else { 0.0 }
 }

@@ -15,9 +15,15 @@
 use nodelay_engine::{ResponseRecord, distribution_ns, quantile_ms};
 
 /// A response "ends one round trip after its first byte" within this share of the round
-/// trip, and a millisecond more (the path's jitter, the reader's wake-up).
+/// trip, and a millisecond more (the path's jitter, the reader's wake-up), or on a path
+/// under 2 ms half a round trip more: a whole millisecond would take in any end there.
 pub(crate) const ROUND_TRIP_SLACK_SHARE: f64 = 0.25;
 pub(crate) const ROUND_TRIP_SLACK_MS: f64 = 1.0;
+
+/// How far from one round trip (`rtt_ms`) an end may be and still keep its time.
+pub(crate) fn round_trip_slack_ms(rtt_ms: f64) -> f64 {
+    rtt_ms * ROUND_TRIP_SLACK_SHARE + ROUND_TRIP_SLACK_MS.min(rtt_ms * 0.5)
+}
 /// A tail came alone when the pause before it was at least this share of the round trip:
 /// the rest came faster than the path's round trip, so the path did not keep the tail.
 pub(crate) const LONE_TAIL_PAUSE_SHARE: f64 = 0.25;
@@ -52,7 +58,7 @@ fn ends_one_round_trip_after_first_byte(response: &ResponseRecord, rtt_ms: f64, 
     let body_ms = ms(response.total.saturating_sub(response.first_byte));
     response.read_chunks >= 2
         && response.response_bytes > mss
-        && (body_ms - rtt_ms).abs() <= rtt_ms * ROUND_TRIP_SLACK_SHARE + ROUND_TRIP_SLACK_MS
+        && (body_ms - rtt_ms).abs() <= round_trip_slack_ms(rtt_ms)
 }
 
 /// Did the response's last read bring only a sub-segment tail, a quarter round trip or more

@@ -6,7 +6,7 @@ use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind}
 use crate::fixes;
 use crate::phase::{Experiment, Observations, Phase, PhaseSummary};
 use crate::symptom::{Symptom, proof_of};
-use crate::tail::{HELD_SHARE, ROUND_TRIP_SLACK_MS, ROUND_TRIP_SLACK_SHARE};
+use crate::tail::{HELD_SHARE, round_trip_slack_ms};
 
 const TAIL: Symptom = Symptom {
     share: PhaseSummary::tail_held_fraction,
@@ -52,9 +52,9 @@ pub(crate) fn server_tail_hold(observations: &Observations, baseline: &PhaseSumm
     let quick = observations.experiment(Experiment::QuickAck).filter(|phase| phase.is_reliable());
     let keeps_time = |summary: &PhaseSummary| {
         summary.tail_held_fraction() >= HELD_SHARE
-            && summary.tail_held_body_p50_ms.is_some_and(|quick_body| {
-                (quick_body - rtt).abs() <= rtt * ROUND_TRIP_SLACK_SHARE + ROUND_TRIP_SLACK_MS
-            })
+            && summary
+                .tail_held_body_p50_ms
+                .is_some_and(|quick_body| (quick_body - rtt).abs() <= round_trip_slack_ms(rtt))
     };
     let mut proofs: Vec<Proof> =
         quick.iter().map(|phase| quick_ack_proof(phase, baseline, keeps_time)).collect();

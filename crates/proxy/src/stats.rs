@@ -442,7 +442,7 @@ mod tests {
         assert_eq!(stats.upstream.round_trip_lost_ns, 40_000_000);
         assert_eq!(stats.upstream.rtt_ns.len(), 5);
         assert!((stats.upstream_time_ns.value_at_quantile(0.5) as f64 - 1e6).abs() < 1e4);
-        // Under 1 ms the round trip is loopback's: nothing is taken out, nothing is a hold.
+        // Under MIN_PATH_RTT_MS the round trip is loopback's: nothing is taken out, nothing is a hold.
         let mut loopback = ProxyStats::new(t0, Duration::from_millis(25));
         loopback.exchange(&exchange(t0, 1, 1));
         assert_eq!((loopback.upstream.stalled, loopback.upstream.round_trip_held), (0, 0));

@@ -444,7 +444,7 @@ impl FrameTap {
     /// retransmission worth counting: then the socket's loss counters are worth a TCP_INFO.
     pub fn may_end_a_loss(&self, now: Instant) -> bool {
         // A hole is filled a round trip after the loss at the soonest (a fast retransmit), or
-        // by a timeout of 200 ms or more. On a path under 1 ms a round trip's hold costs
+        // by a timeout of 200 ms or more. On loopback a round trip's hold costs
         // nothing worth naming: only pauses of 10 ms or more are read there, which keeps the
         // syscall off a busy loopback run (it cost 0.7 % of the generator's CPU against nginx).
         let rtt_us = self.losses.min_rtt_us();
@@ -933,7 +933,7 @@ mod tests {
         let ms = |n| start + Duration::from_millis(n);
         let mut tap = tap_with_request(1, start);
         tap.received(&frame(SETTINGS, 0, 0, &[]), ms(1));
-        // Before any round trip is known: from 1 ms.
+        // Before any round trip is known: from MIN_PATH_RTT_MS.
         assert!(!tap.may_end_a_loss(start + Duration::from_micros(1900)));
         assert!(tap.may_end_a_loss(ms(2)));
         // A 40 ms path: from half of it.

@@ -1011,8 +1011,8 @@ mod tests {
             "  path round trip 40.51 ms (min_rtt): 98 % of p50 41.20 ms; server and load 0.69 ms"
         );
         assert_eq!(at(MIN_WIDTH).1[0], "  path round trip 40.51 ms: 98 % of p50; 0.69 ms beyond it");
-        // Loopback, or an unsampled connection: not a word of it.
-        for rtt in [Some(0.007), Some(0.999), None] {
+        // Loopback (under 0.2 ms), or an unsampled connection: not a word of it.
+        for rtt in [Some(0.007), Some(0.19), None] {
             let mut r = across_a_path();
             r.path_rtt_ms = rtt;
             let text = Text.render(&r);
