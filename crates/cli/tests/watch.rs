@@ -197,6 +197,35 @@ fn watch_started_on_open_connections_names_the_server_by_its_listening_port() {
 }
 
 #[test]
+fn two_servers_stalling_at_once_are_each_named_by_their_own_process_and_port() {
+    let _alone = common::alone();
+    let (first, second) = (python_peer("python_http_server.py", &[]), python_peer("python_http_server.py", &[]));
+    let ports = format!("{},{}", first.port, second.port);
+    let mut watch = Watch::start(&["-i", "lo", "--port", &ports]);
+    assert_capture_mode(&watch.next());
+    // Both at once, each on its own keep-alive connection.
+    let clients = [first.port, second.port].map(|port| std::thread::spawn(move || curl(port, 15)));
+    for client in clients {
+        client.join().unwrap();
+    }
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    let mut named: Vec<(u64, u64, String)> = last["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["port"].as_u64().unwrap(), f["process"]["pid"].as_u64().unwrap(), f["finding"].to_string()))
+        .collect();
+    named.sort();
+    let mut expected: Vec<(u64, u64, String)> = [&first, &second]
+        .iter()
+        .map(|peer| (u64::from(peer.port), u64::from(peer.pid()), "\"server-nagle-delayed-ack\"".to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(named, expected, "{last:#}");
+}
+
+#[test]
 fn the_text_names_the_process_port_and_finding_in_one_sentence() {
     let _alone = common::alone();
     let peer = python_peer("python_http_server.py", &[]);
