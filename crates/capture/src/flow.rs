@@ -291,6 +291,12 @@ struct Side {
     last_send_ns: u64,
     last_data: Option<DataSegment>,
     pending_ack: Option<PendingAck>,
+    /// Its last partial segment: Linux's Nagle (Minshall's variant) holds a new partial one
+    /// until the ACK of this one, full segments sent between or not.
+    last_small: Option<DataSegment>,
+    /// The peer's pure ACK of `last_small` while full segments sent after it were still in
+    /// flight: a partial segment leaving as it arrives was held for it (a tail).
+    small_acked: Option<PendingAck>,
     payload_bytes: u64,
     retransmissions: u64,
     /// The timeout series under way and the sequence number it resends.
@@ -563,6 +569,19 @@ impl Flow {
             }
         }
         let sender = &mut self.sides[sender_side];
+        if pure
+            && let Some(small) = sender.last_small.as_mut()
+            && !small.acked
+            && !seq_after(small.end_seq, segment.ack)
+        {
+            small.acked = true;
+            // Full segments after it still in flight: a tail may be held for this ACK.
+            let after = sender.last_data.is_some_and(|data| data.packet != small.packet && !data.sub_mss);
+            if after {
+                let delay_ns = time_ns.saturating_sub(small.time_ns);
+                sender.small_acked = Some(PendingAck { time_ns, packet, delay_ns, held_after: *small });
+            }
+        }
         let Some(data) = sender.last_data.as_mut() else { return };
         if data.acked || seq_after(data.end_seq, segment.ack) {
             return;
@@ -699,16 +718,37 @@ impl Flow {
             self.previous_response_end = Some((time_ns, packet));
         }
         let full_sized = mss.is_some_and(|mss| segment.payload_len >= mss);
+        // Within this of the full segments before it, a tail left with them.
+        let with_them = ROUND_TRIP_SLACK_NS.saturating_add(self.known_rtt_ns() / 4);
+        let sender = &mut self.sides[side];
+        // A tail: full segments left after a partial one, then this partial one a while
+        // later, as the ACK of that earlier partial one came back (`note_release` checks the
+        // ACK clock). It was ready when the full ones left.
+        if !full_sized
+            && sender.pending_ack.is_none()
+            && let Some(ack) = sender.small_acked
+            && let Some(previous) = sender
+                .last_data
+                .filter(|data| !data.sub_mss && time_ns.saturating_sub(data.time_ns) > with_them)
+        {
+            let held_after = DataSegment { time_ns: previous.time_ns, ..ack.held_after };
+            sender.pending_ack = Some(PendingAck { held_after, ..ack });
+        }
         self.note_release(side, peer, packet, time_ns, window, full_sized);
         let sender = &mut self.sides[side];
-        sender.last_data = Some(DataSegment {
+        let data = DataSegment {
             time_ns,
             end_seq,
             len: segment.payload_len,
             packet,
             sub_mss: mss.is_none_or(|mss| !segment.payload_len.is_multiple_of(mss)),
             acked: false,
-        });
+        };
+        sender.last_data = Some(data);
+        if data.sub_mss {
+            sender.last_small = Some(data);
+            sender.small_acked = None;
+        }
         // The peer's held bytes, if any, cannot continue a message across this one.
         self.sides[peer].pending_ack = None;
     }

@@ -228,3 +228,28 @@ fn whole_segments_of_the_senders_own_mss_are_never_nagle_holds_in_a_real_capture
     assert!(ids.iter().any(|id| id.starts_with("server-nagle-")), "{ids:?}");
     assert!(held["stalls"].as_u64().unwrap() >= 9, "{held:#}");
 }
+
+/// A tail held for the ACK of the head, behind full segments that left at once (Linux's
+/// Nagle holds a partial segment while an earlier partial one is unacknowledged): one round
+/// trip, 2 ms here, in a real capture taken at the client. The TCP_NODELAY twin is healthy.
+#[test]
+fn a_tail_held_behind_full_segments_for_the_heads_ack_is_a_round_trip_hold() {
+    let (code, report) = pcap("tail25k_2ms_nagle_at_client.pcap");
+    assert_eq!(code, 3, "{report:#}");
+    let held = common::finding(&report, "server-nagle-round-trip");
+    assert_eq!(held["proven"], true, "{held:#}");
+    let evidence = |name: &str| {
+        held["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["what"] == name)
+            .map(|e| e["value"].as_f64().unwrap())
+    };
+    // Seven of eight responses: the first one's tail left with its second flight (slow start).
+    assert_eq!(evidence("holds"), Some(7.0), "{held:#}");
+    let (hold, rtt) = (evidence("median hold").unwrap(), evidence("median round trip").unwrap());
+    assert!(near(rtt, 2.1, 0.2) && hold > rtt / 4.0 && hold < rtt, "{held:#}");
+    let (code, twin) = pcap("tail25k_2ms_nodelay_at_client.pcap");
+    assert_eq!((code, twin["findings"][0]["id"].clone()), (0, "healthy".into()), "{twin:#}");
+}

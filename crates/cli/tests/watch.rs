@@ -199,7 +199,8 @@ fn watch_started_on_open_connections_names_the_server_by_its_listening_port() {
 #[test]
 fn two_servers_stalling_at_once_are_each_named_by_their_own_process_and_port() {
     let _alone = common::alone();
-    let (first, second) = (python_peer("python_http_server.py", &[]), python_peer("python_http_server.py", &[]));
+    let (first, second) =
+        (python_peer("python_http_server.py", &[]), python_peer("python_http_server.py", &[]));
     let ports = format!("{},{}", first.port, second.port);
     let mut watch = Watch::start(&["-i", "lo", "--port", &ports]);
     assert_capture_mode(&watch.next());
@@ -214,7 +215,9 @@ fn two_servers_stalling_at_once_are_each_named_by_their_own_process_and_port() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["port"].as_u64().unwrap(), f["process"]["pid"].as_u64().unwrap(), f["finding"].to_string()))
+        .map(|f| {
+            (f["port"].as_u64().unwrap(), f["process"]["pid"].as_u64().unwrap(), f["finding"].to_string())
+        })
         .collect();
     named.sort();
     let mut expected: Vec<(u64, u64, String)> = [&first, &second]
