@@ -230,8 +230,32 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
     // front shows when a hop behind it stalls (nginx on a stalling backend: 44 ms).
     let timer_already_named =
         out.iter().any(|s| s.id == "server-nagle-delayed-ack" || s.id == "delayed-ack-quantized");
+    // Across a path, keep-alive responses that end one round trip after their first byte,
+    // with a pause inside: the tail a Nagle server holds for the ACK of the head (the doctor
+    // proves it by the ACK clock). Measured at 0.5, 10 and 40 ms: 0.89, 10.7 and 42.0 ms from
+    // first byte to last, against 0.03, 3.9 and 16.8 ms for the TCP_NODELAY twin.
+    let path_rtt = run.path_rtt_ms.filter(|rtt| *rtt >= nodelay_engine::path::MIN_PATH_RTT_MS);
+    let reused = run.keep_alive && run.reused_responses * 2 >= run.responses;
+    let total_p50 = (run.latency_quantiles_ms.len() == 9).then(|| run.latency_quantiles_ms[4]);
+    if let (false, true, Some(rtt), Some(total), Some(first), Some(gap)) =
+        (timer_already_named, reused, path_rtt, total_p50, run.first_byte_p50_ms, run.read_gap_p50_ms)
+        && run.read_chunks_mean > 1.0
+        && gap >= rtt * 0.1
+        && ((total - first) - rtt).abs() <= crate::tail::round_trip_slack_ms(rtt)
+    {
+        out.push(Suggestion {
+            id: "server-nagle-round-trip",
+            why: format!(
+                "half or more of the keep-alive responses end {:.2} ms after their first byte, about the path's \
+                 {rtt:.2} ms round trip, with a pause inside: a tail Nagle on the server holds for the ACK of the \
+                 head suspected",
+                total - first
+            ),
+            prove: format!("nodelay doctor {url}"),
+        });
+    }
     if let (Some(p50), Some(p90)) = (run.first_byte_p50_ms, run.first_byte_p90_ms) {
-        let beyond_path = (p50 - run.path_rtt_ms.filter(|rtt| *rtt >= 1.0).unwrap_or(0.0)).max(0.0);
+        let beyond_path = (p50 - path_rtt.unwrap_or(0.0)).max(0.0);
         let steady = p90 - p50 <= STEADY_FIRST_BYTE_SPREAD_MS;
         if let (false, true, Some(timer)) = (timer_already_named, steady, hop_stall_timer(beyond_path)) {
             out.push(Suggestion {
@@ -409,6 +433,29 @@ mod tests {
             ..run()
         };
         assert!(suggest(&slow).is_empty());
+    }
+
+    #[test]
+    fn across_a_path_an_end_one_round_trip_after_the_first_byte_suggests_a_held_tail() {
+        // The 25 KB two-write response across 10 ms (measured): 21.8 ms total, the first
+        // byte at 11.0 ms, a 1.4 ms pause inside; its TCP_NODELAY twin ends 3.9 ms after it.
+        let deciles = |p50: f64| (1..=9).map(|d| p50 + f64::from(d - 5) * 0.05).collect::<Vec<f64>>();
+        let held = RunShape {
+            path_rtt_ms: Some(10.3),
+            read_chunks_mean: 9.0,
+            first_byte_p50_ms: Some(11.0),
+            read_gap_p50_ms: Some(1.4),
+            latency_quantiles_ms: deciles(21.8),
+            ..run()
+        };
+        assert_eq!(ids(&held), ["server-nagle-round-trip"]);
+        let twin =
+            RunShape { read_gap_p50_ms: Some(0.8), latency_quantiles_ms: deciles(14.7), ..held.clone() };
+        assert!(ids(&twin).is_empty());
+        // On loopback (min_rtt 0.02 ms) there is no path to hold for.
+        assert!(ids(&RunShape { path_rtt_ms: Some(0.02), ..held.clone() }).is_empty());
+        // A connection per request: its second flight keeps the same time.
+        assert!(!ids(&RunShape { reused_responses: 0, ..held }).contains(&"server-nagle-round-trip"));
     }
 
     #[test]
