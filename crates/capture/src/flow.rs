@@ -1,5 +1,5 @@
 //! TCP flow tracking as a pure state machine: feed it segments with their timestamps, read
-//! out what the capture shows (FIELD_NOTES §5 and §9).
+//! out what the capture shows (docs/field-notes.md §5 and §9).
 //!
 //! - **Round trips** from the capture's own packets: SYN → SYN-ACK and the client's data →
 //!   the server's ACK time the server's side of the capture point, SYN-ACK → ACK and the

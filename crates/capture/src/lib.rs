@@ -1,6 +1,6 @@
 //! Packet captures: read pcap/pcapng as a stream, decode TCP, track flows in both
 //! directions (numbered like Wireshark's `tcp.stream`) and find Nagle × delayed-ACK stalls
-//! by the capture rule of FIELD_NOTES §5.
+//! by the capture rule of docs/field-notes.md §5.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

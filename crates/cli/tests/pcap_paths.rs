@@ -178,7 +178,7 @@ fn text_names_the_time_the_round_trip_and_the_slow_flow() {
     }
 }
 
-/// Real captures (tcpdump -i any in each namespace of `shared/tools/wan.py up --rtt 40ms`,
+/// Real captures (tcpdump -i any in each namespace of a 40 ms path, `wan.py up --rtt 40ms`,
 /// `tests/peers/python_http_server.py` under `nodelay bench -c 1 -n 10`, committed as
 /// `wan40_*`): the Nagle server is named at both ends with the client's own 42 ms ACK delay
 /// (net of the round trip at the server), and its TCP_NODELAY twin is healthy there, not a

@@ -368,7 +368,7 @@ fn a_split_writing_client_is_named_as_the_client_side() {
 }
 
 /// Over a real 40 ms path (nodelay-path) the Nagle server holds its body until the
-/// client's ACK of the head: one round trip if the client ACKs at once (FIELD_NOTES §9), 40 ms
+/// client's ACK of the head: one round trip if the client ACKs at once (docs/field-notes.md §9), 40 ms
 /// more if it delays it. Watch, in the server's network namespace, names the server and its
 /// port, and its hold accounts for the client's time beyond the round trip.
 #[test]

@@ -1,7 +1,7 @@
 //! Listen-queue overflow: new connections that wait a second (then three, then seven) to
 //! open because the server's accept queue was full when their handshake arrived, and the
 //! kernel dropped the SYN or the handshake's last ACK until the client retransmitted
-//! (FIELD_NOTES: Python `listen(2)` at 20 connections, connect p90 1.00 s).
+//! (docs/field-notes.md §8: Python `listen(2)` at 20 connections, connect p90 1.00 s).
 //!
 //! Seen: opens at the SYN retransmission times. Proven by either of two things: the same
 //! requests, one connection at a time, open without a wait (the queue never holds two); or

@@ -1,5 +1,5 @@
 //! Findings from a packet capture: the same vocabulary as the live doctor, proven by the
-//! capture's own packets instead of an experiment: the Nagle rules of FIELD_NOTES §5 and §9,
+//! capture's own packets instead of an experiment: the Nagle rules of docs/field-notes.md §5 and §9,
 //! and what the exchanges spent their time on (the round trip, the client's wait, the
 //! server's first byte), retransmission timeouts and zero windows.
 
@@ -115,7 +115,7 @@ fn finding(group: &CaptureStalls) -> Finding {
 }
 
 /// Holds of one round trip a capture showed where one kind of side held its data: released
-/// by an ACK the peer sent at once (FIELD_NOTES §9).
+/// by an ACK the peer sent at once (docs/field-notes.md §9).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CaptureRoundTrips {
     /// The Nagling sender was the server (else the client).

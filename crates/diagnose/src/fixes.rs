@@ -1,4 +1,4 @@
-//! Fixes per common stack (FIELD_NOTES §6): where Nagle is on by default and how to turn it
+//! Fixes per common stack (docs/field-notes.md §6): where Nagle is on by default and how to turn it
 //! off, how to write a request in one piece, how to keep connections alive.
 
 use crate::finding::Fix;

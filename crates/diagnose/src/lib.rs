@@ -5,7 +5,7 @@
 //! [`Finding`]s; [`relay_findings`] does the same for what `nodelay proxy` saw, and
 //! [`capture_findings`] for a packet capture. No I/O and no clock here, so every rule is
 //! unit-tested on synthetic records. The kernel facts behind the rules are in
-//! shared/FIELD_NOTES.md.
+//! docs/field-notes.md.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

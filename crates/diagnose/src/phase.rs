@@ -24,7 +24,7 @@ const DEFAULT_MSS_BYTES: u64 = 1460;
 /// request runs on a fresh one, unlike what a keep-alive client sees.
 pub const MAX_FAILED_SHARE: f64 = 0.10;
 
-/// One change to the client's behaviour, made to separate causes (FIELD_NOTES §4).
+/// One change to the client's behaviour, made to separate causes (docs/field-notes.md §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Experiment {

@@ -2,7 +2,7 @@
 //! sits between a client and an upstream and sees, on each leg, when every piece of every
 //! message arrived. No experiment is run: a finding rests on the pattern seen (proof kind
 //! `relay-rule`), and is called proven only when the pattern is the whole Nagle signature
-//! (FIELD_NOTES §1-2): pauses inside messages as long as a delayed-ACK timer, clustered like
+//! (docs/field-notes.md §1-2): pauses inside messages as long as a delayed-ACK timer, clustered like
 //! a timer's, on several exchanges, and either sparing each connection's first exchange
 //! (which a fresh connection ACKs at once) or matching the relay's own delayed-ACK timeout.
 //!
@@ -13,7 +13,7 @@
 //!
 //! Across a path (a leg's round trip, the relay socket's TCP_INFO `min_rtt`, of
 //! 1 ms or more) the rules judge only what the path does not explain, as the
-//! doctor does (FIELD_NOTES §9): the upstream's own time is its first byte less the upstream
+//! doctor does (docs/field-notes.md §9): the upstream's own time is its first byte less the upstream
 //! leg's round trip; a pause is a stall when it lasts [`STALL_GAP_MS`] beyond the leg's
 //! round trip, and its timer is matched net of it (Nagle held the rest until the relay's
 //! delayed ACK came back: the timer plus one round trip); a pause of about one round trip

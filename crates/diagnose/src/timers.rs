@@ -1,5 +1,5 @@
 //! Which delayed-ACK timer a stall length matches. The stall's length names the peer that
-//! delayed its ACK, not the one that held its data (FIELD_NOTES §1).
+//! delayed its ACK, not the one that held its data (docs/field-notes.md §1).
 
 use serde::Serialize;
 

@@ -18,7 +18,7 @@ const BLOCK_BYTES: u32 = 256 << 10;
 /// Blocks in the ring (4 MB): 160 ms of 100k packets/s before the kernel must drop.
 const BLOCKS: u32 = 16;
 /// A block is handed over this long after its first packet even if not full: what watch sees
-/// is at most this late (tcpdump's 1 s default is what loses a short capture, FIELD_NOTES §8).
+/// is at most this late (tcpdump's 1 s default is what loses a short capture, docs/field-notes.md §8).
 pub const BLOCK_TIMEOUT_MS: u32 = 10;
 /// The frame size the kernel wants declared (V3 packs packets of any size in a block).
 const FRAME_BYTES: u32 = 2048;
