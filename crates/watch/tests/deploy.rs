@@ -108,17 +108,17 @@ fn metric_names(expr: &str) -> Vec<String> {
     names
 }
 
+/// nginx's 41 ms server-side stall on port 8080, as the docs quote it.
+fn record_one_stall(metrics: &WatchMetrics) {
+    let nginx = Holder::named("nginx");
+    metrics.stall("server-nagle-delayed-ack", nginx, 8080, Role::Server, Duration::from_millis(41));
+}
+
 /// The metric families `/metrics` exposes with one of everything recorded, by their
 /// Prometheus names: a histogram's samples (`_bucket`, `_sum`, `_count`) under its own.
 fn exposed_families() -> BTreeSet<String> {
     let metrics = WatchMetrics::new();
-    metrics.stall(
-        "server-nagle-delayed-ack",
-        Holder::named("nginx"),
-        8080,
-        Role::Server,
-        Duration::from_millis(41),
-    );
+    record_one_stall(&metrics);
     metrics.exchanges(Holder { command: "nginx", pid: Some(812) }, 8080, Role::Server, 58);
     metrics.path_rtt(Duration::from_micros(80));
     metrics.flows_watched(1);
@@ -272,13 +272,7 @@ fn the_docs_name_every_metric_and_quote_metrics_as_it_is() {
     // The /metrics excerpt: every line of it is a line of the real text.
     let excerpt = fenced_blocks(&docs, "").into_iter().find(|b| b.contains("# EOF")).expect("an excerpt");
     let metrics = WatchMetrics::new();
-    metrics.stall(
-        "server-nagle-delayed-ack",
-        Holder::named("nginx"),
-        8080,
-        Role::Server,
-        Duration::from_millis(41),
-    );
+    record_one_stall(&metrics);
     metrics.mode(Mode::Capture);
     let text = metrics.encode();
     for line in excerpt.lines().filter(|l| *l != "...") {
