@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the pure crates' unit tests under Miri (undefined behaviour, out-of-bounds reads,
-# aliasing): the HTTP and raw framers (nodelay-wire), the capture decoders and flow analysis
-# (nodelay-capture) and the significance tests (nodelay-diagnose). Tests that walk every
-# split of a message or read fixture files are skipped: Miri interprets, about a thousand
-# times slower than native code, and has no file system without -Zmiri-disable-isolation.
+# aliasing): the HTTP and raw framers (nodelay-wire), the capture decoder (nodelay-capture;
+# its flow analysis runs past 8 minutes under Miri) and the significance tests
+# (nodelay-diagnose). Tests that walk every split of a message or read fixture files are
+# skipped: Miri interprets, about a thousand times slower than native code, and has no file
+# system without -Zmiri-disable-isolation.
 # Needs the nightly toolchain with the miri component:
 #   rustup +nightly component add miri rust-src
 # Usage: scripts/miri.sh [EXTRA TEST FILTER ARGS]

@@ -724,7 +724,10 @@ impl Flow {
         // A tail: full segments left after a partial one, then this partial one a while
         // later, as the ACK of that earlier partial one came back (`note_release` checks the
         // ACK clock). It was ready when the full ones left.
+        // Not in a connection's first exchange: there the initial window, not Nagle, may keep
+        // the tail (ten segments in flight, the tail the eleventh).
         if !full_sized
+            && self.exchanges >= 2
             && sender.pending_ack.is_none()
             && let Some(ack) = sender.small_acked
             && let Some(previous) = sender
@@ -751,6 +754,7 @@ impl Flow {
         }
         // The peer's held bytes, if any, cannot continue a message across this one.
         self.sides[peer].pending_ack = None;
+        self.sides[peer].small_acked = None;
     }
 
     /// New data from `side` after a pure ACK of its partial segment: a hold the ACK released,

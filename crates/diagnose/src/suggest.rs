@@ -240,7 +240,9 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
     if let (false, true, Some(rtt), Some(total), Some(first), Some(gap)) =
         (timer_already_named, reused, path_rtt, total_p50, run.first_byte_p50_ms, run.read_gap_p50_ms)
         && run.read_chunks_mean > 1.0
-        && gap >= rtt * 0.1
+        // A pause inside: on a short path most of the round trip (a fast link's body of
+        // several segments ends a round trip in too), on a long one at least 0.5 ms.
+        && gap >= (rtt * 0.1).max((rtt * 0.5).min(0.5))
         && ((total - first) - rtt).abs() <= crate::tail::round_trip_slack_ms(rtt)
     {
         out.push(Suggestion {

@@ -115,7 +115,9 @@ impl CompareTargets {
         said: &mut dyn FnMut(&str),
     ) -> Result<RoundsEnd> {
         if self.live.is_empty() {
-            return Ok(RoundsEnd { completed: rounds, interrupted: false, cut_short: None });
+            // Saved runs alone: every target ran its fewest rounds to the end.
+            let completed = self.saved.iter().map(|(_, t)| t.rounds.len() as u32).min().unwrap_or(0);
+            return Ok(RoundsEnd { completed, interrupted: false, cut_short: None });
         }
         let end = run_rounds(&mut self.live, rounds, observe, said);
         if self.live.iter().all(|t| t.error().is_some()) {

@@ -65,8 +65,12 @@ pub fn saved_target(text: &str, file: &str, wanted: Option<&str>) -> Result<Comp
     if let Some(why) = &target.error {
         return Err(format!("{file}: target {} was not measured: {why}", target.label));
     }
-    if target.rounds.is_empty() {
-        return Err(format!("{file}: target {} has no complete round to compare", target.label));
+    if target.rounds.len() < 2 {
+        return Err(format!(
+            "{file}: target {} has {} complete rounds: a test needs 2 or more (5 can tell a difference)",
+            target.label,
+            target.rounds.len()
+        ));
     }
     Ok(CompareTarget {
         label: target.label,
@@ -107,6 +111,25 @@ pub fn load_differences(saved: &BenchSettings, now: &BenchSettings) -> Vec<Strin
     let version =
         |s: &BenchSettings| s.http_version.clone().map_or("raw tcp".into(), |v| format!("HTTP/{v}"));
     differ("protocol", version(saved), version(now));
+    let http2 = |s: &BenchSettings| {
+        s.http2.as_ref().map_or("none".into(), |h| {
+            let grpc = h.grpc_method.as_deref().map_or(String::new(), |m| format!(", gRPC {m}"));
+            format!(
+                "{} streams, windows {}/{} bytes{grpc}",
+                h.streams_per_connection, h.stream_window_bytes, h.connection_window_bytes
+            )
+        })
+    };
+    differ("HTTP/2 (--streams, --h2-window, --grpc)", http2(saved), http2(now));
+    // How responses were timed: an epoll loop's read times or the kernel's arrival stamps.
+    let clock = |s: &BenchSettings| {
+        let waits = if s.batched_waits { "batched waits, arrival-stamped" } else { "read-timed" };
+        format!("{} loop, {waits}{}", s.event_loop, if s.busy_poll { ", busy-polled" } else { "" })
+    };
+    differ("event loop (--epoll, --io-uring, --busy-poll)", clock(saved), clock(now));
+    let tls = |s: &BenchSettings| s.tls.as_ref().map_or("plain".into(), |t| t.describe());
+    differ("TLS", tls(saved), tls(now));
+    differ("timeout (--timeout)", format!("{}s", saved.timeout_s), format!("{}s", now.timeout_s));
     differences
 }
 
@@ -130,7 +153,9 @@ mod tests {
             .map(|label| {
                 json!({"label": label, "url": "http://a/", "settings": settings(1), "error": null,
                     "rounds": [{"round": 1, "requests_completed": 10, "errors": 0,
-                        "requests_per_second": 10.0, "p50_ms": 1.0}]})
+                        "requests_per_second": 10.0, "p50_ms": 1.0},
+                        {"round": 2, "requests_completed": 10, "errors": 0,
+                        "requests_per_second": 10.0, "p50_ms": 1.1}]})
             })
             .collect();
         json!({"schema": COMPARE_SCHEMA_ID, "settings": settings(1), "targets": targets,
@@ -141,7 +166,7 @@ mod tests {
     #[test]
     fn a_saved_compare_run_gives_its_one_target_or_the_one_named() {
         let one = saved_target(&run(&["main"]), "main.json", None).unwrap();
-        assert_eq!((one.label.as_str(), one.rounds.len(), one.run.is_none()), ("main", 1, true));
+        assert_eq!((one.label.as_str(), one.rounds.len(), one.run.is_none()), ("main", 2, true));
         assert_eq!(one.saved.unwrap().machine.unwrap().hostname, "ci");
         let two = run(&["main", "pr"]);
         assert_eq!(saved_target(&two, "r.json", Some("pr")).unwrap().label, "pr");

@@ -45,7 +45,9 @@ pub(crate) struct LabelCap {
 
 #[derive(Debug, Default)]
 struct Seen {
-    pairs: HashSet<(String, u16)>,
+    /// (process, PID, port): a PID is part of the key, so a client restarted in a loop takes
+    /// new label sets only up to the cap.
+    pairs: HashSet<(String, String, u16)>,
     findings: HashSet<String>,
 }
 
@@ -69,14 +71,14 @@ impl LabelCap {
             }
             None => String::new(),
         };
-        let pair = (process, port);
+        let pair = (process, pid, port);
         let pair_admitted = seen.pairs.contains(&pair) || seen.pairs.len() < self.pairs_max;
         if !pair_admitted {
             let overflow = || OVERFLOW_LABEL.to_owned();
             return Admitted { finding, process: overflow(), port: overflow(), pid: overflow() };
         }
         seen.pairs.insert(pair.clone());
-        Admitted { finding, process: pair.0, port: pair.1.to_string(), pid }
+        Admitted { finding, process: pair.0, pid: pair.1, port: pair.2.to_string() }
     }
 }
 

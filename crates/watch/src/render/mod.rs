@@ -129,7 +129,12 @@ pub(crate) fn next_command(stalls: &Stalls) -> String {
             format!("nodelay inspect {pid}, then nodelay fix {pid} or restart it under nodelay exec")
         }
         (Side::Client, true, None) => "nodelay exec -- the client's command".into(),
-        (_, false, _) => "the holder is on the other host: fix it there (nodelay fix or exec)".into(),
+        (_, false, Some(_)) => "the holder is on the other host: fix it there (nodelay fix or exec)".into(),
+        (_, false, None) => {
+            "no local process was found holding it (another network namespace, or no right to read it): run \
+             nodelay inspect where it runs"
+                .into()
+        }
     }
 }
 
