@@ -195,8 +195,9 @@ fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
     // A pooled connection makes the destination known from the start.
     server.ask(&format!("hold {} 1", destination.port()));
     server.ask(&format!("reuse {} {local}", destination.port()));
-    // As old as the kernel wants a TIME-WAIT it reuses on a port it picked.
-    wait_until("a TIME-WAIT 1 s old", || time_wait_left_s(local).is_some_and(|left| left <= 59.0));
+    // Older than the kernel wants a TIME-WAIT it reuses (its timestamp's second has passed:
+    // `tcp_twsk_unique`); 2 s, since the timer's ticks and that second need not line up.
+    wait_until("a TIME-WAIT 2 s old", || time_wait_left_s(local).is_some_and(|left| left <= 58.0));
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     server.ask(&format!("reuse {} {local}", destination.port()));
     destination.wait_closed(2);
