@@ -46,7 +46,7 @@ mod tcp_table;
 mod watch;
 
 pub use error::HostError;
-pub use local_ports::{LocalPorts, local_ports};
+pub use local_ports::{LocalPorts, local_ports, port_range as local_port_range};
 pub use maps::linked_libraries;
 pub use server_view::{CpuPressure, ListenQueueView, ServerView, ThreadLoad, Upstream};
 pub use target::Target;

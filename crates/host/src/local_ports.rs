@@ -60,10 +60,17 @@ pub fn local_ports(_target: SocketAddr) -> Option<LocalPorts> {
     None
 }
 
-/// `net.ipv4.ip_local_port_range` of this process's network namespace.
+/// `net.ipv4.ip_local_port_range` of this process's network namespace: the ports the kernel
+/// picks a client's local port from, both ends included.
 #[cfg(target_os = "linux")]
-fn port_range() -> Option<(u16, u16)> {
+pub fn port_range() -> Option<(u16, u16)> {
     parse_range(&std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?)
+}
+
+/// Not known off Linux.
+#[cfg(not(target_os = "linux"))]
+pub fn port_range() -> Option<(u16, u16)> {
+    None
 }
 
 /// Connects to one destination after which the kernel's choice of local port has gone round
