@@ -1148,10 +1148,7 @@ mod tests {
     fn one_partial_segment_sent_while_another_is_unacked_proves_nagle_off() {
         let mut c = Conversation::new();
         // An exchange that looks held (a delayed ACK, then the body)...
-        c.data(0, MS, 78);
-        c.data(1, MS + 50 * US, 120);
-        c.ack(0, 41 * MS);
-        c.data(1, 41 * MS + 10 * US, 13);
+        one_exchange(&mut c, 120, 13);
         // ...then head and body back to back, the head unacknowledged: no Nagle here.
         c.data(0, 100 * MS, 78);
         c.data(1, 100 * MS + 50 * US, 120);
