@@ -86,23 +86,32 @@ pub fn decode_tcp(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
     }
 }
 
+/// What follows the link header of a frame that is not Ethernet: the EtherType the header
+/// names (Linux cooked captures), or `None` where IP follows directly (raw, BSD and OpenBSD
+/// loopback), and the bytes after the header. `None` for Ethernet (its VLAN tags are
+/// etherparse's), an unknown link type, or a frame shorter than its header.
+pub(crate) fn after_link_header(link_type: u16, frame: &[u8]) -> Option<(Option<u16>, &[u8])> {
+    let ether_type = |at: usize| Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]));
+    match link_type {
+        LINKTYPE_NULL | LINKTYPE_LOOP => Some((None, frame.get(4..)?)),
+        LINKTYPE_RAW | LINKTYPE_RAW_12 | LINKTYPE_RAW_14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
+            Some((None, frame))
+        }
+        LINKTYPE_LINUX_SLL => Some((Some(ether_type(14)?), frame.get(16..)?)),
+        LINKTYPE_LINUX_SLL2 => Some((Some(ether_type(0)?), frame.get(20..)?)),
+        _ => None,
+    }
+}
+
 /// [`decode_tcp`] by etherparse alone: every link type and header it knows.
 pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment> {
-    let sliced = match link_type {
-        LINKTYPE_ETHERNET => LaxSlicedPacket::from_ethernet(frame).ok()?,
-        LINKTYPE_NULL | LINKTYPE_LOOP => LaxSlicedPacket::from_ip(frame.get(4..)?).ok()?,
-        LINKTYPE_RAW | LINKTYPE_RAW_12 | LINKTYPE_RAW_14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => {
-            LaxSlicedPacket::from_ip(frame).ok()?
+    let sliced = match (link_type, after_link_header(link_type, frame)) {
+        (LINKTYPE_ETHERNET, _) => LaxSlicedPacket::from_ethernet(frame).ok()?,
+        (_, Some((None, ip))) => LaxSlicedPacket::from_ip(ip).ok()?,
+        (_, Some((Some(protocol), payload))) => {
+            LaxSlicedPacket::from_ether_type(EtherType(protocol), payload)
         }
-        LINKTYPE_LINUX_SLL => {
-            let protocol = u16::from_be_bytes([*frame.get(14)?, *frame.get(15)?]);
-            LaxSlicedPacket::from_ether_type(EtherType(protocol), frame.get(16..)?)
-        }
-        LINKTYPE_LINUX_SLL2 => {
-            let protocol = u16::from_be_bytes([*frame.first()?, *frame.get(1)?]);
-            LaxSlicedPacket::from_ether_type(EtherType(protocol), frame.get(20..)?)
-        }
-        _ => return None,
+        (_, None) => return None,
     };
     let (source_ip, destination_ip, ip_payload_len) = match sliced.net.as_ref()? {
         LaxNetSlice::Ipv4(ipv4) => {

@@ -38,23 +38,12 @@ fn be32(bytes: &[u8], at: usize) -> Option<u32> {
 /// The IP packet under the link header, when the link says IPv4 or IPv6 plainly: `None` for
 /// anything else.
 pub fn ip_of(link_type: u16, frame: &[u8]) -> Option<&[u8]> {
-    use super::*;
-    match link_type {
-        LINKTYPE_ETHERNET => match be16(frame, 12)? {
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => frame.get(14..),
-            _ => None,
-        },
-        LINKTYPE_NULL | LINKTYPE_LOOP => frame.get(4..),
-        LINKTYPE_RAW | LINKTYPE_RAW_12 | LINKTYPE_RAW_14 | LINKTYPE_IPV4 | LINKTYPE_IPV6 => Some(frame),
-        LINKTYPE_LINUX_SLL => match be16(frame, 14)? {
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => frame.get(16..),
-            _ => None,
-        },
-        LINKTYPE_LINUX_SLL2 => match be16(frame, 0)? {
-            ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => frame.get(20..),
-            _ => None,
-        },
-        _ => None,
+    let ip = |ether_type: u16| matches!(ether_type, ETHERTYPE_IPV4 | ETHERTYPE_IPV6);
+    match (link_type, super::after_link_header(link_type, frame)) {
+        (super::LINKTYPE_ETHERNET, _) => frame.get(14..).filter(|_| be16(frame, 12).is_some_and(ip)),
+        (_, Some((None, packet))) => Some(packet),
+        (_, Some((Some(ether_type), packet))) => ip(ether_type).then_some(packet),
+        (_, None) => None,
     }
 }
 
