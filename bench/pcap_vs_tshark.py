@@ -8,7 +8,8 @@ The capture is made here unless --capture FILE is given: tcpdump on lo records n
 Targets (issue 48): nodelay's analysis at least 0.5x the rate at which the same core reads the
 file from the page cache (`dd bs=1M`, best of 3: the machine's own limit, measured in the same
 run, since an absolute rate moves with the machine), at least 30x faster than tshark (issue 5),
-under 64 MB peak memory. Exit status 0 when all three are met.
+under 64 MB peak memory (the largest of its runs). nodelay's time, like dd's, is the best of 3.
+Exit status 0 when all three are met.
 
 Usage: bench/pcap_vs_tshark.py [--megabytes 210] [--capture FILE] [--keep]
 """
@@ -98,7 +99,11 @@ def main():
     # The machine's own limit: the same core reading the file from the page cache.
     read_s = min(timed(["dd", f"if={path}", "of=/dev/null", "bs=1M"])[1] for _ in range(3))
     read_rate = size / 1e6 / read_s
-    report_text, nodelay_s, nodelay_kb = timed([NODELAY, "pcap", "--json", path])
+    # Best of 3 as for dd: the first run also loads the binary, which is not the analysis.
+    runs = [timed([NODELAY, "pcap", "--json", path]) for _ in range(3)]
+    report_text = runs[0][0]
+    nodelay_s = min(run[1] for run in runs)
+    nodelay_kb = max(run[2] for run in runs)
     report = json.loads(report_text)
     _, tshark_s, tshark_kb = timed(["tshark", "-r", path, "-q", "-z", "conv,tcp"])
     speedup = tshark_s / nodelay_s

@@ -13,7 +13,7 @@ use crate::stream::Stream;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// How long a closed conversation's number is kept for packets that trail it: twice the
 /// maximum segment lifetime (RFC 9293: 2 minutes), after which no segment of it can still
@@ -139,7 +139,44 @@ pub struct CaptureSummary {
     pub slow_flows_not_kept: u64,
 }
 
-type FlowKey = (Endpoint, Endpoint);
+/// A 4-tuple as the conversation tables key it, lower end first: each address in 128 bits
+/// (IPv4 in the low 32, told apart by `v6`). Every packet hashes and compares one, and
+/// `(IpAddr, u16)` pairs cost a third of the analysis in both (issue 48).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FlowKey {
+    addresses: [u128; 2],
+    ports: [u16; 2],
+    v6: bool,
+}
+
+impl std::hash::Hash for FlowKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u128(self.addresses[0]);
+        state.write_u128(self.addresses[1]);
+        state.write_u64(u64::from(self.ports[0]) << 32 | u64::from(self.ports[1]) << 16 | u64::from(self.v6));
+    }
+}
+
+/// An address as a number, in the order `IpAddr` sorts addresses of one family.
+fn address_bits(address: IpAddr) -> u128 {
+    match address {
+        IpAddr::V4(v4) => u128::from(u32::from(v4)),
+        IpAddr::V6(v6) => u128::from(v6),
+    }
+}
+
+impl FlowKey {
+    /// The key of `segment`'s 4-tuple, and the segment's direction in it: 0 when its source
+    /// is the lower end (the order `(IpAddr, u16)` sorts in), 1 otherwise.
+    fn of(segment: &TcpSegment) -> (Self, usize) {
+        let source = (address_bits(segment.source.0), segment.source.1);
+        let destination = (address_bits(segment.destination.0), segment.destination.1);
+        let v6 = segment.source.0.is_ipv6();
+        let direction = usize::from(source > destination);
+        let (low, high) = if direction == 0 { (source, destination) } else { (destination, source) };
+        (FlowKey { addresses: [low.0, high.0], ports: [low.1, high.1], v6 }, direction)
+    }
+}
 
 /// A 4-tuple whose connection has not closed: its Wireshark stream, and nodelay's flow while
 /// one is open.
@@ -148,7 +185,8 @@ struct Conversation {
     /// Boxed: many open conversations have no flow (bare ACKs, outside --flow), and a flow
     /// inline would make each of them 600 bytes instead of 50.
     flow: Option<Box<Flow>>,
-    fins: [bool; 2],
+    /// The directions that sent a FIN, one bit each.
+    fins: u8,
     /// Both FINs or a RST: once its flow is done it moves to the closed table.
     closed: bool,
     last_ns: u64,
@@ -156,12 +194,12 @@ struct Conversation {
 
 impl Conversation {
     fn new(stream: Stream, time_ns: u64) -> Self {
-        Conversation { stream, flow: None, fins: [false; 2], closed: false, last_ns: time_ns }
+        Conversation { stream, flow: None, fins: 0, closed: false, last_ns: time_ns }
     }
 
     fn note_close(&mut self, direction: usize, segment: &TcpSegment) {
-        self.fins[direction] |= segment.fin;
-        self.closed |= segment.rst || self.fins == [true, true];
+        self.fins |= u8::from(segment.fin) << direction;
+        self.closed |= segment.rst || self.fins == 0b11;
     }
 
     /// Feeds `segment` to the conversation and its flow (opening one when `opens`); a SYN
@@ -169,7 +207,7 @@ impl Conversation {
     /// which gets back the flow that ended.
     fn feed(
         &mut self,
-        key: FlowKey,
+        ends: [Endpoint; 2],
         direction: usize,
         packet: &Packet<'_>,
         segment: &TcpSegment,
@@ -188,7 +226,7 @@ impl Conversation {
         self.last_ns = self.last_ns.max(time_ns);
         if self.flow.is_none() && opens {
             *fed.flows_seen += 1;
-            self.flow = Some(Box::new(Flow::new([key.0, key.1], time_ns, self.stream.index)));
+            self.flow = Some(Box::new(Flow::new(ends, time_ns, self.stream.index)));
         }
         if let Some(flow) = self.flow.as_mut() {
             flow.segment(packet.number, time_ns, segment);
@@ -255,8 +293,11 @@ pub struct Analyzer {
     /// Closed ones, until [`CLOSED_KEPT_NS`] after their last packet.
     closed: FxHashMap<FlowKey, Closed>,
     next_stream: u64,
-    /// The latest capture time seen, for expiry.
+    /// The latest capture time of a TCP segment, for expiry.
     now_ns: u64,
+    /// The earliest and latest capture times of any packet (`u64::MAX` and 0 before one).
+    first_ns: u64,
+    last_ns: u64,
     sweep_at: usize,
     filter: Option<FlowFilter>,
     max_kept: usize,
@@ -271,6 +312,8 @@ impl Analyzer {
             closed: FxHashMap::default(),
             next_stream: 0,
             now_ns: 0,
+            first_ns: u64::MAX,
+            last_ns: 0,
             sweep_at: SWEEP_AT_LEAST,
             filter,
             max_kept: max_kept.max(1),
@@ -280,9 +323,9 @@ impl Analyzer {
 
     /// Takes the next packet of the capture, in file order.
     pub fn packet(&mut self, packet: &Packet<'_>) {
+        self.first_ns = self.first_ns.min(packet.timestamp_ns);
+        self.last_ns = self.last_ns.max(packet.timestamp_ns);
         let summary = &mut self.summary;
-        summary.first_ns = Some(summary.first_ns.map_or(packet.timestamp_ns, |t| t.min(packet.timestamp_ns)));
-        summary.last_ns = Some(summary.last_ns.map_or(packet.timestamp_ns, |t| t.max(packet.timestamp_ns)));
         let Some(segment) = decode_tcp(packet.link_type, packet.data) else {
             summary.other_packets += 1;
             if !link_type_supported(packet.link_type) {
@@ -292,16 +335,16 @@ impl Analyzer {
         };
         summary.tcp_packets += 1;
         self.now_ns = self.now_ns.max(packet.timestamp_ns);
-        let key = if segment.source <= segment.destination {
-            (segment.source, segment.destination)
+        let (key, direction) = FlowKey::of(&segment);
+        let ends = if direction == 0 {
+            [segment.source, segment.destination]
         } else {
-            (segment.destination, segment.source)
+            [segment.destination, segment.source]
         };
-        let direction = usize::from(segment.source != key.0);
         // A segment that would open a flow: trailing ACKs of a closed flow, or traffic
         // outside the filter, open nothing.
         let opens = (segment.syn || segment.payload_len > 0)
-            && self.filter.as_ref().is_none_or(|f| f.matches(key.0, key.1));
+            && self.filter.as_ref().is_none_or(|f| f.matches(ends[0], ends[1]));
         // One lookup for a packet of an open conversation, nearly every packet.
         let conversation = match self.open.entry(key) {
             Entry::Occupied(entry) => entry.into_mut(),
@@ -324,7 +367,7 @@ impl Analyzer {
             next_stream: &mut self.next_stream,
             flows_seen: &mut self.summary.flows_seen,
         };
-        conversation.feed(key, direction, packet, &segment, opens, &mut fed);
+        conversation.feed(ends, direction, packet, &segment, opens, &mut fed);
         let Fed { reused, finished, .. } = fed;
         if conversation.closed && conversation.flow.is_none() {
             let closed = Closed { stream: conversation.stream, last_ns: conversation.last_ns };
@@ -333,7 +376,10 @@ impl Analyzer {
             self.sweep();
         }
         // The flow a new connection on the same 4-tuple cut off, and the flow this closed.
-        for flow in [reused, finished].into_iter().flatten() {
+        if let Some(flow) = reused {
+            self.finish_flow(*flow);
+        }
+        if let Some(flow) = finished {
             self.finish_flow(*flow);
         }
     }
@@ -439,6 +485,9 @@ impl Analyzer {
             self.finish_flow(*flow);
         }
         self.trim_kept();
+        if self.first_ns <= self.last_ns {
+            (self.summary.first_ns, self.summary.last_ns) = (Some(self.first_ns), Some(self.last_ns));
+        }
         self.summary.read = read;
         self.summary
     }
@@ -511,8 +560,21 @@ mod tests {
         /// The stream index of each conversation still in the table, by 4-tuple.
         fn stream_of(&self, a: (u8, u16), b: (u8, u16)) -> Option<u64> {
             let end = |(host, port): (u8, u16)| (IpAddr::V4(Ipv4Addr::new(10, 0, 0, host)), port);
-            let (a, b) = (end(a), end(b));
-            let key = if a <= b { (a, b) } else { (b, a) };
+            let segment = TcpSegment {
+                source: end(a),
+                destination: end(b),
+                seq: 0,
+                ack: 0,
+                syn: false,
+                ack_flag: false,
+                fin: false,
+                rst: false,
+                payload_len: 0,
+                mss_option: None,
+                timestamps: false,
+                window: 0,
+            };
+            let (key, _) = FlowKey::of(&segment);
             let open = self.analyzer.open.get(&key).map(|c| c.stream.index);
             open.or_else(|| self.analyzer.closed.get(&key).map(|c| c.stream.index))
         }

@@ -10,7 +10,7 @@ use std::io::{self, Cursor, ErrorKind, Read};
 use thiserror::Error;
 
 /// Bytes of file buffered at once; a packet must fit (snap lengths are at most 256 KiB).
-const BUFFER_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const BUFFER_BYTES: usize = 4 * 1024 * 1024;
 /// The first two bytes of every gzip member (RFC 1952).
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 /// Bytes kept from the start of the capture: enough for the longest header pcap-parser
@@ -344,20 +344,11 @@ where
                                 snaplen: interface.snaplen,
                             });
                         }
-                        // libpcap and Wireshark take a fraction of a second or more as a broken record.
                         if u64::from(record.ts_usec) >= interface.units_per_second {
-                            return Err(ReadError::Malformed {
-                                packet: stats.packets,
-                                offset: here,
-                                reason: format!(
-                                    "its timestamp's fraction of a second, {}, is a second or more",
-                                    record.ts_usec
-                                ),
-                            });
+                            return Err(timestamp_error(stats.packets, here, record.ts_usec));
                         }
-                        let fraction_ns =
-                            u64::from(record.ts_usec) * (1_000_000_000 / interface.units_per_second);
-                        let timestamp_ns = u64::from(record.ts_sec) * 1_000_000_000 + fraction_ns;
+                        let timestamp_ns =
+                            record_time_ns(record.ts_sec, record.ts_usec, interface.units_per_second);
                         let data = &record.data[..(record.caplen as usize).min(record.data.len())];
                         Some((timestamp_ns, interface.link_type, data))
                     }
@@ -449,6 +440,22 @@ where
                 return Err(ReadError::NotACapture { first_bytes: String::new() });
             }
         }
+    }
+}
+
+/// A legacy record's time in nanoseconds since the Unix epoch; `fraction` is below
+/// `units_per_second` (1e6 or 1e9).
+pub(crate) fn record_time_ns(seconds: u32, fraction: u32, units_per_second: u64) -> u64 {
+    u64::from(seconds) * 1_000_000_000 + u64::from(fraction) * (1_000_000_000 / units_per_second)
+}
+
+/// A record whose fraction of a second is a second or more, which libpcap and Wireshark
+/// take as broken.
+pub(crate) fn timestamp_error(packets_before: u64, offset: u64, fraction: u32) -> ReadError {
+    ReadError::Malformed {
+        packet: packets_before,
+        offset,
+        reason: format!("its timestamp's fraction of a second, {fraction}, is a second or more"),
     }
 }
 

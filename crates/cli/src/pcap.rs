@@ -6,9 +6,9 @@ use crate::exit::{Outcome, usage};
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, bail};
-use nodelay_capture::{Analyzer, ReadError, ReadStats, read_packets};
+use nodelay_capture::{Analyzer, CaptureInput, OnShrink, ReadError, ReadStats, read_capture};
 use nodelay_report::{Json, PcapReport, Render};
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::path::Path;
 
 /// Stalling flows kept in detail while reading, whatever --top asks to print.
@@ -19,7 +19,9 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     let html = crate::output::create_output(args.html.as_deref(), "--html")?;
     let mut analyzer = Analyzer::new(args.flow.clone(), FLOWS_KEPT.max(args.top as usize));
     let mut stats = ReadStats::default();
-    let outcome = read_packets(input, &mut stats, |packet| analyzer.packet(packet));
+    let message = format!("nodelay: {name}: the file shrank while it was read (rewritten in place)");
+    let on_shrink = OnShrink { message, exit_status: i32::from(Outcome::Failed.code()) };
+    let outcome = read_capture(input, &on_shrink, &mut stats, |packet| analyzer.packet(packet));
     let summary = analyzer.finish(stats);
     let error = match outcome {
         Ok(()) => None,
@@ -75,7 +77,7 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
 }
 
 /// The capture's name for messages and its bytes: `-` is standard input, named `stdin`.
-fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
+fn open(path: &Path) -> Result<(String, CaptureInput)> {
     if path.as_os_str() == "-" {
         let stdin = std::io::stdin();
         // Nobody types a capture: waiting on a terminal would look like a hang.
@@ -84,7 +86,7 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
                 "stdin is a terminal: pipe a capture in, e.g. tcpdump -U -w - 'tcp port 80' | nodelay pcap -"
             );
         }
-        return Ok(("stdin".into(), Box::new(stdin)));
+        return Ok(("stdin".into(), CaptureInput::Stream(Box::new(stdin))));
     }
     let name = path.display().to_string();
     // A capture that cannot be opened is a bad argument, as any file named on the command line.
@@ -92,5 +94,5 @@ fn open(path: &Path) -> Result<(String, Box<dyn Read + Send>)> {
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(usage(format!("cannot open {name}: it is a directory, not a capture file")));
     }
-    Ok((name, Box::new(file)))
+    Ok((name, CaptureInput::File(file)))
 }

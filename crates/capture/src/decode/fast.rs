@@ -128,6 +128,10 @@ fn tcp(bytes: &[u8], source: IpAddr, destination: IpAddr, ip_payload_len: usize)
 /// of: an unknown kind, a length that kind cannot have, or one past the header. etherparse
 /// stops at the first of those, and decides such a segment.
 fn options(mut bytes: &[u8], syn: bool) -> Option<(Option<u16>, bool)> {
+    // Nearly every segment of a Linux peer: NOP, NOP, timestamps.
+    if bytes.len() == 12 && bytes[..4] == [1, 1, 8, 10] {
+        return Some((None, true));
+    }
     let (mut mss, mut timestamps) = (None, false);
     while let Some(&kind) = bytes.first() {
         if kind == 0 {
