@@ -343,6 +343,8 @@ pub struct Flow {
     handshake_rtt_ns: Option<u64>,
     /// The round trip from the capture point to each side (index as `sides`).
     legs: [Option<u64>; 2],
+    /// The packet whose ACK gave each leg its first sample (0: the handshake did).
+    leg_first_measured_by: [u64; 2],
     first_data_side: Option<usize>,
     last_data_side: Option<usize>,
     exchanges: u32,
@@ -377,6 +379,7 @@ impl Flow {
             client: None,
             handshake_rtt_ns: None,
             legs: [None; 2],
+            leg_first_measured_by: [0; 2],
             first_data_side: None,
             last_data_side: None,
             exchanges: 0,
@@ -421,8 +424,10 @@ impl Flow {
     }
 
     fn ack_clock_window_ns(&self) -> u64 {
-        // Captured at the receiver, a release shows one RTT after the ACK left.
-        let rtt = self.handshake_rtt_ns.unwrap_or(UNKNOWN_RTT_NS);
+        // Captured at the receiver, a release shows one RTT after the ACK left. A capture
+        // started mid-connection has no handshake: the legs measured since tell the RTT.
+        let legs = Some(self.known_rtt_ns()).filter(|&rtt| rtt > 0);
+        let rtt = self.handshake_rtt_ns.or(legs).unwrap_or(UNKNOWN_RTT_NS);
         rtt.saturating_mul(2).saturating_add(1_000_000).max(ACK_CLOCK_MIN_WINDOW_NS)
     }
 
@@ -550,7 +555,11 @@ impl Flow {
                 && !seq_after(end, segment.ack)
             {
                 sender.timed = None;
-                Legs::note(&mut self.legs[acker], time_ns.saturating_sub(sent_ns));
+                let sample = time_ns.saturating_sub(sent_ns);
+                if self.legs[acker].is_none() {
+                    self.leg_first_measured_by[acker] = packet;
+                }
+                Legs::note(&mut self.legs[acker], sample);
             }
             if let Some((seq, mut series)) = sender.series
                 && seq_after(segment.ack, seq)
@@ -777,8 +786,11 @@ impl Flow {
         let hold = time_ns.saturating_sub(ack.held_after.time_ns);
         let rtt = self.known_rtt_ns();
         let slack = ROUND_TRIP_SLACK_NS.saturating_add(rtt / 4);
-        let peer_delay = ack.delay_ns.saturating_sub(self.legs[peer].unwrap_or(0));
-        let quick = self.legs[peer].is_some() && peer_delay <= slack;
+        // A leg first measured by this very ACK (a capture started mid-connection, before
+        // any other ACK) includes the delay being judged: it cannot show the ACK was quick.
+        let peer_leg = self.legs[peer].filter(|_| self.leg_first_measured_by[peer] != ack.packet);
+        let peer_delay = ack.delay_ns.saturating_sub(peer_leg.unwrap_or(0));
+        let quick = peer_leg.is_some() && peer_delay <= slack;
         let ack_clocked = self.legs[side].is_some_and(|leg| release.abs_diff(leg) <= slack);
         let kind = if quick && ack_clocked && hold >= MIN_ROUND_TRIP_HOLD_NS {
             HoldKind::RoundTrip

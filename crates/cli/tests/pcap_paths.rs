@@ -253,3 +253,32 @@ fn a_tail_held_behind_full_segments_for_the_heads_ack_is_a_round_trip_hold() {
     let (code, twin) = pcap("tail25k_2ms_nodelay_at_client.pcap");
     assert_eq!((code, twin["findings"][0]["id"].clone()), (0, "healthy".into()), "{twin:#}");
 }
+
+/// A sender with Nagle off sends small segments back to back: a 125-byte head and three
+/// 13-byte parts of the body, each leaving while the one before it is unacknowledged. That
+/// proves Nagle off, so nothing is a Nagle hold, in the whole capture and in one cut as if
+/// tcpdump had started at the fourth request (no handshake, no SYN options). Real kernels, a
+/// 10 ms path, tcpdump next to the client (make_real_captures.sh).
+#[test]
+fn small_segments_back_to_back_prove_nagle_off_from_the_start_or_mid_connection() {
+    for name in ["mss1380_nodelay_writes.pcap", "mss1380_nodelay_writes_midway.pcap"] {
+        let (code, report) = pcap(name);
+        assert_eq!((code, finding_ids(&report)), (0, vec!["healthy".to_string()]), "{name}: {report:#}");
+        assert_eq!(report["stalls"], 0, "{name}");
+    }
+}
+
+/// The control cut the same way: Nagle on, head and body in two writes, every body held for
+/// the client's delayed ACK. Started mid-connection, the first ACK seen is one of those
+/// delayed ACKs; the round trip it measures includes the delay, so it cannot show that ACK
+/// quick. Before, the first hold was called a one-round-trip hold of 53 ms (the RTT is 10 ms)
+/// and the six after it were missed: with no handshake the ACK clock's window was 5 ms.
+#[test]
+fn a_capture_started_mid_connection_finds_each_delayed_ack_hold() {
+    let (code, report) = pcap("mss1380_two_writes_nagle_midway.pcap");
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(finding_ids(&report), vec!["server-nagle-delayed-ack".to_string()], "{report:#}");
+    // Seven requests, each body held.
+    assert_eq!(report["stalls"], 7, "{report:#}");
+    assert!(near(report["rtt"]["p50_ms"].as_f64().unwrap(), 10.3, 0.5), "{}", report["rtt"]);
+}
