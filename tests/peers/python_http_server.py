@@ -19,6 +19,8 @@ parser.add_argument("--bind", default="127.0.0.1")
 parser.add_argument("--delay-ms", type=float, default=0, help="think this long before answering")
 parser.add_argument("--random-delay-ms", type=float, default=0, help="think a uniform random 0..N ms")
 parser.add_argument("--http10", action="store_true", help="HTTP/1.0: close after each response, no Content-Length")
+parser.add_argument("--accept-on-sigusr1", action="store_true",
+                    help="listen, but accept nothing until SIGUSR1 (a server that accepts late)")
 args = parser.parse_args()
 BODY = (b"Hello, world!" * (args.body_bytes // 13 + 1))[: args.body_bytes]
 
@@ -56,6 +58,14 @@ class Server(http.server.ThreadingHTTPServer):
     address_family = socket.AF_INET6 if ":" in args.bind else socket.AF_INET
 
 
+if args.accept_on_sigusr1:
+    # Blocked before the port is printed, so a signal sent as soon as it is read waits here.
+    import signal
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
 server = Server((args.bind, 0), Handler)
 print(f"PORT {server.server_address[1]}", flush=True)
+if args.accept_on_sigusr1:
+    # Connections complete their handshake meanwhile and wait in the listener's queue,
+    # owned by no process until they are accepted.
+    signal.sigwait({signal.SIGUSR1})
 server.serve_forever()

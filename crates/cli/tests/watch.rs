@@ -196,6 +196,60 @@ fn watch_started_on_open_connections_names_the_server_by_its_listening_port() {
     }
 }
 
+/// A server that accepts late: the client's connection completes its handshake and sends
+/// its request while the server accepts nothing, and watch starts then (it sees neither the
+/// SYN nor the request). The server accepts once watch runs and answers with its Nagle stall.
+/// The holds are the server's, named by its process and its listening port: before, the
+/// first data watch saw (the response) made the server's end the client's.
+#[test]
+fn a_server_that_accepts_late_is_named_as_the_local_server() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &["--accept-on-sigusr1"]);
+    let port = peer.port.to_string();
+    let client = std::thread::spawn(move || curl(peer.port, 20));
+    // Ground truth from ss: the connection waits in the listener's accept queue (its Recv-Q),
+    // and its request waits unread.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listener = ss(&["state", "listening", &format!("sport = :{port}")]);
+        let queued = ss(&["state", "established", &format!("sport = :{port}")]);
+        let recv_q =
+            |lines: &[String]| lines.first().and_then(|l| l.split_whitespace().next().map(str::to_string));
+        if recv_q(&listener).as_deref() == Some("1") && recv_q(&queued).is_some_and(|q| q != "0") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the client's request never queued: {listener:?} {queued:?}");
+        std::thread::yield_now();
+    }
+    let mut watch = Watch::start(&["-i", "lo", "--port", &port]);
+    assert_capture_mode(&watch.next());
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(peer.pid() as i32, libc::SIGUSR1) }, 0);
+    let finding = watch.until("finding");
+    client.join().unwrap();
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    for found in std::iter::once(&finding).chain(last["findings"].as_array().unwrap()) {
+        assert_eq!(
+            (
+                &found["finding"],
+                &found["side"],
+                &found["port"],
+                &found["process"]["pid"],
+                &found["holder_is_local"]
+            ),
+            (
+                &"server-nagle-delayed-ack".into(),
+                &"server".into(),
+                &peer.port.into(),
+                &peer.pid().into(),
+                &true.into()
+            ),
+            "{found:#}"
+        );
+    }
+}
+
 #[test]
 fn two_servers_stalling_at_once_are_each_named_by_their_own_process_and_port() {
     let _alone = common::alone();
