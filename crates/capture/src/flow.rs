@@ -30,6 +30,7 @@ use crate::analysis::{
 use crate::decode::TcpSegment;
 use std::net::IpAddr;
 
+mod link;
 mod live;
 pub use live::Hold;
 
@@ -258,6 +259,9 @@ struct DataSegment {
     /// The capture shows a partial segment at its end (or the MSS is unknown).
     sub_mss: bool,
     acked: bool,
+    /// How long after `time_ns` it reached the far end of a slow link: the queue ahead of it
+    /// and its own serialization (0 on a link whose rate is unknown).
+    crossed_ns: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -308,6 +312,8 @@ struct Side {
     fin: bool,
     stalls: SenderStalls,
     round_trips: SenderStalls,
+    /// The link its bytes cross, as its ACKs show it.
+    link: link::Link,
 }
 
 /// Sequence-number order with wrap-around (RFC 1982).
@@ -534,6 +540,7 @@ impl Flow {
         segment: &TcpSegment,
     ) {
         let pure = segment.payload_len == 0 && !segment.fin && !segment.syn;
+        let mss = self.send_mss(sender_side).unwrap_or(MIN_MSS_BYTES);
         let sender = &mut self.sides[sender_side];
         let advanced = match sender.acked {
             Some(acked) if !seq_after(segment.ack, acked) => {
@@ -544,7 +551,9 @@ impl Flow {
                 }
                 false
             }
-            _ => {
+            previous => {
+                let next_seq = sender.next_seq.unwrap_or(segment.ack);
+                sender.link.acked(time_ns, previous.unwrap_or(segment.ack), segment.ack, next_seq, mss);
                 sender.acked = Some(segment.ack);
                 sender.dupacks = 0;
                 true
@@ -684,6 +693,10 @@ impl Flow {
         }
         sender.payload_bytes += u64::from(segment.payload_len);
         sender.largest_payload = sender.largest_payload.max(segment.payload_len);
+        // On a slow link whose rate the ACKs showed: when it would be done with the bytes
+        // before this segment, and how long after now this one reaches the far end.
+        let link_free_ns = sender.link.free_at_ns();
+        let crossed_ns = sender.link.sent(time_ns, segment.payload_len);
         // A partial segment while another partial one is unacknowledged: Nagle would have held
         // it (a FIN's segment leaves regardless). Its holds so far were something else's.
         let partial = |len: u32| len < mss.unwrap_or(MIN_MSS_BYTES);
@@ -707,12 +720,17 @@ impl Flow {
             if client == Some(side) {
                 self.exchanges += 1;
                 self.begin_exchange(packet, time_ns, end_seq);
+                if let Some(current) = self.current.as_mut() {
+                    // The request is done where its last byte reaches the server's end of a
+                    // slow link: its serialization is transfer, not the server's time.
+                    current.request_last_ns = time_ns.saturating_add(crossed_ns);
+                }
             }
             self.last_data_side = Some(side);
         } else if client == Some(side)
             && let Some(current) = self.current.as_mut()
         {
-            current.request_last_ns = time_ns;
+            current.request_last_ns = time_ns.saturating_add(crossed_ns);
             current.request_end_seq = end_seq;
             current.server_ack = None;
         }
@@ -746,7 +764,7 @@ impl Flow {
             let held_after = DataSegment { time_ns: previous.time_ns, ..ack.held_after };
             sender.pending_ack = Some(PendingAck { held_after, ..ack });
         }
-        self.note_release(side, peer, packet, time_ns, window, full_sized);
+        self.note_release(side, peer, packet, time_ns, window, full_sized, link_free_ns);
         let sender = &mut self.sides[side];
         let data = DataSegment {
             time_ns,
@@ -755,6 +773,7 @@ impl Flow {
             packet,
             sub_mss: mss.is_none_or(|mss| !segment.payload_len.is_multiple_of(mss)),
             acked: false,
+            crossed_ns,
         };
         sender.last_data = Some(data);
         if data.sub_mss {
@@ -769,6 +788,9 @@ impl Flow {
     /// New data from `side` after a pure ACK of its partial segment: a hold the ACK released,
     /// of one kind or the other, or not a hold at all. Nagle never holds a full-sized segment
     /// (cwnd or the peer's window did), nor anything of a sender that showed it is off.
+    /// `link_free_ns`: when a slow link (its rate known) would be done with the bytes sent
+    /// before this segment.
+    #[allow(clippy::too_many_arguments)]
     fn note_release(
         &mut self,
         side: usize,
@@ -777,19 +799,28 @@ impl Flow {
         time_ns: u64,
         window: u64,
         full_sized: bool,
+        link_free_ns: Option<u64>,
     ) {
         let Some(ack) = self.sides[side].pending_ack.take() else { return };
         if full_sized || self.sides[side].nagle_off {
             return;
         }
         let release = time_ns.saturating_sub(ack.time_ns);
-        let hold = time_ns.saturating_sub(ack.held_after.time_ns);
+        // Held while a slow link was still busy with the bytes sent before it, the segment
+        // lost only the time after the link would have been free.
+        let hold = time_ns.saturating_sub(ack.held_after.time_ns.max(link_free_ns.unwrap_or(0)));
+        if link_free_ns.is_some() && hold < MIN_ROUND_TRIP_HOLD_NS {
+            return;
+        }
         let rtt = self.known_rtt_ns();
         let slack = ROUND_TRIP_SLACK_NS.saturating_add(rtt / 4);
         // A leg first measured by this very ACK (a capture started mid-connection, before
         // any other ACK) includes the delay being judged: it cannot show the ACK was quick.
         let peer_leg = self.legs[peer].filter(|_| self.leg_first_measured_by[peer] != ack.packet);
-        let peer_delay = ack.delay_ns.saturating_sub(peer_leg.unwrap_or(0));
+        // The peer's delay counts from when the segment reached it: a slow link's queue and
+        // serialization, on this side of the peer, are not the peer's.
+        let peer_delay =
+            ack.delay_ns.saturating_sub(ack.held_after.crossed_ns).saturating_sub(peer_leg.unwrap_or(0));
         let quick = peer_leg.is_some() && peer_delay <= slack;
         let ack_clocked = self.legs[side].is_some_and(|leg| release.abs_diff(leg) <= slack);
         let kind = if quick && ack_clocked && hold >= MIN_ROUND_TRIP_HOLD_NS {

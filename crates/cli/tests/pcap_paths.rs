@@ -282,3 +282,28 @@ fn a_capture_started_mid_connection_finds_each_delayed_ack_hold() {
     assert_eq!(report["stalls"], 7, "{report:#}");
     assert!(near(report["rtt"]["p50_ms"].as_f64().unwrap(), 10.3, 0.5), "{}", report["rtt"]);
 }
+
+/// A slow uplink (250 kbit/s, 46 ms a segment): a client uploads in 8 KB blocks with Nagle
+/// on, and the last segment of each block queues behind the block's full segments on the
+/// link. Measured from when it left, its ACK looked 210 ms late ("the Windows delayed-ACK
+/// timer"), and the partial segment after it looked held by Nagle: before, this capture was
+/// `client-nagle-delayed-ack` with 4 stalls. The ACKs' steady pace shows the link's rate;
+/// the queue and serialization on the client's side of the link are not the server's delay,
+/// and a segment held while the link was busy anyway lost nothing. The upload's time is
+/// transfer, not the server's. Real kernels, tcpdump next to the client
+/// (make_slow_uplink_captures.sh).
+#[test]
+fn a_slow_uplinks_queue_is_neither_a_delayed_ack_nor_a_nagle_hold() {
+    let (code, report) = pcap("slow_uplink_upload_at_client.pcap");
+    assert_eq!((code, finding_ids(&report)), (0, vec!["healthy".to_string()]), "{report:#}");
+    assert_eq!(report["stalls"], 0);
+    assert_eq!(report["time"]["dominant"], "transfer", "{}", report["time"]);
+    // Two uploads answered at once: 1,580 ms of "server" time before.
+    assert!(report["time"]["server_ms"].as_f64().unwrap() < 500.0, "{}", report["time"]);
+    // The control over the same link: head and body in two writes with Nagle on, the link
+    // idle while each body waits for the client's delayed ACK. Still found, every one.
+    let (code, held) = pcap("slow_uplink_two_writes_at_client.pcap");
+    assert_eq!(code, 3, "{held:#}");
+    assert!(finding_ids(&held).contains(&"server-nagle-delayed-ack".to_string()), "{held:#}");
+    assert!(held["stalls"].as_u64().unwrap() >= 9, "{held:#}");
+}
