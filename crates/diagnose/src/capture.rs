@@ -56,9 +56,15 @@ fn finding(group: &CaptureStalls) -> Finding {
         Evidence::new("stalls", group.stalls as f64, "count"),
         Evidence::new("flows with stalls", group.flows as f64, "count"),
         Evidence::new("time lost to them", group.time_lost_ms, "ms"),
-        Evidence::new(format!("median delay of the {acker}'s pure ACK"), group.ack_delay_p50_ms, "ms"),
+        // Which side of the capture point each figure is on: the ACK delay is the peer's own
+        // (the path, and a slow link's queue, taken out); the release is as captured.
         Evidence::new(
-            format!("median release of the {holder}'s held data after that ACK"),
+            format!("median delay of the {acker}'s pure ACK, at the {acker} (the path taken out)"),
+            group.ack_delay_p50_ms,
+            "ms",
+        ),
+        Evidence::new(
+            format!("median release of the {holder}'s held data after that ACK, at the capture point"),
             group.release_after_ack_p50_us / 1e3,
             "ms",
         ),
