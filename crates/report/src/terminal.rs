@@ -9,6 +9,15 @@ pub fn text_width() -> usize {
     width_of(&std::io::stdout())
 }
 
+/// Rows of the terminal stdout is, for a view that redraws in place; 24 when it is none.
+pub fn text_rows() -> usize {
+    let stdout = std::io::stdout();
+    match terminal_size::terminal_size_of(&stdout) {
+        Some((_, terminal_size::Height(rows))) if stdout.is_terminal() && rows > 0 => usize::from(rows),
+        _ => 24,
+    }
+}
+
 /// [`text_width`] for text written to stderr (exec's lines, which stdout may not be near).
 pub fn stderr_width() -> usize {
     width_of(&std::io::stderr())

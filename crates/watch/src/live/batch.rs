@@ -10,10 +10,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 /// Packets per `recvmmsg` call.
 pub const BATCH: usize = 64;
-/// `PACKET_OUTGOING` of `struct sockaddr_ll`'s `sll_pkttype`.
-const PACKET_OUTGOING: u8 = 4;
-/// `ARPHRD_LOOPBACK`: the loopback device's hardware type.
-const ARPHRD_LOOPBACK: u16 = 772;
 /// Room for one `SCM_TIMESTAMPNS` control message (a `struct timespec`), with alignment.
 const CONTROL_BYTES: usize = 64;
 
@@ -93,7 +89,7 @@ impl Batch {
         let received = received as usize;
         for i in 0..received {
             let name = &self.names[i];
-            if name.sll_pkttype == PACKET_OUTGOING && name.sll_hatype == ARPHRD_LOOPBACK {
+            if name.sll_pkttype == libc::PACKET_OUTGOING && name.sll_hatype == libc::ARPHRD_LOOPBACK {
                 self.loopback_copies += 1;
                 continue;
             }

@@ -22,52 +22,8 @@ const BLOCKS: u32 = 16;
 pub const BLOCK_TIMEOUT_MS: u32 = 10;
 /// The frame size the kernel wants declared (V3 packs packets of any size in a block).
 const FRAME_BYTES: u32 = 2048;
-const PACKET_VERSION: i32 = 10;
-const PACKET_RX_RING: i32 = 5;
-const TPACKET_V3: i32 = 2;
-const TP_STATUS_KERNEL: u32 = 0;
-const TP_STATUS_USER: u32 = 1;
-/// `PACKET_OUTGOING` of `sll_pkttype`, and the loopback device's `ARPHRD_LOOPBACK`.
-const PACKET_OUTGOING: u8 = 4;
-const ARPHRD_LOOPBACK: u16 = 772;
-
-/// `struct tpacket_req3`.
-#[repr(C)]
-struct Request {
-    block_size: u32,
-    block_nr: u32,
-    frame_size: u32,
-    frame_nr: u32,
-    retire_blk_tov: u32,
-    sizeof_priv: u32,
-    feature_req_word: u32,
-}
-
-/// `struct tpacket_block_desc` with its `tpacket_hdr_v1`, up to what is read.
-#[repr(C)]
-struct BlockHeader {
-    version: u32,
-    offset_to_priv: u32,
-    block_status: u32,
-    num_pkts: u32,
-    offset_to_first_pkt: u32,
-}
-
-/// `struct tpacket3_hdr`, up to what is read; the `sockaddr_ll` follows it, aligned to 16.
-#[repr(C)]
-struct PacketHeader {
-    tp_next_offset: u32,
-    tp_sec: u32,
-    tp_nsec: u32,
-    tp_snaplen: u32,
-    tp_len: u32,
-    tp_status: u32,
-    tp_mac: u16,
-    tp_net: u16,
-}
-
 /// `TPACKET_ALIGN(sizeof(struct tpacket3_hdr))`: where the link-layer address starts.
-const SOCKADDR_OFFSET: usize = 48;
+const SOCKADDR_OFFSET: usize = libc::TPACKET3_HDRLEN - size_of::<libc::sockaddr_ll>();
 
 /// A TPACKET_V3 ring mapped from a packet socket.
 pub struct Ring {
@@ -94,17 +50,17 @@ fn set_option<T>(socket: &OwnedFd, name: i32, value: &T) -> io::Result<()> {
 impl Ring {
     /// Sets up the ring on `socket` (before it is bound) and maps it.
     pub fn map(socket: &OwnedFd) -> io::Result<Ring> {
-        set_option(socket, PACKET_VERSION, &TPACKET_V3)?;
-        let request = Request {
-            block_size: BLOCK_BYTES,
-            block_nr: BLOCKS,
-            frame_size: FRAME_BYTES,
-            frame_nr: BLOCK_BYTES / FRAME_BYTES * BLOCKS,
-            retire_blk_tov: BLOCK_TIMEOUT_MS,
-            sizeof_priv: 0,
-            feature_req_word: 0,
+        set_option(socket, libc::PACKET_VERSION, &(libc::tpacket_versions::TPACKET_V3 as libc::c_int))?;
+        let request = libc::tpacket_req3 {
+            tp_block_size: BLOCK_BYTES,
+            tp_block_nr: BLOCKS,
+            tp_frame_size: FRAME_BYTES,
+            tp_frame_nr: BLOCK_BYTES / FRAME_BYTES * BLOCKS,
+            tp_retire_blk_tov: BLOCK_TIMEOUT_MS,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
         };
-        set_option(socket, PACKET_RX_RING, &request)?;
+        set_option(socket, libc::PACKET_RX_RING, &request)?;
         let length = (BLOCK_BYTES * BLOCKS) as usize;
         // SAFETY: maps the ring the kernel just allocated for this socket, shared.
         let map = unsafe {
@@ -147,15 +103,16 @@ impl Ring {
 
     /// The block's status word, read and written with the ordering the kernel pairs with.
     fn status(&self, index: usize) -> &AtomicU32 {
-        let header = self.block(index).cast::<BlockHeader>();
-        // SAFETY: the status word is 4-byte aligned inside the mapped block header, and shared
-        // with the kernel only through atomic accesses.
-        unsafe { AtomicU32::from_ptr(&raw mut (*header).block_status) }
+        let header = self.block(index).cast::<libc::tpacket_block_desc>();
+        // SAFETY: the status word is 4-byte aligned inside the mapped block header (the V3
+        // variant of its union, the version set in `map`), and shared with the kernel only
+        // through atomic accesses.
+        unsafe { AtomicU32::from_ptr(&raw mut (*header).hdr.bh1.block_status) }
     }
 
     /// Whether the next block is ready for watch.
     pub fn ready(&self) -> bool {
-        self.status(self.next_block).load(Ordering::Acquire) & TP_STATUS_USER != 0
+        self.status(self.next_block).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0
     }
 
     /// Hands every packet of the blocks ready (at most `most_blocks`) to `each`, giving each
@@ -170,7 +127,7 @@ impl Ring {
             // SAFETY: the kernel hands a block over whole: its header and packets are ours
             // until its status goes back to TP_STATUS_KERNEL.
             let (count, first) = unsafe {
-                let header = &*block.cast::<BlockHeader>();
+                let header = &(*block.cast::<libc::tpacket_block_desc>()).hdr.bh1;
                 (header.num_pkts, header.offset_to_first_pkt as usize)
             };
             let mut offset = first;
@@ -181,13 +138,13 @@ impl Ring {
                 // SAFETY: the kernel laid each packet inside the block; offsets are checked
                 // against the block's end before each read.
                 let (packet, name) = unsafe {
-                    let packet = &*block.add(offset).cast::<PacketHeader>();
+                    let packet = &*block.add(offset).cast::<libc::tpacket3_hdr>();
                     let name = &*block.add(offset + SOCKADDR_OFFSET).cast::<libc::sockaddr_ll>();
                     (packet, name)
                 };
                 let data_start = offset + usize::from(packet.tp_net);
                 let length = (packet.tp_snaplen as usize).min(SNAP_BYTES as usize);
-                if name.sll_pkttype == PACKET_OUTGOING && name.sll_hatype == ARPHRD_LOOPBACK {
+                if name.sll_pkttype == libc::PACKET_OUTGOING && name.sll_hatype == libc::ARPHRD_LOOPBACK {
                     self.loopback_copies += 1;
                 } else if data_start + length <= BLOCK_BYTES as usize {
                     // SAFETY: within the block, checked above.
@@ -201,7 +158,7 @@ impl Ring {
                 }
                 offset += packet.tp_next_offset as usize;
             }
-            self.status(self.next_block).store(TP_STATUS_KERNEL, Ordering::Release);
+            self.status(self.next_block).store(libc::TP_STATUS_KERNEL, Ordering::Release);
             self.next_block = (self.next_block + 1) % BLOCKS as usize;
         }
         packets
@@ -224,10 +181,12 @@ mod tests {
 
     #[test]
     fn the_headers_are_laid_out_as_the_kernel_lays_them() {
-        assert_eq!(size_of::<Request>(), 28);
-        assert_eq!(std::mem::offset_of!(BlockHeader, block_status), 8);
-        assert_eq!(std::mem::offset_of!(BlockHeader, offset_to_first_pkt), 16);
-        assert_eq!(std::mem::offset_of!(PacketHeader, tp_net), 26);
+        // libc's structs, checked against the kernel's uapi layout.
+        assert_eq!(size_of::<libc::tpacket_req3>(), 28);
+        assert_eq!(std::mem::offset_of!(libc::tpacket_block_desc, hdr), 8);
+        assert_eq!(std::mem::offset_of!(libc::tpacket_hdr_v1, offset_to_first_pkt), 8);
+        assert_eq!(std::mem::offset_of!(libc::tpacket3_hdr, tp_net), 26);
+        assert_eq!(SOCKADDR_OFFSET, 48);
         assert_eq!(BLOCK_BYTES % FRAME_BYTES, 0);
     }
 }

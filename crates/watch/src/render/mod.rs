@@ -11,7 +11,7 @@ pub use top::Top;
 
 use crate::event::{Event, Side, Stalls};
 use std::io::{self, IsTerminal, Write};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 /// The renderer a front end picks: JSON lines when asked, the in-place view on a terminal,
 /// lines otherwise.
@@ -51,29 +51,23 @@ pub struct Console<W> {
     out: W,
     renderer: Renderer,
     width: fn() -> usize,
+    rows: fn() -> usize,
 }
 
 impl<W: Write + IsTerminal + AsFd> Console<W> {
-    /// A console on `out`, whose text is `width()` columns wide (the front end's rule).
-    pub fn new(json_lines: bool, out: W, width: fn() -> usize) -> Self {
+    /// A console on `out`, whose text is `width()` columns wide and whose view is `rows()`
+    /// high (the front end reads the terminal: its rule, read one way).
+    pub fn new(json_lines: bool, out: W, width: fn() -> usize, rows: fn() -> usize) -> Self {
         let renderer = Renderer::new(json_lines, out.is_terminal());
-        Console { out, renderer, width }
+        Console { out, renderer, width, rows }
     }
 
     /// Renders `event` and writes it (flushed: a pipe's reader sees each line at once).
     pub fn write(&mut self, event: &Event) -> io::Result<()> {
-        let text = self.renderer.render(event, (self.width)(), rows_of(&self.out));
+        let text = self.renderer.render(event, (self.width)(), (self.rows)());
         self.out.write_all(text.as_bytes())?;
         self.out.flush()
     }
-}
-
-/// The terminal's height in rows; 24 when it cannot be asked (not a terminal).
-fn rows_of(out: &impl AsFd) -> usize {
-    // SAFETY: TIOCGWINSZ fills a winsize, zeroed beforehand.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let asked = unsafe { libc::ioctl(out.as_fd().as_raw_fd(), libc::TIOCGWINSZ, &mut size) };
-    if asked == 0 && size.ws_row > 0 { usize::from(size.ws_row) } else { 24 }
 }
 
 /// The event as one JSON line (with its newline): the contract of schema/watch.schema.json.
