@@ -564,3 +564,47 @@ fn a_proxy_across_a_path_says_its_hops_are_unseen_and_names_a_hops_stall() {
     let title = note(&quick, "proxy-hop-stall")["title"].as_str().unwrap().to_string();
     assert!(title.contains("would be a stall behind the front"), "{title}");
 }
+
+/// Across a path the server may still run on this machine: in a container, or here at the
+/// server's end of the path, in another network namespace. `--try-fix` finds its listener
+/// there (its address is local in that namespace only), sets TCP_NODELAY, and the round trip
+/// before the tail vanishes: the stronger proof of the hold. Before, it said "nothing
+/// listens on TCP port N on this machine". Set back afterwards: an independent client sees
+/// the round trip again.
+#[test]
+fn try_fix_reaches_a_server_in_another_namespace_and_the_round_trip_vanishes() {
+    let _alone = common::alone();
+    let rtt_ms = 10.0;
+    let link = Link::up("10ms", &[]);
+    let nagle = link.python_server("python_http_server.py", &["--body-bytes", "25000"]);
+    let before_ms = link.client_median_ms(nagle.port, 15);
+    let url = format!("http://{}:{}/", common::wan::SERVER_IP, nagle.port);
+    let run = link.nodelay(&["doctor", "--json", "--try-fix", &url]);
+    let report = run.json();
+    validate_against_schema("doctor.schema.json", &report);
+    assert_eq!(run.code(), 3, "{report:#}");
+    let held = finding(&report, "server-nagle-round-trip");
+    let proofs = held["proof"].as_array().unwrap();
+    let applied = proofs.iter().find(|p| p["kind"] == "fix-applied").unwrap_or_else(|| panic!("{report:#}"));
+    let experiment = applied["experiment"].as_str().unwrap();
+    assert!(
+        experiment.starts_with("TCP_NODELAY set on PID ") && experiment.ends_with("(python3)"),
+        "{applied:#}"
+    );
+    assert_eq!(applied["removed"], true, "{applied:#}");
+    let saved_ms =
+        applied["baseline_p50_ms"].as_f64().unwrap() - applied["experiment_p50_ms"].as_f64().unwrap();
+    assert!(saved_ms >= rtt_ms / 4.0, "{applied:#}");
+    let try_fix = &report["try_fix"];
+    assert_eq!(
+        (try_fix["applied"].as_bool(), try_fix["kept"].as_bool()),
+        (Some(true), Some(false)),
+        "{try_fix:#}"
+    );
+    assert_eq!(try_fix["sockets_changed"], try_fix["sockets_restored"], "{try_fix:#}");
+    let after_ms = link.client_median_ms(nagle.port, 15);
+    assert!(
+        (after_ms - before_ms).abs() <= rtt_ms / 4.0,
+        "set back: {before_ms:.2} ms before, {after_ms:.2} ms after"
+    );
+}

@@ -29,6 +29,8 @@ mod linux;
 #[cfg(target_os = "linux")]
 mod new_connection;
 #[cfg(target_os = "linux")]
+mod other_namespace;
+#[cfg(target_os = "linux")]
 mod pidfd;
 #[cfg(target_os = "linux")]
 mod sock_diag;

@@ -1,5 +1,6 @@
 //! The Linux implementation: /proc for ports, processes and descriptors, pidfd for copies.
 
+use crate::other_namespace;
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
 use crate::table_line::TableLine;
@@ -196,20 +197,39 @@ fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostErr
             listed.retain(|socket| seen.insert(socket.inode));
             Ok((vec![info], listed))
         }
-        Target::Port(port) => listeners_and_accepted(port, |_| true, |local| local.port() == port),
-        Target::Address(address) => listeners_and_accepted(address.port(), accepting(address), |_| false),
+        Target::Port(port) => listeners_and_accepted(port, |_| true, |local| local.port() == port, None),
+        Target::Address(address) => {
+            match listeners_and_accepted(address.port(), accepting(address), |_| false, None) {
+                // Not one of our addresses: the server may run here in another namespace.
+                Err(HostError::NobodyListens(port)) if !is_local_ip(address.ip()) => {
+                    let Some((process, namespace)) = other_namespace::holding(address.ip()) else {
+                        return Err(HostError::NobodyListens(port));
+                    };
+                    // The address is that namespace's own: its wildcard listeners accept it.
+                    let target = mapped(address.ip());
+                    let listens = move |bound: &SocketAddr| {
+                        mapped(bound.ip()) == target
+                            || (bound.ip().is_unspecified() && (target.is_ipv4() || bound.is_ipv6()))
+                    };
+                    listeners_and_accepted(port, listens, |_| false, Some((&process, namespace)))
+                }
+                other => other,
+            }
+        }
     }
 }
 
 /// The listening sockets on `port` whose bound address `listens`, in every process that holds
 /// one, and those processes' connections on `port` whose local address `accepted` (a
 /// connection's local address is the one its client connected to).
+/// `namespace`: another network namespace to read (a process of it, and its id), else ours.
 fn listeners_and_accepted(
     port: u16,
     listens: impl Fn(&SocketAddr) -> bool,
     accepted: impl Fn(&SocketAddr) -> bool,
+    namespace: Option<(&Process, other_namespace::Namespace)>,
 ) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostError> {
-    let owners = port_owners(port, &listens)?;
+    let owners = port_owners(port, &listens, namespace)?;
     let mut seen = HashSet::new();
     let mut listed = Vec::new();
     for owner in &owners {
@@ -376,9 +396,14 @@ fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TableLine>, ProcE
     Ok(lines.into_iter().filter(|line| line.inode != 0).map(|line| (line.inode, line)).collect())
 }
 
-/// The processes holding a listening socket on `port` whose bound address `accepts`.
-fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<ProcessInfo>, HostError> {
-    let table = tcp_table(None)
+/// The processes holding a listening socket on `port` whose bound address `accepts`, in our
+/// network namespace or in `namespace` (read through one of its processes).
+fn port_owners(
+    port: u16,
+    accepts: impl Fn(&SocketAddr) -> bool,
+    namespace: Option<(&Process, other_namespace::Namespace)>,
+) -> Result<Vec<ProcessInfo>, HostError> {
+    let table = tcp_table(namespace.map(|(process, _)| process))
         .map_err(|e| HostError::io("reading the TCP socket table", io::Error::other(e.to_string())))?;
     let listening: HashMap<u64, &TableLine> = table
         .iter()
@@ -395,6 +420,13 @@ fn port_owners(port: u16, accepts: impl Fn(&SocketAddr) -> bool) -> Result<Vec<P
     let processes = procfs::process::all_processes()
         .map_err(|e| HostError::io("listing /proc", io::Error::other(e.to_string())))?;
     for process in processes.filter_map(Result::ok) {
+        // Socket inodes are unique machine-wide, but only the namespace's own processes
+        // are read when it is another.
+        if let Some((_, id)) = namespace
+            && other_namespace::namespace_of(Some(&process)) != Some(id)
+        {
+            continue;
+        }
         // Another user's descriptors are unreadable without privilege: skip, say so below.
         let Ok(sockets) = socket_fds(&process) else { continue };
         let held: Vec<u64> = sockets
