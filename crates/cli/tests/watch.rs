@@ -8,7 +8,7 @@
 mod common;
 
 use common::wan::Link;
-use common::{nodelay, port_nobody_listens_on, python_peer, validate_against_schema};
+use common::{Peer, nodelay, port_nobody_listens_on, python_peer, validate_against_schema};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -175,24 +175,18 @@ fn watch_started_on_open_connections_names_the_server_by_its_listening_port() {
     assert_eq!(code, 3, "{last:#}");
     // Every stall is the server's, named by its process and its listening port: the first
     // packet watch saw of a connection (often a response) does not decide who serves.
-    for found in std::iter::once(&finding).chain(last["findings"].as_array().unwrap()) {
-        assert_eq!(
-            (
-                &found["finding"],
-                &found["side"],
-                &found["port"],
-                &found["process"]["pid"],
-                &found["holder_is_local"]
-            ),
-            (
-                &"server-nagle-delayed-ack".into(),
-                &"server".into(),
-                &peer.port.into(),
-                &peer.pid().into(),
-                &true.into()
-            ),
-            "{found:#}"
-        );
+    assert_all_the_servers(&finding, &last, &peer);
+}
+
+/// The finding event and every finding of the final summary: the local server's delayed-ACK
+/// stall, by its pid and its listening port.
+fn assert_all_the_servers(finding: &Value, last: &Value, peer: &Peer) {
+    for found in std::iter::once(finding).chain(last["findings"].as_array().unwrap()) {
+        let named = (&found["finding"], &found["side"], &found["port"], &found["process"]["pid"]);
+        let expected =
+            (&"server-nagle-delayed-ack".into(), &"server".into(), &peer.port.into(), &peer.pid().into());
+        assert_eq!(named, expected, "{found:#}");
+        assert_eq!(found["holder_is_local"], true, "{found:#}");
     }
 }
 
@@ -229,25 +223,7 @@ fn a_server_that_accepts_late_is_named_as_the_local_server() {
     client.join().unwrap();
     let (last, code) = watch.stop();
     assert_eq!(code, 3, "{last:#}");
-    for found in std::iter::once(&finding).chain(last["findings"].as_array().unwrap()) {
-        assert_eq!(
-            (
-                &found["finding"],
-                &found["side"],
-                &found["port"],
-                &found["process"]["pid"],
-                &found["holder_is_local"]
-            ),
-            (
-                &"server-nagle-delayed-ack".into(),
-                &"server".into(),
-                &peer.port.into(),
-                &peer.pid().into(),
-                &true.into()
-            ),
-            "{found:#}"
-        );
-    }
+    assert_all_the_servers(&finding, &last, &peer);
 }
 
 #[test]
