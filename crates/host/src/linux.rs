@@ -202,16 +202,19 @@ fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostErr
             match listeners_and_accepted(address.port(), accepting(address), |_| false, None) {
                 // Not one of our addresses: the server may run here in another namespace.
                 Err(HostError::NobodyListens(port)) if !is_local_ip(address.ip()) => {
-                    let Some((process, namespace)) = other_namespace::holding(address.ip()) else {
-                        return Err(HostError::NobodyListens(port));
-                    };
-                    // The address is that namespace's own: its wildcard listeners accept it.
+                    // The address is such a namespace's own: its wildcard listeners accept it.
                     let target = mapped(address.ip());
                     let listens = move |bound: &SocketAddr| {
                         mapped(bound.ip()) == target
                             || (bound.ip().is_unspecified() && (target.is_ipv4() || bound.is_ipv6()))
                     };
-                    listeners_and_accepted(port, listens, |_| false, Some((&process, namespace)))
+                    for (process, namespace) in other_namespace::holding(address.ip()) {
+                        match listeners_and_accepted(port, listens, |_| false, Some((&process, namespace))) {
+                            Err(HostError::NobodyListens(_)) => continue,
+                            found => return found,
+                        }
+                    }
+                    Err(HostError::NobodyListens(port))
                 }
                 other => other,
             }

@@ -19,17 +19,21 @@ pub(crate) fn namespace_of(process: Option<&Process>) -> Option<Namespace> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
-/// A process of another namespace in which `ip` is a local address, and that namespace.
-pub(crate) fn holding(ip: IpAddr) -> Option<(Process, Namespace)> {
-    let ours = namespace_of(None)?;
+/// The other namespaces in which `ip` is a local address, each with one of its processes.
+/// Several may have it (containers on separate bridges, test paths side by side): the caller
+/// takes the one where something listens.
+pub(crate) fn holding(ip: IpAddr) -> Vec<(Process, Namespace)> {
+    let Some(ours) = namespace_of(None) else { return Vec::new() };
+    let Ok(processes) = procfs::process::all_processes() else { return Vec::new() };
     let mut seen = HashSet::from([ours]);
-    for process in procfs::process::all_processes().ok()?.filter_map(Result::ok) {
+    let mut found = Vec::new();
+    for process in processes.filter_map(Result::ok) {
         let Some(namespace) = namespace_of(Some(&process)) else { continue };
         if seen.insert(namespace) && has_address(&process, ip) {
-            return Some((process, namespace));
+            found.push((process, namespace));
         }
     }
-    None
+    found
 }
 
 /// Whether `ip` is local in `process`'s namespace.
@@ -79,7 +83,7 @@ mod tests {
     fn our_own_namespace_is_never_another() {
         // Loopback is local everywhere; the search skips our own namespace, so a namespace
         // found for it is another one (a test machine may have none).
-        if let Some((_, namespace)) = holding("127.0.0.1".parse().unwrap()) {
+        for (_, namespace) in holding("127.0.0.1".parse().unwrap()) {
             assert_ne!(Some(namespace), namespace_of(None));
         }
     }
