@@ -719,12 +719,9 @@ impl Flow {
         if self.last_data_side != Some(side) {
             if client == Some(side) {
                 self.exchanges += 1;
-                self.begin_exchange(packet, time_ns, end_seq);
-                if let Some(current) = self.current.as_mut() {
-                    // The request is done where its last byte reaches the server's end of a
-                    // slow link: its serialization is transfer, not the server's time.
-                    current.request_last_ns = time_ns.saturating_add(crossed_ns);
-                }
+                // The request is done where its last byte reaches the server's end of a
+                // slow link: its serialization is transfer, not the server's time.
+                self.begin_exchange(packet, time_ns, time_ns.saturating_add(crossed_ns), end_seq);
             }
             self.last_data_side = Some(side);
         } else if client == Some(side)
@@ -863,7 +860,8 @@ impl Flow {
     }
 
     /// A new request: the one before it is decomposed, and the client's wait measured.
-    fn begin_exchange(&mut self, packet: u64, time_ns: u64, end_seq: u32) {
+    /// `arrived_ns`: when its bytes so far reached the server's end of the link.
+    fn begin_exchange(&mut self, packet: u64, time_ns: u64, arrived_ns: u64, end_seq: u32) {
         self.finish_exchange();
         let client_leg = self.legs[self.client_side()].unwrap_or(0);
         let (wait, after_handshake, from) = match (self.previous_response_end, self.handshake_ack) {
@@ -881,7 +879,7 @@ impl Flow {
                 wait_from_packet: from,
                 ..ExchangeTiming::default()
             },
-            request_last_ns: time_ns,
+            request_last_ns: arrived_ns,
             request_end_seq: end_seq,
             ..Current::default()
         });

@@ -164,8 +164,12 @@ pub fn force_nodelay(pid: i32) -> Result<usize, HostError> {
 /// Whether a listener bound to an address (on the target's port) accepts connections to
 /// `address`: an IPv4 target is accepted by 0.0.0.0 and by a dual-stack [::] (IPV6_V6ONLY is
 /// checked on the socket itself, later); an IPv6 target only by [::].
-fn accepting(address: SocketAddr) -> impl Fn(&SocketAddr) -> bool {
-    let local = is_local_ip(address.ip());
+fn accepting(address: SocketAddr) -> impl Fn(&SocketAddr) -> bool + Copy {
+    accepting_where(address, is_local_ip(address.ip()))
+}
+
+/// [`accepting`] in a namespace where `address` is (`local`) or is not one of its own.
+fn accepting_where(address: SocketAddr, local: bool) -> impl Fn(&SocketAddr) -> bool + Copy {
     let target = mapped(address.ip());
     move |bound| {
         mapped(bound.ip()) == target
@@ -203,11 +207,7 @@ fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostErr
                 // Not one of our addresses: the server may run here in another namespace.
                 Err(HostError::NobodyListens(port)) if !is_local_ip(address.ip()) => {
                     // The address is such a namespace's own: its wildcard listeners accept it.
-                    let target = mapped(address.ip());
-                    let listens = move |bound: &SocketAddr| {
-                        mapped(bound.ip()) == target
-                            || (bound.ip().is_unspecified() && (target.is_ipv4() || bound.is_ipv6()))
-                    };
+                    let listens = accepting_where(address, true);
                     for (process, namespace) in other_namespace::holding(address.ip()) {
                         match listeners_and_accepted(port, listens, |_| false, Some((&process, namespace))) {
                             Err(HostError::NobodyListens(_)) => continue,

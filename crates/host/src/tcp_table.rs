@@ -12,13 +12,13 @@
 //! In /proc, addresses are the kernel's 32-bit words printed as native integers (`%08X`),
 //! ports in host order, and `tm->when` is in clock ticks.
 
+use crate::other_namespace::namespace_of;
 use crate::table_line::TableLine;
 use procfs::ProcError;
 use procfs::net::TcpState;
 use procfs::process::Process;
 use std::io::Read;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::unix::fs::MetadataExt;
 
 /// The lines of one /proc table file.
 struct Lines(Vec<TableLine>);
@@ -66,9 +66,8 @@ pub fn read_once(process: Option<&Process>) -> Result<Vec<TableLine>, ProcError>
 /// either link cannot be read (another user's process).
 fn in_our_namespace(process: Option<&Process>) -> bool {
     let Some(process) = process else { return true };
-    let namespace = |path: String| std::fs::metadata(path).map(|m| (m.dev(), m.ino()));
-    match (namespace("/proc/thread-self/ns/net".into()), namespace(format!("/proc/{}/ns/net", process.pid))) {
-        (Ok(ours), Ok(theirs)) => ours == theirs,
+    match (namespace_of(None), namespace_of(Some(process))) {
+        (Some(ours), Some(theirs)) => ours == theirs,
         _ => false,
     }
 }

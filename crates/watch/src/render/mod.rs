@@ -11,7 +11,6 @@ pub use top::Top;
 
 use crate::event::{Event, Side, Stalls};
 use std::io::{self, IsTerminal, Write};
-use std::os::fd::AsFd;
 
 /// The renderer a front end picks: JSON lines when asked, the in-place view on a terminal,
 /// lines otherwise.
@@ -54,7 +53,7 @@ pub struct Console<W> {
     rows: fn() -> usize,
 }
 
-impl<W: Write + IsTerminal + AsFd> Console<W> {
+impl<W: Write + IsTerminal> Console<W> {
     /// A console on `out`, whose text is `width()` columns wide and whose view is `rows()`
     /// high (the front end reads the terminal: its rule, read one way).
     pub fn new(json_lines: bool, out: W, width: fn() -> usize, rows: fn() -> usize) -> Self {
