@@ -4,13 +4,14 @@
 //! and transfer, retransmissions with their timing, and zero windows. Plain values, filled
 //! in place while packets stream by: nothing here allocates.
 
-/// Shortest retransmission timeout of common stacks: Linux's `TCP_RTO_MIN` (200 ms); Windows
+use nodelay_tcp::time::ns;
+
+/// Shortest retransmission timeout of common stacks ([`nodelay_tcp::RTO_MIN`]); Windows
 /// starts at 300 ms, RFC 6298 at 1 s.
-pub const RTO_MIN_NS: u64 = 200_000_000;
+pub const RTO_MIN_NS: u64 = ns(nodelay_tcp::RTO_MIN);
 /// A resend this long after the sender's previous transmission (and no sooner than one round
-/// trip, and not after three duplicate ACKs) is a timeout's: 10 % under the 200 ms floor for
-/// capture-clock jitter.
-pub const RTO_SEEN_NS: u64 = RTO_MIN_NS / 10 * 9;
+/// trip, and not after three duplicate ACKs) is a timeout's ([`nodelay_tcp::path::RTO_SEEN`]).
+pub const RTO_SEEN_NS: u64 = ns(nodelay_tcp::path::RTO_SEEN);
 /// A zero window this long is reported: the receiver's application stopped reading.
 pub const ZERO_WINDOW_NS: u64 = 200_000_000;
 /// Resends of one series kept in detail.

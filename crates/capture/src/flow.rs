@@ -34,26 +34,26 @@ mod link;
 mod live;
 pub use live::Hold;
 
-/// Shortest ACK delay counted: the shortest delayed-ACK timer is 40 ms.
-pub const MIN_ACK_DELAY_NS: u64 = 25_000_000;
-/// Longest: delayed-ACK timers stop at 200 ms (Windows, macOS, Linux's ceiling).
-pub const MAX_ACK_DELAY_NS: u64 = 500_000_000;
+use nodelay_tcp::time::ns;
+pub use nodelay_tcp::timers::{MAX_ACK_DELAY_NS, MIN_ACK_DELAY_NS};
+pub use nodelay_tcp::{HoldKind, Role};
+
 /// A hold released by an ACK sent at once counts from this long: below it, the round trip of
 /// one host or a switch, which no one notices.
 pub const MIN_ROUND_TRIP_HOLD_NS: u64 = 500_000;
-/// A first byte this late beyond the round trip is late (the doctor's `LATE_FIRST_BYTE_MS`).
-pub const LATE_FIRST_BYTE_NS: u64 = 25_000_000;
+/// A first byte this late beyond the round trip is late ([`nodelay_tcp::thresholds::LATE_FIRST_BYTE`]).
+pub const LATE_FIRST_BYTE_NS: u64 = ns(nodelay_tcp::thresholds::LATE_FIRST_BYTE);
 /// A client's wait this long between its handshake and its request is reported.
 pub const CLIENT_WAIT_NS: u64 = 200_000_000;
-/// A round trip this long is a slow path: longer than any path between two places on Earth
-/// needs (the antipodes are about 200 ms apart over fibre).
-pub const SLOW_PATH_RTT_NS: u64 = 200_000_000;
+/// A round trip this long is a slow path ([`nodelay_tcp::thresholds::SLOW_PATH_RTT`]).
+pub const SLOW_PATH_RTT_NS: u64 = ns(nodelay_tcp::thresholds::SLOW_PATH_RTT);
 /// A release this soon after the ACK is ACK-clocked...
 const ACK_CLOCK_MIN_WINDOW_NS: u64 = 2_000_000;
 /// ...and where the handshake RTT is unknown, assume at most this RTT.
 const UNKNOWN_RTT_NS: u64 = 2_000_000;
 /// How far a quick ACK and an ACK-clocked release may stray from the round trip: this, plus
-/// a quarter of the round trip.
+/// a quarter of the round trip. Tighter than an application's slack
+/// (`nodelay_tcp::path::round_trip_slack_ms`): packet times carry no scheduling.
 const ROUND_TRIP_SLACK_NS: u64 = 200_000;
 /// The smallest MSS a host may use (RFC 9293, IPv4's default): a segment shorter is partial
 /// whatever the MSS, and a sender's largest segment stands for its MSS only from here.
@@ -64,25 +64,6 @@ const EXAMPLES_KEPT: usize = 5;
 
 /// An IP address and a TCP port.
 pub type Endpoint = (IpAddr, u16);
-
-/// Which end of a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// The end that opened the connection (sent the SYN), or sent data first.
-    Client,
-    /// The other end.
-    Server,
-}
-
-/// What released a Nagle hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum HoldKind {
-    /// The peer's delayed ACK (25-500 ms after the segment, net of its side of the round trip).
-    #[default]
-    DelayedAck,
-    /// An ACK the peer sent at once: the hold lasted one round trip.
-    RoundTrip,
-}
 
 /// One stall, for reports.
 #[derive(Debug, Clone, PartialEq, Eq)]

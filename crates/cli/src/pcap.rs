@@ -58,7 +58,9 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
              and a stall across such a step may be missed",
             nodelay_report::plural(summary.read.steps_back as usize, "packet is timed", "packets are timed"),
             if summary.read.steps_back == 1 { "it" } else { "them" },
-            nodelay_report::format_duration_ms(summary.read.largest_step_back_ns as f64 / 1e6)
+            nodelay_report::format_duration_ms(nodelay_tcp::time::ms_from_ns(
+                summary.read.largest_step_back_ns
+            ))
         ));
     }
     if summary.tcp_packets == 0 {

@@ -6,11 +6,10 @@ use crate::exit::{Outcome, UsageError};
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, anyhow};
-use nodelay_diagnose::STALL_GAP_MS;
 use nodelay_proxy::{ProxyStats, Relay, RelayConfig};
 use nodelay_report::{Json, ProxyReport, Render};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Descriptors kept for what is not a relayed connection (stdio, epoll, the listener).
 const SPARE_DESCRIPTORS: u64 = 32;
@@ -28,7 +27,7 @@ pub fn proxy(args: &ProxyArgs) -> Result<Outcome> {
     let listening = relay.local_addr();
     // Tests and scripts wait for this line: the relay accepts from now on.
     output::stderr_line(&format!("listening on {listening}"));
-    let mut stats = ProxyStats::new(Instant::now(), Duration::from_secs_f64(STALL_GAP_MS / 1e3));
+    let mut stats = ProxyStats::new(Instant::now(), nodelay_tcp::thresholds::STALL_GAP);
     let end =
         relay.run(&mut stats, nodelay_load::stop::requested).map_err(|e| anyhow!("relay failed: {e}"))?;
     let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end);

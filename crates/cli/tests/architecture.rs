@@ -16,26 +16,30 @@ fn workspace() -> PathBuf {
 
 /// The library crates and the crates of this workspace each may depend on (docs/architecture.md).
 const ALLOWED: &[(&str, &[&str])] = &[
+    ("tcp", &[]),
     ("wire", &[]),
-    ("engine", &["wire"]),
-    ("capture", &[]),
-    ("host", &["engine"]),
-    ("diagnose", &["engine", "host"]),
-    ("proxy", &["wire", "engine"]),
+    ("engine", &["wire", "tcp"]),
+    ("capture", &["tcp"]),
+    ("host", &["tcp"]),
+    ("diagnose", &["engine", "host", "tcp"]),
+    ("proxy", &["wire", "tcp"]),
     ("launch", &["host"]),
-    ("report", &["engine", "diagnose", "capture", "host", "proxy"]),
+    ("report", &["engine", "diagnose", "capture", "host", "proxy", "tcp"]),
     ("load", &["wire", "engine", "diagnose", "host", "report"]),
-    ("doctor", &["engine", "diagnose", "host", "report", "load"]),
-    ("watch", &["capture", "host"]),
+    ("doctor", &["engine", "diagnose", "host", "report", "load", "tcp"]),
+    ("watch", &["capture", "host", "tcp"]),
     ("netpath", &[]),
     (
         "cli",
         &[
-            "wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load", "doctor",
-            "watch", "netpath",
+            "tcp", "wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load",
+            "doctor", "watch", "netpath",
         ],
     ),
 ];
+
+/// The crates that meet TCP and take its model from `nodelay-tcp` (docs/architecture.md).
+const TCP_MODEL_USERS: &[&str] = &["capture", "engine", "host", "proxy", "diagnose", "watch"];
 
 #[test]
 fn each_crate_depends_only_on_the_crates_it_may() {
@@ -53,6 +57,97 @@ fn each_crate_depends_only_on_the_crates_it_may() {
             );
         }
     }
+}
+
+#[test]
+fn the_tcp_model_is_a_leaf_that_every_crate_meeting_tcp_imports() {
+    for name in TCP_MODEL_USERS {
+        let manifest =
+            std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml")).unwrap();
+        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
+        assert!(
+            dependencies.lines().any(|line| line.trim().starts_with("nodelay-tcp")),
+            "crates/{name} meets TCP but does not depend on nodelay-tcp"
+        );
+    }
+}
+
+/// A TCP fact named outside `crates/tcp`: a constant with a fact's name not derived from
+/// `nodelay_tcp`, a second `FindingId` or TCP_INFO reader, a percentile or a path judgement
+/// of its own. Each would let two crates judge the same packets two ways.
+fn tcp_fact_copied(line: &str) -> Option<&'static str> {
+    const FACTS: &[&str] = &[
+        "RTO_MIN",
+        "RTO_SEEN",
+        "MIN_PATH_RTT",
+        "INITIAL_WINDOW_SEGMENTS",
+        "STALL_GAP",
+        "LATE_FIRST_BYTE",
+        "SLOW_FIRST_BYTE",
+        "SYMPTOM_FRACTION",
+        "MIN_ACK_DELAY",
+        "MAX_ACK_DELAY",
+    ];
+    let code = line.split("//").next().unwrap_or("");
+    // `const NAME: TYPE = value`, with NAME a fact (in any unit) and TYPE a number or a time.
+    let declaration = code.trim_start().trim_start_matches("pub ").trim_start_matches("pub(crate) ");
+    let declares_fact = declaration.strip_prefix("const ").and_then(|rest| rest.split_once(':')).is_some_and(
+        |(name, rest)| {
+            let kind = rest.split('=').next().unwrap_or("").trim();
+            let numeric = ["f64", "u64", "u32", "usize", "Duration"].contains(&kind);
+            let fact = FACTS.iter().any(|fact| {
+                ["", "_MS", "_NS", "_US"].iter().any(|unit| name.trim() == format!("{fact}{unit}"))
+            });
+            numeric && fact
+        },
+    );
+    if declares_fact && !code.contains("nodelay_tcp") {
+        return Some("declares a TCP fact; take it from nodelay_tcp");
+    }
+    if code.contains("enum FindingId") {
+        return Some("declares finding ids; nodelay_tcp::FindingId is the one list");
+    }
+    if code.contains("libc::TCP_INFO") || code.contains("tcpi_") {
+        return Some("reads TCP_INFO itself; nodelay_tcp::KernelTcpInfo is the one layout");
+    }
+    if code.contains("value_at_quantile") || code.contains("len() / 2)") {
+        return Some("takes a percentile its own way; use nodelay_tcp::quantile");
+    }
+    if code.contains(">= MIN_PATH_RTT") || code.contains("< MIN_PATH_RTT") {
+        return Some("judges a round trip itself; use nodelay_tcp::path");
+    }
+    None
+}
+
+#[test]
+fn tcp_facts_live_only_in_the_tcp_crate() {
+    let mut copies = Vec::new();
+    for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "tcp") {
+        let src = workspace().join("crates").join(name).join("src");
+        for path in modules(&src).values() {
+            let text = without_tests(&std::fs::read_to_string(path).unwrap());
+            for (number, line) in text.lines().enumerate() {
+                if let Some(why) = tcp_fact_copied(line) {
+                    copies.push(format!("{}:{}: {why}", path.display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(copies.is_empty(), "TCP facts outside crates/tcp:\n{}", copies.join("\n"));
+}
+
+#[test]
+fn the_fact_reader_sees_copies_and_lets_derived_views_pass() {
+    assert!(tcp_fact_copied("const STALL_GAP_MS: f64 = 25.0;").is_some());
+    assert!(tcp_fact_copied("pub const RTO_MIN_NS: u64 = 200_000_000;").is_some());
+    assert!(tcp_fact_copied("pub const RTO_MIN_NS: u64 = ns(nodelay_tcp::RTO_MIN);").is_none());
+    assert!(tcp_fact_copied("pub enum FindingId {").is_some());
+    assert!(tcp_fact_copied("let m = v.get(v.len() / 2).copied();").is_some());
+    assert!(tcp_fact_copied("rtt.filter(|&rtt| rtt >= MIN_PATH_RTT_MS)").is_some());
+    assert!(tcp_fact_copied("let stall = gap >= STALL_GAP_MS; // STALL_GAP").is_none());
+    assert!(tcp_fact_copied("const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;").is_none());
+    assert!(tcp_fact_copied("const LATE_FIRST_BYTE: Symptom = Symptom {").is_none());
+    assert!(tcp_fact_copied("pub(crate) const SLOW_BODY_MS: f64 = STALL_GAP_MS;").is_none());
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 use crate::fixes;
 use crate::phase::is_clustered;
-use crate::timers::match_delayed_ack_timer;
+use nodelay_tcp::timers::match_delayed_ack_timer;
 
 /// The stalls a capture showed where one kind of side (server or client) held its data.
 #[derive(Debug, Clone, PartialEq)]

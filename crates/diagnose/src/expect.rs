@@ -6,10 +6,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use nodelay_engine::{ExpectAnswer, ExpectProbe};
-
-fn ms(duration: std::time::Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
+use nodelay_tcp::time::ms;
 
 pub(crate) fn expect_continue_wait(probe: &ExpectProbe) -> Option<Finding> {
     let ExpectAnswer::Silence { waited } = probe.answer else { return None };

@@ -31,7 +31,6 @@ mod suggest;
 mod symptom;
 mod tail;
 mod tail_hold;
-mod timers;
 mod unseen_hops;
 mod waiting;
 mod window;
@@ -45,6 +44,7 @@ pub use errors::{MAX_ERROR_SHARE, grpc_code_name};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};
 pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
+pub use nodelay_tcp::timers::{DelayedAckTimer, match_delayed_ack_timer};
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
     PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,
@@ -60,6 +60,5 @@ pub use significance::{
 };
 pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
-pub use timers::{DelayedAckTimer, match_delayed_ack_timer};
 pub use unseen_hops::unseen_hops_note;
 pub use window::window_notes;

@@ -1,19 +1,17 @@
 //! Measured phases (the baseline and each experiment) and the figures the rules read.
 
-use nodelay_engine::path::{INITIAL_WINDOW_SEGMENTS, MIN_PATH_RTT_MS, RTO_MIN_MS};
-use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord, TcpInfo, distribution_ns, quantile_ms};
+use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord};
+use nodelay_tcp::TcpInfo;
+use nodelay_tcp::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
+use nodelay_tcp::quantile::median;
+use nodelay_tcp::time::ms;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-/// A mid-response pause at least this long counts as a stall (the shortest delayed-ACK
-/// timer is 40 ms; scheduling noise on loopback stays far below).
-pub const STALL_GAP_MS: f64 = 25.0;
+pub use nodelay_tcp::thresholds::{LATE_FIRST_BYTE_MS, STALL_GAP_MS};
 /// An HTTP/2 request that waited this long before its HEADERS left counts as queued: far above
 /// the microseconds a loop takes to send what is due.
 pub const QUEUED_MS: f64 = 1.0;
-/// A first byte later than this counts as late.
-pub const LATE_FIRST_BYTE_MS: f64 = 25.0;
 /// An MSS to assume before the connection has told its own (IPv4 over Ethernet).
 const DEFAULT_MSS_BYTES: u64 = 1460;
 /// A phase where more than this share of the attempts failed decides nothing: no verdict
@@ -353,10 +351,6 @@ pub(crate) fn syn_retry_cluster(ms: f64) -> Option<u32> {
         .map(|(_, _, seconds)| seconds)
 }
 
-fn ms(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
-
 /// The first byte as the server's: over HTTP/2, less the time the request queued before its
 /// HEADERS left (behind the stream limit), which the server never saw, and the time its
 /// answer was held behind another stream's lost segment, which the server did not spend.
@@ -364,12 +358,7 @@ fn server_first_byte_ms(r: &ResponseRecord) -> f64 {
     ms(r.first_byte) - r.http2.map_or(0.0, |stream| ms(stream.queued) + ms(stream.loss_held_before_headers))
 }
 
-/// The percentile of millisecond values, by nodelay's one definition (`nodelay_engine::
-/// quantile_ms`, as bench computes its own), so doctor, pcap and bench never round apart.
-pub fn percentile(values_ms: &[f64], quantile: f64) -> f64 {
-    let histogram = distribution_ns(values_ms.iter().map(|&ms| (ms * 1e6).round() as u64));
-    quantile_ms(&histogram, quantile)
-}
+pub use nodelay_tcp::quantile::percentile_ms as percentile;
 
 impl PhaseSummary {
     /// Share of the steady responses that ended one round trip after their first byte (0 to 1).
@@ -419,7 +408,7 @@ impl PhaseSummary {
 
     /// The round trip the rules take out of each time: the path's, from MIN_PATH_RTT_MS on; 0 below.
     pub fn judged_rtt_ms(&self) -> f64 {
-        self.path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0)
+        nodelay_tcp::judged_rtt_ms(self.path_rtt_ms)
     }
 
     /// The median total less what the path costs a response: one round trip, and one more
@@ -538,10 +527,12 @@ impl Phase {
         let totals = sorted(steady.iter().map(|r| ms(r.total)));
         let first_bytes = sorted(steady.iter().map(|r| server_first_byte_ms(r)));
         let gaps = sorted(steady.iter().map(|r| ms(r.max_read_gap)));
-        let path_rtt_ms =
-            self.tcp_info.filter(|info| info.min_rtt_us > 0).map(|info| f64::from(info.min_rtt_us) / 1e3);
+        let path_rtt_ms = self
+            .tcp_info
+            .filter(|info| info.min_rtt_us > 0)
+            .map(|info| nodelay_tcp::time::ms_from_us(info.min_rtt_us));
         // On a path, a pause or a first byte is judged by what the round trip does not explain.
-        let rtt = path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0);
+        let rtt = nodelay_tcp::judged_rtt_ms(path_rtt_ms);
         let mss = self
             .tcp_info
             .map(|info| u64::from(info.rcv_mss_bytes))
@@ -598,11 +589,9 @@ impl Phase {
             })
             .count();
         let tail = crate::tail::tail_figures(&steady, rtt, mss, reuses_connections);
-        let mut pause_counts: Vec<u32> = steady.iter().map(|r| r.pauses).collect();
-        pause_counts.sort_unstable();
+        let pause_counts: Vec<u32> = steady.iter().map(|r| r.pauses).collect();
         let stalled_gaps = sorted(stalls.iter().map(|r| ms(r.max_read_gap)));
-        let mut bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
-        bytes_before.sort_unstable();
+        let bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
         let connects = sorted(self.responses.iter().filter_map(|r| r.connect.map(ms)));
         let handshakes = sorted(self.responses.iter().filter_map(|r| r.tls_handshake.map(ms)));
         let opens = self.opens();
@@ -624,11 +613,7 @@ impl Phase {
             } else {
                 steady.iter().map(|r| f64::from(r.read_chunks)).sum::<f64>() / steady.len() as f64
             },
-            response_bytes_p50: {
-                let mut sizes: Vec<u64> = steady.iter().map(|r| r.response_bytes).collect();
-                sizes.sort_unstable();
-                sizes.get(sizes.len() / 2).copied().unwrap_or(0)
-            },
+            response_bytes_p50: { median(steady.iter().map(|r| r.response_bytes).collect()).unwrap_or(0) },
             mss_bytes: mss,
             path_rtt_ms,
             stalled: stalls.len(),
@@ -643,10 +628,10 @@ impl Phase {
             stalled_gap_p10_ms: on_stalls(0.1),
             stalled_gap_p50_ms: on_stalls(0.5),
             stalled_gap_p90_ms: on_stalls(0.9),
-            bytes_before_stall: bytes_before.get(bytes_before.len() / 2).copied(),
+            bytes_before_stall: median(bytes_before),
             slow_body,
             paused_p50_ms: percentile(&sorted(steady.iter().map(|r| paused_beyond(r))), 0.5),
-            pauses_p50: pause_counts.get(pause_counts.len() / 2).copied().unwrap_or(0),
+            pauses_p50: median(pause_counts).unwrap_or(0),
             body_p50_ms: percentile(&sorted(steady.iter().map(|r| body_beyond(r))), 0.5),
             late_first_byte: steady
                 .iter()
@@ -760,6 +745,7 @@ impl Phase {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A synthetic response: `first_byte_ms`, then optionally a pause of `gap_ms` before the
     /// rest (two reads), on connection request number `sequence`.
@@ -842,16 +828,5 @@ pub(crate) mod tests {
         assert!(!phase.summary().reliable, "5 of 41 is over it");
         let clean = super::tests::phase(None, vec![response(0, 0.2, None)]).summary();
         assert!(clean.reliable && clean.most_common_error.is_none() && clean.errors_by_kind.is_empty());
-    }
-
-    #[test]
-    fn percentile_is_nearest_rank_like_bench() {
-        let values = [1.0, 2.0, 3.0, 4.0];
-        assert!((percentile(&values, 0.5) - 2.0).abs() <= 0.002);
-        assert!((percentile(&values, 0.9) - 4.0).abs() <= 0.004);
-        assert_eq!(percentile(&[], 0.5), 0.0);
-        // The very numbers bench reports for the same samples.
-        let ns: Vec<u64> = values.iter().map(|ms| (ms * 1e6) as u64).collect();
-        assert_eq!(percentile(&values, 0.5), quantile_ms(&distribution_ns(ns), 0.5));
     }
 }

@@ -23,14 +23,10 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
 use crate::phase::{LATE_FIRST_BYTE_MS, STALL_GAP_MS, is_clustered};
-use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
-use nodelay_engine::TcpInfo;
-use nodelay_engine::path::MIN_PATH_RTT_MS;
+use nodelay_tcp::TcpInfo;
+use nodelay_tcp::thresholds::{SLOW_FIRST_BYTE_MS, SYMPTOM_FRACTION};
+use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
 
-/// A median first byte from the upstream later than this makes it "slow to answer".
-const SLOW_FIRST_BYTE_MS: f64 = 10.0;
-/// A late first byte in at least this share of exchanges is worth a finding.
-const SYMPTOM_FRACTION: f64 = 0.25;
 /// Stalls needed before the pattern can count as proof.
 const MIN_STALLS_FOR_PROOF: u64 = 3;
 /// Connections needed, and exchanges per connection at most, to call it connection-per-request.
@@ -118,7 +114,7 @@ impl LegPauses {
     /// The median pause is within a few milliseconds of the relay socket's ACK timeout.
     fn matches_relay_ato(&self) -> bool {
         self.relay_socket.is_some_and(|info| {
-            let ato_ms = f64::from(info.ato_us) / 1e3;
+            let ato_ms = nodelay_tcp::time::ms_from_us(info.ato_us);
             ato_ms > 0.0 && (self.beyond_path(self.gap_p50_ms) - ato_ms).abs() <= 8.0
         })
     }
@@ -152,9 +148,9 @@ pub struct RelayObservations {
     pub total_p50_ms: f64,
 }
 
-/// A round trip as the rules take it out: all of it from MIN_PATH_RTT_MS on, none below.
+/// A round trip as the rules take it out: all of it on a path, none below.
 fn judged(rtt_ms: f64) -> f64 {
-    if rtt_ms >= MIN_PATH_RTT_MS { rtt_ms } else { 0.0 }
+    nodelay_tcp::judged_rtt_ms(Some(rtt_ms))
 }
 
 impl RelayObservations {
@@ -202,7 +198,7 @@ pub fn relay_findings(o: &RelayObservations) -> Vec<Finding> {
 
 /// Whether a leg's pauses are a delayed-ACK timer's, and how sure that is.
 struct TimerPattern {
-    timer: Option<crate::timers::DelayedAckTimer>,
+    timer: Option<nodelay_tcp::timers::DelayedAckTimer>,
     proven: bool,
     confidence: Confidence,
 }
@@ -283,7 +279,7 @@ fn pause_evidence(
     if let Some(info) = leg.relay_socket.filter(|info| info.ato_us > 0) {
         evidence.push(Evidence::new(
             format!("delayed-ACK timeout (ato) of the relay's socket, {relay_role}"),
-            f64::from(info.ato_us) / 1e3,
+            nodelay_tcp::time::ms_from_us(info.ato_us),
             "ms",
         ));
     }
@@ -440,7 +436,7 @@ fn round_trip_hold(leg: &LegPauses, side: Side, total_p50_ms: f64) -> Finding {
     if let Some(info) = leg.relay_socket.filter(|info| info.ato_us > 0) {
         evidence.push(Evidence::new(
             format!("delayed-ACK timeout (ato) of the relay's socket, {relay_role}"),
-            f64::from(info.ato_us) / 1e3,
+            nodelay_tcp::time::ms_from_us(info.ato_us),
             "ms",
         ));
     }

@@ -11,13 +11,12 @@ use crate::hops::unrequested_keep_alive;
 use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::{server_findings, works_through};
 use crate::symptom::{REMOVED_FRACTION, Symptom, proof, proof_of};
-use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
-use nodelay_engine::path::RTO_MIN_MS;
+use nodelay_tcp::path::{RTO_MIN_MS, about_one_round_trip_ms};
+use nodelay_tcp::thresholds::{SLOW_FIRST_BYTE_MS, SYMPTOM_FRACTION};
+use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
 
-/// A median first byte later than this (less the path's round trip) makes the server "slow
-/// to answer"...
-const SLOW_FIRST_BYTE_MS: f64 = 10.0;
-/// ...when it is also at least this share of the round trip: beside a long path, a few
+/// A median first byte later than [`SLOW_FIRST_BYTE_MS`] (less the path's round trip) makes
+/// the server "slow to answer" when it is also at least this share of the round trip: beside a long path, a few
 /// milliseconds of the server's are not what the user waits for.
 const SLOW_FIRST_BYTE_RTT_SHARE: f64 = 0.25;
 /// Responses that waited a retransmission timeout are named from this share on (one in
@@ -26,8 +25,6 @@ const RETRANSMISSION_SHARE: f64 = 0.05;
 /// A CPU-bound handler whose work (on a CPU or waiting for one) is at least this share of the
 /// server's first byte explains that first byte.
 const WORK_EXPLAINS_FIRST_BYTE_SHARE: f64 = 0.8;
-/// A symptom seen in at least this share of steady responses is worth a finding.
-const SYMPTOM_FRACTION: f64 = 0.25;
 
 const PAUSE: Symptom = Symptom {
     share: PhaseSummary::stalled_fraction,
@@ -216,7 +213,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
 fn round_trip_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
     let rtt = baseline.judged_rtt_ms();
     let extra = phase.first_byte_p50_ms - baseline.first_byte_p50_ms;
-    rtt > 0.0 && (extra - rtt).abs() <= rtt / 4.0 + 1.0
+    about_one_round_trip_ms(extra, rtt)
 }
 
 fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
@@ -227,7 +224,7 @@ fn whole_response_late(phase: &PhaseSummary, baseline: &PhaseSummary) -> bool {
 fn tcp_info_evidence(phase: &Phase, evidence: &mut Vec<Evidence>) {
     // Before its first RTT sample a connection has no RTT to show (min_rtt 0).
     if let Some(info) = phase.tcp_info.filter(|info| info.min_rtt_us > 0) {
-        let ms = |us: u32| f64::from(us) / 1e3;
+        let ms = |us: u32| nodelay_tcp::time::ms_from_us(us);
         evidence.push(Evidence::new("client TCP_INFO rtt (smoothed)", ms(info.rtt_us), "ms"));
         evidence.push(Evidence::new("client TCP_INFO min_rtt (true path RTT)", ms(info.min_rtt_us), "ms"));
         evidence.push(Evidence::new("client TCP_INFO ato (its delayed-ACK timeout)", ms(info.ato_us), "ms"));
@@ -412,8 +409,7 @@ fn server_round_trip_hold(observations: &Observations, baseline: &PhaseSummary) 
     let quick = observations.experiment(Experiment::QuickAck).map(|phase| (phase, phase.summary()));
     let ack_clocked = quick.as_ref().and_then(|(_, summary)| {
         let quick_hold = summary.round_trip_hold_p50_ms?;
-        // Within the path's jitter of its round trip: a quarter of it, and a millisecond.
-        let keeps_time = (quick_hold - rtt).abs() <= rtt / 4.0 + 1.0;
+        let keeps_time = about_one_round_trip_ms(quick_hold, rtt);
         (summary.round_trip_held_fraction() >= SYMPTOM_FRACTION && keeps_time).then_some(quick_hold)
     });
     let proofs: Vec<Proof> = quick
@@ -508,7 +504,7 @@ fn client_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
         .find_map(|e| observations.experiment(e))
         .map_or(baseline.first_byte_p50_ms, |phase| phase.summary().first_byte_p50_ms);
     let extra = stalling.first_byte_p50_ms - reference;
-    let round_trip = !late && rtt > 0.0 && (extra - rtt).abs() <= rtt / 4.0 + 1.0;
+    let round_trip = !late && about_one_round_trip_ms(extra, rtt);
     if !late && !round_trip {
         return None;
     }
@@ -911,7 +907,7 @@ mod tests {
         rtt_ms: f64,
         responses: Vec<nodelay_engine::ResponseRecord>,
     ) -> Phase {
-        let tcp_info = nodelay_engine::TcpInfo {
+        let tcp_info = nodelay_tcp::TcpInfo {
             min_rtt_us: (rtt_ms * 1e3) as u32,
             rtt_us: (rtt_ms * 1e3) as u32,
             rcv_mss_bytes: 1448,

@@ -4,6 +4,8 @@
 //! one round share its moment of the machine (another process's burst, a frequency change),
 //! so they are not independent, and a test over thousands of them would call noise real.
 
+use nodelay_tcp::quantile::nearest_rank;
+
 /// Below this p-value a difference is called real (benchstat's default alpha).
 pub const ALPHA: f64 = 0.05;
 /// A ratio whose whole confidence interval lies within this of 1 is no difference that
@@ -90,7 +92,8 @@ pub fn compare_rounds_at(first: &[f64], other: &[f64], alpha: f64) -> Option<Dif
     let mut log_ratios: Vec<f64> =
         first.iter().flat_map(|x| other.iter().map(move |y| (y / x).ln())).collect();
     log_ratios.sort_by(f64::total_cmp);
-    let ratio = median_sorted(&log_ratios).exp();
+    // The median by nodelay's one definition (the nearest rank; `nodelay_tcp::quantile`).
+    let ratio = nearest_rank(&log_ratios, 0.5).unwrap_or(0.0).exp();
     // The interval runs from the k-th smallest to the k-th largest ratio, k the largest count
     // of pairs U falls short of with probability at most alpha/2 (Hollander & Wolfe).
     let k = match &exact {
@@ -118,11 +121,6 @@ fn has_ties(first: &[f64], other: &[f64]) -> bool {
 
 fn min_max(values: &[f64]) -> (f64, f64) {
     values.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(*v), hi.max(*v)))
-}
-
-fn median_sorted(values: &[f64]) -> f64 {
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 }
 }
 
 /// The exact null distribution of U for n against m rounds without ties.

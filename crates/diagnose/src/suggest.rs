@@ -3,7 +3,7 @@
 //! them under its results ("what these numbers suggest"); JSON `suggestions`.
 
 use crate::phase::syn_retry_cluster;
-use crate::timers::{hop_stall_timer, match_delayed_ack_timer};
+use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
 use serde::Serialize;
 
 /// What a bench run measured, as the rules need it (milliseconds unless named otherwise).
@@ -234,7 +234,7 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
     // with a pause inside: the tail a Nagle server holds for the ACK of the head (the doctor
     // proves it by the ACK clock). Measured at 0.5, 10 and 40 ms: 0.89, 10.7 and 42.0 ms from
     // first byte to last, against 0.03, 3.9 and 16.8 ms for the TCP_NODELAY twin.
-    let path_rtt = run.path_rtt_ms.filter(|rtt| *rtt >= nodelay_engine::path::MIN_PATH_RTT_MS);
+    let path_rtt = nodelay_tcp::path_rtt_ms(run.path_rtt_ms);
     let reused = run.keep_alive && run.reused_responses * 2 >= run.responses;
     let total_p50 = (run.latency_quantiles_ms.len() == 9).then(|| run.latency_quantiles_ms[4]);
     if let (false, true, Some(rtt), Some(total), Some(first), Some(gap)) =

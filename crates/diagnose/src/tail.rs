@@ -12,7 +12,9 @@
 //! that paces (BBR) learns the held rate and spreads the full segments over the round trip,
 //! so the lone tail is seen on a connection's first responses, not its later ones.
 
-use nodelay_engine::{ResponseRecord, distribution_ns, quantile_ms};
+use nodelay_engine::ResponseRecord;
+use nodelay_tcp::quantile::{median, percentile_ms};
+use nodelay_tcp::time::ms;
 
 /// A response "ends one round trip after its first byte" within this share of the round
 /// trip, and a millisecond more (the path's jitter, the reader's wake-up), or on a path
@@ -47,10 +49,6 @@ pub(crate) struct TailFigures {
     pub(crate) tail_bytes_p50: Option<u64>,
 }
 
-fn ms(duration: std::time::Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
-}
-
 /// Does `response` end one round trip (`rtt_ms`) after its first byte, with at least one full
 /// segment (`mss` bytes) in it? Only keep-alive responses are judged: a fresh connection's
 /// second flight keeps the same time for a reason of its own (the initial window).
@@ -69,11 +67,6 @@ fn tail_came_alone(response: &ResponseRecord, rtt_ms: f64, mss: u64) -> bool {
         && ms(response.last_read_gap) >= rtt_ms * LONE_TAIL_PAUSE_SHARE
 }
 
-fn median_ms(sorted_ms: &[f64]) -> f64 {
-    // As the phase's percentiles are taken: through the same histogram.
-    quantile_ms(&distribution_ns(sorted_ms.iter().map(|&ms| (ms * 1e6).round() as u64)), 0.5)
-}
-
 /// The tail-hold figures over a phase's steady responses on reused connections, on a path
 /// of `rtt_ms` (0: no path, nothing judged) with segments of `mss` bytes.
 pub(crate) fn tail_figures(steady: &[&ResponseRecord], rtt_ms: f64, mss: u64, reused: bool) -> TailFigures {
@@ -85,20 +78,13 @@ pub(crate) fn tail_figures(steady: &[&ResponseRecord], rtt_ms: f64, mss: u64, re
         .filter(|r| r.http2.is_none() && ends_one_round_trip_after_first_byte(r, rtt_ms, mss))
         .collect();
     let alone: Vec<&&&ResponseRecord> = held.iter().filter(|r| tail_came_alone(r, rtt_ms, mss)).collect();
-    let sorted = |values: Vec<f64>| {
-        let mut values = values;
-        values.sort_by(f64::total_cmp);
-        values
-    };
-    let bodies = sorted(held.iter().map(|r| ms(r.total.saturating_sub(r.first_byte))).collect());
-    let pauses = sorted(alone.iter().map(|r| ms(r.last_read_gap)).collect());
-    let mut tails: Vec<u64> = alone.iter().map(|r| r.last_read_bytes).collect();
-    tails.sort_unstable();
+    let bodies: Vec<f64> = held.iter().map(|r| ms(r.total.saturating_sub(r.first_byte))).collect();
+    let pauses: Vec<f64> = alone.iter().map(|r| ms(r.last_read_gap)).collect();
     TailFigures {
         held: held.len(),
-        held_body_p50_ms: (!bodies.is_empty()).then(|| median_ms(&bodies)),
+        held_body_p50_ms: (!bodies.is_empty()).then(|| percentile_ms(&bodies, 0.5)),
         alone: alone.len(),
-        pause_p50_ms: (!pauses.is_empty()).then(|| median_ms(&pauses)),
-        tail_bytes_p50: tails.get(tails.len() / 2).copied(),
+        pause_p50_ms: (!pauses.is_empty()).then(|| percentile_ms(&pauses, 0.5)),
+        tail_bytes_p50: median(alone.iter().map(|r| r.last_read_bytes).collect()),
     }
 }

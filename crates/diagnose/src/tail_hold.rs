@@ -166,7 +166,7 @@ mod tests {
     }
 
     fn on_path(experiment: Option<Experiment>, responses: Vec<ResponseRecord>) -> Phase {
-        let tcp_info = nodelay_engine::TcpInfo {
+        let tcp_info = nodelay_tcp::TcpInfo {
             min_rtt_us: (RTT_MS * 1e3) as u32,
             rtt_us: (RTT_MS * 1e3) as u32,
             rcv_mss_bytes: 1448,

@@ -6,7 +6,7 @@
 
 use crate::finding::{Evidence, FindingId, Note};
 use crate::phase::Observations;
-use crate::timers::hop_stall_timer;
+use nodelay_tcp::timers::hop_stall_timer;
 
 /// `Server` header tokens of proxies and load balancers (lower case).
 const PROXY_TOKENS: [(&str, &str); 10] = [
@@ -77,7 +77,7 @@ mod tests {
     use crate::phase::tests::{phase, response};
 
     fn across(rtt_ms: f64, first_byte_ms: f64, server: Option<&str>) -> Observations {
-        let tcp_info = nodelay_engine::TcpInfo {
+        let tcp_info = nodelay_tcp::TcpInfo {
             min_rtt_us: (rtt_ms * 1e3) as u32,
             rcv_mss_bytes: 1448,
             ..Default::default()

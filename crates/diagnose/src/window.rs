@@ -11,7 +11,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Note, Proof, ProofKind};
 use crate::fixes;
 use crate::phase::{Experiment, Observations, PhaseSummary, extra_flights};
-use nodelay_engine::path::INITIAL_WINDOW_SEGMENTS;
+use nodelay_tcp::path::INITIAL_WINDOW_SEGMENTS;
 
 /// An experiment that changed only the window's start costs a round trip when its median
 /// total grew by at least this share of the round trip...

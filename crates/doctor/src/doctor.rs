@@ -8,10 +8,11 @@ use crate::examine::{examine_within, with_budget};
 use crate::progress::{Named, Progress};
 use crate::try_fix::FixPolicy;
 use anyhow::{Context, Result, bail};
-use nodelay_engine::{Selection, later};
+use nodelay_engine::Selection;
 use nodelay_load::{RequestOptions, ServerViewOptions, Target, Workload, build_workload, parse_target, stop};
 use nodelay_report::gate::{self, Threshold, ThresholdResult};
 use nodelay_report::{DoctorReport, DoctorScenarioReport, NamedDoctorReport};
+use nodelay_tcp::time::later;
 use std::time::{Duration, Instant};
 
 /// What the doctor is asked to do, besides the target.
@@ -175,7 +176,7 @@ impl Doctor {
 /// Refuses a machine whose kernel gives no TCP_INFO and TCP_QUICKACK: the experiments and
 /// the evidence need them (Linux).
 pub fn supported() -> Result<()> {
-    if !nodelay_engine::KERNEL_TCP_FIGURES {
+    if !nodelay_tcp::KERNEL_TCP_FIGURES {
         bail!("nodelay doctor needs Linux: its experiments use TCP_QUICKACK and its evidence TCP_INFO");
     }
     Ok(())

@@ -17,12 +17,12 @@ use nodelay_diagnose::{
     diagnose, keepalive_idle_close, next_experiment, order_fixes, proxy_hop_stall,
 };
 use nodelay_engine::{
-    EngineConfig, Framing, SocketOptions, later, probe_expect_continue, probe_hold, probe_idle,
-    with_expect_continue,
+    EngineConfig, Framing, SocketOptions, probe_expect_continue, probe_hold, probe_idle, with_expect_continue,
 };
 use nodelay_host::{ServerView, Upstream};
 use nodelay_load::{Watching, Workload, build_workload, is_this_machine, stop, watch_server};
 use nodelay_report::{DoctorReport, HopReport, TlsNegotiated, TryFixReport, format_seconds, plural};
+use nodelay_tcp::time::later;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 

@@ -76,7 +76,7 @@ pub(crate) fn baseline_requests(connections: usize, streams_per_connection: Opti
 /// timeouts (TCP_INFO `rto`). Linux restarts slow start after one RTO idle by halving the
 /// window for each RTO that passed (`tcp_cwnd_restart`): after four, a warm window is an
 /// eighth of itself, small enough for a large response to need more round trips.
-pub(crate) fn idle_gap(baseline_info: Option<&nodelay_engine::TcpInfo>) -> Duration {
+pub(crate) fn idle_gap(baseline_info: Option<&nodelay_tcp::TcpInfo>) -> Duration {
     let rto = baseline_info.map_or(Duration::ZERO, |info| Duration::from_micros(u64::from(info.rto_us)));
     (rto * 4).max(MIN_IDLE_GAP)
 }

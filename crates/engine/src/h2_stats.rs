@@ -3,9 +3,9 @@
 //! what the server's SETTINGS allowed, how long they were held behind lost segments, and gRPC
 //! statuses. Bounded memory, as `Stats`: four histograms and counters.
 
-use crate::quantile::histogram;
 use crate::record::{Http2Connection, StreamRecord};
 use hdrhistogram::Histogram;
+use nodelay_tcp::quantile::histogram;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -78,12 +78,12 @@ impl Default for Http2Stats {
     fn default() -> Self {
         Http2Stats {
             streams: 0,
-            queued_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
-            first_data_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
-            window_blocked_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            queued_ns: histogram(nodelay_tcp::quantile::SIGNIFICANT_DIGITS),
+            first_data_ns: histogram(nodelay_tcp::quantile::SIGNIFICANT_DIGITS),
+            window_blocked_ns: histogram(nodelay_tcp::quantile::SIGNIFICANT_DIGITS),
             window_blocked_streams: 0,
             window_blocked: Duration::ZERO,
-            loss_held_ns: histogram(crate::quantile::SIGNIFICANT_DIGITS),
+            loss_held_ns: histogram(nodelay_tcp::quantile::SIGNIFICANT_DIGITS),
             loss_held_streams: 0,
             loss_held: Duration::ZERO,
             loss_holes: 0,

@@ -20,15 +20,11 @@ mod hold_probe;
 mod idle_probe;
 mod limits;
 mod pacer;
-pub mod path;
 mod poller;
-mod quantile;
 mod record;
 mod select;
 mod sink;
 mod stats;
-mod tcp_info;
-mod time;
 mod timeline;
 mod tls;
 mod worker;
@@ -52,17 +48,12 @@ pub use limits::{
 };
 pub use nodelay_wire::{Framing, RawFraming};
 pub use pacer::{Claim, Pacer};
-pub use quantile::{distribution_ns, quantile_ms};
 pub use record::{
     ConnectionRecord, ErrorKind, ErrorRecord, Http2Connection, PAUSE_MIN, PeerSettings, ResponseRecord,
     StreamRecord, TlsSummary,
 };
 pub use sink::{CollectingSink, RecordSink};
 pub use stats::{RequestStats, Stats};
-pub use tcp_info::{
-    KERNEL_TCP_FIGURES, ListenQueue, TcpInfo, is_syn_sent, read_listen_queue, read_tcp_info, set_quickack,
-};
-pub use time::later;
 pub use timeline::{DEFAULT_INTERVAL, IntervalFigures, Timeline};
 pub use tls::{
     TlsClient, TlsOptions, TlsSetupError, TlsTrust, alpn_choice, describe_tls_error, looks_like_tls_record,

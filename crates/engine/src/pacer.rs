@@ -53,7 +53,7 @@ impl Pacer {
 
     /// When open-loop slot `index` is due.
     fn slot_time(&self, index: u64, rate: f64) -> Instant {
-        crate::time::later(self.start, Duration::from_nanos(slot_offset_ns(index, rate)))
+        nodelay_tcp::time::later(self.start, Duration::from_nanos(slot_offset_ns(index, rate)))
     }
 
     /// Takes the next request slot if one is due at `now`.

@@ -1,7 +1,7 @@
 //! Typed records the engine emits: one per finished request, per failed attempt, and per
 //! closed connection. Everything downstream (stats, diagnosis, reports) consumes these.
 
-use crate::tcp_info::TcpInfo;
+use nodelay_tcp::TcpInfo;
 use std::time::Duration;
 
 /// One request that received a complete response.

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 /// One hour: longer values are clamped to it.
 const HISTOGRAM_MAX_NS: u64 = 3_600_000_000_000;
 /// Run-wide figures: the one resolution every percentile in nodelay has.
-const RUN_SIGNIFICANT_DIGITS: u8 = crate::quantile::SIGNIFICANT_DIGITS;
+const RUN_SIGNIFICANT_DIGITS: u8 = nodelay_tcp::quantile::SIGNIFICANT_DIGITS;
 /// Per request name: 1 % resolution is plenty for a per-name table and costs 8× less memory,
 /// which matters for scenarios of hundreds of names on many threads.
 const PER_NAME_SIGNIFICANT_DIGITS: u8 = 2;
@@ -129,7 +129,7 @@ impl RequestStats {
     }
 }
 
-use crate::quantile::histogram;
+use nodelay_tcp::quantile::histogram;
 
 /// Records a value, growing the histogram to fit it (values are clamped to an hour first, so
 /// growing cannot fail; clamping is the fallback all the same).
@@ -509,7 +509,7 @@ mod tests {
         let intervals: Vec<_> = stats.timeline().intervals().collect();
         assert_eq!(intervals.iter().map(|i| i.responses).sum::<u64>(), stats.completed);
         assert_eq!(intervals.iter().map(|i| i.errors).sum::<u64>(), stats.total_errors());
-        let mut sum = crate::quantile::histogram(RUN_SIGNIFICANT_DIGITS);
+        let mut sum = nodelay_tcp::quantile::histogram(RUN_SIGNIFICANT_DIGITS);
         for interval in &intervals {
             assert_eq!(interval.latency_ns.len(), interval.responses);
             sum.add(&interval.latency_ns).unwrap();

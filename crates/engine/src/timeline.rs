@@ -12,9 +12,9 @@
 //! (`start_offset + total`), a failure by when it failed. The per-interval histograms add up
 //! exactly to the run-wide one: same resolution, same values.
 
-use crate::quantile::{SIGNIFICANT_DIGITS, histogram};
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use nodelay_tcp::quantile::{SIGNIFICANT_DIGITS, histogram};
 use std::time::{Duration, SystemTime};
 
 /// The default interval.

@@ -313,7 +313,7 @@ fn view(socket: &Listed, copy: &OwnedFd) -> Result<SocketView, HostError> {
         peer: connected.then_some(socket.entry.remote),
         nodelay: read(libc::TCP_NODELAY)?,
         cork: read(libc::TCP_CORK)?,
-        tcp_info: if connected { nodelay_engine::read_tcp_info(copy) } else { None },
+        tcp_info: if connected { nodelay_tcp::read_tcp_info(copy) } else { None },
     })
 }
 

@@ -57,7 +57,7 @@ pub use tcp_info::DiagTcpInfo;
 
 use crate::SocketState;
 use crate::socket_owner::{SocketOwner, canonical};
-use nodelay_engine::ListenQueue;
+use nodelay_tcp::ListenQueue;
 use options::Options;
 use serde::Serialize;
 use std::collections::HashMap;

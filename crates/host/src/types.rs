@@ -1,6 +1,6 @@
 //! What this crate reports about processes and their sockets (serialized as-is in JSON).
 
-use nodelay_engine::TcpInfo;
+use nodelay_tcp::TcpInfo;
 use serde::Serialize;
 use std::net::SocketAddr;
 

@@ -360,7 +360,7 @@ fn tcp_info_from_the_dump_matches_getsockopt() {
     let (local, remote) = ends(&client);
     let found = survey(&SurveyFilter::ports([remote.port()])).unwrap();
     let diag = find(&found, local, remote).tcp.expect("TCP_INFO in the dump");
-    let own = nodelay_engine::read_tcp_info(&client).unwrap();
+    let own = nodelay_tcp::read_tcp_info(&client).unwrap();
     assert_eq!(
         (diag.rtt_us, diag.min_rtt_us, diag.ato_us, diag.snd_mss_bytes, diag.rcv_mss_bytes),
         (own.rtt_us, own.min_rtt_us, own.ato_us, own.snd_mss_bytes, own.rcv_mss_bytes)

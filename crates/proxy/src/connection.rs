@@ -14,7 +14,7 @@ use crate::record::{ConnectionRecord, Ending, Unfinished};
 use crate::sink::RelaySink;
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
-use nodelay_engine::read_tcp_info;
+use nodelay_tcp::read_tcp_info;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::time::{Duration, Instant};

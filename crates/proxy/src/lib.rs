@@ -23,6 +23,4 @@ pub use record::{
 };
 pub use relay::{Relay, RelayConfig, RelayEnd, StopReason};
 pub use sink::{CollectingSink, RelaySink};
-pub use stats::{
-    INITIAL_WINDOW_BYTES, Leg, LegStats, MIN_PATH_RTT, ProxyStats, STALL_EXAMPLES, StallExample, judged_rtt,
-};
+pub use stats::{INITIAL_WINDOW_BYTES, Leg, LegStats, ProxyStats, STALL_EXAMPLES, StallExample};

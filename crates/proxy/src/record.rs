@@ -2,7 +2,7 @@
 //! finish, per connection closed and per upstream connection that could not be opened.
 //! Everything downstream (statistics, diagnosis, reports) consumes these.
 
-use nodelay_engine::TcpInfo;
+use nodelay_tcp::TcpInfo;
 use std::time::{Duration, Instant};
 
 /// How one message (a request on the client leg, a response on the upstream leg) arrived:

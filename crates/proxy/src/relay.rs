@@ -11,7 +11,7 @@ use crate::record::{
 use crate::sink::RelaySink;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
-use nodelay_engine::later;
+use nodelay_tcp::time::later;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::SocketAddr;

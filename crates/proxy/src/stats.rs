@@ -8,31 +8,18 @@ use crate::record::{
 };
 use crate::sink::RelaySink;
 use hdrhistogram::Histogram;
-use nodelay_engine::distribution_ns;
+use nodelay_tcp::path::about_one_round_trip_ms;
+use nodelay_tcp::time::ms;
+use nodelay_tcp::{distribution_ns, judged_rtt};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// Paused messages kept as examples.
 pub const STALL_EXAMPLES: usize = 5;
-/// A leg's round trip shorter than this is loopback or a near LAN: its pauses are judged as
-/// they are. From this much on, only what the path does not explain (the doctor's floor).
-pub const MIN_PATH_RTT: Duration =
-    Duration::from_micros((nodelay_engine::path::MIN_PATH_RTT_MS * 1e3) as u64);
 /// The most bytes a message may have for a pause of one round trip inside it to be a hold
 /// an ACK released, not a congestion window's wait: the initial window of 1460-byte segments.
-pub const INITIAL_WINDOW_BYTES: u64 = nodelay_engine::path::INITIAL_WINDOW_SEGMENTS * 1460;
-
-/// The part of a leg's round trip the rules take out of its times: all of it from
-/// [`MIN_PATH_RTT`] on, none below.
-pub fn judged_rtt(rtt: Option<Duration>) -> Duration {
-    rtt.filter(|rtt| *rtt >= MIN_PATH_RTT).unwrap_or(Duration::ZERO)
-}
-
-/// A pause of about one round trip: within a quarter of it plus 1 ms.
-fn about_one_round_trip(gap: Duration, rtt: Duration) -> bool {
-    let (gap, rtt) = (gap.as_secs_f64() * 1e3, rtt.as_secs_f64() * 1e3);
-    (gap - rtt).abs() <= rtt / 4.0 + 1.0
-}
+pub const INITIAL_WINDOW_BYTES: u64 =
+    nodelay_tcp::INITIAL_WINDOW_SEGMENTS * nodelay_tcp::path::ETHERNET_MSS_BYTES;
 
 /// Which leg a message crossed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,7 +68,7 @@ pub struct LegStats {
     /// the kernel had a sample.
     pub rtt_ns: Histogram<u64>,
     /// Messages no larger than the initial window that paused for about one round trip of
-    /// a path (the leg's round trip at least [`MIN_PATH_RTT`]): the sender held the rest
+    /// a path (the leg's round trip at least [`nodelay_tcp::MIN_PATH_RTT`]): the sender held the rest
     /// until the relay's ACK of the first part came back.
     pub round_trip_held: u64,
     /// Of them, messages of a connection's first exchange.
@@ -114,7 +101,7 @@ impl LegStats {
     }
 
     /// Counts a message that crossed a leg of round trip `rtt`; whether it stalled: paused
-    /// `stall_gap` beyond the round trip (beyond nothing under [`MIN_PATH_RTT`]).
+    /// `stall_gap` beyond the round trip (beyond nothing under [`nodelay_tcp::MIN_PATH_RTT`]).
     fn message(
         &mut self,
         reads: &Reads,
@@ -136,7 +123,7 @@ impl LegStats {
             && !path.is_zero()
             && reads.reads > 1
             && reads.bytes <= INITIAL_WINDOW_BYTES
-            && about_one_round_trip(reads.max_gap, path);
+            && about_one_round_trip_ms(ms(reads.max_gap), ms(path));
         if held {
             self.round_trip_held += 1;
             self.round_trip_held_first_on_connection += u64::from(first_exchange);
@@ -197,7 +184,7 @@ pub struct ProxyStats {
     /// Request forwarded to the response's first byte.
     pub upstream_first_byte_ns: Histogram<u64>,
     /// The upstream's own time: its first byte less the upstream leg's round trip (from
-    /// [`MIN_PATH_RTT`] on; the first byte as it is below).
+    /// [`nodelay_tcp::MIN_PATH_RTT`] on; the first byte as it is below).
     pub upstream_time_ns: Histogram<u64>,
     /// Requests, as read from the client.
     pub client: LegStats,

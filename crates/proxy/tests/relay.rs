@@ -78,7 +78,7 @@ fn a_megabyte_passes_both_ways_unchanged_and_the_half_close_with_it() {
     let connection = &sink.connections[0];
     assert_eq!((connection.client_bytes, connection.upstream_bytes), (expected as u64, expected as u64));
     assert_eq!(connection.framing, Some(Framing::Turns));
-    assert!(connection.client_tcp_info.is_some() || !nodelay_engine::KERNEL_TCP_FIGURES);
+    assert!(connection.client_tcp_info.is_some() || !nodelay_tcp::KERNEL_TCP_FIGURES);
 }
 
 #[test]

@@ -3,8 +3,8 @@
 //! socket survey. The CLI renders them (text lines, the terminal view, JSON lines); the JSON
 //! form is the contract of `schema/watch.schema.json`.
 
-use nodelay_capture::{HoldKind, Role};
 use nodelay_host::socket_survey::ProcessSockets;
+use nodelay_tcp::Role;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -87,52 +87,9 @@ impl Side {
     }
 }
 
-/// The finding ids watch reports: `pcap`'s and the doctor's vocabulary for Nagle holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum FindingId {
-    /// The server held the rest of a response until the client's delayed ACK.
-    #[serde(rename = "server-nagle-delayed-ack")]
-    ServerNagleDelayedAck,
-    /// The client held the rest of a request until the server's delayed ACK.
-    #[serde(rename = "client-nagle-delayed-ack")]
-    ClientNagleDelayedAck,
-    /// The server held the rest of a response for one round trip (the client ACKed at once).
-    #[serde(rename = "server-nagle-round-trip")]
-    ServerNagleRoundTrip,
-    /// The client held the rest of a request for one round trip.
-    #[serde(rename = "client-nagle-round-trip")]
-    ClientNagleRoundTrip,
-}
-
-impl FindingId {
-    /// The id of a hold by `side` released by `kind`.
-    pub fn of(side: Side, kind: HoldKind) -> Self {
-        match (side, kind) {
-            (Side::Server, HoldKind::DelayedAck) => FindingId::ServerNagleDelayedAck,
-            (Side::Client, HoldKind::DelayedAck) => FindingId::ClientNagleDelayedAck,
-            (Side::Server, HoldKind::RoundTrip) => FindingId::ServerNagleRoundTrip,
-            (Side::Client, HoldKind::RoundTrip) => FindingId::ClientNagleRoundTrip,
-        }
-    }
-
-    /// The id as text, e.g. `server-nagle-delayed-ack`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FindingId::ServerNagleDelayedAck => "server-nagle-delayed-ack",
-            FindingId::ClientNagleDelayedAck => "client-nagle-delayed-ack",
-            FindingId::ServerNagleRoundTrip => "server-nagle-round-trip",
-            FindingId::ClientNagleRoundTrip => "client-nagle-round-trip",
-        }
-    }
-
-    /// The side that held.
-    pub fn side(self) -> Side {
-        match self {
-            FindingId::ServerNagleDelayedAck | FindingId::ServerNagleRoundTrip => Side::Server,
-            FindingId::ClientNagleDelayedAck | FindingId::ClientNagleRoundTrip => Side::Client,
-        }
-    }
-}
+/// The finding ids watch reports: `pcap`'s and the doctor's, one vocabulary
+/// ([`FindingId::nagle_hold`]).
+pub use nodelay_tcp::FindingId;
 
 /// A local process and one of its sockets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -155,7 +155,7 @@ impl Findings {
 
     fn add(&mut self, hold: Hold, first_in_flow: bool, found: Option<(Process, bool)>) {
         let side = Side::from(hold.held_by);
-        let finding = FindingId::of(side, hold.stall.kind);
+        let finding = FindingId::nagle_hold(side.role(), hold.stall.kind);
         let (process, holder_is_local) = match found {
             Some((process, holder_is_local)) => (Some(process), holder_is_local),
             None => (None, false),
@@ -224,10 +224,10 @@ impl Findings {
 fn report(group: &Group, exchanges_by_port: &HashMap<u16, u64>) -> Stalls {
     let mut stalls = group.stalls.clone();
     stalls.exchanges = exchanges_by_port.get(&stalls.port).copied().unwrap_or(0).max(stalls.stalls);
-    stalls.lost_ms = group.lost_ns as f64 / 1e6;
+    stalls.lost_ms = nodelay_tcp::time::ms_from_ns(group.lost_ns);
     let count = stalls.stalls.max(1) as f64;
     stalls.mean_stall_ms = stalls.lost_ms / count;
-    stalls.mean_ack_delay_ms = group.ack_delay_ns as f64 / 1e6 / count;
+    stalls.mean_ack_delay_ms = nodelay_tcp::time::ms_from_ns(group.ack_delay_ns) / count;
     stalls
 }
 

@@ -64,7 +64,7 @@ impl Transport {
     fn received(&mut self, bytes: &[u8], now: Instant, arrived: Instant) {
         if self.quickack {
             // Best effort: a failure only weakens the experiment, never the data.
-            let _ = crate::tcp_info::set_quickack(&self.stream);
+            let _ = nodelay_tcp::set_quickack(&self.stream);
         }
         let mut tap = self.tap.borrow_mut();
         // Only a read after a pause can end a wait for a retransmission: TCP_INFO is read then,
@@ -72,7 +72,7 @@ impl Transport {
         // TCP_INFO is read once, for either or both.
         let pause_ended = tap.may_end_a_loss(now);
         if (pause_ended || tap.losses_settle_due(now))
-            && let Some(counters) = crate::tcp_info::read_loss_counters(&self.stream)
+            && let Some(counters) = nodelay_tcp::read_loss_counters(&self.stream)
         {
             if pause_ended {
                 tap.losses(counters, now);

@@ -9,7 +9,7 @@
 //! releases the server's queued replies before it releases our duplicates. So a pause our
 //! retransmissions alone explain stays unsettled until a D-SACK has had time to come.
 
-use crate::tcp_info::LossCounters;
+use nodelay_tcp::LossCounters;
 use std::time::{Duration, Instant};
 
 /// The shortest wait for a D-SACK after a pause ends: two round trips (the duplicates'

@@ -23,7 +23,7 @@
 
 use super::loss_watch::{LossWatch, PauseEnd};
 use crate::record::Http2Connection;
-use crate::tcp_info::LossCounters;
+use nodelay_tcp::LossCounters;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -37,9 +37,8 @@ const FLAG_ACK: u8 = 0x1;
 const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
 const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
 const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
-/// A path with a round trip under this is loopback or a near LAN...
-const MIN_PATH_RTT_US: u64 = (crate::path::MIN_PATH_RTT_MS * 1000.0) as u64;
-/// ...where only pauses this long are read for a retransmission's end.
+/// Under a path's round trip (loopback, a near LAN), only pauses this long are read for a
+/// retransmission's end.
 const NEAR_PATH_LOSS_PAUSE: Duration = Duration::from_millis(10);
 /// RFC 9113 6.9.2: every window starts at this until SETTINGS say otherwise.
 pub(crate) const DEFAULT_WINDOW_BYTES: u32 = 65_535;
@@ -448,7 +447,7 @@ impl FrameTap {
         // nothing worth naming: only pauses of 10 ms or more are read there, which keeps the
         // syscall off a busy loopback run (it cost 0.7 % of the generator's CPU against nginx).
         let rtt_us = self.losses.min_rtt_us();
-        let shortest = if rtt_us > 0 && u64::from(rtt_us) < MIN_PATH_RTT_US {
+        let shortest = if rtt_us > 0 && nodelay_tcp::path::judged_rtt_us(rtt_us) == 0 {
             NEAR_PATH_LOSS_PAUSE
         } else {
             (Duration::from_micros(u64::from(rtt_us)) / 2).max(crate::record::PAUSE_MIN)

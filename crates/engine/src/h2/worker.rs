@@ -21,10 +21,10 @@ use crate::poller::{Batch, BatchSize, Poller};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, StreamRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
-use crate::tcp_info::read_tcp_info;
-use crate::time::later;
 use crate::worker::{BATCH_MAX, BATCH_MIN_WAIT, BATCH_SHARE, WorkerOutput, WorkerPlan};
 use mio::net::TcpStream;
+use nodelay_tcp::read_tcp_info;
+use nodelay_tcp::time::later;
 use rustls::ClientConnection;
 use socket2::SockRef;
 use std::cell::RefCell;
@@ -835,7 +835,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         }
         // The verdict on a pause still unsettled, from the counters as they stand now.
         let unsettled = connection.tap.borrow().losses_unsettled();
-        if unsettled && let Some(counters) = crate::tcp_info::read_loss_counters(&connection.fd) {
+        if unsettled && let Some(counters) = nodelay_tcp::read_loss_counters(&connection.fd) {
             connection.tap.borrow_mut().settle_losses(counters);
         }
         let verdict = connection.tap.borrow_mut().take_loss_verdict();

@@ -1,7 +1,9 @@
-//! The `struct tcp_info` a sock_diag dump attaches to each socket (INET_DIAG_INFO), read by
-//! offset: the kernel sends as many bytes as it knows, so an older kernel's shorter struct
-//! leaves the later figures `None` rather than failing. Offsets from include/uapi/linux/tcp.h.
+//! The `struct tcp_info` a sock_diag dump attaches to each socket (INET_DIAG_INFO), read
+//! through the one transcription of the kernel's layout (`nodelay_tcp::KernelTcpInfo`): the
+//! kernel sends as many bytes as it knows, so an older kernel's shorter struct leaves the
+//! later figures `None` rather than failing.
 
+use nodelay_tcp::KernelTcpInfo;
 use serde::Serialize;
 
 /// The TCP_INFO figures of one socket as sock_diag gives them, without its descriptor.
@@ -68,41 +70,38 @@ pub struct DiagTcpInfo {
 }
 
 /// Reads the payload of an INET_DIAG_INFO attribute; `None` when it is shorter than the
-/// struct of Linux 4.9 (`delivery_rate`, 168 bytes), which every kernel with pidfd_getfd has.
+/// struct of Linux 4.9 (`delivery_rate`), which every kernel with pidfd_getfd has.
 pub(crate) fn parse(bytes: &[u8]) -> Option<DiagTcpInfo> {
-    let u32_at = |at: usize| bytes.get(at..at + 4).map(|b| u32::from_ne_bytes(b.try_into().unwrap()));
-    let u64_at = |at: usize| bytes.get(at..at + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-    let min_rtt_us = u32_at(148)?;
+    let raw = KernelTcpInfo::from_bytes(bytes);
     Some(DiagTcpInfo {
-        rto_us: u32_at(8)?,
-        ato_us: u32_at(12)?,
-        snd_mss_bytes: u32_at(16)?,
-        rcv_mss_bytes: u32_at(20)?,
-        unacked_segments: u32_at(24)?,
-        lost_segments: u32_at(32)?,
-        retrans_segments: u32_at(36)?,
-        last_data_sent_ms: u32_at(44)?,
-        last_data_recv_ms: u32_at(52)?,
-        last_ack_recv_ms: u32_at(56)?,
-        rtt_us: u32_at(68)?,
-        rttvar_us: u32_at(72)?,
-        snd_cwnd_segments: u32_at(80)?,
-        total_retrans_segments: u32_at(100)?,
-        bytes_acked: u64_at(120)?,
-        bytes_received: u64_at(128)?,
-        segments_out: u32_at(136)?,
-        segments_in: u32_at(140)?,
-        notsent_bytes: u32_at(144)?,
-        // The kernel's "no sample yet" is all ones.
-        min_rtt_us: if min_rtt_us == u32::MAX { 0 } else { min_rtt_us },
-        data_segments_in: u32_at(152)?,
-        data_segments_out: u32_at(156)?,
-        delivery_rate_bytes_per_s: u64_at(160)?,
-        busy_time_us: u64_at(168),
-        rwnd_limited_us: u64_at(176),
-        sndbuf_limited_us: u64_at(184),
-        bytes_sent: u64_at(200),
-        bytes_retrans: u64_at(208),
+        rto_us: raw.rto()?,
+        ato_us: raw.ato()?,
+        snd_mss_bytes: raw.snd_mss()?,
+        rcv_mss_bytes: raw.rcv_mss()?,
+        unacked_segments: raw.unacked()?,
+        lost_segments: raw.lost()?,
+        retrans_segments: raw.retrans()?,
+        last_data_sent_ms: raw.last_data_sent()?,
+        last_data_recv_ms: raw.last_data_recv()?,
+        last_ack_recv_ms: raw.last_ack_recv()?,
+        rtt_us: raw.rtt()?,
+        rttvar_us: raw.rttvar()?,
+        snd_cwnd_segments: raw.snd_cwnd()?,
+        total_retrans_segments: raw.total_retrans()?,
+        bytes_acked: raw.bytes_acked()?,
+        bytes_received: raw.bytes_received()?,
+        segments_out: raw.segs_out()?,
+        segments_in: raw.segs_in()?,
+        notsent_bytes: raw.notsent_bytes()?,
+        min_rtt_us: raw.min_rtt_us()?,
+        data_segments_in: raw.data_segs_in()?,
+        data_segments_out: raw.data_segs_out()?,
+        delivery_rate_bytes_per_s: raw.delivery_rate()?,
+        busy_time_us: raw.busy_time(),
+        rwnd_limited_us: raw.rwnd_limited(),
+        sndbuf_limited_us: raw.sndbuf_limited(),
+        bytes_sent: raw.bytes_sent(),
+        bytes_retrans: raw.bytes_retrans(),
     })
 }
 

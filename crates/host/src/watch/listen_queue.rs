@@ -33,11 +33,11 @@ fn parse_counters(text: &str) -> Option<ListenCounters> {
 /// The listening sockets among `sockets` that the run's connections reach (`port`; any
 /// listener when the target was a PID), read through copies. The smallest backlog wins:
 /// with SO_REUSEPORT each listener has its own queue, and the smallest overflows first.
-pub fn listener_queue(sockets: &[HeldSocket], port: Option<u16>) -> Option<nodelay_engine::ListenQueue> {
+pub fn listener_queue(sockets: &[HeldSocket], port: Option<u16>) -> Option<nodelay_tcp::ListenQueue> {
     let listeners = sockets
         .iter()
         .filter(|s| s.state == TcpState::Listen && port.is_none_or(|port| s.local.port() == port));
-    let mut smallest: Option<nodelay_engine::ListenQueue> = None;
+    let mut smallest: Option<nodelay_tcp::ListenQueue> = None;
     for socket in listeners {
         let Ok(handle) = PidFd::open(socket.pid) else { continue };
         let Ok(copy) = handle.take(socket.fd) else { continue };
@@ -45,7 +45,7 @@ pub fn listener_queue(sockets: &[HeldSocket], port: Option<u16>) -> Option<nodel
         if pidfd::inode(&copy).ok() != Some(socket.inode) {
             continue;
         }
-        if let Some(queue) = nodelay_engine::read_listen_queue(&copy)
+        if let Some(queue) = nodelay_tcp::read_listen_queue(&copy)
             && smallest.is_none_or(|s| queue.backlog < s.backlog)
         {
             smallest = Some(queue);
@@ -58,7 +58,7 @@ pub fn listener_queue(sockets: &[HeldSocket], port: Option<u16>) -> Option<nodel
 pub fn view(
     start: Option<ListenCounters>,
     end: Option<ListenCounters>,
-    queue: Option<nodelay_engine::ListenQueue>,
+    queue: Option<nodelay_tcp::ListenQueue>,
 ) -> Option<ListenQueueView> {
     let (start, end) = (start?, end?);
     Some(ListenQueueView {
@@ -96,7 +96,7 @@ mod tests {
     fn the_view_is_what_the_run_added() {
         let start = ListenCounters { overflows: 10, drops: 12 };
         let end = ListenCounters { overflows: 74, drops: 78 };
-        let queue = nodelay_engine::ListenQueue { queued: 0, backlog: 2 };
+        let queue = nodelay_tcp::ListenQueue { queued: 0, backlog: 2 };
         let view = view(Some(start), Some(end), Some(queue)).unwrap();
         assert_eq!((view.overflows, view.drops, view.backlog), (64, 66, Some(2)));
         assert_eq!(super::view(None, Some(end), None), None);

@@ -201,7 +201,7 @@ pub fn segments_out(pid: i32, sockets: &[&HeldSocket]) -> io::Result<HashMap<u64
         };
         // The number may name another file by now.
         if pidfd::inode(&copy).ok() == Some(socket.inode)
-            && let Some(info) = nodelay_engine::read_tcp_info(&copy)
+            && let Some(info) = nodelay_tcp::read_tcp_info(&copy)
         {
             found.insert(socket.inode, info.segments_out);
         }

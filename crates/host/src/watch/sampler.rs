@@ -342,7 +342,7 @@ fn classify(copy: &OwnedFd, listening_ports: &mut HashSet<u16>) -> Met {
         return Met::Other;
     }
     match socket.peer_addr().ok().and_then(|a| a.as_socket()) {
-        None if nodelay_engine::is_syn_sent(copy).unwrap_or(true) => Met::Connecting,
+        None if nodelay_tcp::is_syn_sent(copy).unwrap_or(true) => Met::Connecting,
         None => Met::Later,
         Some(_) if listening_ports.contains(&local.port()) => Met::Other,
         Some(remote) => Met::Client(local, remote),

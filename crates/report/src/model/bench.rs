@@ -8,7 +8,9 @@ use crate::model::status::SuccessStatuses;
 use crate::model::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
 use nodelay_diagnose::{Finding, RunShape, Suggestion};
-use nodelay_engine::{ErrorKind, RequestStats, Stats, TcpInfo};
+use nodelay_engine::{ErrorKind, RequestStats, Stats};
+use nodelay_tcp::TcpInfo;
+use nodelay_tcp::time::ms_from_us;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -56,13 +58,10 @@ pub fn histogram_buckets(histogram: &Histogram<u64>, buckets: usize) -> Vec<Hist
         .collect()
 }
 
-/// A path round trip shorter than this says nothing in the text: the doctor's threshold.
-pub use nodelay_engine::path::MIN_PATH_RTT_MS;
-
 /// The path's round trip in milliseconds: the lowest `min_rtt` of the connections that had an
 /// RTT sample (the kernel leaves it at 0 before one); `None` when none had.
 pub fn path_rtt_ms(infos: impl IntoIterator<Item = TcpInfo>) -> Option<f64> {
-    infos.into_iter().map(|info| info.min_rtt_us).filter(|&us| us > 0).min().map(|us| f64::from(us) / 1e3)
+    infos.into_iter().map(|info| info.min_rtt_us).filter(|&us| us > 0).min().map(ms_from_us)
 }
 
 /// The segments the connections resent, added up; `None` without any TCP_INFO.
@@ -79,8 +78,8 @@ fn retransmission_waits(stats: &Stats) -> u64 {
     if resent == 0 || stats.latency_ns.is_empty() {
         return 0;
     }
-    let rtt_ms = path_rtt_ms(infos()).filter(|&rtt| rtt >= MIN_PATH_RTT_MS).unwrap_or(0.0);
-    let from_ns = ((rtt_ms + nodelay_engine::path::RTO_MIN_MS) * 1e6) as u64;
+    let rtt_ms = nodelay_tcp::judged_rtt_ms(path_rtt_ms(infos()));
+    let from_ns = ((rtt_ms + nodelay_tcp::path::RTO_MIN_MS) * 1e6) as u64;
     let histogram = &stats.latency_ns;
     let slow = if histogram.max() < from_ns { 0 } else { histogram.count_between(from_ns, histogram.max()) };
     slow.min(resent)

@@ -113,7 +113,7 @@ impl IntervalPoint {
     /// holds the responses that completed and `errors` requests failed.
     pub fn of(start_s: f64, duration_s: f64, errors: u64, latency_ns: &Histogram<u64>) -> Self {
         let requests = latency_ns.len();
-        let quantile = |q: f64| (!latency_ns.is_empty()).then(|| nodelay_engine::quantile_ms(latency_ns, q));
+        let quantile = |q: f64| (!latency_ns.is_empty()).then(|| nodelay_tcp::quantile_ms(latency_ns, q));
         IntervalPoint {
             start_s,
             duration_s,

@@ -8,6 +8,7 @@ use nodelay_diagnose::{
     LateFirstByte, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, match_delayed_ack_timer,
     percentile,
 };
+use nodelay_tcp::time::ms_from_ns as ms;
 use serde::Serialize;
 use std::net::IpAddr;
 
@@ -316,10 +317,6 @@ pub struct SlowFlowReport {
     pub retransmissions: RetransmissionReport,
     /// Its zero windows.
     pub zero_windows: ZeroWindowReport,
-}
-
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
 }
 
 /// Nanosecond samples as milliseconds, sorted for [`percentile`].

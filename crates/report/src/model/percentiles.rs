@@ -2,7 +2,7 @@
 //! handshakes, proxy legs, merged logs).
 
 use hdrhistogram::Histogram;
-use nodelay_engine::quantile_ms;
+use nodelay_tcp::quantile_ms;
 use serde::Serialize;
 
 /// Latency percentiles and moments in milliseconds.
@@ -34,7 +34,7 @@ impl Percentiles {
         if histogram.is_empty() {
             return None;
         }
-        let ms = |ns: u64| ns as f64 / 1e6;
+        let ms = nodelay_tcp::time::ms_from_ns;
         Some(Percentiles {
             p50: quantile_ms(histogram, 0.50),
             p90: quantile_ms(histogram, 0.90),
@@ -43,7 +43,7 @@ impl Percentiles {
             max: ms(histogram.max()),
             min: ms(histogram.min()),
             mean: histogram.mean() / 1e6,
-            p95: ms(histogram.value_at_quantile(0.95)),
+            p95: quantile_ms(histogram, 0.95),
             stdev: histogram.stdev() / 1e6,
         })
     }

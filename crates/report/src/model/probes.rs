@@ -3,6 +3,7 @@
 
 use crate::format::format_duration_ms;
 use nodelay_engine::{ExpectAnswer, ExpectProbe, IdleProbe};
+use nodelay_tcp::time::ms;
 use serde::{Deserialize, Serialize};
 
 /// How the server answered a head with `Expect: 100-continue`, the body held back.
@@ -19,10 +20,6 @@ pub struct ExpectContinueReport {
     pub final_status: Option<u16>,
     /// From sending the body to the final response's end; null when no body was sent.
     pub body_to_response_ms: Option<f64>,
-}
-
-fn ms(duration: std::time::Duration) -> f64 {
-    duration.as_secs_f64() * 1e3
 }
 
 impl ExpectContinueReport {

@@ -5,8 +5,10 @@
 use crate::model::percentiles::Percentiles;
 use hdrhistogram::Histogram;
 use nodelay_diagnose::{Finding, LATE_FIRST_BYTE_MS, LegPauses, RelayObservations, relay_findings};
-use nodelay_engine::{TcpInfo, quantile_ms};
 use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, StallExample, Unfinished};
+use nodelay_tcp::TcpInfo;
+use nodelay_tcp::quantile_ms;
+use nodelay_tcp::time::ms_from_ns as ms;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -210,10 +212,6 @@ pub struct ProxyReport {
     pub findings: Vec<Finding>,
 }
 
-fn ms(ns: u64) -> f64 {
-    ns as f64 / 1e6
-}
-
 fn pauses(histogram: &Histogram<u64>) -> Option<Pauses> {
     (!histogram.is_empty()).then(|| Pauses {
         p10: quantile_ms(histogram, 0.1),
@@ -270,8 +268,7 @@ fn leg_pauses(leg: &LegReport, stats: &LegStats, example: Option<&StallExample>)
         gap_p50_ms: pauses.map_or(0.0, |p| p.p50),
         gap_p90_ms: pauses.map_or(0.0, |p| p.p90),
         lost_ms: leg.time_lost_ms,
-        bytes_before_p50: (!stats.bytes_before_stall.is_empty())
-            .then(|| stats.bytes_before_stall.value_at_quantile(0.5)),
+        bytes_before_p50: nodelay_tcp::quantile::quantile_of(&stats.bytes_before_stall, 0.5),
         relay_socket: leg.relay_socket,
         example: example.map(describe_example).unwrap_or_default(),
         path_rtt_ms: leg.path_rtt_ms.unwrap_or(0.0),

@@ -5,7 +5,7 @@
 //! heading, the figures' line, the latency columns, the outcome rows and the suggestions.
 
 use crate::format::{DurationScale, display_width, format_bytes, format_duration_ms, format_status_counts};
-use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, MIN_PATH_RTT_MS, RequestReport};
+use crate::model::bench::{BenchReport, BenchSettings, HistogramBucket, RequestReport};
 use crate::model::percentiles::Percentiles;
 use crate::render::Render;
 use crate::text::finding::write_finding_fitted;
@@ -13,7 +13,8 @@ use crate::text::layout::{Col, TextTable};
 use crate::text::server_view::write_server_view;
 use crate::text::wrap::wrap;
 use crate::text::{FittedText, MIN_WIDTH, Text};
-use nodelay_engine::TcpInfo;
+use nodelay_tcp::TcpInfo;
+use nodelay_tcp::time::ms_from_us as ms_of_us;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -211,12 +212,12 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
     write_suggestions(out, suggestions, width)
 }
 
-/// Across a path (a round trip of [`MIN_PATH_RTT_MS`] or more), one line beside the latency
+/// Across a path ([`nodelay_tcp::is_path`]), one line beside the latency
 /// figures: the round trip, the network's share of the median, and what the server and the
 /// load add beyond it. The most the width holds of three wordings; `None` on loopback and
 /// when nothing completed.
 fn path_line(r: &BenchReport, width: usize) -> Option<String> {
-    let rtt = r.path_rtt_ms.filter(|&rtt| rtt >= MIN_PATH_RTT_MS)?;
+    let rtt = nodelay_tcp::path_rtt_ms(r.path_rtt_ms)?;
     let p50 = r.latency_ms.as_ref()?.p50;
     // min_rtt is the least sample: a median under it is the clock's rounding, all network.
     let share = (rtt / p50.max(rtt) * 100.0).min(100.0);
@@ -560,10 +561,6 @@ pub(crate) fn write_labelled(out: &mut String, rows: Vec<(&str, String)>, width:
     out.push_str(&table.render());
 }
 
-fn ms_of_us(us: u32) -> f64 {
-    f64::from(us) / 1000.0
-}
-
 /// Up to [`CONNECTIONS_LISTED`] connections, a table of their TCP_INFO, one unit per column.
 fn write_connections(out: &mut String, r: &BenchReport, width: usize) -> std::fmt::Result {
     let with_info: Vec<_> = r.connections.iter().filter_map(|c| Some((c, c.tcp_info?))).collect();
@@ -607,9 +604,7 @@ fn connections_summary(r: &BenchReport) -> Option<String> {
     }
     // RTT figures only of the connections that had an RTT sample.
     let sampled: Vec<&TcpInfo> = infos.iter().filter(|i| i.min_rtt_us > 0).collect();
-    let mut rtts: Vec<u32> = sampled.iter().map(|i| i.rtt_us).collect();
-    rtts.sort_unstable();
-    let rtt = rtts.get(rtts.len() / 2).copied();
+    let rtt = nodelay_tcp::quantile::median(sampled.iter().map(|i| i.rtt_us).collect());
     let min_rtt = sampled.iter().map(|i| i.min_rtt_us).min();
     let max_ato = infos.iter().map(|i| i.ato_us).max().unwrap_or(0);
     let retransmits: u64 = infos.iter().map(|i| u64::from(i.total_retransmits)).sum();

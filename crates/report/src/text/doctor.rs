@@ -95,11 +95,8 @@ fn write_doctor(out: &mut String, r: &DoctorReport, width: usize) -> std::fmt::R
     let phases: Vec<PhaseRow> = r.phases.iter().map(phase_row).collect();
     write_phases(out, &phases, width);
     // Across a path, the round trip beside the figures it is part of (none on loopback).
-    if let Some(rtt) = r
-        .phases
-        .first()
-        .and_then(|baseline| baseline.summary.path_rtt_ms)
-        .filter(|&rtt| rtt >= nodelay_engine::path::MIN_PATH_RTT_MS)
+    if let Some(rtt) =
+        r.phases.first().and_then(|baseline| nodelay_tcp::path_rtt_ms(baseline.summary.path_rtt_ms))
     {
         let line = format!(
             "path round trip {} (client TCP_INFO min_rtt): every first byte includes it; first bytes and pauses \

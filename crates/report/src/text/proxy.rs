@@ -15,6 +15,7 @@ use crate::text::finding::write_finding_fitted;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use crate::text::{DEFAULT_WIDTH, MIN_WIDTH};
+use nodelay_tcp::time::ms_from_us as ms_of_us;
 use std::fmt::Write;
 
 /// Stalled messages spelled out (the JSON has a few more).
@@ -119,8 +120,7 @@ fn write_split(out: &mut String, r: &ProxyReport, width: usize) {
     );
     out.push_str(&wrap(&split, width, "", "  "));
     // Across a path, each leg's round trip beside the split it is part of (none on loopback).
-    let across =
-        |leg: &LegReport| leg.path_rtt_ms.filter(|&rtt| rtt >= nodelay_engine::path::MIN_PATH_RTT_MS);
+    let across = |leg: &LegReport| nodelay_tcp::path_rtt_ms(leg.path_rtt_ms);
     if across(&r.client_leg).is_some() || across(&r.upstream_leg).is_some() {
         let rtt = |leg: &LegReport| leg.path_rtt_ms.map_or("-".to_string(), format_duration_ms);
         let line = format!(
@@ -237,7 +237,6 @@ fn write_tcp_info_table(out: &mut String, r: &ProxyReport, width: usize) {
     if legs.is_empty() {
         return;
     }
-    let ms_of_us = |us: u32| f64::from(us) / 1e3;
     let scale = DurationScale::for_ms(
         legs.iter().flat_map(|(_, i)| [ms_of_us(i.rtt_us), ms_of_us(i.min_rtt_us), ms_of_us(i.ato_us)]),
     );
@@ -353,7 +352,7 @@ mod tests {
     /// (all but the first), as the stalling Python server behind the relay shows.
     fn report(exchanges: u32, gap_ms: u64) -> ProxyReport {
         let t0 = Instant::now();
-        let mut stats = ProxyStats::new(t0, Duration::from_millis(25));
+        let mut stats = ProxyStats::new(t0, nodelay_tcp::thresholds::STALL_GAP);
         for sequence in 0..exchanges {
             let start = t0 + Duration::from_millis(50 * u64::from(sequence));
             let forwarded = start + Duration::from_micros(20);

@@ -8,8 +8,8 @@ use crate::text::FittedText;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use nodelay_diagnose::NodelayState;
-use nodelay_engine::TcpInfo;
 use nodelay_host::{ProcessInfo, SocketState, SocketView};
+use nodelay_tcp::TcpInfo;
 use std::fmt::Write;
 use std::net::{IpAddr, SocketAddr};
 /// "PID 4242 (python3, uid 1000)", each process of the target.
@@ -128,8 +128,8 @@ fn socket_table(
     width: usize,
 ) -> String {
     let infos: Vec<_> = sockets.iter().filter_map(|s| s.tcp_info).collect();
-    let rtt = DurationScale::for_ms(infos.iter().map(|i| f64::from(i.rtt_us) / 1e3));
-    let ato = DurationScale::for_ms(infos.iter().map(|i| f64::from(i.ato_us) / 1e3));
+    let rtt = DurationScale::for_ms(infos.iter().map(|i| nodelay_tcp::time::ms_from_us(i.rtt_us)));
+    let ato = DurationScale::for_ms(infos.iter().map(|i| nodelay_tcp::time::ms_from_us(i.ato_us)));
     let listening_ports: Vec<(i32, u16)> =
         sockets.iter().filter(|s| s.state == SocketState::Listen).map(|s| (s.pid, s.local.port())).collect();
     let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
@@ -152,8 +152,8 @@ fn socket_table(
     // Kernel figures exist for connections only.
     let kernel =
         |s: &SocketView, figure: &dyn Fn(&TcpInfo) -> String| s.tcp_info.as_ref().map_or("-".into(), figure);
-    column("RTT", Col::Right, &|s| kernel(s, &|i| rtt.format(f64::from(i.rtt_us) / 1e3)));
-    column("ATO", Col::Right, &|s| kernel(s, &|i| ato.format(f64::from(i.ato_us) / 1e3)));
+    column("RTT", Col::Right, &|s| kernel(s, &|i| rtt.format(nodelay_tcp::time::ms_from_us(i.rtt_us))));
+    column("ATO", Col::Right, &|s| kernel(s, &|i| ato.format(nodelay_tcp::time::ms_from_us(i.ato_us))));
     column("UNACKED", Col::Right, &|s| kernel(s, &|i| i.unacked_segments.to_string()));
     column("CORK", Col::Left, &|s| on_off(s.cork));
     let mut table = TextTable::new(width, 2, &columns.iter().map(|(_, align, _)| *align).collect::<Vec<_>>());

@@ -1,7 +1,21 @@
-//! Which delayed-ACK timer a stall length matches. The stall's length names the peer that
-//! delayed its ACK, not the one that held its data (docs/field-notes.md §1).
+//! The delayed-ACK timers of the stacks nodelay meets, and which one a stall length matches.
+//! The stall's length names the peer that delayed its ACK, not the one that held its data
+//! (docs/field-notes.md §1).
 
+use crate::time::ns;
 use serde::Serialize;
+use std::time::Duration;
+
+/// Shortest ACK delay a capture counts: the shortest delayed-ACK timer is 40 ms (Linux's
+/// `TCP_DELACK_MIN`), less what a busy host may advance it by.
+pub const MIN_ACK_DELAY: Duration = Duration::from_millis(25);
+/// Longest: delayed-ACK timers stop at 200 ms (Windows, macOS, Linux's `TCP_DELACK_MAX`);
+/// beyond 500 ms the wait is something else.
+pub const MAX_ACK_DELAY: Duration = Duration::from_millis(500);
+/// [`MIN_ACK_DELAY`] in nanoseconds, as captures time.
+pub const MIN_ACK_DELAY_NS: u64 = ns(MIN_ACK_DELAY);
+/// [`MAX_ACK_DELAY`] in nanoseconds.
+pub const MAX_ACK_DELAY_NS: u64 = ns(MAX_ACK_DELAY);
 
 /// A delayed-ACK timer, told by the stall lengths it causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
