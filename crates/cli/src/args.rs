@@ -1,11 +1,16 @@
 //! Command-line arguments (clap derive). Defaults are stated in each option's help.
 
+mod shared;
+mod watch;
+
 use clap::{Args, Parser, Subcommand};
 use nodelay_load::values;
+pub use shared::{GateArgs, ProtocolArgs, TlsArgs};
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+pub use watch::WatchArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,7 +56,7 @@ pub enum Command {
     #[command(allow_negative_numbers = true)]
     Compare(Box<CompareArgs>),
     /// Find the stalls in this host's live TCP traffic without sending a request, by process
-    Watch(Box<nodelay_watch::WatchArgs>),
+    Watch(Box<WatchArgs>),
     /// Print saved runs as text or draw them on one HTML page, or merge interval logs of many machines
     Report(Box<ReportArgs>),
     /// Print the JSON Schema of a command's --json output
@@ -119,7 +124,7 @@ pub struct BenchArgs {
     pub server_view: ServerViewArgs,
 
     #[command(flatten)]
-    pub gate: nodelay_load::GateArgs,
+    pub gate: GateArgs,
 
     /// No progress bar
     #[arg(short = 'q', long)]
@@ -250,10 +255,10 @@ pub struct RequestArgs {
     pub write_split: Option<nodelay_load::WriteSplit>,
 
     #[command(flatten)]
-    pub tls: nodelay_load::TlsChoices,
+    pub tls: TlsArgs,
 
     #[command(flatten)]
-    pub protocol: nodelay_load::ProtocolOptions,
+    pub protocol: ProtocolArgs,
 }
 
 /// `nodelay doctor`: measure, experiment, explain.
@@ -279,7 +284,7 @@ pub struct DoctorArgs {
     pub timeout: Duration,
 
     #[command(flatten)]
-    pub gate: nodelay_load::GateArgs,
+    pub gate: GateArgs,
 
     /// Print the diagnosis as JSON (its JSON Schema: nodelay schema doctor) on stdout instead of text
     #[arg(long)]
@@ -373,7 +378,7 @@ pub struct CompareArgs {
     pub server_view: ServerViewArgs,
 
     #[command(flatten)]
-    pub gate: nodelay_load::GateArgs,
+    pub gate: GateArgs,
 
     /// No progress bar
     #[arg(short = 'q', long)]

@@ -6,7 +6,7 @@ use crate::exit::Outcome;
 use crate::output::{self, create_output};
 use crate::runner::{LoadProgress, text_width};
 use anyhow::Result;
-use nodelay_load::{Load, pace_for, plan_load, watch_server};
+use nodelay_load::{Load, TlsChoices, pace_for, plan_load, watch_server};
 use nodelay_report::gate::{self, GatedCommand};
 use nodelay_report::markdown;
 use nodelay_report::{FittedText, Json, Render};
@@ -21,7 +21,7 @@ pub fn warn_fallbacks(load: &Load) {
 }
 
 pub fn bench(args: &BenchArgs) -> Result<Outcome> {
-    args.gate.check_for(GatedCommand::Bench)?;
+    args.gate.options().check_for(GatedCommand::Bench)?;
     let load = plan_load(&args.url, &args.load.options())?;
     // Opened (created) before the run, so that a bad path costs no measurement.
     output::distinct_files(&[
@@ -32,7 +32,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let export = create_output(args.export_json.as_deref(), "--export-json")?;
     let html = create_output(args.html.as_deref(), "--html")?;
     let hdr_log = create_output(args.hdr_log.as_deref(), "--hdr-log")?;
-    let summary = args.gate.open_summary()?;
+    let summary = args.gate.options().open_summary()?;
     // Before any connection: a run that could never open -c sockets is refused, not started.
     load.reserve_descriptors()?;
     warn_fallbacks(&load);
@@ -45,7 +45,8 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let watching = watch_server(load.workload.address, &args.server_view.options(), pace);
     let on_stop = || watching.ending();
     let measured = load.measure_checked(&mut LoadProgress::new(&load.config, !args.quiet, &on_stop))?;
-    let mut report = load.full_report(&measured, watching, args.load.request.tls.as_command_line());
+    let mut report =
+        load.full_report(&measured, watching, TlsChoices::from(&args.load.request.tls).as_command_line());
     report.thresholds = gate::check(&args.gate.fail_if, &report, None);
 
     if let Some(output) = export {

@@ -22,10 +22,10 @@ const DIAGNOSIS_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     let given: Vec<String> = args.baseline.iter().chain(&args.urls).cloned().collect();
-    args.gate.check_for(GatedCommand::Compare { diagnose: args.diagnose, targets: given.len() })?;
+    args.gate.options().check_for(GatedCommand::Compare { diagnose: args.diagnose, targets: given.len() })?;
     let mut targets = plan_targets(&given, &args.labels, &args.load.options())?;
     let html = create_output(args.html.as_deref(), "--html")?;
-    let summary = args.gate.open_summary()?;
+    let summary = args.gate.options().open_summary()?;
     for target in &targets.live {
         target.load().reserve_descriptors()?;
     }
@@ -52,8 +52,9 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
             diagnose(target, args)?;
         }
     }
-    let comparisons = comparisons(&measured, args.gate.alpha());
-    let thresholds = gate::check_compare(&args.gate.fail_if, &measured, &comparisons, args.gate.alpha());
+    let comparisons = comparisons(&measured, args.gate.options().alpha());
+    let thresholds =
+        gate::check_compare(&args.gate.fail_if, &measured, &comparisons, args.gate.options().alpha());
     let report = CompareReport {
         schema: COMPARE_SCHEMA_ID,
         rounds,
@@ -62,8 +63,8 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
         targets: measured,
         verdicts: nodelay_report::target_verdicts(&comparisons),
         comparisons,
-        test: test_words(args.gate.alpha()),
-        alpha: args.gate.alpha(),
+        test: test_words(args.gate.options().alpha()),
+        alpha: args.gate.options().alpha(),
         machine: Machine::this(),
         interrupted: end.interrupted,
         interrupted_round: end.cut_short,

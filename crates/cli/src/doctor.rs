@@ -14,10 +14,10 @@ use serde::Serialize;
 
 pub fn doctor(args: &DoctorArgs) -> Result<Outcome> {
     nodelay_doctor::supported()?;
-    args.gate.check_for(GatedCommand::Doctor)?;
+    args.gate.options().check_for(GatedCommand::Doctor)?;
     let doctor = Doctor::new(&args.url, args.options())?;
     let html = output::create_output(args.html.as_deref(), "--html")?;
-    let summary = args.gate.open_summary()?;
+    let summary = args.gate.options().open_summary()?;
     let mut progress = DoctorProgress::start(args.budget);
     let mut diagnosis = doctor.run(&mut progress)?;
     progress.finish();

@@ -9,22 +9,25 @@ mod demo;
 mod doctor;
 mod exec;
 mod exit;
+pub mod habits;
 mod html;
 mod interrupt;
 mod merge;
 mod options;
 mod output;
 mod pcap;
+mod progress_words;
 mod proxy;
 mod report;
 mod runner;
 mod self_docs;
 mod sockets;
+mod terminal;
 mod watch;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
-    invalid_value_line, not_utf8, usage_error_line,
+    WatchArgs, invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
 

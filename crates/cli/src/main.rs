@@ -10,8 +10,8 @@ fn main() -> std::process::ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Flags typed from wrk's, ab's or oha's habit: dropped when they change nothing here,
     // else refused with nodelay's spelling.
-    let (args, note) = nodelay_load::habits::accept(args);
-    if let Some(hint) = nodelay_load::habits::hint(&args) {
+    let (args, note) = nodelay::habits::accept(args);
+    if let Some(hint) = nodelay::habits::hint(&args) {
         nodelay::report_error(&anyhow::anyhow!(hint));
         return nodelay::Outcome::Usage.into();
     }

@@ -16,8 +16,8 @@ impl RequestArgs {
             frame: self.frame.clone(),
             max_response: self.max_response,
             write_split: self.write_split.clone(),
-            tls: self.tls.clone(),
-            protocol: self.protocol.clone(),
+            tls: (&self.tls).into(),
+            protocol: (&self.protocol).into(),
         }
     }
 }

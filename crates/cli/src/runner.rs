@@ -2,11 +2,12 @@
 //! while the library runs the load or the diagnosis, and how wide stdout is for the text
 //! renderers.
 
+use crate::progress_words::ProgressWords;
+pub use crate::terminal::{stderr_width, text_width};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle, TermLike};
 use nodelay_engine::EngineConfig;
-use nodelay_load::{ProgressWords, RunObserver, RunProgress};
+use nodelay_load::{RunObserver, RunProgress};
 use nodelay_report::format_seconds;
-pub use nodelay_report::{stderr_width, text_width};
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -113,11 +114,12 @@ macro_rules! pass_to_terminal {
 
 impl TermLike for Stderr {
     fn width(&self) -> u16 {
-        self.0.size().1.saturating_sub(ECHO_ROOM).max(1)
+        let width = u16::try_from(crate::terminal::stderr_width()).unwrap_or(u16::MAX);
+        width.saturating_sub(ECHO_ROOM).max(1)
     }
 
     fn height(&self) -> u16 {
-        self.0.size().0
+        u16::try_from(crate::terminal::stderr_rows()).unwrap_or(u16::MAX)
     }
 
     pass_to_terminal!(move_cursor_up(n: usize), move_cursor_down(n: usize), move_cursor_right(n: usize));

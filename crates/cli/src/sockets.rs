@@ -16,7 +16,11 @@ pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
 
 pub fn fix(args: &FixArgs) -> Result<Outcome> {
     let fixed = nodelay_doctor::fix(args.sockets.target, args.dry_run)?;
-    output::stdout(&fixed.render(args.sockets.json, text_width()))?;
+    output::stdout(&if args.sockets.json {
+        Json.render(fixed.report())
+    } else {
+        FittedText::new(text_width()).render(fixed.report())
+    })?;
     // 3, as a finding: set, but the program turns TCP_NODELAY off on each new connection.
     Ok(if fixed.holds() { Outcome::Success } else { Outcome::Findings })
 }

@@ -1,6 +1,6 @@
 //! The house's shape, as docs/architecture.md states it: no crate's files import each other in
-//! a circle, each crate depends only on the crates it may, and `crates/cli` stays a thin shell
-//! (at most 2,000 lines, args.rs included).
+//! a circle, each crate depends only on the crates it may, TCP facts are stated only in
+//! `crates/tcp`, and only `crates/cli` prints, asks the terminal or parses flags.
 //!
 //! A file's imports are the `crate::...` paths it names (in `use` lines and in code, braces
 //! expanded) and its non-test `super::...` paths, resolved to the file that defines the
@@ -215,23 +215,64 @@ fn no_crate_has_a_circle_of_files() {
     }
 }
 
+/// Dependencies for the front end alone: parsing arguments and drawing on a terminal.
+const FRONT_END_CRATES: &[&str] =
+    &["clap", "clap_complete", "indicatif", "console", "terminal_size", "crossterm"];
+
+/// What a library's code (tests aside) may not write: printing, the standard streams, asking
+/// the terminal, clap's attributes.
+fn front_end_work(line: &str) -> Option<&'static str> {
+    const WORK: &[(&str, &str)] = &[
+        ("println!", "prints"),
+        ("eprintln!", "prints"),
+        ("print!(", "prints"),
+        ("eprint!(", "prints"),
+        ("io::stdout()", "writes to stdout"),
+        ("io::stderr()", "writes to stderr"),
+        ("is_terminal()", "asks the terminal"),
+        ("TIOCGWINSZ", "asks the terminal"),
+        ("#[arg(", "declares a flag"),
+        ("#[command(", "declares a command"),
+        ("clap::", "parses flags"),
+    ];
+    let code = line.split("//").next().unwrap_or("");
+    WORK.iter().find(|(pattern, _)| code.contains(pattern)).map(|(_, what)| *what)
+}
+
 #[test]
-fn the_cli_is_a_thin_shell() {
-    // Every file: lib.rs and main.rs are one module path but two files.
-    let mut lines = 0;
-    let mut folders = vec![workspace().join("crates/cli/src")];
-    while let Some(folder) = folders.pop() {
-        for path in std::fs::read_dir(&folder).unwrap().flatten().map(|entry| entry.path()) {
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") && !path.ends_with("path_main.rs") {
-                // path_main.rs is the nodelay-path binary's, a tool of its own over
-                // crates/netpath: the cap holds the `nodelay` command to its libraries.
-                lines += std::fs::read_to_string(&path).unwrap().lines().count();
+fn only_the_cli_prints_asks_the_terminal_or_parses_flags() {
+    let mut found = Vec::new();
+    for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
+        let manifest =
+            std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml")).unwrap();
+        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
+        for line in dependencies.lines() {
+            let dependency = line.split(['=', ' ', '.']).next().unwrap_or("");
+            if FRONT_END_CRATES.contains(&dependency) {
+                found.push(format!("crates/{name}/Cargo.toml depends on {dependency}"));
+            }
+        }
+        let src = workspace().join("crates").join(name).join("src");
+        for path in modules(&src).values() {
+            let text = without_tests(&std::fs::read_to_string(path).unwrap());
+            for (number, line) in text.lines().enumerate() {
+                if let Some(what) = front_end_work(line) {
+                    found.push(format!("{}:{}: {what}", path.display(), number + 1));
+                }
             }
         }
     }
-    assert!(lines <= 2000, "crates/cli/src has {lines} lines: its logic belongs in a library crate");
+    assert!(found.is_empty(), "front-end work outside crates/cli:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_front_end_reader_sees_printing_streams_and_flags() {
+    assert_eq!(front_end_work("    println!(\"{x}\");"), Some("prints"));
+    assert_eq!(front_end_work("let out = std::io::stdout();"), Some("writes to stdout"));
+    assert_eq!(front_end_work("#[derive(Debug, clap::Args)]"), Some("parses flags"));
+    assert_eq!(front_end_work("    #[arg(long)]"), Some("declares a flag"));
+    assert_eq!(front_end_work("// println! in a comment"), None);
+    assert_eq!(front_end_work("let text = format!(\"{x}\");"), None);
 }
 
 /// Module path (`a::b`, "" for the root) to file, for every .rs file under `src`.

@@ -1,12 +1,11 @@
 //! `nodelay fix`: TCP_NODELAY set on a running program's sockets (crates/host), then one new
-//! connection opened to check that the program keeps it, and the report rendered with what
-//! that showed. A program that turns TCP_NODELAY off on each connection it accepts undoes
+//! connection opened to check that the program keeps it, and the report of what that showed. A program that turns TCP_NODELAY off on each connection it accepts undoes
 //! the fix for every connection to come: the report says so, and the way that holds.
 
 use anyhow::Result;
 use nodelay_host::{HostError, NewConnection, Target, WithNewConnection};
 use nodelay_load::usage;
-use nodelay_report::{FittedText, FixReport, Json, Render, wrap_words};
+use nodelay_report::FixReport;
 
 /// What `nodelay fix` did, and what a new connection showed afterwards.
 #[derive(Debug, Clone)]
@@ -44,31 +43,9 @@ impl Fixed {
         !self.report.new_connection.as_ref().is_some_and(NewConnection::turned_off)
     }
 
-    /// The JSON contract (`schema/inspect.schema.json`, `fix`), or text fitted to `width`
-    /// columns: the report, then one paragraph on the new connection.
-    pub fn render(&self, json: bool, width: usize) -> String {
-        if json {
-            return Json.render(&self.report);
-        }
-        let mut text = FittedText::new(width).render(&self.report.report);
-        if let Some(check) = &self.report.new_connection {
-            let line = if check.turned_off() {
-                format!("warning: {}.", check.summary)
-            } else if check.nodelay.is_some() {
-                format!(
-                    "checked: {} (a connection to {}, watched {:.0} ms).",
-                    check.summary, check.address, check.watched_ms
-                )
-            } else {
-                format!("{}.", check.summary)
-            };
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push('\n');
-            text.push_str(&wrap_words(&line, width, "", "  ").join("\n"));
-            text.push('\n');
-        }
-        text
+    /// What was done and what the new connection showed: the JSON contract
+    /// (`schema/inspect.schema.json`, `fix`), and what the CLI renders as text.
+    pub fn report(&self) -> &WithNewConnection<FixReport> {
+        &self.report
     }
 }

@@ -1,35 +1,29 @@
-//! `--fail-if` as clap parses it, on bench, doctor and compare, and its check against what
-//! the command measures, before anything runs (the gate itself: nodelay_report::gate).
+//! The thresholds a run is held against (`--fail-if`, on bench, doctor and compare), their
+//! parsers, and their check against what the command measures, before anything runs (the
+//! gate itself: nodelay_report::gate).
 
 use crate::usage::usage;
 use anyhow::Result;
 use nodelay_report::gate::{GatedCommand, Threshold, unsupported};
 
 /// The thresholds a run is held against.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct GateArgs {
-    /// Fail the run (exit 4) when EXPR holds: a metric, an operator and a value with its
-    /// unit (p99 > 50ms, first_byte.p90 >= 20ms, errors > 1%, rps < 2000), or a finding
-    /// alone (stall: any Nagle hold; or an id such as slow-first-byte); repeatable
-    #[arg(long = "fail-if", value_name = "EXPR", value_parser = parse_threshold)]
+#[derive(Debug, Clone, Default)]
+pub struct GateOptions {
+    /// Fail the run when one of these holds.
     pub fail_if: Vec<Threshold>,
-
-    /// Append a Markdown summary of the run for a pull request to FILE (verdict,
-    /// thresholds, figures, each finding's proof and fix folded), e.g. "$GITHUB_STEP_SUMMARY"
-    #[arg(long, value_name = "FILE")]
+    /// Append a Markdown summary of the run to this file.
     pub summary: Option<std::path::PathBuf>,
-
-    /// compare: the significance level of its verdicts and of --fail-if 'slower ...' (as
-    /// benchstat's -alpha); intervals are then (1 - P) ones [default: 0.05]
-    #[arg(long, value_name = "P", value_parser = parse_alpha)]
+    /// compare: the significance level of its verdicts; `None`: benchstat's 0.05.
     pub alpha: Option<f64>,
 }
 
-fn parse_threshold(text: &str) -> Result<Threshold, String> {
+/// A `--fail-if` expression.
+pub fn parse_threshold(text: &str) -> Result<Threshold, String> {
     text.parse()
 }
 
-fn parse_alpha(text: &str) -> Result<f64, String> {
+/// A significance level: above 0, at most 0.5.
+pub fn parse_alpha(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(alpha) if alpha > 0.0 && alpha <= 0.5 => Ok(alpha),
         _ => Err(format!(
@@ -51,7 +45,7 @@ impl SummaryFile {
     }
 }
 
-impl GateArgs {
+impl GateOptions {
     /// Opens `--summary` before the run, so that a path it cannot write costs no measurement.
     pub fn open_summary(&self) -> Result<Option<SummaryFile>> {
         let Some(path) = &self.summary else { return Ok(None) };

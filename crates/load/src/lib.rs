@@ -14,11 +14,9 @@ mod compare_targets;
 mod curl;
 mod gate_args;
 mod grpc_message;
-pub mod habits;
 pub mod input;
 mod outcome;
 mod plan;
-mod progress_words;
 mod protocol;
 mod request;
 mod rounds;
@@ -35,11 +33,12 @@ mod workload;
 pub use command_words::nodelay_request_words;
 pub use compare_targets::{CompareTargets, plan_targets};
 pub use curl::{curl_command, curl_request_words};
-pub use gate_args::GateArgs;
+pub use gate_args::{GateOptions, parse_alpha, parse_threshold};
 pub use outcome::why_nothing_succeeded;
 pub use plan::{Load, LoadOptions, Measured, plan_load};
-pub use progress_words::ProgressWords;
-pub use protocol::{LOAD_WINDOW_BYTES, PROTOCOL_WINDOW_BYTES, ProtocolOptions, speak_http2};
+pub use protocol::{
+    LOAD_WINDOW_BYTES, PROTOCOL_WINDOW_BYTES, ProtocolOptions, parse_grpc_method, parse_window, speak_http2,
+};
 pub use request::{RequestOptions, TlsChoices, WriteSplit, build_request, parse_write_split};
 pub use rounds::{
     Contender, RoundsEnd, comparisons, finish as finish_rounds, labels, run_rounds, test_words,

@@ -14,8 +14,6 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-/// The help section of these options.
-const HEADING: &str = "HTTP/2 and gRPC";
 /// RFC 9113 6.5.2: a window may not exceed 2^31 - 1.
 const MAX_WINDOW_BYTES: u32 = (1 << 31) - 1;
 /// bench's and compare's window without `--h2-window`: h2load's (`-w 30 -W 30`, 2^30 - 1
@@ -30,53 +28,35 @@ pub(crate) const GRPC_PREFIX_BYTES: usize = 5;
 pub(crate) const GRPC_HEADERS: [(&str, &str); 2] = [("Content-Type", "application/grpc"), ("TE", "trailers")];
 
 /// Which HTTP to speak, and gRPC calls.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, Default)]
 pub struct ProtocolOptions {
-    /// Speak HTTP/2: on http:// with prior knowledge (h2c), on https:// insisting that the
-    /// server choose h2 by ALPN [default: bench and compare speak HTTP/2 on https:// when the
-    /// server chooses it; the doctor only when asked]
-    #[arg(long = "h2", help_heading = HEADING)]
+    /// Speak HTTP/2: on http:// with prior knowledge (h2c), on https:// insisting on h2 by ALPN.
     pub h2: bool,
-
-    /// https:// only: offer only HTTP/1.1 by ALPN, never HTTP/2
-    #[arg(long = "http1.1", conflicts_with = "h2", help_heading = HEADING)]
+    /// https:// only: offer only HTTP/1.1 by ALPN.
     pub http11: bool,
-
-    /// HTTP/2: requests in flight at once on each connection (h2load's -m) [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000), help_heading = HEADING)]
+    /// HTTP/2: requests in flight at once on each connection (h2load's -m); `None`: 1.
     pub streams: Option<u32>,
-
-    /// HTTP/2: the flow-control window advertised for each stream and for the connection
-    /// [default: bench and compare 1073741823 bytes, h2load's; the doctor 65535, the
-    /// protocol's, and an experiment with 16 MiB]
-    #[arg(long, value_name = "BYTES", value_parser = parse_window, help_heading = HEADING)]
+    /// HTTP/2: the flow-control window advertised for each stream and the connection, in bytes.
     pub h2_window: Option<u32>,
-
-    /// A gRPC unary call of this method over HTTP/2 (POST, application/grpc), e.g.
-    /// /helloworld.Greeter/SayHello; grpc-status is counted beside the HTTP status
-    #[arg(long, value_name = "/PACKAGE.SERVICE/METHOD", value_parser = parse_grpc_method, conflicts_with_all = ["method", "body", "scenario"], help_heading = HEADING)]
+    /// A gRPC unary call of this method (`/package.Service/Method`) over HTTP/2.
     pub grpc: Option<String>,
-
-    /// The gRPC request message: encoded protobuf, as bytes with escapes such as \x0a\x05 or
-    /// @FILE; with --grpc-proto, protobuf text such as 'name: "world"' [default: the empty
-    /// message]
-    #[arg(long, value_name = "MESSAGE", requires = "grpc", help_heading = HEADING)]
+    /// The gRPC request message: encoded protobuf with escapes or `@FILE`, or protobuf text
+    /// with `grpc_proto`.
     pub grpc_message: Option<String>,
-
-    /// The .proto file that declares the --grpc method (imports are looked up beside it):
-    /// --grpc-message is then protobuf text of the method's request type
-    #[arg(long, value_name = "FILE", requires = "grpc", help_heading = HEADING)]
+    /// The .proto file that declares the method.
     pub grpc_proto: Option<std::path::PathBuf>,
 }
 
-fn parse_window(text: &str) -> Result<u32, String> {
+/// A flow-control window in bytes: 65535 to 2^31 - 1 (RFC 9113 6.9.1).
+pub fn parse_window(text: &str) -> Result<u32, String> {
     match text.trim().parse::<u64>() {
         Ok(bytes) if (65_535..=u64::from(MAX_WINDOW_BYTES)).contains(&bytes) => Ok(bytes as u32),
         _ => Err(format!("'{text}': a window is 65535 to {MAX_WINDOW_BYTES} bytes")),
     }
 }
 
-fn parse_grpc_method(text: &str) -> Result<String, String> {
+/// A gRPC method, `/package.Service/Method`.
+pub fn parse_grpc_method(text: &str) -> Result<String, String> {
     let parts: Vec<&str> = text.strip_prefix('/').map(|rest| rest.split('/').collect()).unwrap_or_default();
     let printable = text.bytes().all(|b| b.is_ascii_graphic());
     match parts.as_slice() {

@@ -33,28 +33,16 @@ pub struct RequestOptions {
     pub protocol: crate::protocol::ProtocolOptions,
 }
 
-/// The help section of the TLS options: only they go under it (a struct-level heading would
-/// also take every option declared after them).
-const TLS_HEADING: &str = "TLS (https:// URLs)";
-
-/// How https:// targets are reached: shared by every command that sends requests (the
-/// options as clap parses them).
-#[derive(Debug, Clone, Default, clap::Args)]
+/// How https:// targets are reached: shared by every command that sends requests.
+#[derive(Debug, Clone, Default)]
 pub struct TlsChoices {
-    /// Do not check the server's certificate (as curl -k); the report says so
-    #[arg(short = 'k', long, help_heading = TLS_HEADING)]
+    /// Do not check the server's certificate (as curl -k).
     pub insecure: bool,
-
-    /// Trust the certificates in this PEM file instead of the system's store
-    #[arg(long, value_name = "FILE", conflicts_with = "insecure", help_heading = TLS_HEADING)]
+    /// Trust the certificates in this PEM file instead of the system's store.
     pub cacert: Option<PathBuf>,
-
-    /// Server name to send (SNI) and to check the certificate against, instead of the URL's host
-    #[arg(long, value_name = "NAME", help_heading = TLS_HEADING)]
+    /// The server name to send (SNI) and check the certificate against, instead of the URL's host.
     pub sni: Option<String>,
-
-    /// A new connection makes a full handshake instead of resuming an earlier session
-    #[arg(long, help_heading = TLS_HEADING)]
+    /// A new connection makes a full handshake instead of resuming an earlier session.
     pub no_tls_resume: bool,
 }
 

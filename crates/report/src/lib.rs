@@ -20,7 +20,6 @@ pub mod markdown;
 mod model;
 mod render;
 mod saved;
-mod terminal;
 mod text;
 
 pub use format::{
@@ -58,7 +57,6 @@ pub use model::status::SuccessStatuses;
 pub use model::tls::{TlsNegotiated, TlsReport, TlsSettings};
 pub use render::Render;
 pub use saved::{load_differences, saved_target};
-pub use terminal::{stderr_width, text_rows, text_width};
 pub use text::compare::compare_header;
 pub use text::saved::text_of_saved_run;
 pub use text::wrap::wrap_words;

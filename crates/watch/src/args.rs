@@ -1,44 +1,29 @@
-//! `nodelay watch`'s flags, defined beside the code that reads them: the CLI flattens
-//! [`WatchArgs`] into its command and hands them back to [`crate::run`].
+//! What `nodelay watch` is asked to do, as plain values ([`WatchOptions`], which the CLI's
+//! arguments convert to), and the parsers that check each value where it is read.
 
 use crate::live::filter::MAX_PORTS;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// `nodelay watch`: find the stalls in a live host's TCP without sending a request.
-#[derive(Debug, Clone, clap::Args)]
-pub struct WatchArgs {
-    /// Capture on this interface: any (all of them), lo (loopback), eth0...
-    #[arg(short = 'i', long = "interface", value_name = "IFACE", default_value = "any")]
+/// What a watch is asked for: where to capture, what to follow, how long, how to report.
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
+    /// The interface to capture on: `any` (all of them), `lo`, `eth0`...
     pub interface: String,
-
-    /// Follow only TCP connections with this port on either side (server or client port);
-    /// repeat or comma-separate for several [default: every port]
-    #[arg(long = "port", value_name = "P", value_delimiter = ',', value_parser = parse_port)]
+    /// Only TCP connections with one of these ports on either side; empty: every port.
     pub ports: Vec<u16>,
-
-    /// Follow only the sockets of this process: its listening ports are captured, and only
-    /// stalls on its connections are reported
-    #[arg(long, value_name = "PID", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Only the sockets of this process (its listening ports are captured).
     pub pid: Option<u32>,
-
-    /// Stop after this long (10s, 5m, 1h; a bare number is seconds) and print the summary
-    /// [default: until Ctrl-C]
-    #[arg(long, short = 'd', value_name = "D", value_parser = parse_duration)]
+    /// Stop after this long; `None`: until asked to stop.
     pub duration: Option<Duration>,
-
-    /// One JSON object per line for each event (finding, summary every second, final
-    /// summary), as schema/watch.schema.json documents, instead of text
-    #[arg(long)]
+    /// Events as JSON lines (schema/watch.schema.json) instead of text.
     pub json_lines: bool,
-
-    /// Serve Prometheus metrics on http://ADDR/metrics, e.g. 127.0.0.1:9464 or :9464
-    #[arg(long, value_name = "ADDR", value_parser = crate::prometheus::parse_listen_addr)]
+    /// Serve Prometheus metrics on this address.
     pub prometheus: Option<SocketAddr>,
 }
 
 /// A TCP port, 1-65535.
-fn parse_port(text: &str) -> Result<u16, String> {
+pub fn parse_port(text: &str) -> Result<u16, String> {
     match text.trim().parse::<u16>() {
         Ok(port) if port > 0 => Ok(port),
         _ => Err(format!("'{text}' is not a TCP port (1-65535)")),

@@ -25,9 +25,8 @@ pub mod render;
 mod run;
 pub mod survey;
 
-pub use args::{WatchArgs, parse_duration};
+pub use args::{WatchOptions, parse_duration, parse_port};
 pub use error::{WatchEnd, WatchError};
 pub use event::Event;
 pub use event::TICK;
-pub use render::Console;
 pub use run::run;

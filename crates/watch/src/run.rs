@@ -4,7 +4,7 @@
 //! asked, or `--duration` over) the final summary. Without capture rights it runs the
 //! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
 
-use crate::args::{WatchArgs, check_ports};
+use crate::args::{WatchOptions, check_ports};
 use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary, TICK};
 use crate::findings::Findings;
@@ -31,7 +31,7 @@ fn wall_ns() -> u64 {
 /// Runs `nodelay watch` until `stop()` or the duration; every event goes to `sink`. A sink
 /// whose reader went away (a broken pipe: `nodelay watch | head -3`) ends the watch quietly.
 pub fn run(
-    args: &WatchArgs,
+    args: &WatchOptions,
     stop: &dyn Fn() -> bool,
     sink: &mut dyn FnMut(&Event) -> io::Result<()>,
 ) -> Result<WatchEnd, WatchError> {
@@ -44,7 +44,7 @@ pub fn run(
 }
 
 fn watch(
-    args: &WatchArgs,
+    args: &WatchOptions,
     stop: &dyn Fn() -> bool,
     sink: &mut dyn FnMut(&Event) -> io::Result<()>,
 ) -> Result<WatchEnd, WatchError> {
@@ -173,7 +173,7 @@ fn note(
 }
 
 impl Watch {
-    fn new(capture: LiveCapture, args: &WatchArgs, metrics: Option<Arc<WatchMetrics>>) -> Self {
+    fn new(capture: LiveCapture, args: &WatchOptions, metrics: Option<Arc<WatchMetrics>>) -> Self {
         let started = Instant::now();
         let pipeline = Pipeline {
             table: FlowTable::new(DEFAULT_CAPACITY),

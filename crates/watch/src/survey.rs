@@ -3,7 +3,7 @@
 //! a delayed ACK pending, bytes sent and not yet acknowledged), grouped by process and local
 //! port. It sees socket states, not packets: it cannot time a stall nor prove one happened.
 
-use crate::args::WatchArgs;
+use crate::args::WatchOptions;
 use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, Mode, ModeLine, Survey, TICK};
 use nodelay_host::socket_survey::{self, ProcessSockets, SurveyFilter, Surveyor};
@@ -21,7 +21,7 @@ pub fn capture_allowed() -> Result<(), String> {
 
 /// Runs the survey every second until `stop()` or the duration.
 pub fn run(
-    args: &WatchArgs,
+    args: &WatchOptions,
     ports: &[u16],
     why: &str,
     metrics_url: Option<String>,

@@ -282,20 +282,15 @@ fn the_docs_name_every_metric_and_quote_metrics_as_it_is() {
 
 #[test]
 fn the_daemonsets_arguments_are_watchs_own() {
-    #[derive(clap::Parser)]
-    struct Nodelay {
-        #[command(subcommand)]
-        command: Command,
-    }
-    #[derive(clap::Subcommand)]
-    enum Command {
-        Watch(nodelay_watch::WatchArgs),
-    }
     let daemonset = daemonset();
     let args = strings(&daemonset["spec"]["template"]["spec"]["containers"][0]["args"]);
-    let parsed =
-        <Nodelay as clap::Parser>::try_parse_from(std::iter::once("nodelay").chain(args.iter().copied()));
-    let Command::Watch(watch) = parsed.unwrap_or_else(|e| panic!("{args:?}: {e}")).command;
+    // Parsed by the nodelay command line itself, as the container runs it.
+    let parsed = <nodelay::Cli as clap::Parser>::try_parse_from(
+        std::iter::once("nodelay").chain(args.iter().copied()),
+    );
+    let nodelay::Command::Watch(watch) = parsed.unwrap_or_else(|e| panic!("{args:?}: {e}")).command else {
+        panic!("{args:?} is not a watch command")
+    };
     assert_eq!(watch.interface, "any");
     assert_eq!(watch.prometheus, Some("0.0.0.0:9464".parse().unwrap()));
 }

@@ -6,9 +6,9 @@ use crate::model::sockets::{FixReport, InspectReport};
 use crate::render::Render;
 use crate::text::FittedText;
 use crate::text::layout::{Col, TextTable};
-use crate::text::wrap::wrap;
+use crate::text::wrap::{wrap, wrap_words};
 use nodelay_diagnose::NodelayState;
-use nodelay_host::{ProcessInfo, SocketState, SocketView};
+use nodelay_host::{ProcessInfo, SocketState, SocketView, WithNewConnection};
 use nodelay_tcp::TcpInfo;
 use std::fmt::Write;
 use std::net::{IpAddr, SocketAddr};
@@ -109,6 +109,32 @@ impl Render<FixReport> for FittedText {
             ));
         }
         out
+    }
+}
+
+/// `nodelay fix`'s text: the report, then one paragraph on the new connection checked after.
+impl Render<WithNewConnection<FixReport>> for FittedText {
+    fn render(&self, checked: &WithNewConnection<FixReport>) -> String {
+        let mut text = self.render(&checked.report);
+        if let Some(check) = &checked.new_connection {
+            let line = if check.turned_off() {
+                format!("warning: {}.", check.summary)
+            } else if check.nodelay.is_some() {
+                format!(
+                    "checked: {} (a connection to {}, watched {:.0} ms).",
+                    check.summary, check.address, check.watched_ms
+                )
+            } else {
+                format!("{}.", check.summary)
+            };
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push('\n');
+            text.push_str(&wrap_words(&line, self.width, "", "  ").join("\n"));
+            text.push('\n');
+        }
+        text
     }
 }
 

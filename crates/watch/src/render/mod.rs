@@ -10,7 +10,6 @@ pub use lines::Lines;
 pub use top::Top;
 
 use crate::event::{Event, Side, Stalls};
-use std::io::{self, IsTerminal, Write};
 
 /// The renderer a front end picks: JSON lines when asked, the in-place view on a terminal,
 /// lines otherwise.
@@ -41,31 +40,6 @@ impl Renderer {
             Renderer::Top(top) => top.render(event, width, height),
             Renderer::Lines(lines) => lines.render(event, width),
         }
-    }
-}
-
-/// Each event rendered and written to a front end's stdout (or any terminal or pipe) as it
-/// comes: the view when it is a terminal, unless JSON lines are asked for.
-pub struct Console<W> {
-    out: W,
-    renderer: Renderer,
-    width: fn() -> usize,
-    rows: fn() -> usize,
-}
-
-impl<W: Write + IsTerminal> Console<W> {
-    /// A console on `out`, whose text is `width()` columns wide and whose view is `rows()`
-    /// high (the front end reads the terminal: its rule, read one way).
-    pub fn new(json_lines: bool, out: W, width: fn() -> usize, rows: fn() -> usize) -> Self {
-        let renderer = Renderer::new(json_lines, out.is_terminal());
-        Console { out, renderer, width, rows }
-    }
-
-    /// Renders `event` and writes it (flushed: a pipe's reader sees each line at once).
-    pub fn write(&mut self, event: &Event) -> io::Result<()> {
-        let text = self.renderer.render(event, (self.width)(), (self.rows)());
-        self.out.write_all(text.as_bytes())?;
-        self.out.flush()
     }
 }
 

@@ -1,6 +1,7 @@
-//! How wide the terminal is that text goes to: the renderers fit their lines to it.
+//! How wide and high the terminal is that text goes to: read here, the one place nodelay
+//! asks the terminal, and handed to the renderers, which fit their lines to it.
 
-use crate::text::DEFAULT_WIDTH;
+use nodelay_report::DEFAULT_WIDTH;
 use std::io::IsTerminal;
 
 /// Columns the text report may use: the terminal's when stdout is one, else `COLUMNS` when
@@ -11,9 +12,17 @@ pub fn text_width() -> usize {
 
 /// Rows of the terminal stdout is, for a view that redraws in place; 24 when it is none.
 pub fn text_rows() -> usize {
-    let stdout = std::io::stdout();
-    match terminal_size::terminal_size_of(&stdout) {
-        Some((_, terminal_size::Height(rows))) if stdout.is_terminal() && rows > 0 => usize::from(rows),
+    rows_of(&std::io::stdout())
+}
+
+/// Rows of the terminal stderr is (the progress lines'); 24 when it is none.
+pub fn stderr_rows() -> usize {
+    rows_of(&std::io::stderr())
+}
+
+fn rows_of(stream: &(impl IsTerminal + std::os::fd::AsFd)) -> usize {
+    match terminal_size::terminal_size_of(stream) {
+        Some((_, terminal_size::Height(rows))) if stream.is_terminal() && rows > 0 => usize::from(rows),
         _ => 24,
     }
 }

@@ -3,7 +3,7 @@
 //! widths that only ever grow, so that a bar drawn beside the words (which takes the rest of
 //! the line) keeps its width from tick to tick instead of twitching with every new digit.
 
-use crate::run::RunProgress;
+use nodelay_load::RunProgress;
 
 /// Columns first reserved for the responses, the rate and the failures: room for a run of
 /// millions of responses at a million requests a second without a change of width.
