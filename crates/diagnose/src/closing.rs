@@ -212,7 +212,7 @@ mod tests {
     /// What `rules::diagnose` does with them.
     fn judged_on_fresh_connections(observations: &Observations) -> Option<Vec<Finding>> {
         let judged = on_fresh_connections(observations)?;
-        Some(unannounced(crate::rules::diagnose(&judged), observations))
+        Some(unannounced(crate::rules::rule_findings(&judged), observations))
     }
 
     fn observations(fresh: Option<Phase>) -> Observations {

@@ -4,9 +4,8 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind};
 use crate::fixes;
-use crate::phase::PhaseSummary;
+use crate::phase::{HopDiagnosis, PhaseSummary};
 use nodelay_engine::HoldProbe;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The front must be at least this slow (median total) for a hop to be blamed.
@@ -16,19 +15,6 @@ const EXPLAINED_SHARE: f64 = 0.5;
 
 /// An HTTP/1.0 connection still open this long after its response was held on purpose.
 const HELD_TOO_LONG: Duration = Duration::from_millis(200);
-
-/// One upstream of the target, diagnosed on its own address.
-#[derive(Debug, Clone)]
-pub struct HopDiagnosis<'a> {
-    /// The upstream's address.
-    pub address: SocketAddr,
-    /// The process behind it, when the server view read it: `python3 (PID 4242)`.
-    pub process: Option<String>,
-    /// The figures of its own baseline phase.
-    pub baseline: PhaseSummary,
-    /// Its own findings.
-    pub findings: &'a [Finding],
-}
 
 /// Findings of a hop that account for time: a stall or a slow server, not `healthy`.
 fn is_cause(id: FindingId) -> bool {
@@ -218,12 +204,12 @@ mod tests {
         }
     }
 
-    fn hop(total_p50_ms: f64, findings: &[Finding]) -> HopDiagnosis<'_> {
+    fn hop(total_p50_ms: f64, findings: &[Finding]) -> HopDiagnosis {
         HopDiagnosis {
             address: "127.0.0.1:9000".parse().unwrap(),
             process: Some("python3 (PID 42)".into()),
             baseline: summary(total_p50_ms),
-            findings,
+            findings: findings.to_vec(),
         }
     }
 

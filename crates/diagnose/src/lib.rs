@@ -27,6 +27,7 @@ mod server;
 mod significance;
 mod slow_body;
 mod sockets;
+mod stage;
 mod suggest;
 mod symptom;
 mod tail;
@@ -42,15 +43,15 @@ pub use capture::{
 pub use closing::closes_after_each_response;
 pub use errors::{MAX_ERROR_SHARE, grpc_code_name};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};
-pub use hops::{HopDiagnosis, order_fixes, proxy_hop_stall};
+pub use hops::{order_fixes, proxy_hop_stall};
 pub use idle::keepalive_idle_close;
 pub use nodelay_tcp::timers::{DelayedAckTimer, match_delayed_ack_timer};
 pub use phase::{
-    ErrorSummary, Experiment, FixTrial, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations, Phase,
-    PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,
+    ErrorSummary, Experiment, FixTrial, HopDiagnosis, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations,
+    Phase, PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,
 };
 pub use relay::{LegPauses, RelayObservations, relay_findings};
-pub use rules::{diagnose, next_experiment};
+pub use rules::next_experiment;
 pub use server::{
     CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare,
     runs_one_thread_at_a_time, server_findings, server_load, server_warnings,
@@ -59,6 +60,7 @@ pub use significance::{
     ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds, compare_rounds_at, least_p_value,
 };
 pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
+pub use stage::diagnose;
 pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
 pub use unseen_hops::unseen_hops_note;
 pub use window::window_notes;

@@ -7,6 +7,7 @@ use nodelay_tcp::quantile::median;
 use nodelay_tcp::time::ms;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 
 pub use nodelay_tcp::thresholds::{LATE_FIRST_BYTE_MS, STALL_GAP_MS};
 /// An HTTP/2 request that waited this long before its HEADERS left counts as queued: far above
@@ -113,6 +114,19 @@ pub struct Phase {
     pub http2_streams_held_by_loss: u64,
 }
 
+/// One upstream of the target, diagnosed on its own address.
+#[derive(Debug, Clone)]
+pub struct HopDiagnosis {
+    /// The upstream's address.
+    pub address: SocketAddr,
+    /// The process behind it, when the server view read it: `python3 (PID 4242)`.
+    pub process: Option<String>,
+    /// The figures of its own baseline phase.
+    pub baseline: PhaseSummary,
+    /// Its own findings.
+    pub findings: Vec<crate::finding::Finding>,
+}
+
 /// Everything the doctor measured about one target: the phases, the probes and the server's
 /// counters.
 #[derive(Debug, Clone, Default)]
@@ -133,8 +147,16 @@ pub struct Observations {
     /// How the server answered a head with `Expect: 100-continue` (requests with a body).
     pub expect_probe: Option<nodelay_engine::ExpectProbe>,
     /// How long the server kept an idle keep-alive connection (`--idle-probe`; the doctor
-    /// probes last, after the hops, and adds `keepalive_idle_close` itself).
+    /// probes last, after the hops).
     pub idle_probe: Option<nodelay_engine::IdleProbe>,
+    /// The diagnoses of the hops behind the server (its upstreams), when they were followed:
+    /// one that explains a slow front replaces what the front could only describe.
+    pub hops: Vec<HopDiagnosis>,
+    /// The port the target listens on, which the fixes name in place of `:PORT`.
+    pub target_port: Option<u16>,
+    /// A command that fetches one response as the run sent it (curl), which a finding of
+    /// error pages shows.
+    pub error_page_command: Option<String>,
     /// The run was stopped (Ctrl-C) before the planner ran out of experiments: one that did
     /// not run was cut short, not left out for want of budget.
     pub interrupted: bool,

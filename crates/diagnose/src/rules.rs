@@ -118,8 +118,10 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     None
 }
 
-/// Findings from everything measured, most important first; `healthy` when nothing is wrong.
-pub fn diagnose(observations: &Observations) -> Vec<Finding> {
+/// The rules' findings from the target's own phases, most important first; `healthy` when
+/// nothing is wrong. [`crate::diagnose`] adds what lies beyond the target (its hops, the idle
+/// probe) and names the target in the fixes.
+pub(crate) fn rule_findings(observations: &Observations) -> Vec<Finding> {
     let baseline = observations.baseline.summary();
     if baseline.responses == 0 {
         return Vec::new();
@@ -127,7 +129,7 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     if !baseline.reliable {
         // A server that closes after every response unannounced is judged on fresh connections.
         if let Some(judged) = crate::closing::on_fresh_connections(observations) {
-            return crate::closing::unannounced(diagnose(&judged), observations);
+            return crate::closing::unannounced(rule_findings(&judged), observations);
         }
         return vec![unreliable_measurement(&observations.baseline, &baseline)];
     }
@@ -867,6 +869,7 @@ fn healthy(baseline: &PhaseSummary) -> Finding {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose;
     use crate::phase::RequestShape;
     use crate::phase::tests::{error, phase, response};
 
@@ -894,6 +897,7 @@ mod tests {
             idle_probe: None,
             interrupted: false,
             linked_libraries: Vec::new(),
+            ..Observations::default()
         }
     }
 
@@ -1371,6 +1375,7 @@ mod tests {
             idle_probe: None,
             interrupted: false,
             linked_libraries: Vec::new(),
+            ..Observations::default()
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
         let findings = diagnose(&observations);
@@ -1401,6 +1406,7 @@ mod tests {
             idle_probe: None,
             interrupted: false,
             linked_libraries: Vec::new(),
+            ..Observations::default()
         };
         assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
     }

@@ -291,13 +291,13 @@ impl DoctorReport {
 
 impl HopReport {
     /// What the chain rule needs of a diagnosed hop.
-    pub fn diagnosis(&self) -> Option<HopDiagnosis<'_>> {
+    pub fn diagnosis(&self) -> Option<HopDiagnosis> {
         let report = self.report.as_deref()?;
         Some(HopDiagnosis {
             address: self.address.parse().ok()?,
             process: report.server_view.as_ref().filter(|v| v.available).map(ServerViewReport::process_names),
             baseline: report.phases.first()?.summary.clone(),
-            findings: &report.findings,
+            findings: report.findings.clone(),
         })
     }
 }

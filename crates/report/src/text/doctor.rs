@@ -403,6 +403,7 @@ mod tests {
             idle_probe: None,
             interrupted: false,
             linked_libraries: Vec::new(),
+            ..Observations::default()
         };
         let text = render(&observations);
         let lines: Vec<&str> = text.lines().collect();
