@@ -1,7 +1,10 @@
 //! Non-blocking TCP connects, shared by the HTTP/1.1 loop (worker.rs) and the HTTP/2 one
 //! (h2/worker.rs): the socket made and the connect started, then, at its first event, whether
-//! it finished.
+//! it finished, and a failure named the same way by both. The TLS handshake that follows is
+//! `tls::handshake`, also shared.
 
+use crate::limits::out_of_descriptors_message;
+use crate::record::ErrorKind;
 use mio::net::TcpStream;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
@@ -31,5 +34,36 @@ pub(crate) fn outcome(stream: &TcpStream) -> io::Result<bool> {
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
             Err(e) => Err(e),
         },
+    }
+}
+
+/// A connect that failed, as the run records it: its kind and one line. Out of descriptors
+/// says which limit and how far the run needs it; out of local ports names EADDRNOTAVAIL.
+pub(crate) fn failure(error: &io::Error, connections: usize, threads: usize) -> (ErrorKind, String) {
+    let kind = ErrorKind::from_io(error, true);
+    let message = match kind {
+        ErrorKind::OutOfFiles => out_of_descriptors_message(connections as u64, threads as u64, error),
+        ErrorKind::PortsExhausted => {
+            "connect: no local port free for a new connection (EADDRNOTAVAIL)".to_string()
+        }
+        _ => format!("connect: {error}"),
+    };
+    (kind, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_connect_is_named_the_same_way_by_both_loops() {
+        let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(failure(&refused, 1, 1), (ErrorKind::ConnectRefused, format!("connect: {refused}")));
+        let no_port = io::Error::from_raw_os_error(libc::EADDRNOTAVAIL);
+        let (kind, message) = failure(&no_port, 1, 1);
+        assert_eq!(kind, ErrorKind::PortsExhausted);
+        assert!(message.contains("EADDRNOTAVAIL"), "{message}");
+        let out_of_files = io::Error::from_raw_os_error(libc::EMFILE);
+        assert_eq!(failure(&out_of_files, 100, 2).0, ErrorKind::OutOfFiles);
     }
 }

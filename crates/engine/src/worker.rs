@@ -15,13 +15,12 @@
 use crate::arrival::{self, ClockPair};
 use crate::config::EngineConfig;
 use crate::control::Control;
-use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
 use crate::poller::{Batch, BatchSize, Poller, Readiness};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, PAUSE_MIN, ResponseRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
-use crate::tls::{TlsSession, looks_like_tls_record};
+use crate::tls::{Handshake, TlsSession, looks_like_tls_record};
 use mio::net::TcpStream;
 use nodelay_tcp::time::later;
 use nodelay_tcp::{read_tcp_info, set_quickack};
@@ -417,17 +416,8 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}
             Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                let message = match kind {
-                    ErrorKind::OutOfFiles => {
-                        let (connections, threads) = (self.config.connections, self.config.threads);
-                        out_of_descriptors_message(connections as u64, threads as u64, &e)
-                    }
-                    ErrorKind::PortsExhausted => {
-                        "connect: no local port free for a new connection (EADDRNOTAVAIL)".to_string()
-                    }
-                    _ => format!("connect: {e}"),
-                };
+                let (kind, message) =
+                    crate::connect::failure(&e, self.config.connections, self.config.threads);
                 self.fail(index, kind, message);
             }
         }
@@ -451,7 +441,11 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         match result {
             Ok(true) => self.on_connected(index),
             Ok(false) => {}
-            Err(e) => self.fail(index, ErrorKind::from_io(&e, true), format!("connect: {e}")),
+            Err(e) => {
+                let (kind, message) =
+                    crate::connect::failure(&e, self.config.connections, self.config.threads);
+                self.fail(index, kind, message);
+            }
         }
     }
 
@@ -477,40 +471,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
         }
     }
 
-    /// Sends what the handshake has queued and feeds it what arrived, until it is over or
-    /// waits for the socket.
+    /// Moves the handshake on as far as the socket lets it (the one TLS step both loops
+    /// take: `tls::handshake`).
     fn drive_handshake(&mut self, index: usize) {
-        loop {
-            let connection = &mut self.connections[index];
-            let (Some(stream), Some(tls)) = (&mut connection.stream, &mut connection.tls) else { return };
-            if !tls.is_handshaking() {
-                // Its last flight (TLS 1.3: the client Finished) leaves with the request.
-                return self.on_handshaken(index);
-            }
-            match tls.flush(stream) {
-                Ok(true) => {}
-                Ok(false) => return,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
-                    return self.fail(index, kind, format!("TLS handshake: write: {e}"));
-                }
-            }
-            let received = match stream.read(&mut self.read_buffer) {
-                Ok(0) => {
-                    let message = "TLS handshake failed: the server closed the connection (does it speak TLS on this port?)";
-                    return self.fail(index, ErrorKind::Tls, message.to_string());
-                }
-                Ok(n) => tls.receive(&self.read_buffer[..n], &mut self.plain_buffer),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    let kind = ErrorKind::from_io(&e, false);
-                    return self.fail(index, kind, format!("TLS handshake: read: {e}"));
-                }
-            };
-            if let Err(message) = received {
-                return self.fail(index, ErrorKind::Tls, message);
-            }
+        let connection = &mut self.connections[index];
+        let (Some(stream), Some(tls)) = (&mut connection.stream, &mut connection.tls) else { return };
+        match tls.handshake(stream, &mut self.read_buffer) {
+            Ok(Handshake::Done) => self.on_handshaken(index),
+            Ok(Handshake::Waiting) => {}
+            Err((kind, message)) => self.fail(index, kind, message),
         }
     }
 

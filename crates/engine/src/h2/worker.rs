@@ -15,12 +15,12 @@ use super::tap::{FrameTap, LossHold};
 use crate::arrival::{self, ClockPair};
 use crate::config::EngineConfig;
 use crate::control::Control;
-use crate::limits::out_of_descriptors_message;
 use crate::pacer::{Claim, Pacer};
 use crate::poller::{Batch, BatchSize, Poller};
 use crate::record::{ConnectionRecord, ErrorKind, ErrorRecord, ResponseRecord, StreamRecord};
 use crate::select::{RequestMix, RequestPicker};
 use crate::sink::RecordSink;
+use crate::tls::{Handshake, TlsSession};
 use crate::worker::{BATCH_MAX, BATCH_MIN_WAIT, BATCH_SHARE, WorkerOutput, WorkerPlan};
 use mio::net::TcpStream;
 use nodelay_tcp::read_tcp_info;
@@ -74,7 +74,7 @@ enum Link {
     /// No socket; a request slot that falls due opens one.
     Closed,
     Connecting(TcpStream),
-    Tls(TcpStream, Box<ClientConnection>),
+    Tls(TcpStream, Box<TlsSession>),
     Open(Open),
 }
 
@@ -389,14 +389,8 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         match self.start_connect(index) {
             Ok(()) => self.drive(index),
             Err(e) => {
-                let kind = ErrorKind::from_io(&e, true);
-                let message = match kind {
-                    ErrorKind::OutOfFiles => {
-                        let (connections, threads) = (self.config.connections, self.config.threads);
-                        out_of_descriptors_message(connections as u64, threads as u64, &e)
-                    }
-                    _ => format!("connect: {e}"),
-                };
+                let (kind, message) =
+                    crate::connect::failure(&e, self.config.connections, self.config.threads);
                 self.fail_connection(index, kind, message);
             }
         }
@@ -443,7 +437,7 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
     fn finish_connect(&mut self, index: usize, stream: TcpStream) -> Result<Link, (ErrorKind, String)> {
         match crate::connect::outcome(&stream) {
             Ok(false) => return Ok(Link::Connecting(stream)),
-            Err(e) => return Err((ErrorKind::from_io(&e, true), format!("connect: {e}"))),
+            Err(e) => return Err(crate::connect::failure(&e, self.config.connections, self.config.threads)),
             Ok(true) => {}
         }
         let now = Instant::now();
@@ -455,45 +449,26 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
                 self.control.mark_connected();
                 self.start_h2(index, stream, None)
             }
-            Some(client) => match client.connect() {
+            Some(client) => match TlsSession::start(client) {
                 Ok(tls) => {
                     connection.tls_started = now;
                     self.tls_handshake(index, stream, Box::new(tls))
                 }
-                Err(e) => Err((ErrorKind::Tls, crate::tls::describe_tls_error(&e))),
+                Err(message) => Err((ErrorKind::Tls, message)),
             },
         }
     }
 
+    /// The TLS step both loops take (`tls::handshake`), then HTTP/2's own check: the server
+    /// must have chosen h2 by ALPN.
     fn tls_handshake(
         &mut self,
         index: usize,
         mut stream: TcpStream,
-        mut tls: Box<ClientConnection>,
+        mut tls: Box<TlsSession>,
     ) -> Result<Link, (ErrorKind, String)> {
-        let failed =
-            |e: io::Error, what: &str| (ErrorKind::from_io(&e, false), format!("TLS handshake: {what}: {e}"));
-        while tls.is_handshaking() {
-            while tls.wants_write() {
-                match tls.write_tls(&mut stream) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Link::Tls(stream, tls)),
-                    Err(e) => return Err(failed(e, "write")),
-                }
-            }
-            match tls.read_tls(&mut stream) {
-                Ok(0) => {
-                    let message = "TLS handshake failed: the server closed the connection (does it speak TLS on this port?)";
-                    return Err((ErrorKind::Tls, message.to_string()));
-                }
-                Ok(_) => {
-                    if let Err(e) = tls.process_new_packets() {
-                        return Err((ErrorKind::Tls, crate::tls::describe_tls_error(&e)));
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Link::Tls(stream, tls)),
-                Err(e) => return Err(failed(e, "read")),
-            }
+        if tls.handshake(&mut stream, &mut self.read_buffer)? == Handshake::Waiting {
+            return Ok(Link::Tls(stream, tls));
         }
         if tls.alpn_protocol() != Some(b"h2") {
             let chose =
@@ -507,9 +482,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
         self.control.mark_connected();
         let connection = &mut self.connections[index];
         connection.tls_handshake = Some(now - connection.tls_started);
-        connection.tls_summary = crate::tls::summary_of(&tls);
-        connection.tls_resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
-        self.start_h2(index, stream, Some(tls))
+        connection.tls_summary = tls.summary();
+        connection.tls_resumed = tls.resumed();
+        self.start_h2(index, stream, Some(Box::new(tls.into_connection())))
     }
 
     fn start_h2(

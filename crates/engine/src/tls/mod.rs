@@ -5,6 +5,7 @@
 
 mod client;
 mod describe;
+mod handshake;
 mod options;
 mod probe;
 mod session;
@@ -12,6 +13,7 @@ mod verify;
 
 pub use client::TlsClient;
 pub use describe::{describe_tls_error, looks_like_tls_record};
+pub(crate) use handshake::Handshake;
 pub use options::{TlsOptions, TlsSetupError, TlsTrust};
 pub use probe::{alpn_choice, speaks_tls};
-pub(crate) use session::{TlsSession, summary_of};
+pub(crate) use session::TlsSession;

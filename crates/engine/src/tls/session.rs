@@ -4,6 +4,8 @@
 
 use super::client::TlsClient;
 use super::describe::{describe_tls_error, plain_text_answer};
+use super::handshake::Handshake;
+use crate::record::ErrorKind;
 use crate::record::TlsSummary;
 use rustls::client::ClientConnection;
 use rustls::{CipherSuite, HandshakeKind, ProtocolVersion};
@@ -30,8 +32,23 @@ impl TlsSession {
         Ok(TlsSession { connection, received_any: false })
     }
 
-    pub fn is_handshaking(&self) -> bool {
-        self.connection.is_handshaking()
+    /// Moves the handshake on as far as `stream` lets it ([`super::handshake::drive`]).
+    pub fn handshake(
+        &mut self,
+        stream: &mut (impl Read + Write),
+        buffer: &mut [u8],
+    ) -> Result<Handshake, (ErrorKind, String)> {
+        super::handshake::drive(&mut self.connection, stream, buffer, &mut self.received_any)
+    }
+
+    /// The protocol the server chose by ALPN, once the handshake is over.
+    pub fn alpn_protocol(&self) -> Option<&[u8]> {
+        self.connection.alpn_protocol()
+    }
+
+    /// The rustls connection, for a transport that drives it on its own (HTTP/2's).
+    pub fn into_connection(self) -> ClientConnection {
+        self.connection
     }
 
     /// Writes the records TLS has queued: `Ok(true)` once all are out, `Ok(false)` when the
@@ -98,7 +115,7 @@ impl TlsSession {
 }
 
 /// Version, cipher and how the handshake of `connection` went, once it is over.
-pub(crate) fn summary_of(connection: &ClientConnection) -> Option<TlsSummary> {
+fn summary_of(connection: &ClientConnection) -> Option<TlsSummary> {
     let version = match connection.protocol_version()? {
         ProtocolVersion::TLSv1_3 => "TLSv1.3",
         ProtocolVersion::TLSv1_2 => "TLSv1.2",
