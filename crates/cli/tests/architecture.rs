@@ -119,20 +119,27 @@ fn tcp_fact_copied(line: &str) -> Option<&'static str> {
     None
 }
 
-#[test]
-fn tcp_facts_live_only_in_the_tcp_crate() {
-    let mut copies = Vec::new();
-    for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "tcp") {
+/// Every line of the chosen crates' code (tests aside) that `flag` has something to say of,
+/// as `file:line: what`.
+fn lines_flagged(crates: impl Fn(&str) -> bool, flag: fn(&str) -> Option<&'static str>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (name, _) in ALLOWED.iter().filter(|(name, _)| crates(name)) {
         let src = workspace().join("crates").join(name).join("src");
         for path in modules(&src).values() {
             let text = without_tests(&std::fs::read_to_string(path).unwrap());
             for (number, line) in text.lines().enumerate() {
-                if let Some(why) = tcp_fact_copied(line) {
-                    copies.push(format!("{}:{}: {why}", path.display(), number + 1));
+                if let Some(what) = flag(line) {
+                    found.push(format!("{}:{}: {what}", path.display(), number + 1));
                 }
             }
         }
     }
+    found
+}
+
+#[test]
+fn tcp_facts_live_only_in_the_tcp_crate() {
+    let copies = lines_flagged(|name| name != "tcp", tcp_fact_copied);
     assert!(copies.is_empty(), "TCP facts outside crates/tcp:\n{}", copies.join("\n"));
 }
 
@@ -241,7 +248,7 @@ fn front_end_work(line: &str) -> Option<&'static str> {
 
 #[test]
 fn only_the_cli_prints_asks_the_terminal_or_parses_flags() {
-    let mut found = Vec::new();
+    let mut found = lines_flagged(|name| name != "cli", front_end_work);
     for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
         let manifest =
             std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml")).unwrap();
@@ -250,15 +257,6 @@ fn only_the_cli_prints_asks_the_terminal_or_parses_flags() {
             let dependency = line.split(['=', ' ', '.']).next().unwrap_or("");
             if FRONT_END_CRATES.contains(&dependency) {
                 found.push(format!("crates/{name}/Cargo.toml depends on {dependency}"));
-            }
-        }
-        let src = workspace().join("crates").join(name).join("src");
-        for path in modules(&src).values() {
-            let text = without_tests(&std::fs::read_to_string(path).unwrap());
-            for (number, line) in text.lines().enumerate() {
-                if let Some(what) = front_end_work(line) {
-                    found.push(format!("{}:{}: {what}", path.display(), number + 1));
-                }
             }
         }
     }

@@ -121,31 +121,3 @@ pub struct Note {
     /// The experiment that measured it.
     pub proof: Vec<Proof>,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::FindingId::{self, *};
-
-    #[test]
-    fn json_names_are_the_documented_ids() {
-        let all: [FindingId; 14] = [
-            ServerNagleDelayedAck,
-            ClientNagleDelayedAck,
-            ConnectionPerRequest,
-            SlowFirstByte,
-            SlowResponseBody,
-            ProxyHopStall,
-            ServerCpuBound,
-            UpstreamConnectionPerRequest,
-            UnrequestedKeepAlive,
-            ListenBacklogOverflow,
-            ExpectContinueWait,
-            KeepaliveIdleClose,
-            Healthy,
-            UnreliableMeasurement,
-        ];
-        for id in all {
-            assert_eq!(serde_json::to_value(id).unwrap(), id.as_str(), "{id:?}");
-        }
-    }
-}

@@ -172,7 +172,7 @@ pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn summary(total_p50_ms: f64) -> PhaseSummary {
@@ -184,7 +184,8 @@ mod tests {
         }
     }
 
-    fn stall() -> Finding {
+    /// A proven stall, as a hop's diagnosis would give it.
+    pub(crate) fn stall() -> Finding {
         Finding {
             id: FindingId::ServerNagleDelayedAck,
             title: "The server's response waits for a delayed ACK".into(),

@@ -51,7 +51,6 @@ fn name_the_target(findings: &mut [Finding], observations: &Observations) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::finding::{Confidence, Proof, ProofKind};
     use crate::phase::HopDiagnosis;
     use crate::phase::tests::{phase, response};
     use nodelay_engine::IdleProbe;
@@ -68,23 +67,7 @@ mod tests {
     }
 
     fn proven_stall() -> Finding {
-        Finding {
-            id: FindingId::ServerNagleDelayedAck,
-            title: "The server's response waits for a delayed ACK".into(),
-            proven: true,
-            confidence: Confidence::High,
-            evidence: Vec::new(),
-            proof: vec![Proof {
-                kind: ProofKind::Experiment,
-                experiment: "client TCP_QUICKACK after every read".into(),
-                baseline_p50_ms: 44.0,
-                experiment_p50_ms: 0.2,
-                removed: true,
-                result: "p50 44 ms -> 0.2 ms".into(),
-            }],
-            fix_summary: "Set TCP_NODELAY on :PORT.".into(),
-            fix: Vec::new(),
-        }
+        Finding { fix_summary: "Set TCP_NODELAY on :PORT.".into(), ..crate::hops::tests::stall() }
     }
 
     #[test]

@@ -196,4 +196,11 @@ mod tests {
         }
         assert_eq!(FindingId::parse("nagle"), None);
     }
+
+    #[test]
+    fn json_names_are_the_documented_ids() {
+        for id in FindingId::ALL {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.as_str(), "{id:?}");
+        }
+    }
 }

@@ -5,11 +5,32 @@
 
 use std::mem::{offset_of, size_of};
 
-/// The layout, up to the fields nodelay reads (Linux 5.4's `tcpi_snd_wnd`). Never built: it
-/// gives the offsets and the size, so no figure's offset is written by hand.
-#[repr(C)]
-#[allow(dead_code)] // The fields exist for `offset_of!`.
-struct Layout {
+/// The layout of `struct tcp_info`, up to the fields nodelay reads (Linux 5.4's
+/// `tcpi_snd_wnd`), written once: the macro makes of it a `#[repr(C)]` struct that is never
+/// built (it gives each field's offset and the size) and one accessor per field, `None`
+/// where the kernel's struct stops before it.
+macro_rules! kernel_struct {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {
+        #[repr(C)]
+        #[allow(dead_code)] // The fields exist for `offset_of!`.
+        struct Layout {
+            $($name: $ty,)*
+        }
+
+        impl KernelTcpInfo {
+            $(
+                #[doc = concat!("`tcpi_", stringify!($name), "`.")]
+                $(#[$doc])*
+                pub fn $name(&self) -> Option<$ty> {
+                    self.field::<{ size_of::<$ty>() }>(offset_of!(Layout, $name)).map(<$ty>::from_ne_bytes)
+                }
+            )*
+        }
+    };
+}
+
+kernel_struct! {
+    /// The TCP state (`TCP_ESTABLISHED` = 1, `TCP_SYN_SENT` = 2, `TCP_LISTEN` = 10).
     state: u8,
     ca_state: u8,
     retransmits: u8,
@@ -18,50 +39,81 @@ struct Layout {
     options: u8,
     wscale: u8,
     delivery_flags: u8,
+    /// Current retransmission timeout, in µs.
     rto: u32,
+    /// The delayed-ACK timeout this socket would use now, in µs.
     ato: u32,
+    /// The maximum segment size this side sends with, in bytes.
     snd_mss: u32,
+    /// The kernel's estimate of the peer's maximum segment size, in bytes.
     rcv_mss: u32,
+    /// Segments sent and not yet acknowledged; a listener's accept queue.
     unacked: u32,
+    /// SACKed segments; a listener's backlog limit.
     sacked: u32,
+    /// Segments thought lost.
     lost: u32,
+    /// Segments retransmitted and not yet acknowledged.
     retrans: u32,
     fackets: u32,
+    /// Time since this side last sent data, in ms.
     last_data_sent: u32,
     last_ack_sent: u32,
+    /// Time since this side last received data, in ms.
     last_data_recv: u32,
+    /// Time since this side last received an ACK, in ms.
     last_ack_recv: u32,
     pmtu: u32,
     rcv_ssthresh: u32,
+    /// Smoothed RTT, in µs.
     rtt: u32,
+    /// Variation of the smoothed RTT, in µs.
     rttvar: u32,
     snd_ssthresh: u32,
+    /// Congestion window, in segments.
     snd_cwnd: u32,
     advmss: u32,
     reordering: u32,
     rcv_rtt: u32,
     rcv_space: u32,
+    /// Retransmitted segments over the connection's life.
     total_retrans: u32,
     pacing_rate: u64,
     max_pacing_rate: u64,
+    /// Bytes the peer acknowledged.
     bytes_acked: u64,
+    /// Bytes received.
     bytes_received: u64,
+    /// Segments sent.
     segs_out: u32,
+    /// Segments received.
     segs_in: u32,
+    /// Bytes written and not yet sent.
     notsent_bytes: u32,
+    /// Minimum RTT in µs, all ones before a sample (see [`KernelTcpInfo::min_rtt_us`]).
     min_rtt: u32,
+    /// Segments carrying data received.
     data_segs_in: u32,
+    /// Segments carrying data sent.
     data_segs_out: u32,
+    /// The latest delivery-rate sample, in bytes/s.
     delivery_rate: u64,
+    /// Time spent sending data, in µs (Linux 4.10).
     busy_time: u64,
+    /// Time limited by the receiver's window, in µs (Linux 4.10).
     rwnd_limited: u64,
+    /// Time limited by the send buffer, in µs (Linux 4.10).
     sndbuf_limited: u64,
     delivered: u32,
     delivered_ce: u32,
+    /// Bytes sent, retransmissions included (Linux 4.19).
     bytes_sent: u64,
+    /// Bytes retransmitted (Linux 4.19).
     bytes_retrans: u64,
+    /// Retransmissions the peer reported as duplicates with a D-SACK (Linux 4.19).
     dsack_dups: u32,
     reord_seen: u32,
+    /// Packets received out of order (Linux 5.4).
     rcv_ooopack: u32,
     snd_wnd: u32,
 }
@@ -97,87 +149,6 @@ impl KernelTcpInfo {
         let end = offset + N;
         (end <= self.filled).then(|| self.bytes[offset..end].try_into().expect("N bytes"))
     }
-}
-
-/// One accessor per figure: `None` where the kernel's struct stops before it.
-macro_rules! figures {
-    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {
-        impl KernelTcpInfo {
-            $(
-                $(#[$doc])*
-                pub fn $name(&self) -> Option<$ty> {
-                    self.field::<{ size_of::<$ty>() }>(offset_of!(Layout, $name)).map(<$ty>::from_ne_bytes)
-                }
-            )*
-        }
-    };
-}
-
-figures! {
-    /// The TCP state (`TCP_ESTABLISHED` = 1, `TCP_SYN_SENT` = 2, `TCP_LISTEN` = 10).
-    state: u8,
-    /// Current retransmission timeout, in µs.
-    rto: u32,
-    /// The delayed-ACK timeout this socket would use now, in µs.
-    ato: u32,
-    /// The maximum segment size this side sends with, in bytes.
-    snd_mss: u32,
-    /// The kernel's estimate of the peer's maximum segment size, in bytes.
-    rcv_mss: u32,
-    /// Segments sent and not yet acknowledged; a listener's accept queue.
-    unacked: u32,
-    /// SACKed segments; a listener's backlog limit.
-    sacked: u32,
-    /// Segments thought lost.
-    lost: u32,
-    /// Segments retransmitted and not yet acknowledged.
-    retrans: u32,
-    /// Time since this side last sent data, in ms.
-    last_data_sent: u32,
-    /// Time since this side last received data, in ms.
-    last_data_recv: u32,
-    /// Time since this side last received an ACK, in ms.
-    last_ack_recv: u32,
-    /// Smoothed RTT, in µs.
-    rtt: u32,
-    /// Variation of the smoothed RTT, in µs.
-    rttvar: u32,
-    /// Congestion window, in segments.
-    snd_cwnd: u32,
-    /// Retransmitted segments over the connection's life.
-    total_retrans: u32,
-    /// Bytes the peer acknowledged.
-    bytes_acked: u64,
-    /// Bytes received.
-    bytes_received: u64,
-    /// Segments sent.
-    segs_out: u32,
-    /// Segments received.
-    segs_in: u32,
-    /// Bytes written and not yet sent.
-    notsent_bytes: u32,
-    /// Minimum RTT in µs, all ones before a sample (see [`KernelTcpInfo::min_rtt_us`]).
-    min_rtt: u32,
-    /// Segments carrying data received.
-    data_segs_in: u32,
-    /// Segments carrying data sent.
-    data_segs_out: u32,
-    /// The latest delivery-rate sample, in bytes/s.
-    delivery_rate: u64,
-    /// Time spent sending data, in µs (Linux 4.10).
-    busy_time: u64,
-    /// Time limited by the receiver's window, in µs (Linux 4.10).
-    rwnd_limited: u64,
-    /// Time limited by the send buffer, in µs (Linux 4.10).
-    sndbuf_limited: u64,
-    /// Bytes sent, retransmissions included (Linux 4.19).
-    bytes_sent: u64,
-    /// Bytes retransmitted (Linux 4.19).
-    bytes_retrans: u64,
-    /// Retransmissions the peer reported as duplicates with a D-SACK (Linux 4.19).
-    dsack_dups: u32,
-    /// Packets received out of order (Linux 5.4).
-    rcv_ooopack: u32,
 }
 
 impl KernelTcpInfo {
