@@ -6,6 +6,7 @@
 use crate::finding::{Confidence, Evidence, Finding, FindingId, Fix, Proof, ProofKind};
 use crate::fixes::{cpu_bound, detected_first, stack_of_command, upstream_keep_alive};
 use nodelay_host::{ServerView, ThreadLoad, Upstream};
+use nodelay_tcp::time::ms_from_us;
 
 /// A thread (or all cores) busy at least this share of the run is the bottleneck.
 pub const CPU_BOUND_SHARE: f64 = 0.8;
@@ -163,7 +164,7 @@ enum Basis {
 /// programs, a laptop's), each request's time is its CPU plus that wait, and a CPU-bound
 /// server must not pass for one that waits on something else.
 fn request_path_ms(view: &ServerView, requests: u64, cpu_ms: f64) -> (f64, f64) {
-    let per_request = |us: u64| us as f64 / 1e3 / requests.max(1) as f64;
+    let per_request = |us: u64| ms_from_us(us) / requests.max(1) as f64;
     match view.threads.first().filter(|t| t.on_cpu_us as f64 >= 0.5 * view.cpu_us() as f64) {
         Some(thread) => {
             (per_request(thread.on_cpu_us), per_request(thread.on_cpu_us + thread.waiting_for_cpu_us))
@@ -194,7 +195,7 @@ fn cpu_bound_finding(view: &ServerView, requests: u64, sequential_p50_ms: Option
     // Reported beside the CPU, not added to it: on a loaded machine every thread of the
     // server waits, busy with a request or not.
     let waiting_ms =
-        view.threads.iter().map(|t| t.waiting_for_cpu_us).sum::<u64>() as f64 / 1e3 / requests as f64;
+        ms_from_us(view.threads.iter().map(|t| t.waiting_for_cpu_us).sum::<u64>()) / requests as f64;
     // One request at a time, a busy thread only means the server has no wait of its own to
     // add: what matters is whether its CPU is most of each request's time, and whether that
     // time is worth a finding. Under concurrent load, whether a thread or the cores ran full.

@@ -147,6 +147,19 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
         .chain([target(run, TLS_OPTIONS_OF_NODELAY)])
         .collect::<Vec<_>>()
         .join(" ");
+    listen_queue(run, url, &mut out);
+    delayed_ack_timer(run, url, &mut out);
+    held_tail_or_hop(run, url, &mut out);
+    stream_limit(run, url, &mut out);
+    closed_keep_alive(run, url, &mut out);
+    error_responses(run, url, &mut out);
+    ports_exhausted(run, &mut out);
+    generator_saturated(run, &mut out);
+    out
+}
+
+/// Connects that waited a SYN retransmission, or timed out, while most connected at once.
+fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     // A cluster of connects (or of first bytes, when the handshake's last ACK was dropped and
     // the client believes it is connected) at the SYN retransmission times.
     // A server that simply takes a second has its median there too: only a tail counts.
@@ -200,6 +213,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             ),
         });
     }
+}
+
+/// Pauses inside responses, or latencies stacked, at a delayed-ACK timer.
+fn delayed_ack_timer(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     // A pause needs two reads; the median gap speaks for half the responses, p90 for a tenth.
     let at_timer = |gap: Option<f64>| gap.filter(|gap| match_delayed_ack_timer(*gap).is_some());
     let paused = match (at_timer(run.read_gap_p50_ms), at_timer(run.read_gap_p90_ms)) {
@@ -226,6 +243,11 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay doctor {url}"),
         });
     }
+}
+
+/// Across a path, a tail held a round trip; or a first byte a steady timer late (a hop's
+/// stall). Neither when a timer was already named.
+fn held_tail_or_hop(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     // A steady first byte a delayed-ACK timer late, with no pause inside the responses: what a
     // front shows when a hop behind it stalls (nginx on a stalling backend: 44 ms).
     let timer_already_named =
@@ -271,6 +293,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             });
         }
     }
+}
+
+/// HTTP/2 requests queued behind the server's stream limit.
+fn stream_limit(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     if let (Some(asked), Some(limit), Some(queued)) =
         (run.h2_streams_asked, run.h2_stream_limit, run.h2_queued_p50_ms)
         && asked > limit as usize
@@ -285,6 +311,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay doctor {url}"),
         });
     }
+}
+
+/// Keep-alive asked for, and every connection closed by the server.
+fn closed_keep_alive(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     // No more requests than connections: none had a second request to reuse it for.
     if run.keep_alive && run.reused_responses == 0 && run.responses > run.connections as u64 {
         out.push(Suggestion {
@@ -295,6 +325,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay doctor {url}"),
         });
     }
+}
+
+/// Error pages (or failed gRPC calls) among the responses.
+fn error_responses(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     if let (true, Some(method)) = (run.non_success > 0 && !run.grpc_failures.is_empty(), &run.grpc_method) {
         // A failed call is HTTP 200: curl would show nothing; the doctor names the status.
         let share = run.non_success as f64 / run.responses as f64 * 100.0;
@@ -323,6 +357,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
                 .join(" "),
         });
     }
+}
+
+/// Connects that found no free local port.
+fn ports_exhausted(run: &RunShape, out: &mut Vec<Suggestion>) {
     if run.ports_exhausted > 0 {
         let held = run
             .local_ports
@@ -346,6 +384,10 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: "ss -Htan state time-wait | wc -l; sysctl net.ipv4.ip_local_port_range net.ipv4.tcp_tw_reuse".into(),
         });
     }
+}
+
+/// The generator's own CPU was the limit.
+fn generator_saturated(run: &RunShape, out: &mut Vec<Suggestion>) {
     let saturated =
         run.generator_cpu_share.filter(|cpu| *cpu >= GENERATOR_SATURATED_SHARE && !run.generator_spins);
     if let Some(cpu) = saturated {
@@ -361,7 +403,6 @@ pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
             prove: format!("nodelay bench -t {} ... (more threads), or load from another machine", threads * 2),
         });
     }
-    out
 }
 
 /// "40, 80 and 120 ms" when most quantiles sit just above multiples of 40 ms, with at least

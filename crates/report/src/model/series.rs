@@ -3,6 +3,7 @@
 //! Part of the JSON contract of bench and compare.
 
 use hdrhistogram::Histogram;
+use nodelay_tcp::time::ms_from_ns;
 use serde::{Deserialize, Serialize};
 
 /// One point of a percentile spectrum: `percentile` % of the values were at most
@@ -29,11 +30,11 @@ pub fn spectrum_ms(histogram: &Histogram<u64>) -> Vec<SpectrumPoint> {
         .iter_quantiles(TICKS_PER_HALF_DISTANCE)
         .map(|step| SpectrumPoint {
             percentile: step.quantile_iterated_to() * 100.0,
-            latency_ms: histogram.highest_equivalent(step.value_iterated_to()) as f64 / 1e6,
+            latency_ms: ms_from_ns(histogram.highest_equivalent(step.value_iterated_to())),
         })
         .collect();
     // The iterator ends at the last value's quantile; the plot ends at 100 %.
-    let max_ms = histogram.max() as f64 / 1e6;
+    let max_ms = ms_from_ns(histogram.max());
     if points.last().is_none_or(|last| last.percentile < 100.0) {
         points.push(SpectrumPoint { percentile: 100.0, latency_ms: max_ms });
     }
