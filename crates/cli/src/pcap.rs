@@ -7,6 +7,7 @@ use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, bail};
 use nodelay_capture::{Analyzer, CaptureInput, OnShrink, ReadError, ReadStats, read_capture};
+use nodelay_diagnose::CaptureObservations;
 use nodelay_report::{Json, PcapReport, Render};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -70,7 +71,10 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     if summary.flows_seen == 0 && args.flow.is_some() {
         bail!("{name}: no TCP flow matches --flow");
     }
-    let report = PcapReport::new(name, &summary, args.top as usize, warnings, error);
+    // The rules read the summary; the report renders what they said.
+    let observations = CaptureObservations::of(&summary);
+    let findings = observations.diagnose();
+    let report = PcapReport::new(name, &summary, &observations, findings, args.top as usize, warnings, error);
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }

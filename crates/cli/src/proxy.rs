@@ -6,6 +6,7 @@ use crate::exit::{Outcome, UsageError};
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, anyhow};
+use nodelay_diagnose::{RelayObservations, relay_findings};
 use nodelay_proxy::{ProxyStats, Relay, RelayConfig};
 use nodelay_report::{Json, ProxyReport, Render};
 use std::net::SocketAddr;
@@ -30,7 +31,9 @@ pub fn proxy(args: &ProxyArgs) -> Result<Outcome> {
     let mut stats = ProxyStats::new(Instant::now(), nodelay_tcp::thresholds::STALL_GAP);
     let end =
         relay.run(&mut stats, nodelay_load::stop::requested).map_err(|e| anyhow!("relay failed: {e}"))?;
-    let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end);
+    // The rules read the statistics; the report renders what they said.
+    let findings = relay_findings(&RelayObservations::of(&stats));
+    let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end, findings);
     output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.relayed_nothing() {
         Outcome::Failed

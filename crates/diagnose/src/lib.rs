@@ -11,6 +11,7 @@
 
 mod backlog;
 mod capture;
+mod capture_observations;
 mod closing;
 mod errors;
 mod expect;
@@ -22,6 +23,7 @@ mod idle;
 mod phase;
 mod rank;
 mod relay;
+mod relay_observations;
 mod rules;
 mod server;
 mod significance;
@@ -40,6 +42,7 @@ pub use capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
     NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
 };
+pub use capture_observations::{CaptureObservations, capture_time};
 pub use closing::closes_after_each_response;
 pub use errors::{MAX_ERROR_SHARE, grpc_code_name};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};

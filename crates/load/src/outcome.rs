@@ -1,10 +1,11 @@
 //! A run's report completed and judged: the server's side read over it, the local ports when
-//! connects found none, the suggestions, and why nothing succeeded when nothing did.
+//! connects found none, the suggestions, and why nothing succeeded when nothing did. The
+//! rules run here, on the report's figures; the report only carries what they said.
 
 use crate::plan::{Load, Measured};
 use crate::server_view::Watching;
 use crate::workload::{looks_like_tls_refusal, tls_hint};
-use nodelay_diagnose::server_findings;
+use nodelay_diagnose::{server_findings, suggest};
 use nodelay_engine::{ErrorKind, Stats};
 use nodelay_report::{BenchReport, format_status_counts};
 
@@ -39,7 +40,11 @@ impl Load {
         if stats.errors(ErrorKind::PortsExhausted) > 0 {
             report = report.with_local_ports(nodelay_host::local_ports(self.workload.address));
         }
-        report.with_suggestions(cpu_share, tls_words, self.curl_request.clone(), self.nodelay_request.clone())
+        let report = report.with_generator_share(cpu_share);
+        let shape =
+            report.suggestion_shape(tls_words, self.curl_request.clone(), self.nodelay_request.clone());
+        let suggestions = suggest(&shape);
+        report.with_suggestions(suggestions)
     }
 
     /// Why no request of the run succeeded, in one line (a TLS port answered in plain HTTP, the

@@ -431,19 +431,26 @@ impl BenchReport {
         self
     }
 
-    /// Adds what the numbers suggest (the passive rules), given how busy nodelay itself was,
-    /// the options besides the URL that reached the target and curl's words for the request
-    /// sent (for the commands it shows).
-    pub fn with_suggestions(
-        mut self,
-        generator_cpu_share: Option<f64>,
+    /// How busy nodelay's own workers were (their CPU as a share of their time).
+    pub fn with_generator_share(mut self, generator_cpu_share: Option<f64>) -> Self {
+        self.generator_cpu_share = generator_cpu_share;
+        self
+    }
+
+    /// The figures the passive rules read, with the options besides the URL that reached the
+    /// target and curl's and nodelay's words for the request sent (for the commands they show).
+    pub fn suggestion_shape(
+        &self,
         tls_options: Vec<String>,
         request_words: Vec<String>,
         nodelay_request_words: Vec<String>,
-    ) -> Self {
-        self.generator_cpu_share = generator_cpu_share;
-        let shape = RunShape { tls_options, request_words, nodelay_request_words, ..self.run_shape() };
-        self.suggestions = nodelay_diagnose::suggest(&shape);
+    ) -> RunShape {
+        RunShape { tls_options, request_words, nodelay_request_words, ..self.run_shape() }
+    }
+
+    /// Adds what the passive rules suggested of these numbers.
+    pub fn with_suggestions(mut self, suggestions: Vec<Suggestion>) -> Self {
+        self.suggestions = suggestions;
         self
     }
 

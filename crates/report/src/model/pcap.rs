@@ -1,12 +1,10 @@
 //! The model of a `nodelay pcap` result. Its serde form is the JSON contract described by
 //! `schema/pcap.schema.json`: rename nothing, only add. Findings share the doctor's types.
 
-use nodelay_capture::analysis::{Budget, ExchangeTiming, Legs, Retransmissions, ZeroWindows};
-use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, SenderStalls, StallExample};
+use nodelay_capture::analysis::{Budget, ExchangeTiming, Retransmissions, ZeroWindows};
+use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, StallExample};
 use nodelay_diagnose::{
-    CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, Finding, FindingId,
-    LateFirstByte, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, match_delayed_ack_timer,
-    percentile,
+    CaptureObservations, Finding, FindingId, capture_time, match_delayed_ack_timer, percentile,
 };
 use nodelay_tcp::time::ms_from_ns as ms;
 use serde::Serialize;
@@ -372,16 +370,6 @@ fn time_report(budget: &Budget, nagle_held_ns: u64) -> TimeReport {
     }
 }
 
-fn capture_time(budget: &Budget) -> CaptureTime {
-    CaptureTime {
-        exchanges: budget.exchanges,
-        network_ms: ms(budget.network_ns.saturating_add(budget.handshake_ns)),
-        client_wait_ms: ms(budget.client_wait_ns),
-        server_ms: ms(budget.server_ns),
-        transfer_ms: ms(budget.transfer_ns),
-    }
-}
-
 fn retransmission_report(losses: &Retransmissions, stream: u64) -> RetransmissionReport {
     RetransmissionReport {
         segments: losses.segments,
@@ -455,104 +443,6 @@ fn slow_flow_report(flow: &FlowSummary, origin_ns: u64) -> SlowFlowReport {
         retransmissions: retransmission_report(&flow.losses, flow.stream),
         zero_windows: zero_window_report(&flow.zero_windows, flow.stream, origin_ns),
     }
-}
-
-fn legs_ms(legs: &Legs) -> (f64, f64, f64) {
-    (legs.rtt_ns().map_or(0.0, ms), legs.client_ns.map_or(0.0, ms), legs.server_ns.map_or(0.0, ms))
-}
-
-/// What the capture shows besides Nagle holds, for the rules.
-fn capture_path(summary: &CaptureSummary, rtts_ms: &[f64]) -> CapturePath {
-    let slow_path = summary.slowest_path.map(|(stream, legs)| {
-        let (rtt_ms, client_side_ms, server_side_ms) = legs_ms(&legs);
-        SlowPath { flows: summary.slow_path_flows, stream, rtt_ms, client_side_ms, server_side_ms }
-    });
-    let late_first_byte =
-        summary.slowest_first_byte.filter(|_| summary.late_first_bytes > 0).map(|(stream, t)| {
-            LateFirstByte {
-                exchanges: summary.late_first_bytes,
-                stream,
-                exchange: t.exchange,
-                server_ms: ms(t.server_ns),
-                server_ack_ms: t.server_ack_ns.map(ms),
-                rtt_ms: ms(t.rtt_ns),
-                packets: (t.request_packet, t.server_ack_packet, t.response_packet),
-            }
-        });
-    let client_wait =
-        summary.longest_client_wait.filter(|_| summary.client_waits > 0).map(|(stream, t)| ClientWait {
-            waits: summary.client_waits,
-            stream,
-            wait_ms: ms(t.client_wait_ns),
-            packets: (t.wait_from_packet, t.request_packet),
-        });
-    let losses = &summary.losses;
-    let timeouts = losses.worst.filter(|_| losses.timeouts > 0).map(|series| Timeouts {
-        timeouts: losses.timeouts,
-        series: losses.series,
-        unanswered: losses.unanswered,
-        lost_ms: ms(losses.lost_ns),
-        stream: summary.worst_series_stream.unwrap_or(0),
-        by_server: series.by_server,
-        syn: series.syn,
-        answered: series.answered,
-        first_packet: series.first_packet,
-        resent_after_ms: series.resent_after().iter().map(|ns| ms(*ns)).collect(),
-    });
-    let windows = &summary.zero_windows;
-    let zero_window = windows.longest.map(|window| ZeroWindowFacts {
-        count: windows.count,
-        total_ms: ms(windows.total_ns),
-        stream: summary.longest_zero_window_stream.unwrap_or(0),
-        longest_ms: ms(window.duration_ns),
-        by_server: window.by_server,
-        probes: windows.probes,
-        packets: (window.first_packet, window.reopened_packet),
-    });
-    CapturePath {
-        time: capture_time(&summary.budget),
-        rtt_p50_ms: (!rtts_ms.is_empty()).then(|| percentile(rtts_ms, 0.5)),
-        slow_path,
-        late_first_byte,
-        client_wait,
-        timeouts,
-        zero_window,
-    }
-}
-
-fn round_trips(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureRoundTrips {
-    let holds = sorted_ms(stalls.holds_ns.iter().copied());
-    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
-    let rtts = sorted_ms(stalls.examples.iter().map(|e| e.rtt_ns));
-    CaptureRoundTrips {
-        held_by_server,
-        holds: stalls.count,
-        flows,
-        time_lost_ms: ms(stalls.lost_ns),
-        hold_p50_ms: percentile(&holds, 0.5),
-        rtt_p50_ms: percentile(&rtts, 0.5),
-        peer_ack_delay_p50_ms: percentile(&delays, 0.5),
-        example: stalls
-            .examples
-            .first()
-            .map(|e| describe_example(side(held_by_server), e))
-            .unwrap_or_default(),
-    }
-}
-
-fn describe_example(held_by: &str, example: &StallExample) -> String {
-    let acker = if held_by == "server" { "client" } else { "server" };
-    format!(
-        "exchange {}: {held_by} segment #{} ({} bytes), {acker}'s pure ACK #{} after {:.1} ms, {held_by}'s next segment #{} \
-         {:.0} µs after that ACK",
-        example.exchange,
-        example.held_after_packet,
-        example.segment_bytes,
-        example.ack_packet,
-        ms(example.ack_delay_ns),
-        example.release_packet,
-        example.release_after_ack_ns as f64 / 1e3
-    )
 }
 
 fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
@@ -633,60 +523,20 @@ fn wireshark_filter(
     terms.join(" && ")
 }
 
-fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStalls {
-    let held_by = if held_by_server { "server" } else { "client" };
-    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
-    let releases = sorted_ms(stalls.releases_ns.iter().copied());
-    CaptureStalls {
-        held_by_server,
-        stalls: stalls.count,
-        flows,
-        time_lost_ms: ms(stalls.lost_ns),
-        ack_delay_p10_ms: percentile(&delays, 0.1),
-        ack_delay_p50_ms: percentile(&delays, 0.5),
-        ack_delay_p90_ms: percentile(&delays, 0.9),
-        release_after_ack_p50_us: percentile(&releases, 0.5) * 1e3,
-        example: stalls.examples.first().map(|e| describe_example(held_by, e)).unwrap_or_default(),
-    }
-}
-
 impl PcapReport {
-    /// `top`: how many stalling flows to list.
+    /// `top`: how many stalling flows to list. `observations` and `findings` are what the
+    /// rules made of `summary` (`nodelay_diagnose::CaptureObservations`).
     pub fn new(
         file: String,
         summary: &CaptureSummary,
+        observations: &CaptureObservations,
+        findings: Vec<Finding>,
         top: usize,
         warnings: Vec<String>,
         error: Option<String>,
     ) -> Self {
         let origin = summary.first_ns.unwrap_or(0);
-        let count_flows = |server: bool| {
-            summary
-                .flows
-                .iter()
-                .filter(|f| if server { f.server_stalls.count > 0 } else { f.client_stalls.count > 0 })
-                .count() as u64
-        };
-        let groups = [
-            group(&summary.server_stalls, true, count_flows(true)),
-            group(&summary.client_stalls, false, count_flows(false)),
-        ];
-        let count_holds = |server: bool| {
-            summary
-                .flows
-                .iter()
-                .filter(
-                    |f| if server { f.server_round_trips.count > 0 } else { f.client_round_trips.count > 0 },
-                )
-                .count() as u64
-        };
-        let holds = [
-            round_trips(&summary.server_round_trips, true, count_holds(true)),
-            round_trips(&summary.client_round_trips, false, count_holds(false)),
-        ];
-        let rtts_ms = sorted_ms(summary.rtts_ns.iter().copied());
-        let path = capture_path(summary, &rtts_ms);
-        let findings = capture_diagnosis(&groups, &holds, &path, summary.flows_seen);
+        let (rtts_ms, path) = (&observations.rtts_ms, &observations.path);
         let round_trip_holds = summary.server_round_trips.count + summary.client_round_trips.count;
         let stalls = summary.server_stalls.count + summary.client_stalls.count + round_trip_holds;
         let nagle_lost_ns = [

@@ -4,8 +4,8 @@
 
 use crate::model::percentiles::Percentiles;
 use hdrhistogram::Histogram;
-use nodelay_diagnose::{Finding, LATE_FIRST_BYTE_MS, LegPauses, RelayObservations, relay_findings};
-use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, StallExample, Unfinished};
+use nodelay_diagnose::Finding;
+use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, Unfinished};
 use nodelay_tcp::TcpInfo;
 use nodelay_tcp::quantile_ms;
 use nodelay_tcp::time::ms_from_ns as ms;
@@ -243,72 +243,22 @@ fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegRe
     }
 }
 
-/// One stalled message as the proof's example reads it.
-fn describe_example(example: &StallExample) -> String {
-    let message = if example.leg == Leg::Client { "request" } else { "response" };
-    format!(
-        "connection {}, exchange {}: the {message} ({} bytes in {} reads) paused {:.2} ms after {} bytes",
-        example.connection,
-        example.sequence + 1,
-        example.bytes,
-        example.reads,
-        example.gap.as_secs_f64() * 1e3,
-        example.bytes_before_gap
-    )
-}
-
-fn leg_pauses(leg: &LegReport, stats: &LegStats, example: Option<&StallExample>) -> LegPauses {
-    let pauses = leg.stall_pause_ms;
-    LegPauses {
-        messages: leg.messages,
-        stalled: leg.stalled,
-        first_on_connection: leg.first_on_connection,
-        stalled_first_on_connection: leg.stalled_first_on_connection,
-        gap_p10_ms: pauses.map_or(0.0, |p| p.p10),
-        gap_p50_ms: pauses.map_or(0.0, |p| p.p50),
-        gap_p90_ms: pauses.map_or(0.0, |p| p.p90),
-        lost_ms: leg.time_lost_ms,
-        bytes_before_p50: nodelay_tcp::quantile::quantile_of(&stats.bytes_before_stall, 0.5),
-        relay_socket: leg.relay_socket,
-        example: example.map(describe_example).unwrap_or_default(),
-        path_rtt_ms: leg.path_rtt_ms.unwrap_or(0.0),
-        round_trip_held: leg.round_trip_held,
-        round_trip_held_first_on_connection: leg.round_trip_held_first_on_connection,
-        round_trip_hold_p50_ms: leg.round_trip_hold_ms.map_or(0.0, |p| p.p50),
-        round_trip_lost_ms: leg.round_trip_time_lost_ms,
-    }
-}
-
 impl ProxyReport {
-    /// The report of a relay's run, its findings decided from its figures.
-    pub fn new(listen: String, upstream: String, stats: &ProxyStats, end: &RelayEnd) -> Self {
+    /// The report of a relay's run, with the `findings` the rules made of its figures
+    /// (`nodelay_diagnose::RelayObservations::of`).
+    pub fn new(
+        listen: String,
+        upstream: String,
+        stats: &ProxyStats,
+        end: &RelayEnd,
+        findings: Vec<Finding>,
+    ) -> Self {
         let busiest = stats.busiest.as_ref();
         let client_leg = leg_report(&stats.client, Leg::Client, busiest.and_then(|c| c.client_tcp_info));
         let upstream_leg =
             leg_report(&stats.upstream, Leg::Upstream, busiest.and_then(|c| c.upstream_tcp_info));
-        let example = |leg: Leg| stats.examples.iter().find(|e| e.leg == leg);
         let first_byte = &stats.upstream_first_byte_ns;
         let upstream_time = &stats.upstream_time_ns;
-        let late_ns = (LATE_FIRST_BYTE_MS * 1e6) as u64;
-        let observations = RelayObservations {
-            exchanges: stats.exchanges,
-            connections: stats.connections_closed,
-            client: leg_pauses(&client_leg, &stats.client, example(Leg::Client)),
-            upstream: leg_pauses(&upstream_leg, &stats.upstream, example(Leg::Upstream)),
-            upstream_first_byte_p10_ms: quantile_ms(first_byte, 0.1),
-            upstream_first_byte_p50_ms: quantile_ms(first_byte, 0.5),
-            upstream_first_byte_p90_ms: quantile_ms(first_byte, 0.9),
-            late_first_bytes: if upstream_time.is_empty() {
-                0
-            } else {
-                upstream_time.count_between(late_ns, u64::MAX)
-            },
-            upstream_connect_p50_ms: (!stats.upstream_connect_ns.is_empty())
-                .then(|| quantile_ms(&stats.upstream_connect_ns, 0.5)),
-            upstream_server_header: stats.upstream_server.clone(),
-            total_p50_ms: if stats.total_ns.is_empty() { 0.0 } else { quantile_ms(&stats.total_ns, 0.5) },
-        };
-        let findings = relay_findings(&observations);
         let verdict = match findings.first() {
             None => "nothing-relayed",
             Some(f) if f.id == nodelay_diagnose::FindingId::Healthy => "healthy",

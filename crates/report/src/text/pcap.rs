@@ -484,7 +484,10 @@ mod tests {
         let mut analyzer = Analyzer::new(None, 10);
         let mut stats = ReadStats::default();
         read_packets(std::fs::File::open(path).unwrap(), &mut stats, |p| analyzer.packet(p)).unwrap();
-        PcapReport::new(name.into(), &analyzer.finish(stats), 10, vec!["a warning".into()], None)
+        let summary = analyzer.finish(stats);
+        let observations = nodelay_diagnose::CaptureObservations::of(&summary);
+        let findings = observations.diagnose();
+        PcapReport::new(name.into(), &summary, &observations, findings, 10, vec!["a warning".into()], None)
     }
 
     fn flow(stream: u64, client: &str, server: &str, lost_ms: f64, delay_ms: f64) -> FlowReport {

@@ -380,7 +380,8 @@ mod tests {
             open_at_end: 0,
             accept_failures: 0,
         };
-        ProxyReport::new("127.0.0.1:41234".into(), "127.0.0.1:8000".into(), &stats, &end)
+        let findings = nodelay_diagnose::relay_findings(&nodelay_diagnose::RelayObservations::of(&stats));
+        ProxyReport::new("127.0.0.1:41234".into(), "127.0.0.1:8000".into(), &stats, &end, findings)
     }
 
     #[test]
