@@ -119,10 +119,7 @@ pub(crate) fn unannounced(mut findings: Vec<Finding>, observations: &Observation
     }
     if let Some(view) = &observations.server_view {
         let server = server_findings(view, keep_alive.responses.len() as u64, Some(fresh_p50_ms));
-        if !server.is_empty() {
-            findings.retain(|f| f.id != FindingId::Healthy);
-            findings.extend(server);
-        }
+        findings.extend(server);
     }
     findings
 }

@@ -118,9 +118,9 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
     None
 }
 
-/// The rules' findings from the target's own phases, most important first; `healthy` when
-/// nothing is wrong. [`crate::diagnose`] adds what lies beyond the target (its hops, the idle
-/// probe) and names the target in the fixes.
+/// The rules' findings from the target's own phases, most important first; none when nothing
+/// is wrong. [`crate::diagnose`] adds what lies beyond the target (its hops, the idle probe),
+/// names the target in the fixes, and says `healthy` when nothing was found at all.
 pub(crate) fn rule_findings(observations: &Observations) -> Vec<Finding> {
     let baseline = observations.baseline.summary();
     if baseline.responses == 0 {
@@ -171,15 +171,10 @@ pub(crate) fn rule_findings(observations: &Observations) -> Vec<Finding> {
     }
     findings.extend(http2);
     findings.extend(errors.map(|(finding, _)| finding));
-    if findings.is_empty() {
-        findings.push(healthy(&baseline));
-    }
     if let Some(finding) = observations.expect_probe.as_ref().and_then(expect_continue_wait) {
-        findings.retain(|f| f.id != FindingId::Healthy);
         findings.push(finding);
     }
     if let Some(finding) = observations.hold_probe.as_ref().and_then(unrequested_keep_alive) {
-        findings.retain(|f| f.id != FindingId::Healthy);
         findings.push(finding);
     }
     // What the server's own counters showed during the baseline (they name their stack by
@@ -188,7 +183,6 @@ pub(crate) fn rule_findings(observations: &Observations) -> Vec<Finding> {
         crate::waiting::waiting_advice(&mut findings, view, &baseline);
         let server = server_findings(view, baseline.responses as u64, Some(baseline.total_p50_ms));
         if !server.is_empty() {
-            findings.retain(|f| f.id != FindingId::Healthy);
             // A first byte late because the handler worked (on a CPU, or waiting for one on a
             // busy machine) is the CPU-bound finding's symptom, not a wait to look for.
             let cpu_bound = server.iter().any(|f| f.id == FindingId::ServerCpuBound);
@@ -811,6 +805,21 @@ fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
             .into(),
         fix: Vec::new(),
     }
+}
+
+/// `healthy`, for a target in which nothing was found: with the figures of its baseline, or
+/// of the fresh connections a failed keep-alive baseline was judged on. `None` when nothing
+/// answered (nothing can be called healthy).
+pub(crate) fn healthy_of(observations: &Observations) -> Option<Finding> {
+    let baseline = observations.baseline.summary();
+    if baseline.responses == 0 {
+        return None;
+    }
+    if !baseline.reliable {
+        let judged = crate::closing::on_fresh_connections(observations)?;
+        return Some(healthy(&judged.baseline.summary()));
+    }
+    Some(healthy(&baseline))
 }
 
 fn healthy(baseline: &PhaseSummary) -> Finding {

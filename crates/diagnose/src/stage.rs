@@ -1,5 +1,6 @@
 //! The diagnosis as one stage: everything measured of a target in, its findings out, ranked,
-//! with fixes that name the target. Nothing edits the findings after this returns.
+//! with fixes that name the target, and `healthy` only when nothing was found: the rules
+//! themselves never say it. Nothing edits the findings after this returns.
 
 use crate::finding::{Finding, FindingId};
 use crate::hops::{order_fixes, proxy_hop_stall};
@@ -7,15 +8,13 @@ use crate::idle::keepalive_idle_close;
 use crate::phase::Observations;
 use crate::rules::rule_findings;
 
-/// The findings from everything measured, most important first; `healthy` when nothing is
-/// wrong (alone: no other finding stands beside it).
+/// The findings from everything measured, most important first; `healthy`, alone, when
+/// nothing is wrong.
 pub fn diagnose(observations: &Observations) -> Vec<Finding> {
     let mut findings = rule_findings(observations);
     if let Some(hop_stall) = proxy_hop_stall(&observations.baseline.summary(), &observations.hops) {
         // The hop explains what the front could only describe.
-        findings.retain(|f| {
-            !matches!(f.id, FindingId::SlowFirstByte | FindingId::SlowResponseBody | FindingId::Healthy)
-        });
+        findings.retain(|f| !matches!(f.id, FindingId::SlowFirstByte | FindingId::SlowResponseBody));
         findings.insert(0, hop_stall);
     }
     // A fix that would expose a stall proven on a hop comes after the hop's.
@@ -24,11 +23,11 @@ pub fn diagnose(observations: &Observations) -> Vec<Finding> {
         .idle_probe
         .as_ref()
         .and_then(|probe| keepalive_idle_close(probe, observations.server_view.as_ref()));
-    if let Some(finding) = idle_close {
-        findings.retain(|f| f.id != FindingId::Healthy);
-        findings.push(finding);
-    }
+    findings.extend(idle_close);
     name_the_target(&mut findings, observations);
+    if findings.is_empty() {
+        findings.extend(crate::rules::healthy_of(observations));
+    }
     findings
 }
 
