@@ -13,5 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = read_packets_buffered(data, 64 * 1024, &mut stats, |packet| analyzer.packet(packet));
     let summary = analyzer.finish(stats);
     // The rules and the report read every figure of the summary (round trips, holds, waits).
-    let _ = nodelay_report::PcapReport::new("fuzz".into(), &summary, 5, Vec::new(), None);
+    let observations = nodelay_diagnose::CaptureObservations::of(&summary);
+    let findings = observations.diagnose();
+    let _ = nodelay_report::PcapReport::new("fuzz".into(), &summary, &observations, findings, 5, Vec::new(), None);
 });
