@@ -41,16 +41,25 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// The crates that meet TCP and take its model from `nodelay-tcp` (docs/architecture.md).
 const TCP_MODEL_USERS: &[&str] = &["capture", "engine", "host", "proxy", "diagnose", "watch"];
 
+/// The names of a crate's normal dependencies (`nodelay-tcp`, `clap`): a test may use any
+/// crate, so dev-dependencies are left out.
+fn normal_dependencies(name: &str) -> Vec<String> {
+    let manifest = std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml"))
+        .unwrap_or_else(|e| panic!("crates/{name}/Cargo.toml: {e}"));
+    let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
+    let section = dependencies.split("\n[dependencies]").skip(1).collect::<Vec<_>>().join("\n");
+    section
+        .lines()
+        .map(|line| line.trim().split(['.', ' ', '=']).next().unwrap_or_default().to_string())
+        .filter(|name| !name.is_empty() && !name.starts_with(['#', '[']))
+        .collect()
+}
+
 #[test]
 fn each_crate_depends_only_on_the_crates_it_may() {
     for (name, allowed) in ALLOWED {
-        let manifest = std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml"))
-            .unwrap_or_else(|e| panic!("crates/{name}/Cargo.toml: {e}"));
-        // Normal dependencies only: a test may use any crate.
-        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
-        for line in dependencies.lines() {
-            let Some(dependency) = line.trim().strip_prefix("nodelay-") else { continue };
-            let dependency = dependency.split(['.', ' ', '=']).next().unwrap_or_default();
+        for dependency in normal_dependencies(name) {
+            let Some(dependency) = dependency.strip_prefix("nodelay-") else { continue };
             assert!(
                 allowed.contains(&dependency),
                 "crates/{name} depends on nodelay-{dependency}, which docs/architecture.md does not allow it"
@@ -62,11 +71,8 @@ fn each_crate_depends_only_on_the_crates_it_may() {
 #[test]
 fn the_tcp_model_is_a_leaf_that_every_crate_meeting_tcp_imports() {
     for name in TCP_MODEL_USERS {
-        let manifest =
-            std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml")).unwrap();
-        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
         assert!(
-            dependencies.lines().any(|line| line.trim().starts_with("nodelay-tcp")),
+            normal_dependencies(name).iter().any(|dependency| dependency == "nodelay-tcp"),
             "crates/{name} meets TCP but does not depend on nodelay-tcp"
         );
     }
@@ -273,12 +279,8 @@ fn front_end_work(line: &str) -> Option<&'static str> {
 fn only_the_cli_prints_asks_the_terminal_or_parses_flags() {
     let mut found = lines_flagged(|name| name != "cli", front_end_work);
     for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
-        let manifest =
-            std::fs::read_to_string(workspace().join("crates").join(name).join("Cargo.toml")).unwrap();
-        let dependencies = manifest.split("\n[dev-dependencies]").next().unwrap_or_default();
-        for line in dependencies.lines() {
-            let dependency = line.split(['=', ' ', '.']).next().unwrap_or("");
-            if FRONT_END_CRATES.contains(&dependency) {
+        for dependency in normal_dependencies(name) {
+            if FRONT_END_CRATES.contains(&dependency.as_str()) {
                 found.push(format!("crates/{name}/Cargo.toml depends on {dependency}"));
             }
         }

@@ -9,7 +9,7 @@ use crate::capture::{
 use crate::finding::Finding;
 use nodelay_capture::analysis::{Budget, Legs};
 use nodelay_capture::{CaptureSummary, SenderStalls, StallExample};
-use nodelay_tcp::quantile::percentile_ms as percentile;
+use nodelay_tcp::quantile::{distribution_ns, percentile_ms as percentile, quantile_ms};
 use nodelay_tcp::time::ms_from_ns as ms;
 
 /// A capture's summary read for the rules.
@@ -51,13 +51,6 @@ impl CaptureObservations {
     pub fn diagnose(&self) -> Vec<Finding> {
         capture_diagnosis(&self.stalls, &self.round_trips, &self.path, self.tcp_flows)
     }
-}
-
-/// Nanosecond samples as milliseconds.
-fn sorted_ms(values: impl Iterator<Item = u64>) -> Vec<f64> {
-    let mut sorted: Vec<f64> = values.map(ms).collect();
-    sorted.sort_by(f64::total_cmp);
-    sorted
 }
 
 fn side(by_server: bool) -> &'static str {
@@ -128,17 +121,17 @@ fn capture_path(summary: &CaptureSummary, rtts_ms: &[f64]) -> CapturePath {
 }
 
 fn round_trips(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureRoundTrips {
-    let holds = sorted_ms(stalls.holds_ns.iter().copied());
-    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
-    let rtts = sorted_ms(stalls.examples.iter().map(|e| e.rtt_ns));
+    let holds = distribution_ns(stalls.holds_ns.iter().copied());
+    let delays = distribution_ns(stalls.ack_delays_ns.iter().copied());
+    let rtts = distribution_ns(stalls.examples.iter().map(|e| e.rtt_ns));
     CaptureRoundTrips {
         held_by_server,
         holds: stalls.count,
         flows,
         time_lost_ms: ms(stalls.lost_ns),
-        hold_p50_ms: percentile(&holds, 0.5),
-        rtt_p50_ms: percentile(&rtts, 0.5),
-        peer_ack_delay_p50_ms: percentile(&delays, 0.5),
+        hold_p50_ms: quantile_ms(&holds, 0.5),
+        rtt_p50_ms: quantile_ms(&rtts, 0.5),
+        peer_ack_delay_p50_ms: quantile_ms(&delays, 0.5),
         example: stalls
             .examples
             .first()
@@ -163,19 +156,23 @@ fn describe_example(held_by: &str, example: &StallExample) -> String {
 }
 
 fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStalls {
-    let held_by = if held_by_server { "server" } else { "client" };
-    let delays = sorted_ms(stalls.ack_delays_ns.iter().copied());
-    let releases = sorted_ms(stalls.releases_ns.iter().copied());
+    // One histogram per sample set, asked for every quantile it gives.
+    let delays = distribution_ns(stalls.ack_delays_ns.iter().copied());
+    let releases = distribution_ns(stalls.releases_ns.iter().copied());
     CaptureStalls {
         held_by_server,
         stalls: stalls.count,
         flows,
         time_lost_ms: ms(stalls.lost_ns),
-        ack_delay_p10_ms: percentile(&delays, 0.1),
-        ack_delay_p50_ms: percentile(&delays, 0.5),
-        ack_delay_p90_ms: percentile(&delays, 0.9),
-        release_after_ack_p50_us: percentile(&releases, 0.5) * 1e3,
-        example: stalls.examples.first().map(|e| describe_example(held_by, e)).unwrap_or_default(),
+        ack_delay_p10_ms: quantile_ms(&delays, 0.1),
+        ack_delay_p50_ms: quantile_ms(&delays, 0.5),
+        ack_delay_p90_ms: quantile_ms(&delays, 0.9),
+        release_after_ack_p50_us: quantile_ms(&releases, 0.5) * 1e3,
+        example: stalls
+            .examples
+            .first()
+            .map(|e| describe_example(side(held_by_server), e))
+            .unwrap_or_default(),
     }
 }
 

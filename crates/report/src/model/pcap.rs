@@ -3,9 +3,8 @@
 
 use nodelay_capture::analysis::{Budget, ExchangeTiming, Retransmissions, ZeroWindows};
 use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, StallExample};
-use nodelay_diagnose::{
-    CaptureObservations, Finding, FindingId, capture_time, match_delayed_ack_timer, percentile,
-};
+use nodelay_diagnose::{CaptureObservations, Finding, FindingId, capture_time, match_delayed_ack_timer};
+use nodelay_tcp::quantile::{distribution_ns, quantile_ms};
 use nodelay_tcp::time::ms_from_ns as ms;
 use serde::Serialize;
 use std::net::IpAddr;
@@ -317,13 +316,6 @@ pub struct SlowFlowReport {
     pub zero_windows: ZeroWindowReport,
 }
 
-/// Nanosecond samples as milliseconds, sorted for [`percentile`].
-fn sorted_ms(values: impl Iterator<Item = u64>) -> Vec<f64> {
-    let mut sorted: Vec<f64> = values.map(ms).collect();
-    sorted.sort_by(f64::total_cmp);
-    sorted
-}
-
 fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -> StallReport {
     StallReport {
         held_by,
@@ -453,12 +445,12 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         (false, true) => "client",
         _ => "server",
     };
-    let delays = sorted_ms(
+    let delays = distribution_ns(
         [&flow.server_stalls, &flow.client_stalls, &flow.server_round_trips, &flow.client_round_trips]
             .into_iter()
             .flat_map(|stalls| stalls.ack_delays_ns.iter().copied()),
     );
-    let ack_delay_p50_ms = percentile(&delays, 0.5);
+    let ack_delay_p50_ms = quantile_ms(&delays, 0.5);
     let mut examples: Vec<StallReport> = flow
         .server_stalls
         .examples
