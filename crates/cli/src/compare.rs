@@ -56,7 +56,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome> {
     let thresholds =
         gate::check_compare(&args.gate.fail_if, &measured, &comparisons, args.gate.options().alpha());
     let report = CompareReport {
-        schema: COMPARE_SCHEMA_ID,
+        schema: COMPARE_SCHEMA_ID.into(),
         rounds,
         rounds_completed: end.completed,
         settings,

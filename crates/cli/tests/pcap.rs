@@ -96,7 +96,7 @@ fn text_output_lists_flows_and_units() {
     // Prose wraps at the width: compare with its words on one line.
     let text = run.stdout().split_whitespace().collect::<Vec<_>>().join(" ");
     for needle in [
-        "stalls: 3 in 1 flows, 119.91 ms lost",
+        "stalls: 3 in 1 flow, 119.91 ms lost",
         "10.0.0.1:40000 -> 10.0.0.2:8080",
         "exchange 1 at",
         "ACK #",

@@ -295,10 +295,6 @@ pub struct CapturePath {
     pub zero_window: Option<ZeroWindowFacts>,
 }
 
-const fn fix(stack: &'static str, how: &'static str) -> Fix {
-    Fix { stack, how, detected: false }
-}
-
 /// Everything a capture shows, the costliest first: Nagle holds of both kinds, and what its
 /// exchanges, losses and windows show; `healthy` (saying where the time went) when nothing.
 pub fn capture_diagnosis(
@@ -345,7 +341,8 @@ fn healthy(path: &CapturePath, tcp_flows: u64) -> Finding {
     Finding {
         id: FindingId::Healthy,
         title: format!(
-            "Nothing slow in {tcp_flows} TCP flows: no Nagle stall, late first byte, retransmission timeout or zero window{most}"
+            "Nothing slow in {tcp_flows} TCP flow{}: no Nagle stall, late first byte, retransmission timeout or zero window{most}",
+            if tcp_flows == 1 { "" } else { "s" }
         ),
         proven: true,
         confidence: if tcp_flows > 0 { Confidence::High } else { Confidence::Low },
@@ -478,10 +475,10 @@ fn network_finding(slow: &SlowPath, time: &CaptureTime) -> Finding {
                       proxy), or spend fewer round trips (reuse connections, batch requests, resume TLS sessions)."
             .into(),
         fix: vec![
-            fix("any service", "serve from a region (or an edge proxy, a CDN) near its clients"),
-            fix("HTTP clients", "reuse connections (keep-alive, HTTP/2) so each request pays one round trip, not three"),
-            fix("TLS", "resume sessions (tickets) or use TLS 1.3 (one round trip; 0-RTT for resumed sessions)"),
-            fix("any protocol", "batch or pipeline requests: each sequential exchange pays a round trip"),
+            Fix::of("any service", "serve from a region (or an edge proxy, a CDN) near its clients"),
+            Fix::of("HTTP clients", "reuse connections (keep-alive, HTTP/2) so each request pays one round trip, not three"),
+            Fix::of("TLS", "resume sessions (tickets) or use TLS 1.3 (one round trip; 0-RTT for resumed sessions)"),
+            Fix::of("any protocol", "batch or pipeline requests: each sequential exchange pays a round trip"),
         ],
     }
 }
@@ -519,8 +516,8 @@ fn client_wait_finding(wait: &ClientWait, time: &CaptureTime) -> Finding {
                       writing its request (name resolution, building the request, a pool that connects early)."
             .into(),
         fix: vec![
-            fix("any client", "profile what runs between connect() returning and the first write"),
-            fix("connection pools", "a connection opened ahead of need shows this wait and costs nothing; one opened per request does"),
+            Fix::of("any client", "profile what runs between connect() returning and the first write"),
+            Fix::of("connection pools", "a connection opened ahead of need shows this wait and costs nothing; one opened per request does"),
         ],
     }
 }
@@ -630,9 +627,9 @@ fn timeout_finding(t: &Timeouts) -> Finding {
                 .into()
         },
         fix: vec![
-            fix("Linux", "ip -s link and ethtool -S show drops; tc -s qdisc shows a full queue"),
-            fix("clients", "setsockopt(TCP_USER_TIMEOUT) bounds the wait on a peer that is gone"),
-            fix("firewalls and NAT", "an idle timeout shorter than the connection's idle time drops its packets"),
+            Fix::of("Linux", "ip -s link and ethtool -S show drops; tc -s qdisc shows a full queue"),
+            Fix::of("clients", "setsockopt(TCP_USER_TIMEOUT) bounds the wait on a peer that is gone"),
+            Fix::of("firewalls and NAT", "an idle timeout shorter than the connection's idle time drops its packets"),
         ],
     }
 }
@@ -675,8 +672,14 @@ fn zero_window_finding(w: &ZeroWindowFacts) -> Finding {
              never blocks on other work), or give it a larger receive buffer."
         ),
         fix: vec![
-            fix("any application", "read the socket as data comes (a dedicated reader, a non-blocking loop)"),
-            fix("Linux", "SO_RCVBUF, or net.ipv4.tcp_rmem's maximum, for a reader that is slow in bursts"),
+            Fix::of(
+                "any application",
+                "read the socket as data comes (a dedicated reader, a non-blocking loop)",
+            ),
+            Fix::of(
+                "Linux",
+                "SO_RCVBUF, or net.ipv4.tcp_rmem's maximum, for a reader that is slow in bursts",
+            ),
         ],
     }
 }

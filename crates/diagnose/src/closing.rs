@@ -126,12 +126,11 @@ pub(crate) fn unannounced(mut findings: Vec<Finding>, observations: &Observation
 
 /// The server this was met on: uWSGI's HTTP router (`--http`), which closes after every
 /// response unless told to keep connections, and does not say so.
-const UWSGI_HTTP_ROUTER: Fix = Fix {
-    stack: "uWSGI --http",
-    how: "keep connections: --http11-socket :PORT --tcp-nodelay in place of --http :PORT (the router's \
-          --http-keepalive keeps them too, but leaves Nagle on: a streamed response then stalls)",
-    detected: false,
-};
+const UWSGI_HTTP_ROUTER: Fix = Fix::of(
+    "uWSGI --http",
+    "keep connections: --http11-socket :PORT --tcp-nodelay in place of --http :PORT (the router's \
+     --http-keepalive keeps them too, but leaves Nagle on: a streamed response then stalls)",
+);
 
 #[cfg(test)]
 mod tests {

@@ -1,10 +1,11 @@
 //! What a diagnosis says: stable ids, evidence with units, the proving experiment, fixes.
 
 pub use nodelay_tcp::FindingId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// How sure a finding is, as each rule grades what it saw.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Confidence {
     /// Weak: few of the signs the rule looks for, or too little to go on.
@@ -16,25 +17,25 @@ pub enum Confidence {
 }
 
 /// One measured fact. `value` is in `unit` (ms, %, bytes, count, ...).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
     /// What was measured, in words.
     pub what: String,
     /// The measured value, in `unit`.
     pub value: f64,
     /// The unit of `value`: `ms`, `%`, `bytes`, `count`, ...
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
 }
 
 impl Evidence {
     /// A fact `what` measured at `value` in `unit`.
     pub fn new(what: impl Into<String>, value: f64, unit: &'static str) -> Self {
-        Evidence { what: what.into(), value, unit }
+        Evidence { what: what.into(), value, unit: Cow::Borrowed(unit) }
     }
 }
 
 /// How a finding was proven.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProofKind {
     /// A live experiment changed one thing and compared.
@@ -56,7 +57,7 @@ pub enum ProofKind {
 
 /// The experiment that tested the finding and what it changed (or, from a capture, the
 /// packet pattern that shows it).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proof {
     /// How it was proven.
     pub kind: ProofKind,
@@ -75,18 +76,25 @@ pub struct Proof {
 }
 
 /// How to fix the cause in one stack.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fix {
     /// The stack: a server, proxy, language or library.
-    pub stack: &'static str,
+    pub stack: Cow<'static, str>,
     /// What to change there.
-    pub how: &'static str,
+    pub how: Cow<'static, str>,
     /// This is the stack the server runs (from its `Server` header); listed first.
     pub detected: bool,
 }
 
+impl Fix {
+    /// How to fix the cause in `stack`, from the fix tables (not the detected stack).
+    pub const fn of(stack: &'static str, how: &'static str) -> Fix {
+        Fix { stack: Cow::Borrowed(stack), how: Cow::Borrowed(how), detected: false }
+    }
+}
+
 /// One diagnosis: a cause (or health), what shows it, what proved it, and how to fix it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// The stable id of the cause.
     pub id: FindingId,
@@ -110,7 +118,7 @@ pub struct Finding {
 /// A fact the run measured that costs the measured workload nothing, said under the verdict
 /// rather than as a finding: what a fresh connection would cost a client that keeps its
 /// connections alive, as this one does. Never changes the verdict or the exit status.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Note {
     /// The finding it would be if the workload paid it.
     pub id: FindingId,

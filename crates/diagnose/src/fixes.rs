@@ -4,10 +4,6 @@
 use crate::finding::Fix;
 use nodelay_engine::ErrorKind;
 
-const fn fix(stack: &'static str, how: &'static str) -> Fix {
-    Fix { stack, how, detected: false }
-}
-
 /// The fix-list stack a `Server` header names, for the stacks whose header is telling.
 /// Stacks that send none (Go, Node, the JDK server, evhttp) are not guessed.
 pub fn stack_of_server_header(server: &str) -> Option<&'static str> {
@@ -58,7 +54,7 @@ pub fn detected_first_speaking(fixes: &mut [Fix], stack: &str, http2: bool) {
     for fix in fixes.iter_mut() {
         fix.detected = (fix.stack == stack
             || fix.stack.strip_prefix(stack).is_some_and(|rest| rest.starts_with(' ')))
-            && !(http2 && HTTP1_ONLY_STACKS.contains(&fix.stack));
+            && !(http2 && HTTP1_ONLY_STACKS.contains(&&*fix.stack));
     }
     // A stable sort keeps the rest as written.
     fixes.sort_by_key(|fix| !fix.detected);
@@ -73,23 +69,29 @@ pub const CLIENT_SINGLE_WRITE_SUMMARY: &str =
 /// Set TCP_NODELAY on the server's sockets (or write each response in one send).
 pub fn server_nodelay() -> Vec<Fix> {
     vec![
-        fix("Python http.server / socketserver", "set disable_nagle_algorithm = True on the handler class"),
-        fix("Node.js net", "socket.setNoDelay(true) on each accepted socket"),
-        fix("Node.js http", "http.createServer({ noDelay: true }) (the default since Node 18)"),
-        fix("Java com.sun.net.httpserver", "run with -Dsun.net.httpserver.nodelay=true"),
-        fix("Java sockets", "socket.setTcpNoDelay(true) on each accepted Socket"),
-        fix("Go net/http", "TCP_NODELAY is the default; remove SetNoDelay(false)"),
-        fix("Erlang gen_tcp", "listen with {nodelay, true}"),
-        fix("libevent evhttp", "setsockopt(TCP_NODELAY) on the bound socket: accepted sockets inherit it"),
-        fix("nginx", "tcp_nodelay on; (the default)"),
-        fix(".NET", "Socket.NoDelay = true (Kestrel sets it by default)"),
-        fix("Ruby Puma", "bind tcp://...?low_latency=true"),
-        fix(
+        Fix::of(
+            "Python http.server / socketserver",
+            "set disable_nagle_algorithm = True on the handler class",
+        ),
+        Fix::of("Node.js net", "socket.setNoDelay(true) on each accepted socket"),
+        Fix::of("Node.js http", "http.createServer({ noDelay: true }) (the default since Node 18)"),
+        Fix::of("Java com.sun.net.httpserver", "run with -Dsun.net.httpserver.nodelay=true"),
+        Fix::of("Java sockets", "socket.setTcpNoDelay(true) on each accepted Socket"),
+        Fix::of("Go net/http", "TCP_NODELAY is the default; remove SetNoDelay(false)"),
+        Fix::of("Erlang gen_tcp", "listen with {nodelay, true}"),
+        Fix::of(
+            "libevent evhttp",
+            "setsockopt(TCP_NODELAY) on the bound socket: accepted sockets inherit it",
+        ),
+        Fix::of("nginx", "tcp_nodelay on; (the default)"),
+        Fix::of(".NET", "Socket.NoDelay = true (Kestrel sets it by default)"),
+        Fix::of("Ruby Puma", "bind tcp://...?low_latency=true"),
+        Fix::of(
             "Rust tokio / axum",
             "TcpStream::set_nodelay(true); axum 0.8: serve(listener.tap_io(|s| { let _ = s.set_nodelay(true); }), app) \
              with axum::serve::ListenerExt in scope",
         ),
-        fix(
+        Fix::of(
             "C / any stack",
             "setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1), or send head and body in one writev()",
         ),
@@ -99,51 +101,54 @@ pub fn server_nodelay() -> Vec<Fix> {
 /// Send the request in one write, or set TCP_NODELAY on the client socket.
 pub fn client_single_write() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "any client",
             "build the whole request (head and body) in one buffer and send it in one write, or writev()",
         ),
-        fix("C / any stack", "setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1) on the client socket"),
-        fix(
+        Fix::of("C / any stack", "setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, 1) on the client socket"),
+        Fix::of(
             "Java sockets",
             "socket.setTcpNoDelay(true), or wrap the stream in a BufferedOutputStream and flush once",
         ),
-        fix("Node.js net", "socket.setNoDelay(true), or socket.write(Buffer.concat([head, body]))"),
-        fix("Python socket", "sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1), or sock.sendall(head + body)"),
-        fix(".NET", "Socket.NoDelay = true"),
-        fix("Rust tokio / hyper-util", "TcpStream::set_nodelay(true); HttpConnector::set_nodelay(true)"),
-        fix("Ruby", "sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)"),
+        Fix::of("Node.js net", "socket.setNoDelay(true), or socket.write(Buffer.concat([head, body]))"),
+        Fix::of(
+            "Python socket",
+            "sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1), or sock.sendall(head + body)",
+        ),
+        Fix::of(".NET", "Socket.NoDelay = true"),
+        Fix::of("Rust tokio / hyper-util", "TcpStream::set_nodelay(true); HttpConnector::set_nodelay(true)"),
+        Fix::of("Ruby", "sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)"),
     ]
 }
 
 /// Reuse connections (HTTP keep-alive).
 pub fn keep_alive() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "any HTTP/1.1 server",
             "do not send Connection: close; frame responses with Content-Length or chunked",
         ),
-        fix(
+        Fix::of(
             "Python http.server",
             "set protocol_version = \"HTTP/1.1\" on the handler and send Content-Length",
         ),
-        fix(
+        Fix::of(
             "nginx upstream",
             "keepalive N; in the upstream block, proxy_http_version 1.1; proxy_set_header Connection \"\";",
         ),
-        fix(
+        Fix::of(
             "Node.js http",
             "server.keepAliveTimeout > 0 (default 5 s); clients: new http.Agent({ keepAlive: true })",
         ),
-        fix("clients", "reuse one client/session object instead of creating one per request"),
+        Fix::of("clients", "reuse one client/session object instead of creating one per request"),
     ]
 }
 
 /// Time spent inside the server.
 pub fn server_work() -> Vec<Fix> {
     vec![
-        fix("any server", "profile the handler: the time is spent before the first byte is written"),
-        fix(
+        Fix::of("any server", "profile the handler: the time is spent before the first byte is written"),
+        Fix::of(
             "servers that call other services",
             "run nodelay doctor against each upstream: a stalled hop shows here as a slow first byte",
         ),
@@ -153,33 +158,33 @@ pub fn server_work() -> Vec<Fix> {
 /// A server slow with little CPU: it waits, and these find on what.
 pub fn server_waits() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Linux (any server)",
             "off-CPU profile while it serves: offcputime-bpfcc -p PID 10 (bcc), or perf sched timehist",
         ),
-        fix(
+        Fix::of(
             "Linux (any server)",
             "what each thread blocks in: cat /proc/PID/task/*/wchan, or strace -f -T -p PID",
         ),
-        fix(
+        Fix::of(
             "servers that call other services",
             "run nodelay doctor against each upstream: a slow hop is a wait here",
         ),
-        fix("Python", "py-spy dump --pid PID during a slow request: the stack each thread waits in"),
-        fix("Java", "jstack PID (or JFR's thread-park and socket-read events) during a slow request"),
-        fix("Go", "net/http/pprof block and mutex profiles (runtime.SetBlockProfileRate)"),
-        fix("Node.js", "clinic bubbleprof, or async_hooks timings around the awaited calls"),
+        Fix::of("Python", "py-spy dump --pid PID during a slow request: the stack each thread waits in"),
+        Fix::of("Java", "jstack PID (or JFR's thread-park and socket-read events) during a slow request"),
+        Fix::of("Go", "net/http/pprof block and mutex profiles (runtime.SetBlockProfileRate)"),
+        Fix::of("Node.js", "clinic bubbleprof, or async_hooks timings around the awaited calls"),
     ]
 }
 
 /// A pause after the first bytes of a response that is not Nagle: the server's own pace.
 pub fn slow_body() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "any server",
             "profile what runs between the first write and the rest: streaming from a slow source, a flush per chunk",
         ),
-        fix(
+        Fix::of(
             "servers that call other services",
             "run nodelay doctor against each upstream: a proxy that relays as it receives passes its stall on",
         ),
@@ -193,12 +198,15 @@ pub const INITIAL_WINDOW_SUMMARY: &str = "Reuse connections (keep-alive, a conne
 /// Where the initial window is set.
 pub fn initial_window() -> Vec<Fix> {
     vec![
-        fix("any client", "keep connections alive and pooled: a warm connection's window is already open"),
-        fix(
+        Fix::of(
+            "any client",
+            "keep connections alive and pooled: a warm connection's window is already open",
+        ),
+        Fix::of(
             "Linux (the server)",
             "ip route change default via GATEWAY dev DEV initcwnd 32 initrwnd 32 (per route; 10 by default)",
         ),
-        fix(
+        Fix::of(
             "CDNs and proxies",
             "terminate near the client: the window grows in round trips of the short leg",
         ),
@@ -213,12 +221,15 @@ pub const RETRANSMISSION_SUMMARY: &str = "Find where the path drops packets (a s
 /// Where losses are found and what shortens their cost.
 pub fn retransmission() -> Vec<Fix> {
     vec![
-        fix("Linux", "ss -ti shows retrans and rto per connection; tcpdump shows which segments repeat"),
-        fix(
+        Fix::of("Linux", "ss -ti shows retrans and rto per connection; tcpdump shows which segments repeat"),
+        Fix::of(
             "Linux routes",
             "ip route change DEST ... rto_min 50ms shortens the minimum RTO on a path whose round trip is short",
         ),
-        fix("the network", "look for drops at the bottleneck: interface counters, policers, queue lengths"),
+        Fix::of(
+            "the network",
+            "look for drops at the bottleneck: interface counters, policers, queue lengths",
+        ),
     ]
 }
 
@@ -230,26 +241,26 @@ pub const LISTEN_BACKLOG_SUMMARY: &str = "Give the listening socket a larger bac
 /// A larger accept queue, per stack (defaults as of 2026).
 pub fn listen_backlog() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Linux",
             "sysctl -w net.core.somaxconn=4096 (the cap on every backlog; 4096 since Linux 5.4, 128 before) and \
              net.ipv4.tcp_max_syn_backlog",
         ),
-        fix(
+        Fix::of(
             "Python",
             "socketserver / http.server: request_queue_size = 1024 on the server class (default 5); \
              socket.listen(1024); gunicorn --backlog (default 2048)",
         ),
-        fix(
+        Fix::of(
             "Node.js",
             "server.listen({ port, backlog: 1024 }) (default 511), and keep the event loop free to accept",
         ),
-        fix("Java", "new ServerSocket(port, 1024) or HttpServer.create(address, 1024) (default 50)"),
-        fix("Go", "net.Listen uses net.core.somaxconn: raise the sysctl"),
-        fix("Erlang", "gen_tcp:listen(Port, [{backlog, 1024} | ...]) (default 5)"),
-        fix("nginx", "listen 80 backlog=4096; (default 511)"),
-        fix("HAProxy", "backlog 4096 in the frontend (default: maxconn)"),
-        fix(
+        Fix::of("Java", "new ServerSocket(port, 1024) or HttpServer.create(address, 1024) (default 50)"),
+        Fix::of("Go", "net.Listen uses net.core.somaxconn: raise the sysctl"),
+        Fix::of("Erlang", "gen_tcp:listen(Port, [{backlog, 1024} | ...]) (default 5)"),
+        Fix::of("nginx", "listen 80 backlog=4096; (default 511)"),
+        Fix::of("HAProxy", "backlog 4096 in the frontend (default: maxconn)"),
+        Fix::of(
             "any server",
             "accept in a loop of its own, not between requests: one-at-a-time servers overflow first",
         ),
@@ -262,22 +273,28 @@ pub const EXPECT_CONTINUE_SUMMARY: &str = "Have the server answer 100 Continue (
 /// Answer `Expect: 100-continue`, or stop sending it.
 pub fn expect_continue() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Python http.server / socketserver",
             "protocol_version = \"HTTP/1.1\" on the handler: only then does handle_expect_100 answer 100 Continue",
         ),
-        fix(
+        Fix::of(
             "Node.js http",
             "answers 100 Continue itself unless a 'checkContinue' listener is set: call res.writeContinue() there",
         ),
-        fix("Go net/http", "answers 100 Continue when the handler first reads the body: read it"),
-        fix("Java com.sun.net.httpserver", "answers 100 Continue itself; a handler must still read the body"),
-        fix("curl / libcurl", "-H 'Expect:' (CURLOPT_HTTPHEADER \"Expect:\"), or --expect100-timeout 0.1"),
-        fix(
+        Fix::of("Go net/http", "answers 100 Continue when the handler first reads the body: read it"),
+        Fix::of(
+            "Java com.sun.net.httpserver",
+            "answers 100 Continue itself; a handler must still read the body",
+        ),
+        Fix::of(
+            "curl / libcurl",
+            "-H 'Expect:' (CURLOPT_HTTPHEADER \"Expect:\"), or --expect100-timeout 0.1",
+        ),
+        Fix::of(
             ".NET",
             "HttpClient: DefaultRequestHeaders.ExpectContinue = false; .NET Framework: ServicePointManager.Expect100Continue = false",
         ),
-        fix(
+        Fix::of(
             "proxies",
             "nginx and HAProxy answer 100 Continue to the client themselves; check the hop behind them",
         ),
@@ -291,32 +308,35 @@ pub const IDLE_CLOSE_SUMMARY: &str = "Keep each client's idle timeout shorter th
 /// Idle timeouts ordered client < server, per stack (defaults as of 2026).
 pub fn idle_close() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Node.js",
             "http: server.keepAliveTimeout (default 5 s; Node 20 closes 1 s after it) longer than any proxy's idle \
              timeout in front (AWS ALB 60 s); clients: new http.Agent({ keepAlive: true, timeout }) below the \
              server's",
         ),
-        fix("undici / fetch", "keepAliveTimeout below the server's; it honours Keep-Alive: timeout="),
-        fix(
+        Fix::of("undici / fetch", "keepAliveTimeout below the server's; it honours Keep-Alive: timeout="),
+        Fix::of(
             "Go",
             "net/http client: Transport.IdleConnTimeout below the server's; server: Server.IdleTimeout",
         ),
-        fix(
+        Fix::of(
             "Python",
             "gunicorn --keep-alive (default 2 s); http.server: the handler's timeout; clients (requests/urllib3) \
              retry: Retry(total=1)",
         ),
-        fix(
+        Fix::of(
             "nginx",
             "keepalive_timeout (default 75 s); upstream pool: keepalive_timeout below the upstream's",
         ),
-        fix(
+        Fix::of(
             "HAProxy",
             "timeout http-keep-alive; to a server: timeout server and http-reuse below its idle timeout",
         ),
-        fix("Apache httpd", "KeepAliveTimeout (default 5 s)"),
-        fix("Java", "JDK HttpClient: -Djdk.httpclient.keepalive.timeout below the server's (default 30 s)"),
+        Fix::of("Apache httpd", "KeepAliveTimeout (default 5 s)"),
+        Fix::of(
+            "Java",
+            "JDK HttpClient: -Djdk.httpclient.keepalive.timeout below the server's (default 30 s)",
+        ),
     ]
 }
 
@@ -373,71 +393,71 @@ pub fn stack_of_command(command: &str) -> Option<&'static str> {
 /// Reuse connections to the upstream instead of opening one per request.
 pub fn upstream_keep_alive() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Node.js",
             "pass agent: new http.Agent({ keepAlive: true }) (the global agent's default only since Node 19); with \
              the request module also forever: true",
         ),
-        fix(
+        Fix::of(
             "nginx",
             "proxy_http_version 1.1; proxy_set_header Connection \"\"; and keepalive N; in the upstream block",
         ),
-        fix(
+        Fix::of(
             "HAProxy",
             "keep option http-keep-alive (the default) and http-reuse safe; drop option httpclose",
         ),
-        fix(
+        Fix::of(
             "Python",
             "one requests.Session() (or aiohttp.ClientSession) for all calls, not requests.get per call",
         ),
-        fix(
+        Fix::of(
             "Go",
             "one shared http.Client; read every response body to EOF and Close it; raise \
              Transport.MaxIdleConnsPerHost (default 2)",
         ),
-        fix("Java", "one shared java.net.http.HttpClient (or a pooled Apache/OkHttp client)"),
-        fix("Erlang", "a pooled client (hackney pool, gun) rather than a connection per call"),
+        Fix::of("Java", "one shared java.net.http.HttpClient (or a pooled Apache/OkHttp client)"),
+        Fix::of("Erlang", "a pooled client (hackney pool, gun) rather than a connection per call"),
     ]
 }
 
 /// A CPU-bound server: find where the time goes, then do less or use more cores.
 pub fn cpu_bound() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Node.js",
             "profile with node --cpu-prof; one process per core (cluster, or pm2 -i max); reuse upstream \
              connections (a keep-alive agent halves a proxy's CPU)",
         ),
-        fix(
+        Fix::of(
             "Python",
             "profile with py-spy top --pid PID; more worker processes (gunicorn -w, uWSGI processes)",
         ),
-        fix(
+        Fix::of(
             "nginx",
             "worker_processes auto; look for costly modules (gzip level, regex rewrites, TLS ciphers)",
         ),
-        fix("HAProxy", "nbthread matching the cores; keep connections alive to cut handshakes"),
-        fix("Java", "profile with async-profiler; size the worker pool to the cores"),
-        fix("Go", "profile with net/http/pprof; check GOMAXPROCS"),
-        fix("Erlang", "profile with eprof or fprof; spread the work over more processes"),
-        fix("any", "perf top -p PID shows where its CPU goes"),
+        Fix::of("HAProxy", "nbthread matching the cores; keep connections alive to cut handshakes"),
+        Fix::of("Java", "profile with async-profiler; size the worker pool to the cores"),
+        Fix::of("Go", "profile with net/http/pprof; check GOMAXPROCS"),
+        Fix::of("Erlang", "profile with eprof or fprof; spread the work over more processes"),
+        Fix::of("any", "perf top -p PID shows where its CPU goes"),
     ]
 }
 
 /// A proxy that copies hop-by-hop headers, or a server that holds HTTP/1.0 connections.
 pub fn hop_by_hop() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Node.js (request / http proxy)",
             "before piping, drop the upstream's hop-by-hop headers: .on('response', r => { delete \
              r.headers.connection; delete r.headers['keep-alive']; }); never set Connection by hand",
         ),
-        fix("nginx", "proxy_pass already drops hop-by-hop headers; check add_header Connection lines"),
-        fix(
+        Fix::of("nginx", "proxy_pass already drops hop-by-hop headers; check add_header Connection lines"),
+        Fix::of(
             "any proxy",
             "remove Connection, Keep-Alive, Proxy-Connection, TE, Trailer, Transfer-Encoding, Upgrade",
         ),
-        fix("clients", "speak HTTP/1.1 or ask for keep-alive (ab -k); do not read until the close"),
+        Fix::of("clients", "speak HTTP/1.1 or ask for keep-alive (ab -k); do not read until the close"),
     ]
 }
 
@@ -454,12 +474,12 @@ mod tests {
         assert_eq!(stack_of_server_header("nginx/1.26.0"), Some("nginx"));
         assert_eq!(stack_of_server_header("Go-http-client"), None);
         let mut fixes = server_nodelay();
-        let before: Vec<&str> = fixes.iter().map(|f| f.stack).collect();
+        let before: Vec<String> = fixes.iter().map(|f| f.stack.to_string()).collect();
         detected_first(&mut fixes, "nginx");
-        assert_eq!((fixes[0].stack, fixes[0].detected), ("nginx", true));
+        assert_eq!((&*fixes[0].stack, fixes[0].detected), ("nginx", true));
         assert_eq!(fixes.iter().filter(|f| f.detected).count(), 1);
-        let rest: Vec<&str> = fixes[1..].iter().map(|f| f.stack).collect();
-        let expected: Vec<&str> = before.into_iter().filter(|s| *s != "nginx").collect();
+        let rest: Vec<&str> = fixes[1..].iter().map(|f| &*f.stack).collect();
+        let expected: Vec<&str> = before.iter().map(String::as_str).filter(|s| *s != "nginx").collect();
         assert_eq!(rest, expected, "the others keep their order");
     }
 
@@ -469,10 +489,18 @@ mod tests {
         let detected = |http2: bool| {
             let mut fixes = server_nodelay();
             detected_first_speaking(&mut fixes, "Python", http2);
-            fixes.iter().filter(|f| f.detected).map(|f| f.stack).collect::<Vec<_>>()
+            fixes.iter().filter(|f| f.detected).map(|f| f.stack.to_string()).collect::<Vec<_>>()
         };
-        assert!(detected(false).contains(&"Python http.server / socketserver"), "{:?}", detected(false));
-        assert!(!detected(true).contains(&"Python http.server / socketserver"), "{:?}", detected(true));
+        assert!(
+            detected(false).contains(&"Python http.server / socketserver".to_string()),
+            "{:?}",
+            detected(false)
+        );
+        assert!(
+            !detected(true).contains(&"Python http.server / socketserver".to_string()),
+            "{:?}",
+            detected(true)
+        );
     }
 
     #[test]

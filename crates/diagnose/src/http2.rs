@@ -280,10 +280,6 @@ fn stream_limit_finding(
     }
 }
 
-const fn fix(stack: &'static str, how: &'static str) -> Fix {
-    Fix { stack, how, detected: false }
-}
-
 /// The one-sentence fix of `h2-flow-control-window`.
 pub const WINDOW_SUMMARY: &str = "The window is the receiver's, here the client's: give it a window at least as \
     large as a response (and its connection a window for all its streams); servers do the same for request \
@@ -291,32 +287,32 @@ pub const WINDOW_SUMMARY: &str = "The window is the receiver's, here the client'
 
 fn window_fixes() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "Go grpc",
             "client: grpc.WithInitialWindowSize(n) and grpc.WithInitialConnWindowSize(n); server (request bodies): \
              grpc.InitialWindowSize(n), grpc.InitialConnWindowSize(n) (setting them turns the BDP estimator off)",
         ),
-        fix(
+        Fix::of(
             "grpc-java / Netty",
             "NettyChannelBuilder.flowControlWindow(n) on the client, NettyServerBuilder.flowControlWindow(n) on the \
              server (initialFlowControlWindow for a fixed window without BDP)",
         ),
-        fix(
+        Fix::of(
             "Node.js http2",
             "http2.connect(url, { settings: { initialWindowSize: n } }) and session.setLocalWindowSize(n) for the \
              connection; servers take the same settings in createServer",
         ),
-        fix(
+        Fix::of(
             "Go net/http",
             "clients advertise large windows already; servers (request bodies): http.Server{HTTP2: \
              &http.HTTP2Config{MaxReceiveBufferPerStream: n, MaxReceiveBufferPerConnection: n}} (Go 1.24+)",
         ),
-        fix(
+        Fix::of(
             "nginx",
             "request bodies: http2_body_preread_size (server window before the body is read); as a gRPC or h2 \
              client of an upstream: grpc_buffer_size / proxy_buffer_size",
         ),
-        fix(
+        Fix::of(
             "Envoy",
             "http2_protocol_options: initial_stream_window_size and initial_connection_window_size (both sides)",
         ),
@@ -329,17 +325,17 @@ pub const STREAM_LIMIT_SUMMARY: &str = "Raise the server's SETTINGS_MAX_CONCURRE
 
 fn stream_limit_fixes() -> Vec<Fix> {
     vec![
-        fix("Go grpc", "server: grpc.MaxConcurrentStreams(n); client: a pool of grpc.ClientConn"),
-        fix("Go net/http", "http.Server{HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n}} (Go 1.24+)"),
-        fix("grpc-java / Netty", "NettyServerBuilder.maxConcurrentCallsPerConnection(n)"),
-        fix(
+        Fix::of("Go grpc", "server: grpc.MaxConcurrentStreams(n); client: a pool of grpc.ClientConn"),
+        Fix::of("Go net/http", "http.Server{HTTP2: &http.HTTP2Config{MaxConcurrentStreams: n}} (Go 1.24+)"),
+        Fix::of("grpc-java / Netty", "NettyServerBuilder.maxConcurrentCallsPerConnection(n)"),
+        Fix::of(
             "Python grpcio",
             "grpc.server(executor, maximum_concurrent_rpcs=None, options=[(\"grpc.max_concurrent_streams\", n)])",
         ),
-        fix("Node.js http2", "http2.createServer({ settings: { maxConcurrentStreams: n } })"),
-        fix("nginx", "http2_max_concurrent_streams n; (default 128)"),
-        fix("Envoy", "http2_protocol_options: max_concurrent_streams (default 2147483647)"),
-        fix("hypercorn", "--h2-max-concurrent-streams n (h2_max_concurrent_streams in its config)"),
+        Fix::of("Node.js http2", "http2.createServer({ settings: { maxConcurrentStreams: n } })"),
+        Fix::of("nginx", "http2_max_concurrent_streams n; (default 128)"),
+        Fix::of("Envoy", "http2_protocol_options: max_concurrent_streams (default 2147483647)"),
+        Fix::of("hypercorn", "--h2-max-concurrent-streams n (h2_max_concurrent_streams in its config)"),
     ]
 }
 
@@ -351,16 +347,16 @@ pub const HEAD_OF_LINE_SUMMARY: &str = "Take the loss off the path where you can
 
 fn head_of_line_fixes() -> Vec<Fix> {
     vec![
-        fix(
+        Fix::of(
             "any path",
             "find the loss: `nstat -az TcpRetransSegs TcpExtTCPLostRetransmit` on the sender, interface drops \
              (`ip -s link`), a policer or a full queue on the path",
         ),
-        fix("Go grpc", "a pool of grpc.ClientConn, calls spread round-robin over them"),
-        fix("grpc-java / Netty", "several ManagedChannels, calls spread round-robin over them"),
-        fix("Node.js http2", "several http2.connect() sessions, requests spread over them"),
-        fix("nginx", "HTTP/3 to clients: listen 443 quic; http3 on; (nginx 1.25+)"),
-        fix(
+        Fix::of("Go grpc", "a pool of grpc.ClientConn, calls spread round-robin over them"),
+        Fix::of("grpc-java / Netty", "several ManagedChannels, calls spread round-robin over them"),
+        Fix::of("Node.js http2", "several http2.connect() sessions, requests spread over them"),
+        Fix::of("nginx", "HTTP/3 to clients: listen 443 quic; http3 on; (nginx 1.25+)"),
+        Fix::of(
             "Envoy",
             "upstream: a lower http2_protocol_options.max_concurrent_streams makes the pool open more connections; \
              downstream: http3_protocol_options on a QUIC listener",

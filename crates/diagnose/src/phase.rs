@@ -5,7 +5,8 @@ use nodelay_tcp::TcpInfo;
 use nodelay_tcp::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
 use nodelay_tcp::quantile::median;
 use nodelay_tcp::time::ms;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
@@ -24,7 +25,7 @@ const DEFAULT_MSS_BYTES: u64 = 1460;
 pub const MAX_FAILED_SHARE: f64 = 0.10;
 
 /// One change to the client's behaviour, made to separate causes (docs/field-notes.md §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Experiment {
     /// The client sets TCP_QUICKACK after every read: it never delays its ACKs.
@@ -188,7 +189,8 @@ impl Observations {
 }
 
 /// The figures of a phase that the rules and reports use (milliseconds).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhaseSummary {
     /// Responses timed.
     pub responses: usize,
@@ -301,7 +303,7 @@ pub struct PhaseSummary {
     /// phase ended are neither).
     pub attempts: u64,
     /// Failed attempts per error kind, only the kinds seen.
-    pub errors_by_kind: BTreeMap<&'static str, u64>,
+    pub errors_by_kind: BTreeMap<String, u64>,
     /// The most common kind of failure, when there were failures.
     pub most_common_error: Option<ErrorSummary>,
     /// At most `MAX_FAILED_SHARE` of the attempts failed: the phase can carry a verdict or a
@@ -333,10 +335,10 @@ pub struct PhaseSummary {
 }
 
 /// The most common kind of failure in a phase, with its first message.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorSummary {
     /// The error kind's stable name.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// Failed attempts of that kind.
     pub count: u64,
     /// The first message of that kind.
@@ -675,7 +677,11 @@ impl Phase {
             reuses_connections,
             errors: self.errors.len() as u64,
             attempts: (self.responses.len() + self.errors.len()) as u64,
-            errors_by_kind: self.errors_by_kind().into_iter().map(|(kind, n)| (kind.as_str(), n)).collect(),
+            errors_by_kind: self
+                .errors_by_kind()
+                .into_iter()
+                .map(|(kind, n)| (kind.as_str().to_string(), n))
+                .collect(),
             most_common_error: self.most_common_error(),
             reliable: self.is_reliable(),
             window_blocked: streams.iter().filter(|s| !s.window_blocked.is_zero()).count(),
@@ -760,7 +766,7 @@ impl Phase {
         let (kind, count) = self.most_common_error_kind()?;
         let example =
             self.errors.iter().find(|e| e.kind == kind).map(|e| e.message.clone()).unwrap_or_default();
-        Some(ErrorSummary { kind: kind.as_str(), count, example })
+        Some(ErrorSummary { kind: kind.as_str().into(), count, example })
     }
 }
 
@@ -838,11 +844,14 @@ pub(crate) mod tests {
         ];
         let summary = phase.summary();
         assert_eq!((summary.errors, summary.attempts), (4, 40));
-        assert_eq!(summary.errors_by_kind, BTreeMap::from([("malformed_response", 2), ("timeout", 2)]));
+        assert_eq!(
+            summary.errors_by_kind,
+            BTreeMap::from([("malformed_response".to_string(), 2), ("timeout".to_string(), 2)])
+        );
         // Equally common: the kind seen first wins, with its first message.
         let most = summary.most_common_error.unwrap();
         assert_eq!(
-            (most.kind, most.count, most.example.as_str()),
+            (&*most.kind, most.count, most.example.as_str()),
             ("timeout", 2, "no complete response within 5s")
         );
         assert!(summary.reliable, "4 of 40 is exactly the share");

@@ -4,10 +4,10 @@
 //! says nothing while connections exist, and is unknown until one is accepted.
 
 use nodelay_host::{SocketState, SocketView};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the sockets say of TCP_NODELAY.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum NodelayState {
     /// No TCP socket at all.
@@ -22,7 +22,7 @@ pub enum NodelayState {
 }
 
 /// The judgement over one program's sockets, with the counts behind it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketNodelay {
     /// What the sockets say.
     pub state: NodelayState,

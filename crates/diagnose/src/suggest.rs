@@ -4,7 +4,8 @@
 
 use crate::phase::syn_retry_cluster;
 use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// What a bench run measured, as the rules need it (milliseconds unless named otherwise).
 #[derive(Debug, Clone, Default)]
@@ -85,10 +86,10 @@ pub struct RunShape {
 
 /// One suggestion: a finding id (or a generator one), why the numbers point at it, and the
 /// command that proves or disproves it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Suggestion {
     /// The finding id it points at, or a generator one.
-    pub id: &'static str,
+    pub id: Cow<'static, str>,
     /// Why the numbers point at it.
     pub why: String,
     /// The command that proves or disproves it.
@@ -173,7 +174,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     let fast_connects = run.connect_p50_ms.is_some_and(|p50| p50 < 100.0);
     if retried.is_none() && run.connects_at_syn_retry > 0 && fast_connects {
         out.push(Suggestion {
-            id: "listen-backlog-overflow",
+            id: "listen-backlog-overflow".into(),
             why: format!(
                 "{} connects took as long as a SYN retransmission (1 s, 3 s or 7 s) while the median one took \
                  {:.2} ms: the server's listen queue overflowed (or SYNs were lost)",
@@ -187,7 +188,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         });
     } else if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
         out.push(Suggestion {
-            id: "listen-backlog-overflow",
+            id: "listen-backlog-overflow".into(),
             why: format!(
                 "{} connects timed out while the median one took {:.2} ms: SYNs were dropped and retried (1 s, 3 s): \
                  the server's listen queue overflowed (or SYNs were lost)",
@@ -202,7 +203,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     }
     if let Some(seconds) = retried {
         out.push(Suggestion {
-            id: "listen-backlog-overflow",
+            id: "listen-backlog-overflow".into(),
             why: format!(
                 "connects (or first bytes) cluster at {seconds} s, a SYN retransmission time: the server's listen \
                  queue overflowed (or SYNs were lost)"
@@ -226,7 +227,7 @@ fn delayed_ack_timer(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     };
     if let (true, Some((gap, share))) = (run.read_chunks_mean > 1.0, paused) {
         out.push(Suggestion {
-            id: "server-nagle-delayed-ack",
+            id: "server-nagle-delayed-ack".into(),
             why: format!(
                 "{share} of the responses pause {gap:.0} ms between two reads, a delayed-ACK timer: Nagle on the \
                  server suspected"
@@ -235,7 +236,7 @@ fn delayed_ack_timer(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         });
     } else if let Some(step) = quantized_at_40ms(&run.latency_quantiles_ms) {
         out.push(Suggestion {
-            id: "delayed-ack-quantized",
+            id: "delayed-ack-quantized".into(),
             why: format!(
                 "latencies fall on multiples of 40 ms ({step}): a delayed-ACK timer is in the path (Nagle on one \
                  side, or a request written in pieces)"
@@ -268,7 +269,7 @@ fn held_tail_or_hop(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         && ((total - first) - rtt).abs() <= crate::tail::round_trip_slack_ms(rtt)
     {
         out.push(Suggestion {
-            id: "server-nagle-round-trip",
+            id: "server-nagle-round-trip".into(),
             why: format!(
                 "half or more of the keep-alive responses end {:.2} ms after their first byte, about the path's \
                  {rtt:.2} ms round trip, with a pause inside: a tail Nagle on the server holds for the ACK of the \
@@ -283,7 +284,7 @@ fn held_tail_or_hop(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         let steady = p90 - p50 <= STEADY_FIRST_BYTE_SPREAD_MS;
         if let (false, true, Some(timer)) = (timer_already_named, steady, hop_stall_timer(beyond_path)) {
             out.push(Suggestion {
-                id: "slow-first-byte",
+                id: "slow-first-byte".into(),
                 why: format!(
                     "first bytes wait a steady {beyond_path:.0} ms, like {}: the server may be waiting on a stalled \
                      hop of its own (an upstream service)",
@@ -303,7 +304,7 @@ fn stream_limit(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         && queued >= crate::phase::QUEUED_MS
     {
         out.push(Suggestion {
-            id: "h2-stream-limit-queueing",
+            id: "h2-stream-limit-queueing".into(),
             why: format!(
                 "{asked} streams asked of each connection, and the server allows {limit} at once: requests queue \
                  {queued:.2} ms (median) before they are sent"
@@ -318,7 +319,7 @@ fn closed_keep_alive(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     // No more requests than connections: none had a second request to reuse it for.
     if run.keep_alive && run.reused_responses == 0 && run.responses > run.connections as u64 {
         out.push(Suggestion {
-            id: "connection-per-request",
+            id: "connection-per-request".into(),
             why:
                 "keep-alive was asked, but the server closed every connection: each request paid a handshake"
                     .into(),
@@ -333,7 +334,7 @@ fn error_responses(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         // A failed call is HTTP 200: curl would show nothing; the doctor names the status.
         let share = run.non_success as f64 / run.responses as f64 * 100.0;
         out.push(Suggestion {
-            id: "error-responses",
+            id: "error-responses".into(),
             why: format!(
                 "{share:.0} % of the calls failed ({}): their latency is not the method's",
                 run.grpc_failures
@@ -347,7 +348,7 @@ fn error_responses(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
     } else if run.non_success > 0 {
         let share = run.non_success as f64 / run.responses as f64 * 100.0;
         out.push(Suggestion {
-            id: "error-responses",
+            id: "error-responses".into(),
             why: format!("{share:.0} % of the responses are error pages: their latency is not the page's"),
             prove: ["curl -i".to_string()]
                 .into_iter()
@@ -375,7 +376,7 @@ fn ports_exhausted(run: &RunShape, out: &mut Vec<Suggestion>) {
             })
             .unwrap_or_default();
         out.push(Suggestion {
-            id: "ephemeral-port-exhaustion",
+            id: "ephemeral-port-exhaustion".into(),
             why: format!(
                 "{} connects found no free local port (EADDRNOTAVAIL){held}: the side that closes first keeps each \
                  port 60 s in TIME-WAIT",
@@ -394,7 +395,7 @@ fn generator_saturated(run: &RunShape, out: &mut Vec<Suggestion>) {
         let threads = run.threads.max(1);
         let plural = if threads == 1 { "" } else { "s" };
         out.push(Suggestion {
-            id: "generator-saturated",
+            id: "generator-saturated".into(),
             why: format!(
                 "nodelay kept its {threads} thread{plural} {:.0} % busy: these numbers measure the generator as much \
                  as the server",
@@ -446,8 +447,8 @@ mod tests {
         }
     }
 
-    fn ids(run: &RunShape) -> Vec<&'static str> {
-        suggest(run).iter().map(|s| s.id).collect()
+    fn ids(run: &RunShape) -> Vec<String> {
+        suggest(run).into_iter().map(|s| s.id.into_owned()).collect()
     }
 
     #[test]
@@ -498,7 +499,9 @@ mod tests {
         // On loopback (min_rtt 0.02 ms) there is no path to hold for.
         assert!(ids(&RunShape { path_rtt_ms: Some(0.02), ..held.clone() }).is_empty());
         // A connection per request: its second flight keeps the same time.
-        assert!(!ids(&RunShape { reused_responses: 0, ..held }).contains(&"server-nagle-round-trip"));
+        assert!(
+            !ids(&RunShape { reused_responses: 0, ..held }).contains(&"server-nagle-round-trip".to_string())
+        );
     }
 
     #[test]

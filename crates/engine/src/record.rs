@@ -264,7 +264,7 @@ pub struct Http2Connection {
 }
 
 /// A TLS connection's negotiated parameters; static names, so no allocation per connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TlsSummary {
     /// `TLSv1.3` or `TLSv1.2`.
     pub version: &'static str,

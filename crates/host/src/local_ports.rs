@@ -5,11 +5,11 @@
 //! side that closes a connection first keeps its port in TIME-WAIT for 60 s; a client that
 //! opens and closes connections faster than the range divided by 60 s runs out.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
 /// This machine's ephemeral port range, TIME-WAIT reuse setting and TIME-WAIT sockets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LocalPorts {
     /// `net.ipv4.ip_local_port_range`, both ends included.
     pub range_low: u16,

@@ -5,7 +5,7 @@
 //! where the server connects); serialized as-is in JSON.
 
 use crate::ProcessInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
 /// /proc/PID/stat counts CPU in clock ticks (10 ms at the usual 100 Hz): two of them, one at
@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 const TICK_ROUNDING_US: u64 = 20_000;
 
 /// One thread of the server and how it spent the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ThreadLoad {
     /// The process the thread belongs to.
     pub pid: i32,
@@ -29,7 +29,7 @@ pub struct ThreadLoad {
 
 /// A destination the server connects to (it held a connection to it whose local port is not
 /// one of its listening ports), and what the run did there.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Upstream {
     /// The address the server connected to.
     pub destination: SocketAddr,
@@ -60,14 +60,14 @@ impl Upstream {
 
 /// Share of the run during which at least one task on this machine waited for a CPU
 /// (`/proc/pressure/cpu`, the `some` line's `total`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CpuPressure {
     /// Fraction of the run (0 to 1) during which some task waited for a CPU.
     pub some_waiting_share: f64,
 }
 
 /// The server's accept queue over a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListenQueueView {
     /// The listening socket's queue limit (the `listen()` backlog, capped by
     /// `net.core.somaxconn`) at the end; `None` when its descriptor could not be copied.
@@ -82,7 +82,7 @@ pub struct ListenQueueView {
 }
 
 /// The server's side of one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerView {
     /// Every process that holds the listening socket (nginx: master and workers).
     pub processes: Vec<ProcessInfo>,

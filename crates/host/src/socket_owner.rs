@@ -23,7 +23,7 @@ use crate::socket_fds::socket_fds;
 use procfs::ProcError;
 use procfs::net::TcpState;
 use procfs::process::Process;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::io;
@@ -37,7 +37,7 @@ const INET_DIAG_SKV6ONLY: u16 = 11;
 const COMM_MAX_BYTES: usize = 15;
 
 /// The process and descriptor that hold one TCP socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SocketOwner {
     /// The process ID.
     pub pid: u32,

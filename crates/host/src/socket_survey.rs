@@ -59,7 +59,7 @@ use crate::SocketState;
 use crate::socket_owner::{SocketOwner, canonical};
 use nodelay_tcp::ListenQueue;
 use options::Options;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -95,7 +95,7 @@ impl SurveyFilter {
 }
 
 /// One TCP socket as the survey saw it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SurveyedSocket {
     /// Its local address (IPv4-mapped IPv6 addresses as IPv4).
     pub local: SocketAddr,

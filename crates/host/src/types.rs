@@ -1,11 +1,11 @@
 //! What this crate reports about processes and their sockets (serialized as-is in JSON).
 
 use nodelay_tcp::TcpInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
 /// A process that holds a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessInfo {
     /// Its process ID.
     pub pid: i32,
@@ -32,7 +32,7 @@ pub enum SamplerPace {
 }
 
 /// A TCP socket's state as `ss` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SocketState {
     /// Listening for connections.
@@ -79,7 +79,7 @@ impl SocketState {
 }
 
 /// One TCP socket of a process, as read through a copy of its descriptor.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SocketView {
     /// The process that holds the descriptor.
     pub pid: i32,
@@ -103,7 +103,7 @@ pub struct SocketView {
 
 /// The TCP sockets of a target: its processes and one entry per socket (shared sockets
 /// once, under the first process that holds them).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Inspection {
     /// The processes that hold the sockets.
     pub processes: Vec<ProcessInfo>,
@@ -112,7 +112,7 @@ pub struct Inspection {
 }
 
 /// What setting TCP_NODELAY did (or, on a dry run, would do).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NodelayChange {
     /// The processes whose sockets were set.
     pub processes: Vec<ProcessInfo>,
@@ -150,7 +150,7 @@ pub struct Restored {
 /// it: connections accepted from a listener inherit its TCP_NODELAY, unless the program turns
 /// it off on each one it accepts (Node's `socket.setNoDelay(false)`, Go's
 /// `SetNoDelay(false)`), and then no fix from outside holds for the connections to come.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NewConnection {
     /// Where it connected (a listener's address; loopback for a wildcard one).
     pub address: SocketAddr,
@@ -175,7 +175,7 @@ impl NewConnection {
 
 /// A report followed by the check of a new connection (`nodelay fix`), flattened into it: the
 /// report's own fields stay where they are, and `new_connection` is added beside them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WithNewConnection<R> {
     /// The report.
     #[serde(flatten)]

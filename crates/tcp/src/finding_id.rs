@@ -1,10 +1,10 @@
 //! The stable finding ids: one vocabulary for the doctor, bench, pcap, proxy and watch.
 
 use crate::end::{HoldKind, Role};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Stable finding ids: a public contract (JSON, exit codes, docs). Extend, never rename.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FindingId {
     /// The server's response waits for the client's delayed ACK (Nagle on the server).

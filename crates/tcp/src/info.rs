@@ -2,10 +2,10 @@
 //! connection's figures, the loss counters of one end, and a listener's accept queue.
 
 use crate::kernel::KernelTcpInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What nodelay reports of a connection's TCP state (times in microseconds).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TcpInfo {
     /// Smoothed RTT: inflated on the Nagling side by the peer's ACK delay.
     pub rtt_us: u32,
@@ -93,7 +93,7 @@ impl LossCounters {
 
 /// A listening socket's accept queue, as TCP_INFO gives it for a listener (the kernel puts
 /// `sk_ack_backlog` in `tcpi_unacked` and `sk_max_ack_backlog` in `tcpi_sacked`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ListenQueue {
     /// Connections accepted by the kernel and waiting for the program's `accept()`.
     pub queued: u32,

@@ -3,7 +3,7 @@
 //! (docs/field-notes.md §1).
 
 use crate::time::ns;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Shortest ACK delay a capture counts: the shortest delayed-ACK timer is 40 ms (Linux's
@@ -18,7 +18,7 @@ pub const MIN_ACK_DELAY_NS: u64 = ns(MIN_ACK_DELAY);
 pub const MAX_ACK_DELAY_NS: u64 = ns(MAX_ACK_DELAY);
 
 /// A delayed-ACK timer, told by the stall lengths it causes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DelayedAckTimer {
     /// Linux (40 ms minimum), FreeBSD since 2020.

@@ -18,10 +18,11 @@ pub struct TlsOptions {
 }
 
 /// How the server's certificate was checked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TlsTrust {
-    /// Against the system's trust store (as curl does).
+    /// Against the system's trust store (as curl does): the default.
+    #[default]
     System,
     /// Against the certificates of `--cacert`.
     CaFile,

@@ -5,7 +5,7 @@ use super::tcp_info::{self, DiagTcpInfo};
 use crate::sock_diag;
 use crate::socket_owner::attribute;
 use crate::table_line::TableLine;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// `INET_DIAG_INFO`: the socket's `struct tcp_info`.
 const INET_DIAG_INFO: u16 = 2;
@@ -16,7 +16,7 @@ pub(crate) const WITH_TCP_INFO: u8 = 1 << (INET_DIAG_INFO - 1);
 
 /// The timer sock_diag reports for a socket (`idiag_timer`). The kernel reports one timer,
 /// and never the delayed-ACK timer (`ICSK_TIME_DACK`): `ss -o` cannot show it either.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SocketTimer {
     /// None of the timers below runs (a delayed-ACK timer may).

@@ -2,11 +2,11 @@
 //! line of names, then a line of values): the one place the kernel counts its delayed-ACK
 //! timers, for all sockets at once.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::io;
 
 /// Counters of this network namespace since boot (or its creation).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostTcpCounters {
     /// ACKs sent when a delayed-ACK timer fired (`DelayedACKs`): each one an ACK held for
     /// the timer's length (40 ms or more on Linux).

@@ -3,13 +3,13 @@
 //! closed at once. Where no copy may be taken the option is unknown, with the reason.
 
 use crate::pidfd::{self, PidFd};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 use std::os::fd::OwnedFd;
 
 /// TCP_NODELAY of a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Nodelay {
     /// On: small writes leave at once.
@@ -21,7 +21,7 @@ pub enum Nodelay {
 }
 
 /// Why a socket option could not be read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnknownWhy {
     /// No descriptor holds the socket (an orphan closing, or a kernel socket).

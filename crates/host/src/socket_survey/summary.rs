@@ -3,12 +3,12 @@
 //! bytes per process").
 
 use super::{Nodelay, Survey, SurveyedSocket};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// One process's sockets in a survey; `pid: None` gathers the sockets no readable process
 /// holds.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessSockets {
     /// The process; `None` for sockets whose owner could not be read.
     pub pid: Option<u32>,
@@ -53,7 +53,7 @@ impl ProcessSockets {
 
 /// One process's traffic between two surveys, over the sockets listed in the second (a
 /// socket closed in between took its figures with it; one opened in between counts whole).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessActivity {
     /// The process; `None` for sockets whose owner could not be read.
     pub pid: Option<u32>,
@@ -72,7 +72,7 @@ pub struct ProcessActivity {
 }
 
 /// What changed between two surveys.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SurveyChange {
     /// Time between the two surveys.
     pub interval_s: f64,

@@ -4,10 +4,10 @@
 //! later figures `None` rather than failing.
 
 use nodelay_tcp::KernelTcpInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The TCP_INFO figures of one socket as sock_diag gives them, without its descriptor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiagTcpInfo {
     /// Current retransmission timeout.
     pub rto_us: u32,

@@ -8,7 +8,8 @@ use crate::model::compare::CompareTarget;
 use crate::model::doctor::DoctorReport;
 use crate::model::percentiles::Percentiles;
 use nodelay_diagnose::FindingId;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The command a threshold is checked on: each measures a different set of figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,7 +58,8 @@ pub fn unsupported(threshold: &Threshold, command: GatedCommand) -> Option<Strin
 }
 
 /// One threshold held against one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ThresholdResult {
     /// The threshold as written.
     pub threshold: String,
@@ -71,7 +73,7 @@ pub struct ThresholdResult {
     /// The limit, in `unit`; null for a finding.
     pub limit: Option<f64>,
     /// `ms`, `req/s`, `%`, `count`.
-    pub unit: &'static str,
+    pub unit: Cow<'static, str>,
     /// The threshold was crossed, or could not be checked (nothing measured): the gate fails.
     pub crossed: bool,
     /// How far past the limit, in `unit` (measured less limit, as a magnitude); null when not
@@ -109,7 +111,7 @@ fn check_one(threshold: &Threshold, run: &impl Gated, target: Option<&str>) -> T
         metric: "finding".into(),
         measured: None,
         limit: None,
-        unit: "count",
+        unit: Cow::Borrowed("count"),
         crossed: true,
         by: None,
         found: Vec::new(),
@@ -125,7 +127,7 @@ fn check_one(threshold: &Threshold, run: &impl Gated, target: Option<&str>) -> T
                 metric: metric.name(),
                 measured,
                 limit: Some(limit),
-                unit: metric.unit(),
+                unit: Cow::Borrowed(metric.unit()),
                 crossed,
                 by: measured.filter(|_| crossed).map(|value| (value - limit).abs()),
                 ..base
@@ -258,7 +260,7 @@ mod tests {
         .unwrap();
         assert!(p99.crossed);
         assert!((p99.by.unwrap() - 13.2).abs() < 1e-9, "{p99:?}");
-        assert_eq!((errors.crossed, errors.unit), (false, "%"));
+        assert_eq!((errors.crossed, &*errors.unit), (false, "%"));
         assert_eq!((rps.crossed, rps.by), (false, None));
         // Nothing measured to hold it against: the gate does not pass it.
         assert_eq!((read_gap.crossed, read_gap.measured), (true, None));

@@ -8,6 +8,7 @@ use super::check::{ThresholdResult, check};
 use super::expr::{Condition, Threshold, slower_name};
 use crate::model::compare::{CompareTarget, Comparison};
 use nodelay_diagnose::least_p_value;
+use std::borrow::Cow;
 
 /// Every threshold held against every target: figures and findings on each target's own
 /// run, `slower` against the first target's rounds at the significance level `alpha` (that of
@@ -50,7 +51,7 @@ fn slower(
         metric: slower_name(figure).to_string(),
         measured: None,
         limit: Some(percent),
-        unit: "%",
+        unit: Cow::Borrowed("%"),
         crossed: true,
         by: None,
         found: Vec::new(),

@@ -9,11 +9,12 @@ use super::context::{Figure, FindingText, LegendItem, MachineText, findings, mac
 use super::error::HtmlError;
 use super::plots::{Line, Series, rounds_svg, spectrum_svg, timeline_svg};
 use crate::format::{format_duration_ms, plural};
+use crate::model::bench::{BenchReport, BenchSettings};
+use crate::model::compare::{CompareReport, CompareTarget, Comparison};
 use crate::model::compare::{figure_words, format_ratio, higher_is_worse};
-use crate::saved::{BenchView, CompareView, ComparisonView, TargetView};
+use crate::model::doctor::DoctorReport;
 use crate::text::compare::interrupted_line;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 #[derive(Debug, Serialize)]
 pub struct TargetRow {
@@ -86,9 +87,9 @@ pub struct CompareSection {
 /// "stalling is 252× slower at p50, 3.1× slower at p99 than fixed": a target's figures that
 /// differ significantly, in a few words (the JSON's `verdicts` give their p-values); with none,
 /// its p50 verdict: too few rounds to be sure, or no difference.
-fn short_verdict(of: &[&ComparisonView], alpha: f64) -> String {
+fn short_verdict(of: &[&Comparison], alpha: f64) -> String {
     let (label, against) = (&of[0].label, &of[0].against);
-    let words = |c: &ComparisonView| {
+    let words = |c: &Comparison| {
         let factor = format_ratio(if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio });
         let word = if (c.ratio > 1.0) == higher_is_worse(&c.metric) { "slower" } else { "faster" };
         format!("{factor}× {word} {}", figure_words(&c.metric))
@@ -106,14 +107,14 @@ fn short_verdict(of: &[&ComparisonView], alpha: f64) -> String {
 }
 
 /// The page's heading for the comparison: each target's verdict against the first.
-pub fn headline(view: &CompareView) -> String {
+pub fn headline(view: &CompareReport) -> String {
     let mut labels: Vec<&str> = view.comparisons.iter().map(|c| c.label.as_str()).collect();
     labels.dedup();
     let verdicts: Vec<String> = labels
         .into_iter()
         .map(|label| {
-            let of: Vec<&ComparisonView> = view.comparisons.iter().filter(|c| c.label == label).collect();
-            short_verdict(&of, view.alpha.unwrap_or(nodelay_diagnose::ALPHA))
+            let of: Vec<&Comparison> = view.comparisons.iter().filter(|c| c.label == label).collect();
+            short_verdict(&of, view.alpha)
         })
         .collect();
     if !verdicts.is_empty() {
@@ -128,10 +129,9 @@ pub fn headline(view: &CompareView) -> String {
     }
 }
 
-/// Rounds counted; older reports lack the field, and their targets' rounds say it.
-fn rounds_completed(view: &CompareView) -> u64 {
+/// Rounds counted (the reader works it out for older reports, which lack it).
+fn rounds_completed(view: &CompareReport) -> u32 {
     view.rounds_completed
-        .unwrap_or_else(|| view.targets.iter().map(|t| t.rounds.len() as u64).max().unwrap_or(0))
 }
 
 fn spread(values: impl Iterator<Item = Option<f64>>, text: impl Fn(f64) -> String) -> String {
@@ -141,7 +141,7 @@ fn spread(values: impl Iterator<Item = Option<f64>>, text: impl Fn(f64) -> Strin
     if values.is_empty() { "—".into() } else { format!("{} – {}", text(low), text(high)) }
 }
 
-fn target_row(index: usize, t: &TargetView) -> TargetRow {
+fn target_row(index: usize, t: &CompareTarget) -> TargetRow {
     let latency = t.run.as_ref().and_then(|r| r.latency_ms.as_ref());
     TargetRow {
         label: t.label.clone(),
@@ -160,7 +160,7 @@ fn target_row(index: usize, t: &TargetView) -> TargetRow {
 }
 
 /// The targets that have something on a plot, with their colour (their place in the report).
-fn legend(view: &CompareView, has: impl Fn(&TargetView) -> bool) -> Vec<LegendItem> {
+fn legend(view: &CompareReport, has: impl Fn(&CompareTarget) -> bool) -> Vec<LegendItem> {
     view.targets
         .iter()
         .enumerate()
@@ -170,23 +170,23 @@ fn legend(view: &CompareView, has: impl Fn(&TargetView) -> bool) -> Vec<LegendIt
 }
 
 /// The figure each target is compared on, for the choice of a log axis.
-fn run_figures(view: &CompareView, pick: fn(&BenchView) -> Option<f64>) -> Vec<f64> {
+fn run_figures(view: &CompareReport, pick: fn(&BenchReport) -> Option<f64>) -> Vec<f64> {
     view.targets.iter().filter_map(|t| t.run.as_ref().and_then(pick)).collect()
 }
 
-fn p50_of(run: &BenchView) -> Option<f64> {
+fn p50_of(run: &BenchReport) -> Option<f64> {
     run.latency_ms.as_ref().map(|p| p.p50)
 }
 
-fn spectrum_of(t: &TargetView) -> &[crate::model::series::SpectrumPoint] {
+fn spectrum_of(t: &CompareTarget) -> &[crate::model::series::SpectrumPoint] {
     t.run.as_ref().map_or(&[][..], |r| r.latency_spectrum.as_slice())
 }
 
-fn timeline_of(t: &TargetView) -> &[crate::model::series::IntervalPoint] {
+fn timeline_of(t: &CompareTarget) -> &[crate::model::series::IntervalPoint] {
     t.run.as_ref().map_or(&[][..], |r| r.timeline.as_slice())
 }
 
-fn rounds_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
+fn rounds_figure(view: &CompareReport, log: bool) -> Result<Figure, HtmlError> {
     let caption = "p50 of each round: one dot per target and round";
     let points: Vec<Vec<(f64, Option<f64>)>> =
         view.targets.iter().map(|t| t.rounds.iter().map(|r| (r.round as f64, r.p50_ms)).collect()).collect();
@@ -208,7 +208,7 @@ fn rounds_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
     })
 }
 
-fn spectrum_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
+fn spectrum_figure(view: &CompareReport, log: bool) -> Result<Figure, HtmlError> {
     let caption = "Latency by percentile, every round of each target";
     let lines: Vec<Line> = view
         .targets
@@ -236,7 +236,7 @@ fn spectrum_figure(view: &CompareView, log: bool) -> Result<Figure, HtmlError> {
 }
 
 /// Throughput and p50 of each second (each interval) of each target's rounds, back to back.
-fn timeline_figures(view: &CompareView, latency_log: bool) -> Result<Vec<Figure>, HtmlError> {
+fn timeline_figures(view: &CompareReport, latency_log: bool) -> Result<Vec<Figure>, HtmlError> {
     if view.targets.iter().all(|t| timeline_of(t).is_empty()) {
         return Ok(vec![Figure::nothing(
             "timeline",
@@ -277,19 +277,21 @@ fn timeline_figures(view: &CompareView, latency_log: bool) -> Result<Vec<Figure>
 }
 
 /// A target's settings: its own (this version's reports), its run's, or for the first target
-/// the report's (the first version kept only that one).
-fn settings_of(view: &CompareView, index: usize) -> Option<&Map<String, Value>> {
+/// the report's (the first version kept only that one). A report of the first version reads
+/// with empty settings where it had none.
+fn settings_of(view: &CompareReport, index: usize) -> Option<&BenchSettings> {
+    let known = |settings: &BenchSettings| !settings.url.is_empty();
     let target = &view.targets[index];
-    target.settings.as_ref().or_else(|| target.run.as_ref()?.settings.as_ref()).or(if index == 0 {
-        view.settings.as_ref()
-    } else {
-        None
-    })
+    Some(&target.settings)
+        .filter(|s| known(s))
+        .or_else(|| target.run.as_ref().map(|run| &run.settings).filter(|s| known(s)))
+        .or(Some(&view.settings).filter(|s| index == 0 && known(s)))
 }
 
-fn settings(view: &CompareView) -> SettingsByTarget {
-    let each: Vec<Vec<(String, String)>> =
-        (0..view.targets.len()).map(|i| super::context::settings(settings_of(view, i))).collect();
+fn settings(view: &CompareReport) -> SettingsByTarget {
+    let each: Vec<Vec<(String, String)>> = (0..view.targets.len())
+        .map(|i| settings_of(view, i).map(super::context::settings).unwrap_or_default())
+        .collect();
     let mut names: Vec<&String> = Vec::new();
     for (name, _) in each.iter().flatten() {
         if !names.contains(&name) {
@@ -315,7 +317,7 @@ fn settings(view: &CompareView) -> SettingsByTarget {
 
 /// Why a figure drawn from the targets' runs is empty: `otherwise`, or that the saved targets'
 /// runs stay in their files.
-fn no_runs(view: &CompareView, otherwise: &str) -> String {
+fn no_runs(view: &CompareReport, otherwise: &str) -> String {
     let saved: Vec<&str> =
         view.targets.iter().filter_map(|t| Some(t.saved.as_ref()?.file.as_str())).collect();
     if saved.is_empty() {
@@ -328,7 +330,7 @@ fn no_runs(view: &CompareView, otherwise: &str) -> String {
 }
 
 /// "5 rounds per target, interleaved ...", or which targets were read from saved runs.
-fn how(view: &CompareView) -> String {
+fn how(view: &CompareReport) -> String {
     let saved: Vec<String> = view
         .targets
         .iter()
@@ -356,19 +358,15 @@ fn how(view: &CompareView) -> String {
     )
 }
 
-pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
+pub fn compare(view: &CompareReport) -> Result<CompareSection, HtmlError> {
     let latency_log = differ_tenfold(run_figures(view, p50_of));
     let diagnosed = view.targets.iter().any(|t| t.diagnosis.is_some() || t.diagnosis_error.is_some());
     Ok(CompareSection {
         headline: headline(view),
         how: how(view),
-        confidence: crate::model::compare::confidence(view.alpha.unwrap_or(nodelay_diagnose::ALPHA)),
+        confidence: crate::model::compare::confidence(view.alpha),
         interrupted: if view.interrupted {
-            let line = interrupted_line(
-                view.rounds as u32,
-                rounds_completed(view) as u32,
-                view.interrupted_round.map(|r| r as u32),
-            );
+            let line = interrupted_line(view.rounds, rounds_completed(view), view.interrupted_round);
             format!("{}.", super::markup::sentence(&line))
         } else {
             String::new()
@@ -410,15 +408,15 @@ pub fn compare(view: &CompareView) -> Result<CompareSection, HtmlError> {
             Vec::new()
         },
         settings: settings(view),
-        machine: machine(view.machine.as_ref()),
+        machine: machine(&view.machine),
     })
 }
 
 /// `healthy`, `1 finding`, `unreliable`: the doctor's verdict, its findings counted.
-fn diagnosis_outcome(report: &crate::saved::DoctorView) -> String {
+fn diagnosis_outcome(report: &DoctorReport) -> String {
     if report.verdict == "findings" {
         plural(report.findings.len(), "finding", "findings")
     } else {
-        report.verdict.clone()
+        report.verdict.to_string()
     }
 }

@@ -7,10 +7,13 @@ use super::error::HtmlError;
 use super::markup::arrows;
 use super::plots::{Line, spectrum_svg};
 use crate::format::format_duration_ms;
+use crate::model::bench::BenchSettings;
+use crate::model::series::Machine;
 use crate::model::series::SpectrumPoint;
-use crate::saved::{FindingView, MachineView, ServerViewView};
+use crate::model::server_view::ServerViewReport;
+use nodelay_diagnose::{Evidence, Finding, Fix, Proof, ProofKind};
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// A plot, or why there is none.
 #[derive(Debug, Serialize)]
@@ -144,11 +147,12 @@ pub struct ProofText {
 
 /// A proof as one line: the p50 before and after said once (the diagnosis's result often
 /// starts with it, in the terminal's `->`).
-fn proof(p: &crate::saved::ProofView) -> ProofText {
-    let experiment = matches!(p.kind.as_str(), "experiment" | "fix-applied" | "upstream-diagnosis");
+fn proof(p: &Proof) -> ProofText {
+    let experiment =
+        matches!(p.kind, ProofKind::Experiment | ProofKind::FixApplied | ProofKind::UpstreamDiagnosis);
     let says_p50 = p.result.trim_start().starts_with("p50 ");
     ProofText {
-        kind: p.kind.clone(),
+        kind: as_json_text(&p.kind),
         experiment: p.experiment.clone(),
         p50: if experiment && !says_p50 {
             format!(
@@ -169,11 +173,11 @@ fn proof(p: &crate::saved::ProofView) -> ProofText {
 }
 
 /// A finding's proofs, each said once.
-fn proofs(list: &[crate::saved::ProofView]) -> Vec<ProofText> {
-    let mut seen: Vec<(&str, &str, &str)> = Vec::new();
+fn proofs(list: &[Proof]) -> Vec<ProofText> {
+    let mut seen: Vec<(ProofKind, &str, &str)> = Vec::new();
     list.iter()
         .filter(|p| {
-            let key = (p.kind.as_str(), p.experiment.as_str(), p.result.as_str());
+            let key = (p.kind, p.experiment.as_str(), p.result.as_str());
             let first = !seen.contains(&key);
             seen.push(key);
             first
@@ -208,31 +212,39 @@ pub struct FindingText {
 
 /// `what: 40.2 ms`; a count goes without its unit, and a ratio of counts keeps two decimals
 /// as the text does (1.0002 connections per response is not "1").
-fn evidence(e: &crate::saved::EvidenceView) -> String {
-    match e.unit.as_str() {
+fn evidence(e: &Evidence) -> String {
+    match &*e.unit {
         "count" | "" if e.value.fract() != 0.0 => format!("{}: {:.2}", e.what, e.value),
         "count" | "" => format!("{}: {}", e.what, number(e.value)),
         unit => format!("{}: {} {unit}", e.what, number(e.value)),
     }
 }
 
-fn fix(x: &crate::saved::FixView) -> FixText {
-    FixText { stack: x.stack.clone(), how: x.how.clone(), detected: x.detected }
+fn fix(x: &Fix) -> FixText {
+    FixText { stack: x.stack.to_string(), how: x.how.to_string(), detected: x.detected }
 }
 
 /// Whether the finding names the server's stack among its fixes.
-fn detected(f: &FindingView) -> bool {
+fn detected(f: &Finding) -> bool {
     f.fix.iter().any(|x| x.detected)
 }
 
-pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
+/// A value's JSON text, for an enum whose serde name is its word (`high`, `experiment`).
+fn as_json_text(value: &impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
+pub fn findings(findings: &[Finding]) -> Vec<FindingText> {
     findings
         .iter()
         .map(|f| FindingText {
-            id: f.id.clone(),
+            id: f.id.as_str().to_string(),
             title: f.title.clone(),
             proven: f.proven,
-            confidence: f.confidence.clone(),
+            confidence: as_json_text(&f.confidence),
             evidence: f.evidence.iter().map(evidence).collect(),
             proof: proofs(&f.proof),
             fix_summary: f.fix_summary.clone(),
@@ -242,9 +254,9 @@ pub fn findings(findings: &[FindingView]) -> Vec<FindingText> {
         .collect()
 }
 
-/// A run's settings as name/value rows, in the JSON's order.
-pub fn settings(settings: Option<&Map<String, Value>>) -> Vec<(String, String)> {
-    let Some(settings) = settings else { return Vec::new() };
+/// A run's settings as name/value rows, in the JSON's order (every setting, as it is saved).
+pub fn settings(settings: &BenchSettings) -> Vec<(String, String)> {
+    let Ok(Value::Object(settings)) = serde_json::to_value(settings) else { return Vec::new() };
     settings.iter().map(|(name, value)| (name.replace('_', " "), setting_text(value))).collect()
 }
 
@@ -261,12 +273,18 @@ fn setting_text(value: &Value) -> String {
 #[derive(Debug, Serialize)]
 pub struct MachineText {
     pub kernel: String,
-    pub cores: u64,
+    pub cores: usize,
     pub hostname: String,
 }
 
-pub fn machine(machine: Option<&MachineView>) -> Option<MachineText> {
-    machine.map(|m| MachineText { kernel: m.kernel.clone(), cores: m.cores, hostname: m.hostname.clone() })
+/// The machine, when the run says which it was (a run saved before it did reads as empty).
+pub fn machine(machine: &Machine) -> Option<MachineText> {
+    let m = machine;
+    (!m.kernel.is_empty() || m.cores > 0).then(|| MachineText {
+        kernel: m.kernel.clone(),
+        cores: m.cores,
+        hostname: m.hostname.clone(),
+    })
 }
 
 /// The server's side, when it was looked at.
@@ -286,7 +304,7 @@ pub struct ServerText {
 }
 
 /// Said under the upstreams when a count is a floor (≥): why, and the namespace's bound.
-fn upstream_note(view: &ServerViewView) -> String {
+fn upstream_note(view: &ServerViewReport) -> String {
     if !view.upstreams.iter().any(|u| u.ports_cycled) {
         return String::new();
     }
@@ -300,7 +318,7 @@ fn upstream_note(view: &ServerViewView) -> String {
     format!("≥: the server's local ports went round, and a 4-tuple used again may count once.{bound}")
 }
 
-pub fn server(view: Option<&ServerViewView>) -> Option<ServerText> {
+pub fn server(view: Option<&ServerViewReport>) -> Option<ServerText> {
     let view = view?;
     let percent = |share: f64| format!("{:.0} %", share * 100.0);
     let mut stats = vec![

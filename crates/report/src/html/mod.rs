@@ -1,7 +1,7 @@
 //! The HTML report: one self-contained page (inline SVG plots, no network fetch) drawn from
 //! runs in their JSON contract form, so that a live run and a saved one render alike.
 //!
-//! `read` reads each run drawn through the views of saved runs (`crate::saved`), `plots` draws
+//! `read` reads each run drawn into its command's report model (`crate::saved`), `plots` draws
 //! the SVGs on the value axes of `axis`, `context`, `sections` and `compare` make the
 //! template's context, `markup` turns a report's backticked code into `<code>`, `page` renders
 //! `page.html` (with `style.css`).
@@ -16,7 +16,7 @@ mod plots;
 mod read;
 mod sections;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use error::HtmlError;
 

@@ -49,7 +49,8 @@ fn label(name: Option<&str>, what: &str) -> String {
 
 fn what_it_measured(run: &Run) -> String {
     match run {
-        Run::Bench { view, .. } => view.url().unwrap_or_default().to_string(),
+        Run::Bench(report) => report.settings.url.clone(),
+        Run::Merge(_) => String::new(),
         Run::Compare(view) => view.targets.iter().map(|t| t.label.as_str()).collect::<Vec<_>>().join(" vs "),
         Run::Doctor(view) => view.url.clone(),
         Run::DoctorScenario(view) => view.url.clone(),
@@ -60,11 +61,12 @@ fn what_it_measured(run: &Run) -> String {
 
 /// The latency spectra of a run for the overview, each with its label.
 fn spectra<'a>(run: &'a Run, label: &str) -> Vec<(String, &'a [SpectrumPoint])> {
-    let baseline = |view: &'a crate::saved::DoctorView| {
+    let baseline = |view: &'a crate::model::doctor::DoctorReport| {
         view.phases.first().map_or(&[][..], |p| p.latency_spectrum.as_slice())
     };
     match run {
-        Run::Bench { view, .. } => vec![(label.to_string(), view.latency_spectrum.as_slice())],
+        Run::Bench(report) => vec![(label.to_string(), report.latency_spectrum.as_slice())],
+        Run::Merge(report) => vec![(label.to_string(), report.latency_spectrum.as_slice())],
         Run::Compare(view) => view
             .targets
             .iter()
@@ -95,9 +97,13 @@ fn section(index: usize, label: String, run: &Run) -> Result<Section, HtmlError>
         compare: None,
     };
     match run {
-        Run::Bench { view, merged } => {
-            section.kind = if *merged { "merge" } else { "bench" };
-            section.bench = Some(sections::bench(view, *merged, &section.label)?);
+        Run::Bench(report) => {
+            section.kind = "bench";
+            section.bench = Some(sections::bench(report, &section.label)?);
+        }
+        Run::Merge(report) => {
+            section.kind = "merge";
+            section.bench = Some(sections::merge(report, &section.label)?);
         }
         Run::Compare(view) => {
             section.kind = "compare";

@@ -7,8 +7,8 @@
 
 use super::axis::{Ticked, ValueAxis, tick};
 use super::error::HtmlError;
+use crate::model::bench::HistogramBucket;
 use crate::model::series::SpectrumPoint;
-use crate::saved::BucketView;
 use plotters::prelude::*;
 
 /// Okabe and Ito's colour-blind-safe palette, less its yellow (unreadable on white) and
@@ -139,7 +139,7 @@ pub fn spectrum_svg(lines: &[Line], y: &ValueAxis, y_desc: &str) -> Result<Strin
 const LOG_COUNTS_BEYOND: f64 = 100.0;
 
 /// Whether `buckets`' non-zero counts span more than [`LOG_COUNTS_BEYOND`].
-pub fn histogram_needs_log_counts(buckets: &[BucketView]) -> bool {
+pub fn histogram_needs_log_counts(buckets: &[HistogramBucket]) -> bool {
     let counts = buckets.iter().filter(|b| b.count > 0).map(|b| b.count as f64);
     let (least, most) = counts.fold((f64::INFINITY, 0.0_f64), |(l, m), c| (l.min(c), m.max(c)));
     most > least * LOG_COUNTS_BEYOND
@@ -148,7 +148,7 @@ pub fn histogram_needs_log_counts(buckets: &[BucketView]) -> bool {
 /// Responses per latency bucket; the first bucket starts at `from_ms` (the run's minimum).
 /// Counts that span more than 100× go on a log axis (each bar's height is log10 of its count,
 /// labelled with the count).
-pub fn histogram_svg(buckets: &[BucketView], from_ms: f64) -> Result<String, HtmlError> {
+pub fn histogram_svg(buckets: &[HistogramBucket], from_ms: f64) -> Result<String, HtmlError> {
     let last = buckets.last().map_or(1.0, |b| b.up_to_ms);
     let (low, high) = if last > from_ms { (from_ms, last) } else { (from_ms * 0.9, from_ms * 1.1 + 1e-3) };
     let log = histogram_needs_log_counts(buckets);

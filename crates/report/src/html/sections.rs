@@ -9,12 +9,17 @@ use super::context::{
 use super::error::HtmlError;
 use super::plots::{Series, histogram_needs_log_counts, histogram_svg, timeline_svg};
 use crate::format::{format_bytes, format_duration_ms, format_seconds};
-use crate::model::series::SpectrumPoint;
-use crate::saved::{BenchView, DoctorScenarioView, DoctorView, PcapView, PercentilesView};
+use crate::model::bench::{BenchReport, HistogramBucket};
+use crate::model::doctor::{DoctorReport, DoctorScenarioReport};
+use crate::model::merge::MergeReport;
+use crate::model::pcap::PcapReport;
+use crate::model::percentiles::Percentiles;
+use crate::model::series::{IntervalPoint, SpectrumPoint};
+use nodelay_diagnose::Suggestion;
 use serde::Serialize;
 
 /// A statistic of the latency table: its label, and where it is in the percentiles.
-type Statistic = (&'static str, fn(&PercentilesView) -> f64);
+type Statistic = (&'static str, fn(&Percentiles) -> f64);
 
 /// The statistics of the latency table, top to bottom.
 const STATISTICS: [Statistic; 7] = [
@@ -41,18 +46,10 @@ pub struct Cell {
     pub ms: f64,
 }
 
-fn latency_table(view: &BenchView) -> Option<LatencyTable> {
-    let columns: Vec<(&'static str, &PercentilesView)> = [
-        ("total", &view.latency_ms),
-        ("uncorrected", &view.latency_uncorrected_ms),
-        ("first byte", &view.first_byte_ms),
-        ("read gap", &view.read_gap_ms),
-        ("connect", &view.connect_ms),
-        ("TLS handshake", &view.tls_handshake_ms),
-    ]
-    .into_iter()
-    .filter_map(|(name, p)| Some((name, p.as_ref()?)))
-    .collect();
+/// One column per figure measured, one row per statistic; `None` when nothing was measured.
+fn latency_table(measured: [(&'static str, Option<&Percentiles>); 6]) -> Option<LatencyTable> {
+    let columns: Vec<(&'static str, &Percentiles)> =
+        measured.into_iter().filter_map(|(name, p)| Some((name, p?))).collect();
     if columns.is_empty() {
         return None;
     }
@@ -82,106 +79,162 @@ pub struct BenchSection {
     pub errors: String,
     pub findings: Vec<FindingText>,
     /// What the numbers suggest, not proven, each with its proving command.
-    pub suggestions: Vec<crate::saved::SuggestionView>,
+    pub suggestions: Vec<Suggestion>,
     pub server: Option<ServerText>,
     pub settings: Vec<(String, String)>,
     pub machine: Option<MachineText>,
 }
 
-pub fn bench(view: &BenchView, merged: bool, label: &str) -> Result<BenchSection, HtmlError> {
+/// The summary numbers a load run and a merge of interval logs share.
+fn load_stats(responses: u64, requests_per_second: f64, latency: Option<&Percentiles>) -> Vec<Stat> {
     let mut stats = vec![
-        Stat::count("requests", "responses", view.requests_completed),
+        Stat::count("requests", "responses", responses),
         Stat::new(
             "requests-per-second",
             "throughput",
-            per_second(view.requests_per_second, "req"),
-            Some(view.requests_per_second),
+            per_second(requests_per_second, "req"),
+            Some(requests_per_second),
         ),
     ];
-    if let Some(latency) = &view.latency_ms {
+    if let Some(latency) = latency {
         stats.push(Stat::ms("p50", "p50 latency", latency.p50));
         stats.push(Stat::ms("p99", "p99 latency", latency.p99));
         stats.push(Stat::ms("max", "max latency", latency.max));
     }
-    let errors: u64 = view.errors.values().sum();
-    stats.push(Stat::count("errors", "errors", errors));
-    stats.push(Stat::new("elapsed", "duration", format_seconds(view.elapsed_s), Some(view.elapsed_s)));
-    let tls_field = |name: &str| view.tls.as_ref()?.get(name)?.as_str().map(str::to_string);
-    if let (Some(version), Some(cipher)) = (tls_field("version"), tls_field("cipher")) {
+    stats
+}
+
+/// The latency histogram, or why there is none.
+fn histogram(buckets: &[HistogramBucket], latency: Option<&Percentiles>) -> Result<Figure, HtmlError> {
+    if buckets.is_empty() {
+        return Ok(Figure::nothing("histogram", "Latency histogram", "No response completed."));
+    }
+    let from = latency.map_or(0.0, |p| p.min);
+    Ok(Figure {
+        plot: "histogram",
+        caption: "Latency histogram: responses per latency range".into(),
+        svg: Some(histogram_svg(buckets, from)?),
+        legend: Vec::new(),
+        empty: String::new(),
+        scale: if histogram_needs_log_counts(buckets) { "log" } else { "linear" },
+    })
+}
+
+/// The run's latency spectrum, labelled.
+fn latency_spectrum(label: &str, points: &[SpectrumPoint]) -> Result<Figure, HtmlError> {
+    spectra_figure(
+        "latency-spectrum",
+        "Latency by percentile",
+        "latency",
+        &[(label.to_string(), points)],
+        "No response completed.",
+    )
+}
+
+/// The read gap's spectrum, labelled.
+fn read_gap_spectrum(label: &str, points: &[SpectrumPoint]) -> Result<Figure, HtmlError> {
+    spectra_figure(
+        "read-gap-spectrum",
+        "Longest pause between two reads of a response, by percentile",
+        "read gap",
+        &[(label.to_string(), points)],
+        "No pause to draw: every response came in one read (or no read gap was recorded).",
+    )
+}
+
+pub fn bench(report: &BenchReport, label: &str) -> Result<BenchSection, HtmlError> {
+    let mut stats =
+        load_stats(report.requests_completed, report.requests_per_second, report.latency_ms.as_ref());
+    stats.push(Stat::count("errors", "errors", report.total_errors()));
+    stats.push(Stat::new("elapsed", "duration", format_seconds(report.elapsed_s), Some(report.elapsed_s)));
+    if let Some((Some(version), Some(cipher))) = report.tls.as_ref().map(|tls| (&tls.version, &tls.cipher)) {
         stats.push(Stat::new("tls", "TLS", format!("{version} {cipher}"), None));
     }
-    if view.transfer_bytes_per_second > 0.0 {
+    if report.transfer_bytes_per_second > 0.0 {
         stats.push(Stat::new(
             "transfer",
             "transfer",
-            format!("{}/s", format_bytes(view.transfer_bytes_per_second)),
-            Some(view.transfer_bytes_per_second),
+            format!("{}/s", format_bytes(report.transfer_bytes_per_second)),
+            Some(report.transfer_bytes_per_second),
         ));
     }
-    let histogram = if view.latency_histogram.is_empty() {
-        Figure::nothing("histogram", "Latency histogram", "No response completed.")
-    } else {
-        let from = view.latency_ms.as_ref().map_or(0.0, |p| p.min);
-        Figure {
-            plot: "histogram",
-            caption: "Latency histogram: responses per latency range".into(),
-            svg: Some(histogram_svg(&view.latency_histogram, from)?),
-            legend: Vec::new(),
-            empty: String::new(),
-            scale: if histogram_needs_log_counts(&view.latency_histogram) { "log" } else { "linear" },
-        }
-    };
     Ok(BenchSection {
-        merged,
+        merged: false,
         stats,
-        latency: latency_table(view),
-        spectrum: spectra_figure(
-            "latency-spectrum",
-            "Latency by percentile",
-            "latency",
-            &[(label.to_string(), &view.latency_spectrum)],
-            "No response completed.",
-        )?,
-        histogram,
-        timeline: timeline(view)?,
-        read_gap: spectra_figure(
-            "read-gap-spectrum",
-            "Longest pause between two reads of a response, by percentile",
-            "read gap",
-            &[(label.to_string(), &view.read_gap_spectrum)],
-            "No pause to draw: every response came in one read (or no read gap was recorded).",
-        )?,
-        statuses: view
+        latency: latency_table([
+            ("total", report.latency_ms.as_ref()),
+            ("uncorrected", report.latency_uncorrected_ms.as_ref()),
+            ("first byte", report.first_byte_ms.as_ref()),
+            ("read gap", report.read_gap_ms.as_ref()),
+            ("connect", report.connect_ms.as_ref()),
+            ("TLS handshake", report.tls_handshake_ms.as_ref()),
+        ]),
+        spectrum: latency_spectrum(label, &report.latency_spectrum)?,
+        histogram: histogram(&report.latency_histogram, report.latency_ms.as_ref())?,
+        timeline: timeline(&report.timeline)?,
+        read_gap: read_gap_spectrum(label, &report.read_gap_spectrum)?,
+        statuses: report
             .status_counts
             .iter()
             .map(|(code, n)| format!("{code} ×{n}"))
             .collect::<Vec<_>>()
             .join(", "),
-        errors: view
+        errors: report
             .errors
             .iter()
             .filter(|(_, n)| **n > 0)
             .map(|(kind, n)| format!("{kind} ×{n}"))
             .collect::<Vec<_>>()
             .join(", "),
-        findings: findings(&view.findings),
-        suggestions: view.suggestions.clone(),
-        server: server(view.server_view.as_ref()),
-        settings: settings(view.settings.as_ref()),
-        machine: machine(view.machine.as_ref()),
+        findings: findings(&report.findings),
+        suggestions: report.suggestions.clone(),
+        server: server(report.server_view.as_ref()),
+        settings: settings(&report.settings),
+        machine: machine(&report.machine),
+    })
+}
+
+/// Interval logs merged: the figures a bench run has, less what logs do not carry (errors,
+/// statuses, read gaps, settings).
+pub fn merge(report: &MergeReport, label: &str) -> Result<BenchSection, HtmlError> {
+    let mut stats =
+        load_stats(report.requests_completed, report.requests_per_second, report.latency_ms.as_ref());
+    stats.push(Stat::new("elapsed", "span", format_seconds(report.span_s), Some(report.span_s)));
+    Ok(BenchSection {
+        merged: true,
+        stats,
+        latency: latency_table([
+            ("total", report.latency_ms.as_ref()),
+            ("uncorrected", None),
+            ("first byte", None),
+            ("read gap", None),
+            ("connect", None),
+            ("TLS handshake", None),
+        ]),
+        spectrum: latency_spectrum(label, &report.latency_spectrum)?,
+        histogram: histogram(&report.latency_histogram, report.latency_ms.as_ref())?,
+        timeline: timeline(&report.timeline)?,
+        read_gap: read_gap_spectrum(label, &[])?,
+        statuses: String::new(),
+        errors: String::new(),
+        findings: Vec::new(),
+        suggestions: Vec::new(),
+        server: None,
+        settings: Vec::new(),
+        machine: machine(&report.machine),
     })
 }
 
 /// Requests per second and p99 per interval, or why there is no timeline.
-fn timeline(view: &BenchView) -> Result<Vec<Figure>, HtmlError> {
-    if view.timeline.is_empty() {
+fn timeline(points: &[IntervalPoint]) -> Result<Vec<Figure>, HtmlError> {
+    if points.is_empty() {
         return Ok(vec![Figure::nothing("timeline", "Timeline", "No timeline was recorded for this run.")]);
     }
-    let end_s = view.timeline.iter().map(|p| p.start_s + p.duration_s).fold(0.0, f64::max);
-    let middle = |p: &crate::model::series::IntervalPoint| p.start_s + p.duration_s / 2.0;
+    let end_s = points.iter().map(|p| p.start_s + p.duration_s).fold(0.0, f64::max);
+    let middle = |p: &IntervalPoint| p.start_s + p.duration_s / 2.0;
     let rate: Vec<(f64, Option<f64>)> =
-        view.timeline.iter().map(|p| (middle(p), Some(p.requests_per_second))).collect();
-    let p99: Vec<(f64, Option<f64>)> = view.timeline.iter().map(|p| (middle(p), p.p99_ms)).collect();
+        points.iter().map(|p| (middle(p), Some(p.requests_per_second))).collect();
+    let p99: Vec<(f64, Option<f64>)> = points.iter().map(|p| (middle(p), p.p99_ms)).collect();
     let x_desc = "time since the start (s)";
     let mut figures = Vec::new();
     for (plot, caption, what, unit, points, colour) in [
@@ -247,16 +300,17 @@ pub struct DoctorSection {
     pub hops: Vec<HopText>,
 }
 
-pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError> {
+pub fn doctor(view: &DoctorReport, name: &str) -> Result<DoctorSection, HtmlError> {
     // The costliest finding's id, not the word "findings".
-    let headline_id = view.findings.first().map_or_else(|| view.verdict.clone(), |f| f.id.clone());
+    let headline_id =
+        view.findings.first().map_or_else(|| view.verdict.to_string(), |f| f.id.as_str().to_string());
     let mut stats = vec![
         Stat::text("verdict", "verdict", &headline_id),
         Stat::new("elapsed", "took", format_seconds(view.elapsed_s), Some(view.elapsed_s)),
     ];
     if let Some(baseline) = view.phases.first() {
-        stats.push(Stat::ms("p50", "baseline p50", baseline.total_p50_ms));
-        stats.push(Stat::ms("p90", "baseline p90", baseline.total_p90_ms));
+        stats.push(Stat::ms("p50", "baseline p50", baseline.summary.total_p50_ms));
+        stats.push(Stat::ms("p90", "baseline p90", baseline.summary.total_p90_ms));
     }
     if let Some(server) = &view.server {
         stats.push(Stat::text("server", "Server header", server));
@@ -266,7 +320,7 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
     Ok(DoctorSection {
         name: name.into(),
         url: view.url.clone(),
-        verdict: view.verdict.clone(),
+        verdict: view.verdict.to_string(),
         headline_id,
         headline_title: view.findings.first().map(|f| f.title.clone()).unwrap_or_default(),
         stats,
@@ -276,14 +330,14 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
             .map(|p| PhaseRow {
                 name: p.name.clone(),
                 description: p.description.clone(),
-                responses: p.responses,
-                errors: p.errors,
-                p50: format_duration_ms(p.total_p50_ms),
-                p50_ms: p.total_p50_ms,
-                p90: format_duration_ms(p.total_p90_ms),
-                first_byte_p50: format_duration_ms(p.first_byte_p50_ms),
-                read_gap_p50: format_duration_ms(p.read_gap_p50_ms),
-                stalled: p.stalled,
+                responses: p.summary.responses as u64,
+                errors: p.summary.errors,
+                p50: format_duration_ms(p.summary.total_p50_ms),
+                p50_ms: p.summary.total_p50_ms,
+                p90: format_duration_ms(p.summary.total_p90_ms),
+                first_byte_p50: format_duration_ms(p.summary.first_byte_p50_ms),
+                read_gap_p50: format_duration_ms(p.summary.read_gap_p50_ms),
+                stalled: p.summary.stalled as u64,
             })
             .collect(),
         spectrum: spectra_figure(
@@ -294,7 +348,7 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
             "This report has no per-phase spectrum (written by an earlier nodelay).",
         )?,
         findings: findings(&view.findings),
-        notes: view.notes.iter().map(|n| (n.id.clone(), n.title.clone())).collect(),
+        notes: view.notes.iter().map(|n| (n.id.as_str().to_string(), n.title.clone())).collect(),
         skipped: view.skipped_experiments.clone(),
         try_fix: view.try_fix.as_ref().map(|t| t.outcome.clone()).unwrap_or_default(),
         probes: view
@@ -314,12 +368,12 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
             .map(|hop| HopText {
                 address: hop.address.clone(),
                 how_used: hop.how_used.clone(),
-                verdict: hop.report.as_ref().map(|r| r.verdict.clone()).unwrap_or_default(),
+                verdict: hop.report.as_ref().map(|r| r.verdict.to_string()).unwrap_or_default(),
                 findings: hop
                     .report
                     .iter()
                     .flat_map(|r| &r.findings)
-                    .map(|f| format!("{}: {}", f.id, f.title))
+                    .map(|f| format!("{}: {}", f.id.as_str(), f.title))
                     .collect(),
                 error: hop.error.clone().unwrap_or_default(),
             })
@@ -327,7 +381,7 @@ pub fn doctor(view: &DoctorView, name: &str) -> Result<DoctorSection, HtmlError>
     })
 }
 
-pub fn doctor_scenario(view: &DoctorScenarioView) -> Result<Vec<DoctorSection>, HtmlError> {
+pub fn doctor_scenario(view: &DoctorScenarioReport) -> Result<Vec<DoctorSection>, HtmlError> {
     view.requests.iter().map(|request| doctor(&request.report, &request.name)).collect()
 }
 
@@ -356,7 +410,7 @@ pub struct PcapSection {
     pub error: String,
 }
 
-pub fn pcap(view: &PcapView) -> PcapSection {
+pub fn pcap(view: &PcapReport) -> PcapSection {
     PcapSection {
         stats: vec![
             Stat::text("verdict", "verdict", &view.verdict),
@@ -377,10 +431,10 @@ pub fn pcap(view: &PcapView) -> PcapSection {
                 client: f.client.clone(),
                 server: f.server.clone(),
                 packets: f.packets,
-                exchanges: f.exchanges,
+                exchanges: u64::from(f.exchanges),
                 stalls: f.stalls,
                 time_lost: format_duration_ms(f.time_lost_ms),
-                held_by: f.held_by.clone(),
+                held_by: f.held_by.to_string(),
                 ack_delay_p50: format_duration_ms(f.ack_delay_p50_ms),
                 stack: f.suggested_stack.clone().unwrap_or_default(),
                 filter: f.wireshark_filter.clone(),

@@ -11,6 +11,7 @@ use crate::model::status::SuccessStatuses;
 use nodelay_diagnose::{Confidence, Evidence, Finding, FindingId, Fix, Observations, Proof, ProofKind};
 use nodelay_engine::Stats;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::time::Duration;
 
 fn settings(url: &str) -> BenchSettings {
@@ -42,7 +43,7 @@ fn settings(url: &str) -> BenchSettings {
 }
 
 /// A bench run of 1000 responses: 1 ms to 10 ms, and a tail at 40 ms.
-fn bench_report(url: &str, slower_by_ms: u64) -> BenchReport {
+pub(crate) fn bench_report(url: &str, slower_by_ms: u64) -> BenchReport {
     let mut stats = Stats::new();
     for i in 0..1000u64 {
         let ms = if i % 100 == 0 { 40 } else { 1 + i % 10 } + slower_by_ms;
@@ -67,7 +68,7 @@ fn bench_report(url: &str, slower_by_ms: u64) -> BenchReport {
     report
 }
 
-fn nagle_finding(title: &str) -> Finding {
+pub(crate) fn nagle_finding(title: &str) -> Finding {
     Finding {
         id: FindingId::ServerNagleDelayedAck,
         title: title.into(),
@@ -83,11 +84,11 @@ fn nagle_finding(title: &str) -> Finding {
             result: "the pause went away".into(),
         }],
         fix_summary: "Set TCP_NODELAY on the server's sockets.".into(),
-        fix: vec![Fix { stack: "Python http.server", how: "disable_nagle_algorithm = True", detected: true }],
+        fix: vec![Fix { detected: true, ..Fix::of("Python http.server", "disable_nagle_algorithm = True") }],
     }
 }
 
-fn doctor_report(url: &str, findings: Vec<Finding>) -> DoctorReport {
+pub(crate) fn doctor_report(url: &str, findings: Vec<Finding>) -> DoctorReport {
     DoctorReport::new(
         url.into(),
         "127.0.0.1:1".into(),
@@ -260,7 +261,7 @@ fn a_ratio_of_counts_keeps_its_decimals_and_a_whole_count_has_none() {
 }
 
 /// A compare report of targets `a` and `b`, `b` slower by `b_slower_by_ms`, both diagnosed.
-fn compare_report(b_slower_by_ms: u64) -> CompareReport {
+pub(crate) fn compare_report(b_slower_by_ms: u64) -> CompareReport {
     let target = |label: &str, slower_by_ms: u64, diagnosis: Option<DoctorReport>| CompareTarget {
         label: label.into(),
         url: format!("http://{label}.test/"),
@@ -285,7 +286,7 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
         saved: None,
     };
     CompareReport {
-        schema: COMPARE_SCHEMA_ID,
+        schema: Cow::Borrowed(COMPARE_SCHEMA_ID),
         rounds: 3,
         rounds_completed: 3,
         settings: settings("http://a.test/"),
@@ -300,7 +301,7 @@ fn compare_report(b_slower_by_ms: u64) -> CompareReport {
         comparisons: vec![Comparison {
             label: "b".into(),
             against: "a".into(),
-            metric: "p50_ms",
+            metric: Cow::Borrowed("p50_ms"),
             ratio: 6.8,
             interval_low: Some(6.1),
             interval_high: Some(7.4),
@@ -351,7 +352,7 @@ fn a_compare_page_overlays_the_targets_and_sets_their_diagnoses_side_by_side() {
 fn a_ratio_far_below_one_keeps_three_significant_digits() {
     let mut report = compare_report(30);
     report.comparisons.push(Comparison {
-        metric: "requests_per_second",
+        metric: Cow::Borrowed("requests_per_second"),
         ratio: 0.00101,
         interval_low: Some(0.000987),
         interval_high: Some(0.00105),

@@ -12,6 +12,7 @@ use nodelay_engine::{ErrorKind, RequestStats, Stats};
 use nodelay_tcp::TcpInfo;
 use nodelay_tcp::time::ms_from_us;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -23,7 +24,8 @@ pub const HISTOGRAM_BUCKETS: usize = 10;
 
 /// One bar of a latency histogram: the values above the previous bucket's bound (the first
 /// bucket starts at the minimum) and at most `up_to_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HistogramBucket {
     /// The bucket's upper bound, in milliseconds (included).
     pub up_to_ms: f64,
@@ -86,7 +88,8 @@ fn retransmission_waits(stats: &Stats) -> u64 {
 }
 
 /// What the run was asked to do. Read back from a saved run too (compare's `--baseline`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BenchSettings {
     /// The target as given (`http://`, `https://` or `tcp://`).
     pub url: String,
@@ -149,7 +152,8 @@ pub struct RunEnd {
     pub due_not_sent: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One connection slot and the TCP_INFO of its last connection, taken before it closed.
 pub struct ConnectionReport {
     /// The slot's index, from 0.
@@ -161,7 +165,8 @@ pub struct ConnectionReport {
 }
 
 /// Figures for one named request of a scenario.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RequestReport {
     /// The request's name in the scenario.
     pub name: String,
@@ -183,11 +188,12 @@ pub struct RequestReport {
     pub non_success_responses: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay bench` run: its settings, figures, findings and suggestions.
 pub struct BenchReport {
     /// The schema id, `nodelay-bench/1`.
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// What the run was asked to do.
     pub settings: BenchSettings,
     /// Complete responses received.
@@ -261,9 +267,9 @@ pub struct BenchReport {
     /// Responses per HTTP status code; empty for tcp:// targets.
     pub status_counts: BTreeMap<String, u64>,
     /// Failed attempts per error kind (every kind listed, 0 included).
-    pub errors: BTreeMap<&'static str, u64>,
+    pub errors: BTreeMap<String, u64>,
     /// The first message seen per error kind.
-    pub error_examples: BTreeMap<&'static str, String>,
+    pub error_examples: BTreeMap<String, String>,
     /// TCP connections opened during the run.
     pub connections_opened: u64,
     /// Per connection slot, the TCP_INFO of its last connection.
@@ -322,7 +328,7 @@ impl BenchReport {
         let per_response =
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
         BenchReport {
-            schema: BENCH_SCHEMA_ID,
+            schema: Cow::Borrowed(BENCH_SCHEMA_ID),
             settings,
             requests_completed: stats.completed,
             non_success_responses: non_success(&mut stats.status_counts()) + grpc_failed,
@@ -373,10 +379,13 @@ impl BenchReport {
             machine: Machine::this(),
             read_chunks_per_response: per_response(stats.read_chunks),
             status_counts: stats.status_counts().map(|(code, n)| (code.to_string(), n)).collect(),
-            errors: ErrorKind::ALL.iter().map(|&kind| (kind.as_str(), stats.errors(kind))).collect(),
+            errors: ErrorKind::ALL
+                .iter()
+                .map(|&kind| (kind.as_str().to_string(), stats.errors(kind)))
+                .collect(),
             error_examples: ErrorKind::ALL
                 .iter()
-                .filter_map(|&kind| Some((kind.as_str(), stats.error_example(kind)?.to_string())))
+                .filter_map(|&kind| Some((kind.as_str().to_string(), stats.error_example(kind)?.to_string())))
                 .collect(),
             connections_opened: stats.connections_closed,
             connections: stats

@@ -6,6 +6,7 @@ use crate::model::bench::{BenchReport, BenchSettings};
 use crate::model::doctor::DoctorReport;
 use crate::model::series::Machine;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The `schema` of a compare report (`schema/compare.schema.json`).
 pub const COMPARE_SCHEMA_ID: &str = "nodelay-compare/1";
@@ -36,7 +37,8 @@ pub struct RoundFigures {
 }
 
 /// One target: its rounds, and the rounds merged into one run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CompareTarget {
     /// The target's label, which names it in the text and the comparisons.
     pub label: String,
@@ -64,7 +66,8 @@ pub struct CompareTarget {
 }
 
 /// Where a saved target's rounds came from.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SavedTarget {
     /// The saved run's file, as given.
     pub file: String,
@@ -73,14 +76,15 @@ pub struct SavedTarget {
 }
 
 /// A target set against the first on one figure.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Comparison {
     /// The label of the target set against the first.
     pub label: String,
     /// The first target's label.
     pub against: String,
     /// `p50_ms`, `p99_ms` or `requests_per_second`.
-    pub metric: &'static str,
+    pub metric: Cow<'static, str>,
     /// This target's figure over the first's (Hodges-Lehmann estimate over the rounds: the
     /// median of every ratio of one of its rounds to one of the first's).
     pub ratio: f64,
@@ -99,12 +103,13 @@ pub struct Comparison {
     pub verdict: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay compare` run: targets measured in interleaved rounds and set against
 /// the first.
 pub struct CompareReport {
     /// The schema id, [`COMPARE_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// Rounds per target asked for, interleaved.
     pub rounds: u32,
     /// Rounds every target ran to their end: the only ones counted, in `targets[].rounds` and
@@ -123,7 +128,8 @@ pub struct CompareReport {
     /// The test behind `comparisons`, in words.
     pub test: String,
     /// The significance level of `comparisons` and the regression gate (`--alpha`, default
-    /// 0.05); the intervals are (1 - alpha) ones.
+    /// 0.05); the intervals are (1 - alpha) ones. Runs saved before `--alpha` lack it: 0.05.
+    #[serde(default = "default_alpha")]
     pub alpha: f64,
     /// The machine the targets were measured from.
     pub machine: Machine,
@@ -134,6 +140,11 @@ pub struct CompareReport {
     pub interrupted_round: Option<u32>,
     /// Each `--fail-if` threshold held against each target's run; empty without `--fail-if`.
     pub thresholds: Vec<crate::gate::ThresholdResult>,
+}
+
+/// The significance level of a run saved before `--alpha`.
+fn default_alpha() -> f64 {
+    nodelay_diagnose::ALPHA
 }
 
 /// The figures `comparisons` set side by side, with whether a larger value is worse.
@@ -182,7 +193,7 @@ impl Comparison {
         Some(Comparison {
             label: target.label.clone(),
             against: first.label.clone(),
-            metric,
+            metric: Cow::Borrowed(metric),
             ratio: difference.ratio,
             interval_low: difference.interval.map(|(low, _)| low),
             interval_high: difference.interval.map(|(_, high)| high),
@@ -212,7 +223,7 @@ pub fn target_verdicts(comparisons: &[Comparison]) -> Vec<String> {
                     return p50.verdict.clone();
                 }
                 let least_p = of.iter().map(|c| c.p_value).fold(f64::INFINITY, f64::min);
-                let figures: Vec<&str> = of.iter().map(|c| figure_words(c.metric)).collect();
+                let figures: Vec<&str> = of.iter().map(|c| figure_words(&c.metric)).collect();
                 return format!(
                     "{label} and {against}: no difference {} beyond round-to-round noise (least p: {})",
                     join_or(&figures),
@@ -222,21 +233,21 @@ pub fn target_verdicts(comparisons: &[Comparison]) -> Vec<String> {
             let differences: Vec<String> = differ
                 .iter()
                 .map(|c| {
-                    let worse = (c.ratio > 1.0) == higher_is_worse(c.metric);
+                    let worse = (c.ratio > 1.0) == higher_is_worse(&c.metric);
                     let factor = if c.ratio >= 1.0 { c.ratio } else { 1.0 / c.ratio };
                     let agreement = if c.every_round_agrees { "every round agrees; " } else { "" };
                     format!(
                         "{}× {} {} ({agreement}{})",
                         format_ratio(factor),
                         if worse { "slower" } else { "faster" },
-                        figure_words(c.metric),
+                        figure_words(&c.metric),
                         format_p(c.p_value)
                     )
                 })
                 .collect();
             let mut sentence = format!("{label} is {} than {against}", differences.join(", "));
             if !same.is_empty() {
-                let figures: Vec<&str> = same.iter().map(|c| figure_words(c.metric)).collect();
+                let figures: Vec<&str> = same.iter().map(|c| figure_words(&c.metric)).collect();
                 let least_p = same.iter().map(|c| c.p_value).fold(f64::INFINITY, f64::min);
                 sentence.push_str(&format!("; no difference {} ({})", join_or(&figures), format_p(least_p)));
             }
@@ -340,7 +351,7 @@ mod tests {
         Comparison {
             label: "go".into(),
             against: "nginx".into(),
-            metric,
+            metric: Cow::Borrowed(metric),
             ratio,
             interval_low: None,
             interval_high: None,

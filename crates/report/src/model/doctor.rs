@@ -7,7 +7,8 @@ use crate::model::status::SuccessStatuses;
 use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Note, Observations, Phase, PhaseSummary};
 use nodelay_host::ProcessInfo;
 use nodelay_tcp::TcpInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -15,7 +16,8 @@ use std::time::Duration;
 pub const DOCTOR_SCHEMA_ID: &str = "nodelay-doctor/1";
 
 /// One measured phase, as reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PhaseReport {
     /// `baseline` or the experiment's id (`quick-ack`, `new-connection-per-request`, ...).
     pub name: String,
@@ -31,11 +33,12 @@ pub struct PhaseReport {
     pub latency_spectrum: Vec<SpectrumPoint>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay doctor` run: its phases, findings and verdict.
 pub struct DoctorReport {
     /// The schema id, [`DOCTOR_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// The target as given.
     pub url: String,
     /// The IP:port actually connected to.
@@ -46,7 +49,7 @@ pub struct DoctorReport {
     pub elapsed_s: f64,
     /// `healthy`; `findings` when anything else was found; `unreliable` when too many
     /// baseline requests failed for a verdict.
-    pub verdict: &'static str,
+    pub verdict: Cow<'static, str>,
     /// The baseline first, then each experiment run.
     pub phases: Vec<PhaseReport>,
     /// What the doctor found, with evidence, proof and fixes.
@@ -88,7 +91,8 @@ pub struct DoctorReport {
 }
 
 /// One hop of the chain: the server's upstream, diagnosed directly.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct HopReport {
     /// The upstream address the server connected to.
     pub address: String,
@@ -101,7 +105,8 @@ pub struct HopReport {
 }
 
 /// `doctor --try-fix`: the fix applied to the server's own sockets, or why it was not.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TryFixReport {
     /// TCP_NODELAY was set on the server's sockets and the server measured again (the phase
     /// named `try-fix`, and a proof of kind `fix-applied` in the finding).
@@ -139,7 +144,8 @@ impl TryFixReport {
 }
 
 /// What the baseline got instead of a successful response.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ErrorPage {
     /// Baseline responses outside 2xx/3xx.
     pub responses: u64,
@@ -245,12 +251,12 @@ impl DoctorReport {
             "findings"
         };
         DoctorReport {
-            schema: DOCTOR_SCHEMA_ID,
+            schema: Cow::Borrowed(DOCTOR_SCHEMA_ID),
             url,
             address,
             budget_s: budget.as_secs_f64(),
             elapsed_s: elapsed.as_secs_f64(),
-            verdict,
+            verdict: Cow::Borrowed(verdict),
             phases: std::iter::once(&observations.baseline)
                 .chain(&observations.experiments)
                 .map(PhaseReport::new)
@@ -306,7 +312,8 @@ impl HopReport {
 pub const DOCTOR_SCENARIO_SCHEMA_ID: &str = "nodelay-doctor-scenario/1";
 
 /// The diagnosis of one named request of a scenario.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct NamedDoctorReport {
     /// The request's name in the scenario.
     pub name: String,
@@ -316,15 +323,16 @@ pub struct NamedDoctorReport {
 }
 
 /// `nodelay doctor --scenario`: one diagnosis per named request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct DoctorScenarioReport {
     /// The schema id, [`DOCTOR_SCENARIO_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// The target as given.
     pub url: String,
     /// `unreliable` when any request's is (the diagnosis is incomplete), else `healthy`
     /// when every request is, otherwise `findings`.
-    pub verdict: &'static str,
+    pub verdict: Cow<'static, str>,
     /// One diagnosis per named request, in the scenario's order.
     pub requests: Vec<NamedDoctorReport>,
     /// Stopped early (Ctrl-C): the requests after the interrupted one were not diagnosed.
@@ -342,7 +350,13 @@ impl DoctorScenarioReport {
             "findings"
         };
         let interrupted = requests.iter().any(|r| r.report.interrupted);
-        DoctorScenarioReport { schema: DOCTOR_SCENARIO_SCHEMA_ID, url, verdict, requests, interrupted }
+        DoctorScenarioReport {
+            schema: Cow::Borrowed(DOCTOR_SCENARIO_SCHEMA_ID),
+            url,
+            verdict: Cow::Borrowed(verdict),
+            requests,
+            interrupted,
+        }
     }
 
     /// Every request was found healthy.

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How an HTTP/2 run used its connections.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Http2RunSettings {
     /// `prior-knowledge` (h2c on http://, `--h2`) or `alpn` (the server chose h2 over TLS).
     pub negotiated_by: String,
@@ -35,7 +36,8 @@ impl Http2RunSettings {
 }
 
 /// What an HTTP/2 run's streams and windows did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Http2Report {
     /// Streams that completed (one per response).
     pub streams_completed: u64,

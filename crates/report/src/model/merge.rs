@@ -6,13 +6,15 @@ use crate::model::bench::{HISTOGRAM_BUCKETS, HistogramBucket, histogram_buckets}
 use crate::model::percentiles::Percentiles;
 use crate::model::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The `schema` of a merge report (`schema/merge.schema.json`).
 pub const MERGE_SCHEMA_ID: &str = "nodelay-merge/1";
 
 /// One interval log that went into the merge.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct MergedLog {
     /// The log's path as given.
     pub path: String,
@@ -29,12 +31,13 @@ pub struct MergedLog {
     pub url: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay report merge` result: interval logs of many load machines added into
 /// one run.
 pub struct MergeReport {
     /// The schema id, [`MERGE_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// The interval logs merged, in the order given.
     pub logs: Vec<MergedLog>,
     /// Every value of every log.
@@ -72,7 +75,7 @@ impl MergeReport {
         timeline: Vec<IntervalPoint>,
     ) -> Self {
         MergeReport {
-            schema: MERGE_SCHEMA_ID,
+            schema: Cow::Borrowed(MERGE_SCHEMA_ID),
             logs,
             requests_completed: all_ns.len(),
             start_unix_s,

@@ -6,17 +6,19 @@ use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, StallExam
 use nodelay_diagnose::{CaptureObservations, Finding, FindingId, capture_time, match_delayed_ack_timer};
 use nodelay_tcp::quantile::{distribution_ns, quantile_ms};
 use nodelay_tcp::time::ms_from_ns as ms;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 /// The `schema` of a pcap report (`schema/pcap.schema.json`).
 pub const PCAP_SCHEMA_ID: &str = "nodelay-pcap/1";
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One stall in a capture: a segment held until the peer's delayed ACK released it.
 pub struct StallReport {
     /// `server` or `client`: the side that held its data (the Nagling sender).
-    pub held_by: &'static str,
+    pub held_by: Cow<'static, str>,
     /// Request/response exchange on the connection (1 = first request).
     pub exchange: u32,
     /// Seconds since the first packet of the capture.
@@ -36,14 +38,15 @@ pub struct StallReport {
     /// From the held-after segment to the release, in milliseconds.
     pub lost_ms: f64,
     /// `delayed-ack` (the peer's timer released it) or `round-trip` (an ACK sent at once).
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// The peer's own ACK delay: `ack_delay_ms` less its side of the round trip.
     pub peer_ack_delay_ms: f64,
     /// The flow's round trip as the capture had timed it then (0: unknown).
     pub rtt_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One TCP flow of a capture that stalled: its figures and its first stalls.
 pub struct FlowReport {
     /// Wireshark's `tcp.stream` index of the flow's conversation.
@@ -74,9 +77,9 @@ pub struct FlowReport {
     /// Time the stalls held data, in milliseconds.
     pub time_lost_ms: f64,
     /// `server`, `client` or `both`.
-    pub held_by: &'static str,
+    pub held_by: Cow<'static, str>,
     /// The side whose delayed ACK released the data.
-    pub ack_delayed_by: &'static str,
+    pub ack_delayed_by: Cow<'static, str>,
     /// Median delay of the delayed ACKs, in milliseconds.
     pub ack_delay_p50_ms: f64,
     /// The delayed-ACK timer that delay matches, naming the acking side's stack.
@@ -89,14 +92,15 @@ pub struct FlowReport {
     pub rtt_ms: Option<f64>,
     /// Where the capture was taken on this flow's path: `client`, `server`, `between`; null
     /// when the round trip is too short (or unknown) to tell.
-    pub capture_position: Option<&'static str>,
+    pub capture_position: Option<Cow<'static, str>>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay pcap` analysis: the capture's totals, its stalled flows and findings.
 pub struct PcapReport {
     /// The schema id, [`PCAP_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// The capture file as given.
     pub file: String,
     /// Packets read.
@@ -118,7 +122,7 @@ pub struct PcapReport {
     /// Time the stalls held data, all flows, in milliseconds.
     pub time_lost_ms: f64,
     /// `healthy` or `findings`.
-    pub verdict: &'static str,
+    pub verdict: Cow<'static, str>,
     /// What the capture shows, in the doctor's finding contract (proof of kind `capture-rule`).
     pub findings: Vec<Finding>,
     /// The flows with stalls, most time lost first (up to --top).
@@ -146,7 +150,8 @@ pub struct PcapReport {
     pub slow_flows_not_listed: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// Where exchanges spent their time, in milliseconds, summed over flows.
 pub struct TimeReport {
     /// Exchanges with a request and a response.
@@ -166,12 +171,13 @@ pub struct TimeReport {
     /// Of the transfer, time Nagle held data.
     pub nagle_held_ms: f64,
     /// `network`, `client`, `server` or `transfer`: the part that took most; null: none.
-    pub dominant: Option<&'static str>,
+    pub dominant: Option<Cow<'static, str>>,
     /// Its share of network, client wait, server and transfer, in %.
     pub dominant_percent: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The flows' round trips.
 pub struct RttReport {
     /// Flows whose round trip is known (both sides of the capture point).
@@ -192,7 +198,8 @@ pub struct RttReport {
     pub slow_path_flows: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// Retransmissions in a capture (or a flow).
 pub struct RetransmissionReport {
     /// Segments that resent bytes already sent (SYNs included).
@@ -209,13 +216,14 @@ pub struct RetransmissionReport {
     pub worst: Option<SeriesReport>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// A segment resent after timeouts.
 pub struct SeriesReport {
     /// Wireshark's `tcp.stream` of its flow.
     pub tcp_stream: u64,
     /// `client` or `server`: who resent.
-    pub sent_by: &'static str,
+    pub sent_by: Cow<'static, str>,
     /// A SYN (or SYN-ACK): the connection being opened.
     pub syn: bool,
     /// Capture packet number of the first resend.
@@ -226,7 +234,8 @@ pub struct SeriesReport {
     pub answered: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// Zero windows in a capture (or a flow).
 pub struct ZeroWindowReport {
     /// Zero windows of 200 ms or more.
@@ -239,13 +248,14 @@ pub struct ZeroWindowReport {
     pub longest: Option<WindowReport>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One zero window.
 pub struct WindowReport {
     /// Wireshark's `tcp.stream` of its flow.
     pub tcp_stream: u64,
     /// `client` or `server`: the receiver that shut its window.
-    pub receiver: &'static str,
+    pub receiver: Cow<'static, str>,
     /// Seconds since the capture's first packet.
     pub at_s: f64,
     /// How long it stayed shut, in milliseconds.
@@ -258,7 +268,8 @@ pub struct WindowReport {
     pub probes: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One exchange, its time split up (in milliseconds).
 pub struct ExchangeReport {
     /// The exchange's number on its connection (1 = first request).
@@ -283,7 +294,8 @@ pub struct ExchangeReport {
     pub rtt_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// A flow that lost time to something other than Nagle.
 pub struct SlowFlowReport {
     /// Wireshark's `tcp.stream` index of the flow's conversation.
@@ -301,7 +313,7 @@ pub struct SlowFlowReport {
     /// Of it, from the capture point to the server and back.
     pub server_side_ms: Option<f64>,
     /// `client`, `server`, `between` or null.
-    pub capture_position: Option<&'static str>,
+    pub capture_position: Option<Cow<'static, str>>,
     /// Where its exchanges spent their time.
     pub time: TimeReport,
     /// Time lost to what made it slow, in milliseconds.
@@ -318,7 +330,7 @@ pub struct SlowFlowReport {
 
 fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -> StallReport {
     StallReport {
-        held_by,
+        held_by: Cow::Borrowed(held_by),
         exchange: example.exchange,
         at_s: example.at_ns.saturating_sub(origin_ns) as f64 / 1e9,
         segment_bytes: example.segment_bytes,
@@ -328,7 +340,7 @@ fn stall_report(held_by: &'static str, example: &StallExample, origin_ns: u64) -
         ack_delay_ms: ms(example.ack_delay_ns),
         release_after_ack_us: example.release_after_ack_ns as f64 / 1e3,
         lost_ms: ms(example.lost_ns),
-        kind: hold_kind(example.kind),
+        kind: Cow::Borrowed(hold_kind(example.kind)),
         peer_ack_delay_ms: ms(example.peer_ack_delay_ns),
         rtt_ms: ms(example.rtt_ns),
     }
@@ -357,7 +369,7 @@ fn time_report(budget: &Budget, nagle_held_ns: u64) -> TimeReport {
         server_ms: time.server_ms,
         transfer_ms: time.transfer_ms,
         nagle_held_ms: ms(nagle_held_ns),
-        dominant: dominant.map(|(part, _)| part),
+        dominant: dominant.map(|(part, _)| Cow::Borrowed(part)),
         dominant_percent: dominant.map_or(0.0, |(_, part)| part / time.total_ms() * 100.0),
     }
 }
@@ -371,7 +383,7 @@ fn retransmission_report(losses: &Retransmissions, stream: u64) -> Retransmissio
         lost_ms: ms(losses.lost_ns),
         worst: losses.worst.map(|series| SeriesReport {
             tcp_stream: stream,
-            sent_by: side(series.by_server),
+            sent_by: Cow::Borrowed(side(series.by_server)),
             syn: series.syn,
             first_packet: series.first_packet,
             resent_after_s: series.resent_after().iter().map(|ns| *ns as f64 / 1e9).collect(),
@@ -387,7 +399,7 @@ fn zero_window_report(windows: &ZeroWindows, stream: u64, origin_ns: u64) -> Zer
         probes: windows.probes,
         longest: windows.longest.map(|window| WindowReport {
             tcp_stream: stream,
-            receiver: side(window.by_server),
+            receiver: Cow::Borrowed(side(window.by_server)),
             at_s: window.at_ns.saturating_sub(origin_ns) as f64 / 1e9,
             duration_ms: ms(window.duration_ns),
             first_packet: window.first_packet,
@@ -421,7 +433,7 @@ fn slow_flow_report(flow: &FlowSummary, origin_ns: u64) -> SlowFlowReport {
         rtt_ms: flow.legs.rtt_ns().map(ms),
         client_side_ms: flow.legs.client_ns.map(ms),
         server_side_ms: flow.legs.server_ns.map(ms),
-        capture_position: flow.legs.position().map(|p| p.as_str()),
+        capture_position: flow.legs.position().map(|p| Cow::Borrowed(p.as_str())),
         time: time_report(&flow.budget, flow.lost_ns()),
         lost_ms: ms(flow.slow_ns()),
         slowest_first_byte: flow
@@ -475,18 +487,18 @@ fn flow_report(flow: &FlowSummary, origin_ns: u64) -> FlowReport {
         handshake_rtt_ms: flow.handshake_rtt_ns.map(ms),
         stalls: flow.stalls(),
         time_lost_ms: ms(flow.lost_ns()),
-        held_by,
+        held_by: Cow::Borrowed(held_by),
         ack_delayed_by: match held_by {
-            "server" => "client",
-            "client" => "server",
-            _ => "both",
+            "server" => Cow::Borrowed("client"),
+            "client" => Cow::Borrowed("server"),
+            _ => Cow::Borrowed("both"),
         },
         ack_delay_p50_ms,
         suggested_stack: match_delayed_ack_timer(ack_delay_p50_ms).map(|t| t.describe().to_string()),
         examples,
         round_trip_holds: flow.server_round_trips.count + flow.client_round_trips.count,
         rtt_ms: flow.legs.rtt_ns().map(ms),
-        capture_position: flow.legs.position().map(|p| p.as_str()),
+        capture_position: flow.legs.position().map(|p| Cow::Borrowed(p.as_str())),
     }
 }
 
@@ -543,7 +555,7 @@ impl PcapReport {
         let slow_listed = summary.slow_flows.len().min(top);
         let healthy = findings.iter().all(|f| f.id == FindingId::Healthy);
         PcapReport {
-            schema: PCAP_SCHEMA_ID,
+            schema: Cow::Borrowed(PCAP_SCHEMA_ID),
             file,
             packets: summary.read.packets,
             tcp_packets: summary.tcp_packets,
@@ -557,7 +569,7 @@ impl PcapReport {
             flows_with_stalls: summary.flows_with_stalls,
             stalls,
             time_lost_ms: ms(nagle_lost_ns),
-            verdict: if healthy { "healthy" } else { "findings" },
+            verdict: if healthy { Cow::Borrowed("healthy") } else { Cow::Borrowed("findings") },
             findings,
             top_flows: summary.flows.iter().take(listed).map(|f| flow_report(f, origin)).collect(),
             flows_not_listed: summary.flows_with_stalls - listed as u64,

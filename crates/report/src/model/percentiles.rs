@@ -3,10 +3,11 @@
 
 use hdrhistogram::Histogram;
 use nodelay_tcp::quantile_ms;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Latency percentiles and moments in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Percentiles {
     /// Median, in milliseconds.
     pub p50: f64,

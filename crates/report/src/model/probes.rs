@@ -7,7 +7,8 @@ use nodelay_tcp::time::ms;
 use serde::{Deserialize, Serialize};
 
 /// How the server answered a head with `Expect: 100-continue`, the body held back.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExpectContinueReport {
     /// `continue` (100 Continue), `final-at-once` (a final response before the body), or
     /// `silence` (nothing within `waited_ms`).
@@ -67,7 +68,8 @@ impl ExpectContinueReport {
 }
 
 /// How long the server kept an idle keep-alive connection (`doctor --idle-probe`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IdleKeepAliveReport {
     /// The server closed the idle connection this long after the response; null when it was
     /// still open after `waited_s`.

@@ -9,7 +9,8 @@ use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, Unfinis
 use nodelay_tcp::TcpInfo;
 use nodelay_tcp::quantile_ms;
 use nodelay_tcp::time::ms_from_ns as ms;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The `schema` of a proxy report (`schema/proxy.schema.json`).
@@ -17,7 +18,8 @@ pub const PROXY_SCHEMA_ID: &str = "nodelay-proxy/1";
 
 /// Each part of an exchange, as percentiles over the exchanges relayed in full (`None` when
 /// there were none).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ExchangeParts {
     /// From the request's first byte read from the client to the response's last byte
     /// written to it.
@@ -37,7 +39,8 @@ pub struct ExchangeParts {
 }
 
 /// Percentiles of the pauses of the messages that stalled.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Pauses {
     /// 10th percentile pause, in milliseconds.
     pub p10: f64,
@@ -50,10 +53,11 @@ pub struct Pauses {
 }
 
 /// How one leg's messages arrived: requests on the client leg, responses on the upstream's.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LegReport {
     /// `requests` or `responses`.
-    pub messages_are: &'static str,
+    pub messages_are: Cow<'static, str>,
     /// Messages read in full on this leg.
     pub messages: u64,
     /// Their bytes.
@@ -73,7 +77,7 @@ pub struct LegReport {
     /// The stalled messages' longest pauses added up, in milliseconds.
     pub time_lost_ms: f64,
     /// The side whose data waited when a message of this leg stalled.
-    pub held_by: &'static str,
+    pub held_by: Cow<'static, str>,
     /// TCP_INFO of the relay's own socket on this leg, on the busiest connection.
     pub relay_socket: Option<TcpInfo>,
     /// The leg's round trip: the median TCP_INFO `min_rtt` of the relay's socket on it over
@@ -92,7 +96,8 @@ pub struct LegReport {
     pub round_trip_time_lost_ms: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The client connections the relay accepted, and how they ended.
 pub struct ConnectionsReport {
     /// Client connections accepted.
@@ -114,7 +119,8 @@ pub struct ConnectionsReport {
 }
 
 /// Upstream connections that could not be opened (their clients' connections were closed).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct UpstreamFailures {
     /// Connects the upstream refused.
     pub refused: u64,
@@ -131,7 +137,8 @@ pub struct UpstreamFailures {
 }
 
 /// Exchanges that began and were not relayed in full, by why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IncompleteReport {
     /// The client closed or reset its connection first.
     pub client_gone: u64,
@@ -143,7 +150,8 @@ pub struct IncompleteReport {
     pub untimed: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One stalled message, as the proof's example reads it.
 pub struct StallExampleReport {
     /// The client connection's number, in accept order.
@@ -151,7 +159,7 @@ pub struct StallExampleReport {
     /// 1 for a connection's first exchange.
     pub exchange: u32,
     /// `client` (a request paused) or `upstream` (a response paused).
-    pub leg: &'static str,
+    pub leg: Cow<'static, str>,
     /// When the exchange began, from the start of the run.
     pub at_s: f64,
     /// The message's bytes.
@@ -164,11 +172,12 @@ pub struct StallExampleReport {
     pub bytes_before_pause: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The model of a `nodelay proxy` run: what the relay saw of each exchange, leg by leg.
 pub struct ProxyReport {
     /// The schema id, [`PROXY_SCHEMA_ID`].
-    pub schema: &'static str,
+    pub schema: Cow<'static, str>,
     /// The address the relay listened on (the port chosen for port 0).
     pub listen: String,
     /// The upstream address the relay connected to.
@@ -176,7 +185,7 @@ pub struct ProxyReport {
     /// How long the relay ran, in seconds.
     pub elapsed_s: f64,
     /// `duration`, `exchanges` or `signal` (Ctrl-C, SIGTERM).
-    pub stopped_by: &'static str,
+    pub stopped_by: Cow<'static, str>,
     /// Stopped by Ctrl-C or SIGTERM.
     pub interrupted: bool,
     /// Exchanges relayed in full (the response delivered).
@@ -206,7 +215,7 @@ pub struct ProxyReport {
     /// The first messages that stalled.
     pub stall_examples: Vec<StallExampleReport>,
     /// `healthy`, `findings`, or `nothing-relayed`.
-    pub verdict: &'static str,
+    pub verdict: Cow<'static, str>,
     /// What the relay's figures show (Nagle and delayed ACK on either leg); empty when nothing
     /// was relayed.
     pub findings: Vec<Finding>,
@@ -223,7 +232,11 @@ fn pauses(histogram: &Histogram<u64>) -> Option<Pauses> {
 
 fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegReport {
     LegReport {
-        messages_are: if kind == Leg::Client { "requests" } else { "responses" },
+        messages_are: if kind == Leg::Client {
+            Cow::Borrowed("requests")
+        } else {
+            Cow::Borrowed("responses")
+        },
         messages: leg.messages,
         bytes: leg.bytes,
         reads: leg.reads,
@@ -233,7 +246,7 @@ fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegRe
         stalled_first_on_connection: leg.stalled_first_on_connection,
         stall_pause_ms: pauses(&leg.stall_gap_ns),
         time_lost_ms: ms(leg.lost_ns),
-        held_by: kind.as_str(),
+        held_by: Cow::Borrowed(kind.as_str()),
         relay_socket,
         path_rtt_ms: (!leg.rtt_ns.is_empty()).then(|| quantile_ms(&leg.rtt_ns, 0.5)),
         round_trip_held: leg.round_trip_held,
@@ -266,11 +279,11 @@ impl ProxyReport {
         };
         let elapsed_s = end.elapsed.as_secs_f64();
         ProxyReport {
-            schema: PROXY_SCHEMA_ID,
+            schema: Cow::Borrowed(PROXY_SCHEMA_ID),
             listen,
             upstream,
             elapsed_s,
-            stopped_by: end.stopped_by.as_str(),
+            stopped_by: Cow::Borrowed(end.stopped_by.as_str()),
             interrupted: end.stopped_by == nodelay_proxy::StopReason::Signal,
             exchanges: stats.exchanges,
             http_exchanges: stats.http_exchanges,
@@ -321,7 +334,7 @@ impl ProxyReport {
                 .map(|e| StallExampleReport {
                     connection: e.connection,
                     exchange: e.sequence + 1,
-                    leg: e.leg.as_str(),
+                    leg: Cow::Borrowed(e.leg.as_str()),
                     at_s: e.at.as_secs_f64(),
                     bytes: e.bytes,
                     reads: e.reads,
@@ -329,7 +342,7 @@ impl ProxyReport {
                     bytes_before_pause: e.bytes_before_gap,
                 })
                 .collect(),
-            verdict,
+            verdict: Cow::Borrowed(verdict),
             findings,
         }
     }

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 /// One point of a percentile spectrum: `percentile` % of the values were at most
 /// `latency_ms`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SpectrumPoint {
     /// Percent of the values at most `latency_ms` (0 to 100).
     pub percentile: f64,
@@ -42,7 +43,8 @@ pub fn spectrum_ms(histogram: &Histogram<u64>) -> Vec<SpectrumPoint> {
 }
 
 /// One interval of a run's timeline (`--interval`, default 1 s).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct IntervalPoint {
     /// Seconds from the start of the run to the start of this interval.
     pub start_s: f64,
@@ -61,7 +63,8 @@ pub struct IntervalPoint {
 }
 
 /// The machine a run was measured on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Machine {
     /// Kernel name and release (`uname -sr`), e.g. `Linux 6.1.0`.
     pub kernel: String,

@@ -5,12 +5,13 @@
 
 use nodelay_diagnose::{server_load, server_warnings};
 use nodelay_host::{ProcessInfo, ServerView};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Busiest threads listed.
 const THREADS_SHOWN: usize = 3;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// The server's side of a run, read from /proc on this machine: its CPU, threads and upstream
 /// connections.
 pub struct ServerViewReport {
@@ -58,7 +59,8 @@ pub struct ServerViewReport {
     pub unread: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// One thread of the server and the CPU it used.
 pub struct ThreadReport {
     /// Its process's id.
@@ -75,7 +77,8 @@ pub struct ThreadReport {
     pub waiting_for_cpu_share: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 /// Connections the server opened to one upstream destination during the run.
 pub struct UpstreamReport {
     /// The destination, IP:port.

@@ -5,9 +5,11 @@
 use crate::model::percentiles::Percentiles;
 use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// The TLS options of an https:// run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TlsSettings {
     /// How the certificate is checked: `system` (trust store), `ca_file` (--cacert) or
     /// `insecure` (not at all).
@@ -41,16 +43,17 @@ fn trust_phrase(trust: TlsTrust) -> &'static str {
 }
 
 /// How a doctor's connections were trusted and what they settled on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TlsNegotiated {
     /// How the certificate was checked.
     pub trust: TlsTrust,
     /// `TLSv1.3` or `TLSv1.2`; null when no handshake completed.
-    pub version: Option<&'static str>,
+    pub version: Option<Cow<'static, str>>,
     /// IANA cipher suite name; null when no handshake completed.
-    pub cipher: Option<&'static str>,
+    pub cipher: Option<Cow<'static, str>>,
     /// The protocol the server chose by ALPN (`http/1.1`); null when it ignored ALPN.
-    pub alpn: Option<&'static str>,
+    pub alpn: Option<Cow<'static, str>>,
 }
 
 impl TlsNegotiated {
@@ -58,15 +61,15 @@ impl TlsNegotiated {
     pub fn of(client: &TlsClient, summary: Option<TlsSummary>) -> Self {
         TlsNegotiated {
             trust: client.trust,
-            version: summary.map(|s| s.version),
-            cipher: summary.map(|s| s.cipher),
-            alpn: summary.and_then(alpn_name),
+            version: summary.map(|s| Cow::Borrowed(s.version)),
+            cipher: summary.map(|s| Cow::Borrowed(s.cipher)),
+            alpn: summary.and_then(alpn_name).map(Cow::Borrowed),
         }
     }
 
     /// "TLSv1.3 TLS_AES_256_GCM_SHA384, certificate checked against --cacert".
     pub fn describe(&self) -> String {
-        let negotiated = match (self.version, self.cipher) {
+        let negotiated = match (&self.version, &self.cipher) {
             (Some(version), Some(cipher)) => format!("{version} {cipher}"),
             _ => "TLS (no handshake completed)".to_string(),
         };
@@ -75,14 +78,15 @@ impl TlsNegotiated {
 }
 
 /// What the TLS handshakes of a run settled on and cost.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TlsReport {
     /// `TLSv1.3` or `TLSv1.2`; null when no handshake completed.
-    pub version: Option<&'static str>,
+    pub version: Option<Cow<'static, str>>,
     /// IANA cipher suite name.
-    pub cipher: Option<&'static str>,
+    pub cipher: Option<Cow<'static, str>>,
     /// The protocol the server chose by ALPN (`http/1.1`), null if it ignored ALPN.
-    pub alpn: Option<&'static str>,
+    pub alpn: Option<Cow<'static, str>>,
     /// Handshakes that exchanged certificates.
     pub full_handshakes: u64,
     /// Handshakes that resumed an earlier session.
@@ -98,9 +102,9 @@ impl TlsReport {
     pub fn of(stats: &Stats) -> Self {
         let summary = stats.tls();
         TlsReport {
-            version: summary.map(|s| s.version),
-            cipher: summary.map(|s| s.cipher),
-            alpn: summary.and_then(alpn_name),
+            version: summary.map(|s| Cow::Borrowed(s.version)),
+            cipher: summary.map(|s| Cow::Borrowed(s.cipher)),
+            alpn: summary.and_then(alpn_name).map(Cow::Borrowed),
             full_handshakes: stats.tls_full_handshake_ns.len(),
             resumed_handshakes: stats.tls_resumed_handshake_ns.len(),
             full_handshake_ms: Percentiles::from_ns(&stats.tls_full_handshake_ns),
@@ -111,11 +115,11 @@ impl TlsReport {
     /// One sentence: "TLSv1.3 TLS_AES_256_GCM_SHA384, ALPN http/1.1; 12 handshakes: 2 full
     /// (p50 1.20 ms), 10 resumed (p50 0.41 ms)".
     pub fn describe(&self) -> String {
-        let negotiated = match (self.version, self.cipher) {
+        let negotiated = match (&self.version, &self.cipher) {
             (Some(version), Some(cipher)) => format!("{version} {cipher}"),
             _ => "no handshake completed".to_string(),
         };
-        let alpn = match self.alpn {
+        let alpn = match &self.alpn {
             Some(protocol) => format!(", ALPN {protocol}"),
             None if self.version.is_some() => ", no ALPN answer".to_string(),
             None => String::new(),

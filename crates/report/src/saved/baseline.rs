@@ -3,28 +3,8 @@
 //! only a compare run serves; a bench run has one sample and is refused with how to save one.
 
 use crate::model::bench::{BENCH_SCHEMA_ID, BenchSettings};
-use crate::model::compare::{COMPARE_SCHEMA_ID, CompareTarget, RoundFigures, SavedTarget};
-use crate::model::series::Machine;
-use serde::Deserialize;
+use crate::model::compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, SavedTarget};
 use serde_json::Value;
-
-/// The parts of a saved compare run a baseline needs.
-#[derive(Deserialize)]
-struct SavedCompare {
-    /// The first target's load, for runs whose targets do not carry their own.
-    settings: BenchSettings,
-    targets: Vec<SavedCompareTarget>,
-    machine: Option<Machine>,
-}
-
-#[derive(Deserialize)]
-struct SavedCompareTarget {
-    label: String,
-    url: String,
-    settings: Option<BenchSettings>,
-    error: Option<String>,
-    rounds: Vec<RoundFigures>,
-}
 
 /// How to make a baseline, for the errors that meet a file that is none.
 const HOW_TO_SAVE: &str = "save one with: nodelay compare --rounds 5 --json URL > FILE.json";
@@ -45,7 +25,7 @@ pub fn saved_target(text: &str, file: &str, wanted: Option<&str>) -> Result<Comp
         }
         None => return Err(format!("{file} is no nodelay report (it has no schema id); {HOW_TO_SAVE}")),
     }
-    let saved: SavedCompare = serde_json::from_value(value)
+    let saved: CompareReport = serde_json::from_value(value)
         .map_err(|e| format!("{file} is not a valid \"{COMPARE_SCHEMA_ID}\" report: {e}"))?;
     let labels: Vec<&str> = saved.targets.iter().map(|t| t.label.as_str()).collect();
     let index = match wanted {
@@ -72,16 +52,20 @@ pub fn saved_target(text: &str, file: &str, wanted: Option<&str>) -> Result<Comp
             target.rounds.len()
         ));
     }
+    // The first version wrote no load per target: its targets' settings read as empty, and
+    // the report's own (the first target's, the same load for all) stands for them.
+    let settings = if target.settings.url.is_empty() { saved.settings } else { target.settings };
+    let machine = (!saved.machine.kernel.is_empty()).then_some(saved.machine);
     Ok(CompareTarget {
         label: target.label,
         url: target.url,
-        settings: target.settings.unwrap_or(saved.settings),
+        settings,
         error: None,
         rounds: target.rounds,
         run: None,
         diagnosis: None,
         diagnosis_error: None,
-        saved: Some(SavedTarget { file: file.to_string(), machine: saved.machine }),
+        saved: Some(SavedTarget { file: file.to_string(), machine }),
     })
 }
 

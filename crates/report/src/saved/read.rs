@@ -1,17 +1,14 @@
-//! A saved run told apart by its `schema` id and read through its kind's view, for a reader
-//! that names the kinds it reads and the fields it needs of each (the page and the text do
-//! not show the same kinds, nor need the same fields).
+//! A saved run told apart by its `schema` id and read back into its command's own report
+//! model, for a reader that names the kinds it reads and the fields it needs of each (the page
+//! and the text do not show the same kinds). The models take serde's defaults, so a run saved
+//! by an older nodelay of the same schema version, which lacks the fields added since, reads.
 
-use super::bench::BenchView;
-use super::compare::CompareView;
-use super::doctor::{DoctorScenarioView, DoctorView};
-use super::traffic::{PcapView, ProxyView};
-use crate::model::bench::BENCH_SCHEMA_ID;
-use crate::model::compare::COMPARE_SCHEMA_ID;
-use crate::model::doctor::{DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID};
-use crate::model::merge::MERGE_SCHEMA_ID;
-use crate::model::pcap::PCAP_SCHEMA_ID;
-use crate::model::proxy::PROXY_SCHEMA_ID;
+use crate::model::bench::{BENCH_SCHEMA_ID, BenchReport};
+use crate::model::compare::{COMPARE_SCHEMA_ID, CompareReport};
+use crate::model::doctor::{DOCTOR_SCENARIO_SCHEMA_ID, DOCTOR_SCHEMA_ID, DoctorReport, DoctorScenarioReport};
+use crate::model::merge::{MERGE_SCHEMA_ID, MergeReport};
+use crate::model::pcap::{PCAP_SCHEMA_ID, PcapReport};
+use crate::model::proxy::{PROXY_SCHEMA_ID, ProxyReport};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
@@ -43,18 +40,15 @@ impl Kind {
     }
 }
 
-/// One run, read.
+/// One run, read into its command's report model.
 pub enum Run {
-    /// A bench run, or a merge of interval logs (`merged`), which has the same figures.
-    Bench {
-        view: Box<BenchView>,
-        merged: bool,
-    },
-    Compare(Box<CompareView>),
-    Doctor(Box<DoctorView>),
-    DoctorScenario(Box<DoctorScenarioView>),
-    Pcap(Box<PcapView>),
-    Proxy(Box<ProxyView>),
+    Bench(Box<BenchReport>),
+    Merge(Box<MergeReport>),
+    Compare(Box<CompareReport>),
+    Doctor(Box<DoctorReport>),
+    DoctorScenario(Box<DoctorScenarioReport>),
+    Pcap(Box<PcapReport>),
+    Proxy(Box<ProxyReport>),
 }
 
 /// Why a value is no run its reader reads: one line naming it.
@@ -116,19 +110,27 @@ impl Reader {
         }
         let read = |e: serde_json::Error| ReadError::invalid(name, schema, e);
         Ok(match kind {
-            Kind::Bench | Kind::Merge => {
-                Run::Bench { view: view(run).map_err(read)?, merged: *kind == Kind::Merge }
+            Kind::Bench => Run::Bench(model(run).map_err(read)?),
+            Kind::Merge => Run::Merge(model(run).map_err(read)?),
+            Kind::Compare => {
+                let mut compare: Box<CompareReport> = model(run).map_err(read)?;
+                if run.get("rounds_completed").is_none() {
+                    // The first version counted every round it began, and wrote no count of
+                    // those completed: each target's rounds are those.
+                    compare.rounds_completed =
+                        compare.targets.iter().map(|t| t.rounds.len() as u32).max().unwrap_or(0);
+                }
+                Run::Compare(compare)
             }
-            Kind::Compare => Run::Compare(view(run).map_err(read)?),
-            Kind::Doctor => Run::Doctor(view(run).map_err(read)?),
-            Kind::DoctorScenario => Run::DoctorScenario(view(run).map_err(read)?),
-            Kind::Pcap => Run::Pcap(view(run).map_err(read)?),
-            Kind::Proxy => Run::Proxy(view(run).map_err(read)?),
+            Kind::Doctor => Run::Doctor(model(run).map_err(read)?),
+            Kind::DoctorScenario => Run::DoctorScenario(model(run).map_err(read)?),
+            Kind::Pcap => Run::Pcap(model(run).map_err(read)?),
+            Kind::Proxy => Run::Proxy(model(run).map_err(read)?),
         })
     }
 }
 
-/// `run` through the view `T` of its schema.
-fn view<T: DeserializeOwned>(run: &Value) -> Result<Box<T>, serde_json::Error> {
+/// `run` read into the model `T` of its schema.
+fn model<T: DeserializeOwned>(run: &Value) -> Result<Box<T>, serde_json::Error> {
     T::deserialize(run).map(Box::new)
 }

@@ -208,7 +208,7 @@ fn write_bench_results(out: &mut String, r: &BenchReport, width: usize) -> std::
         writeln!(out)?;
         write_finding_fitted(out, finding, width)?;
     }
-    let suggestions = r.suggestions.iter().map(|s| (s.id, s.why.as_str(), s.prove.as_str()));
+    let suggestions = r.suggestions.iter().map(|s| (&*s.id, s.why.as_str(), s.prove.as_str()));
     write_suggestions(out, suggestions, width)
 }
 
@@ -461,7 +461,7 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
         }
     }
     rows.extend(error_rows(
-        r.errors.iter().map(|(kind, n)| (*kind, *n, r.error_examples.get(kind).map(String::as_str))),
+        r.errors.iter().map(|(kind, n)| (kind.as_str(), *n, r.error_examples.get(kind).map(String::as_str))),
     ));
     if let Some(ports) = &r.local_ports {
         let reuse = match ports.tcp_tw_reuse {
@@ -626,9 +626,10 @@ fn connections_summary(r: &BenchReport) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::bench::{ConnectionReport, RequestReport};
+    use std::borrow::Cow;
     use std::collections::BTreeMap;
 
     /// Percentiles from `min` to `max` milliseconds.
@@ -695,9 +696,9 @@ mod tests {
 
     /// A Nagle stall: totals in milliseconds, first bytes in microseconds, connects in
     /// nanoseconds' range, 20 responses on one connection.
-    fn stalled() -> BenchReport {
+    pub(crate) fn stalled() -> BenchReport {
         BenchReport {
-            schema: crate::model::bench::BENCH_SCHEMA_ID,
+            schema: Cow::Borrowed(crate::model::bench::BENCH_SCHEMA_ID),
             settings: settings(),
             requests_completed: 20,
             non_success_responses: 0,
@@ -735,7 +736,7 @@ mod tests {
             },
             read_chunks_per_response: 2.0,
             status_counts: BTreeMap::from([("200".into(), 20)]),
-            errors: nodelay_engine::ErrorKind::ALL.iter().map(|k| (k.as_str(), 0)).collect(),
+            errors: nodelay_engine::ErrorKind::ALL.iter().map(|k| (k.as_str().to_string(), 0)).collect(),
             error_examples: BTreeMap::new(),
             connections_opened: 1,
             connections: vec![ConnectionReport {
@@ -771,10 +772,11 @@ mod tests {
         r.interrupted = true;
         r.latency_ms = Some(spread(0.02, 1700.6));
         r.latency_uncorrected_ms = Some(spread(0.02, 3.1));
-        r.errors.insert("timeout", 4);
-        r.errors.insert("malformed_response", 1);
-        r.error_examples.insert("timeout", "no complete response within 5s".into());
-        r.error_examples.insert("malformed_response", "bytes after the end of the response ".repeat(4));
+        r.errors.insert("timeout".into(), 4);
+        r.errors.insert("malformed_response".into(), 1);
+        r.error_examples.insert("timeout".into(), "no complete response within 5s".into());
+        r.error_examples
+            .insert("malformed_response".into(), "bytes after the end of the response ".repeat(4));
         r.connections = (0..12)
             .map(|c| ConnectionReport {
                 connection: c,
@@ -819,7 +821,7 @@ mod tests {
         r.connect_ms = None;
         r.latency_histogram = Vec::new();
         r.status_counts.clear();
-        r.errors.insert("timeout", 1);
+        r.errors.insert("timeout".into(), 1);
         r.connections.clear();
         r
     }

@@ -86,7 +86,7 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
                 (Some(low), Some(high)) => format!("{}–{}×", format_ratio(low), format_ratio(high)),
                 _ => "too few rounds".into(),
             };
-            let figure = match c.metric {
+            let figure = match &*c.metric {
                 "p50_ms" => "p50",
                 "p99_ms" => "p99",
                 _ => "req/s",

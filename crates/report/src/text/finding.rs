@@ -66,7 +66,7 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     let scale = evidence_scale(&f.title, f.evidence.iter().filter(|e| e.unit == "ms").map(|e| e.value));
     let mut evidence = TextTable::new(width, 4, &[Col::Hanging, Col::Right]);
     for item in &f.evidence {
-        evidence.row([item.what.clone(), format_evidence(item.value, item.unit, &scale)]);
+        evidence.row([item.what.clone(), format_evidence(item.value, &item.unit, &scale)]);
     }
     out.push_str(&evidence.render());
     if !f.proof.is_empty() {
@@ -77,7 +77,8 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
         }
     }
     out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
-    let fixes: Vec<(&str, &str, bool)> = f.fix.iter().map(|fix| (fix.stack, fix.how, fix.detected)).collect();
+    let fixes: Vec<(&str, &str, bool)> =
+        f.fix.iter().map(|fix| (&*fix.stack, &*fix.how, fix.detected)).collect();
     write_fixes(out, &fixes, "--json", width);
     Ok(())
 }

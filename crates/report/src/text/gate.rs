@@ -26,7 +26,7 @@ impl FittedText {
 
 /// What was measured against the threshold, in its unit (the Markdown summary says the same).
 pub(crate) fn said(result: &ThresholdResult) -> String {
-    let value = |v: f64| match result.unit {
+    let value = |v: f64| match &*result.unit {
         "ms" => format_duration_ms(v),
         "req/s" => format!("{v:.1} req/s"),
         "%" => format!("{v:.2} %"),

@@ -3,11 +3,11 @@
 //! then the findings. No line is wider than the width, and each table gives all its
 //! durations in one unit (ms), so that columns compare at a glance.
 
-use crate::format::{display_width, format_bytes, format_duration_ms, format_ms, ms_decimals};
+use crate::format::{display_width, format_bytes, format_duration_ms, format_ms, ms_decimals, plural};
 use crate::model::pcap::{FlowReport, PcapReport, SlowFlowReport, StallReport, TimeReport};
 use crate::render::Render;
-use crate::text::Text;
 use crate::text::wrap::{NO_BREAK, wrap_atoms, wrap_words};
+use crate::text::{FittedText, Text};
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use nodelay_diagnose::Finding;
@@ -20,6 +20,12 @@ const FLOW_COLUMN_MIN: usize = 24;
 impl Render<PcapReport> for Text {
     fn render(&self, report: &PcapReport) -> String {
         report.render_text(PcapReport::DEFAULT_TEXT_WIDTH)
+    }
+}
+
+impl Render<PcapReport> for FittedText {
+    fn render(&self, report: &PcapReport) -> String {
+        report.render_text(self.width)
     }
 }
 
@@ -107,13 +113,13 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
         "",
         "  ",
         &format!(
-            "nodelay pcap {}: {} packets ({} TCP), {} captured, {:.3} s of traffic, {} TCP flows",
+            "nodelay pcap {}: {} packets ({} TCP), {} captured, {:.3} s of traffic, {}",
             r.file,
             r.packets,
             r.tcp_packets,
             format_bytes(r.bytes as f64),
             r.duration_s,
-            r.flows
+            plural(r.flows as usize, "TCP flow", "TCP flows")
         ),
     );
     out.para(
@@ -121,9 +127,9 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
         "  ",
         // In ms like the flow table below it, whatever the total.
         &format!(
-            "stalls: {} in {} flows, {} lost",
+            "stalls: {} in {}, {} lost",
             r.stalls,
-            r.flows_with_stalls,
+            plural(r.flows_with_stalls as usize, "flow", "flows"),
             format_ms(r.time_lost_ms, 2)
         ),
     );
@@ -246,7 +252,7 @@ fn describe_time(time: &TimeReport) -> String {
         format_ms(time.nagle_held_ms, 1),
         format_ms(time.client_idle_ms, 1),
     );
-    if let Some(part) = time.dominant {
+    if let Some(part) = &time.dominant {
         text.push_str(&format!("; most: the {part}'s ({:.0}%)", time.dominant_percent));
     }
     text
@@ -266,7 +272,7 @@ fn write_slow_flow(out: &mut Lines, flow: &SlowFlowReport) {
         ),
     );
     if let (Some(rtt), Some(client), Some(server)) = (flow.rtt_ms, flow.client_side_ms, flow.server_side_ms) {
-        let at = match flow.capture_position {
+        let at = match flow.capture_position.as_deref() {
             Some("between") => ", captured between the two",
             Some("client") => ", captured next to the client",
             Some("server") => ", captured next to the server",
@@ -428,7 +434,7 @@ fn break_after_colons(text: &str, room: usize) -> String {
 fn write_flow(out: &mut Lines, flow: &FlowReport) {
     out.para("", "  ", &format!("stream {}: {} -> {}", flow.tcp_stream, flow.client, flow.server));
     let stack = flow.suggested_stack.as_ref().map(|s| format!(": {s}")).unwrap_or_default();
-    out.para("  ", "    ", &format!("ACKs delayed by the {}{stack}", acker_name(flow.ack_delayed_by)));
+    out.para("  ", "    ", &format!("ACKs delayed by the {}{stack}", acker_name(&flow.ack_delayed_by)));
     // Whole terms per line, `&&` leading the continuations: the first line alone is a
     // filter that works, and each term can be pasted as it stands.
     let mut terms = flow.wireshark_filter.split(" && ");
@@ -474,12 +480,13 @@ fn write_finding(out: &mut Lines, f: &Finding) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use nodelay_capture::{Analyzer, ReadStats, read_packets};
+    use std::borrow::Cow;
 
     /// The report of a committed capture fixture.
-    fn fixture_report(name: &str) -> PcapReport {
+    pub(crate) fn fixture_report(name: &str) -> PcapReport {
         let path = format!("{}/../../tests/fixtures/pcap/{name}", env!("CARGO_MANIFEST_DIR"));
         let mut analyzer = Analyzer::new(None, 10);
         let mut stats = ReadStats::default();
@@ -505,8 +512,8 @@ mod tests {
             handshake_rtt_ms: None,
             stalls: 2,
             time_lost_ms: lost_ms,
-            held_by: "server",
-            ack_delayed_by: "client",
+            held_by: Cow::Borrowed("server"),
+            ack_delayed_by: Cow::Borrowed("client"),
             ack_delay_p50_ms: delay_ms,
             suggested_stack: None,
             examples: Vec::new(),
@@ -518,7 +525,7 @@ mod tests {
 
     fn model(flows: Vec<FlowReport>) -> PcapReport {
         PcapReport {
-            schema: crate::model::pcap::PCAP_SCHEMA_ID,
+            schema: Cow::Borrowed(crate::model::pcap::PCAP_SCHEMA_ID),
             file: "f.pcap".into(),
             packets: 20,
             tcp_packets: 20,
@@ -529,7 +536,7 @@ mod tests {
             flows_with_stalls: flows.len() as u64,
             stalls: 4,
             time_lost_ms: 1700.62,
-            verdict: "findings",
+            verdict: Cow::Borrowed("findings"),
             findings: Vec::new(),
             top_flows: flows,
             flows_not_listed: 0,

@@ -9,12 +9,12 @@ use crate::format::{
 use crate::model::percentiles::Percentiles;
 use crate::model::proxy::{LegReport, ProxyReport, StallExampleReport};
 use crate::render::Render;
-use crate::text::Text;
 use crate::text::bench::format_elapsed;
 use crate::text::finding::write_finding_fitted;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use crate::text::{DEFAULT_WIDTH, MIN_WIDTH};
+use crate::text::{FittedText, Text};
 use nodelay_tcp::time::ms_from_us as ms_of_us;
 use std::fmt::Write;
 
@@ -24,6 +24,12 @@ const EXAMPLES_SHOWN: usize = 3;
 impl Render<ProxyReport> for Text {
     fn render(&self, report: &ProxyReport) -> String {
         report.render_text(DEFAULT_WIDTH)
+    }
+}
+
+impl Render<ProxyReport> for FittedText {
+    fn render(&self, report: &ProxyReport) -> String {
+        report.render_text(self.width)
     }
 }
 
@@ -42,9 +48,11 @@ fn count(n: u64, one: &str, many: &str) -> String {
 }
 
 fn stopped(r: &ProxyReport) -> String {
-    match r.stopped_by {
+    match &*r.stopped_by {
         "duration" => "stopped at the end of -d".into(),
-        "exchanges" => format!("stopped after {}", count(r.exchanges, "exchange", "exchanges")),
+        "exchanges" => {
+            format!("stopped after {}", count(r.exchanges, "exchange", "exchanges"))
+        }
         _ => "interrupted (Ctrl-C)".into(),
     }
 }
@@ -179,15 +187,15 @@ pub(crate) fn write_parts(out: &mut String, rows: &[(&str, Option<[f64; 5]>)], w
 }
 
 /// The client leg and the upstream leg, in [`write_legs`]'s table.
-fn write_legs_table(out: &mut String, r: &ProxyReport, width: usize) {
-    let row = |name, leg: &'_ LegReport| LegRow {
+fn write_legs_table<'a>(out: &mut String, r: &'a ProxyReport, width: usize) {
+    let row = |name: &'static str, leg: &'a LegReport| LegRow {
         name,
-        messages_are: leg.messages_are,
+        messages_are: &leg.messages_are,
         messages: leg.messages,
         stalled: leg.stalled,
         pause_p50_ms: leg.stall_pause_ms.map(|p| p.p50),
         time_lost_ms: leg.time_lost_ms,
-        held_by: leg.held_by,
+        held_by: &leg.held_by,
     };
     write_legs(out, &[row("client", &r.client_leg), row("upstream", &r.upstream_leg)], width);
 }
@@ -342,7 +350,7 @@ fn write_counts(out: &mut String, r: &ProxyReport, width: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::format::display_width;
     use nodelay_proxy::{ExchangeRecord, Framing, ProxyStats, Reads, RelayEnd, RelaySink, StopReason};
@@ -350,7 +358,7 @@ mod tests {
 
     /// A run of `exchanges` on one connection whose responses pause `gap_ms` after the head
     /// (all but the first), as the stalling Python server behind the relay shows.
-    fn report(exchanges: u32, gap_ms: u64) -> ProxyReport {
+    pub(crate) fn report(exchanges: u32, gap_ms: u64) -> ProxyReport {
         let t0 = Instant::now();
         let mut stats = ProxyStats::new(t0, nodelay_tcp::thresholds::STALL_GAP);
         for sequence in 0..exchanges {

@@ -1,16 +1,15 @@
 //! Runs saved with `--json` printed as text again (`nodelay report RUN.json`): each kind told
-//! apart by its `schema` id and read through the views of saved runs (`crate::saved`, which
-//! the HTML page reads too), then laid out as its live run is, fitted to a width.
+//! apart by its `schema` id, read back into its command's report model (`crate::saved`, which
+//! the HTML page reads too), and printed by the live run's own renderer, fitted to a width.
 
-mod bench;
-mod doctor;
-mod finding;
 #[cfg(test)]
 mod tests;
-mod traffic;
 
-use crate::saved::{Kind, ReadError, Reader, Run};
-use crate::text::MIN_WIDTH;
+use crate::model::compare::CompareReport;
+use crate::render::Render;
+use crate::saved::{Kind, Reader, Run};
+use crate::text::compare::compare_header;
+use crate::text::{FittedText, MIN_WIDTH};
 use serde_json::Value;
 
 /// The kinds of run printed, and the fields of each printed that every version of its schema
@@ -36,21 +35,23 @@ const READER: Reader = Reader {
 /// of no kind read is a one-line error naming it by `name` (its file).
 pub fn text_of_saved_run(name: &str, run: &Value, width: usize) -> Result<String, String> {
     let width = width.max(MIN_WIDTH);
-    let run = READER.read(name, run).map_err(|e| e.0)?;
-    let mut out = String::new();
-    let written = match &run {
-        Run::Bench { view, merged: false } => {
-            let settings =
-                view.bench_settings().map_err(|e| ReadError::invalid(name, Kind::Bench.schema(), e).0)?;
-            bench::write_bench(&mut out, view, &settings, width)
-        }
-        Run::Bench { view, merged: true } => bench::write_merge(&mut out, view, width),
-        Run::Compare(view) => bench::write_compare(&mut out, view, width),
-        Run::Doctor(view) => doctor::write_doctor(&mut out, view, width),
-        Run::DoctorScenario(view) => doctor::write_scenario(&mut out, view, width),
-        Run::Pcap(view) => traffic::write_pcap(&mut out, view, width),
-        Run::Proxy(view) => traffic::write_proxy(&mut out, view, width),
-    };
-    written.expect("writing to a String cannot fail");
-    Ok(out)
+    let fitted = FittedText::new(width);
+    Ok(match READER.read(name, run).map_err(|e| e.0)? {
+        Run::Bench(report) => fitted.render(&*report),
+        Run::Merge(report) => fitted.render(&*report),
+        // Headed as the live run is, before its rounds.
+        Run::Compare(report) => compare_heading(&report, width) + &fitted.render(&*report),
+        Run::Doctor(report) => fitted.render(&*report),
+        Run::DoctorScenario(report) => fitted.render(&*report),
+        Run::Pcap(report) => fitted.render(&*report),
+        Run::Proxy(report) => fitted.render(&*report),
+    })
+}
+
+/// The heading a live compare prints before its rounds: the load, and each target's URL.
+fn compare_heading(report: &CompareReport, width: usize) -> String {
+    let labels: Vec<(String, String)> =
+        report.targets.iter().map(|t| (t.label.clone(), t.url.clone())).collect();
+    let measured_now = report.targets.iter().filter(|t| t.saved.is_none()).count();
+    compare_header(&report.settings, &labels, measured_now, report.rounds, width)
 }
