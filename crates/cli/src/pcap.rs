@@ -73,8 +73,9 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     }
     // The rules read the summary; the report renders what they said.
     let observations = CaptureObservations::of(&summary);
-    let findings = observations.diagnose();
-    let report = PcapReport::new(name, &summary, &observations, findings, args.top as usize, warnings, error);
+    let diagnosis = observations.diagnose();
+    let report =
+        PcapReport::new(name, &summary, &observations, diagnosis, args.top as usize, warnings, error);
     if let Some(output) = html {
         output.write(crate::html::page_of(&report)?.as_bytes())?;
     }

@@ -6,7 +6,7 @@ use crate::exit::{Outcome, UsageError};
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, anyhow};
-use nodelay_diagnose::{RelayObservations, relay_findings};
+use nodelay_diagnose::RelayObservations;
 use nodelay_proxy::{ProxyStats, Relay, RelayConfig};
 use nodelay_report::{Json, ProxyReport, Render};
 use std::net::SocketAddr;
@@ -32,8 +32,8 @@ pub fn proxy(args: &ProxyArgs) -> Result<Outcome> {
     let end =
         relay.run(&mut stats, nodelay_load::stop::requested).map_err(|e| anyhow!("relay failed: {e}"))?;
     // The rules read the statistics; the report renders what they said.
-    let findings = relay_findings(&RelayObservations::of(&stats));
-    let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end, findings);
+    let diagnosis = RelayObservations::of(&stats).diagnose();
+    let report = ProxyReport::new(listening.to_string(), args.upstream.to_string(), &stats, &end, diagnosis);
     output::stdout(&if args.json { Json.render(&report) } else { report.render_text(text_width()) })?;
     Ok(if report.relayed_nothing() {
         Outcome::Failed

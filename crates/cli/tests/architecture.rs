@@ -172,6 +172,23 @@ fn report_models_render_what_the_rules_said() {
     assert!(calls_the_rules("pub fn suggestion_shape(&self) -> RunShape {").is_none());
 }
 
+/// A rule that hands its findings out bare, outside the one `Diagnosis` every source gets.
+fn bare_findings(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or("");
+    (code.trim_start().starts_with("pub fn ")
+        && (code.contains("-> Vec<Finding>") || code.contains("-> Option<Finding>")))
+    .then_some("a public rule returns findings, not a Diagnosis")
+}
+
+#[test]
+fn every_source_gets_one_diagnosis() {
+    let bare = lines_flagged(|name| name == "diagnose", bare_findings);
+    assert!(bare.is_empty(), "rules outside the stage:\n{}", bare.join("\n"));
+    assert!(bare_findings("pub fn relay_findings(o: &RelayObservations) -> Vec<Finding> {").is_some());
+    assert!(bare_findings("pub(crate) fn relay_findings(o: &RelayObservations) -> Vec<Finding> {").is_none());
+    assert!(bare_findings("pub fn diagnose(&self) -> Diagnosis {").is_none());
+}
+
 #[test]
 fn the_fact_reader_sees_copies_and_lets_derived_views_pass() {
     assert!(tcp_fact_copied("const STALL_GAP_MS: f64 = 25.0;").is_some());
@@ -331,7 +348,10 @@ fn without_tests(text: &str) -> String {
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
         if line.trim() == "#[cfg(test)]"
-            && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod "))
+            && lines.peek().is_some_and(|next| {
+                let next = next.trim_start();
+                next.starts_with("mod ") || next.starts_with("pub(crate) mod ")
+            })
         {
             break;
         }

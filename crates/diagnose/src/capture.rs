@@ -31,24 +31,6 @@ pub struct CaptureStalls {
     pub example: String,
 }
 
-/// Findings for the stalls of a capture; `healthy` when there were none among `tcp_flows`.
-pub fn capture_findings(groups: &[CaptureStalls], tcp_flows: u64) -> Vec<Finding> {
-    let mut findings: Vec<Finding> = groups.iter().filter(|g| g.stalls > 0).map(finding).collect();
-    if findings.is_empty() {
-        findings.push(Finding {
-            id: FindingId::Healthy,
-            title: format!("No Nagle × delayed-ACK stall in {tcp_flows} TCP flows"),
-            proven: true,
-            confidence: if tcp_flows > 0 { Confidence::High } else { Confidence::Low },
-            evidence: vec![Evidence::new("TCP flows examined", tcp_flows as f64, "count")],
-            proof: Vec::new(),
-            fix_summary: "Nothing to fix.".into(),
-            fix: Vec::new(),
-        });
-    }
-    findings
-}
-
 fn finding(group: &CaptureStalls) -> Finding {
     let (holder, acker) = if group.held_by_server { ("server", "client") } else { ("client", "server") };
     let timer = match_delayed_ack_timer(group.ack_delay_p50_ms);
@@ -297,7 +279,7 @@ pub struct CapturePath {
 
 /// Everything a capture shows, the costliest first: Nagle holds of both kinds, and what its
 /// exchanges, losses and windows show; `healthy` (saying where the time went) when nothing.
-pub fn capture_diagnosis(
+pub(crate) fn capture_diagnosis(
     stalls: &[CaptureStalls],
     round_trips: &[CaptureRoundTrips],
     path: &CapturePath,
@@ -704,19 +686,19 @@ mod tests {
 
     #[test]
     fn server_and_client_stalls_get_their_ids() {
-        let findings = capture_findings(&[group(true, 9), group(false, 0)], 1);
+        let findings = capture_diagnosis(&[group(true, 9), group(false, 0)], &[], &CapturePath::default(), 1);
         assert_eq!(findings.len(), 1);
         assert_eq!(findings[0].id, FindingId::ServerNagleDelayedAck);
         assert_eq!(findings[0].confidence, Confidence::High);
         assert!(findings[0].evidence.iter().any(|e| e.what.contains("Linux/FreeBSD")));
-        let findings = capture_findings(&[group(false, 2)], 1);
+        let findings = capture_diagnosis(&[group(false, 2)], &[], &CapturePath::default(), 1);
         assert_eq!(findings[0].id, FindingId::ClientNagleDelayedAck);
         assert_eq!(findings[0].confidence, Confidence::Medium);
     }
 
     #[test]
     fn no_stalls_is_healthy() {
-        let findings = capture_findings(&[], 12);
+        let findings = capture_diagnosis(&[], &[], &CapturePath::default(), 12);
         assert_eq!(findings[0].id, FindingId::Healthy);
         assert!(findings[0].title.contains("12 TCP flows"));
     }
@@ -755,7 +737,7 @@ mod tests {
         let findings = capture_diagnosis(&[], &[], &path, 1);
         assert_eq!(ids(&findings), ["healthy"]);
         assert!(
-            findings[0].title.contains("1 TCP flows") && findings[0].title.contains("network's (99%)"),
+            findings[0].title.contains("1 TCP flow:") && findings[0].title.contains("network's (99%)"),
             "{}",
             findings[0].title
         );

@@ -6,7 +6,6 @@ use crate::capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte, SlowPath,
     Timeouts, ZeroWindowFacts, capture_diagnosis,
 };
-use crate::finding::Finding;
 use nodelay_capture::analysis::{Budget, Legs};
 use nodelay_capture::{CaptureSummary, SenderStalls, StallExample};
 use nodelay_tcp::quantile::{distribution_ns, percentile_ms as percentile, quantile_ms};
@@ -47,9 +46,9 @@ impl CaptureObservations {
         CaptureObservations { stalls, round_trips, path, rtts_ms, tcp_flows: summary.flows_seen }
     }
 
-    /// The findings, most costly first; `healthy` when there are none.
-    pub fn diagnose(&self) -> Vec<Finding> {
-        capture_diagnosis(&self.stalls, &self.round_trips, &self.path, self.tcp_flows)
+    /// The diagnosis: the findings, most costly first; `healthy` when there are none.
+    pub fn diagnose(&self) -> crate::Diagnosis {
+        crate::Diagnosis::of(capture_diagnosis(&self.stalls, &self.round_trips, &self.path, self.tcp_flows))
     }
 }
 

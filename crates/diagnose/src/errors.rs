@@ -179,7 +179,7 @@ mod tests {
     }
 
     fn ids(observations: &Observations) -> Vec<FindingId> {
-        diagnose(observations).iter().map(|f| f.id).collect()
+        diagnose(observations).ids()
     }
 
     #[test]
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn a_few_errors_are_named_beside_the_rest() {
         let one_in_forty = with_errors(40, 502);
-        let findings = diagnose(&one_in_forty);
+        let findings = diagnose(&one_in_forty).findings;
         assert_eq!(findings.iter().map(|f| f.id).collect::<Vec<_>>(), [FindingId::ErrorResponses]);
         assert!(
             findings[0].title.starts_with("1 of 40 responses were errors (502 ×1)"),
@@ -212,7 +212,7 @@ mod tests {
                 ..nodelay_engine::StreamRecord::default()
             });
         }
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(findings.iter().map(|f| f.id).collect::<Vec<_>>(), [FindingId::ErrorResponses]);
         assert!(
             findings[0].title.starts_with("30 of 40 responses were errors (grpc-status 12 ×30)"),
@@ -228,6 +228,6 @@ mod tests {
         for response in observations.baseline.responses.iter_mut() {
             response.http2.as_mut().unwrap().grpc_status = Some(0);
         }
-        assert_eq!(diagnose(&observations)[0].id, FindingId::Healthy);
+        assert_eq!(diagnose(&observations).findings[0].id, FindingId::Healthy);
     }
 }

@@ -32,7 +32,7 @@ fn is_cause(id: FindingId) -> bool {
 
 /// The hop that explains a slow front, as a finding on the front; `None` when the front is
 /// not slow or no hop accounts for its time.
-pub fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Finding> {
+pub(crate) fn proxy_hop_stall(front: &PhaseSummary, hops: &[HopDiagnosis]) -> Option<Finding> {
     if front.responses == 0 || front.total_p50_ms < SLOW_FRONT_MS {
         return None;
     }
@@ -94,7 +94,7 @@ fn hidden_by_fresh_connections(id: FindingId) -> bool {
 /// new connection to its upstream per request, whose upstream stalls on a reused connection
 /// (Nagle on the hop), would wait that stall on every request once it pools connections. The
 /// front's finding then says so, carries the hop's proof, and puts the hop's fix first.
-pub fn order_fixes(findings: &mut [Finding], hops: &[HopDiagnosis]) {
+pub(crate) fn order_fixes(findings: &mut [Finding], hops: &[HopDiagnosis]) {
     for finding in findings.iter_mut().filter(|f| f.id == FindingId::UpstreamConnectionPerRequest) {
         let names_hop = |hop: &&HopDiagnosis| {
             let address = hop.address.to_string();
@@ -135,7 +135,7 @@ pub fn order_fixes(findings: &mut [Finding], hops: &[HopDiagnosis]) {
 }
 
 /// The server held a connection an HTTP/1.0 client expected it to close.
-pub fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
+pub(crate) fn unrequested_keep_alive(probe: &HoldProbe) -> Option<Finding> {
     // A server that holds without promising anything is a naive one, not a hop-by-hop leak;
     // the issue is the promise a client did not ask for.
     if !probe.said_keep_alive || probe.closed_after.is_some_and(|after| after < HELD_TOO_LONG) {

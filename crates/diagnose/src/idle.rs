@@ -16,7 +16,7 @@ use std::time::Duration;
 const MIN_IDLE_CLOSE: Duration = Duration::from_millis(100);
 
 /// The finding, with the fixes of the server's stack first when its process is known.
-pub fn keepalive_idle_close(probe: &IdleProbe, view: Option<&ServerView>) -> Option<Finding> {
+pub(crate) fn keepalive_idle_close(probe: &IdleProbe, view: Option<&ServerView>) -> Option<Finding> {
     let after = probe.closed_after.filter(|after| *after >= MIN_IDLE_CLOSE && !probe.said_close)?;
     let seconds = after.as_secs_f64();
     let mut evidence =

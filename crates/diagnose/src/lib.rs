@@ -13,6 +13,7 @@ mod backlog;
 mod capture;
 mod capture_observations;
 mod closing;
+mod diagnosis;
 mod errors;
 mod expect;
 mod finding;
@@ -40,30 +41,27 @@ mod window;
 
 pub use capture::{
     CapturePath, CaptureRoundTrips, CaptureStalls, CaptureTime, ClientWait, LateFirstByte,
-    NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts, capture_diagnosis, capture_findings,
+    NAMED_SHARE_PERCENT, SlowPath, Timeouts, ZeroWindowFacts,
 };
 pub use capture_observations::{CaptureObservations, capture_time};
 pub use closing::closes_after_each_response;
+pub use diagnosis::{Diagnosis, ServerSeen, Verdict, diagnose_load};
 pub use errors::{MAX_ERROR_SHARE, grpc_code_name};
 pub use finding::{Confidence, Evidence, Finding, FindingId, Fix, Note, Proof, ProofKind};
-pub use hops::{order_fixes, proxy_hop_stall};
-pub use idle::keepalive_idle_close;
 pub use nodelay_tcp::timers::{DelayedAckTimer, match_delayed_ack_timer};
 pub use phase::{
     ErrorSummary, Experiment, FixTrial, HopDiagnosis, LATE_FIRST_BYTE_MS, MAX_FAILED_SHARE, Observations,
     Phase, PhaseSummary, RequestShape, STALL_GAP_MS, SYN_RETRY_WINDOWS_MS, percentile,
 };
-pub use relay::{LegPauses, RelayObservations, relay_findings};
+pub use relay::{LegPauses, RelayObservations};
 pub use rules::next_experiment;
 pub use server::{
     CONNECTIONS_PER_REQUEST, CPU_BOUND_SHARE, MIN_REQUESTS, ServerLoad, ThreadShare,
-    runs_one_thread_at_a_time, server_findings, server_load, server_warnings,
+    runs_one_thread_at_a_time, server_load, server_warnings,
 };
 pub use significance::{
     ALPHA, Difference, SMALLEST_DIFFERENCE, compare_rounds, compare_rounds_at, least_p_value,
 };
 pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
 pub use stage::diagnose;
-pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word, suggest};
-pub use unseen_hops::unseen_hops_note;
-pub use window::window_notes;
+pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word};

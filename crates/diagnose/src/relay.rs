@@ -168,7 +168,7 @@ impl RelayObservations {
 
 /// Findings, most important first; `healthy` when nothing is wrong; none when nothing was
 /// relayed.
-pub fn relay_findings(o: &RelayObservations) -> Vec<Finding> {
+pub(crate) fn relay_findings(o: &RelayObservations) -> Vec<Finding> {
     if o.exchanges == 0 {
         return Vec::new();
     }

@@ -9,6 +9,12 @@ use nodelay_tcp::thresholds::LATE_FIRST_BYTE;
 use nodelay_tcp::time::{ms_from_ns, ns};
 
 impl RelayObservations {
+    /// The diagnosis of the relayed traffic: its findings, most important first; `healthy`
+    /// when nothing is wrong; none when nothing was relayed.
+    pub fn diagnose(&self) -> crate::Diagnosis {
+        crate::Diagnosis::of(crate::relay::relay_findings(self))
+    }
+
     /// A relay's statistics in the rules' terms.
     pub fn of(stats: &ProxyStats) -> Self {
         let busiest = stats.busiest.as_ref();

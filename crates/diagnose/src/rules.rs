@@ -942,10 +942,10 @@ mod tests {
             waiting_for_cpu_us,
         };
         observations.server_view = Some(crate::server::tests::view(vec![thread(69_000, 369_000)], vec![]));
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::ServerCpuBound]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::ServerCpuBound]);
         // A handler that sleeps 14 ms and works 2: the wait is its own, and said.
         observations.server_view = Some(crate::server::tests::view(vec![thread(69_000, 6_000)], vec![]));
-        let found = ids(&diagnose(&observations));
+        let found = ids(&diagnose(&observations).findings);
         assert!(found.contains(&FindingId::SlowFirstByte), "{found:?}");
     }
 
@@ -957,7 +957,7 @@ mod tests {
             ..observe(GET, Vec::new())
         };
         assert_eq!(next_experiment(&observations), None, "nothing to separate");
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::Healthy]);
         assert!(
             findings[0].title.contains("the server answers in 1.0")
@@ -970,7 +970,7 @@ mod tests {
             baseline: on_path(None, 40.0, keep_alive(60.0, None)),
             ..observe(GET, Vec::new())
         };
-        let finding = &diagnose(&slow)[0];
+        let finding = &diagnose(&slow).findings[0];
         assert_eq!(finding.id, FindingId::SlowFirstByte);
         assert!(
             finding.title.contains("takes 20.0 ms") && finding.title.contains("40.0 ms round trip"),
@@ -982,13 +982,13 @@ mod tests {
             baseline: on_path(None, 200.0, keep_alive(220.0, None)),
             ..observe(GET, Vec::new())
         };
-        assert_eq!(ids(&diagnose(&far)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&far).findings), vec![FindingId::Healthy]);
         // On loopback (under 1 ms) nothing changes: 12 ms is slow.
         let local = Observations {
             baseline: on_path(None, 0.02, keep_alive(12.0, None)),
             ..observe(GET, Vec::new())
         };
-        assert_eq!(ids(&diagnose(&local))[0], FindingId::SlowFirstByte);
+        assert_eq!(ids(&diagnose(&local).findings)[0], FindingId::SlowFirstByte);
     }
 
     #[test]
@@ -1005,7 +1005,7 @@ mod tests {
             10.0,
             keep_alive(10.4, Some(10.5)),
         ));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(findings[0].id, FindingId::ServerNagleRoundTrip, "{findings:#?}");
         assert!(findings[0].proven);
         assert!(
@@ -1023,7 +1023,7 @@ mod tests {
             10.0,
             keep_alive(10.4, Some(21.0)),
         ));
-        let finding = &diagnose(&observations)[0];
+        let finding = &diagnose(&observations).findings[0];
         assert_eq!(finding.id, FindingId::SlowResponseBody);
         assert!(!finding.proven);
         // Without the experiment (the budget ran out), it says so.
@@ -1031,7 +1031,7 @@ mod tests {
             baseline: on_path(None, 10.0, keep_alive(10.4, Some(10.3))),
             ..observe(GET, Vec::new())
         };
-        let finding = &diagnose(&untested)[0];
+        let finding = &diagnose(&untested).findings[0];
         assert_eq!(finding.id, FindingId::SlowResponseBody);
         assert!(finding.title.ends_with("(client TCP_QUICKACK) did not run"), "{}", finding.title);
     }
@@ -1048,7 +1048,7 @@ mod tests {
             40.5,
             keep_alive(41.0, Some(41.0)),
         ));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck], "{findings:#?}");
         let finding = &findings[0];
         assert!(finding.proven, "the quick ACKs removed the delay: {:?}", finding.proof);
@@ -1079,7 +1079,7 @@ mod tests {
             10.0,
             keep_alive(10.6, None),
         ));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(findings[0].id, FindingId::ClientNagleRoundTrip, "{findings:#?}");
         assert!(findings[0].proven && findings[0].proof[0].removed);
         assert!(
@@ -1094,7 +1094,7 @@ mod tests {
         };
         fine.experiments.push(on_path(Some(Experiment::SplitRequestNagle), 10.0, keep_alive(10.6, None)));
         assert_eq!(next_experiment(&fine), None);
-        assert_eq!(ids(&diagnose(&fine)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&fine).findings), vec![FindingId::Healthy]);
     }
 
     #[test]
@@ -1120,7 +1120,7 @@ mod tests {
         observations.experiments.push(large(Some(Experiment::AfterIdle), 41.0, 164.0, false));
         // The baseline's client keeps its connection alive and busy: it pays neither, so the
         // verdict is healthy and what a fresh or idle connection would cost is a note.
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::Healthy]);
         let notes = crate::window::window_notes(&observations);
         let note_ids: Vec<FindingId> = notes.iter().map(|n| n.id).collect();
         assert_eq!(note_ids, vec![FindingId::InitialWindowLimited, FindingId::SlowStartAfterIdle]);
@@ -1141,14 +1141,14 @@ mod tests {
         // A workload of a connection per request pays the window on every response: a finding,
         // shown by the response's own time from first byte to last (four round trips).
         let paying = Observations { baseline: large(None, 82.0, 245.0, true), ..observe(GET, Vec::new()) };
-        let findings = diagnose(&paying);
+        let findings = diagnose(&paying).findings;
         let limited = findings.iter().find(|f| f.id == FindingId::InitialWindowLimited).expect("the finding");
         assert!(limited.title.contains("(4 round trips)"), "{}", limited.title);
         assert_eq!((limited.proven, limited.confidence), (false, Confidence::High));
         assert!(crate::window::window_notes(&paying).is_empty());
         // Its responses all in one flight (a window already open, or a small one): nothing.
         let one_flight = Observations { baseline: large(None, 82.0, 84.0, true), ..observe(GET, Vec::new()) };
-        assert!(!ids(&diagnose(&one_flight)).contains(&FindingId::InitialWindowLimited));
+        assert!(!ids(&diagnose(&one_flight).findings).contains(&FindingId::InitialWindowLimited));
     }
 
     #[test]
@@ -1169,7 +1169,7 @@ mod tests {
         observations.experiments.push(lossy(Some(Experiment::QuickAck), 10.4, 3));
         let summary = observations.experiments[0].summary();
         assert_eq!((summary.stalled, summary.retransmission_waits), (0, 3));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck, FindingId::RetransmissionTimeout]);
         assert!(findings[0].proven);
         assert!(
@@ -1186,7 +1186,7 @@ mod tests {
     fn a_stall_whose_experiment_never_ran_claims_nothing() {
         // The budget left no time for client TCP_QUICKACK: nothing tells Nagle from a slow server.
         let observations = observe(GET, keep_alive(0.2, Some(43.5)));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody]);
         let finding = &findings[0];
         assert!(!finding.proven && finding.confidence == Confidence::Low);
@@ -1195,7 +1195,7 @@ mod tests {
         assert!(finding.fix_summary.contains("larger --budget"), "{}", finding.fix_summary);
         // Stopped by Ctrl-C instead: said so, and no advice about the budget.
         let interrupted = Observations { interrupted: true, ..observe(GET, keep_alive(0.2, Some(43.5))) };
-        let finding = &diagnose(&interrupted)[0];
+        let finding = &diagnose(&interrupted).findings[0];
         assert!(
             finding.title.ends_with("did not run: the run was interrupted (Ctrl-C)"),
             "{}",
@@ -1209,7 +1209,7 @@ mod tests {
         for (first_byte, timer_like) in [(50.2, false), (44.0, true)] {
             let mut observations = observe(GET, keep_alive(first_byte, None));
             observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(first_byte, None)));
-            let findings = diagnose(&observations);
+            let findings = diagnose(&observations).findings;
             let finding =
                 findings.iter().find(|f| f.id == FindingId::SlowFirstByte).expect("slow-first-byte");
             assert_eq!(
@@ -1223,7 +1223,7 @@ mod tests {
 
     #[test]
     fn healthy_quotes_the_pause_the_table_shows() {
-        let findings = diagnose(&observe(GET, keep_alive(0.2, Some(5.0))));
+        let findings = diagnose(&observe(GET, keep_alive(0.2, Some(5.0)))).findings;
         assert_eq!(ids(&findings), vec![FindingId::Healthy]);
         let title = &findings[0].title;
         assert!(title.contains("median pause within a response 5."), "{title}");
@@ -1239,7 +1239,7 @@ mod tests {
         let fresh = (0..30).map(|_| response(0, 0.3, None)).collect();
         observations.experiments.push(phase(Some(Experiment::NewConnectionPerRequest), fresh));
         assert_eq!(next_experiment(&observations), None);
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::ServerNagleDelayedAck]);
         let finding = &findings[0];
         assert!(finding.proven);
@@ -1253,7 +1253,7 @@ mod tests {
     fn stall_that_quickack_does_not_remove_is_not_called_nagle() {
         let mut observations = observe(GET, keep_alive(0.2, Some(43.5)));
         observations.experiments.push(phase(Some(Experiment::QuickAck), keep_alive(0.2, Some(43.0))));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody]);
         assert!(!findings[0].proven);
     }
@@ -1266,7 +1266,7 @@ mod tests {
         observations
             .experiments
             .push(phase(Some(Experiment::NewConnectionPerRequest), keep_alive(40.4, None)));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::SlowFirstByte]);
         assert!(findings[0].proven);
         assert!(findings[0].title.contains("upstream"), "a steady 40 ms first byte hints at a stalled hop");
@@ -1279,7 +1279,7 @@ mod tests {
         let mut observations = observe(GET, responses.clone());
         observations.experiments.push(phase(Some(Experiment::QuickAck), responses.clone()));
         observations.experiments.push(phase(Some(Experiment::NewConnectionPerRequest), responses));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::SlowFirstByte]);
         assert!(!findings[0].title.contains("upstream"));
     }
@@ -1288,7 +1288,7 @@ mod tests {
     fn healthy_server_needs_no_experiment() {
         let observations = observe(GET, keep_alive(0.1, None));
         assert_eq!(next_experiment(&observations), None);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::Healthy]);
     }
 
     #[test]
@@ -1296,7 +1296,7 @@ mod tests {
         let fresh = (0..20).map(|_| response(0, 0.2, None)).collect();
         let observations = observe(GET, fresh);
         assert_eq!(next_experiment(&observations), None);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::ConnectionPerRequest]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::ConnectionPerRequest]);
     }
 
     #[test]
@@ -1307,7 +1307,7 @@ mod tests {
         assert_eq!(next_experiment(&observations), Some(Experiment::SplitRequestNoDelay));
         observations.experiments.push(phase(Some(Experiment::SplitRequestNoDelay), keep_alive(0.1, None)));
         assert_eq!(next_experiment(&observations), None);
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::ClientNagleDelayedAck]);
         assert!(findings[0].title.starts_with("Clients that write"));
     }
@@ -1324,7 +1324,7 @@ mod tests {
         observations
             .experiments
             .push(phase(Some(Experiment::SplitRequestNoDelay), keep_alive(0.6, Some(43.5))));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         let client = findings.iter().find(|f| f.id == FindingId::ClientNagleDelayedAck);
         let proof = &client.unwrap_or_else(|| panic!("{findings:#?}")).proof[0];
         assert!(proof.removed && proof.experiment_p50_ms > proof.baseline_p50_ms / 2.0, "{proof:#?}");
@@ -1336,7 +1336,7 @@ mod tests {
         let mut observations = observe(POST, keep_alive(0.1, None));
         observations.experiments.push(phase(Some(Experiment::SplitRequestNagle), keep_alive(0.2, None)));
         assert_eq!(next_experiment(&observations), None);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::Healthy]);
     }
 
     #[test]
@@ -1356,7 +1356,7 @@ mod tests {
         observations.experiments.push(phase(Some(Experiment::SplitRequestNoDelay), keep_alive(0.1, None)));
         assert_eq!(next_experiment(&observations), Some(Experiment::SingleWrite));
         observations.experiments.push(phase(Some(Experiment::SingleWrite), keep_alive(0.1, None)));
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::ClientNagleDelayedAck], "{findings:#?}");
         assert!(findings[0].title.starts_with("The client's request waits"));
     }
@@ -1387,7 +1387,7 @@ mod tests {
             ..Observations::default()
         };
         assert_eq!(next_experiment(&observations), None, "no experiment rescues it");
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::UnreliableMeasurement]);
         let finding = &findings[0];
         assert!(
@@ -1417,7 +1417,7 @@ mod tests {
             linked_libraries: Vec::new(),
             ..Observations::default()
         };
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::Healthy]);
     }
 
     #[test]
@@ -1427,19 +1427,19 @@ mod tests {
         let quickack = failing(phase(Some(Experiment::QuickAck), keep_alive(0.1, None)), 10);
         observations.experiments.push(quickack);
         assert_eq!(next_experiment(&observations), Some(Experiment::NewConnectionPerRequest), "it was run");
-        let findings = diagnose(&observations);
+        let findings = diagnose(&observations).findings;
         assert_eq!(ids(&findings), vec![FindingId::SlowResponseBody], "{findings:#?}");
         assert!(!findings[0].proven);
         assert!(findings[0].proof.is_empty(), "{:?}", findings[0].proof);
         // The same experiment with failures within the share proves it.
         observations.experiments[0] = failing(phase(Some(Experiment::QuickAck), keep_alive(0.1, None)), 3);
-        assert_eq!(ids(&diagnose(&observations)), vec![FindingId::ServerNagleDelayedAck]);
+        assert_eq!(ids(&diagnose(&observations).findings), vec![FindingId::ServerNagleDelayedAck]);
     }
 
     #[test]
     fn nothing_measured_means_no_findings() {
         let observations = Observations { request: Some(GET), ..Observations::default() };
-        assert!(diagnose(&observations).is_empty());
+        assert!(diagnose(&observations).findings.is_empty());
         assert_eq!(next_experiment(&observations), None);
     }
 }

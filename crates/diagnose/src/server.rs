@@ -124,7 +124,11 @@ pub fn runs_one_thread_at_a_time(view: &ServerView) -> bool {
 /// CPU-bound nor reconnecting to its upstreams. `sequential_p50_ms`: the median time per
 /// request when they were sent one at a time (the doctor's baseline), which the server's
 /// CPU per request is compared with; `None` under concurrent load (bench).
-pub fn server_findings(view: &ServerView, requests: u64, sequential_p50_ms: Option<f64>) -> Vec<Finding> {
+pub(crate) fn server_findings(
+    view: &ServerView,
+    requests: u64,
+    sequential_p50_ms: Option<f64>,
+) -> Vec<Finding> {
     let mut findings = Vec::new();
     findings.extend(cpu_bound_finding(view, requests, sequential_p50_ms));
     findings.extend(

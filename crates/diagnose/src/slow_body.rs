@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn four_short_pauses_that_add_up_are_a_slow_body_not_healthy() {
         for (pauses, pause_ms) in [(4, 10.0), (2, 20.0)] {
-            let findings = diagnose(&trickled(pauses, pause_ms));
+            let findings = diagnose(&trickled(pauses, pause_ms)).findings;
             assert_eq!(findings[0].id, FindingId::SlowResponseBody, "{pauses} x {pause_ms}: {findings:#?}");
             assert!(findings.iter().all(|f| f.id != FindingId::Healthy));
             assert!(findings[0].title.contains(&format!("pause {pauses} times")), "{}", findings[0].title);
@@ -141,7 +141,7 @@ mod tests {
 
     #[test]
     fn short_pauses_that_stay_short_are_healthy() {
-        let findings = diagnose(&trickled(4, 2.0));
+        let findings = diagnose(&trickled(4, 2.0)).findings;
         assert_eq!(findings[0].id, FindingId::Healthy, "{findings:#?}");
     }
 

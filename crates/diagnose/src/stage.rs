@@ -1,16 +1,24 @@
-//! The diagnosis as one stage: everything measured of a target in, its findings out, ranked,
-//! with fixes that name the target, and `healthy` only when nothing was found: the rules
-//! themselves never say it. Nothing edits the findings after this returns.
+//! The diagnosis as one stage: everything measured of a target in, its [`Diagnosis`] out:
+//! findings ranked, fixes that name the target, the notes, and `healthy` only when nothing was
+//! found (the rules themselves never say it). Nothing edits it after this returns.
 
+use crate::diagnosis::Diagnosis;
 use crate::finding::{Finding, FindingId};
 use crate::hops::{order_fixes, proxy_hop_stall};
 use crate::idle::keepalive_idle_close;
 use crate::phase::Observations;
 use crate::rules::rule_findings;
 
-/// The findings from everything measured, most important first; `healthy`, alone, when
-/// nothing is wrong.
-pub fn diagnose(observations: &Observations) -> Vec<Finding> {
+/// The diagnosis of everything measured of a target: its findings, most important first
+/// (`healthy`, alone, when nothing is wrong), and the notes that cost it nothing.
+pub fn diagnose(observations: &Observations) -> Diagnosis {
+    let mut notes = crate::window::window_notes(observations);
+    notes.extend(crate::unseen_hops::unseen_hops_note(observations));
+    Diagnosis { findings: findings_of(observations), notes, suggestions: Vec::new() }
+}
+
+/// The findings of [`diagnose`].
+fn findings_of(observations: &Observations) -> Vec<Finding> {
     let mut findings = rule_findings(observations);
     if let Some(hop_stall) = proxy_hop_stall(&observations.baseline.summary(), &observations.hops) {
         // The hop explains what the front could only describe.
@@ -72,7 +80,7 @@ mod tests {
     #[test]
     fn a_healthy_target_is_healthy_alone_until_the_idle_probe_finds_a_close() {
         let mut observations = answering_in(0.2);
-        assert_eq!(ids(&diagnose(&observations)), [FindingId::Healthy]);
+        assert_eq!(ids(&diagnose(&observations).findings), [FindingId::Healthy]);
         observations.idle_probe = Some(IdleProbe {
             status: 200,
             said_close: false,
@@ -80,13 +88,13 @@ mod tests {
             closed_after: Some(Duration::from_millis(2003)),
             waited: Duration::from_millis(2003),
         });
-        assert_eq!(ids(&diagnose(&observations)), [FindingId::KeepaliveIdleClose]);
+        assert_eq!(ids(&diagnose(&observations).findings), [FindingId::KeepaliveIdleClose]);
     }
 
     #[test]
     fn a_hop_that_explains_a_slow_front_replaces_what_the_front_could_only_describe() {
         let mut observations = answering_in(44.0);
-        assert_eq!(ids(&diagnose(&observations))[0], FindingId::SlowFirstByte);
+        assert_eq!(ids(&diagnose(&observations).findings)[0], FindingId::SlowFirstByte);
         let hop_baseline = answering_in(43.8).baseline.summary();
         observations.hops = vec![HopDiagnosis {
             address: "127.0.0.1:9000".parse().unwrap(),
@@ -94,7 +102,7 @@ mod tests {
             baseline: hop_baseline,
             findings: vec![proven_stall()],
         }];
-        let findings = ids(&diagnose(&observations));
+        let findings = ids(&diagnose(&observations).findings);
         assert_eq!(findings[0], FindingId::ProxyHopStall);
         assert!(!findings.contains(&FindingId::SlowFirstByte), "{findings:?}");
     }

@@ -135,7 +135,7 @@ pub fn shell_word(text: &str) -> String {
 }
 
 /// The passive rules, in order of how much of the time they explain.
-pub fn suggest(run: &RunShape) -> Vec<Suggestion> {
+pub(crate) fn suggest(run: &RunShape) -> Vec<Suggestion> {
     let mut out = Vec::new();
     if run.responses == 0 {
         return out;

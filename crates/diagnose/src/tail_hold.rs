@@ -208,7 +208,7 @@ mod tests {
         assert_eq!((finding.id, finding.proven), (FindingId::ServerNagleRoundTrip, true));
         assert!(finding.title.contains("last 384 bytes"), "{}", finding.title);
         assert!(finding.fix_summary.contains("about 7.0 ms of"), "{}", finding.fix_summary);
-        let ids: Vec<FindingId> = crate::diagnose(&observations).iter().map(|f| f.id).collect();
+        let ids: Vec<FindingId> = crate::diagnose(&observations).findings.iter().map(|f| f.id).collect();
         assert_eq!(ids, [FindingId::ServerNagleRoundTrip]);
     }
 
@@ -220,7 +220,7 @@ mod tests {
         let summary = observations.baseline.summary();
         assert_eq!((summary.tail_held, summary.tail_alone), (29, 0));
         assert!(server_tail_hold(&observations, &summary).is_none());
-        assert_eq!(crate::diagnose(&observations)[0].id, FindingId::Healthy);
+        assert_eq!(crate::diagnose(&observations).findings[0].id, FindingId::Healthy);
     }
 
     #[test]

@@ -30,7 +30,7 @@ fn proxy_of_server_header(server: &str) -> Option<&'static str> {
 
 /// The note for a proxy front across a path whose sockets are not in view; `None` otherwise
 /// (on loopback or a local server, `hops` follows the upstreams itself).
-pub fn unseen_hops_note(observations: &Observations) -> Option<Note> {
+pub(crate) fn unseen_hops_note(observations: &Observations) -> Option<Note> {
     let baseline = observations.baseline.summary();
     let rtt = baseline.judged_rtt_ms();
     if rtt <= 0.0 || observations.server_view.is_some() || baseline.responses == 0 {

@@ -124,7 +124,7 @@ fn proof(cost: &WindowCost, baseline: &PhaseSummary) -> Proof {
 
 /// Notes for a keep-alive workload: what a fresh connection, or one left idle, would cost
 /// it, measured by the experiments. The measured workload pays neither.
-pub fn window_notes(observations: &Observations) -> Vec<Note> {
+pub(crate) fn window_notes(observations: &Observations) -> Vec<Note> {
     let baseline = observations.baseline.summary();
     if baseline.responses == 0 || !baseline.reliable {
         return Vec::new();

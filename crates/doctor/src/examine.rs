@@ -85,18 +85,16 @@ pub(crate) fn examine_within(
     let try_fix = examination.try_fix(&mut observations, fix)?;
     let hops = examination.hops(&mut observations);
     examination.idle_probe(&mut observations);
-    let findings = diagnose(&observations);
+    let diagnosis = diagnose(&observations);
     let mut report = DoctorReport::new(
         workload.url.to_string(),
         workload.address.to_string(),
         budget,
         started.elapsed(),
         &observations,
-        findings,
+        diagnosis,
         &skipped,
     );
-    report.notes = nodelay_diagnose::window_notes(&observations);
-    report.notes.extend(nodelay_diagnose::unseen_hops_note(&observations));
     report.interrupted = stop::requested();
     report.tls = workload.tls.as_ref().map(|client| TlsNegotiated::of(client, observations.baseline.tls));
     report.try_fix = try_fix;
@@ -347,7 +345,7 @@ impl<'a> Examination<'a> {
     /// when a server-side stall was proven and the budget allows.
     fn try_fix(&mut self, observations: &mut Observations, fix: FixPolicy) -> Result<Option<TryFixReport>> {
         let FixPolicy::Try { keep } = fix else { return Ok(None) };
-        let findings = diagnose(observations);
+        let findings = diagnose(observations).findings;
         if let Some(why) = fix_refusal(&findings, stop::requested(), self.left()) {
             return Ok(Some(TryFixReport::not_applied(why, Vec::new())));
         }

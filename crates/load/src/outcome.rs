@@ -5,7 +5,7 @@
 use crate::plan::{Load, Measured};
 use crate::server_view::Watching;
 use crate::workload::{looks_like_tls_refusal, tls_hint};
-use nodelay_diagnose::{server_findings, suggest};
+use nodelay_diagnose::{ServerSeen, diagnose_load};
 use nodelay_engine::{ErrorKind, Stats};
 use nodelay_report::{BenchReport, format_status_counts};
 
@@ -24,17 +24,16 @@ impl Load {
         let thread_seconds = measured.end.elapsed.as_secs_f64() * self.config.threads.max(1) as f64;
         let cpu_share = (thread_seconds > 0.0).then(|| measured.worker_cpu.as_secs_f64() / thread_seconds);
         let mut report = self.report(stats, measured.end);
+        // One connection in a closed loop sends one request at a time: the server's CPU per
+        // request can be set against the time each took.
+        let sequential_p50_ms = (self.config.connections == 1 && self.config.rate_per_second.is_none())
+            .then(|| report.latency_ms.as_ref().map(|latency| latency.p50))
+            .flatten();
         // Each socket that sent a SYN left a connection record, a refused or timed-out one too.
+        let mut server_view = None;
         if let (Some(view_report), view) = watching.finish(stats.completed, stats.connections_closed) {
-            // One connection in a closed loop sends one request at a time: the server's CPU per
-            // request can be set against the time each took.
-            let sequential_p50_ms = (self.config.connections == 1 && self.config.rate_per_second.is_none())
-                .then(|| report.latency_ms.as_ref().map(|latency| latency.p50))
-                .flatten();
-            let findings = view
-                .map(|view| server_findings(&view, stats.completed, sequential_p50_ms))
-                .unwrap_or_default();
-            report = report.with_server_view(view_report, findings);
+            report = report.with_server_view(view_report);
+            server_view = view;
         }
         // Connects that found no local port: how many TIME-WAIT sockets hold them, in which range.
         if stats.errors(ErrorKind::PortsExhausted) > 0 {
@@ -43,8 +42,12 @@ impl Load {
         let report = report.with_generator_share(cpu_share);
         let shape =
             report.suggestion_shape(tls_words, self.curl_request.clone(), self.nodelay_request.clone());
-        let suggestions = suggest(&shape);
-        report.with_suggestions(suggestions)
+        let server = server_view.as_ref().map(|view| ServerSeen {
+            view,
+            requests: stats.completed,
+            sequential_p50_ms,
+        });
+        report.with_diagnosis(diagnose_load(server, &shape))
     }
 
     /// Why no request of the run succeeded, in one line (a TLS port answered in plain HTTP, the

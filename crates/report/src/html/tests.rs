@@ -95,7 +95,7 @@ pub(crate) fn doctor_report(url: &str, findings: Vec<Finding>) -> DoctorReport {
         Duration::from_secs(10),
         Duration::from_secs(3),
         &Observations::default(),
-        findings,
+        nodelay_diagnose::Diagnosis::of(findings),
         &[],
     )
 }
@@ -145,7 +145,7 @@ fn a_bench_page_has_its_plots_numbers_settings_and_machine() {
 #[test]
 fn an_upstream_count_whose_ports_went_round_is_drawn_as_a_floor_with_its_bound() {
     let report = bench_report("http://example.test/", 0)
-        .with_server_view(crate::model::server_view::tests::churning_proxy(), Vec::new());
+        .with_server_view(crate::model::server_view::tests::churning_proxy());
     let page = unescape(&html_page(&[value(&report)]).unwrap());
     assert!(page.contains("<td class=\"n\">≥ 13496</td><td class=\"n\">≥ 0.346</td>"), "{page}");
     assert!(

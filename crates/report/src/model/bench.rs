@@ -7,7 +7,7 @@ use crate::model::server_view::ServerViewReport;
 use crate::model::status::SuccessStatuses;
 use crate::model::tls::{TlsReport, TlsSettings};
 use hdrhistogram::Histogram;
-use nodelay_diagnose::{Finding, RunShape, Suggestion};
+use nodelay_diagnose::{Diagnosis, Finding, RunShape, Suggestion};
 use nodelay_engine::{ErrorKind, RequestStats, Stats};
 use nodelay_tcp::TcpInfo;
 use nodelay_tcp::time::ms_from_us;
@@ -457,9 +457,11 @@ impl BenchReport {
         RunShape { tls_options, request_words, nodelay_request_words, ..self.run_shape() }
     }
 
-    /// Adds what the passive rules suggested of these numbers.
-    pub fn with_suggestions(mut self, suggestions: Vec<Suggestion>) -> Self {
-        self.suggestions = suggestions;
+    /// Adds what the diagnosis made of the run: the server view's findings and what the
+    /// numbers suggest.
+    pub fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
+        self.findings = diagnosis.findings;
+        self.suggestions = diagnosis.suggestions;
         self
     }
 
@@ -512,10 +514,9 @@ impl BenchReport {
         }
     }
 
-    /// Adds the server's side of the run and what it shows.
-    pub fn with_server_view(mut self, view: ServerViewReport, findings: Vec<Finding>) -> Self {
+    /// Adds the server's side of the run (what it shows comes with the diagnosis).
+    pub fn with_server_view(mut self, view: ServerViewReport) -> Self {
         self.server_view = Some(view);
-        self.findings = findings;
         self
     }
 

@@ -4,7 +4,9 @@
 use crate::model::series::{SpectrumPoint, spectrum_ms};
 use crate::model::server_view::ServerViewReport;
 use crate::model::status::SuccessStatuses;
-use nodelay_diagnose::{Finding, FindingId, FixTrial, HopDiagnosis, Note, Observations, Phase, PhaseSummary};
+use nodelay_diagnose::{
+    Diagnosis, Finding, FixTrial, HopDiagnosis, Note, Observations, Phase, PhaseSummary, Verdict,
+};
 use nodelay_host::ProcessInfo;
 use nodelay_tcp::TcpInfo;
 use serde::{Deserialize, Serialize};
@@ -240,15 +242,12 @@ impl DoctorReport {
         budget: Duration,
         elapsed: Duration,
         observations: &Observations,
-        findings: Vec<Finding>,
+        diagnosis: Diagnosis,
         skipped: &[nodelay_diagnose::Experiment],
     ) -> Self {
-        let verdict = if findings.iter().any(|f| f.id == FindingId::UnreliableMeasurement) {
-            "unreliable"
-        } else if findings.iter().all(|f| f.id == FindingId::Healthy) {
-            "healthy"
-        } else {
-            "findings"
+        let verdict = match diagnosis.verdict() {
+            Verdict::NothingSeen => Verdict::Healthy,
+            verdict => verdict,
         };
         DoctorReport {
             schema: Cow::Borrowed(DOCTOR_SCHEMA_ID),
@@ -256,14 +255,14 @@ impl DoctorReport {
             address,
             budget_s: budget.as_secs_f64(),
             elapsed_s: elapsed.as_secs_f64(),
-            verdict: Cow::Borrowed(verdict),
+            verdict: Cow::Borrowed(verdict.as_str()),
             phases: std::iter::once(&observations.baseline)
                 .chain(&observations.experiments)
                 .map(PhaseReport::new)
                 .chain(observations.fix_trial.as_ref().map(PhaseReport::fix_trial))
                 .collect(),
-            findings,
-            notes: Vec::new(),
+            findings: diagnosis.findings,
+            notes: diagnosis.notes,
             skipped_experiments: skipped.iter().map(|e| experiment_id(*e)).collect(),
             server: observations.baseline.server_header.clone(),
             error_page: ErrorPage::from_baseline(&observations.baseline),

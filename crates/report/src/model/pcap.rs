@@ -3,7 +3,9 @@
 
 use nodelay_capture::analysis::{Budget, ExchangeTiming, Retransmissions, ZeroWindows};
 use nodelay_capture::{CaptureSummary, Endpoint, FlowSummary, HoldKind, StallExample};
-use nodelay_diagnose::{CaptureObservations, Finding, FindingId, capture_time, match_delayed_ack_timer};
+use nodelay_diagnose::{
+    CaptureObservations, Diagnosis, Finding, Verdict, capture_time, match_delayed_ack_timer,
+};
 use nodelay_tcp::quantile::{distribution_ns, quantile_ms};
 use nodelay_tcp::time::ms_from_ns as ms;
 use serde::{Deserialize, Serialize};
@@ -528,13 +530,13 @@ fn wireshark_filter(
 }
 
 impl PcapReport {
-    /// `top`: how many stalling flows to list. `observations` and `findings` are what the
+    /// `top`: how many stalling flows to list. `observations` and `diagnosis` are what the
     /// rules made of `summary` (`nodelay_diagnose::CaptureObservations`).
     pub fn new(
         file: String,
         summary: &CaptureSummary,
         observations: &CaptureObservations,
-        findings: Vec<Finding>,
+        diagnosis: Diagnosis,
         top: usize,
         warnings: Vec<String>,
         error: Option<String>,
@@ -553,7 +555,11 @@ impl PcapReport {
         .fold(0u64, |sum, s| sum.saturating_add(s.lost_ns));
         let listed = summary.flows.len().min(top);
         let slow_listed = summary.slow_flows.len().min(top);
-        let healthy = findings.iter().all(|f| f.id == FindingId::Healthy);
+        // A capture with nothing in it has nothing wrong with it either.
+        let verdict = match diagnosis.verdict() {
+            Verdict::NothingSeen => Verdict::Healthy,
+            verdict => verdict,
+        };
         PcapReport {
             schema: Cow::Borrowed(PCAP_SCHEMA_ID),
             file,
@@ -569,8 +575,8 @@ impl PcapReport {
             flows_with_stalls: summary.flows_with_stalls,
             stalls,
             time_lost_ms: ms(nagle_lost_ns),
-            verdict: if healthy { Cow::Borrowed("healthy") } else { Cow::Borrowed("findings") },
-            findings,
+            verdict: Cow::Borrowed(verdict.as_str()),
+            findings: diagnosis.findings,
             top_flows: summary.flows.iter().take(listed).map(|f| flow_report(f, origin)).collect(),
             flows_not_listed: summary.flows_with_stalls - listed as u64,
             warnings,

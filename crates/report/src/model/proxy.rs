@@ -1,10 +1,10 @@
 //! The model of a `nodelay proxy` run. Its serde form is the JSON contract described by
 //! `schema/proxy.schema.json`: rename nothing, only add. Findings share the doctor's types;
-//! they come from `nodelay_diagnose::relay_findings` over the relay's aggregated records.
+//! they come from `nodelay_diagnose::RelayObservations::diagnose` over the relay's aggregated records.
 
 use crate::model::percentiles::Percentiles;
 use hdrhistogram::Histogram;
-use nodelay_diagnose::Finding;
+use nodelay_diagnose::{Diagnosis, Finding, Verdict};
 use nodelay_proxy::{ConnectFailure, Leg, LegStats, ProxyStats, RelayEnd, Unfinished};
 use nodelay_tcp::TcpInfo;
 use nodelay_tcp::quantile_ms;
@@ -257,14 +257,14 @@ fn leg_report(leg: &LegStats, kind: Leg, relay_socket: Option<TcpInfo>) -> LegRe
 }
 
 impl ProxyReport {
-    /// The report of a relay's run, with the `findings` the rules made of its figures
-    /// (`nodelay_diagnose::RelayObservations::of`).
+    /// The report of a relay's run, with the `diagnosis` the rules made of its figures
+    /// (`nodelay_diagnose::RelayObservations`).
     pub fn new(
         listen: String,
         upstream: String,
         stats: &ProxyStats,
         end: &RelayEnd,
-        findings: Vec<Finding>,
+        diagnosis: Diagnosis,
     ) -> Self {
         let busiest = stats.busiest.as_ref();
         let client_leg = leg_report(&stats.client, Leg::Client, busiest.and_then(|c| c.client_tcp_info));
@@ -272,11 +272,11 @@ impl ProxyReport {
             leg_report(&stats.upstream, Leg::Upstream, busiest.and_then(|c| c.upstream_tcp_info));
         let first_byte = &stats.upstream_first_byte_ns;
         let upstream_time = &stats.upstream_time_ns;
-        let verdict = match findings.first() {
-            None => "nothing-relayed",
-            Some(f) if f.id == nodelay_diagnose::FindingId::Healthy => "healthy",
-            Some(_) => "findings",
+        let verdict = match diagnosis.verdict() {
+            Verdict::NothingSeen => "nothing-relayed",
+            verdict => verdict.as_str(),
         };
+        let findings = diagnosis.findings;
         let elapsed_s = end.elapsed.as_secs_f64();
         ProxyReport {
             schema: Cow::Borrowed(PROXY_SCHEMA_ID),

@@ -493,8 +493,15 @@ pub(crate) mod tests {
         read_packets(std::fs::File::open(path).unwrap(), &mut stats, |p| analyzer.packet(p)).unwrap();
         let summary = analyzer.finish(stats);
         let observations = nodelay_diagnose::CaptureObservations::of(&summary);
-        let findings = observations.diagnose();
-        PcapReport::new(name.into(), &summary, &observations, findings, 10, vec!["a warning".into()], None)
+        PcapReport::new(
+            name.into(),
+            &summary,
+            &observations,
+            observations.diagnose(),
+            10,
+            vec!["a warning".into()],
+            None,
+        )
     }
 
     fn flow(stream: u64, client: &str, server: &str, lost_ms: f64, delay_ms: f64) -> FlowReport {

@@ -388,8 +388,8 @@ pub(crate) mod tests {
             open_at_end: 0,
             accept_failures: 0,
         };
-        let findings = nodelay_diagnose::relay_findings(&nodelay_diagnose::RelayObservations::of(&stats));
-        ProxyReport::new("127.0.0.1:41234".into(), "127.0.0.1:8000".into(), &stats, &end, findings)
+        let diagnosis = nodelay_diagnose::RelayObservations::of(&stats).diagnose();
+        ProxyReport::new("127.0.0.1:41234".into(), "127.0.0.1:8000".into(), &stats, &end, diagnosis)
     }
 
     #[test]
