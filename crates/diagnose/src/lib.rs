@@ -1,10 +1,12 @@
-//! Diagnosis as pure functions: phases of measured records in, findings out.
+//! Diagnosis as pure functions: phases of measured records in, one [`Diagnosis`] out.
 //!
 //! The doctor measures a baseline, asks [`next_experiment`] which experiment would separate
-//! the causes it sees, runs it, and repeats; then [`diagnose`] turns everything into
-//! [`Finding`]s; [`relay_findings`] does the same for what `nodelay proxy` saw, and
-//! [`capture_findings`] for a packet capture. No I/O and no clock here, so every rule is
-//! unit-tested on synthetic records. The kernel facts behind the rules are in
+//! the causes it sees, runs it, and repeats; then [`diagnose`] turns everything into a
+//! [`Diagnosis`] (ranked [`Finding`]s, notes, and the verdict they make).
+//! [`RelayObservations::diagnose`] does the same for what `nodelay proxy` saw,
+//! [`CaptureObservations::diagnose`] for a packet capture, and [`diagnose_load`] for a bench
+//! run. The rules behind them are private to this crate. No I/O and no clock here, so every
+//! rule is unit-tested on synthetic records. The kernel facts behind the rules are in
 //! docs/field-notes.md.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
