@@ -1,5 +1,6 @@
 // The JDK's built-in com.sun.net.httpserver as shipped: Nagle stays on unless the JVM runs
-// with -Dsun.net.httpserver.nodelay=true. Prints "PORT <n>" once listening.
+// with -Dsun.net.httpserver.nodelay=true. Arguments: the body's bytes (13), and the address
+// to listen on (127.0.0.1). Prints "PORT <n>" once listening.
 import com.sun.net.httpserver.HttpServer;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -11,7 +12,8 @@ public class JdkHttpServer {
         int bodyBytes = args.length > 0 ? Integer.parseInt(args[0]) : 13;
         byte[] body = new byte[bodyBytes];
         Arrays.fill(body, (byte) 'x');
-        HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        String address = args.length > 1 ? args[1] : "127.0.0.1";
+        HttpServer server = HttpServer.create(new InetSocketAddress(address, 0), 0);
         server.createContext("/", exchange -> {
             exchange.getRequestBody().readAllBytes();
             exchange.getResponseHeaders().set("Content-Type", "text/plain");

@@ -307,3 +307,44 @@ fn a_slow_uplinks_queue_is_neither_a_delayed_ack_nor_a_nagle_hold() {
     assert!(finding_ids(&held).contains(&"server-nagle-delayed-ack".to_string()), "{held:#}");
     assert!(held["stalls"].as_u64().unwrap() >= 9, "{held:#}");
 }
+
+/// The median of the client's own times per request, in ms, kept beside a capture.
+fn client_median_ms(capture: &str) -> f64 {
+    let text = std::fs::read_to_string(fixture(&capture.replace(".pcap", ".client-ms.txt"))).unwrap();
+    let mut times: Vec<f64> = text.lines().map(|line| line.parse().unwrap()).collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// Other stacks than Linux + Python at the ends: the JDK's built-in HTTP server as shipped
+/// (its response head and body leave in two writes, Nagle on) and Go's net/http client (Nagle
+/// off, as Go sets it), real kernels, a 10 ms path, tcpdump next to the client
+/// (make_other_stack_captures.sh). Every body after the first waits for Go's delayed ACK; the
+/// twin started with -Dsun.net.httpserver.nodelay=true has no hold, only the JVM's cold first
+/// request. The time the capture says each hold cost is what the Go client measured: its
+/// median request against the twin's.
+#[test]
+fn the_jdk_server_as_shipped_waits_for_go_clients_delayed_ack_and_its_nodelay_twin_does_not() {
+    let (code, report) = pcap("jdk_nagle_go_client.pcap");
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["findings"][0]["id"], "server-nagle-delayed-ack", "{report:#}");
+    assert_eq!(report["stalls"], 10, "{report:#}");
+    let delayed = evidence(
+        &report["findings"][0],
+        "median delay of the client's pure ACK, at the client (the path taken out)",
+    );
+    assert!(near(delayed, 41.0, 3.0), "{delayed}");
+    let (code, twin) = pcap("jdk_nodelay_go_client.pcap");
+    assert_eq!(twin["stalls"], 0, "{twin:#}");
+    assert!(!finding_ids(&twin).iter().any(|id| id.contains("nagle")), "{twin:#}");
+    // Only the first request was slow, the JVM's cold start (69 ms by the client's clock).
+    assert_eq!((code, finding_ids(&twin)), (3, vec!["slow-first-byte".to_string()]), "{twin:#}");
+    assert_eq!(evidence(&twin["findings"][0], "late first bytes"), 1.0, "{twin:#}");
+    let per_hold_ms = report["time_lost_ms"].as_f64().unwrap() / 10.0;
+    let measured_ms =
+        client_median_ms("jdk_nagle_go_client.pcap") - client_median_ms("jdk_nodelay_go_client.pcap");
+    assert!(
+        near(per_hold_ms, measured_ms, measured_ms * 0.15),
+        "capture {per_hold_ms} ms, client {measured_ms} ms"
+    );
+}
