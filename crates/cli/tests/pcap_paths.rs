@@ -348,3 +348,42 @@ fn the_jdk_server_as_shipped_waits_for_go_clients_delayed_ack_and_its_nodelay_tw
         "capture {per_hold_ms} ms, client {measured_ms} ms"
     );
 }
+
+/// A counter the kernel kept while a capture was made (NAME.kernel.txt: `server
+/// TcpExtTCPTimeouts 1`), for `side` (`client` or `server`).
+fn kernel_counter(capture: &str, side: &str, name: &str) -> u64 {
+    let text = std::fs::read_to_string(fixture(&capture.replace(".pcap", ".kernel.txt"))).unwrap();
+    text.lines()
+        .find_map(|line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+            [s, n, value] if s == side && n == name => Some(value.parse().unwrap()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{capture}: no {side} {name}"))
+}
+
+/// Real kernels over a path that loses 5 % of packets, captured next to the sending server
+/// (make_rto_captures.sh). Every retransmission timeout in them came during SACK recovery:
+/// duplicate ACKs came first, the fast retransmit was lost too, and the timer resent the
+/// segment some 220 ms after the original and after the last duplicate ACK. The kernel's own
+/// counters, kept beside each capture, are the ground truth: pcap counts as many resends,
+/// as many timeouts and as many fast retransmits as the server's kernel made. Before the rule
+/// that duplicate ACKs make a fast retransmit only while fresh, any three duplicates earlier
+/// in the flow turned these timeouts into fast retransmits.
+#[test]
+fn a_timeout_after_duplicate_acks_is_counted_as_the_servers_kernel_counted_it() {
+    for name in ["rto_after_dup_acks_at_server.pcap", "rto_after_dup_acks_twice_at_server.pcap"] {
+        let (code, report) = pcap(name);
+        let kernel = |counter: &str| kernel_counter(name, "server", counter);
+        let resent = &report["retransmissions"];
+        assert_eq!(resent["segments"], kernel("TcpRetransSegs"), "{name}: {resent}");
+        assert_eq!(resent["timeouts"], kernel("TcpExtTCPTimeouts"), "{name}: {resent}");
+        // Each timeout fired in SACK recovery: after duplicate ACKs and a fast retransmit.
+        assert_eq!(kernel("TcpExtTCPTimeouts"), kernel("TcpExtTCPSackRecoveryFail"), "{name}");
+        let fast = resent["segments"].as_u64().unwrap() - resent["timeouts"].as_u64().unwrap();
+        assert_eq!(fast, kernel("TcpExtTCPFastRetrans"), "{name}: {resent}");
+        assert_eq!(code, 3, "{name}: {report:#}");
+        assert!(finding_ids(&report).contains(&"retransmission-timeout".to_string()), "{name}: {report:#}");
+        let first_s = resent["worst"]["resent_after_s"][0].as_f64().unwrap();
+        assert!((0.2..0.3).contains(&first_s), "{name}: {resent}");
+    }
+}

@@ -587,8 +587,9 @@ fn timeout_finding(t: &Timeouts) -> Finding {
         confidence: if doubling || t.timeouts >= 3 { Confidence::High } else { Confidence::Medium },
         evidence,
         proof: capture_proof(
-            "capture rule: sequence numbers sent again 200 ms or more after the sender's previous transmission, \
-             with no duplicate ACKs before (a timeout, not a fast retransmit); the timer doubles each time"
+            "capture rule: sequence numbers sent again 200 ms or more after the sender's previous transmission \
+             and as long after any third duplicate ACK (the timer's resend, not a fast retransmit); the timer \
+             doubles each time"
                 .into(),
             t.resent_after_ms.first().copied().unwrap_or(0.0),
             t.lost_ms,
@@ -601,7 +602,8 @@ fn timeout_finding(t: &Timeouts) -> Finding {
         ),
         fix_summary: if t.answered {
             "Packets are lost on the path: find where (interface errors, a full queue, a policer, a firewall); \
-             a lost segment waits a whole timeout when nothing follows it to trigger a fast retransmit."
+             a lost segment waits a whole timeout when nothing follows it to trigger a fast retransmit, or \
+             when its fast retransmit is lost too."
                 .into()
         } else {
             "The peer stopped answering (it crashed, moved, or a firewall dropped the flow): bound how long \
