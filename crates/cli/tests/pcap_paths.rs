@@ -361,17 +361,16 @@ fn kernel_counter(capture: &str, side: &str, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("{capture}: no {side} {name}"))
 }
 
-/// Real kernels over a path that loses 5 % of packets, captured next to the sending server
-/// (make_rto_captures.sh). Every retransmission timeout in them came during SACK recovery:
-/// duplicate ACKs came first, the fast retransmit was lost too, and the timer resent the
-/// segment some 220 ms after the original and after the last duplicate ACK. The kernel's own
-/// counters, kept beside each capture, are the ground truth: pcap counts as many resends,
-/// as many timeouts and as many fast retransmits as the server's kernel made. Before the rule
-/// that duplicate ACKs make a fast retransmit only while fresh, any three duplicates earlier
-/// in the flow turned these timeouts into fast retransmits.
+/// Real kernels over a path that loses 20 % of packets, captured next to the sending server
+/// (make_rto_captures.sh). Every retransmission timeout in them fired during SACK recovery:
+/// duplicate ACKs came first, the fast retransmits were lost too, and the timer resent a
+/// segment 240-290 ms after the original. The kernel's own counters, kept beside each capture,
+/// are the ground truth: pcap counts as many resends, timeouts and fast retransmits as the
+/// server's kernel made. The rule before (any three duplicate ACKs since the last advance make
+/// a resend fast) counted 2 and 1 of the 3 timeouts.
 #[test]
 fn a_timeout_after_duplicate_acks_is_counted_as_the_servers_kernel_counted_it() {
-    for name in ["rto_after_dup_acks_at_server.pcap", "rto_after_dup_acks_twice_at_server.pcap"] {
+    for name in ["rto_in_sack_recovery_1_at_server.pcap", "rto_in_sack_recovery_2_at_server.pcap"] {
         let (code, report) = pcap(name);
         let kernel = |counter: &str| kernel_counter(name, "server", counter);
         let resent = &report["retransmissions"];
@@ -384,6 +383,6 @@ fn a_timeout_after_duplicate_acks_is_counted_as_the_servers_kernel_counted_it() 
         assert_eq!(code, 3, "{name}: {report:#}");
         assert!(finding_ids(&report).contains(&"retransmission-timeout".to_string()), "{name}: {report:#}");
         let first_s = resent["worst"]["resent_after_s"][0].as_f64().unwrap();
-        assert!((0.2..0.3).contains(&first_s), "{name}: {resent}");
+        assert!((0.2..0.4).contains(&first_s), "{name}: {resent}");
     }
 }
