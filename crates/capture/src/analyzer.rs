@@ -573,6 +573,7 @@ mod tests {
                 mss_option: None,
                 timestamps: false,
                 window: 0,
+                ip_id: None,
             };
             let (key, _) = FlowKey::of(&segment);
             let open = self.analyzer.open.get(&key).map(|c| c.stream.index);

@@ -4,7 +4,7 @@
 //! that cut the payload still yields the header); lengths come from the IP header, not from
 //! what was captured.
 
-use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
+use etherparse::{EtherType, IpNumber, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 pub mod fast;
@@ -74,6 +74,9 @@ pub struct TcpSegment {
     pub timestamps: bool,
     /// The window field as sent (unscaled: 0 is a zero window whatever the scale).
     pub window: u16,
+    /// IPv4's identification field; `None` over IPv6. Linux counts it per connection, one a
+    /// packet, so a gap between two of a sender's packets is packets the capture never saw.
+    pub ip_id: Option<u16>,
 }
 
 /// Decodes a frame; `None` when it is not a TCP segment (ARP, UDP, fragments, runts). The
@@ -113,7 +116,7 @@ pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment
         }
         (_, None) => return None,
     };
-    let (source_ip, destination_ip, ip_payload_len) = match sliced.net.as_ref()? {
+    let (source_ip, destination_ip, ip_payload_len, payload, ip_id) = match sliced.net.as_ref()? {
         LaxNetSlice::Ipv4(ipv4) => {
             let header = ipv4.header();
             if header.is_fragmenting_payload() {
@@ -124,6 +127,8 @@ pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment
                 IpAddr::V4(Ipv4Addr::from(header.source())),
                 IpAddr::V4(Ipv4Addr::from(header.destination())),
                 payload,
+                ipv4.payload(),
+                Some(header.identification()),
             )
         }
         LaxNetSlice::Ipv6(ipv6) => {
@@ -134,11 +139,24 @@ pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment
                 IpAddr::V6(Ipv6Addr::from(header.source())),
                 IpAddr::V6(Ipv6Addr::from(header.destination())),
                 payload,
+                ipv6.payload(),
+                None,
             )
         }
         LaxNetSlice::Arp(_) => return None,
     };
-    let Some(TransportSlice::Tcp(tcp)) = sliced.transport else { return None };
+    let tcp = match sliced.transport {
+        Some(TransportSlice::Tcp(tcp)) => tcp,
+        // A TCP header whose options the snap length cut (tcpdump -s 96 and an ACK with three
+        // SACK blocks): etherparse slices no transport, but every field the analysis reads
+        // but the options is there.
+        None if payload.ip_number == IpNumber::TCP && !payload.fragmented => {
+            let ends = (source_ip, destination_ip);
+            return options_cut_short(payload.payload, ends, ip_payload_len)
+                .map(|s| TcpSegment { ip_id, ..s });
+        }
+        _ => return None,
+    };
     let header_len = usize::from(tcp.data_offset()) * 4;
     let mut mss_option = None;
     let mut timestamps = false;
@@ -162,5 +180,92 @@ pub fn decode_with_etherparse(link_type: u16, frame: &[u8]) -> Option<TcpSegment
         mss_option,
         timestamps,
         window: tcp.window_size(),
+        ip_id,
     })
+}
+
+/// A TCP header cut short inside its options by the capture's snap length: the fixed 20 bytes
+/// decoded, and the options as far as they were captured (an option cut in two is left out).
+/// `None` when even the fixed header is cut, or when the header is not cut at all (etherparse
+/// refused it for another reason).
+fn options_cut_short(
+    bytes: &[u8],
+    (source, destination): (IpAddr, IpAddr),
+    ip_payload_len: usize,
+) -> Option<TcpSegment> {
+    let fixed = bytes.get(..20)?;
+    let header_len = usize::from(fixed[12] >> 4) * 4;
+    if header_len < 20 || bytes.len() >= header_len || ip_payload_len < header_len {
+        return None;
+    }
+    let field16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
+    let field32 = |at: usize| u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]]);
+    let flags = fixed[13];
+    let syn = flags & 0x02 != 0;
+    let (mut mss_option, mut timestamps) = (None, false);
+    let mut options = &bytes[20..];
+    while let Some(&kind) = options.first() {
+        match kind {
+            0 => break,
+            1 => options = &options[1..],
+            _ => {
+                let Some(length) = options.get(1).map(|&l| usize::from(l)).filter(|&l| l >= 2) else { break };
+                let Some(option) = options.get(..length) else { break };
+                match (kind, length) {
+                    (2, 4) if syn => mss_option = Some(u16::from_be_bytes([option[2], option[3]])),
+                    (8, 10) => timestamps = true,
+                    _ => {}
+                }
+                options = &options[length..];
+            }
+        }
+    }
+    Some(TcpSegment {
+        source: (source, field16(0)),
+        destination: (destination, field16(2)),
+        seq: field32(4),
+        ack: field32(8),
+        syn,
+        ack_flag: flags & 0x10 != 0,
+        fin: flags & 0x01 != 0,
+        rst: flags & 0x04 != 0,
+        payload_len: (ip_payload_len - header_len) as u32,
+        mss_option,
+        timestamps,
+        window: field16(14),
+        ip_id: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4 ACK from 10.0.0.1:34000 to 10.0.0.2:80 whose 60-byte TCP header carries
+    /// NOP, NOP, timestamps and three SACK blocks, cut after `captured` bytes of TCP.
+    fn sack_ack(captured: usize) -> Vec<u8> {
+        let mut tcp = vec![0x84, 0xd0, 0, 80, 0, 0, 0, 7, 0, 0, 0, 9, 15 << 4, 0x10, 0x01, 0xf5, 0, 0, 0, 0];
+        tcp.extend([1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
+        tcp.extend([1, 1, 5, 26]);
+        tcp.extend([0u8; 24]);
+        assert_eq!(tcp.len(), 60);
+        let mut ip = vec![0x45, 0, 0, 80, 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2];
+        ip.extend(&tcp[..captured]);
+        ip
+    }
+
+    #[test]
+    fn a_header_whose_options_the_snap_length_cut_is_still_a_segment() {
+        let whole = decode_tcp(LINKTYPE_RAW, &sack_ack(60)).expect("whole");
+        // tcpdump -s 96 on an SLL2 link keeps 56 of the 60 bytes: the third SACK block is cut.
+        let cut = decode_tcp(LINKTYPE_RAW, &sack_ack(56)).expect("cut in the SACK option");
+        assert_eq!(cut, whole);
+        assert_eq!((cut.source.1, cut.destination.1, cut.seq, cut.ack, cut.window), (34000, 80, 7, 9, 501));
+        assert!(cut.ack_flag && cut.timestamps && cut.payload_len == 0);
+        // Cut inside the timestamps: the fixed header still reads, without them.
+        let short = decode_tcp(LINKTYPE_RAW, &sack_ack(26)).expect("cut in the timestamps");
+        assert!(!short.timestamps && short.ack == 9);
+        // Cut inside the fixed 20 bytes: nothing to read.
+        assert_eq!(decode_tcp(LINKTYPE_RAW, &sack_ack(19)), None);
+    }
 }

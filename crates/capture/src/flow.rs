@@ -314,6 +314,23 @@ struct Current {
     /// When the response's first byte was itself a hold's release: when the bytes that held it
     /// were sent. The wait is the hold's, counted with the stalls, not the server's.
     first_byte_held_from: Option<u64>,
+    /// The time a request after the handshake took to reach the capture point when the
+    /// client's IP IDs show packets the capture never saw in between (the request lost
+    /// before it, and resent): transfer, not the client's wait.
+    lost_before_capture_ns: u64,
+}
+
+/// Packets a sender sent between two of its packets of IPv4 identification `before` and
+/// `after` that the capture did not see. Linux counts the field per connection, one a packet:
+/// a gap of a few is packets lost before the capture point. A larger gap is another stack's
+/// host-wide counter, or a random one, and tells nothing: 0.
+fn unseen_between((before, after): (u16, u16)) -> u16 {
+    /// Most packets a per-connection counter can skip in a wait this rule looks at.
+    const MOST_UNSEEN: u16 = 8;
+    match after.wrapping_sub(before).wrapping_sub(1) {
+        unseen @ 1..=MOST_UNSEEN => unseen,
+        _ => 0,
+    }
 }
 
 /// One TCP connection being followed: its two sides' sequence state, exchanges and stalls.
@@ -326,6 +343,8 @@ pub struct Flow {
     synack_ns: Option<u64>,
     /// The client's ACK of the SYN-ACK: time and packet.
     handshake_ack: Option<(u64, u64)>,
+    /// That ACK's IPv4 identification.
+    handshake_ack_ip_id: Option<u16>,
     client: Option<usize>,
     handshake_rtt_ns: Option<u64>,
     /// The round trip from the capture point to each side (index as `sides`).
@@ -363,6 +382,7 @@ impl Flow {
             syn_ns: None,
             synack_ns: None,
             handshake_ack: None,
+            handshake_ack_ip_id: None,
             client: None,
             handshake_rtt_ns: None,
             legs: [None; 2],
@@ -442,6 +462,7 @@ impl Flow {
                 // An ACK timed before the SYN-ACK is a clock stepped back: the wait counts
                 // from the SYN-ACK.
                 self.handshake_ack = Some((time_ns.max(synack), packet));
+                self.handshake_ack_ip_id = segment.ip_id;
                 if !self.sides[peer].syn_resent {
                     Legs::note(&mut self.legs[side], time_ns.saturating_sub(synack));
                 }
@@ -702,7 +723,8 @@ impl Flow {
                 self.exchanges += 1;
                 // The request is done where its last byte reaches the server's end of a
                 // slow link: its serialization is transfer, not the server's time.
-                self.begin_exchange(packet, time_ns, time_ns.saturating_add(crossed_ns), end_seq);
+                let unseen = self.handshake_ack_ip_id.zip(segment.ip_id).map(unseen_between);
+                self.begin_exchange(packet, time_ns, time_ns.saturating_add(crossed_ns), end_seq, unseen);
             }
             self.last_data_side = Some(side);
         } else if client == Some(side)
@@ -842,14 +864,29 @@ impl Flow {
 
     /// A new request: the one before it is decomposed, and the client's wait measured.
     /// `arrived_ns`: when its bytes so far reached the server's end of the link.
-    fn begin_exchange(&mut self, packet: u64, time_ns: u64, arrived_ns: u64, end_seq: u32) {
+    /// `unseen_since_handshake`: the client's packets between its handshake ACK and this one
+    /// that the capture never saw, when their IP IDs tell.
+    fn begin_exchange(
+        &mut self,
+        packet: u64,
+        time_ns: u64,
+        arrived_ns: u64,
+        end_seq: u32,
+        unseen_since_handshake: Option<u16>,
+    ) {
         self.finish_exchange();
         let client_leg = self.legs[self.client_side()].unwrap_or(0);
-        let (wait, after_handshake, from) = match (self.previous_response_end, self.handshake_ack) {
+        let (mut wait, after_handshake, from) = match (self.previous_response_end, self.handshake_ack) {
             (Some((end, from)), _) => (time_ns.saturating_sub(end).saturating_sub(client_leg), false, from),
             (None, Some((ack, from))) => (time_ns.saturating_sub(ack), true, from),
             (None, None) => (0, false, 0),
         };
+        // The first request came late because it was lost before the capture point and
+        // resent: the capture never saw the client's first tries, but its IP IDs count them.
+        let mut lost_before_capture_ns = 0;
+        if after_handshake && unseen_since_handshake.is_some_and(|n| n > 0) {
+            lost_before_capture_ns = std::mem::take(&mut wait);
+        }
         self.current = Some(Current {
             timing: ExchangeTiming {
                 exchange: self.exchanges,
@@ -862,6 +899,7 @@ impl Flow {
             },
             request_last_ns: arrived_ns,
             request_end_seq: end_seq,
+            lost_before_capture_ns,
             ..Current::default()
         });
     }
@@ -884,7 +922,8 @@ impl Flow {
         }
         timing.transfer_ns = request_done
             .saturating_sub(timing.at_ns)
-            .saturating_add(current.response_last.0.saturating_sub(response_ns));
+            .saturating_add(current.response_last.0.saturating_sub(response_ns))
+            .saturating_add(current.lost_before_capture_ns);
         timing.rtt_ns = self.known_rtt_ns();
         let budget = &mut self.budget;
         budget.exchanges += 1;
@@ -1029,6 +1068,7 @@ mod tests {
                 mss_option: flags.0.then_some(self.mss[from]),
                 timestamps: true,
                 window: self.window,
+                ip_id: None,
             };
             self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(flags.0));
             self.flow.segment(self.packet, at, &segment);
@@ -1267,6 +1307,7 @@ mod tests {
             mss_option: None,
             timestamps: false,
             window: 65535,
+            ip_id: None,
         };
         flow.segment(1, 0, &segment(CLIENT, SERVER, 100, 50));
         flow.segment(2, 10, &segment(SERVER, CLIENT, 900, 60));
@@ -1346,6 +1387,7 @@ mod path_tests {
                 mss_option: syn.then_some(1460),
                 timestamps: false,
                 window: self.window[from],
+                ip_id: None,
             };
             self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(syn));
             self.flow.segment(self.packet, seen, &segment);
@@ -1616,5 +1658,14 @@ mod path_tests {
     fn on_one_host_a_quick_acks_hold_is_too_short_to_count() {
         let summary = nagle_server(20 * US, 20 * US, 10 * US);
         assert_eq!(summary.stalls(), 0, "{summary:?}");
+    }
+
+    #[test]
+    fn ip_ids_count_the_packets_the_capture_missed_only_when_they_are_per_connection() {
+        assert_eq!(unseen_between((0xab5b, 0xab5e)), 2, "the request lost twice before it");
+        assert_eq!(unseen_between((0xab5b, 0xab5c)), 0, "the next packet");
+        assert_eq!(unseen_between((0xffff, 0x0001)), 1, "across the wrap");
+        assert_eq!(unseen_between((0, 0)), 0, "a stack that leaves it 0");
+        assert_eq!(unseen_between((100, 5000)), 0, "a host-wide counter or a random one");
     }
 }

@@ -64,6 +64,7 @@ mod tests {
             mss_option: None,
             timestamps: false,
             window: 65535,
+            ip_id: None,
         }
     }
 

@@ -238,6 +238,7 @@ mod tests {
             mss_option: flags.contains('S').then_some(65483),
             timestamps: false,
             window: 65535,
+            ip_id: None,
         }
     }
 

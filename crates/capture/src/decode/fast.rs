@@ -73,7 +73,7 @@ fn ipv4(ip: &[u8]) -> Fast {
     }
     let source = IpAddr::V4(Ipv4Addr::new(ip[12], ip[13], ip[14], ip[15]));
     let destination = IpAddr::V4(Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]));
-    tcp(&ip[header_len..], source, destination, total_len - header_len)
+    tcp(&ip[header_len..], source, destination, total_len - header_len, be16(ip, 4))
 }
 
 fn ipv6(ip: &[u8]) -> Fast {
@@ -90,12 +90,12 @@ fn ipv6(ip: &[u8]) -> Fast {
         let bytes: [u8; 16] = ip[at..at + 16].try_into().expect("40 bytes checked");
         IpAddr::V6(Ipv6Addr::from(bytes))
     };
-    tcp(&ip[40..], address(8), address(24), usize::from(payload_len))
+    tcp(&ip[40..], address(8), address(24), usize::from(payload_len), None)
 }
 
 /// The TCP header at the start of `bytes` (as captured), of a segment `ip_payload_len` long
-/// on the wire.
-fn tcp(bytes: &[u8], source: IpAddr, destination: IpAddr, ip_payload_len: usize) -> Fast {
+/// on the wire, in a packet of IPv4 identification `ip_id`.
+fn tcp(bytes: &[u8], source: IpAddr, destination: IpAddr, ip_payload_len: usize, ip_id: Option<u16>) -> Fast {
     if bytes.len() < 20 {
         return Fast::Unsure;
     }
@@ -121,6 +121,7 @@ fn tcp(bytes: &[u8], source: IpAddr, destination: IpAddr, ip_payload_len: usize)
         mss_option,
         timestamps,
         window: field16(14),
+        ip_id,
     })
 }
 

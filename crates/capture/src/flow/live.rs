@@ -103,6 +103,7 @@ mod tests {
                 mss_option: syn.then_some(65483),
                 timestamps: false,
                 window: 65535,
+                ip_id: None,
             };
             self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(syn));
             self.packet += 1;
