@@ -315,6 +315,42 @@ fn the_front_end_reader_sees_printing_streams_and_flags() {
     assert_eq!(front_end_work("let text = format!(\"{x}\");"), None);
 }
 
+/// A string that spells one of nodelay's flags (`--budget`, or `-c` in a command): the CLI's
+/// vocabulary, which libraries should not hold.
+fn spells_a_flag(line: &str) -> Option<&'static str> {
+    let code = line.split("//").next().unwrap_or("");
+    let quoted = code.split('"').skip(1).step_by(2);
+    let mut spelled = quoted.flat_map(|text| text.match_indices("--").map(move |(at, _)| &text[at + 2..]));
+    spelled.any(|after| after.starts_with(|c: char| c.is_ascii_lowercase())).then_some("spells a flag")
+}
+
+/// Flags still spelled in each library, in messages (a value refused by name, a suggested
+/// command, a fix to paste). A ratchet: a crate may spell fewer, never more. The CLI owns the
+/// flags; moving these there means a typed option each library names and the CLI spells.
+const FLAG_SPELLINGS_LEFT: &[(&str, usize)] =
+    &[("load", 57), ("report", 26), ("diagnose", 17), ("engine", 15), ("watch", 4), ("doctor", 3)];
+
+#[test]
+fn libraries_spell_no_more_flags_than_they_did() {
+    let mut over = Vec::new();
+    for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
+        let spelled = lines_flagged(|crate_name| crate_name == *name, spells_a_flag);
+        let left =
+            FLAG_SPELLINGS_LEFT.iter().find(|(crate_name, _)| crate_name == name).map_or(0, |(_, n)| *n);
+        if spelled.len() > left {
+            over.push(format!(
+                "crates/{name}: {} lines spell a flag, {left} allowed:\n{}",
+                spelled.len(),
+                spelled.join("\n")
+            ));
+        }
+    }
+    assert!(over.is_empty(), "{}", over.join("\n"));
+    assert!(spells_a_flag("return Err(usage(\"--send needs at least one byte\"));").is_some());
+    assert!(spells_a_flag("let x = a--b; // \"--budget\"").is_none());
+    assert!(spells_a_flag("format!(\"{x} -- {y}\")").is_none());
+}
+
 /// Module path (`a::b`, "" for the root) to file, for every .rs file under `src`.
 fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
     let mut found = BTreeMap::new();
