@@ -198,10 +198,7 @@ fn options_cut_short(
     if header_len < 20 || bytes.len() >= header_len || ip_payload_len < header_len {
         return None;
     }
-    let field16 = |at: usize| u16::from_be_bytes([fixed[at], fixed[at + 1]]);
-    let field32 = |at: usize| u32::from_be_bytes([fixed[at], fixed[at + 1], fixed[at + 2], fixed[at + 3]]);
-    let flags = fixed[13];
-    let syn = flags & 0x02 != 0;
+    let syn = fixed[13] & 0x02 != 0;
     let (mut mss_option, mut timestamps) = (None, false);
     let mut options = &bytes[20..];
     while let Some(&kind) = options.first() {
@@ -220,21 +217,8 @@ fn options_cut_short(
             }
         }
     }
-    Some(TcpSegment {
-        source: (source, field16(0)),
-        destination: (destination, field16(2)),
-        seq: field32(4),
-        ack: field32(8),
-        syn,
-        ack_flag: flags & 0x10 != 0,
-        fin: flags & 0x01 != 0,
-        rst: flags & 0x04 != 0,
-        payload_len: (ip_payload_len - header_len) as u32,
-        mss_option,
-        timestamps,
-        window: field16(14),
-        ip_id: None,
-    })
+    let ends = (source, destination);
+    Some(fast::segment(fixed, ends, ip_payload_len - header_len, (mss_option, timestamps), None))
 }
 
 #[cfg(test)]

@@ -103,26 +103,38 @@ fn tcp(bytes: &[u8], source: IpAddr, destination: IpAddr, ip_payload_len: usize,
     if header_len < 20 || bytes.len() < header_len || ip_payload_len < header_len {
         return Fast::Unsure;
     }
-    let flags = bytes[13];
-    let syn = flags & 0x02 != 0;
-    let Some((mss_option, timestamps)) = options(&bytes[20..header_len], syn) else { return Fast::Unsure };
-    let field16 = |at| be16(bytes, at).expect("20 bytes checked");
-    let field32 = |at| be32(bytes, at).expect("20 bytes checked");
-    Fast::Segment(TcpSegment {
+    let syn = bytes[13] & 0x02 != 0;
+    let Some(options) = options(&bytes[20..header_len], syn) else { return Fast::Unsure };
+    Fast::Segment(segment(bytes, (source, destination), ip_payload_len - header_len, options, ip_id))
+}
+
+/// The segment whose fixed TCP header starts `fixed` (20 bytes at least), `payload_len` bytes
+/// long on the wire, with its options' MSS and timestamps as read.
+pub(super) fn segment(
+    fixed: &[u8],
+    (source, destination): (IpAddr, IpAddr),
+    payload_len: usize,
+    (mss_option, timestamps): (Option<u16>, bool),
+    ip_id: Option<u16>,
+) -> TcpSegment {
+    let field16 = |at| be16(fixed, at).expect("a fixed header has 20 bytes");
+    let field32 = |at| be32(fixed, at).expect("a fixed header has 20 bytes");
+    let flags = fixed[13];
+    TcpSegment {
         source: (source, field16(0)),
         destination: (destination, field16(2)),
         seq: field32(4),
         ack: field32(8),
-        syn,
+        syn: flags & 0x02 != 0,
         ack_flag: flags & 0x10 != 0,
         fin: flags & 0x01 != 0,
         rst: flags & 0x04 != 0,
-        payload_len: (ip_payload_len - header_len) as u32,
+        payload_len: payload_len as u32,
         mss_option,
         timestamps,
         window: field16(14),
         ip_id,
-    })
+    }
 }
 
 /// The MSS (of a SYN) and whether timestamps are on; `None` for options this path is not sure
