@@ -1,5 +1,7 @@
 //! Watch's text for a pipe or a file: the mode line, one line per finding as it is found
 //! (and in the sock_diag mode, per process and port that can stall), then the final summary.
+//! A finding's line is stamped with the time of the latest hold it counts, as a log line is
+//! with its own time (its JSON event has the first hold's too).
 //! The per-second summaries print nothing here: a log gains a line only when there is news.
 
 use super::{count, counted, next_command, ports, seconds, stalls_line, wrap};
@@ -25,7 +27,7 @@ impl Lines {
             Event::Finding(stalls) => wrap(
                 &format!(
                     "[{}] {}; next: {}",
-                    seconds(stalls.first_s),
+                    seconds(stalls.last_s),
                     stalls_line(stalls),
                     next_command(stalls)
                 ),
@@ -169,4 +171,33 @@ fn final_survey(survey: &Survey) -> String {
         counted(survey.processes.len() as u64, "process", "processes"),
         survey.nagle_prone(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{FindingId, Process, Side, Stalls};
+
+    #[test]
+    fn a_finding_line_is_stamped_with_its_latest_hold_not_its_first() {
+        let stalls = Stalls {
+            finding: FindingId::ServerNagleDelayedAck,
+            side: Side::Server,
+            process: Some(Process { pid: 16531, command: "python3".into(), fd: 4 }),
+            holder_is_local: true,
+            server: "127.0.0.1:43267".into(),
+            port: 43267,
+            stalls: 21,
+            exchanges: 23,
+            flows: 1,
+            lost_ms: 907.0,
+            mean_stall_ms: 43.2,
+            mean_ack_delay_ms: 40.0,
+            first_s: 0.1,
+            last_s: 1.0,
+        };
+        // 21 holds of 43 ms cannot all have come by 0.1 s: the line is as of the 21st.
+        let line = Lines::default().render(&Event::Finding(stalls), usize::MAX);
+        assert!(line.starts_with("[1.0 s] python3 (PID 16531, fd 4)"), "{line}");
+    }
 }
