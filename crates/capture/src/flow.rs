@@ -343,8 +343,11 @@ pub struct Flow {
     synack_ns: Option<u64>,
     /// The client's ACK of the SYN-ACK: time and packet.
     handshake_ack: Option<(u64, u64)>,
-    /// That ACK's IPv4 identification.
-    handshake_ack_ip_id: Option<u16>,
+    /// The IPv4 identification of the last packet seen from each side.
+    last_ip_id: [Option<u16>; 2],
+    /// The sender's packets between its previous packet and the one being read that the
+    /// capture did not see, when IP IDs tell.
+    unseen_before_segment: Option<u16>,
     client: Option<usize>,
     handshake_rtt_ns: Option<u64>,
     /// The round trip from the capture point to each side (index as `sides`).
@@ -382,7 +385,8 @@ impl Flow {
             syn_ns: None,
             synack_ns: None,
             handshake_ack: None,
-            handshake_ack_ip_id: None,
+            last_ip_id: [None; 2],
+            unseen_before_segment: None,
             client: None,
             handshake_rtt_ns: None,
             legs: [None; 2],
@@ -451,6 +455,10 @@ impl Flow {
         let side = usize::from(segment.source != self.ends[0]);
         let peer = 1 - side;
         self.packets += 1;
+        // Counted from the sender's last packet seen, whatever it was (a keep-alive probe
+        // during an idle wait moves the counter too).
+        self.unseen_before_segment = self.last_ip_id[side].zip(segment.ip_id).map(unseen_between);
+        self.last_ip_id[side] = segment.ip_id.or(self.last_ip_id[side]);
         self.last_ns = self.last_ns.max(time_ns);
         if segment.syn {
             self.note_syn(side, packet, time_ns, segment);
@@ -462,7 +470,6 @@ impl Flow {
                 // An ACK timed before the SYN-ACK is a clock stepped back: the wait counts
                 // from the SYN-ACK.
                 self.handshake_ack = Some((time_ns.max(synack), packet));
-                self.handshake_ack_ip_id = segment.ip_id;
                 if !self.sides[peer].syn_resent {
                     Legs::note(&mut self.legs[side], time_ns.saturating_sub(synack));
                 }
@@ -723,7 +730,7 @@ impl Flow {
                 self.exchanges += 1;
                 // The request is done where its last byte reaches the server's end of a
                 // slow link: its serialization is transfer, not the server's time.
-                let unseen = self.handshake_ack_ip_id.zip(segment.ip_id).map(unseen_between);
+                let unseen = self.unseen_before_segment;
                 self.begin_exchange(packet, time_ns, time_ns.saturating_add(crossed_ns), end_seq, unseen);
             }
             self.last_data_side = Some(side);
@@ -864,8 +871,9 @@ impl Flow {
 
     /// A new request: the one before it is decomposed, and the client's wait measured.
     /// `arrived_ns`: when its bytes so far reached the server's end of the link.
-    /// `unseen_since_handshake`: the client's packets between its handshake ACK and this one
-    /// that the capture never saw, when their IP IDs tell.
+    /// `unseen_since_handshake`: the client's packets between its last packet seen (the
+    /// handshake ACK, or anything after it) and this one that the capture never saw, when
+    /// their IP IDs tell.
     fn begin_exchange(
         &mut self,
         packet: u64,
@@ -1346,6 +1354,8 @@ mod path_tests {
         seq: [u32; 2],
         legs: [u64; 2],
         window: [u16; 2],
+        /// Each end's next IPv4 identification, counted per packet as Linux does.
+        ip_id: [u16; 2],
     }
 
     impl Path {
@@ -1356,6 +1366,7 @@ mod path_tests {
                 seq: [1000, 5000],
                 legs: [client_leg, server_leg],
                 window: [65535; 2],
+                ip_id: [0xab00, 0x3000],
             }
         }
 
@@ -1387,8 +1398,9 @@ mod path_tests {
                 mss_option: syn.then_some(1460),
                 timestamps: false,
                 window: self.window[from],
-                ip_id: None,
+                ip_id: Some(self.ip_id[from]),
             };
+            self.ip_id[from] = self.ip_id[from].wrapping_add(1);
             self.seq[from] = self.seq[from].wrapping_add(payload + u32::from(syn));
             self.flow.segment(self.packet, seen, &segment);
             seen
@@ -1480,6 +1492,27 @@ mod path_tests {
             assert_eq!(summary.client_waits, 1);
             assert!(summary.slow_ns() >= 1300 * MS - 10 * US);
         }
+    }
+
+    #[test]
+    fn a_request_lost_before_the_capture_point_is_not_the_clients_wait() {
+        let mut path = Path::new(20 * MS, 20 * MS);
+        let t = path.handshake(0);
+        // Two tries the capture never saw (lost on the client's side of it), then the resend.
+        path.ip_id[0] = path.ip_id[0].wrapping_add(2);
+        path.data(0, t + 430 * MS, 80);
+        path.data(1, t + 450 * MS, 200);
+        let summary = path.flow.summary();
+        assert_eq!(summary.client_waits, 0, "{summary:?}");
+        assert!(summary.budget.transfer_ns >= 400 * MS, "{:?}", summary.budget);
+        // A keep-alive probe seen while the client waits moves its counter too: that wait is
+        // the client's.
+        let mut path = Path::new(20 * MS, 20 * MS);
+        let t = path.handshake(0);
+        path.ack(0, t + 200 * MS);
+        path.data(0, t + 430 * MS, 80);
+        path.data(1, t + 450 * MS, 200);
+        assert_eq!(path.flow.summary().client_waits, 1);
     }
 
     #[test]

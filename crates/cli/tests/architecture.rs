@@ -334,21 +334,36 @@ fn nodelay_flags() -> BTreeSet<String> {
     flags
 }
 
-/// The string literals of Rust `code` (escapes left as written, a `\` line continuation
-/// joined), comments and char literals skipped.
+/// The string literals of Rust `code` (escapes left as written, a `\\` line continuation
+/// joined; raw strings as written), comments and char literals skipped.
 fn string_literals(code: &str) -> Vec<String> {
-    let chars: Vec<char> = code.chars().collect();
+    let chars: Vec<char> = code.chars().filter(|&c| c != '\r').collect();
+    let find = |from: usize, what: &[char]| {
+        (from..chars.len()).find(|&i| chars[i..].starts_with(what)).unwrap_or(chars.len())
+    };
     let (mut found, mut at) = (Vec::new(), 0);
     while at < chars.len() {
+        let next = chars.get(at + 1).copied();
         match chars[at] {
-            '/' if chars.get(at + 1) == Some(&'/') => {
-                while at < chars.len() && chars[at] != '\n' {
+            '/' if next == Some('/') => at = find(at, &['\n']),
+            '/' if next == Some('*') => at = find(at + 2, &['*', '/']) + 1,
+            // A char literal: 'x' or an escape, '\'' and '\\' included.
+            '\'' if next == Some('\\') => at = find(at + 3, &['\'']),
+            '\'' if chars.get(at + 2) == Some(&'\'') => at += 2,
+            // A raw string: r"…" or r#"…"#, no escapes.
+            'r' if (next == Some('"') || next == Some('#'))
+                && (at == 0 || !(chars[at - 1].is_alphanumeric() || chars[at - 1] == '_')) =>
+            {
+                let hashes = chars[at + 1..].iter().take_while(|&&c| c == '#').count();
+                if chars.get(at + 1 + hashes) != Some(&'"') {
                     at += 1;
+                    continue;
                 }
-            }
-            '\'' if chars.get(at + 2) == Some(&'\'') || chars.get(at + 1) == Some(&'\\') => {
-                at += chars[at + 1..].iter().skip(1).position(|&c| c == '\'').map_or(chars.len(), |p| p + 3);
-                continue;
+                let close: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+                let start = at + 2 + hashes;
+                let end = find(start, &close);
+                found.push(chars[start..end.min(chars.len())].iter().collect());
+                at = end + close.len() - 1;
             }
             '"' => {
                 let mut text = String::new();
@@ -377,6 +392,17 @@ fn string_literals(code: &str) -> Vec<String> {
         at += 1;
     }
     found
+}
+
+/// The code of a library source file that is not test code: none of a `tests` module's file,
+/// and of another file what comes before its test module.
+fn library_code(module: &str, text: &str) -> String {
+    if module == "tests" || module.ends_with("::tests") {
+        return String::new();
+    }
+    let test_module = ["#[cfg(test)]\nmod ", "#[cfg(test)]\npub(crate) mod "];
+    let end = test_module.iter().filter_map(|marker| text.find(marker)).min().unwrap_or(text.len());
+    text[..end].to_string()
 }
 
 /// The flags (`--name`) a text names.
@@ -423,10 +449,9 @@ fn nodelay_flags_spelled() -> BTreeMap<String, usize> {
     let mut spelled = BTreeMap::new();
     for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
         let src = workspace().join("crates").join(name).join("src");
-        for path in modules(&src).values() {
-            let text = std::fs::read_to_string(path).unwrap();
-            let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or(&text);
-            let count = string_literals(code)
+        for (module, path) in modules(&src) {
+            let code = library_code(&module, &std::fs::read_to_string(&path).unwrap());
+            let count = string_literals(&code)
                 .iter()
                 .flat_map(|s| flags_named(s))
                 .filter(|f| known.contains(f))
@@ -446,10 +471,9 @@ fn every_flag_a_library_names_is_one_the_cli_has() {
     let mut unknown = Vec::new();
     for (name, _) in ALLOWED.iter().filter(|(name, _)| *name != "cli") {
         let src = workspace().join("crates").join(name).join("src");
-        for path in modules(&src).values() {
-            let text = std::fs::read_to_string(path).unwrap();
-            let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or(&text);
-            for flag in string_literals(code).iter().flat_map(|s| flags_named(s)) {
+        for (module, path) in modules(&src) {
+            let code = library_code(&module, &std::fs::read_to_string(&path).unwrap());
+            for flag in string_literals(&code).iter().flat_map(|s| flags_named(s)) {
                 if !known.contains(&flag) && !OTHER_PROGRAMS_FLAGS.iter().any(|(other, _)| *other == flag) {
                     unknown.push(format!("{}: {flag}", path.display()));
                 }
@@ -469,6 +493,9 @@ fn every_flag_a_library_names_is_one_the_cli_has() {
     assert!(over.is_empty(), "{}", over.join("\n"));
     let literals = string_literals("let a = '\"'; f(\"x --budget y\"); // \"--nope\"\ng(\"a \\\n   --h2\")");
     assert_eq!(literals, ["x --budget y", "a --h2"]);
+    let tricky =
+        string_literals("['\\'', '\"']; /* \"--no\" */ r\"C:\\\"; r#\"a \"b\" --c\"#; for<'a> x\r\n\"--d\"");
+    assert_eq!(tricky, ["C:\\", "a \"b\" --c", "--d"]);
     assert_eq!(flags_named("--h2, --http1.1 and a--b, -- alone"), ["--h2", "--http1.1"]);
 }
 

@@ -17,7 +17,8 @@ pub enum Confidence {
 }
 
 /// One measured fact. `value` is in `unit` (ms, %, bytes, count, ...).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Evidence {
     /// What was measured, in words.
     pub what: String,
@@ -62,21 +63,27 @@ pub struct Proof {
     /// How it was proven.
     pub kind: ProofKind,
     /// What was changed or looked at, in words.
+    #[serde(default)]
     pub experiment: String,
     /// Median total latency of the baseline, for an experiment; other kinds of proof carry
     /// their own figure here (a capture: the median ACK delay), or 0.
+    #[serde(default)]
     pub baseline_p50_ms: f64,
     /// Median total latency with the change made, for an experiment; other kinds of proof
     /// carry their own figure here (a capture: the median release after the ACK), or 0.
+    #[serde(default)]
     pub experiment_p50_ms: f64,
     /// Whether the experiment removed the symptom.
+    #[serde(default)]
     pub removed: bool,
     /// What happened, in one line.
+    #[serde(default)]
     pub result: String,
 }
 
 /// How to fix the cause in one stack.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Fix {
     /// The stack: a server, proxy, language or library.
     pub stack: Cow<'static, str>,
@@ -99,19 +106,25 @@ pub struct Finding {
     /// The stable id of the cause.
     pub id: FindingId,
     /// One line saying what was found.
+    #[serde(default)]
     pub title: String,
     /// True when an experiment confirmed the cause; otherwise the finding only says what
     /// was seen.
+    #[serde(default)]
     pub proven: bool,
     /// How sure the finding is.
     pub confidence: Confidence,
     /// The measured facts that show it.
+    #[serde(default)]
     pub evidence: Vec<Evidence>,
     /// The experiments, probes or packet patterns that tested it.
+    #[serde(default)]
     pub proof: Vec<Proof>,
     /// What to change, in one sentence, then per stack.
+    #[serde(default)]
     pub fix_summary: String,
     /// Per-stack fixes, the detected stack first.
+    #[serde(default)]
     pub fix: Vec<Fix>,
 }
 
@@ -123,9 +136,12 @@ pub struct Note {
     /// The finding it would be if the workload paid it.
     pub id: FindingId,
     /// One line: what was measured, what it would cost, and why it costs nothing here.
+    #[serde(default)]
     pub title: String,
     /// The measured facts that show it.
+    #[serde(default)]
     pub evidence: Vec<Evidence>,
     /// The experiment that measured it.
+    #[serde(default)]
     pub proof: Vec<Proof>,
 }

@@ -307,7 +307,9 @@ pub struct PhaseSummary {
     /// The most common kind of failure, when there were failures.
     pub most_common_error: Option<ErrorSummary>,
     /// At most `MAX_FAILED_SHARE` of the attempts failed: the phase can carry a verdict or a
-    /// proof.
+    /// proof. A phase saved before it was written was reliable (older versions refused
+    /// unreliable ones).
+    #[serde(default = "reliable_when_unsaid")]
     pub reliable: bool,
     /// HTTP/2: steady responses whose DATA waited on a used-up flow-control window (0 over
     /// HTTP/1.1)...
@@ -334,8 +336,14 @@ pub struct PhaseSummary {
     pub grpc_status_counts: BTreeMap<String, u64>,
 }
 
+/// `reliable` for a phase saved without it.
+fn reliable_when_unsaid() -> bool {
+    true
+}
+
 /// The most common kind of failure in a phase, with its first message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ErrorSummary {
     /// The error kind's stable name.
     pub kind: Cow<'static, str>,

@@ -86,7 +86,8 @@ pub struct RunShape {
 
 /// One suggestion: a finding id (or a generator one), why the numbers point at it, and the
 /// command that proves or disproves it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Suggestion {
     /// The finding id it points at, or a generator one.
     pub id: Cow<'static, str>,

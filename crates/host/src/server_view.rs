@@ -67,7 +67,8 @@ pub struct CpuPressure {
 }
 
 /// The server's accept queue over a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ListenQueueView {
     /// The listening socket's queue limit (the `listen()` backlog, capped by
     /// `net.core.somaxconn`) at the end; `None` when its descriptor could not be copied.

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 
 /// A process that holds a socket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ProcessInfo {
     /// Its process ID.
     pub pid: i32,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// What nodelay reports of a connection's TCP state (times in microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TcpInfo {
     /// Smoothed RTT: inflated on the Nagling side by the peer's ACK delay.
     pub rtt_us: u32,

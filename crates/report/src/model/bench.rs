@@ -88,7 +88,7 @@ fn retransmission_waits(stats: &Stats) -> u64 {
 }
 
 /// What the run was asked to do. Read back from a saved run too (compare's `--baseline`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BenchSettings {
     /// The target as given (`http://`, `https://` or `tcp://`).
@@ -139,6 +139,37 @@ pub struct BenchSettings {
     pub http_version: Option<String>,
     /// An HTTP/2 run's streams, windows and gRPC method; null otherwise.
     pub http2: Option<crate::model::http2::Http2RunSettings>,
+}
+
+/// What a run saved without a setting was asked: the defaults of `nodelay bench`.
+impl Default for BenchSettings {
+    fn default() -> Self {
+        BenchSettings {
+            url: String::new(),
+            address: String::new(),
+            method: "GET".into(),
+            protocol: "http".into(),
+            connections: 1,
+            threads: 1,
+            requests: None,
+            duration_s: None,
+            rate_per_second: None,
+            keep_alive: true,
+            write_split: Vec::new(),
+            timeout_s: 0.0,
+            connect_timeout_s: 0.0,
+            success_status: String::new(),
+            tls: None,
+            busy_poll: false,
+            busy_poll_after_us: None,
+            io_uring: false,
+            batched_waits: false,
+            event_loop: String::new(),
+            event_loop_why: String::new(),
+            http_version: None,
+            http2: None,
+        }
+    }
 }
 
 /// How the run ended, besides its records.

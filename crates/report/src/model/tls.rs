@@ -7,6 +7,11 @@ use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
+/// `resume` for a run saved without it: the default.
+fn resume_when_unsaid() -> bool {
+    true
+}
+
 /// The TLS options of an https:// run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -14,7 +19,9 @@ pub struct TlsSettings {
     /// How the certificate is checked: `system` (trust store), `ca_file` (--cacert) or
     /// `insecure` (not at all).
     pub trust: TlsTrust,
-    /// New connections offer an earlier session (false with --no-tls-resume).
+    /// New connections offer an earlier session (false with --no-tls-resume; true, the
+    /// default, in a run saved without it).
+    #[serde(default = "resume_when_unsaid")]
     pub resume: bool,
 }
 

@@ -133,7 +133,12 @@ fn bench_header(s: &BenchSettings, width: usize) -> String {
     let tls = s.tls.as_ref().map(|tls| wrap(&tls.describe(), width, "  ", "    ")).unwrap_or_default();
     // Which loop ran and why: the two time responses differently (by arrival, by read).
     let how = if s.batched_waits { ": batched waits, kernel arrival times" } else { "" };
-    let event_loop = wrap(&format!("{} loop ({}){how}", s.event_loop, s.event_loop_why), width, "  ", "    ");
+    // A run saved before the loop was recorded says nothing of it.
+    let event_loop = if s.event_loop.is_empty() {
+        String::new()
+    } else {
+        wrap(&format!("{} loop ({}){how}", s.event_loop, s.event_loop_why), width, "  ", "    ")
+    };
     let http2 = s
         .http2
         .as_ref()
