@@ -201,3 +201,23 @@ fn a_run_of_no_known_shape_is_one_line_naming_its_file() {
         assert_eq!(error.lines().count(), 1, "{error}");
     }
 }
+
+#[test]
+fn a_bench_run_saved_before_later_fields_still_reads() {
+    let mut run = serde_json::to_value(crate::text::bench::tests::stalled()).unwrap();
+    // Before TCP_INFO's spurious retransmits and the event loop were recorded.
+    let connections = run["connections"].as_array_mut().unwrap();
+    assert!(!connections.is_empty());
+    for connection in connections {
+        if let Some(info) = connection["tcp_info"].as_object_mut() {
+            info.remove("spurious_retransmits");
+        }
+    }
+    let settings = run["settings"].as_object_mut().unwrap();
+    settings.remove("event_loop");
+    settings.remove("event_loop_why");
+    settings.remove("keep_alive");
+    let text = text(&run);
+    says(&text, 80, &["keep-alive", "tcp_info"]);
+    assert!(!text.contains("loop ("), "{text}");
+}
