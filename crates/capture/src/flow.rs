@@ -345,9 +345,6 @@ pub struct Flow {
     handshake_ack: Option<(u64, u64)>,
     /// The IPv4 identification of the last packet seen from each side.
     last_ip_id: [Option<u16>; 2],
-    /// The sender's packets between its previous packet and the one being read that the
-    /// capture did not see, when IP IDs tell.
-    unseen_before_segment: Option<u16>,
     client: Option<usize>,
     handshake_rtt_ns: Option<u64>,
     /// The round trip from the capture point to each side (index as `sides`).
@@ -386,7 +383,6 @@ impl Flow {
             synack_ns: None,
             handshake_ack: None,
             last_ip_id: [None; 2],
-            unseen_before_segment: None,
             client: None,
             handshake_rtt_ns: None,
             legs: [None; 2],
@@ -457,7 +453,7 @@ impl Flow {
         self.packets += 1;
         // Counted from the sender's last packet seen, whatever it was (a keep-alive probe
         // during an idle wait moves the counter too).
-        self.unseen_before_segment = self.last_ip_id[side].zip(segment.ip_id).map(unseen_between);
+        let unseen = self.last_ip_id[side].zip(segment.ip_id).map(unseen_between);
         self.last_ip_id[side] = segment.ip_id.or(self.last_ip_id[side]);
         self.last_ns = self.last_ns.max(time_ns);
         if segment.syn {
@@ -487,7 +483,7 @@ impl Flow {
             self.note_ack(side, peer, packet, time_ns, segment);
         }
         if segment.payload_len > 0 {
-            self.note_data(side, peer, packet, time_ns, segment);
+            self.note_data(side, peer, packet, time_ns, segment, unseen);
         }
         if segment.fin {
             self.sides[side].fin = true;
@@ -668,7 +664,17 @@ impl Flow {
         }
     }
 
-    fn note_data(&mut self, side: usize, peer: usize, packet: u64, time_ns: u64, segment: &TcpSegment) {
+    /// `unseen`: the sender's packets between its previous one and this that the capture
+    /// did not see, when IP IDs tell.
+    fn note_data(
+        &mut self,
+        side: usize,
+        peer: usize,
+        packet: u64,
+        time_ns: u64,
+        segment: &TcpSegment,
+        unseen: Option<u16>,
+    ) {
         let end_seq = segment.seq.wrapping_add(segment.payload_len);
         if segment.payload_len <= 1
             && let Some(window) = self.sides[peer].zero.as_mut()
@@ -730,7 +736,6 @@ impl Flow {
                 self.exchanges += 1;
                 // The request is done where its last byte reaches the server's end of a
                 // slow link: its serialization is transfer, not the server's time.
-                let unseen = self.unseen_before_segment;
                 self.begin_exchange(packet, time_ns, time_ns.saturating_add(crossed_ns), end_seq, unseen);
             }
             self.last_data_side = Some(side);

@@ -131,12 +131,13 @@ fn round_trips(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> Captu
         hold_p50_ms: quantile_ms(&holds, 0.5),
         rtt_p50_ms: quantile_ms(&rtts, 0.5),
         peer_ack_delay_p50_ms: quantile_ms(&delays, 0.5),
-        example: stalls
-            .examples
-            .first()
-            .map(|e| describe_example(side(held_by_server), e))
-            .unwrap_or_default(),
+        example: first_example(stalls, held_by_server),
     }
+}
+
+/// The first of a sender's holds spelled out with its packet numbers; empty without one.
+fn first_example(stalls: &SenderStalls, held_by_server: bool) -> String {
+    stalls.examples.first().map(|e| describe_example(side(held_by_server), e)).unwrap_or_default()
 }
 
 fn describe_example(held_by: &str, example: &StallExample) -> String {
@@ -167,11 +168,7 @@ fn group(stalls: &SenderStalls, held_by_server: bool, flows: u64) -> CaptureStal
         ack_delay_p50_ms: quantile_ms(&delays, 0.5),
         ack_delay_p90_ms: quantile_ms(&delays, 0.9),
         release_after_ack_p50_us: quantile_ms(&releases, 0.5) * 1e3,
-        example: stalls
-            .examples
-            .first()
-            .map(|e| describe_example(side(held_by_server), e))
-            .unwrap_or_default(),
+        example: first_example(stalls, held_by_server),
     }
 }
 

@@ -46,6 +46,19 @@ impl Verdict {
             Verdict::NothingSeen => "nothing-seen",
         }
     }
+
+    /// The verdict of several together (a diagnosis's findings, a scenario's requests):
+    /// unreliable when any is, healthy when every one is, findings otherwise; nothing seen
+    /// when there are none.
+    pub fn of_all(verdicts: impl IntoIterator<Item = Verdict>) -> Verdict {
+        verdicts.into_iter().fold(Verdict::NothingSeen, |all, one| match (all, one) {
+            (Verdict::Unreliable, _) | (_, Verdict::Unreliable) => Verdict::Unreliable,
+            (Verdict::NothingSeen, one) => one,
+            (all, Verdict::NothingSeen) => all,
+            (Verdict::Healthy, Verdict::Healthy) => Verdict::Healthy,
+            _ => Verdict::Findings,
+        })
+    }
 }
 
 impl Diagnosis {
@@ -56,15 +69,11 @@ impl Diagnosis {
 
     /// The verdict the findings make.
     pub fn verdict(&self) -> Verdict {
-        if self.findings.is_empty() {
-            Verdict::NothingSeen
-        } else if self.findings.iter().any(|f| f.id == FindingId::UnreliableMeasurement) {
-            Verdict::Unreliable
-        } else if self.findings.iter().all(|f| f.id == FindingId::Healthy) {
-            Verdict::Healthy
-        } else {
-            Verdict::Findings
-        }
+        Verdict::of_all(self.findings.iter().map(|f| match f.id {
+            FindingId::Healthy => Verdict::Healthy,
+            FindingId::UnreliableMeasurement => Verdict::Unreliable,
+            _ => Verdict::Findings,
+        }))
     }
 
     /// The ids found, in rank order.
@@ -124,5 +133,9 @@ mod tests {
         ]);
         assert_eq!(failing.verdict(), Verdict::Unreliable);
         assert_eq!(failing.ids(), [FindingId::ServerNagleDelayedAck, FindingId::UnreliableMeasurement]);
+        let unreliable_first =
+            Diagnosis::of(vec![finding(FindingId::UnreliableMeasurement), finding(FindingId::Healthy)]);
+        assert_eq!(unreliable_first.verdict(), Verdict::Unreliable);
+        assert_eq!(Verdict::of_all([Verdict::Healthy, Verdict::NothingSeen]), Verdict::Healthy);
     }
 }

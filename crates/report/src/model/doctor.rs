@@ -292,6 +292,17 @@ impl DoctorReport {
     pub fn is_unreliable(&self) -> bool {
         self.verdict == "unreliable"
     }
+
+    /// The verdict the report says.
+    fn verdict(&self) -> Verdict {
+        if self.is_unreliable() {
+            Verdict::Unreliable
+        } else if self.is_healthy() {
+            Verdict::Healthy
+        } else {
+            Verdict::Findings
+        }
+    }
 }
 
 impl HopReport {
@@ -341,18 +352,15 @@ pub struct DoctorScenarioReport {
 impl DoctorScenarioReport {
     /// The report of the diagnoses of a scenario's requests, its verdict decided from theirs.
     pub fn new(url: String, requests: Vec<NamedDoctorReport>) -> Self {
-        let verdict = if requests.iter().any(|r| r.report.is_unreliable()) {
-            "unreliable"
-        } else if requests.iter().all(|r| r.report.is_healthy()) {
-            "healthy"
-        } else {
-            "findings"
+        let verdict = match Verdict::of_all(requests.iter().map(|r| r.report.verdict())) {
+            Verdict::NothingSeen => Verdict::Healthy,
+            verdict => verdict,
         };
         let interrupted = requests.iter().any(|r| r.report.interrupted);
         DoctorScenarioReport {
             schema: Cow::Borrowed(DOCTOR_SCENARIO_SCHEMA_ID),
             url,
-            verdict: Cow::Borrowed(verdict),
+            verdict: Cow::Borrowed(verdict.as_str()),
             requests,
             interrupted,
         }
