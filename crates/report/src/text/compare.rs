@@ -69,11 +69,12 @@ fn write_compare(out: &mut String, report: &CompareReport, width: usize) -> std:
         let why = target.error.as_deref().unwrap_or_default();
         out.push_str(&wrap(&format!("{}: not measured: {why}", target.label), width, "", "  "));
     }
-    if !report.comparisons.is_empty() {
+    if let Some(first) = report.comparisons.first() {
         writeln!(out)?;
+        // Every comparison is against the first target, and names it.
         let heading = format!(
             "against {} (Hodges-Lehmann ratio, {} interval, Mann-Whitney U over rounds):",
-            report.targets[0].label,
+            first.against,
             crate::model::compare::confidence(report.alpha)
         );
         out.push_str(&wrap(&heading, width, "", "  "));

@@ -221,3 +221,11 @@ fn a_bench_run_saved_before_later_fields_still_reads() {
     says(&text, 80, &["keep-alive", "tcp_info"]);
     assert!(!text.contains("loop ("), "{text}");
 }
+
+#[test]
+fn a_saved_run_that_breaks_what_a_live_one_never_does_still_prints() {
+    // Comparisons against a first target that is not there (a hand-edited file).
+    let run = json!({"schema": "nodelay-compare/1", "rounds": 5, "targets": [],
+                     "comparisons": [{"label": "B", "against": "A", "metric": "p50_ms", "ratio": 2.0}]});
+    says(&text(&run), 80, &["against A"]);
+}
