@@ -62,6 +62,13 @@ want strace strace
 python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 # A real Prometheus scrapes nodelay watch's /metrics and is queried back (crates/watch/tests).
 want prometheus prometheus
+# nodelay fix --cgroup's eBPF programs (crates/ebpf/bpf) are compiled by clang against libbpf's
+# helper headers at build time; its tests check with bpftool that no program stays attached,
+# and with capsh that a process without the capabilities is refused (crates/cli/tests/ebpf_fix.rs).
+want clang clang
+want_file /usr/include/bpf/bpf_helpers.h libbpf-dev
+want bpftool bpftool
+want capsh libcap2-bin
 # The container image (Containerfile, scripts/image.sh, crates/cli/tests/container.rs): podman
 # builds and runs it with runc (crun refuses to start anything where a cgroup v2 hierarchy with
 # a controller is mounted beside v1, as on these machines); musl-gcc compiles ring's C for the

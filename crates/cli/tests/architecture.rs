@@ -26,14 +26,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("launch", &["host"]),
     ("report", &["engine", "diagnose", "capture", "host", "proxy", "tcp"]),
     ("load", &["wire", "engine", "diagnose", "host", "report"]),
-    ("doctor", &["engine", "diagnose", "host", "report", "load", "tcp"]),
+    ("doctor", &["engine", "diagnose", "host", "report", "load", "tcp", "ebpf"]),
     ("watch", &["capture", "host", "tcp"]),
     ("netpath", &[]),
+    ("ebpf", &[]),
     (
         "cli",
         &[
             "tcp", "wire", "engine", "capture", "host", "diagnose", "proxy", "launch", "report", "load",
-            "doctor", "watch", "netpath",
+            "doctor", "watch", "netpath", "ebpf",
         ],
     ),
 ];

@@ -1,0 +1,41 @@
+//! Why an eBPF mode cannot run, each in one line a user can act on.
+
+use std::path::PathBuf;
+
+/// An eBPF mode that could not start or stop.
+#[derive(Debug, thiserror::Error)]
+pub enum EbpfError {
+    /// The build had no clang, so it carries no programs.
+    #[error(
+        "this nodelay was built without its eBPF programs (clang was missing): run scripts/setup.sh, then rebuild"
+    )]
+    NotBuilt,
+    /// eBPF needs Linux.
+    #[error("eBPF programs need Linux")]
+    Unsupported,
+    /// The path is not a directory of a cgroup2 hierarchy.
+    #[error(
+        "{0}: not a cgroup2 directory (it has no cgroup.controllers; cgroup v1 cannot carry these programs)"
+    )]
+    NotCgroup2(PathBuf),
+    /// No cgroup2 hierarchy is mounted, so no process's cgroup can be found.
+    #[error("no cgroup2 hierarchy is mounted (mount -t cgroup2 none DIR mounts one)")]
+    NoCgroup2Mount,
+    /// The process does not exist (or its cgroup cannot be read).
+    #[error("PID {0}: no such process")]
+    NoSuchProcess(u32),
+    /// The process sits in the root cgroup: its cgroup is the whole machine.
+    #[error(
+        "PID {0} is in the root cgroup: that would change every process on this machine; give the root's path to mean that"
+    )]
+    RootCgroup(u32),
+    /// Loading or attaching was refused for want of privilege.
+    #[error("loading eBPF programs needs root, or CAP_BPF with CAP_NET_ADMIN ({0})")]
+    Permission(String),
+    /// The kernel refused something else.
+    #[error("the kernel refused the eBPF programs: {0}")]
+    Kernel(String),
+    /// Reading a file of /proc or the cgroup failed.
+    #[error("{0}: {1}")]
+    Io(PathBuf, std::io::Error),
+}

@@ -1,0 +1,101 @@
+//! `nodelay fix --cgroup`: the programs of bpf/fix_nodelay.bpf.c attached to one cgroup for
+//! as long as the [`CgroupFix`] lives. The attachments are bpf links owned by this process:
+//! dropping it, or the process ending however it ends, detaches them, so nothing is left
+//! behind in the kernel.
+
+use crate::{Cgroup, EbpfError, FixCounts};
+use aya::maps::Array;
+use aya::programs::{CgroupAttachMode, CgroupSockopt, SockOps};
+
+#[cfg(nodelay_bpf)]
+static OBJECT: Option<&[u8]> =
+    Some(aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/fix_nodelay.bpf.o")));
+#[cfg(not(nodelay_bpf))]
+static OBJECT: Option<&[u8]> = None;
+
+/// The counters' slots, as bpf/fix_nodelay.bpf.c numbers them.
+const CONNECTIONS_SET: u32 = 0;
+const SET_REFUSED: u32 = 1;
+const TURN_OFFS_KEPT: u32 = 2;
+
+/// nodelay's programs, attached to a cgroup: every connection established there from now on
+/// gets TCP_NODELAY, and the programs' own attempts to turn it off are kept from doing so.
+pub struct CgroupFix {
+    ebpf: aya::Ebpf,
+    cgroup: Cgroup,
+}
+
+impl CgroupFix {
+    /// Loads the programs and attaches them to `cgroup` (and so to every cgroup below it).
+    pub fn attach(cgroup: Cgroup) -> Result<CgroupFix, EbpfError> {
+        let object = OBJECT.ok_or(EbpfError::NotBuilt)?;
+        let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
+        let directory =
+            std::fs::File::open(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?;
+        let sock_ops: &mut SockOps = program(&mut ebpf, "nodelay_sockops")?;
+        sock_ops.load().map_err(|e| refused(&e))?;
+        sock_ops.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
+        let keep: &mut CgroupSockopt = program(&mut ebpf, "nodelay_keep")?;
+        keep.load().map_err(|e| refused(&e))?;
+        keep.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
+        Ok(CgroupFix { ebpf, cgroup })
+    }
+
+    /// The cgroup the programs are attached to.
+    pub fn cgroup(&self) -> &Cgroup {
+        &self.cgroup
+    }
+
+    /// What the programs have counted so far.
+    pub fn counts(&self) -> Result<FixCounts, EbpfError> {
+        let map = self
+            .ebpf
+            .map("counts")
+            .ok_or_else(|| EbpfError::Kernel("the object has no counts map".into()))?;
+        let counts: Array<_, u64> = Array::try_from(map).map_err(|e| refused(&e))?;
+        let read = |slot| counts.get(&slot, 0).map_err(|e| refused(&e));
+        Ok(FixCounts {
+            connections_set: read(CONNECTIONS_SET)?,
+            set_refused: read(SET_REFUSED)?,
+            turn_offs_kept: read(TURN_OFFS_KEPT)?,
+        })
+    }
+
+    /// Detaches the programs and returns their final counts.
+    pub fn detach(self) -> Result<FixCounts, EbpfError> {
+        let counts = self.counts();
+        drop(self.ebpf);
+        counts
+    }
+}
+
+/// The object's program `name` as type `P`.
+fn program<'a, P>(ebpf: &'a mut aya::Ebpf, name: &str) -> Result<&'a mut P, EbpfError>
+where
+    &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
+    let found = ebpf
+        .program_mut(name)
+        .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
+    found.try_into().map_err(|e: aya::programs::ProgramError| refused(&e))
+}
+
+/// An error of aya's as a one-line reason: privilege when the kernel said EPERM or EACCES
+/// anywhere in its chain, the kernel's refusal otherwise (with the verifier's last line).
+fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
+    let mut reasons = Vec::new();
+    let mut cause = Some(error);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES))
+        {
+            return EbpfError::Permission(io.to_string());
+        }
+        reasons.push(current.to_string());
+        cause = current.source();
+    }
+    let reason = reasons.join(": ");
+    EbpfError::Kernel(
+        reason.lines().rfind(|line| !line.trim().is_empty()).unwrap_or("no reason given").into(),
+    )
+}

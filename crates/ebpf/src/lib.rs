@@ -1,0 +1,33 @@
+//! nodelay's eBPF side: programs the kernel runs at the moment it decides, loaded from an
+//! object clang compiled at build time (bpf/, build.rs) by aya.
+//!
+//! Today: [`CgroupFix`], TCP_NODELAY on every new connection of a cgroup and kept on
+//! (`nodelay fix --cgroup`). The binary runs without eBPF; only these modes need it (root, or
+//! CAP_BPF with CAP_NET_ADMIN, and a cgroup2 hierarchy).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod cgroup;
+#[cfg(not(target_os = "linux"))]
+mod elsewhere;
+mod error;
+#[cfg(target_os = "linux")]
+mod fix;
+
+pub use cgroup::Cgroup;
+#[cfg(not(target_os = "linux"))]
+pub use elsewhere::CgroupFix;
+pub use error::EbpfError;
+#[cfg(target_os = "linux")]
+pub use fix::CgroupFix;
+
+/// What the programs counted while attached: each a kernel-side counter, never sampled.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FixCounts {
+    /// New connections of the cgroup (accepted or opened) given TCP_NODELAY.
+    pub connections_set: u64,
+    /// New connections on which the kernel refused the option.
+    pub set_refused: u64,
+    /// The program's own `setsockopt(TCP_NODELAY, 0)` calls, rewritten to 1.
+    pub turn_offs_kept: u64,
+}
