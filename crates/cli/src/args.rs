@@ -439,14 +439,40 @@ pub struct SocketsArgs {
 
 /// `nodelay fix`.
 #[derive(Debug, Clone, Args)]
-#[command(after_help = "The change lasts as long as the sockets: until the program restarts. \
-                        `nodelay exec` starts a program with TCP_NODELAY on every socket.")]
+#[command(after_help = "PID|:PORT: the change lasts as long as the sockets, until the program restarts. \
+`nodelay exec` starts a program with TCP_NODELAY on every socket.\n\n\
+--cgroup and --pid (eBPF; root, or CAP_BPF with CAP_NET_ADMIN): a sock_ops program sets TCP_NODELAY \
+on every connection the cgroup's processes accept or open from then on, and a setsockopt program \
+turns their own setsockopt(TCP_NODELAY, 0) into 1, counted; the sockets they have open are set as \
+for a PID. The programs stay attached while fix runs: -d or Ctrl-C detaches them and says what \
+they did.")]
+#[command(group(clap::ArgGroup::new("ebpf_target").args(["cgroup", "pid"])))]
 pub struct FixArgs {
-    #[command(flatten)]
-    pub sockets: SocketsArgs,
+    /// A process ID, or :PORT for the processes listening on that local TCP port. Needs root,
+    /// CAP_SYS_PTRACE or the process's own user (pidfd_getfd, Linux 5.6 or later)
+    #[arg(value_name = "PID|:PORT", required_unless_present = "ebpf_target", conflicts_with = "ebpf_target")]
+    pub target: Option<nodelay_host::Target>,
+
+    /// Every new connection of this cgroup (a cgroup2 directory, and those below it), and
+    /// the sockets its processes have open, while fix runs
+    #[arg(long, value_name = "PATH", conflicts_with = "pid")]
+    pub cgroup: Option<PathBuf>,
+
+    /// As --cgroup, for the cgroup process PID is in
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// With --cgroup or --pid: detach after this long, e.g. 30s, 5m [default: until Ctrl-C]
+    #[arg(short = 'd', long, value_parser = values::parse_duration, requires = "ebpf_target")]
+    pub duration: Option<Duration>,
+
+    /// Print JSON (its JSON Schema: nodelay schema fix) on stdout instead of text; not with
+    /// --cgroup or --pid
+    #[arg(long, conflicts_with = "ebpf_target")]
+    pub json: bool,
 
     /// Only say which sockets would change
-    #[arg(long)]
+    #[arg(long, conflicts_with = "ebpf_target")]
     pub dry_run: bool,
 }
 

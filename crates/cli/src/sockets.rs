@@ -1,12 +1,13 @@
 //! `nodelay inspect` and `nodelay fix`: a running program's TCP sockets, read and changed
 //! through copies of its descriptors (crates/host; fix's check of a new connection in
-//! crates/doctor).
+//! crates/doctor), and a cgroup's new connections through eBPF (crates/ebpf).
 
 use crate::args::{FixArgs, SocketsArgs};
 use crate::exit::Outcome;
 use crate::output;
 use crate::runner::text_width;
 use anyhow::Result;
+use nodelay_doctor::CgroupTarget;
 use nodelay_report::{FittedText, InspectReport, Json, Render};
 
 pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
@@ -15,14 +16,31 @@ pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
 }
 
 pub fn fix(args: &FixArgs) -> Result<Outcome> {
-    let fixed = nodelay_doctor::fix(args.sockets.target, args.dry_run)?;
-    output::stdout(&if args.sockets.json {
+    let Some(target) = args.target else { return fix_cgroup(args) };
+    let fixed = nodelay_doctor::fix(target, args.dry_run)?;
+    output::stdout(&if args.json {
         Json.render(fixed.report())
     } else {
         FittedText::new(text_width()).render(fixed.report())
     })?;
     // 3, as a finding: set, but the program turns TCP_NODELAY off on each new connection.
     Ok(if fixed.holds() { Outcome::Success } else { Outcome::Findings })
+}
+
+/// `fix --cgroup PATH` or `--pid PID`: attached, said so at once, kept until -d or Ctrl-C.
+fn fix_cgroup(args: &FixArgs) -> Result<Outcome> {
+    let target = match (&args.cgroup, args.pid) {
+        (Some(path), _) => CgroupTarget::Path(path.clone()),
+        (None, Some(pid)) => CgroupTarget::OfPid(pid),
+        (None, None) => unreachable!("clap requires PID|:PORT, --cgroup or --pid"),
+    };
+    crate::interrupt::install();
+    let fixing = nodelay_doctor::attach_cgroup_fix(&target)?;
+    let text = FittedText::new(text_width());
+    output::stdout(&text.render(fixing.attached()))?;
+    let detached = fixing.run(args.duration)?;
+    output::stdout(&text.render(&detached))?;
+    Ok(Outcome::Success)
 }
 
 fn print<R>(json: bool, report: &R) -> Result<Outcome>

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod cgroup_fix;
 mod chain;
 pub mod demo_servers;
 mod doctor;
@@ -33,6 +34,7 @@ mod phases;
 mod progress;
 mod try_fix;
 
+pub use cgroup_fix::{CgroupFixing, CgroupTarget, attach_cgroup_fix};
 pub use doctor::{Diagnosis, Doctor, DoctorOptions, supported};
 pub use fix::{Fixed, fix};
 pub use progress::Progress;

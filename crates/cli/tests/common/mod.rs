@@ -209,10 +209,14 @@ pub fn compiled(source: &str) -> String {
     build_once(source, false)
 }
 
-/// Builds a C peer of tests/peers statically linked (`cc -static`, glibc's libc.a): a
-/// program without a dynamic loader, which LD_PRELOAD cannot reach. Returns the binary.
+/// Builds a C or Go peer of tests/peers statically linked (`cc -static` with glibc's libc.a;
+/// Go with `CGO_ENABLED=0`): a program without a dynamic loader, which LD_PRELOAD cannot
+/// reach. Returns the binary.
 pub fn compiled_static(source: &str) -> String {
-    assert!(source.ends_with(".c"), "only C peers link statically: {source}");
+    assert!(
+        source.ends_with(".c") || source.ends_with(".go"),
+        "only C and Go peers link statically: {source}"
+    );
     build_once(source, true)
 }
 
@@ -242,7 +246,12 @@ fn build_once(source: &str, static_link: bool) -> String {
         }
         Some("go") => {
             build_fresh(&output, std::slice::from_ref(&path), |partial| {
-                must_run(Command::new("go").args(["build", "-o"]).arg(partial).arg(&path));
+                let mut go = Command::new("go");
+                // Without cgo, Go links statically: no dynamic loader, so no LD_PRELOAD.
+                if static_link {
+                    go.env("CGO_ENABLED", "0");
+                }
+                must_run(go.args(["build", "-o"]).arg(partial).arg(&path));
             });
             output.to_string_lossy().into_owned()
         }

@@ -3,6 +3,7 @@
 //! [`crate::json`] and [`crate::html`] only read them.
 
 pub(crate) mod bench;
+pub(crate) mod cgroup_fix;
 pub(crate) mod compare;
 pub(crate) mod doctor;
 pub(crate) mod http2;

@@ -3,6 +3,7 @@
 //! report; [`layout`] lays out tables and [`wrap`] prose for all of them.
 
 pub(crate) mod bench;
+pub(crate) mod cgroup_fix;
 pub(crate) mod compare;
 pub(crate) mod doctor;
 pub(crate) mod finding;
