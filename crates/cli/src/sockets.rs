@@ -8,11 +8,10 @@ use crate::output;
 use crate::runner::text_width;
 use anyhow::Result;
 use nodelay_doctor::CgroupTarget;
-use nodelay_report::{FittedText, InspectReport, Json, Render};
+use nodelay_report::{FittedText, Json, Render};
 
 pub fn inspect(args: &SocketsArgs) -> Result<Outcome> {
-    let report = InspectReport::new(args.target.to_string(), nodelay_host::inspect(args.target)?);
-    print(args.json, &report)
+    print(args.json, &nodelay_doctor::inspect(args.target)?)
 }
 
 pub fn fix(args: &FixArgs) -> Result<Outcome> {

@@ -160,6 +160,23 @@ impl Fixing {
     }
 }
 
+/// What `nodelay inspect --json` says of `peer`'s cgroup: whether it carries the sock_ops
+/// and the setsockopt program. A peer started in `cgroup` must be reported in it.
+fn carried(peer: &Peer, cgroup: &TestCgroup) -> (bool, bool) {
+    let run = nodelay(&["inspect", "--json", &peer.pid().to_string()]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let report = run.json();
+    validate_against_schema("inspect.schema.json", &report);
+    let cgroups = report["cgroups"].as_array().expect("a cgroups array");
+    assert_eq!(cgroups.len(), 1, "{report}");
+    assert_eq!(cgroups[0]["pids"][0], peer.pid(), "{report}");
+    let in_cgroup = std::fs::read_to_string(cgroup.path.join("cgroup.procs")).unwrap();
+    if in_cgroup.lines().any(|pid| pid == peer.pid().to_string()) {
+        assert_eq!(cgroups[0]["path"], cgroup.path.to_str().unwrap(), "{report}");
+    }
+    (cgroups[0]["sock_ops"].as_bool().unwrap(), cgroups[0]["setsockopt"].as_bool().unwrap())
+}
+
 /// The number after `words` in `text` ("set on 3 new connections": 3 after "set on").
 fn count_after(text: &str, words: &str) -> u64 {
     let at = text.find(words).unwrap_or_else(|| panic!("no '{words}' in: {text}")) + words.len();
@@ -181,6 +198,10 @@ fn a_static_go_server_is_fixed_while_attached_and_stalls_again_after() {
     assert!(!cgroup.programs_attached().is_empty(), "bpftool lists nothing while fix runs");
     let during = median_ms_on_a_new_connection(inside.port);
     let outside_during = median_ms_on_a_new_connection(outside.port);
+    assert_eq!(carried(&inside, &cgroup), (true, true), "inspect while attached");
+    assert_eq!(carried(&outside, &cgroup), (false, false), "inspect of the process outside");
+    let text = nodelay(&["inspect", &inside.pid().to_string()]).stdout();
+    assert!(squeeze(&text).contains("carries nodelay's eBPF fix: new connections get TCP_NODELAY"), "{text}");
     let detached = fixing.interrupt();
 
     assert!(during < STALL_MS, "{during:.2} ms per request while fixed (before: {before:.2} ms)");
@@ -190,6 +211,7 @@ fn a_static_go_server_is_fixed_while_attached_and_stalls_again_after() {
     // The Go listener's SetNoDelay(false) on each accepted connection, kept from taking hold.
     assert!(count_after(&detached, "tried to turn it off") >= 1, "{detached}");
     assert_eq!(cgroup.programs_attached(), "", "a program stayed attached");
+    assert_eq!(carried(&inside, &cgroup), (false, false), "inspect after detaching");
     let after = median_ms_on_a_new_connection(inside.port);
     assert!(after > STALL_MS, "after detaching: {after:.2} ms per request");
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cgroup {
     path: PathBuf,
+    /// The hierarchy's root: every process of the machine.
+    is_root: bool,
 }
 
 impl Cgroup {
@@ -19,19 +21,25 @@ impl Cgroup {
         if !path.join("cgroup.controllers").is_file() {
             return Err(EbpfError::NotCgroup2(path));
         }
-        Ok(Cgroup { path })
+        Ok(Cgroup { path, is_root: false })
     }
 
     /// The cgroup2 directory process `pid` is in. Refused for the root cgroup, which is the
     /// whole machine: [`Cgroup::at`] takes the root's path for whoever means that.
     pub fn of_pid(pid: u32) -> Result<Cgroup, EbpfError> {
+        let cgroup = Cgroup::containing(pid)?;
+        if cgroup.is_root {
+            return Err(EbpfError::RootCgroup(pid));
+        }
+        Ok(cgroup)
+    }
+
+    /// The cgroup2 directory process `pid` is in, the root included.
+    pub fn containing(pid: u32) -> Result<Cgroup, EbpfError> {
         let lines = std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
             .map_err(|_| EbpfError::NoSuchProcess(pid))?;
         let relative =
             lines.lines().find_map(|line| line.strip_prefix("0::")).ok_or(EbpfError::NoCgroup2Mount)?;
-        if relative == "/" {
-            return Err(EbpfError::RootCgroup(pid));
-        }
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|e| EbpfError::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
         cgroup2_mounts(&mountinfo)
@@ -40,6 +48,7 @@ impl Cgroup {
             .find(|path| path.is_dir())
             .ok_or(EbpfError::NoCgroup2Mount)
             .and_then(|path| Cgroup::at(&path))
+            .map(|cgroup| Cgroup { is_root: relative == "/", ..cgroup })
     }
 
     /// The directory.

@@ -1,6 +1,6 @@
 //! Off Linux there is no eBPF: every mode says so.
 
-use crate::{Cgroup, EbpfError, FixCounts};
+use crate::{CarriedPrograms, Cgroup, EbpfError, FixCounts};
 
 /// Never attached: [`CgroupFix::attach`] fails with [`EbpfError::Unsupported`].
 pub struct CgroupFix {
@@ -26,5 +26,12 @@ impl CgroupFix {
     /// Nothing to detach.
     pub fn detach(self) -> Result<FixCounts, EbpfError> {
         Ok(FixCounts::default())
+    }
+}
+
+impl Cgroup {
+    /// Unknown: eBPF needs Linux.
+    pub fn nodelay_programs(&self) -> Result<CarriedPrograms, EbpfError> {
+        Err(EbpfError::Unsupported)
     }
 }

@@ -3,6 +3,7 @@
 //! dropping it, or the process ending however it ends, detaches them, so nothing is left
 //! behind in the kernel.
 
+use crate::query::{SETSOCKOPT_NAME, SOCK_OPS_NAME};
 use crate::{Cgroup, EbpfError, FixCounts};
 use aya::maps::Array;
 use aya::programs::{CgroupAttachMode, CgroupSockopt, SockOps};
@@ -32,10 +33,10 @@ impl CgroupFix {
         let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
         let directory =
             std::fs::File::open(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?;
-        let sock_ops: &mut SockOps = program(&mut ebpf, "nodelay_sockops")?;
+        let sock_ops: &mut SockOps = program(&mut ebpf, SOCK_OPS_NAME)?;
         sock_ops.load().map_err(|e| refused(&e))?;
         sock_ops.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
-        let keep: &mut CgroupSockopt = program(&mut ebpf, "nodelay_keep")?;
+        let keep: &mut CgroupSockopt = program(&mut ebpf, SETSOCKOPT_NAME)?;
         keep.load().map_err(|e| refused(&e))?;
         keep.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
         Ok(CgroupFix { ebpf, cgroup })

@@ -4,7 +4,8 @@
 //! Today: [`CgroupFix`], TCP_NODELAY on every new connection of a cgroup and kept on
 //! (`nodelay fix --cgroup`). The binary runs without eBPF; only these modes need it (root, or
 //! CAP_BPF with CAP_NET_ADMIN, and a cgroup2 hierarchy).
-#![forbid(unsafe_code)]
+// Only query.rs: one raw bpf(2) call aya does not offer.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 mod cgroup;
@@ -13,6 +14,8 @@ mod elsewhere;
 mod error;
 #[cfg(target_os = "linux")]
 mod fix;
+#[cfg(target_os = "linux")]
+mod query;
 
 pub use cgroup::Cgroup;
 #[cfg(not(target_os = "linux"))]
@@ -30,4 +33,13 @@ pub struct FixCounts {
     pub set_refused: u64,
     /// The program's own `setsockopt(TCP_NODELAY, 0)` calls, rewritten to 1.
     pub turn_offs_kept: u64,
+}
+
+/// Which of `fix --cgroup`'s programs are in effect on a cgroup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CarriedPrograms {
+    /// The sock_ops program that sets TCP_NODELAY on new connections.
+    pub sock_ops: bool,
+    /// The setsockopt program that keeps it set.
+    pub setsockopt: bool,
 }

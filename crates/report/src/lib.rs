@@ -53,7 +53,7 @@ pub use model::proxy::{
 };
 pub use model::series::{IntervalPoint, Machine, SpectrumPoint, spectrum_ms};
 pub use model::server_view::{ServerViewReport, ThreadReport, UpstreamReport};
-pub use model::sockets::{FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
+pub use model::sockets::{CgroupPrograms, FIX_SCHEMA_ID, FixReport, INSPECT_SCHEMA_ID, InspectReport};
 pub use model::status::SuccessStatuses;
 pub use model::tls::{TlsNegotiated, TlsReport, TlsSettings};
 pub use render::Render;

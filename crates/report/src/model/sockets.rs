@@ -24,17 +24,35 @@ pub struct InspectReport {
     pub sockets: Vec<SocketView>,
     /// What the sockets that carry traffic say of TCP_NODELAY, and whether a fix is advised.
     pub nodelay: SocketNodelay,
+    /// The processes' cgroups and whether `fix --cgroup`'s programs are in effect there;
+    /// empty where no cgroup2 hierarchy could be read.
+    pub cgroups: Vec<CgroupPrograms>,
+}
+
+/// A cgroup of the inspected processes, and which of nodelay's eBPF programs are in effect on
+/// it (attached to it or to a cgroup above it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CgroupPrograms {
+    /// The cgroup2 directory.
+    pub path: String,
+    /// The inspected processes in it.
+    pub pids: Vec<i32>,
+    /// The sock_ops program that sets TCP_NODELAY on each new connection.
+    pub sock_ops: bool,
+    /// The setsockopt program that keeps a program from turning it off.
+    pub setsockopt: bool,
 }
 
 impl InspectReport {
-    /// The report of an inspection of `target`.
-    pub fn new(target: String, inspection: Inspection) -> Self {
+    /// The report of an inspection of `target`, with the processes' cgroups.
+    pub fn new(target: String, inspection: Inspection, cgroups: Vec<CgroupPrograms>) -> Self {
         InspectReport {
             schema: INSPECT_SCHEMA_ID,
             target,
             processes: inspection.processes,
             nodelay: socket_nodelay(&inspection.sockets),
             sockets: inspection.sockets,
+            cgroups,
         }
     }
 }

@@ -58,10 +58,28 @@ impl Render<InspectReport> for FittedText {
                  listening socket's own setting changes nothing. Nothing to fix.",
                 judged.connections_on
             ),
-            NodelayState::On | NodelayState::NoSockets => return out,
+            NodelayState::On | NodelayState::NoSockets => String::new(),
         };
-        out.push('\n');
-        out.push_str(&wrap(&sentence, self.width, "", ""));
+        if !sentence.is_empty() {
+            out.push('\n');
+            out.push_str(&wrap(&sentence, self.width, "", ""));
+        }
+        for cgroup in report.cgroups.iter().filter(|c| c.sock_ops || c.setsockopt) {
+            let what = match (cgroup.sock_ops, cgroup.setsockopt) {
+                (true, true) => {
+                    "new connections get TCP_NODELAY, and a program's setsockopt(TCP_NODELAY, 0) is kept at 1"
+                }
+                (true, false) => "new connections get TCP_NODELAY",
+                _ => "a program's setsockopt(TCP_NODELAY, 0) is kept at 1",
+            };
+            out.push('\n');
+            out.push_str(&wrap(
+                &format!("cgroup {} carries nodelay's eBPF fix: {what}.", cgroup.path),
+                self.width,
+                "",
+                "  ",
+            ));
+        }
         out
     }
 }
