@@ -261,3 +261,21 @@ fn what_is_not_a_cgroup_of_its_own_is_refused_as_usage() {
     fails_with(&["fix", "--cgroup", "/tmp", "--json"], 2, &["cannot be used with"]);
     fails_with(&["fix", "-d", "1s", "1"], 2, &["--cgroup"]);
 }
+
+#[test]
+fn a_cgroup_outside_the_callers_cgroup_namespace_is_refused_in_one_line() {
+    let (here, there) = (TestCgroup::new("ns-here"), TestCgroup::new("ns-there"));
+    let server = there.start("python3", &[peer_script("python_http_server.py").to_str().unwrap()]);
+    // fix runs in `here`, in a cgroup namespace rooted there: `there` is /../nodelay-test-...
+    let output = Command::new("sh")
+        .args(["-c", r#"echo $$ > "$0/cgroup.procs" && exec unshare -C "$@""#])
+        .arg(&here.path)
+        .args([env!("CARGO_BIN_EXE_nodelay"), "fix", "--pid", &server.pid().to_string(), "-d", "1s"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("outside this process's cgroup namespace"), "{stderr}");
+    assert_eq!(there.programs_attached(), "");
+}

@@ -45,6 +45,7 @@ pub fn attach_cgroup_fix(target: &CgroupTarget) -> Result<CgroupFixing> {
         EbpfError::NotCgroup2(_)
         | EbpfError::NoSuchProcess(_)
         | EbpfError::RootCgroup(_)
+        | EbpfError::OutsideNamespace(_)
         | EbpfError::Io(..) => usage(error.to_string()),
         other => other.into(),
     })?;

@@ -40,6 +40,10 @@ impl Cgroup {
             .map_err(|_| EbpfError::NoSuchProcess(pid))?;
         let relative =
             lines.lines().find_map(|line| line.strip_prefix("0::")).ok_or(EbpfError::NoCgroup2Mount)?;
+        // A process in a cgroup namespace of its own sees others' cgroups above its root as /..
+        if relative.split('/').any(|part| part == "..") {
+            return Err(EbpfError::OutsideNamespace(pid));
+        }
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
             .map_err(|e| EbpfError::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
         cgroup2_mounts(&mountinfo)

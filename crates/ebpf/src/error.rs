@@ -29,6 +29,11 @@ pub enum EbpfError {
         "PID {0} is in the root cgroup: that would change every process on this machine; give the root's path to mean that"
     )]
     RootCgroup(u32),
+    /// The process's cgroup is outside this process's cgroup namespace.
+    #[error(
+        "PID {0}'s cgroup is outside this process's cgroup namespace: give the cgroup's path as the host sees it"
+    )]
+    OutsideNamespace(u32),
     /// Loading or attaching was refused for want of privilege.
     #[error("loading eBPF programs needs root, or CAP_BPF with CAP_NET_ADMIN ({0})")]
     Permission(String),
