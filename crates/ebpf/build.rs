@@ -7,10 +7,10 @@ use std::process::Command;
 
 fn main() {
     println!("cargo::rerun-if-changed=bpf/fix_nodelay.bpf.c");
+    println!("cargo::rerun-if-changed=bpf/watch_holds.bpf.c");
     println!("cargo::rerun-if-env-changed=NODELAY_CLANG");
     println!("cargo::rustc-check-cfg=cfg(nodelay_bpf)");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    let object = out.join("fix_nodelay.bpf.o");
     let clang = std::env::var("NODELAY_CLANG").unwrap_or_else(|_| "clang".into());
     let target_os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     if target_os != "linux" {
@@ -19,23 +19,25 @@ fn main() {
     // linux/bpf.h includes asm/types.h, which Debian keeps under the multiarch directory.
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = format!("/usr/include/{arch}-linux-gnu");
-    let built = Command::new(&clang)
-        .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
-        .arg(format!("-I{multiarch}"))
-        .args(["-c", "bpf/fix_nodelay.bpf.c", "-o"])
-        .arg(&object)
-        .output();
-    let why = match built {
-        Ok(output) if output.status.success() => return println!("cargo::rustc-cfg=nodelay_bpf"),
-        Ok(output) => {
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            format!(
-                "{clang} failed: {}",
-                stderr.lines().find(|l| l.contains("error")).unwrap_or("no message")
-            )
+    let mut failed = None;
+    for program in ["fix_nodelay", "watch_holds"] {
+        let built = Command::new(&clang)
+            .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+            .arg(format!("-I{multiarch}"))
+            .args(["-c", &format!("bpf/{program}.bpf.c"), "-o"])
+            .arg(out.join(format!("{program}.bpf.o")))
+            .output();
+        match built {
+            Ok(output) if output.status.success() => {}
+            Ok(output) => {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                let first = stderr.lines().find(|l| l.contains("error")).unwrap_or("no message").to_string();
+                failed = Some(format!("{clang} failed on {program}.bpf.c: {first}"));
+            }
+            Err(e) => failed = Some(format!("{clang}: {e}")),
         }
-        Err(e) => format!("{clang}: {e}"),
-    };
+    }
+    let Some(why) = failed else { return println!("cargo::rustc-cfg=nodelay_bpf") };
     // The tests hold a build from scripts/setup.sh to having them (crates/cli/tests/ebpf_fix.rs).
     println!(
         "cargo::warning=no eBPF programs in this build ({why}); `nodelay fix --cgroup` will say so. \

@@ -83,7 +83,7 @@ where
 
 /// An error of aya's as a one-line reason: privilege when the kernel said EPERM or EACCES
 /// anywhere in its chain, the kernel's refusal otherwise (with the verifier's last line).
-fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
+pub(crate) fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
     let mut reasons = Vec::new();
     let mut cause = Some(error);
     while let Some(current) = cause {

@@ -2,7 +2,8 @@
 //! object clang compiled at build time (bpf/, build.rs) by aya.
 //!
 //! Today: [`CgroupFix`], TCP_NODELAY on every new connection of a cgroup and kept on
-//! (`nodelay fix --cgroup`). The binary runs without eBPF; only these modes need it (root, or
+//! (`nodelay fix --cgroup`); and `HoldWatch`, Nagle holds timed in the kernel per process
+//! and ports, the first part of `nodelay watch` from the kernel (not yet wired to watch). The binary runs without eBPF; only these modes need it (root, or
 //! CAP_BPF with CAP_NET_ADMIN, and a cgroup2 hierarchy).
 // Only query.rs: one raw bpf(2) call aya does not offer.
 #![deny(unsafe_code)]
@@ -15,6 +16,8 @@ mod error;
 #[cfg(target_os = "linux")]
 mod fix;
 #[cfg(target_os = "linux")]
+mod holds;
+#[cfg(target_os = "linux")]
 mod query;
 
 pub use cgroup::Cgroup;
@@ -23,6 +26,8 @@ pub use elsewhere::CgroupFix;
 pub use error::EbpfError;
 #[cfg(target_os = "linux")]
 pub use fix::CgroupFix;
+#[cfg(target_os = "linux")]
+pub use holds::{HoldStats, HoldWatch};
 
 /// What the programs counted while attached: each a kernel-side counter, never sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,0 +1,177 @@
+// nodelay watch from the kernel: Nagle holds timed where the kernel decides them.
+//
+// At each send (sock:sock_send_length, in the sending process's context) the socket is read
+// (CO-RE, struct tcp_sock): bytes left unsent behind data in flight, fewer than a segment,
+// with Nagle on, is a hold, and its start is kept per socket. When an incoming segment
+// (tcp:tcp_probe) acknowledges everything in flight, the held bytes go out: the hold ends.
+// Figures are summed per (process, local port, remote port) in `holds`; user space reads the
+// map once a second, never a copy per packet.
+#include <linux/types.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#define LRU_HASH 9 // BPF_MAP_TYPE_LRU_HASH
+#define HASH 1     // BPF_MAP_TYPE_HASH
+#define TCP_NAGLE_OFF 1
+#define IPPROTO_TCP 6
+
+// Only the fields read; clang records their names and the loader relocates each to the
+// running kernel's offset (BTF), so no kernel headers are compiled in.
+struct sock_common {
+    __u16 skc_dport;
+    __u16 skc_num;
+} __attribute__((preserve_access_index));
+struct sock {
+    struct sock_common __sk_common;
+} __attribute__((preserve_access_index));
+struct minmax_sample {
+    __u32 t;
+    __u32 v;
+} __attribute__((preserve_access_index));
+struct minmax {
+    struct minmax_sample s[3];
+} __attribute__((preserve_access_index));
+struct tcp_sock {
+    struct minmax rtt_min;
+    __u32 mss_cache;
+    __u32 write_seq;
+    __u8 nonagle : 4;
+    __u32 snd_nxt;
+    __u32 packets_out;
+} __attribute__((preserve_access_index));
+struct sk_buff {
+    unsigned char *data;
+} __attribute__((preserve_access_index));
+// The event class of sock:sock_send_length (and sock_recv_length).
+struct trace_event_raw_sock_msg_length {
+    void *sk;
+    __u16 protocol;
+    int ret;
+} __attribute__((preserve_access_index));
+struct trace_event_raw_tcp_probe {
+    __u16 data_len;
+    __u32 snd_nxt;
+    const void *skbaddr;
+    const void *skaddr;
+} __attribute__((preserve_access_index));
+
+// What `holds` is keyed by: one process's connections on one pair of ports.
+struct hold_key {
+    __u32 tgid;
+    __u16 local_port;
+    __u16 remote_port;
+};
+
+// Read by crates/ebpf/src/holds.rs (HoldStats): keep the two in step.
+struct hold_stats {
+    __u64 holds;
+    __u64 held_ns;
+    __u64 longest_ns;
+    __u64 min_rtt_us_sum; // the connection's lowest RTT at each release: the path's share
+    __u64 sends;
+    __u64 exchanges; // sends that followed data from the peer: request/response turns
+};
+
+struct pending_hold {
+    __u64 start_ns;
+    struct hold_key key;
+};
+
+struct {
+    __uint(type, LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64);
+    __type(value, struct pending_hold);
+} pending SEC(".maps");
+
+// Sockets the peer sent data on since their last send.
+struct {
+    __uint(type, LRU_HASH);
+    __uint(max_entries, 65536);
+    __type(key, __u64);
+    __type(value, __u8);
+} peer_spoke SEC(".maps");
+
+struct {
+    __uint(type, LRU_HASH);
+    __uint(max_entries, 16384);
+    __type(key, struct hold_key);
+    __type(value, struct hold_stats);
+} holds SEC(".maps");
+
+static struct hold_stats *stats_of(struct hold_key *key) {
+    struct hold_stats *stats = bpf_map_lookup_elem(&holds, key);
+    if (stats)
+        return stats;
+    struct hold_stats zero = {};
+    bpf_map_update_elem(&holds, key, &zero, 1 /* BPF_NOEXIST */);
+    return bpf_map_lookup_elem(&holds, key);
+}
+
+SEC("tracepoint/sock/sock_send_length")
+int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
+    if (BPF_CORE_READ(ctx, protocol) != IPPROTO_TCP || BPF_CORE_READ(ctx, ret) <= 0)
+        return 0;
+    struct tcp_sock *tp = BPF_CORE_READ(ctx, sk);
+    struct sock *sk = (struct sock *)tp;
+    __u64 socket = (__u64)tp;
+    struct hold_key key = {
+        .tgid = bpf_get_current_pid_tgid() >> 32,
+        .local_port = BPF_CORE_READ(sk, __sk_common.skc_num),
+        .remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)),
+    };
+    struct hold_stats *stats = stats_of(&key);
+    if (stats) {
+        __sync_fetch_and_add(&stats->sends, 1);
+        if (bpf_map_lookup_elem(&peer_spoke, &socket)) {
+            __sync_fetch_and_add(&stats->exchanges, 1);
+            bpf_map_delete_elem(&peer_spoke, &socket);
+        }
+    }
+    __u32 unsent = BPF_CORE_READ(tp, write_seq) - BPF_CORE_READ(tp, snd_nxt);
+    __u32 nonagle = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle);
+    if (unsent == 0 || unsent >= BPF_CORE_READ(tp, mss_cache) || BPF_CORE_READ(tp, packets_out) == 0 ||
+        (nonagle & TCP_NAGLE_OFF))
+        return 0;
+    struct pending_hold hold = {.start_ns = bpf_ktime_get_ns(), .key = key};
+    // A hold already pending on the socket keeps its start.
+    bpf_map_update_elem(&pending, &socket, &hold, 1 /* BPF_NOEXIST */);
+    return 0;
+}
+
+SEC("tracepoint/tcp/tcp_probe")
+int nodelay_ack(struct trace_event_raw_tcp_probe *ctx) {
+    __u64 socket = (__u64)BPF_CORE_READ(ctx, skaddr);
+    if (BPF_CORE_READ(ctx, data_len) > 0) {
+        __u8 yes = 1;
+        bpf_map_update_elem(&peer_spoke, &socket, &yes, 0);
+    }
+    struct pending_hold *hold = bpf_map_lookup_elem(&pending, &socket);
+    if (!hold)
+        return 0;
+    // tcp_rcv_established calls the tracepoint with skb->data at the TCP header.
+    struct sk_buff *skb = (struct sk_buff *)BPF_CORE_READ(ctx, skbaddr);
+    unsigned char *header = BPF_CORE_READ(skb, data);
+    __u32 ack = 0;
+    bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
+    // Everything in flight acknowledged: the held bytes leave now.
+    if (bpf_ntohl(ack) != BPF_CORE_READ(ctx, snd_nxt))
+        return 0;
+    __u64 held = bpf_ktime_get_ns() - hold->start_ns;
+    struct hold_key key = hold->key;
+    bpf_map_delete_elem(&pending, &socket);
+    struct hold_stats *stats = stats_of(&key);
+    if (!stats)
+        return 0;
+    __sync_fetch_and_add(&stats->holds, 1);
+    __sync_fetch_and_add(&stats->held_ns, held);
+    // Not the smoothed RTT: the peer's delayed ACKs inflate its samples by their delay.
+    struct tcp_sock *tp = (struct tcp_sock *)socket;
+    __sync_fetch_and_add(&stats->min_rtt_us_sum, BPF_CORE_READ(tp, rtt_min.s[0].v));
+    if (held > stats->longest_ns)
+        stats->longest_ns = held;
+    return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
