@@ -73,6 +73,7 @@ def main():
     peer = subprocess.Popen(["taskset", "-c", "0", "sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$1" http',
                              cgroup, peer_binary], stdout=subprocess.PIPE, text=True)
     results = {"bare": [], "attached": []}
+    fix = None
     try:
         url = f"http://127.0.0.1:{int(peer.stdout.readline().split()[1])}/"
         for round_number in range(args.rounds):
@@ -85,11 +86,15 @@ def main():
                     fix.send_signal(signal.SIGINT)
                     detached = fix.stdout.read()
                     fix.wait()
+                    fix = None
                     if round_number == 0:
                         print(" ".join(detached.split()), file=sys.stderr)
             ratio = results["attached"][-1] / results["bare"][-1]
             print(f"round {round_number + 1}/{args.rounds}: attached/bare {ratio:.3f} connects/s", file=sys.stderr)
     finally:
+        if fix:
+            fix.kill()
+            fix.wait()
         peer.kill()
         peer.wait()
         os.rmdir(cgroup)

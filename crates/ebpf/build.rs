@@ -19,10 +19,15 @@ fn main() {
     // linux/bpf.h includes asm/types.h, which Debian keeps under the multiarch directory.
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = format!("/usr/include/{arch}-linux-gnu");
+    // The programs run in this machine's kernel, in its byte order.
+    let target = match std::env::var("CARGO_CFG_TARGET_ENDIAN").as_deref() {
+        Ok("big") => "bpfeb",
+        _ => "bpfel",
+    };
     let mut failed = None;
     for program in ["fix_nodelay", "watch_holds"] {
         let built = Command::new(&clang)
-            .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+            .args(["-O2", "-g", "-target", target, "-Wall", "-Werror"])
             .arg(format!("-I{multiarch}"))
             .args(["-c", &format!("bpf/{program}.bpf.c"), "-o"])
             .arg(out.join(format!("{program}.bpf.o")))
@@ -38,6 +43,9 @@ fn main() {
         }
     }
     let Some(why) = failed else { return println!("cargo::rustc-cfg=nodelay_bpf") };
+    // Built again once scripts/setup.sh has installed what was missing.
+    println!("cargo::rerun-if-env-changed=PATH");
+    println!("cargo::rerun-if-changed=/usr/include/bpf/bpf_helpers.h");
     // The tests hold a build from scripts/setup.sh to having them (crates/cli/tests/ebpf_fix.rs).
     println!(
         "cargo::warning=no eBPF programs in this build ({why}); `nodelay fix --cgroup` will say so. \

@@ -31,14 +31,22 @@ fn fix_cgroup(args: &FixArgs) -> Result<Outcome> {
     let target = match (&args.cgroup, args.pid) {
         (Some(path), _) => CgroupTarget::Path(path.clone()),
         (None, Some(pid)) => CgroupTarget::OfPid(pid),
-        (None, None) => unreachable!("clap requires PID|:PORT, --cgroup or --pid"),
+        // clap requires PID|:PORT, --cgroup or --pid: this is never reached.
+        (None, None) => return Err(nodelay_load::usage("fix: PID|:PORT, --cgroup or --pid is needed")),
     };
     crate::interrupt::install();
-    let fixing = nodelay_doctor::attach_cgroup_fix(&target)?;
     let text = FittedText::new(text_width());
-    output::stdout(&text.render(fixing.attached()))?;
-    let detached = fixing.run(args.duration)?;
+    let detached = nodelay_doctor::fix_cgroup(&target, args.duration, &mut |attached| {
+        output::stdout(&text.render(attached))
+    })?;
     output::stdout(&text.render(&detached))?;
+    if detached.set_refused > 0 {
+        return Err(anyhow::anyhow!(
+            "the kernel refused TCP_NODELAY on {} new connections of {}",
+            detached.set_refused,
+            detached.cgroup
+        ));
+    }
     Ok(Outcome::Success)
 }
 

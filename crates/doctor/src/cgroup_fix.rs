@@ -1,15 +1,18 @@
 //! `nodelay fix --cgroup PATH` and `--pid PID`: nodelay's eBPF programs on a cgroup for as
 //! long as fix runs (crates/ebpf), composed with the in-place fix of the sockets its
 //! processes have open already (crates/host), which the programs, seeing only new
-//! connections, cannot reach. Both last while fix runs: at the end the programs are detached
-//! and the open sockets set back.
+//! connections, cannot reach. Both last while fix runs: at the end, on every path out (the
+//! duration, Ctrl-C, a second Ctrl-C that exits at once, an error), the programs are detached
+//! first and then the open sockets set back; in that order, since the setsockopt program
+//! would otherwise turn nodelay's own `setsockopt(TCP_NODELAY, 0)` back into 1.
 
 use anyhow::Result;
-use nodelay_ebpf::{Cgroup, CgroupFix, EbpfError};
+use nodelay_ebpf::{Cgroup, CgroupFix, EbpfError, FixCounts};
 use nodelay_host::{NodelayChange, Target};
 use nodelay_load::usage;
 use nodelay_report::{CgroupFixAttached, CgroupFixDetached, Detached};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// Which cgroup to fix.
@@ -21,22 +24,50 @@ pub enum CgroupTarget {
     OfPid(u32),
 }
 
-/// The programs, attached; [`CgroupFixing::run`] keeps them so until the end.
-pub struct CgroupFixing {
-    fix: CgroupFix,
-    attached_at: Instant,
-    report: CgroupFixAttached,
-    /// The open sockets set in place, to set back at the end.
-    changes: Vec<NodelayChange>,
-}
-
 /// How often the wait looks for Ctrl-C; detaching waits at most this long after it.
 const STOP_POLL: Duration = Duration::from_millis(50);
 
-/// Attaches the programs to the target's cgroup, then sets TCP_NODELAY on the sockets its
-/// processes have open. A path that is not a cgroup2 directory, or a PID that is in no cgroup
-/// of its own, is a usage error.
-pub fn attach_cgroup_fix(target: &CgroupTarget) -> Result<CgroupFixing> {
+/// What is attached and changed, shared with the undo a second Ctrl-C runs.
+#[derive(Default)]
+struct Applied {
+    fix: Option<CgroupFix>,
+    changes: Vec<NodelayChange>,
+}
+
+/// What undoing did: the programs' counts, and the open sockets set back.
+struct Undone {
+    counts: Result<FixCounts, EbpfError>,
+    sockets_restored: usize,
+    restore_failed: Vec<String>,
+}
+
+impl Applied {
+    /// Detaches the programs, then sets the open sockets back; a second call does nothing.
+    fn undo(&mut self) -> Undone {
+        let counts = self.fix.take().map_or(Ok(FixCounts::default()), CgroupFix::detach);
+        let (mut sockets_restored, mut restore_failed) = (0, Vec::new());
+        for change in self.changes.drain(..) {
+            let restored = nodelay_host::restore(&change);
+            sockets_restored += restored.restored;
+            restore_failed.extend(restored.failed);
+        }
+        Undone { counts, sockets_restored, restore_failed }
+    }
+}
+
+fn lock(applied: &Mutex<Applied>) -> MutexGuard<'_, Applied> {
+    applied.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Attaches the programs to the target's cgroup, sets TCP_NODELAY on the sockets its
+/// processes have open, tells `attached` what it did, keeps it so for `duration` or until
+/// Ctrl-C (`nodelay_load::stop`), then undoes it all and says what the programs counted. A
+/// path that is not a cgroup2 directory, or a PID in no cgroup of its own, is a usage error.
+pub fn fix_cgroup(
+    target: &CgroupTarget,
+    duration: Option<Duration>,
+    attached: &mut dyn FnMut(&CgroupFixAttached) -> Result<()>,
+) -> Result<CgroupFixDetached> {
     let cgroup = match target {
         CgroupTarget::Path(path) => Cgroup::at(path),
         CgroupTarget::OfPid(pid) => Cgroup::of_pid(*pid),
@@ -51,65 +82,57 @@ pub fn attach_cgroup_fix(target: &CgroupTarget) -> Result<CgroupFixing> {
     })?;
     let fix = CgroupFix::attach(cgroup)?;
     let attached_at = Instant::now();
-    let processes = fix.cgroup().processes();
+    let cgroup = fix.cgroup().clone();
+    let applied = Arc::new(Mutex::new(Applied { fix: Some(fix), changes: Vec::new() }));
+    let for_undo = applied.clone();
+    let undo = move || drop(lock(&for_undo).undo());
+    let outcome: Result<Detached> = nodelay_load::stop::undoing(undo, || {
+        let report = set_open_sockets(&cgroup, &applied);
+        attached(&report)?;
+        Ok(wait(attached_at, duration))
+    });
+    let attached_s = attached_at.elapsed().as_secs_f64();
+    // Undone whether the wait ended or an error (a closed stdout) cut it short.
+    let undone = lock(&applied).undo();
+    let ended_by = outcome?;
+    let counts = undone.counts?;
+    Ok(CgroupFixDetached {
+        cgroup: cgroup.path().display().to_string(),
+        attached_s,
+        ended_by,
+        connections_set: counts.connections_set,
+        set_refused: counts.set_refused,
+        turn_offs_kept: counts.turn_offs_kept,
+        sockets_restored: undone.sockets_restored,
+        restore_failed: undone.restore_failed,
+    })
+}
+
+/// Sets TCP_NODELAY on the open sockets of every process of `cgroup`, each change kept in
+/// `applied` as it is made (a second Ctrl-C meanwhile sets back what was set so far).
+fn set_open_sockets(cgroup: &Cgroup, applied: &Mutex<Applied>) -> CgroupFixAttached {
+    let processes = cgroup.processes();
     let mut report = CgroupFixAttached {
-        cgroup: fix.cgroup().path().display().to_string(),
+        cgroup: cgroup.path().display().to_string(),
         processes: processes.len(),
         sockets_set: 0,
         sockets_already_on: 0,
         not_set: Vec::new(),
     };
-    let mut changes = Vec::new();
     for pid in processes {
         let Ok(target_pid) = i32::try_from(pid) else { continue };
         match nodelay_host::set_nodelay(Target::Pid(target_pid), false) {
             Ok(change) => {
                 report.sockets_set += change.changed.len();
                 report.sockets_already_on += change.already_on;
-                changes.push(change);
+                lock(applied).changes.push(change);
             }
             // Gone since the cgroup was read: nothing of it to set.
             Err(nodelay_host::HostError::NoSuchProcess(_) | nodelay_host::HostError::Exited(_)) => {}
             Err(error) => report.not_set.push(error.to_string()),
         }
     }
-    Ok(CgroupFixing { fix, attached_at, report, changes })
-}
-
-impl CgroupFixing {
-    /// What attaching did.
-    pub fn attached(&self) -> &CgroupFixAttached {
-        &self.report
-    }
-
-    /// Keeps the programs attached for `duration`, or until Ctrl-C
-    /// (`nodelay_load::stop`), then detaches them, sets the open sockets back, and says what
-    /// the programs counted. A second Ctrl-C, which exits at once, sets the sockets back
-    /// first; the programs go with the process.
-    pub fn run(self, duration: Option<Duration>) -> Result<CgroupFixDetached> {
-        let to_restore = self.changes.clone();
-        let restore_all = move || to_restore.iter().for_each(|change| drop(nodelay_host::restore(change)));
-        let ended_by = nodelay_load::stop::undoing(restore_all, || wait(self.attached_at, duration));
-        let attached_s = self.attached_at.elapsed().as_secs_f64();
-        // Detached first: no connection opened from here on gets TCP_NODELAY from the programs.
-        let counts = self.fix.detach()?;
-        let (mut sockets_restored, mut restore_failed) = (0, Vec::new());
-        for change in &self.changes {
-            let restored = nodelay_host::restore(change);
-            sockets_restored += restored.restored;
-            restore_failed.extend(restored.failed);
-        }
-        Ok(CgroupFixDetached {
-            cgroup: self.report.cgroup,
-            attached_s,
-            ended_by,
-            connections_set: counts.connections_set,
-            set_refused: counts.set_refused,
-            turn_offs_kept: counts.turn_offs_kept,
-            sockets_restored,
-            restore_failed,
-        })
-    }
+    report
 }
 
 /// Waits until `duration` after `since`, or a stop request; says which ended it.

@@ -38,11 +38,23 @@ int nodelay_sockops(struct bpf_sock_ops *ops) {
     return 1;
 }
 
+#define PAGE_SIZE 4096
+#define IPPROTO_TCP 6
+
 SEC("cgroup/setsockopt")
 int nodelay_keep(struct bpf_sockopt *ctx) {
-    if (ctx->level == SOL_TCP && ctx->optname == TCP_NODELAY) {
+    // The program sees at most a page of a larger optval: such an option is none of ours,
+    // and optlen 0 hands the kernel the caller's own buffer (prog_cgroup_sockopt.rst).
+    if (ctx->optlen > PAGE_SIZE) {
+        ctx->optlen = 0;
+        return 1;
+    }
+    struct bpf_sock *sk = ctx->sk;
+    // A short optval, or level 6 on a socket that is not TCP, is the kernel's to refuse.
+    if (ctx->level == SOL_TCP && ctx->optname == TCP_NODELAY && ctx->optlen >= 4 && sk &&
+        sk->protocol == IPPROTO_TCP) {
         int *value = ctx->optval;
-        // The verifier insists on the bound; a short optval is the kernel's to refuse.
+        // The verifier insists on the bound (optval_end is at least 16 bytes on).
         if ((void *)(value + 1) <= ctx->optval_end && *value == 0) {
             *value = 1;
             count(TURN_OFFS_KEPT);

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 pub enum EbpfError {
     /// The build had no clang, so it carries no programs.
     #[error(
-        "this nodelay was built without its eBPF programs (clang was missing): run scripts/setup.sh, then rebuild"
+        "this nodelay was built without its eBPF programs (clang or libbpf's headers were missing): run scripts/setup.sh, then rebuild"
     )]
     NotBuilt,
     /// eBPF needs Linux.
@@ -37,6 +37,9 @@ pub enum EbpfError {
         "PID {0}'s cgroup is outside this process's cgroup namespace: give the cgroup's path as the host sees it"
     )]
     OutsideNamespace(u32),
+    /// The kernel is older than the programs need.
+    #[error("this kernel ({0}) is too old: setting TCP_NODELAY from eBPF needs Linux 6.1 or later")]
+    KernelTooOld(String),
     /// Loading or attaching was refused for want of privilege.
     #[error("loading eBPF programs needs root, or CAP_BPF with CAP_NET_ADMIN ({0})")]
     Permission(String),

@@ -4,6 +4,7 @@
 //! behind in the kernel.
 
 use crate::query::{SETSOCKOPT_NAME, SOCK_OPS_NAME};
+use crate::refused::refused;
 use crate::{Cgroup, EbpfError, FixCounts};
 use aya::maps::Array;
 use aya::programs::{CgroupAttachMode, CgroupSockopt, SockOps};
@@ -30,6 +31,12 @@ impl CgroupFix {
     /// Loads the programs and attaches them to `cgroup` (and so to every cgroup below it).
     pub fn attach(cgroup: Cgroup) -> Result<CgroupFix, EbpfError> {
         let object = OBJECT.ok_or(EbpfError::NotBuilt)?;
+        // bpf_setsockopt takes TCP_NODELAY from 6.1 on; before, it refuses every connection.
+        // (Before 5.7 aya would also attach without links, which outlive the process.)
+        let kernel = aya::util::KernelVersion::current().map_err(|e| EbpfError::Kernel(e.to_string()))?;
+        if kernel < aya::util::KernelVersion::new(6, 1, 0) {
+            return Err(EbpfError::KernelTooOld(format!("{kernel:?}")));
+        }
         let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
         let directory =
             std::fs::File::open(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?;
@@ -79,24 +86,4 @@ where
         .program_mut(name)
         .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
     found.try_into().map_err(|e: aya::programs::ProgramError| refused(&e))
-}
-
-/// An error of aya's as a one-line reason: privilege when the kernel said EPERM or EACCES
-/// anywhere in its chain, the kernel's refusal otherwise (with the verifier's last line).
-pub(crate) fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
-    let mut reasons = Vec::new();
-    let mut cause = Some(error);
-    while let Some(current) = cause {
-        if let Some(io) = current.downcast_ref::<std::io::Error>()
-            && matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES))
-        {
-            return EbpfError::Permission(io.to_string());
-        }
-        reasons.push(current.to_string());
-        cause = current.source();
-    }
-    let reason = reasons.join(": ");
-    EbpfError::Kernel(
-        reason.lines().rfind(|line| !line.trim().is_empty()).unwrap_or("no reason given").into(),
-    )
 }

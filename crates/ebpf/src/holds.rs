@@ -6,7 +6,7 @@
 #![allow(unsafe_code)]
 
 use crate::EbpfError;
-use crate::fix::refused;
+use crate::refused::refused;
 use aya::maps::HashMap;
 use aya::programs::TracePoint;
 use std::time::Duration;

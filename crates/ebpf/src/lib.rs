@@ -19,6 +19,8 @@ mod fix;
 mod holds;
 #[cfg(target_os = "linux")]
 mod query;
+#[cfg(target_os = "linux")]
+mod refused;
 
 pub use cgroup::Cgroup;
 #[cfg(not(target_os = "linux"))]

@@ -46,7 +46,9 @@ impl Cgroup {
             return Ok(CarriedPrograms::default());
         }
         let mut carried = CarriedPrograms::default();
-        for program in aya::programs::loaded_programs().flatten() {
+        for program in aya::programs::loaded_programs() {
+            // Walking the loaded programs needs CAP_SYS_ADMIN: without it, unknown, not "none".
+            let program = program.map_err(|e| crate::refused::refused(&e))?;
             let name = program.name_as_str().unwrap_or_default();
             carried.sock_ops |= name == SOCK_OPS_NAME && sock_ops.contains(&program.id());
             carried.setsockopt |= name == SETSOCKOPT_NAME && setsockopt.contains(&program.id());
