@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -86,34 +86,10 @@ impl Drop for TestCgroup {
 fn median_ms_on_a_new_connection(port: u16) -> f64 {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    get(&mut stream);
-    let mut times: Vec<f64> = (0..7).map(|_| get(&mut stream).as_secs_f64() * 1e3).collect();
+    keep_alive_get(&mut stream);
+    let mut times: Vec<f64> = (0..7).map(|_| keep_alive_get(&mut stream).as_secs_f64() * 1e3).collect();
     times.sort_by(f64::total_cmp);
     times[times.len() / 2]
-}
-
-/// One GET, read to the end of its body (Content-Length).
-fn get(stream: &mut TcpStream) -> Duration {
-    let started = Instant::now();
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut response = Vec::new();
-    let mut buffer = [0; 65536];
-    loop {
-        if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .map(|value| value.trim().parse().unwrap())
-                .expect("a Content-Length");
-            if response.len() >= end + 4 + length {
-                return started.elapsed();
-            }
-        }
-        let n = stream.read(&mut buffer).unwrap();
-        assert!(n > 0, "the server closed the connection");
-        response.extend_from_slice(&buffer[..n]);
-    }
 }
 
 /// `nodelay fix ARGS` running, once it has said it is attached; ended by SIGINT as Ctrl-C.

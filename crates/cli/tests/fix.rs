@@ -5,10 +5,9 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The verdict ids of `nodelay doctor` on `url`.
 fn verdict(url: &str) -> Vec<String> {
@@ -16,34 +15,10 @@ fn verdict(url: &str) -> Vec<String> {
     report["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap().to_string()).collect()
 }
 
-/// One keep-alive GET on `stream`, read to the end of its body; how long it took.
-fn get(stream: &mut TcpStream) -> Duration {
-    let started = Instant::now();
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    let mut response = Vec::new();
-    let mut buffer = [0; 65536];
-    loop {
-        if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
-            let length: usize = head
-                .lines()
-                .find_map(|line| line.strip_prefix("content-length:"))
-                .map(|value| value.trim().parse().unwrap())
-                .expect("a Content-Length");
-            if response.len() >= end + 4 + length {
-                return started.elapsed();
-            }
-        }
-        let n = stream.read(&mut buffer).unwrap();
-        assert!(n > 0, "the server closed the connection");
-        response.extend_from_slice(&buffer[..n]);
-    }
-}
-
 /// The slowest of a few requests after the first (a fresh connection ACKs quickly).
 fn steady_slowest(stream: &mut TcpStream) -> Duration {
-    get(stream);
-    (0..4).map(|_| get(stream)).max().unwrap()
+    keep_alive_get(stream);
+    (0..4).map(|_| keep_alive_get(stream)).max().unwrap()
 }
 
 fn sockets_json(args: &[&str]) -> serde_json::Value {
@@ -116,7 +91,7 @@ fn fix_removes_the_stall_of_a_running_static_server() {
 fn inspect_shows_one_row_per_socket_with_its_options() {
     let peer = python_peer("python_http_server.py", &[]);
     let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
-    get(&mut stream);
+    keep_alive_get(&mut stream);
     let run = nodelay(&["inspect", &format!(":{}", peer.port)]);
     assert_eq!(run.code(), 0, "{}", run.stderr());
     let text = run.stdout();
@@ -151,7 +126,7 @@ fn inspect_judges_the_connections_and_calls_a_lone_listener_unknown() {
     assert_eq!(json["nodelay"]["state"], "unknown-until-accepted", "{json:#}");
 
     let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
-    get(&mut stream);
+    keep_alive_get(&mut stream);
     let connected = squeeze(&nodelay(&["inspect", &target]).stdout());
     assert!(connected.contains("TCP_NODELAY is on on every connection (1)"), "{connected}");
     assert!(connected.contains("Nothing to fix") && !connected.contains("nodelay fix"), "{connected}");
@@ -168,7 +143,7 @@ fn inspect_judges_the_connections_and_calls_a_lone_listener_unknown() {
 fn inspect_reads_proc_where_netlink_is_refused() {
     let peer = python_peer("python_http_server.py", &[]);
     let mut stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
-    get(&mut stream);
+    keep_alive_get(&mut stream);
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodelay"));
     command.args(["inspect", &format!(":{}", peer.port)]);
     let output = common::seccomp::refuse(&mut command, libc::SYS_socket, Some(libc::AF_NETLINK as u32))
@@ -283,7 +258,7 @@ fn doctor_try_fix_proves_the_fix_on_the_server_and_restores_it() {
     let pid = peer.pid();
     // Another client's connection: the trial needs only the listening socket, and leaves it be.
     let mut other_client = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
-    get(&mut other_client);
+    keep_alive_get(&mut other_client);
     let run = nodelay(&["doctor", "--json", "--try-fix", &peer.url("/")]);
     assert_eq!(run.code(), 3, "{}", run.stderr());
     let report = run.json();
@@ -315,7 +290,7 @@ fn doctor_try_fix_proves_the_fix_on_the_server_and_restores_it() {
     let other = other_client.local_addr().unwrap().to_string();
     let row = sockets["sockets"].as_array().unwrap().iter().find(|s| s["peer"] == other.as_str()).cloned();
     assert_eq!(row.expect("the other client's connection")["nodelay"], false, "{sockets:#}");
-    get(&mut other_client);
+    keep_alive_get(&mut other_client);
 }
 
 #[test]

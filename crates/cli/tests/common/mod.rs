@@ -69,6 +69,32 @@ impl MachineLock {
 /// The smallest complete keep-alive response, for test servers written in the test.
 pub const OK_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
+/// One keep-alive GET on `stream`, read to the end of its body (its Content-Length); how
+/// long it took. The tests' own client: plain sockets, no nodelay in the way.
+pub fn keep_alive_get(stream: &mut std::net::TcpStream) -> Duration {
+    use std::io::{Read, Write};
+    let started = std::time::Instant::now();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut response = Vec::new();
+    let mut buffer = [0; 65536];
+    loop {
+        if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&response[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length:"))
+                .map(|value| value.trim().parse().unwrap())
+                .expect("a Content-Length");
+            if response.len() >= end + 4 + length {
+                return started.elapsed();
+            }
+        }
+        let n = stream.read(&mut buffer).unwrap();
+        assert!(n > 0, "the server closed the connection");
+        response.extend_from_slice(&buffer[..n]);
+    }
+}
+
 /// Reads one request head (through its blank line) from a test server's connection; what came
 /// before the peer closed or the read failed, if it never ended.
 pub fn read_request_head(stream: &mut std::net::TcpStream) -> Vec<u8> {

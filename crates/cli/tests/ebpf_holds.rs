@@ -1,0 +1,98 @@
+//! Nagle holds timed in the kernel (nodelay_ebpf::HoldWatch, the core of `nodelay watch`
+//! from the kernel) against real servers: Python's http.server as shipped (head and body in
+//! two writes, Nagle on) on a keep-alive connection opened before the programs were
+//! attached, its TCP_NODELAY twin, and a static Go server that turns TCP_NODELAY off on each
+//! connection. Ground truth is the client's own time per request.
+
+mod common;
+
+use common::*;
+use nodelay_ebpf::{HoldStats, HoldWatch};
+use std::net::TcpStream;
+use std::process::Command;
+use std::time::Duration;
+
+/// Mounts tracefs where the machine has not (a fresh machine of this kind does not), as a
+/// host that runs watch from the kernel would.
+fn mount_tracefs() {
+    let tracing = std::path::Path::new("/sys/kernel/tracing");
+    if std::fs::read_dir(tracing).is_ok_and(|mut entries| entries.next().is_some()) {
+        return;
+    }
+    let status = Command::new("mount").args(["-t", "tracefs", "nodev"]).arg(tracing).status().unwrap();
+    // Another test process may have mounted it meanwhile: what counts is that it is there.
+    assert!(status.success() || tracing.join("events").exists(), "mount -t tracefs");
+}
+
+/// A keep-alive connection to `peer`, with a read timeout.
+fn connect(peer: &Peer) -> TcpStream {
+    let stream = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    stream
+}
+
+/// Ten GETs on `stream`, the client's own times in ms, sorted.
+fn ten_gets_ms(stream: &mut TcpStream) -> Vec<f64> {
+    let mut times: Vec<f64> = (0..10).map(|_| keep_alive_get(stream).as_secs_f64() * 1e3).collect();
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+/// The programs' figures for the server's side of its connections.
+fn server_side(watch: &HoldWatch, peer: &Peer) -> HoldStats {
+    let all = watch.read().unwrap();
+    let mine: Vec<_> = all.iter().filter(|s| s.pid == peer.pid() && s.local_port == peer.port).collect();
+    assert_eq!(mine.len(), 1, "{all:?}");
+    mine[0].clone()
+}
+
+/// Each hold costs the client about what it lost: within 25 % of its median.
+fn assert_hold_is_the_clients_wait(held: &HoldStats, client_ms: &[f64]) {
+    let median = client_ms[client_ms.len() / 2];
+    assert!(median > 30.0, "the client's median: {median:.2} ms");
+    let hold_ms = held.held.as_secs_f64() / held.holds as f64 * 1e3;
+    assert!((hold_ms / median - 1.0).abs() < 0.25, "hold {hold_ms:.2} ms, client {median:.2} ms: {held:?}");
+}
+
+#[test]
+fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twin() {
+    let (nagle, twin) = (
+        python_peer("python_http_server.py", &[]),
+        python_peer("python_http_server.py", &["--disable-nagle"]),
+    );
+    let (mut to_nagle, mut to_twin) = (connect(&nagle), connect(&twin));
+    // Opened and used before the programs start: the case a capture gets backwards.
+    keep_alive_get(&mut to_nagle);
+    keep_alive_get(&mut to_twin);
+
+    mount_tracefs();
+    let watch = HoldWatch::start().unwrap();
+    let client_ms = ten_gets_ms(&mut to_nagle);
+    ten_gets_ms(&mut to_twin);
+
+    let held = server_side(&watch, &nagle);
+    assert!(held.holds >= 9, "{held:?}");
+    assert_eq!(held.exchanges, 10, "{held:?}");
+    let ack_delay_ms = (held.held.as_secs_f64() - held.round_trips.as_secs_f64()) / held.holds as f64 * 1e3;
+    // Linux's delayed-ACK timer: 40 ms (its lowest), timed from the hold's start.
+    assert!((30.0..60.0).contains(&ack_delay_ms), "{ack_delay_ms:.2} ms per hold: {held:?}");
+    assert_hold_is_the_clients_wait(&held, &client_ms);
+
+    let twin_held = server_side(&watch, &twin);
+    assert_eq!(twin_held.holds, 0, "{twin_held:?}");
+    assert!(twin_held.sends >= 20, "{twin_held:?}");
+}
+
+#[test]
+fn a_static_go_server_turning_nodelay_off_is_seen_holding() {
+    // Its listener calls SetNoDelay(false) on each connection; an 8000-byte body leaves
+    // net/http's 4 KB buffer in two writes, the second held.
+    let server = start_peer(&compiled_static("go_http_server.go"), &["-nagle", "-body-bytes", "8000"]);
+    mount_tracefs();
+    let watch = HoldWatch::start().unwrap();
+    let client_ms = ten_gets_ms(&mut connect(&server));
+    let held = server_side(&watch, &server);
+    // The first exchange of a new connection is ACKed at once (quick-ACK mode).
+    assert!(held.holds >= 8, "{held:?}");
+    assert_hold_is_the_clients_wait(&held, &client_ms);
+}
