@@ -96,3 +96,29 @@ fn a_static_go_server_turning_nodelay_off_is_seen_holding() {
     assert!(held.holds >= 8, "{held:?}");
     assert_hold_is_the_clients_wait(&held, &client_ms);
 }
+
+#[test]
+fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
+    // Latencies across a user-space link on 2 cores: one path at a time.
+    let _alone = alone();
+    let link = common::wan::Link::up("10ms", &[]);
+    let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
+    let twin = link.python_server("python_http_server.py", &["--body-bytes", "2000", "--disable-nagle"]);
+    mount_tracefs();
+    let watch = HoldWatch::start().unwrap();
+    // The independent client (Python's http.client in the client's namespace).
+    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
+    let held = server_side(&watch, &nagle);
+    eprintln!("client: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms; kernel: {held:?}");
+    assert!(nagle_ms - twin_ms > 7.0, "ground truth: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
+    assert!(held.holds >= 12, "{held:?}");
+    // The hold is the round trip the client lost: within 30 % of the medians' difference.
+    let hold_ms = held.held.as_secs_f64() / held.holds as f64 * 1e3;
+    let lost_ms = nagle_ms - twin_ms;
+    assert!(
+        (hold_ms / lost_ms - 1.0).abs() < 0.3,
+        "hold {hold_ms:.2} ms, the client lost {lost_ms:.2} ms: {held:?}"
+    );
+    let twin_held = server_side(&watch, &twin);
+    assert_eq!(twin_held.holds, 0, "{twin_held:?}");
+}
