@@ -120,6 +120,10 @@ int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
     if (BPF_CORE_READ(ctx, protocol) != IPPROTO_TCP || BPF_CORE_READ(ctx, ret) <= 0)
         return 0;
     struct tcp_sock *tp = BPF_CORE_READ(ctx, sk);
+    // With TCP_NODELAY nothing is ever held: such a socket (most servers') costs one read.
+    __u32 nonagle = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle);
+    if (nonagle & TCP_NAGLE_OFF)
+        return 0;
     struct sock *sk = (struct sock *)tp;
     __u64 socket = (__u64)tp;
     struct hold_key key = {
@@ -138,8 +142,7 @@ int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
     __u32 snd_nxt = BPF_CORE_READ(tp, snd_nxt);
     __u32 unsent = BPF_CORE_READ(tp, write_seq) - snd_nxt;
     __u32 in_flight = BPF_CORE_READ(tp, packets_out);
-    __u32 nonagle = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle);
-    if (unsent == 0 || in_flight == 0 || (nonagle & TCP_NAGLE_OFF))
+    if (unsent == 0 || in_flight == 0)
         return 0;
     // Kept by the congestion window, or by the peer's window: not Nagle's.
     __u32 mss = BPF_CORE_READ(tp, mss_cache);
@@ -155,6 +158,10 @@ int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
 SEC("tracepoint/tcp/tcp_probe")
 int nodelay_ack(struct trace_event_raw_tcp_probe *ctx) {
     __u64 socket = (__u64)BPF_CORE_READ(ctx, skaddr);
+    struct tcp_sock *tp = (struct tcp_sock *)socket;
+    // Only sockets that can hold are followed (as at the send).
+    if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & TCP_NAGLE_OFF)
+        return 0;
     if (BPF_CORE_READ(ctx, data_len) > 0) {
         __u8 yes = 1;
         bpf_map_update_elem(&peer_spoke, &socket, &yes, 0);
@@ -179,7 +186,6 @@ int nodelay_ack(struct trace_event_raw_tcp_probe *ctx) {
     __sync_fetch_and_add(&stats->holds, 1);
     __sync_fetch_and_add(&stats->held_ns, held);
     // Not the smoothed RTT: the peer's delayed ACKs inflate its samples by their delay.
-    struct tcp_sock *tp = (struct tcp_sock *)socket;
     __sync_fetch_and_add(&stats->min_rtt_us_sum, BPF_CORE_READ(tp, rtt_min.s[0].v));
     if (held > stats->longest_ns)
         stats->longest_ns = held;
