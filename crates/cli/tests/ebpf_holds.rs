@@ -40,10 +40,16 @@ fn ten_gets_ms(stream: &mut TcpStream) -> Vec<f64> {
 
 /// The programs' figures for the server's side of its connections.
 fn server_side(watch: &HoldWatch, peer: &Peer) -> HoldStats {
+    followed(watch, peer).unwrap_or_else(|| panic!("no figures for PID {}: {:?}", peer.pid(), watch.read()))
+}
+
+/// The programs' figures for `peer`'s server side, if they followed it at all: a socket with
+/// TCP_NODELAY never holds, so they leave it at its first read.
+fn followed(watch: &HoldWatch, peer: &Peer) -> Option<HoldStats> {
     let all = watch.read().unwrap();
     let mine: Vec<_> = all.iter().filter(|s| s.pid == peer.pid() && s.local_port == peer.port).collect();
-    assert_eq!(mine.len(), 1, "{all:?}");
-    mine[0].clone()
+    assert!(mine.len() <= 1, "{all:?}");
+    mine.first().map(|stats| (*stats).clone())
 }
 
 /// Each hold costs the client about what it lost: within 25 % of its median.
@@ -78,9 +84,7 @@ fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twi
     assert!((30.0..60.0).contains(&ack_delay_ms), "{ack_delay_ms:.2} ms per hold: {held:?}");
     assert_hold_is_the_clients_wait(&held, &client_ms);
 
-    let twin_held = server_side(&watch, &twin);
-    assert_eq!(twin_held.holds, 0, "{twin_held:?}");
-    assert!(twin_held.sends >= 20, "{twin_held:?}");
+    assert_eq!(followed(&watch, &twin), None, "the TCP_NODELAY twin");
 }
 
 #[test]
@@ -119,6 +123,5 @@ fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
         (hold_ms / lost_ms - 1.0).abs() < 0.3,
         "hold {hold_ms:.2} ms, the client lost {lost_ms:.2} ms: {held:?}"
     );
-    let twin_held = server_side(&watch, &twin);
-    assert_eq!(twin_held.holds, 0, "{twin_held:?}");
+    assert_eq!(followed(&watch, &twin), None, "the TCP_NODELAY twin");
 }
