@@ -11,6 +11,7 @@ against their targets together, and which scripts met all of theirs.
   bench/pcap_vs_tshark.py                  issue 48: pcap >= 0.5x the page-cache read, >= 30x tshark
   bench/server_view_overhead.py            the server view costs under 2 % of req/s
   bench/fix_cgroup_cost.py                 issue 42: fix --cgroup costs <= 1 % of connects/s
+  bench/kernel_holds_cost.py               issue 42: the kernel's hold timing <= 3 % of req/s, <= 1 % CPU
   memory (in this file)                    issue 32: bench -t 1024 -c 1024 under 128 MiB RSS
   bench/server_cost_per_generator.py       issue 32: wake-ups nginx sends per request, each loop
   bench/scale.py                           issue 32: 1k/10k/50k connections, RSS, connects/s
@@ -38,6 +39,7 @@ RUNS = [
     ("pcap_vs_tshark", []),
     ("server_view_overhead", []),
     ("fix_cgroup_cost", []),
+    ("kernel_holds_cost", []),
     ("memory", None),
     ("server_cost_per_generator", ["--rounds", "3", "--seconds", "4"]),
     ("scale", ["--no-build"]),

@@ -9,20 +9,7 @@ mod common;
 use common::*;
 use nodelay_ebpf::{HoldStats, HoldWatch};
 use std::net::TcpStream;
-use std::process::Command;
 use std::time::Duration;
-
-/// Mounts tracefs where the machine has not (a fresh machine of this kind does not), as a
-/// host that runs watch from the kernel would.
-fn mount_tracefs() {
-    let tracing = std::path::Path::new("/sys/kernel/tracing");
-    if std::fs::read_dir(tracing).is_ok_and(|mut entries| entries.next().is_some()) {
-        return;
-    }
-    let status = Command::new("mount").args(["-t", "tracefs", "nodev"]).arg(tracing).status().unwrap();
-    // Another test process may have mounted it meanwhile: what counts is that it is there.
-    assert!(status.success() || tracing.join("events").exists(), "mount -t tracefs");
-}
 
 /// A keep-alive connection to `peer`, with a read timeout.
 fn connect(peer: &Peer) -> TcpStream {
@@ -71,7 +58,6 @@ fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twi
     keep_alive_get(&mut to_nagle);
     keep_alive_get(&mut to_twin);
 
-    mount_tracefs();
     let watch = HoldWatch::start().unwrap();
     let client_ms = ten_gets_ms(&mut to_nagle);
     ten_gets_ms(&mut to_twin);
@@ -92,7 +78,6 @@ fn a_static_go_server_turning_nodelay_off_is_seen_holding() {
     // Its listener calls SetNoDelay(false) on each connection; an 8000-byte body leaves
     // net/http's 4 KB buffer in two writes, the second held.
     let server = start_peer(&compiled_static("go_http_server.go"), &["-nagle", "-body-bytes", "8000"]);
-    mount_tracefs();
     let watch = HoldWatch::start().unwrap();
     let client_ms = ten_gets_ms(&mut connect(&server));
     let held = server_side(&watch, &server);
@@ -108,7 +93,6 @@ fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
     let link = common::wan::Link::up("10ms", &[]);
     let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
     let twin = link.python_server("python_http_server.py", &["--body-bytes", "2000", "--disable-nagle"]);
-    mount_tracefs();
     let watch = HoldWatch::start().unwrap();
     // The independent client (Python's http.client in the client's namespace).
     let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));

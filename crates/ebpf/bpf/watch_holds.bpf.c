@@ -27,6 +27,7 @@ struct sock_common {
 } __attribute__((preserve_access_index));
 struct sock {
     struct sock_common __sk_common;
+    __u16 sk_protocol;
 } __attribute__((preserve_access_index));
 struct minmax_sample {
     __u32 t;
@@ -47,21 +48,14 @@ struct tcp_sock {
     __u32 packets_out;
 } __attribute__((preserve_access_index));
 struct sk_buff {
+    unsigned int len;
     unsigned char *data;
 } __attribute__((preserve_access_index));
-// The event class of sock:sock_send_length (and sock_recv_length).
-struct trace_event_raw_sock_msg_length {
-    void *sk;
-    __u16 protocol;
-    int ret;
-} __attribute__((preserve_access_index));
-struct trace_event_raw_tcp_probe {
-    __u16 data_len;
-    __u32 snd_nxt;
-    const void *skbaddr;
-    const void *skaddr;
-} __attribute__((preserve_access_index));
-
+// Raw tracepoints: the tracepoint's own arguments, with no record assembled for them
+// (sock_send_length: sk, ret, flags; tcp_probe: sk, skb), which costs less per event.
+struct raw_args {
+    __u64 args[3];
+};
 // What `holds` is keyed by: one process's connections on one pair of ports.
 struct hold_key {
     __u32 tgid;
@@ -115,11 +109,13 @@ static struct hold_stats *stats_of(struct hold_key *key) {
     return bpf_map_lookup_elem(&holds, key);
 }
 
-SEC("tracepoint/sock/sock_send_length")
-int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
-    if (BPF_CORE_READ(ctx, protocol) != IPPROTO_TCP || BPF_CORE_READ(ctx, ret) <= 0)
+SEC("raw_tracepoint/sock_send_length")
+int nodelay_send(struct raw_args *ctx) {
+    if ((int)ctx->args[1] <= 0)
         return 0;
-    struct tcp_sock *tp = BPF_CORE_READ(ctx, sk);
+    struct tcp_sock *tp = (struct tcp_sock *)ctx->args[0];
+    if (BPF_CORE_READ((struct sock *)tp, sk_protocol) != IPPROTO_TCP)
+        return 0;
     // With TCP_NODELAY nothing is ever held: such a socket (most servers') costs one read.
     __u32 nonagle = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle);
     if (nonagle & TCP_NAGLE_OFF)
@@ -155,27 +151,30 @@ int nodelay_send(struct trace_event_raw_sock_msg_length *ctx) {
     return 0;
 }
 
-SEC("tracepoint/tcp/tcp_probe")
-int nodelay_ack(struct trace_event_raw_tcp_probe *ctx) {
-    __u64 socket = (__u64)BPF_CORE_READ(ctx, skaddr);
+SEC("raw_tracepoint/tcp_probe")
+int nodelay_ack(struct raw_args *ctx) {
+    __u64 socket = ctx->args[0];
     struct tcp_sock *tp = (struct tcp_sock *)socket;
     // Only sockets that can hold are followed (as at the send).
     if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & TCP_NAGLE_OFF)
         return 0;
-    if (BPF_CORE_READ(ctx, data_len) > 0) {
+    // tcp_rcv_established calls the tracepoint with skb->data at the TCP header.
+    struct sk_buff *skb = (struct sk_buff *)ctx->args[1];
+    unsigned char *header = BPF_CORE_READ(skb, data);
+    __u8 offset_byte = 0;
+    bpf_probe_read_kernel(&offset_byte, 1, header + 12);
+    // Data from the peer: more than the header (its length in words, the byte's high half).
+    if (BPF_CORE_READ(skb, len) > (__u32)(offset_byte >> 4) * 4) {
         __u8 yes = 1;
         bpf_map_update_elem(&peer_spoke, &socket, &yes, 0);
     }
     struct pending_hold *hold = bpf_map_lookup_elem(&pending, &socket);
     if (!hold)
         return 0;
-    // tcp_rcv_established calls the tracepoint with skb->data at the TCP header.
-    struct sk_buff *skb = (struct sk_buff *)BPF_CORE_READ(ctx, skbaddr);
-    unsigned char *header = BPF_CORE_READ(skb, data);
     __u32 ack = 0;
     bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
     // Everything in flight acknowledged: the held bytes leave now.
-    if (bpf_ntohl(ack) != BPF_CORE_READ(ctx, snd_nxt))
+    if (bpf_ntohl(ack) != BPF_CORE_READ(tp, snd_nxt))
         return 0;
     __u64 held = bpf_ktime_get_ns() - hold->start_ns;
     struct hold_key key = hold->key;

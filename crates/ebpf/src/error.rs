@@ -24,9 +24,6 @@ pub enum EbpfError {
     /// The process does not exist (or its cgroup cannot be read).
     #[error("PID {0}: no such process")]
     NoSuchProcess(u32),
-    /// Tracepoints need tracefs, and it is not mounted.
-    #[error("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing mounts it)")]
-    NoTracefs,
     /// The process sits in the root cgroup: its cgroup is the whole machine.
     #[error(
         "PID {0} is in the root cgroup: that would change every process on this machine; give the root's path to mean that"

@@ -8,7 +8,7 @@
 use crate::EbpfError;
 use crate::refused::refused;
 use aya::maps::HashMap;
-use aya::programs::TracePoint;
+use aya::programs::RawTracePoint;
 use std::time::Duration;
 
 #[cfg(nodelay_bpf)]
@@ -74,25 +74,20 @@ pub struct HoldWatch {
 }
 
 impl HoldWatch {
-    /// Loads the programs and attaches them (needs tracefs mounted, and root or CAP_BPF with
+    /// Loads the programs and attaches them to their raw tracepoints (root, or CAP_BPF with
     /// CAP_PERFMON).
     pub fn start() -> Result<HoldWatch, EbpfError> {
         let object = OBJECT.ok_or(EbpfError::NotBuilt)?;
-        // Tracepoints are found by their IDs in tracefs, which some hosts do not mount.
-        let mounted = |dir: &str| std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some());
-        if !mounted("/sys/kernel/tracing") && !mounted("/sys/kernel/debug/tracing") {
-            return Err(EbpfError::NoTracefs);
-        }
         let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
-        for (name, category, event) in
-            [("nodelay_send", "sock", "sock_send_length"), ("nodelay_ack", "tcp", "tcp_probe")]
-        {
+        // Raw tracepoints: attached by name, with no record assembled per event (cheaper than
+        // the tracepoints of tracefs, which they need not have mounted).
+        for (name, event) in [("nodelay_send", "sock_send_length"), ("nodelay_ack", "tcp_probe")] {
             let program = ebpf
                 .program_mut(name)
                 .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
-            let tracepoint: &mut TracePoint = program.try_into().map_err(|e| refused(&e))?;
+            let tracepoint: &mut RawTracePoint = program.try_into().map_err(|e| refused(&e))?;
             tracepoint.load().map_err(|e| refused(&e))?;
-            tracepoint.attach(category, event).map_err(|e| refused(&e))?;
+            tracepoint.attach(event).map_err(|e| refused(&e))?;
         }
         Ok(HoldWatch { ebpf })
     }
