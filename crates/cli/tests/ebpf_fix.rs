@@ -20,13 +20,7 @@ const STALL_MS: f64 = 20.0;
 /// A cgroup2 hierarchy's mount point: the machine's, or one mounted for the tests (once,
 /// under the target directory, and left for the next run) where the machine has none.
 fn cgroup2_root() -> PathBuf {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let mounted = mountinfo.lines().find_map(|line| {
-        let (before, after) = line.split_once(" - ")?;
-        let mount_point = before.split_whitespace().nth(4)?;
-        (after.split_whitespace().next()? == "cgroup2").then(|| PathBuf::from(mount_point))
-    });
-    if let Some(root) = mounted {
+    if let Some(root) = nodelay_ebpf::cgroup2_mount_points().unwrap().into_iter().next() {
         return root;
     }
     let _mounting = MachineLock::take("cgroup2-mount");

@@ -44,9 +44,7 @@ impl Cgroup {
         if relative.split('/').any(|part| part == "..") {
             return Err(EbpfError::OutsideNamespace(pid));
         }
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
-            .map_err(|e| EbpfError::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
-        cgroup2_mounts(&mountinfo)
+        cgroup2_mount_points()?
             .iter()
             .map(|mount| mount.join(relative.trim_start_matches('/')))
             .find(|path| path.is_dir())
@@ -75,6 +73,13 @@ impl Cgroup {
         pids.dedup();
         pids
     }
+}
+
+/// Where this process sees cgroup2 hierarchies mounted (/proc/self/mountinfo).
+pub fn cgroup2_mount_points() -> Result<Vec<PathBuf>, EbpfError> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| EbpfError::Io(PathBuf::from("/proc/self/mountinfo"), e))?;
+    Ok(cgroup2_mounts(&mountinfo))
 }
 
 /// The mount points of cgroup2 hierarchies in a mountinfo text (fields: ID, parent, dev, root,

@@ -22,7 +22,7 @@ mod query;
 #[cfg(target_os = "linux")]
 mod refused;
 
-pub use cgroup::Cgroup;
+pub use cgroup::{Cgroup, cgroup2_mount_points};
 #[cfg(not(target_os = "linux"))]
 pub use elsewhere::CgroupFix;
 pub use error::EbpfError;
