@@ -38,9 +38,8 @@ use nodelay_tcp::time::ns;
 pub use nodelay_tcp::timers::{MAX_ACK_DELAY_NS, MIN_ACK_DELAY_NS};
 pub use nodelay_tcp::{HoldKind, Role};
 
-/// A hold released by an ACK sent at once counts from this long: below it, the round trip of
-/// one host or a switch, which no one notices.
-pub const MIN_ROUND_TRIP_HOLD_NS: u64 = 500_000;
+/// A hold released by an ACK sent at once counts from this long ([`nodelay_tcp::timers::MIN_ROUND_TRIP_HOLD`]).
+pub const MIN_ROUND_TRIP_HOLD_NS: u64 = ns(nodelay_tcp::timers::MIN_ROUND_TRIP_HOLD);
 /// A first byte this late beyond the round trip is late ([`nodelay_tcp::thresholds::LATE_FIRST_BYTE`]).
 pub const LATE_FIRST_BYTE_NS: u64 = ns(nodelay_tcp::thresholds::LATE_FIRST_BYTE);
 /// A client's wait this long between its handshake and its request is reported.
@@ -52,9 +51,8 @@ const ACK_CLOCK_MIN_WINDOW_NS: u64 = 2_000_000;
 /// ...and where the handshake RTT is unknown, assume at most this RTT.
 const UNKNOWN_RTT_NS: u64 = 2_000_000;
 /// How far a quick ACK and an ACK-clocked release may stray from the round trip: this, plus
-/// a quarter of the round trip. Tighter than an application's slack
-/// (`nodelay_tcp::path::round_trip_slack_ms`): packet times carry no scheduling.
-const ROUND_TRIP_SLACK_NS: u64 = 200_000;
+/// a quarter of the round trip ([`nodelay_tcp::timers::KERNEL_ROUND_TRIP_SLACK`]).
+const ROUND_TRIP_SLACK_NS: u64 = ns(nodelay_tcp::timers::KERNEL_ROUND_TRIP_SLACK);
 /// The smallest MSS a host may use (RFC 9293, IPv4's default): a segment shorter is partial
 /// whatever the MSS, and a sender's largest segment stands for its MSS only from here.
 const MIN_MSS_BYTES: u32 = 536;

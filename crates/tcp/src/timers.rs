@@ -17,6 +17,15 @@ pub const MIN_ACK_DELAY_NS: u64 = ns(MIN_ACK_DELAY);
 /// [`MAX_ACK_DELAY`] in nanoseconds.
 pub const MAX_ACK_DELAY_NS: u64 = ns(MAX_ACK_DELAY);
 
+/// A hold released by an ACK sent at once counts from this long: below it, the round trip of
+/// one host or a switch, which no one notices.
+pub const MIN_ROUND_TRIP_HOLD: Duration = Duration::from_micros(500);
+/// How far a quick ACK and an ACK-clocked release may stray from the round trip, timed where
+/// the kernel sees them (packets, or the kernel's own programs): this, plus a quarter of the
+/// round trip. Tighter than an application's slack (`path::round_trip_slack_ms`): such times
+/// carry no scheduling.
+pub const KERNEL_ROUND_TRIP_SLACK: Duration = Duration::from_micros(200);
+
 /// A delayed-ACK timer, told by the stall lengths it causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
