@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use nodelay_ebpf::{HoldStats, HoldWatch};
+use nodelay_watch::kernel::hold_thresholds;
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -34,7 +35,7 @@ fn server_side(watch: &HoldWatch, peer: &Peer) -> HoldStats {
 /// TCP_NODELAY never holds, so they leave it at its first read.
 fn followed(watch: &HoldWatch, peer: &Peer) -> Option<HoldStats> {
     let all = watch.read().unwrap();
-    let mine: Vec<_> = all.iter().filter(|s| s.pid == peer.pid() && s.local_port == peer.port).collect();
+    let mine: Vec<_> = all.iter().filter(|s| s.pid == peer.pid() && s.local.port() == peer.port).collect();
     assert!(mine.len() <= 1, "{all:?}");
     mine.first().map(|stats| (*stats).clone())
 }
@@ -43,7 +44,8 @@ fn followed(watch: &HoldWatch, peer: &Peer) -> Option<HoldStats> {
 fn assert_hold_is_the_clients_wait(held: &HoldStats, client_ms: &[f64]) {
     let median = client_ms[client_ms.len() / 2];
     assert!(median > 30.0, "the client's median: {median:.2} ms");
-    let hold_ms = held.held.as_secs_f64() / held.holds as f64 * 1e3;
+    let total = held.total();
+    let hold_ms = total.held.as_secs_f64() / total.holds as f64 * 1e3;
     assert!((hold_ms / median - 1.0).abs() < 0.25, "hold {hold_ms:.2} ms, client {median:.2} ms: {held:?}");
 }
 
@@ -58,16 +60,22 @@ fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twi
     keep_alive_get(&mut to_nagle);
     keep_alive_get(&mut to_twin);
 
-    let watch = HoldWatch::start().unwrap();
+    let watch = HoldWatch::start(hold_thresholds()).unwrap();
     let client_ms = ten_gets_ms(&mut to_nagle);
     ten_gets_ms(&mut to_twin);
 
     let held = server_side(&watch, &nagle);
-    assert!(held.holds >= 9, "{held:?}");
+    // Each released by the client's delayed ACK, and classed so in the kernel.
+    let delayed = held.delayed_ack;
+    assert!(delayed.holds >= 9, "{held:?}");
+    assert_eq!(held.round_trip.holds, 0, "{held:?}");
     assert_eq!(held.exchanges, 10, "{held:?}");
-    let ack_delay_ms = (held.held.as_secs_f64() - held.round_trips.as_secs_f64()) / held.holds as f64 * 1e3;
+    let ack_delay_ms =
+        (delayed.held.as_secs_f64() - delayed.round_trips.as_secs_f64()) / delayed.holds as f64 * 1e3;
     // Linux's delayed-ACK timer: 40 ms (its lowest), timed from the hold's start.
     assert!((30.0..60.0).contains(&ack_delay_ms), "{ack_delay_ms:.2} ms per hold: {held:?}");
+    // The addresses the kernel read are the connection's.
+    assert_eq!(held.remote, to_nagle.local_addr().unwrap(), "{held:?}");
     assert_hold_is_the_clients_wait(&held, &client_ms);
 
     assert_eq!(followed(&watch, &twin), None, "the TCP_NODELAY twin");
@@ -78,11 +86,11 @@ fn a_static_go_server_turning_nodelay_off_is_seen_holding() {
     // Its listener calls SetNoDelay(false) on each connection; an 8000-byte body leaves
     // net/http's 4 KB buffer in two writes, the second held.
     let server = start_peer(&compiled_static("go_http_server.go"), &["-nagle", "-body-bytes", "8000"]);
-    let watch = HoldWatch::start().unwrap();
+    let watch = HoldWatch::start(hold_thresholds()).unwrap();
     let client_ms = ten_gets_ms(&mut connect(&server));
     let held = server_side(&watch, &server);
     // The first exchange of a new connection is ACKed at once (quick-ACK mode).
-    assert!(held.holds >= 8, "{held:?}");
+    assert!(held.delayed_ack.holds >= 8, "{held:?}");
     assert_hold_is_the_clients_wait(&held, &client_ms);
 }
 
@@ -93,15 +101,19 @@ fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
     let link = common::wan::Link::up("10ms", &[]);
     let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
     let twin = link.python_server("python_http_server.py", &["--body-bytes", "2000", "--disable-nagle"]);
-    let watch = HoldWatch::start().unwrap();
+    let watch = HoldWatch::start(hold_thresholds()).unwrap();
     // The independent client (Python's http.client in the client's namespace).
     let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
     let held = server_side(&watch, &nagle);
     eprintln!("client: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms; kernel: {held:?}");
     assert!(nagle_ms - twin_ms > 7.0, "ground truth: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
-    assert!(held.holds >= 12, "{held:?}");
+    // Released by ACKs the client sent at once: round-trip holds, classed so in the kernel.
+    let round_trip = held.round_trip;
+    assert!(round_trip.holds >= 12, "{held:?}");
+    // (A client's ACK now and then delayed by its timer is not the rule.)
+    assert!(held.delayed_ack.holds <= 2, "{held:?}");
     // The hold is the round trip the client lost: within 30 % of the medians' difference.
-    let hold_ms = held.held.as_secs_f64() / held.holds as f64 * 1e3;
+    let hold_ms = round_trip.held.as_secs_f64() / round_trip.holds as f64 * 1e3;
     let lost_ms = nagle_ms - twin_ms;
     assert!(
         (hold_ms / lost_ms - 1.0).abs() < 0.3,

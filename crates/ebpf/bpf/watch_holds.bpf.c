@@ -21,9 +21,19 @@
 
 // Only the fields read; clang records their names and the loader relocates each to the
 // running kernel's offset (BTF), so no kernel headers are compiled in.
+struct in6_addr {
+    union {
+        __u8 u6_addr8[16];
+    } in6_u;
+} __attribute__((preserve_access_index));
 struct sock_common {
+    __u32 skc_daddr;
+    __u32 skc_rcv_saddr;
     __u16 skc_dport;
     __u16 skc_num;
+    __u16 skc_family;
+    struct in6_addr skc_v6_daddr;
+    struct in6_addr skc_v6_rcv_saddr;
 } __attribute__((preserve_access_index));
 struct sock {
     struct sock_common __sk_common;
@@ -63,14 +73,36 @@ struct hold_key {
     __u16 remote_port;
 };
 
-// Read by crates/ebpf/src/holds.rs (HoldStats): keep the two in step.
-struct hold_stats {
+// How a hold ended, told by the peer's share of it (the hold less the path's round trip),
+// with the thresholds `nodelay watch` sets at load (the same as a capture's, crates/tcp).
+#define DELAYED_ACK 0 // the peer's delayed-ACK timer released it
+#define ROUND_TRIP 1  // an ACK sent at once, one round trip later
+#define UNCLASSED 2   // neither: too short to matter, or longer than any ACK timer
+volatile const __u64 min_ack_delay_ns = 25000000;
+volatile const __u64 max_ack_delay_ns = 500000000;
+volatile const __u64 min_round_trip_hold_ns = 500000;
+volatile const __u64 round_trip_slack_ns = 200000;
+
+struct kind_totals {
     __u64 holds;
     __u64 held_ns;
-    __u64 longest_ns;
     __u64 min_rtt_us_sum; // the connection's lowest RTT at each release: the path's share
+};
+
+// Read by crates/ebpf/src/holds.rs (RawStats): keep the two in step.
+struct hold_stats {
+    struct kind_totals kinds[3];
+    __u64 longest_ns;
     __u64 sends;
     __u64 exchanges; // sends that followed data from the peer: request/response turns
+    __u64 first_hold_ns; // bpf_ktime_get_ns (CLOCK_MONOTONIC); 0: none yet
+    __u64 last_hold_ns;
+    // The connection's addresses when the entry was made (network order; IPv4 in the first
+    // four bytes), so the holder's side and descriptor can be looked up.
+    __u8 local_addr[16];
+    __u8 remote_addr[16];
+    __u16 family;
+    __u8 padding[6];
 };
 
 struct pending_hold {
@@ -100,12 +132,25 @@ struct {
     __type(value, struct hold_stats);
 } holds SEC(".maps");
 
-static struct hold_stats *stats_of(struct hold_key *key) {
+#define AF_INET 2
+
+static struct hold_stats *stats_of(struct hold_key *key, struct sock *sk) {
     struct hold_stats *stats = bpf_map_lookup_elem(&holds, key);
     if (stats)
         return stats;
-    struct hold_stats zero = {};
-    bpf_map_update_elem(&holds, key, &zero, 1 /* BPF_NOEXIST */);
+    // A new entry: its addresses are read once, here.
+    struct hold_stats fresh = {};
+    fresh.family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    if (fresh.family == AF_INET) {
+        __u32 local = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+        __u32 remote = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+        __builtin_memcpy(fresh.local_addr, &local, 4);
+        __builtin_memcpy(fresh.remote_addr, &remote, 4);
+    } else {
+        BPF_CORE_READ_INTO(&fresh.local_addr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+        BPF_CORE_READ_INTO(&fresh.remote_addr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+    }
+    bpf_map_update_elem(&holds, key, &fresh, 1 /* BPF_NOEXIST */);
     return bpf_map_lookup_elem(&holds, key);
 }
 
@@ -127,7 +172,7 @@ int nodelay_send(struct raw_args *ctx) {
         .local_port = BPF_CORE_READ(sk, __sk_common.skc_num),
         .remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)),
     };
-    struct hold_stats *stats = stats_of(&key);
+    struct hold_stats *stats = stats_of(&key, sk);
     if (stats) {
         __sync_fetch_and_add(&stats->sends, 1);
         if (bpf_map_lookup_elem(&peer_spoke, &socket)) {
@@ -176,18 +221,31 @@ int nodelay_ack(struct raw_args *ctx) {
     // Everything in flight acknowledged: the held bytes leave now.
     if (bpf_ntohl(ack) != BPF_CORE_READ(tp, snd_nxt))
         return 0;
-    __u64 held = bpf_ktime_get_ns() - hold->start_ns;
+    __u64 now = bpf_ktime_get_ns();
+    __u64 held = now - hold->start_ns;
     struct hold_key key = hold->key;
     bpf_map_delete_elem(&pending, &socket);
-    struct hold_stats *stats = stats_of(&key);
+    struct hold_stats *stats = stats_of(&key, (struct sock *)tp);
     if (!stats)
         return 0;
-    __sync_fetch_and_add(&stats->holds, 1);
-    __sync_fetch_and_add(&stats->held_ns, held);
     // Not the smoothed RTT: the peer's delayed ACKs inflate its samples by their delay.
-    __sync_fetch_and_add(&stats->min_rtt_us_sum, BPF_CORE_READ(tp, rtt_min.s[0].v));
+    __u32 rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+    __u64 rtt_ns = (__u64)rtt_us * 1000;
+    __u64 peer_share = held > rtt_ns ? held - rtt_ns : 0;
+    int kind = UNCLASSED;
+    if (peer_share >= min_ack_delay_ns && peer_share <= max_ack_delay_ns)
+        kind = DELAYED_ACK;
+    else if (peer_share <= round_trip_slack_ns + rtt_ns / 4 && held >= min_round_trip_hold_ns)
+        kind = ROUND_TRIP;
+    struct kind_totals *totals = &stats->kinds[kind];
+    __sync_fetch_and_add(&totals->holds, 1);
+    __sync_fetch_and_add(&totals->held_ns, held);
+    __sync_fetch_and_add(&totals->min_rtt_us_sum, rtt_us);
     if (held > stats->longest_ns)
         stats->longest_ns = held;
+    if (stats->first_hold_ns == 0)
+        stats->first_hold_ns = now;
+    stats->last_hold_ns = now;
     return 0;
 }
 

@@ -38,8 +38,14 @@ pub enum EbpfError {
     #[error("this kernel ({0}) is too old: setting TCP_NODELAY from eBPF needs Linux 6.1 or later")]
     KernelTooOld(String),
     /// Loading or attaching was refused for want of privilege.
-    #[error("loading eBPF programs needs root, or CAP_BPF with CAP_NET_ADMIN ({0})")]
-    Permission(String),
+    #[error("loading eBPF programs needs root, or CAP_BPF with {needs} ({reason})")]
+    Permission {
+        /// The capability needed besides CAP_BPF: CAP_NET_ADMIN for a cgroup's programs,
+        /// CAP_PERFMON for tracepoints'.
+        needs: &'static str,
+        /// What the kernel said.
+        reason: String,
+    },
     /// The kernel refused something else.
     #[error("the kernel refused the eBPF programs: {0}")]
     Kernel(String),

@@ -4,7 +4,7 @@
 //! behind in the kernel.
 
 use crate::query::{SETSOCKOPT_NAME, SOCK_OPS_NAME};
-use crate::refused::refused;
+use crate::refused::{Attach, refused};
 use crate::{Cgroup, EbpfError, FixCounts};
 use aya::maps::Array;
 use aya::programs::{CgroupAttachMode, CgroupSockopt, SockOps};
@@ -37,15 +37,15 @@ impl CgroupFix {
         if kernel < aya::util::KernelVersion::new(6, 1, 0) {
             return Err(EbpfError::KernelTooOld(format!("{kernel:?}")));
         }
-        let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
+        let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e, Attach::Cgroup))?;
         let directory =
             std::fs::File::open(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?;
         let sock_ops: &mut SockOps = program(&mut ebpf, SOCK_OPS_NAME)?;
-        sock_ops.load().map_err(|e| refused(&e))?;
-        sock_ops.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
+        sock_ops.load().map_err(|e| refused(&e, Attach::Cgroup))?;
+        sock_ops.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e, Attach::Cgroup))?;
         let keep: &mut CgroupSockopt = program(&mut ebpf, SETSOCKOPT_NAME)?;
-        keep.load().map_err(|e| refused(&e))?;
-        keep.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e))?;
+        keep.load().map_err(|e| refused(&e, Attach::Cgroup))?;
+        keep.attach(&directory, CgroupAttachMode::Single).map_err(|e| refused(&e, Attach::Cgroup))?;
         Ok(CgroupFix { ebpf, cgroup })
     }
 
@@ -60,8 +60,8 @@ impl CgroupFix {
             .ebpf
             .map("counts")
             .ok_or_else(|| EbpfError::Kernel("the object has no counts map".into()))?;
-        let counts: Array<_, u64> = Array::try_from(map).map_err(|e| refused(&e))?;
-        let read = |slot| counts.get(&slot, 0).map_err(|e| refused(&e));
+        let counts: Array<_, u64> = Array::try_from(map).map_err(|e| refused(&e, Attach::Cgroup))?;
+        let read = |slot| counts.get(&slot, 0).map_err(|e| refused(&e, Attach::Cgroup));
         Ok(FixCounts {
             connections_set: read(CONNECTIONS_SET)?,
             set_refused: read(SET_REFUSED)?,
@@ -85,5 +85,5 @@ where
     let found = ebpf
         .program_mut(name)
         .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
-    found.try_into().map_err(|e: aya::programs::ProgramError| refused(&e))
+    found.try_into().map_err(|e: aya::programs::ProgramError| refused(&e, Attach::Cgroup))
 }

@@ -2,13 +2,16 @@
 //! leaves fewer than a segment's bytes unsent behind data in flight with Nagle on, and ends
 //! at the incoming segment that acknowledges everything in flight. The programs sum them per
 //! (process, local port, remote port) in a map that [`HoldWatch::read`] copies out, so the
-//! process that held is the one that sent, exactly, whenever its connection was opened.
+//! process that held is the one that sent, exactly, whenever its connection was opened. Each
+//! hold is classed in the kernel (a peer's delayed ACK, a round trip, neither) by thresholds
+//! the caller sets at load.
 #![allow(unsafe_code)]
 
 use crate::EbpfError;
-use crate::refused::refused;
+use crate::refused::{Attach, refused};
 use aya::maps::HashMap;
 use aya::programs::RawTracePoint;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 #[cfg(nodelay_bpf)]
@@ -26,93 +29,202 @@ struct HoldKey {
     remote_port: u16,
 }
 
+/// `struct kind_totals` of the program.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct RawTotals {
+    holds: u64,
+    held_ns: u64,
+    min_rtt_us_sum: u64,
+}
+
 /// `struct hold_stats` of the program.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct RawStats {
-    holds: u64,
-    held_ns: u64,
+    kinds: [RawTotals; 3],
     longest_ns: u64,
-    min_rtt_us_sum: u64,
     sends: u64,
     exchanges: u64,
+    first_hold_ns: u64,
+    last_hold_ns: u64,
+    local_addr: [u8; 16],
+    remote_addr: [u8; 16],
+    family: u16,
+    padding: [u8; 6],
 }
 
-// SAFETY: both are repr(C), made of integers only with no padding (4 + 2 + 2 bytes; six u64),
-// so every bit pattern the kernel writes is a valid value, as aya::Pod requires.
+// SAFETY: both are repr(C), made of integers only with no implicit padding (4 + 2 + 2 bytes;
+// u64s, then 16 + 16 + 2 + 6 bytes), so every bit pattern the kernel writes is a valid value,
+// as aya::Pod requires.
 unsafe impl aya::Pod for HoldKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for RawStats {}
+
+/// The thresholds that tell how a hold ended, by the peer's share of it (the hold less the
+/// path's lowest round trip): the same a capture judges by (nodelay-tcp's constants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HoldThresholds {
+    /// A peer's share at least this long, and at most [`max_ack_delay`](Self::max_ack_delay),
+    /// is its delayed-ACK timer.
+    pub min_ack_delay: Duration,
+    /// Beyond this the wait is something other than an ACK timer.
+    pub max_ack_delay: Duration,
+    /// A hold released one round trip later counts from this long.
+    pub min_round_trip_hold: Duration,
+    /// A peer's share within this (plus a quarter of the round trip) is an ACK sent at once.
+    pub round_trip_slack: Duration,
+}
+
+/// Holds of one kind, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HoldTotals {
+    /// Holds ended by an acknowledgement.
+    pub holds: u64,
+    /// Their time, summed.
+    pub held: Duration,
+    /// The connection's lowest round-trip time at each release, summed: the path's share of
+    /// the holds (the smoothed RTT would include the peer's delayed ACKs).
+    pub round_trips: Duration,
+}
+
+impl HoldTotals {
+    fn from_raw(raw: &RawTotals) -> HoldTotals {
+        HoldTotals {
+            holds: raw.holds,
+            held: Duration::from_nanos(raw.held_ns),
+            round_trips: Duration::from_micros(raw.min_rtt_us_sum),
+        }
+    }
+
+    fn plus(self, other: HoldTotals) -> HoldTotals {
+        HoldTotals {
+            holds: self.holds + other.holds,
+            held: self.held + other.held,
+            round_trips: self.round_trips + other.round_trips,
+        }
+    }
+}
 
 /// What the kernel counted for one process's connections on one pair of ports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HoldStats {
     /// The process that sent (and held).
     pub pid: u32,
-    /// Its socket's local port.
-    pub local_port: u16,
-    /// The peer's port.
-    pub remote_port: u16,
-    /// Holds ended by an acknowledgement.
-    pub holds: u64,
-    /// Their time, summed.
-    pub held: Duration,
-    /// The longest.
+    /// Its socket's local address and port (the addresses as the first send on these ports
+    /// found them).
+    pub local: SocketAddr,
+    /// The peer's address and port.
+    pub remote: SocketAddr,
+    /// Holds the peer's delayed-ACK timer released.
+    pub delayed_ack: HoldTotals,
+    /// Holds an ACK sent at once released, one round trip later.
+    pub round_trip: HoldTotals,
+    /// Holds of neither kind: too short to matter (under the round-trip floor) or longer than
+    /// any ACK timer.
+    pub unclassed: HoldTotals,
+    /// The longest hold.
     pub longest: Duration,
-    /// The connection's lowest round-trip time at each release, summed: the path's share of
-    /// the holds (the smoothed RTT would include the peer's delayed ACKs).
-    pub round_trips: Duration,
     /// Sends (write, send, sendmsg calls) on these connections.
     pub sends: u64,
     /// Sends that followed data from the peer: request/response turns.
     pub exchanges: u64,
+    /// When the first and the latest hold ended, since [`HoldWatch::start`]; none before one.
+    pub first_hold: Option<Duration>,
+    /// When the latest hold ended, since [`HoldWatch::start`].
+    pub last_hold: Option<Duration>,
+}
+
+impl HoldStats {
+    /// Every hold, whatever its kind.
+    pub fn total(&self) -> HoldTotals {
+        self.delayed_ack.plus(self.round_trip).plus(self.unclassed)
+    }
+}
+
+/// The kernel's monotonic clock (`bpf_ktime_get_ns`'s), in nanoseconds.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the live value it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// An address the program stored: IPv4 in the first four bytes, else IPv6 (an IPv4-mapped
+/// IPv6 address as the IPv4 one it carries).
+fn address(family: u16, bytes: [u8; 16], port: u16) -> SocketAddr {
+    let ip = if family == libc::AF_INET as u16 {
+        IpAddr::V4(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]))
+    } else {
+        Ipv6Addr::from(bytes).to_canonical()
+    };
+    SocketAddr::new(ip, port)
 }
 
 /// The programs, attached to their tracepoints for as long as this lives.
 pub struct HoldWatch {
     ebpf: aya::Ebpf,
+    started_ns: u64,
 }
 
 impl HoldWatch {
-    /// Loads the programs and attaches them to their raw tracepoints (root, or CAP_BPF with
-    /// CAP_PERFMON).
-    pub fn start() -> Result<HoldWatch, EbpfError> {
+    /// Loads the programs with `thresholds` and attaches them to their raw tracepoints (root,
+    /// or CAP_BPF with CAP_PERFMON).
+    pub fn start(thresholds: HoldThresholds) -> Result<HoldWatch, EbpfError> {
         let object = OBJECT.ok_or(EbpfError::NotBuilt)?;
-        let mut ebpf = aya::Ebpf::load(object).map_err(|e| refused(&e))?;
+        let as_ns = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
+        let settings = [
+            ("min_ack_delay_ns", as_ns(thresholds.min_ack_delay)),
+            ("max_ack_delay_ns", as_ns(thresholds.max_ack_delay)),
+            ("min_round_trip_hold_ns", as_ns(thresholds.min_round_trip_hold)),
+            ("round_trip_slack_ns", as_ns(thresholds.round_trip_slack)),
+        ];
+        let mut loader = aya::EbpfLoader::new();
+        for (name, value) in &settings {
+            loader.override_global(name, value, true);
+        }
+        let mut ebpf = loader.load(object).map_err(|e| refused(&e, Attach::Tracing))?;
         // Raw tracepoints: attached by name, with no record assembled per event (cheaper than
         // the tracepoints of tracefs, which they need not have mounted).
         for (name, event) in [("nodelay_send", "sock_send_length"), ("nodelay_ack", "tcp_probe")] {
             let program = ebpf
                 .program_mut(name)
                 .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
-            let tracepoint: &mut RawTracePoint = program.try_into().map_err(|e| refused(&e))?;
-            tracepoint.load().map_err(|e| refused(&e))?;
-            tracepoint.attach(event).map_err(|e| refused(&e))?;
+            let tracepoint: &mut RawTracePoint =
+                program.try_into().map_err(|e| refused(&e, Attach::Tracing))?;
+            tracepoint.load().map_err(|e| refused(&e, Attach::Tracing))?;
+            tracepoint.attach(event).map_err(|e| refused(&e, Attach::Tracing))?;
         }
-        Ok(HoldWatch { ebpf })
+        Ok(HoldWatch { ebpf, started_ns: monotonic_ns() })
     }
 
     /// Every (process, ports) the programs have counted since they started.
     pub fn read(&self) -> Result<Vec<HoldStats>, EbpfError> {
         let map =
             self.ebpf.map("holds").ok_or_else(|| EbpfError::Kernel("the object has no holds map".into()))?;
-        let holds: HashMap<_, HoldKey, RawStats> = HashMap::try_from(map).map_err(|e| refused(&e))?;
+        let holds: HashMap<_, HoldKey, RawStats> =
+            HashMap::try_from(map).map_err(|e| refused(&e, Attach::Tracing))?;
+        let since_start =
+            |ns: u64| (ns != 0).then(|| Duration::from_nanos(ns.saturating_sub(self.started_ns)));
         let mut all = Vec::new();
         for entry in holds.iter() {
-            let (key, stats) = entry.map_err(|e| refused(&e))?;
+            let (key, stats) = entry.map_err(|e| refused(&e, Attach::Tracing))?;
+            let [delayed_ack, round_trip, unclassed] = stats.kinds.each_ref().map(HoldTotals::from_raw);
             all.push(HoldStats {
                 pid: key.tgid,
-                local_port: key.local_port,
-                remote_port: key.remote_port,
-                holds: stats.holds,
-                held: Duration::from_nanos(stats.held_ns),
+                local: address(stats.family, stats.local_addr, key.local_port),
+                remote: address(stats.family, stats.remote_addr, key.remote_port),
+                delayed_ack,
+                round_trip,
+                unclassed,
                 longest: Duration::from_nanos(stats.longest_ns),
-                round_trips: Duration::from_micros(stats.min_rtt_us_sum),
                 sends: stats.sends,
                 exchanges: stats.exchanges,
+                first_hold: since_start(stats.first_hold_ns),
+                last_hold: since_start(stats.last_hold_ns),
             });
         }
-        all.sort_by_key(|stats| (stats.pid, stats.local_port, stats.remote_port));
+        all.sort_by_key(|stats| (stats.pid, stats.local.port(), stats.remote.port()));
         Ok(all)
     }
 }

@@ -2,9 +2,10 @@
 //! object clang compiled at build time (bpf/, build.rs) by aya.
 //!
 //! Today: [`CgroupFix`], TCP_NODELAY on every new connection of a cgroup and kept on
-//! (`nodelay fix --cgroup`); and `HoldWatch`, Nagle holds timed in the kernel per process
-//! and ports, the first part of `nodelay watch` from the kernel (not yet wired to watch). The binary runs without eBPF; only these modes need it (root, or
-//! CAP_BPF with CAP_NET_ADMIN, and a cgroup2 hierarchy).
+//! (`nodelay fix --cgroup`: root, or CAP_BPF with CAP_NET_ADMIN, and a cgroup2 hierarchy);
+//! and `HoldWatch`, Nagle holds timed and classed in the kernel per process and ports
+//! (`nodelay watch --source ebpf`: root, or CAP_BPF with CAP_PERFMON). The binary runs
+//! without eBPF; only these modes need it.
 // Only query.rs: one raw bpf(2) call aya does not offer.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
@@ -29,7 +30,7 @@ pub use error::EbpfError;
 #[cfg(target_os = "linux")]
 pub use fix::CgroupFix;
 #[cfg(target_os = "linux")]
-pub use holds::{HoldStats, HoldWatch};
+pub use holds::{HoldStats, HoldThresholds, HoldTotals, HoldWatch};
 
 /// What the programs counted while attached: each a kernel-side counter, never sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -48,7 +48,7 @@ impl Cgroup {
         let mut carried = CarriedPrograms::default();
         for program in aya::programs::loaded_programs() {
             // Walking the loaded programs needs CAP_SYS_ADMIN: without it, unknown, not "none".
-            let program = program.map_err(|e| crate::refused::refused(&e))?;
+            let program = program.map_err(|e| crate::refused::refused(&e, crate::refused::Attach::Cgroup))?;
             let name = program.name_as_str().unwrap_or_default();
             carried.sock_ops |= name == SOCK_OPS_NAME && sock_ops.contains(&program.id());
             carried.setsockopt |= name == SETSOCKOPT_NAME && setsockopt.contains(&program.id());
@@ -76,7 +76,9 @@ fn query(directory: &std::fs::File, attach_type: u32) -> Result<Vec<u32>, EbpfEr
     if result < 0 {
         let error = std::io::Error::last_os_error();
         return Err(match error.raw_os_error() {
-            Some(libc::EPERM | libc::EACCES) => EbpfError::Permission(error.to_string()),
+            Some(libc::EPERM | libc::EACCES) => {
+                EbpfError::Permission { needs: "CAP_NET_ADMIN", reason: error.to_string() }
+            }
             _ => EbpfError::Kernel(format!("querying {}: {error}", directory_name(directory))),
         });
     }

@@ -5,7 +5,7 @@ use crate::EbpfError;
 /// An error of aya's as a one-line reason: the verifier's last line when it refused a
 /// program; privilege when the kernel said EPERM or EACCES and this process lacks the
 /// capabilities; the kernel's refusal otherwise.
-pub(crate) fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
+pub(crate) fn refused(error: &(dyn std::error::Error + 'static), attach: Attach) -> EbpfError {
     if let Some(aya::programs::ProgramError::LoadError { io_error, verifier_log }) =
         error.downcast_ref::<aya::programs::ProgramError>()
     {
@@ -21,9 +21,9 @@ pub(crate) fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
     while let Some(current) = cause {
         if let Some(io) = current.downcast_ref::<std::io::Error>()
             && matches!(io.raw_os_error(), Some(libc::EPERM | libc::EACCES))
-            && !has_bpf_capabilities()
+            && !has_bpf_capabilities(attach)
         {
-            return EbpfError::Permission(io.to_string());
+            return EbpfError::Permission { needs: attach.capability().1, reason: io.to_string() };
         }
         reasons.push(current.to_string());
         cause = current.source();
@@ -34,10 +34,29 @@ pub(crate) fn refused(error: &(dyn std::error::Error + 'static)) -> EbpfError {
     )
 }
 
-/// Whether this process holds CAP_SYS_ADMIN, or CAP_BPF with CAP_NET_ADMIN (its effective set
-/// in /proc/self/status): without, EPERM means privilege; with, something else.
-fn has_bpf_capabilities() -> bool {
-    const CAP_NET_ADMIN: u32 = 12;
+/// What the programs attach to, which names the capability they need besides CAP_BPF.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Attach {
+    /// A cgroup's hooks: CAP_NET_ADMIN.
+    Cgroup,
+    /// Tracepoints: CAP_PERFMON.
+    Tracing,
+}
+
+impl Attach {
+    /// The capability's number and name.
+    pub(crate) fn capability(self) -> (u32, &'static str) {
+        match self {
+            Attach::Cgroup => (12, "CAP_NET_ADMIN"),
+            Attach::Tracing => (38, "CAP_PERFMON"),
+        }
+    }
+}
+
+/// Whether this process holds CAP_SYS_ADMIN, or CAP_BPF with the capability `attach` needs
+/// (its effective set in /proc/self/status): without, EPERM means privilege; with, something
+/// else.
+fn has_bpf_capabilities(attach: Attach) -> bool {
     const CAP_SYS_ADMIN: u32 = 21;
     const CAP_BPF: u32 = 39;
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -47,5 +66,5 @@ fn has_bpf_capabilities() -> bool {
         .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
         .unwrap_or(0);
     let has = |capability: u32| effective & (1 << capability) != 0;
-    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(CAP_NET_ADMIN))
+    has(CAP_SYS_ADMIN) || (has(CAP_BPF) && has(attach.capability().0))
 }
