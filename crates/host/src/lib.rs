@@ -33,6 +33,8 @@ mod other_namespace;
 #[cfg(target_os = "linux")]
 mod pidfd;
 #[cfg(target_os = "linux")]
+mod process_socket;
+#[cfg(target_os = "linux")]
 mod sock_diag;
 #[cfg(target_os = "linux")]
 mod socket_fds;
@@ -61,6 +63,8 @@ pub use types::{
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 #[cfg(target_os = "linux")]
 pub use new_connection::{check_new_connection, listens_on};
+#[cfg(target_os = "linux")]
+pub use process_socket::{ProcessSocket, process_socket};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;
 
