@@ -10,7 +10,7 @@ use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-pub use watch::WatchArgs;
+pub use watch::{SourceArg, WatchArgs};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -27,7 +27,7 @@ mod watch;
 
 pub use args::{
     BenchArgs, Cli, Command, CompareArgs, DoctorArgs, ExecArgs, PcapArgs, ProxyArgs, ReportArgs, RequestArgs,
-    WatchArgs, invalid_value_line, not_utf8, usage_error_line,
+    SourceArg, WatchArgs, invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
 

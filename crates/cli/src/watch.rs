@@ -6,6 +6,7 @@ use nodelay_watch::{Event, WatchError};
 use std::io::{self, IsTerminal, Write};
 
 pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
+    args.check().map_err(usage)?;
     let options = nodelay_watch::WatchOptions::from(args);
     crate::interrupt::install();
     // Not a terminal: whole lines, so that grep gets a finding and its next command.

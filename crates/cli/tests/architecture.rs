@@ -27,7 +27,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["engine", "diagnose", "capture", "host", "proxy", "tcp"]),
     ("load", &["wire", "engine", "diagnose", "host", "report"]),
     ("doctor", &["engine", "diagnose", "host", "report", "load", "tcp", "ebpf"]),
-    ("watch", &["capture", "host", "tcp"]),
+    ("watch", &["capture", "host", "tcp", "ebpf"]),
     ("netpath", &[]),
     ("ebpf", &[]),
     (

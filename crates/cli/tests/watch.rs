@@ -2,7 +2,9 @@
 //! port within 5 s of the traffic starting (by port and by PID, and through --prometheus),
 //! stays quiet on a healthy twin, names a split-writing client as the client side, falls back
 //! to the sock_diag-only mode without capture rights, refuses a bad interface, and reports an
-//! unused port honestly. Every watch is bounded by --duration and stopped by SIGINT once the
+//! unused port honestly. From the kernel (`--source ebpf`, and auto where allowed) it names
+//! the server of connections opened before it started, a split-writing client as the client,
+//! counts in Prometheus, and says why it falls back to a capture. Every watch is bounded by --duration and stopped by SIGINT once the
 //! test saw what it waits for; every JSON line is checked against schema/watch.schema.json.
 
 mod common;
@@ -410,7 +412,7 @@ fn over_a_40_ms_path_watch_in_the_servers_namespace_names_the_server() {
     // The server's namespace, entered through the server itself.
     let mut command = Command::new("nsenter");
     command.arg(format!("--net=/proc/{}/ns/net", peer.pid())).arg(env!("CARGO_BIN_EXE_nodelay"));
-    let mut watch = Watch::start_as(command, &["-i", "any", "--port", &port]);
+    let mut watch = Watch::start_as(command, &["--source", "capture", "-i", "any", "--port", &port]);
     assert_capture_mode(&watch.next());
     let started = Instant::now();
     let median_ms = link.client_median_ms(peer.port, 10);
@@ -563,4 +565,140 @@ fn on_a_terminal_the_view_redraws_in_place_and_ctrl_c_leaves_the_summary() {
     assert!(end.contains("[exit 3]"), "{end}");
     assert!(end.contains("20 request/response exchanges"), "{end}");
     assert!(!end.contains("nodelay watch ·"), "the view gave way to the summary: {end}");
+}
+
+/// The descriptors of `pid` that are sockets, as /proc shows them.
+fn socket_fds(pid: u32) -> Vec<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let target = std::fs::read_link(entry.path()).ok()?;
+            target
+                .to_string_lossy()
+                .starts_with("socket:")
+                .then(|| entry.file_name().to_str()?.parse().ok())?
+        })
+        .collect()
+}
+
+#[test]
+fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &[]);
+    // A keep-alive connection that exchanged before watch started: what a capture gets
+    // backwards when the first packet it sees is a response.
+    let mut client = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    common::keep_alive_get(&mut client);
+    let port = peer.port.to_string();
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port, "--prometheus", "127.0.0.1:0"]);
+    let mode = watch.next();
+    assert_eq!(mode["mode"], "ebpf", "{mode}");
+    assert_eq!(mode["interface"], Value::Null, "{mode}");
+    let url = mode["metrics_url"].as_str().expect("the metrics' address").to_string();
+    // Ground truth: the client's own time per request, the client's 40 ms delayed ACK.
+    let client_ms: Vec<f64> =
+        (0..10).map(|_| common::keep_alive_get(&mut client).as_secs_f64() * 1e3).collect();
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "server-nagle-delayed-ack", "{finding:#}");
+    assert_eq!((&finding["side"], &finding["port"]), (&Value::from("server"), &Value::from(peer.port)));
+    assert_eq!(finding["server"], format!("127.0.0.1:{port}"), "{finding:#}");
+    assert_eq!(finding["process"]["pid"], peer.pid(), "{finding:#}");
+    assert_eq!(finding["process"]["command"], "python3", "{finding:#}");
+    let fd = finding["process"]["fd"].as_i64().expect("the connection's descriptor") as i32;
+    assert!(socket_fds(peer.pid()).contains(&fd), "fd {fd} is one of python3's sockets: {finding:#}");
+    let metrics = http_get(&url);
+    assert!(metrics.contains("nodelay_watch_mode_info{mode=\"ebpf\"} 1"), "{metrics}");
+    let series = format!(
+        "nodelay_watch_stalls_total{{finding=\"server-nagle-delayed-ack\",process=\"python3\",pid=\"{}\",port=\"{port}\",side=\"server\"}}",
+        peer.pid()
+    );
+    assert!(metrics.lines().any(|line| line.starts_with(&series)), "{series}: {metrics}");
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    assert_eq!((&last["packets"], &last["flows"]), (&Value::Null, &Value::Null), "{last:#}");
+    assert!(last["kernel"]["sends"].as_u64().unwrap() >= 10, "{last:#}");
+    // Only the server held: the client writes each request whole.
+    let findings = last["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{last:#}");
+    let stalls = &findings[0];
+    // Every response of the connection was held (it left quick-ACK mode before watch).
+    assert!(stalls["stalls"].as_u64().unwrap() >= 9, "{last:#}");
+    assert_eq!(stalls["exchanges"], 10, "{last:#}");
+    // Each hold is what the client waited beyond a healthy response: within 25 % of its median.
+    let mut sorted = client_ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[5];
+    let hold_ms = stalls["mean_stall_ms"].as_f64().unwrap();
+    assert!((hold_ms / median - 1.0).abs() < 0.25, "hold {hold_ms:.2} ms, client {median:.2} ms: {last:#}");
+    let ack_delay_ms = stalls["mean_ack_delay_ms"].as_f64().unwrap();
+    assert!((30.0..60.0).contains(&ack_delay_ms), "Linux's 40 ms delayed ACK: {last:#}");
+}
+
+#[test]
+fn from_the_kernel_a_split_writing_client_is_the_client_side() {
+    let _alone = common::alone();
+    let peer = python_peer("python_http_server.py", &["--disable-nagle"]);
+    let port = peer.port.to_string();
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port]);
+    assert_eq!(watch.next()["mode"], "ebpf");
+    let mut client =
+        Command::new("python3").args(["-c", SPLIT_CLIENT, &port]).stdin(Stdio::piped()).spawn().unwrap();
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "client-nagle-delayed-ack", "{finding:#}");
+    assert_eq!((&finding["side"], &finding["port"]), (&Value::from("client"), &Value::from(peer.port)));
+    assert_eq!(finding["process"]["pid"], client.id(), "the client, not the server: {finding:#}");
+    drop(client.stdin.take());
+    assert!(client.wait().unwrap().success());
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3);
+    assert!(last["findings"].as_array().unwrap().iter().all(|f| f["side"] == "client"), "{last:#}");
+}
+
+/// nodelay under capsh with these capabilities dropped.
+fn without(capabilities: &str, args: &str) -> std::process::Output {
+    Command::new("capsh")
+        .args([&format!("--drop={capabilities}"), "--", "-c"])
+        .arg(format!("exec {} {args}", env!("CARGO_BIN_EXE_nodelay")))
+        .output()
+        .expect("capsh")
+}
+
+#[test]
+fn auto_reads_the_kernel_where_allowed_and_else_says_why_it_captures() {
+    let (_held, port) = port_nobody_listens_on();
+    let port = port.to_string();
+    let run = nodelay(&["watch", "--port", &port, "--duration", "1", "--json-lines"]);
+    let mode: Value = serde_json::from_str(run.stdout().lines().next().unwrap()).unwrap();
+    validate_against_schema("watch.schema.json", &mode);
+    assert_eq!(mode["mode"], "ebpf", "root may load the programs: {mode}");
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    // Without CAP_BPF (and SYS_ADMIN, PERFMON): a capture, and the first words say why.
+    let output =
+        without("cap_bpf,cap_sys_admin,cap_perfmon", &format!("watch --port {port} -d 1 --json-lines"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let mode: Value = serde_json::from_str(stdout.lines().next().expect("a mode line")).unwrap();
+    validate_against_schema("watch.schema.json", &mode);
+    assert_eq!(mode["mode"], "capture", "{mode}");
+    let why = mode["why"].as_str().unwrap();
+    assert!(
+        why.starts_with("no eBPF (loading eBPF programs needs root, or CAP_BPF with CAP_PERFMON"),
+        "{why}"
+    );
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn asked_for_the_kernel_without_rights_or_with_an_interface_one_line_says_why() {
+    let output = without("cap_bpf,cap_sys_admin,cap_perfmon", "watch --source ebpf -d 1");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("needs root, or CAP_BPF with CAP_PERFMON"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing watched: {}", String::from_utf8_lossy(&output.stdout));
+    let run = nodelay(&["watch", "--source", "ebpf", "-i", "lo", "-d", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert_eq!(run.stderr().lines().count(), 1, "{}", run.stderr());
+    assert!(run.stderr().contains("--source capture"), "{}", run.stderr());
 }

@@ -5,9 +5,23 @@ use crate::live::filter::MAX_PORTS;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// Where watch reads the host's TCP from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Source {
+    /// The kernel's eBPF programs where allowed, else a packet capture, else sock_diag.
+    #[default]
+    Auto,
+    /// The kernel's eBPF programs, or fail saying why.
+    Ebpf,
+    /// A packet capture (else sock_diag without capture rights).
+    Capture,
+}
+
 /// What a watch is asked for: where to capture, what to follow, how long, how to report.
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
+    /// Where the host's TCP is read from.
+    pub source: Source,
     /// The interface to capture on: `any` (all of them), `lo`, `eth0`...
     pub interface: String,
     /// Only TCP connections with one of these ports on either side; empty: every port.

@@ -35,6 +35,9 @@ pub enum Event {
 pub enum Mode {
     /// A live packet capture: stalls are seen and timed.
     Capture,
+    /// eBPF programs on the kernel's tracepoints: holds timed where the kernel decides them,
+    /// the sending process named by the kernel, no packet copied.
+    Ebpf,
     /// sock_diag only: socket states every second, no packets.
     SockDiag,
 }
@@ -44,7 +47,7 @@ pub enum Mode {
 pub struct ModeLine {
     /// The mode.
     pub mode: Mode,
-    /// The interface captured on (`any`: all); none in the sock_diag mode.
+    /// The interface captured on (`any`: all); none in the sock_diag and eBPF modes.
     pub interface: Option<String>,
     /// The TCP ports followed (empty: all).
     pub ports: Vec<u16>,
@@ -98,8 +101,10 @@ pub struct Process {
     pub pid: u32,
     /// Its command name (`/proc/PID/comm`).
     pub command: String,
-    /// The descriptor of the socket of its latest stalled connection.
-    pub fd: i32,
+    /// The descriptor of the socket of its latest stalled connection (its listener's once that
+    /// socket closed); none when neither is held any more (the eBPF mode names processes whose
+    /// sockets closed).
+    pub fd: Option<i32>,
 }
 
 /// The stalls of one (finding, local process, server port).
@@ -166,15 +171,30 @@ pub struct FlowCounts {
     pub evicted: u64,
 }
 
+/// What the kernel's programs counted (the eBPF mode).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct KernelCounts {
+    /// Sends (write, send, sendmsg calls) on sockets with Nagle on; a socket with TCP_NODELAY
+    /// never holds, so its sends are not counted.
+    pub sends: u64,
+    /// Connections followed: (process, local port, remote port) with Nagle on that sent.
+    pub connections: u64,
+    /// Holds of neither kind, not in the findings: shorter than the round-trip floor
+    /// (0.5 ms), or longer than any delayed-ACK timer.
+    pub holds_unclassed: u64,
+}
+
 /// What watch saw so far.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// Seconds since watch started.
     pub elapsed_s: f64,
-    /// The packets.
-    pub packets: PacketCounts,
-    /// The connections.
-    pub flows: FlowCounts,
+    /// The packets (the capture mode).
+    pub packets: Option<PacketCounts>,
+    /// The connections (the capture mode).
+    pub flows: Option<FlowCounts>,
+    /// What the kernel's programs counted (the eBPF mode).
+    pub kernel: Option<KernelCounts>,
     /// Request/response exchanges seen, every connection counted.
     pub exchanges: u64,
     /// The stalls, most time held first.

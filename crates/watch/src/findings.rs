@@ -332,7 +332,7 @@ mod tests {
     }
 
     fn process(pid: u32, command: &str) -> Process {
-        Process { pid, command: command.into(), fd: 5 }
+        Process { pid, command: command.into(), fd: Some(5) }
     }
 
     fn hold(held_by: Role, client_port: u16, at_ns: u64) -> Hold {

@@ -54,7 +54,7 @@ impl Owners for HostOwners {
     fn owner(&self, local: SocketAddr, remote: SocketAddr, or_listener: bool) -> Option<Process> {
         let owner = self.index.owner(local, remote);
         let owner = owner.or_else(|| or_listener.then(|| self.index.listener_for(local)).flatten())?;
-        Some(Process { pid: owner.pid, command: owner.command.clone(), fd: owner.fd })
+        Some(Process { pid: owner.pid, command: owner.command.clone(), fd: Some(owner.fd) })
     }
 
     fn rescan(&mut self, now: Instant) -> bool {

@@ -8,9 +8,7 @@ use nodelay_host::{SocketState, Target};
 /// The ports of `pid`'s TCP sockets: listening ones, else the peers' of its connections;
 /// empty when it has no TCP socket (then every port is captured and attribution filters).
 pub fn ports_of(pid: u32) -> Result<Vec<u16>, String> {
-    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(format!("--pid {pid}: no such process"));
-    }
+    exists(pid)?;
     let inspection =
         nodelay_host::inspect(Target::Pid(pid as i32)).map_err(|e| format!("--pid {pid}: {e}"))?;
     let listening: Vec<u16> = inspection
@@ -27,4 +25,12 @@ pub fn ports_of(pid: u32) -> Result<Vec<u16>, String> {
     ports.sort_unstable();
     ports.dedup();
     Ok(ports)
+}
+
+/// The process runs (its /proc directory exists).
+pub fn exists(pid: u32) -> Result<(), String> {
+    if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        return Err(format!("--pid {pid}: no such process"));
+    }
+    Ok(())
 }

@@ -4,16 +4,18 @@
 //! asked, or `--duration` over) the final summary. Without capture rights it runs the
 //! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
 
-use crate::args::{WatchOptions, check_ports};
+use crate::args::{Source, WatchOptions, check_ports};
 use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary, TICK};
 use crate::findings::Findings;
 use crate::flows::{DEFAULT_CAPACITY, FlowEvent, FlowTable};
+use crate::kernel::{self, KernelWatchOptions, hold_thresholds};
 use crate::live::batch::Frame;
 use crate::live::{CaptureError, LiveCapture, interface_index};
 use crate::owners::{HostOwners, Owners};
 use crate::prometheus::{self, MetricsServer, WatchMetrics};
 use nodelay_capture::decode::{LINKTYPE_RAW, decode_tcp};
+use nodelay_ebpf::HoldWatch;
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -50,21 +52,27 @@ fn watch(
 ) -> Result<WatchEnd, WatchError> {
     check_ports(&args.ports).map_err(WatchError::Usage)?;
     interface_index(&args.interface).map_err(|e| WatchError::Usage(e.to_string()))?;
+    if let Some(pid) = args.pid {
+        crate::pid::exists(pid).map_err(WatchError::Usage)?;
+    }
+    // The kernel's programs, where asked for or allowed; else why not, for the capture's line.
+    let kernel_refused = match args.source {
+        Source::Capture => None,
+        Source::Ebpf | Source::Auto => match HoldWatch::start(hold_thresholds()) {
+            Ok(programs) => return watch_kernel(programs, args, stop, sink),
+            Err(error) if args.source == Source::Ebpf => {
+                return Err(WatchError::Failed(format!("eBPF: {error}")));
+            }
+            Err(error) => Some(error.to_string()),
+        },
+    };
     let mut ports = args.ports.clone();
     if let Some(pid) = args.pid {
         ports.extend(crate::pid::ports_of(pid).map_err(WatchError::Usage)?);
         ports.sort_unstable();
         ports.dedup();
     }
-    let metrics = args.prometheus.map(|_| Arc::new(WatchMetrics::new()));
-    let server: Option<MetricsServer> = match (args.prometheus, &metrics) {
-        (Some(address), Some(metrics)) => {
-            Some(prometheus::serve(address, metrics.clone()).map_err(|e| {
-                WatchError::Usage(format!("--prometheus {address}: cannot listen there: {e}"))
-            })?)
-        }
-        _ => None,
-    };
+    let (metrics, server) = metrics_server(args)?;
     let capture = match open_capture(&args.interface, &ports)? {
         Ok(capture) => capture,
         Err(why) => {
@@ -83,7 +91,8 @@ fn watch(
         ports: ports.clone(),
         pid: args.pid,
         why: format!(
-            "packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel, {}",
+            "{}packet capture allowed (root or CAP_NET_RAW): headers only, TCP filtered in the kernel, {}",
+            kernel_refused.map(|why| format!("no eBPF ({why}); ")).unwrap_or_default(),
             if capture.uses_ring() { "read from a memory-mapped ring" } else { "read in recvmmsg batches" }
         ),
         sees: "every TCP segment's headers: Nagle holds timed from the packets, named by process".into(),
@@ -93,7 +102,40 @@ fn watch(
     Watch::new(capture, args, metrics).run(stop, sink)
 }
 
-/// Where the metrics are served.
+/// The watch from the kernel, its programs attached.
+fn watch_kernel(
+    programs: HoldWatch,
+    args: &WatchOptions,
+    stop: &dyn Fn() -> bool,
+    sink: &mut dyn FnMut(&Event) -> io::Result<()>,
+) -> Result<WatchEnd, WatchError> {
+    let (metrics, server) = metrics_server(args)?;
+    let mode = ModeLine {
+        mode: Mode::Ebpf,
+        interface: None,
+        ports: args.ports.clone(),
+        pid: args.pid,
+        why: "eBPF allowed (root, or CAP_BPF with CAP_PERFMON): two programs on the raw tracepoints \
+              sock_send_length and tcp_probe, their sums read once a second"
+            .into(),
+        sees: kernel::SEES.into(),
+        metrics_url: metrics_url(&server),
+    };
+    let options = KernelWatchOptions { pid: args.pid, ports: args.ports.clone(), duration: args.duration };
+    kernel::run(programs, options, mode, metrics, stop, sink)
+}
+
+/// The metrics and their server, when `--prometheus` asked for them.
+fn metrics_server(
+    args: &WatchOptions,
+) -> Result<(Option<Arc<WatchMetrics>>, Option<MetricsServer>), WatchError> {
+    let Some(address) = args.prometheus else { return Ok((None, None)) };
+    let metrics = Arc::new(WatchMetrics::new());
+    let server = prometheus::serve(address, metrics.clone())
+        .map_err(|e| WatchError::Usage(format!("--prometheus {address}: cannot listen there: {e}")))?;
+    Ok((Some(metrics), Some(server)))
+}
+
 /// Where the metrics can be fetched: on a wildcard bind (`:0`, `0.0.0.0`, `[::]`), at the
 /// loopback address of its family, which every wildcard includes.
 fn metrics_url(server: &Option<MetricsServer>) -> Option<String> {
@@ -233,14 +275,11 @@ impl Watch {
         table.sweep(wall_ns(), &mut |event| note(event, findings, owners, metrics, now));
         self.tell_findings(sink, now)?;
         let summary = self.summary();
-        if let Some(metrics) = &self.metrics {
-            metrics.flows_watched(summary.flows.open);
-            metrics.flows_seen(summary.flows.seen);
-            metrics.flows_evicted(summary.flows.evicted);
-            metrics.packets(
-                summary.packets.captured.saturating_sub(summary.packets.dropped),
-                summary.packets.dropped,
-            );
+        if let (Some(metrics), Some(flows), Some(packets)) = (&self.metrics, summary.flows, summary.packets) {
+            metrics.flows_watched(flows.open);
+            metrics.flows_seen(flows.seen);
+            metrics.flows_evicted(flows.evicted);
+            metrics.packets(packets.captured.saturating_sub(packets.dropped), packets.dropped);
         }
         sink(&Event::Summary(summary)).map_err(WatchError::Output)
     }
@@ -257,24 +296,29 @@ impl Watch {
         Ok(())
     }
 
-    fn summary(&mut self) -> Summary {
+    fn packet_counts(&mut self) -> PacketCounts {
         let kernel = self.capture.kernel_counts();
-        let table = &self.pipeline.table;
-        let findings = &self.pipeline.findings;
+        PacketCounts {
+            captured: kernel.packets.saturating_sub(self.capture.loopback_copies()),
+            dropped: kernel.dropped,
+            ..self.pipeline.packets
+        }
+    }
+
+    fn summary(&mut self) -> Summary {
+        let packets = self.packet_counts();
+        let (table, findings) = (&self.pipeline.table, &self.pipeline.findings);
         Summary {
             elapsed_s: self.started.elapsed().as_secs_f64(),
-            packets: PacketCounts {
-                captured: kernel.packets.saturating_sub(self.capture.loopback_copies()),
-                dropped: kernel.dropped,
-                ..self.pipeline.packets
-            },
-            flows: FlowCounts {
+            packets: Some(packets),
+            flows: Some(FlowCounts {
                 open: table.len() as u64,
                 seen: table.counts.seen,
                 closed: table.counts.closed,
                 idle: table.counts.idle,
                 evicted: table.counts.evicted,
-            },
+            }),
+            kernel: None,
             exchanges: findings.exchanges,
             findings: findings.all(),
             stalls_not_grouped: findings.not_grouped,

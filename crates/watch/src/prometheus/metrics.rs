@@ -36,14 +36,18 @@ pub enum Mode {
     Capture,
     /// sock_diag only (no CAP_NET_RAW): socket states, no packets, no stall durations.
     SockDiag,
+    /// eBPF programs: holds timed in the kernel and summed there, so counted per second, not
+    /// observed one by one (the stall histogram stays empty).
+    Ebpf,
 }
 
 impl Mode {
-    /// The `mode` label value: `capture` or `sock_diag`.
+    /// The `mode` label value: `capture`, `sock_diag` or `ebpf`.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Capture => "capture",
             Mode::SockDiag => "sock_diag",
+            Mode::Ebpf => "ebpf",
         }
     }
 }
@@ -227,6 +231,29 @@ impl WatchMetrics {
         self.stalls.get_or_create(&labels).inc();
     }
 
+    /// Counts `count` stalls holding `held` in all, summed elsewhere (the kernel's programs):
+    /// as [`stall`](Self::stall) without observing each one's length.
+    pub fn stalls_summed(
+        &self,
+        finding: &str,
+        holder: Holder<'_>,
+        server_port: u16,
+        side: Role,
+        count: u64,
+        held: Duration,
+    ) {
+        let labels = self.labels.admit(Some(finding), holder.command, holder.pid, server_port);
+        let labels = StallLabels {
+            finding: labels.finding,
+            process: labels.process,
+            pid: labels.pid,
+            port: labels.port,
+            side: side_label(side),
+        };
+        self.held_seconds.get_or_create(&labels).inc_by(held.as_secs_f64());
+        self.stalls.get_or_create(&labels).inc_by(count);
+    }
+
     /// Counts `count` request/response exchanges of the local `holder` on connections to
     /// `server_port`, where it is on `side`.
     pub fn exchanges(&self, holder: Holder<'_>, server_port: u16, side: Role, count: u64) {
@@ -276,6 +303,7 @@ impl WatchMetrics {
         let code = match mode {
             Mode::Capture => MODE_CAPTURE,
             Mode::SockDiag => MODE_SOCK_DIAG,
+            Mode::Ebpf => MODE_EBPF,
         };
         self.mode.0.store(code, Ordering::Relaxed);
     }
@@ -294,6 +322,7 @@ impl WatchMetrics {
 const MODE_UNSET: u8 = 0;
 const MODE_CAPTURE: u8 = 1;
 const MODE_SOCK_DIAG: u8 = 2;
+const MODE_EBPF: u8 = 3;
 
 /// The mode as an info metric, encoded only once set (a registered [`Info`] could not change).
 #[derive(Debug, Default)]
@@ -304,12 +333,13 @@ impl Collector for ModeInfo {
         let mode = match self.0.load(Ordering::Relaxed) {
             MODE_UNSET => return Ok(()),
             MODE_CAPTURE => Mode::Capture,
+            MODE_EBPF => Mode::Ebpf,
             _ => Mode::SockDiag,
         };
         let info = Info::new(ModeLabels { mode: mode.as_str() });
         let metric = encoder.encode_descriptor(
             "mode",
-            "How watch sees the host's TCP: capture (packets) or sock_diag (socket states only).",
+            "How watch sees the host's TCP: capture (packets), ebpf (the kernel's programs) or sock_diag (socket states only).",
             None,
             info.metric_type(),
         )?;

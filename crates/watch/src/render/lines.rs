@@ -5,7 +5,7 @@
 //! The per-second summaries print nothing here: a log gains a line only when there is news.
 
 use super::{count, counted, next_command, ports, seconds, stalls_line, wrap};
-use crate::event::{Event, Mode, ModeLine, Summary, Survey};
+use crate::event::{Event, FlowCounts, KernelCounts, Mode, ModeLine, PacketCounts, Summary, Survey};
 use nodelay_host::socket_survey::ProcessSockets;
 use std::collections::HashSet;
 
@@ -51,41 +51,24 @@ impl Lines {
             None => ("any".into(), Vec::new()),
         };
         let mut out = String::new();
-        let packets = &summary.packets;
-        out += &wrap(
-            &format!(
-                "watch: {} on {interface}, TCP on {}: {} captured ({} dropped by the kernel), {}, {}",
-                seconds(summary.elapsed_s),
-                ports(&port_list),
-                counted(packets.captured, "packet", "packets"),
-                count(packets.dropped),
-                counted(summary.flows.seen, "connection", "connections"),
-                counted(summary.exchanges, "request/response exchange", "request/response exchanges")
-            ),
-            width,
-        );
-        if packets.dropped > 0 {
+        let traffic = match (&summary.packets, &summary.flows, &summary.kernel) {
+            (Some(packets), Some(flows), _) => {
+                out += &capture_totals(summary, packets, flows, &interface, &port_list, width);
+                packets.tcp > 0
+            }
+            (_, _, Some(kernel)) => {
+                out += &kernel_totals(summary, kernel, &port_list, width);
+                kernel.sends > 0
+            }
+            _ => true,
+        };
+        if !traffic {
+            let nothing = match summary.kernel {
+                Some(_) => "no send on a socket with Nagle on",
+                None => "no TCP traffic",
+            };
             out += &wrap(
-                &format!(
-                    "warning: the kernel dropped {} packets watch did not read in time: stalls among them \
-                     were not seen",
-                    count(packets.dropped)
-                ),
-                width,
-            );
-        }
-        if summary.flows.evicted > 0 {
-            out += &wrap(
-                &format!(
-                    "note: {} connections were evicted from the full flow table (the longest idle first)",
-                    count(summary.flows.evicted)
-                ),
-                width,
-            );
-        }
-        if packets.tcp == 0 {
-            out += &wrap(
-                &format!("no TCP traffic on {} in {}", ports(&port_list), seconds(summary.elapsed_s)),
+                &format!("{nothing} on {} in {}", ports(&port_list), seconds(summary.elapsed_s)),
                 width,
             );
         } else if summary.findings.is_empty() {
@@ -106,6 +89,76 @@ impl Lines {
     }
 }
 
+/// The capture's totals: packets, drops, connections, exchanges; a warning for drops and
+/// evictions.
+fn capture_totals(
+    summary: &Summary,
+    packets: &PacketCounts,
+    flows: &FlowCounts,
+    interface: &str,
+    port_list: &[u16],
+    width: usize,
+) -> String {
+    let mut out = wrap(
+        &format!(
+            "watch: {} on {interface}, TCP on {}: {} captured ({} dropped by the kernel), {}, {}",
+            seconds(summary.elapsed_s),
+            ports(port_list),
+            counted(packets.captured, "packet", "packets"),
+            count(packets.dropped),
+            counted(flows.seen, "connection", "connections"),
+            counted(summary.exchanges, "request/response exchange", "request/response exchanges")
+        ),
+        width,
+    );
+    if packets.dropped > 0 {
+        out += &wrap(
+            &format!(
+                "warning: the kernel dropped {} packets watch did not read in time: stalls among them \
+                 were not seen",
+                count(packets.dropped)
+            ),
+            width,
+        );
+    }
+    if flows.evicted > 0 {
+        out += &wrap(
+            &format!(
+                "note: {} connections were evicted from the full flow table (the longest idle first)",
+                count(flows.evicted)
+            ),
+            width,
+        );
+    }
+    out
+}
+
+/// The kernel's totals: sends and connections with Nagle on, exchanges, holds of no kind.
+fn kernel_totals(summary: &Summary, kernel: &KernelCounts, port_list: &[u16], width: usize) -> String {
+    let mut out = wrap(
+        &format!(
+            "watch: {} from the kernel, TCP on {}: {} on {} with Nagle on, {}",
+            seconds(summary.elapsed_s),
+            ports(port_list),
+            counted(kernel.sends, "send", "sends"),
+            counted(kernel.connections, "connection", "connections"),
+            counted(summary.exchanges, "request/response exchange", "request/response exchanges")
+        ),
+        width,
+    );
+    if kernel.holds_unclassed > 0 {
+        out += &wrap(
+            &format!(
+                "note: {} holds were neither a delayed ACK's nor a round trip's (under 0.5 ms, or longer \
+                 than any ACK timer): not in the findings",
+                count(kernel.holds_unclassed)
+            ),
+            width,
+        );
+    }
+    out
+}
+
 /// `watch: live capture on lo, TCP port 8080: WHY`.
 fn mode_line(mode: &ModeLine) -> String {
     let pid = mode.pid.map(|pid| format!(" of PID {pid}")).unwrap_or_default();
@@ -113,6 +166,12 @@ fn mode_line(mode: &ModeLine) -> String {
         Mode::Capture => format!(
             "watch: live capture on {}, TCP on {}{pid}: {}{}; Ctrl-C for the summary",
             mode.interface.as_deref().unwrap_or("any"),
+            ports(&mode.ports),
+            mode.why,
+            mode.metrics_url.as_ref().map_or(String::new(), |url| format!("; metrics at {url}"))
+        ),
+        Mode::Ebpf => format!(
+            "watch: from the kernel (eBPF), TCP on {}{pid}: {}{}; Ctrl-C for the summary",
             ports(&mode.ports),
             mode.why,
             mode.metrics_url.as_ref().map_or(String::new(), |url| format!("; metrics at {url}"))
@@ -183,7 +242,7 @@ mod tests {
         let stalls = Stalls {
             finding: FindingId::ServerNagleDelayedAck,
             side: Side::Server,
-            process: Some(Process { pid: 16531, command: "python3".into(), fd: 4 }),
+            process: Some(Process { pid: 16531, command: "python3".into(), fd: Some(4) }),
             holder_is_local: true,
             server: "127.0.0.1:43267".into(),
             port: 43267,

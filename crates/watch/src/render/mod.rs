@@ -54,7 +54,10 @@ pub fn json_line(event: &Event) -> String {
 /// `python3 (PID 812, fd 4)`, or what is known of a process that was not found.
 fn process_name(stalls: &Stalls) -> String {
     match &stalls.process {
-        Some(process) => format!("{} (PID {}, fd {})", process.command, process.pid, process.fd),
+        Some(process) => match process.fd {
+            Some(fd) => format!("{} (PID {}, fd {fd})", process.command, process.pid),
+            None => format!("{} (PID {})", process.command, process.pid),
+        },
         None => "unknown process".into(),
     }
 }

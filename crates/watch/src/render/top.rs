@@ -47,23 +47,17 @@ impl Top {
                 ports(&mode.ports),
                 seconds(elapsed_s)
             ),
+            Some(mode) if mode.mode == Mode::Ebpf => format!(
+                "nodelay watch · from the kernel (eBPF) · TCP on {} · {}",
+                ports(&mode.ports),
+                seconds(elapsed_s)
+            ),
             _ => format!("nodelay watch · sock_diag-only mode (no packet capture) · {}", seconds(elapsed_s)),
         }
     }
 
     fn frame(&self, summary: &Summary, width: usize, height: usize) -> String {
-        let mut rows = vec![
-            self.header(summary.elapsed_s),
-            format!(
-                "{}, {} dropped · {} open, {} seen · {}",
-                counted(summary.packets.captured, "packet", "packets"),
-                count(summary.packets.dropped),
-                counted(summary.flows.open, "connection", "connections"),
-                count(summary.flows.seen),
-                counted(summary.exchanges, "exchange", "exchanges")
-            ),
-            String::new(),
-        ];
+        let mut rows = vec![self.header(summary.elapsed_s), counts_row(summary), String::new()];
         if summary.findings.is_empty() {
             rows.push("(no stall so far)".into());
             return render_rows(&rows, width);
@@ -153,6 +147,27 @@ fn render_rows(rows: &[String], width: usize) -> String {
     frame
 }
 
+/// The second row: what the capture counted (packets, drops, connections), or the kernel
+/// (sends and connections with Nagle on); then the exchanges.
+fn counts_row(summary: &Summary) -> String {
+    let exchanges = counted(summary.exchanges, "exchange", "exchanges");
+    match (&summary.packets, &summary.flows, &summary.kernel) {
+        (Some(packets), Some(flows), _) => format!(
+            "{}, {} dropped · {} open, {} seen · {exchanges}",
+            counted(packets.captured, "packet", "packets"),
+            count(packets.dropped),
+            counted(flows.open, "connection", "connections"),
+            count(flows.seen),
+        ),
+        (_, _, Some(kernel)) => format!(
+            "{} on {} with Nagle on · {exchanges}",
+            counted(kernel.sends, "send", "sends"),
+            counted(kernel.connections, "connection", "connections"),
+        ),
+        _ => exchanges,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,7 +177,7 @@ mod tests {
         Stalls {
             finding: FindingId::ServerNagleDelayedAck,
             side: Side::Server,
-            process: Some(Process { pid: 812, command: "python3".into(), fd: 4 }),
+            process: Some(Process { pid: 812, command: "python3".into(), fd: Some(4) }),
             holder_is_local: true,
             server: format!("127.0.0.1:{port}"),
             port,
@@ -180,8 +195,9 @@ mod tests {
     fn summary(findings: Vec<Stalls>) -> Summary {
         Summary {
             elapsed_s: 12.0,
-            packets: PacketCounts { captured: 4512, dropped: 0, tcp: 4512, undecoded: 0 },
-            flows: FlowCounts { open: 3, seen: 21, ..FlowCounts::default() },
+            packets: Some(PacketCounts { captured: 4512, dropped: 0, tcp: 4512, undecoded: 0 }),
+            flows: Some(FlowCounts { open: 3, seen: 21, ..FlowCounts::default() }),
+            kernel: None,
             exchanges: 40,
             findings,
             stalls_not_grouped: 0,
