@@ -36,7 +36,7 @@ fn strings(value: &Yaml) -> Vec<&str> {
 }
 
 #[test]
-fn the_daemonset_runs_on_the_hosts_network_with_three_capabilities() {
+fn the_daemonset_runs_on_the_hosts_network_with_five_capabilities() {
     let daemonset = daemonset();
     assert_eq!(daemonset["apiVersion"], "apps/v1");
     let pod = &daemonset["spec"]["template"];
@@ -55,7 +55,7 @@ fn the_daemonset_runs_on_the_hosts_network_with_three_capabilities() {
     assert_eq!(security["readOnlyRootFilesystem"], true);
     assert_eq!(strings(&security["capabilities"]["drop"]), ["ALL"]);
     let added: BTreeSet<_> = strings(&security["capabilities"]["add"]).into_iter().collect();
-    assert_eq!(added, BTreeSet::from(["DAC_READ_SEARCH", "NET_RAW", "SYS_PTRACE"]));
+    assert_eq!(added, BTreeSet::from(["BPF", "DAC_READ_SEARCH", "NET_RAW", "PERFMON", "SYS_PTRACE"]));
     assert_eq!(watch["resources"]["limits"]["memory"], "64Mi", "the issue's churn target");
 }
 
@@ -69,7 +69,7 @@ fn the_scrape_annotations_point_at_the_port_watch_listens_on() {
     let port: u16 = annotations["prometheus.io/port"].as_str().unwrap().parse().unwrap();
     let watch = &pod["spec"]["containers"][0];
     let args = strings(&watch["args"]);
-    assert_eq!(&args[..3], ["watch", "-i", "any"]);
+    assert_eq!(&args[..3], ["watch", "--source", "auto"]);
     let listen = args.iter().position(|a| *a == "--prometheus").map(|i| args[i + 1]).expect("--prometheus");
     let listen = nodelay_watch::prometheus::parse_listen_addr(listen).unwrap();
     assert_eq!(listen.port(), port);
@@ -292,5 +292,6 @@ fn the_daemonsets_arguments_are_watchs_own() {
         panic!("{args:?} is not a watch command")
     };
     assert_eq!(watch.interface, "any");
+    assert_eq!(watch.source, nodelay::SourceArg::Auto, "the kernel's programs where allowed");
     assert_eq!(watch.prometheus, Some("0.0.0.0:9464".parse().unwrap()));
 }
