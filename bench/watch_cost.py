@@ -85,12 +85,14 @@ http {{
 
 
 class Watch:
-    """`nodelay watch --json-lines` on `core`, its events read on a thread."""
+    """`nodelay watch --json-lines` on `core` from `source` (capture on lo, or ebpf), its events
+    read on a thread."""
 
-    def __init__(self, port, core="0"):
+    def __init__(self, port, core="0", source="capture"):
+        where = ["-i", "lo"] if source == "capture" else []
         self.proc = subprocess.Popen(
-            ["taskset", "-c", core, NODELAY, "watch", "-i", "lo", "--port", str(port), "--json-lines",
-             "--duration", "600"],
+            ["taskset", "-c", core, NODELAY, "watch", "--source", source, *where, "--port", str(port),
+             "--json-lines", "--duration", "600"],
             stdout=subprocess.PIPE, text=True)
         self.events = []
         self.ready = threading.Event()
@@ -99,7 +101,7 @@ class Watch:
         if not self.ready.wait(10):
             sys.exit("nodelay watch did not start")
         mode = self.events[0]
-        if mode.get("mode") != "capture":
+        if mode.get("mode") != source:
             sys.exit(f"watch runs in the {mode.get('mode')} mode: run this as root ({mode.get('why')})")
         wait_for_summary(self, 0)
 
