@@ -1,6 +1,6 @@
 //! Why an eBPF mode cannot run, each in one line a user can act on.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// An eBPF mode that could not start or stop.
 #[derive(Debug, thiserror::Error)]
@@ -15,7 +15,8 @@ pub enum EbpfError {
     Unsupported,
     /// The path is not a directory of a cgroup2 hierarchy.
     #[error(
-        "{0}: not a cgroup2 directory (it has no cgroup.controllers; cgroup v1 cannot carry these programs)"
+        "{}: not a cgroup2 directory (it has no cgroup.controllers; cgroup v1 cannot carry these programs)",
+        shown(.0)
     )]
     NotCgroup2(PathBuf),
     /// No cgroup2 hierarchy is mounted, so no process's cgroup can be found.
@@ -50,6 +51,25 @@ pub enum EbpfError {
     #[error("the kernel refused the eBPF programs: {0}")]
     Kernel(String),
     /// Reading a file of /proc or the cgroup failed.
-    #[error("{0}: {1}")]
+    #[error("{}: {}", shown(.0), .1)]
     Io(PathBuf, std::io::Error),
+}
+
+/// A path as the user can read it in one line: control characters (a newline, an escape
+/// sequence) escaped, not echoed to the terminal.
+fn shown(path: &Path) -> String {
+    path.to_string_lossy().escape_debug().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_with_control_characters_is_one_line_escaped() {
+        let error = EbpfError::NotCgroup2(PathBuf::from("/sys/fs/cgroup/a\nb\u{1b}[31m"));
+        let line = error.to_string();
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        assert!(line.starts_with("/sys/fs/cgroup/a\\nb\\u{1b}[31m: not a cgroup2"), "{line}");
+    }
 }

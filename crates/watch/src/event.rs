@@ -143,6 +143,11 @@ pub struct Stalls {
     pub last_s: f64,
 }
 
+/// Sorts findings as they are told: most time held first, then by port.
+pub fn most_held_first(stalls: &mut [Stalls]) {
+    stalls.sort_by(|a, b| b.lost_ms.total_cmp(&a.lost_ms).then(a.port.cmp(&b.port)));
+}
+
 /// What the capture counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PacketCounts {

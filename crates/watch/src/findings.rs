@@ -141,7 +141,7 @@ impl Findings {
             group.announced = true;
             new.push(report(group, &self.exchanges_by_port));
         }
-        new.sort_by(|a, b| b.lost_ms.total_cmp(&a.lost_ms));
+        crate::event::most_held_first(&mut new);
         new
     }
 
@@ -149,7 +149,7 @@ impl Findings {
     pub fn all(&self) -> Vec<Stalls> {
         let mut all: Vec<Stalls> =
             self.groups.values().map(|group| report(group, &self.exchanges_by_port)).collect();
-        all.sort_by(|a, b| b.lost_ms.total_cmp(&a.lost_ms).then(a.port.cmp(&b.port)));
+        crate::event::most_held_first(&mut all);
         all
     }
 

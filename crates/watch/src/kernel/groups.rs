@@ -292,7 +292,7 @@ impl KernelFindings {
             group.announced = true;
             new.push(report(group, &self.exchanges_by));
         }
-        new.sort_by(|a, b| b.lost_ms.total_cmp(&a.lost_ms));
+        crate::event::most_held_first(&mut new);
         new
     }
 
@@ -300,7 +300,7 @@ impl KernelFindings {
     pub fn all(&self) -> Vec<Stalls> {
         let mut all: Vec<Stalls> =
             self.groups.values().map(|group| report(group, &self.exchanges_by)).collect();
-        all.sort_by(|a, b| b.lost_ms.total_cmp(&a.lost_ms).then(a.port.cmp(&b.port)));
+        crate::event::most_held_first(&mut all);
         all
     }
 }

@@ -216,17 +216,10 @@ impl WatchMetrics {
     /// to: never a client's ephemeral port, which would make a label per connection), where
     /// the process is on `side`, and observes how long the stall held data back.
     pub fn stall(&self, finding: &str, holder: Holder<'_>, server_port: u16, side: Role, stall: Duration) {
-        let labels = self.labels.admit(Some(finding), holder.command, holder.pid, server_port);
+        let labels = self.stall_labels(finding, holder, server_port, side);
         self.stall_seconds
             .get_or_create(&FindingLabels { finding: labels.finding.clone() })
             .observe(stall.as_secs_f64());
-        let labels = StallLabels {
-            finding: labels.finding,
-            process: labels.process,
-            pid: labels.pid,
-            port: labels.port,
-            side: side_label(side),
-        };
         self.held_seconds.get_or_create(&labels).inc_by(stall.as_secs_f64());
         self.stalls.get_or_create(&labels).inc();
     }
@@ -242,16 +235,21 @@ impl WatchMetrics {
         count: u64,
         held: Duration,
     ) {
+        let labels = self.stall_labels(finding, holder, server_port, side);
+        self.held_seconds.get_or_create(&labels).inc_by(held.as_secs_f64());
+        self.stalls.get_or_create(&labels).inc_by(count);
+    }
+
+    /// A stall's labels, admitted under the cap on label sets.
+    fn stall_labels(&self, finding: &str, holder: Holder<'_>, server_port: u16, side: Role) -> StallLabels {
         let labels = self.labels.admit(Some(finding), holder.command, holder.pid, server_port);
-        let labels = StallLabels {
+        StallLabels {
             finding: labels.finding,
             process: labels.process,
             pid: labels.pid,
             port: labels.port,
             side: side_label(side),
-        };
-        self.held_seconds.get_or_create(&labels).inc_by(held.as_secs_f64());
-        self.stalls.get_or_create(&labels).inc_by(count);
+        }
     }
 
     /// Counts `count` request/response exchanges of the local `holder` on connections to
