@@ -103,7 +103,7 @@ fn every_command_has_a_man_page_of_its_own_that_names_its_options() {
         (&["demo"], &["--help"]),
         (&["exec"], &["--quiet", "LD_PRELOAD"]),
         (&["proxy"], &["--listen", "--upstream", "--listen-public"]),
-        (&["watch"], &["--interface", "--port", "--pid", "--json-lines", "--prometheus"]),
+        (&["watch"], &["--source", "--interface", "--port", "--pid", "--json-lines", "--prometheus"]),
         (&["compare"], &["--rounds", "--labels", "--diagnose"]),
         (&["report"], &["--html", "nodelay-report-merge(1)"]),
         (&["report", "merge"], &["--json", "--html"]),
