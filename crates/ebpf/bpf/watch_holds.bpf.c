@@ -108,6 +108,8 @@ struct hold_stats {
 struct pending_hold {
     __u64 start_ns;
     struct hold_key key;
+    __u32 snd_nxt; // the end of what was in flight when the hold began
+    __u32 padding;
 };
 
 struct {
@@ -190,7 +192,7 @@ int nodelay_send(struct raw_args *ctx) {
     __u32 window_left = BPF_CORE_READ(tp, snd_una) + BPF_CORE_READ(tp, snd_wnd) - snd_nxt;
     if (in_flight >= BPF_CORE_READ(tp, snd_cwnd) || (__s32)window_left < (__s32)(unsent < mss ? unsent : mss))
         return 0;
-    struct pending_hold hold = {.start_ns = bpf_ktime_get_ns(), .key = key};
+    struct pending_hold hold = {.start_ns = bpf_ktime_get_ns(), .key = key, .snd_nxt = snd_nxt};
     // A hold already pending on the socket keeps its start.
     bpf_map_update_elem(&pending, &socket, &hold, 1 /* BPF_NOEXIST */);
     return 0;
@@ -216,16 +218,31 @@ int nodelay_ack(struct raw_args *ctx) {
     struct pending_hold *hold = bpf_map_lookup_elem(&pending, &socket);
     if (!hold)
         return 0;
+    // A socket closed with a hold pending leaves it here (until the LRU evicts it), and its
+    // memory may be a new socket's by now: not the same connection, not its hold.
+    struct sock *sk = (struct sock *)tp;
+    if (hold->key.local_port != BPF_CORE_READ(sk, __sk_common.skc_num) ||
+        hold->key.remote_port != bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))) {
+        bpf_map_delete_elem(&pending, &socket);
+        return 0;
+    }
     __u32 ack = 0;
     bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
+    ack = bpf_ntohl(ack);
     // Everything in flight acknowledged: the held bytes leave now.
-    if (bpf_ntohl(ack) != BPF_CORE_READ(tp, snd_nxt))
+    if (ack != BPF_CORE_READ(tp, snd_nxt))
         return 0;
+    // ...and it covers what was in flight when the hold began (within a window's reach):
+    // else the sequence space is another connection's.
+    if ((__s32)(ack - hold->snd_nxt) < 0 || ack - hold->snd_nxt > (1u << 30)) {
+        bpf_map_delete_elem(&pending, &socket);
+        return 0;
+    }
     __u64 now = bpf_ktime_get_ns();
     __u64 held = now - hold->start_ns;
     struct hold_key key = hold->key;
     bpf_map_delete_elem(&pending, &socket);
-    struct hold_stats *stats = stats_of(&key, (struct sock *)tp);
+    struct hold_stats *stats = stats_of(&key, sk);
     if (!stats)
         return 0;
     // Not the smoothed RTT: the peer's delayed ACKs inflate its samples by their delay.
