@@ -445,7 +445,8 @@ pub struct SocketsArgs {
 on every connection the cgroup's processes accept or open from then on, and a setsockopt program \
 turns their own setsockopt(TCP_NODELAY, 0) into 1, counted; the sockets they have open are set as \
 for a PID. The programs stay attached while fix runs: -d or Ctrl-C detaches them and says what \
-they did.")]
+they did; with --persist they stay attached after fix ends (pinned in bpffs, /sys/fs/bpf/nodelay) \
+until --undo detaches them.")]
 #[command(group(clap::ArgGroup::new("ebpf_target").args(["cgroup", "pid"])))]
 pub struct FixArgs {
     /// A process ID, or :PORT for the processes listening on that local TCP port. Needs root,
@@ -465,6 +466,16 @@ pub struct FixArgs {
     /// With --cgroup or --pid: detach after this long, e.g. 30s, 5m [default: until Ctrl-C]
     #[arg(short = 'd', long, value_parser = values::parse_duration, requires = "ebpf_target")]
     pub duration: Option<Duration>,
+
+    /// With --cgroup or --pid: keep the programs attached after fix ends, pinned in bpffs
+    /// (/sys/fs/bpf/nodelay/cgroup-ID), until --undo; the open sockets set stay set
+    #[arg(long, requires = "ebpf_target", conflicts_with_all = ["duration", "undo"])]
+    pub persist: bool,
+
+    /// With --cgroup or --pid: detach the programs --persist left there, and say what they
+    /// counted meanwhile
+    #[arg(long, requires = "ebpf_target", conflicts_with = "duration")]
+    pub undo: bool,
 
     /// Print JSON (its JSON Schema: nodelay schema fix) on stdout instead of text; not with
     /// --cgroup or --pid

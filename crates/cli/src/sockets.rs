@@ -26,7 +26,8 @@ pub fn fix(args: &FixArgs) -> Result<Outcome> {
     Ok(if fixed.holds() { Outcome::Success } else { Outcome::Findings })
 }
 
-/// `fix --cgroup PATH` or `--pid PID`: attached, said so at once, kept until -d or Ctrl-C.
+/// `fix --cgroup PATH` or `--pid PID`: attached, said so at once, kept until -d or Ctrl-C;
+/// or pinned to stay (`--persist`), or a pinned fix undone (`--undo`).
 fn fix_cgroup(args: &FixArgs) -> Result<Outcome> {
     let target = match (&args.cgroup, args.pid) {
         (Some(path), _) => CgroupTarget::Path(path.clone()),
@@ -34,8 +35,20 @@ fn fix_cgroup(args: &FixArgs) -> Result<Outcome> {
         // clap requires PID|:PORT, --cgroup or --pid: this is never reached.
         (None, None) => return Err(nodelay_load::usage("fix: PID|:PORT, --cgroup or --pid is needed")),
     };
-    crate::interrupt::install();
     let text = FittedText::new(text_width());
+    if args.undo {
+        let undone = nodelay_doctor::undo_cgroup_fix(&target)?;
+        output::stdout(&text.render(&undone))?;
+        return Ok(Outcome::Success);
+    }
+    if args.persist {
+        let persisted =
+            nodelay_doctor::persist_cgroup_fix(&target, &mut |attached| output::stdout(&text.render(attached)))?;
+        output::stdout(&text.render(&persisted))?;
+        output::stdout(&format!("undo: nodelay fix --undo --cgroup {}\n", persisted.cgroup))?;
+        return Ok(Outcome::Success);
+    }
+    crate::interrupt::install();
     let detached = nodelay_doctor::fix_cgroup(&target, args.duration, &mut |attached| {
         output::stdout(&text.render(attached))
     })?;

@@ -273,3 +273,108 @@ fn a_cgroup_outside_the_callers_cgroup_namespace_is_refused_in_one_line() {
     assert!(stderr.contains("outside this process's cgroup namespace"), "{stderr}");
     assert_eq!(there.programs_attached(), "");
 }
+
+/// A mount namespace of the test's own with a bpffs at /sys/fs/bpf (the machine's may have
+/// none): pins live as long as it does, so `--persist` and `--undo` run in it, one after the
+/// other, through `nsenter`. Dropping it ends the namespace, which releases anything pinned.
+struct PinNamespace {
+    holder: Child,
+}
+
+impl PinNamespace {
+    fn new() -> PinNamespace {
+        let mut holder = Command::new("unshare")
+            .args(["-m", "--propagation", "private", "sh", "-c"])
+            .arg("mount -t bpf bpf /sys/fs/bpf && echo ready && read line")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        BufReader::new(holder.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+        assert_eq!(ready.trim(), "ready", "bpffs mounted in the namespace");
+        PinNamespace { holder }
+    }
+
+    /// `nodelay ARGS` in the namespace.
+    fn nodelay(&self, args: &[&str]) -> std::process::Output {
+        Command::new("nsenter")
+            .arg(format!("--mount=/proc/{}/ns/mnt", self.holder.id()))
+            .arg(env!("CARGO_BIN_EXE_nodelay"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for PinNamespace {
+    fn drop(&mut self) {
+        let _ = self.holder.kill();
+        let _ = self.holder.wait();
+    }
+}
+
+#[test]
+fn persist_keeps_the_programs_after_fix_ends_until_undo() {
+    let _alone = alone();
+    let cgroup = TestCgroup::new("persist");
+    let server = cgroup.start(&compiled_static("go_http_server.go"), &["-nagle", "-body-bytes", "8000"]);
+    let namespace = PinNamespace::new();
+    let path = cgroup.path.to_str().unwrap();
+    assert!(median_ms_on_a_new_connection(server.port) > STALL_MS, "stalls before");
+    let persisted = namespace.nodelay(&["fix", "--cgroup", path, "--persist"]);
+    let stdout = String::from_utf8_lossy(&persisted.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(persisted.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&persisted.stderr));
+    assert!(stdout.contains("persisted: the programs stay attached"), "{stdout}");
+    assert!(stdout.contains(&format!("undo: nodelay fix --undo --cgroup {path}")), "{stdout}");
+    // fix has ended; the programs have not.
+    let attached = cgroup.programs_attached();
+    assert!(attached.contains("nodelay_sockops") && attached.contains("nodelay_keep"), "{attached}");
+    assert!(median_ms_on_a_new_connection(server.port) < STALL_MS, "fixed after fix ended");
+    // A second persist is refused before attaching anything more.
+    let again = namespace.nodelay(&["fix", "--cgroup", path, "--persist"]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!((again.status.code(), stderr.lines().count()), (Some(1), 1), "{stderr}");
+    assert!(stderr.contains("a persisted fix is pinned here already"), "{stderr}");
+    assert_eq!(cgroup.programs_attached().matches("nodelay_sockops").count(), 1);
+    let undone = namespace.nodelay(&["fix", "--cgroup", path, "--undo"]);
+    // As one line: the text wraps at 80 columns.
+    let stdout = String::from_utf8_lossy(&undone.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(undone.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&undone.stderr));
+    // The programs counted the connection the test made while persisted, and the Go server's
+    // SetNoDelay(false) on it.
+    assert!(stdout.contains("while persisted: TCP_NODELAY set on 1 new connection"), "{stdout}");
+    assert!(stdout.contains("programs tried to turn it off 1 time, kept on each time"), "{stdout}");
+    assert_eq!(cgroup.programs_attached(), "", "nothing left attached");
+    assert!(median_ms_on_a_new_connection(server.port) > STALL_MS, "stalls again after undo");
+    // Nothing left to undo: one line, exit 1.
+    let nothing = namespace.nodelay(&["fix", "--cgroup", path, "--undo"]);
+    let stderr = String::from_utf8_lossy(&nothing.stderr);
+    assert_eq!((nothing.status.code(), stderr.lines().count()), (Some(1), 1), "{stderr}");
+    assert!(stderr.contains("no persisted fix of"), "{stderr}");
+}
+
+#[test]
+fn persist_and_undo_say_what_they_need_in_one_line() {
+    let cgroup = TestCgroup::new("persist-usage");
+    let path = cgroup.path.to_str().unwrap();
+    for args in [
+        vec!["fix", "--persist", ":8080"],
+        vec!["fix", "--cgroup", path, "--persist", "--undo"],
+        vec!["fix", "--cgroup", path, "--persist", "-d", "1s"],
+    ] {
+        let run = nodelay(&args);
+        assert_eq!(run.code(), 2, "{args:?}: {}", run.stderr());
+    }
+    // Where /sys/fs/bpf is not a bpffs (a namespace of its own with a plain directory there).
+    let output = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(r#"mount -t tmpfs none /sys/fs/bpf && exec "$@""#)
+        .args(["sh", env!("CARGO_BIN_EXE_nodelay"), "fix", "--cgroup", path, "--persist"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!((output.status.code(), stderr.lines().count()), (Some(1), 1), "{stderr}");
+    assert!(stderr.contains("bpffs is not mounted at /sys/fs/bpf"), "{stderr}");
+    assert_eq!(cgroup.programs_attached(), "", "refused before attaching");
+}

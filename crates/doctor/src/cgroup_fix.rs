@@ -10,7 +10,7 @@ use anyhow::Result;
 use nodelay_ebpf::{Cgroup, CgroupFix, EbpfError, FixCounts};
 use nodelay_host::{NodelayChange, Target};
 use nodelay_load::usage;
-use nodelay_report::{CgroupFixAttached, CgroupFixDetached, Detached};
+use nodelay_report::{CgroupFixAttached, CgroupFixDetached, CgroupFixPersisted, CgroupFixUndone, Detached};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -68,18 +68,7 @@ pub fn fix_cgroup(
     duration: Option<Duration>,
     attached: &mut dyn FnMut(&CgroupFixAttached) -> Result<()>,
 ) -> Result<CgroupFixDetached> {
-    let cgroup = match target {
-        CgroupTarget::Path(path) => Cgroup::at(path),
-        CgroupTarget::OfPid(pid) => Cgroup::of_pid(*pid),
-    }
-    .map_err(|error| match error {
-        EbpfError::NotCgroup2(_)
-        | EbpfError::NoSuchProcess(_)
-        | EbpfError::RootCgroup(_)
-        | EbpfError::OutsideNamespace(_)
-        | EbpfError::Io(..) => usage(error.to_string()),
-        other => other.into(),
-    })?;
+    let cgroup = cgroup_of(target)?;
     let fix = CgroupFix::attach(cgroup)?;
     let attached_at = Instant::now();
     let cgroup = fix.cgroup().clone();
@@ -105,6 +94,64 @@ pub fn fix_cgroup(
         turn_offs_kept: counts.turn_offs_kept,
         sockets_restored: undone.sockets_restored,
         restore_failed: undone.restore_failed,
+    })
+}
+
+/// The target's cgroup; a path that is not a cgroup2 directory, or a PID in no cgroup of its
+/// own, is a usage error.
+fn cgroup_of(target: &CgroupTarget) -> Result<Cgroup> {
+    Ok(match target {
+        CgroupTarget::Path(path) => Cgroup::at(path),
+        CgroupTarget::OfPid(pid) => Cgroup::of_pid(*pid),
+    }
+    .map_err(|error| match error {
+        EbpfError::NotCgroup2(_)
+        | EbpfError::NoSuchProcess(_)
+        | EbpfError::RootCgroup(_)
+        | EbpfError::OutsideNamespace(_)
+        | EbpfError::Io(..) => usage(error.to_string()),
+        other => other.into(),
+    })?)
+}
+
+/// Attaches the programs to the target's cgroup and pins them, so they stay attached after
+/// fix ends, then sets TCP_NODELAY on the sockets its processes have open (not set back:
+/// the fix persists) and tells `attached`. A failed pin detaches the programs again.
+pub fn persist_cgroup_fix(
+    target: &CgroupTarget,
+    attached: &mut dyn FnMut(&CgroupFixAttached) -> Result<()>,
+) -> Result<CgroupFixPersisted> {
+    let cgroup = cgroup_of(target)?;
+    nodelay_ebpf::can_persist(&cgroup)?;
+    let fix = CgroupFix::attach(cgroup.clone())?;
+    let pinned_in = fix.persist()?;
+    let report = set_open_sockets(&cgroup, &Mutex::new(Applied::default()));
+    attached(&report)?;
+    Ok(CgroupFixPersisted {
+        cgroup: cgroup.path().display().to_string(),
+        pinned_in: pinned_in.display().to_string(),
+    })
+}
+
+/// Undoes a persisted fix of the target's cgroup: the pins removed (the kernel detaches the
+/// programs), with what they counted meanwhile. Nothing pinned for it is an error that says
+/// where it looked.
+pub fn undo_cgroup_fix(target: &CgroupTarget) -> Result<CgroupFixUndone> {
+    let cgroup = cgroup_of(target)?;
+    let pinned_in = nodelay_ebpf::pin_directory(&cgroup)?;
+    let counts = nodelay_ebpf::undo_persisted(&cgroup)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no persisted fix of {}: nothing is pinned in {}",
+            cgroup.path().display(),
+            pinned_in.display()
+        )
+    })?;
+    Ok(CgroupFixUndone {
+        cgroup: cgroup.path().display().to_string(),
+        pinned_in: pinned_in.display().to_string(),
+        connections_set: counts.connections_set,
+        set_refused: counts.set_refused,
+        turn_offs_kept: counts.turn_offs_kept,
     })
 }
 

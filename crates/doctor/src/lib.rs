@@ -35,7 +35,7 @@ mod phases;
 mod progress;
 mod try_fix;
 
-pub use cgroup_fix::{CgroupTarget, fix_cgroup};
+pub use cgroup_fix::{CgroupTarget, fix_cgroup, persist_cgroup_fix, undo_cgroup_fix};
 pub use doctor::{Diagnosis, Doctor, DoctorOptions, supported};
 pub use fix::{Fixed, fix};
 pub use inspect::inspect;

@@ -47,6 +47,12 @@ pub enum EbpfError {
         /// What the kernel said.
         reason: String,
     },
+    /// `--persist` and `--undo` need bpffs.
+    #[error("bpffs is not mounted at /sys/fs/bpf, where a persisted fix is pinned (mount -t bpf bpf /sys/fs/bpf)")]
+    NoBpffs,
+    /// The cgroup's programs are pinned already.
+    #[error("{}: a persisted fix is pinned here already; undo it first", shown(.0))]
+    AlreadyPersisted(PathBuf),
     /// The kernel refused something else.
     #[error("the kernel refused the eBPF programs: {0}")]
     Kernel(String),

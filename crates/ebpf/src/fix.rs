@@ -23,8 +23,8 @@ const TURN_OFFS_KEPT: u32 = 2;
 /// nodelay's programs, attached to a cgroup: every connection established there from now on
 /// gets TCP_NODELAY, and the programs' own attempts to turn it off are kept from doing so.
 pub struct CgroupFix {
-    ebpf: aya::Ebpf,
-    cgroup: Cgroup,
+    pub(crate) ebpf: aya::Ebpf,
+    pub(crate) cgroup: Cgroup,
 }
 
 impl CgroupFix {
@@ -60,13 +60,7 @@ impl CgroupFix {
             .ebpf
             .map("counts")
             .ok_or_else(|| EbpfError::Kernel("the object has no counts map".into()))?;
-        let counts: Array<_, u64> = Array::try_from(map).map_err(|e| refused(&e, Attach::Cgroup))?;
-        let read = |slot| counts.get(&slot, 0).map_err(|e| refused(&e, Attach::Cgroup));
-        Ok(FixCounts {
-            connections_set: read(CONNECTIONS_SET)?,
-            set_refused: read(SET_REFUSED)?,
-            turn_offs_kept: read(TURN_OFFS_KEPT)?,
-        })
+        read_counts(map)
     }
 
     /// Detaches the programs and returns their final counts.
@@ -75,6 +69,17 @@ impl CgroupFix {
         drop(self.ebpf);
         counts
     }
+}
+
+/// The counters of the `counts` map (the fix's own, or one pinned by `--persist`).
+pub(crate) fn read_counts(map: &aya::maps::Map) -> Result<FixCounts, EbpfError> {
+    let counts: Array<_, u64> = Array::try_from(map).map_err(|e| refused(&e, Attach::Cgroup))?;
+    let read = |slot| counts.get(&slot, 0).map_err(|e| refused(&e, Attach::Cgroup));
+    Ok(FixCounts {
+        connections_set: read(CONNECTIONS_SET)?,
+        set_refused: read(SET_REFUSED)?,
+        turn_offs_kept: read(TURN_OFFS_KEPT)?,
+    })
 }
 
 /// The object's program `name` as type `P`.

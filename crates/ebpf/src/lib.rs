@@ -19,6 +19,8 @@ mod fix;
 #[cfg(target_os = "linux")]
 mod holds;
 #[cfg(target_os = "linux")]
+mod persist;
+#[cfg(target_os = "linux")]
 mod query;
 #[cfg(target_os = "linux")]
 mod refused;
@@ -29,6 +31,8 @@ pub use elsewhere::CgroupFix;
 pub use error::EbpfError;
 #[cfg(target_os = "linux")]
 pub use fix::CgroupFix;
+#[cfg(target_os = "linux")]
+pub use persist::{BPFFS, can_persist, pin_directory, undo_persisted};
 #[cfg(target_os = "linux")]
 pub use holds::{HoldStats, HoldThresholds, HoldTotals, HoldWatch};
 

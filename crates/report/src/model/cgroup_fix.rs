@@ -1,5 +1,6 @@
 //! What `nodelay fix --cgroup` did: the programs attached and the sockets open then set, and
-//! at the end what the programs counted while attached.
+//! at the end what the programs counted while attached; or, persisted, where they are pinned,
+//! and once undone what they counted meanwhile.
 
 /// The moment the programs are attached, and the in-place fix of the sockets already open.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,4 +45,28 @@ pub enum Detached {
     DurationRanOut,
     /// Ctrl-C, SIGTERM or SIGHUP.
     Interrupted,
+}
+
+/// The programs pinned, to stay attached after fix ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupFixPersisted {
+    /// The cgroup2 directory.
+    pub cgroup: String,
+    /// The bpffs directory they are pinned in.
+    pub pinned_in: String,
+}
+
+/// A persisted fix undone: the pins removed, the programs detached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CgroupFixUndone {
+    /// The cgroup2 directory.
+    pub cgroup: String,
+    /// The bpffs directory the pins were removed from.
+    pub pinned_in: String,
+    /// New connections given TCP_NODELAY while persisted.
+    pub connections_set: u64,
+    /// New connections on which the kernel refused it.
+    pub set_refused: u64,
+    /// The programs' own `setsockopt(TCP_NODELAY, 0)` calls kept from turning it off.
+    pub turn_offs_kept: u64,
 }

@@ -1,7 +1,9 @@
 //! The text of `nodelay fix --cgroup`: one paragraph when attached, one when detached.
 
 use crate::format::plural;
-use crate::model::cgroup_fix::{CgroupFixAttached, CgroupFixDetached, Detached};
+use crate::model::cgroup_fix::{
+    CgroupFixAttached, CgroupFixDetached, CgroupFixPersisted, CgroupFixUndone, Detached,
+};
 use crate::render::Render;
 use crate::text::FittedText;
 use crate::text::wrap::wrap_words;
@@ -26,10 +28,6 @@ impl Render<CgroupFixAttached> for FittedText {
 
 impl Render<CgroupFixDetached> for FittedText {
     fn render(&self, detached: &CgroupFixDetached) -> String {
-        let refused = match detached.set_refused {
-            0 => String::new(),
-            n => format!(" (the kernel refused it on {n} more)"),
-        };
         let mut lines = vec![
             format!(
                 "detached from {} after {:.1} s ({}).",
@@ -40,17 +38,7 @@ impl Render<CgroupFixDetached> for FittedText {
                     Detached::Interrupted => "interrupted",
                 }
             ),
-            format!(
-                "while attached: TCP_NODELAY set on {}{refused}; {}.",
-                plural(detached.connections_set as usize, "new connection", "new connections"),
-                match detached.turn_offs_kept {
-                    0 => "no program tried to turn it off".to_string(),
-                    n => format!(
-                        "programs tried to turn it off {}, kept on each time",
-                        plural(n as usize, "time", "times")
-                    ),
-                }
-            ),
+            counted("while attached", detached.connections_set, detached.set_refused, detached.turn_offs_kept),
         ];
         if detached.sockets_restored > 0 {
             lines.push(format!(
@@ -61,6 +49,44 @@ impl Render<CgroupFixDetached> for FittedText {
         lines.extend(detached.restore_failed.iter().map(|why| format!("not set back: {why}")));
         paragraph(&lines, self.width)
     }
+}
+
+impl Render<CgroupFixPersisted> for FittedText {
+    fn render(&self, persisted: &CgroupFixPersisted) -> String {
+        let lines = [format!(
+            "persisted: the programs stay attached to {} after fix ends, pinned in {} until undone; the \
+             open sockets set at attach keep TCP_NODELAY.",
+            persisted.cgroup, persisted.pinned_in
+        )];
+        paragraph(&lines, self.width)
+    }
+}
+
+impl Render<CgroupFixUndone> for FittedText {
+    fn render(&self, undone: &CgroupFixUndone) -> String {
+        let lines = [
+            format!("undone: the pins in {} removed, the programs detached from {}.", undone.pinned_in, undone.cgroup),
+            counted("while persisted", undone.connections_set, undone.set_refused, undone.turn_offs_kept),
+        ];
+        paragraph(&lines, self.width)
+    }
+}
+
+/// What the programs counted, `while` a time: `while attached: TCP_NODELAY set on 3 new
+/// connections; no program tried to turn it off.`
+fn counted(during: &str, connections_set: u64, set_refused: u64, turn_offs_kept: u64) -> String {
+    let refused = match set_refused {
+        0 => String::new(),
+        n => format!(" (the kernel refused it on {n} more)"),
+    };
+    format!(
+        "{during}: TCP_NODELAY set on {}{refused}; {}.",
+        plural(connections_set as usize, "new connection", "new connections"),
+        match turn_offs_kept {
+            0 => "no program tried to turn it off".to_string(),
+            n => format!("programs tried to turn it off {}, kept on each time", plural(n as usize, "time", "times")),
+        }
+    )
 }
 
 /// Each line wrapped to the width, continuation lines indented.
