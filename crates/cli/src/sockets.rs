@@ -42,8 +42,9 @@ fn fix_cgroup(args: &FixArgs) -> Result<Outcome> {
         return Ok(Outcome::Success);
     }
     if args.persist {
-        let persisted =
-            nodelay_doctor::persist_cgroup_fix(&target, &mut |attached| output::stdout(&text.render(attached)))?;
+        let persisted = nodelay_doctor::persist_cgroup_fix(&target, &mut |attached| {
+            output::stdout(&text.render(attached))
+        })?;
         output::stdout(&text.render(&persisted))?;
         output::stdout(&format!("undo: nodelay fix --undo --cgroup {}\n", persisted.cgroup))?;
         return Ok(Outcome::Success);

@@ -586,13 +586,19 @@ fn socket_fds(pid: u32) -> Vec<i32> {
 fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
     let _alone = common::alone();
     let peer = python_peer("python_http_server.py", &[]);
-    // A keep-alive connection that exchanged before watch started: what a capture gets
+    let twin = python_peer("python_http_server.py", &["--disable-nagle"]);
+    // Keep-alive connections that exchanged before watch started: what a capture gets
     // backwards when the first packet it sees is a response.
-    let mut client = TcpStream::connect(("127.0.0.1", peer.port)).unwrap();
-    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    common::keep_alive_get(&mut client);
+    let connect = |port: u16| {
+        let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        common::keep_alive_get(&mut client);
+        client
+    };
+    let (mut client, mut to_twin) = (connect(peer.port), connect(twin.port));
     let port = peer.port.to_string();
-    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port, "--prometheus", "127.0.0.1:0"]);
+    let ports = format!("{port},{}", twin.port);
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &ports, "--prometheus", "127.0.0.1:0"]);
     let mode = watch.next();
     assert_eq!(mode["mode"], "ebpf", "{mode}");
     assert_eq!(mode["interface"], Value::Null, "{mode}");
@@ -600,6 +606,9 @@ fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
     // Ground truth: the client's own time per request, the client's 40 ms delayed ACK.
     let client_ms: Vec<f64> =
         (0..10).map(|_| common::keep_alive_get(&mut client).as_secs_f64() * 1e3).collect();
+    let twin_ms: Vec<f64> =
+        (0..10).map(|_| common::keep_alive_get(&mut to_twin).as_secs_f64() * 1e3).collect();
+    assert!(twin_ms.iter().all(|ms| *ms < 20.0), "the twin answers at once: {twin_ms:?}");
     let finding = watch.until("finding");
     assert_eq!(finding["finding"], "server-nagle-delayed-ack", "{finding:#}");
     assert_eq!((&finding["side"], &finding["port"]), (&Value::from("server"), &Value::from(peer.port)));
@@ -619,9 +628,11 @@ fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
     assert_eq!(code, 3, "{last:#}");
     assert_eq!((&last["packets"], &last["flows"]), (&Value::Null, &Value::Null), "{last:#}");
     assert!(last["kernel"]["sends"].as_u64().unwrap() >= 10, "{last:#}");
-    // Only the server held: the client writes each request whole.
+    // Only the server held: the client writes each request whole, and the TCP_NODELAY twin
+    // never holds.
     let findings = last["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{last:#}");
+    assert_eq!(findings[0]["port"], peer.port, "{last:#}");
     let stalls = &findings[0];
     // Every response of the connection was held (it left quick-ACK mode before watch).
     assert!(stalls["stalls"].as_u64().unwrap() >= 9, "{last:#}");
@@ -701,4 +712,59 @@ fn asked_for_the_kernel_without_rights_or_with_an_interface_one_line_says_why() 
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert_eq!(run.stderr().lines().count(), 1, "{}", run.stderr());
     assert!(run.stderr().contains("--source capture"), "{}", run.stderr());
+}
+
+#[test]
+fn from_the_kernel_a_static_go_server_turning_nodelay_off_is_named() {
+    let _alone = common::alone();
+    // Its listener calls SetNoDelay(false) on each connection; an 8000-byte body leaves
+    // net/http's 4 KB buffer in two writes, the second held. Static: no preload reaches it.
+    let server =
+        common::start_peer(&common::compiled_static("go_http_server.go"), &["-nagle", "-body-bytes", "8000"]);
+    let port = server.port.to_string();
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port]);
+    assert_eq!(watch.next()["mode"], "ebpf");
+    let mut client = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut client_ms: Vec<f64> =
+        (0..10).map(|_| common::keep_alive_get(&mut client).as_secs_f64() * 1e3).collect();
+    client_ms.sort_by(f64::total_cmp);
+    assert!(client_ms[5] > 30.0, "ground truth: the client waits for its delayed ACK: {client_ms:?}");
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "server-nagle-delayed-ack", "{finding:#}");
+    assert_eq!(finding["process"]["pid"], server.pid(), "{finding:#}");
+    assert_eq!(finding["port"], server.port, "{finding:#}");
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3);
+    // The first exchange of a new connection is ACKed at once (quick-ACK mode).
+    assert!(last["findings"][0]["stalls"].as_u64().unwrap() >= 8, "{last:#}");
+}
+
+#[test]
+fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_servers_namespace() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
+    let twin = link.python_server("python_http_server.py", &["--body-bytes", "2000", "--disable-nagle"]);
+    // Watch in this namespace: the servers are in another, which the kernel's programs see.
+    let ports = format!("{},{}", nagle.port, twin.port);
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &ports]);
+    assert_eq!(watch.next()["mode"], "ebpf");
+    // The independent client (Python's http.client in the client's namespace).
+    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
+    let lost_ms = nagle_ms - twin_ms;
+    assert!(lost_ms > 7.0, "ground truth: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "server-nagle-round-trip", "{finding:#}");
+    assert_eq!(finding["process"]["pid"], nagle.pid(), "{finding:#}");
+    assert_eq!(finding["server"], format!("{}:{}", common::wan::SERVER_IP, nagle.port), "{finding:#}");
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    let findings = last["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| f["port"] == nagle.port), "the twin never holds: {last:#}");
+    let round_trips = findings.iter().find(|f| f["finding"] == "server-nagle-round-trip").unwrap();
+    assert!(round_trips["stalls"].as_u64().unwrap() >= 12, "{last:#}");
+    // The hold is the round trip the client lost: within 30 % of the medians' difference.
+    let hold_ms = round_trips["mean_stall_ms"].as_f64().unwrap();
+    assert!((hold_ms / lost_ms - 1.0).abs() < 0.3, "hold {hold_ms:.2} ms, the client lost {lost_ms:.2} ms");
 }

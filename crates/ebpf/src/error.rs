@@ -48,7 +48,9 @@ pub enum EbpfError {
         reason: String,
     },
     /// `--persist` and `--undo` need bpffs.
-    #[error("bpffs is not mounted at /sys/fs/bpf, where a persisted fix is pinned (mount -t bpf bpf /sys/fs/bpf)")]
+    #[error(
+        "bpffs is not mounted at /sys/fs/bpf, where a persisted fix is pinned (mount -t bpf bpf /sys/fs/bpf)"
+    )]
     NoBpffs,
     /// The cgroup's programs are pinned already.
     #[error("{}: a persisted fix is pinned here already; undo it first", shown(.0))]

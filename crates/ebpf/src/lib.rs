@@ -32,9 +32,9 @@ pub use error::EbpfError;
 #[cfg(target_os = "linux")]
 pub use fix::CgroupFix;
 #[cfg(target_os = "linux")]
-pub use persist::{BPFFS, can_persist, pin_directory, undo_persisted};
-#[cfg(target_os = "linux")]
 pub use holds::{HoldStats, HoldThresholds, HoldTotals, HoldWatch};
+#[cfg(target_os = "linux")]
+pub use persist::{BPFFS, can_persist, pin_directory, undo_persisted};
 
 /// What the programs counted while attached: each a kernel-side counter, never sampled.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

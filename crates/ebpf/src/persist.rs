@@ -49,7 +49,8 @@ struct GetFdById {
 /// The directory a cgroup's persisted fix is pinned in: named by the cgroup's inode (its id),
 /// which no other cgroup has while this one exists.
 pub fn pin_directory(cgroup: &Cgroup) -> Result<PathBuf, EbpfError> {
-    let inode = std::fs::metadata(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?.ino();
+    let inode =
+        std::fs::metadata(cgroup.path()).map_err(|e| EbpfError::Io(cgroup.path().to_path_buf(), e))?.ino();
     Ok(Path::new(BPFFS).join("nodelay").join(format!("cgroup-{inode}")))
 }
 
@@ -60,7 +61,9 @@ fn bpffs_mounted() -> bool {
     // SAFETY: statfs writes one struct statfs into the buffer it is given, which lives here.
     let result = unsafe { libc::statfs(path.as_ptr(), stat.as_mut_ptr()) };
     // SAFETY: zeroed is a valid statfs, and statfs filled it on success.
-    result == 0 && unsafe { stat.assume_init() }.f_type as i64 == BPF_FS_MAGIC
+    #[allow(clippy::unnecessary_cast)] // f_type is i64 here, another integer elsewhere
+    let matched = result == 0 && unsafe { stat.assume_init() }.f_type as i64 == BPF_FS_MAGIC;
+    matched
 }
 
 /// The kernel's own errno, as an io::Error.
@@ -74,7 +77,12 @@ fn link_fd(id: u32) -> Result<OwnedFd, EbpfError> {
     // SAFETY: bpf(2) reads `attr`, a live struct of the size passed, and returns a new
     // descriptor or -1.
     let fd = unsafe {
-        libc::syscall(libc::SYS_bpf, BPF_LINK_GET_FD_BY_ID, &mut attr as *mut GetFdById, size_of::<GetFdById>())
+        libc::syscall(
+            libc::SYS_bpf,
+            BPF_LINK_GET_FD_BY_ID,
+            &mut attr as *mut GetFdById,
+            size_of::<GetFdById>(),
+        )
     };
     if fd < 0 {
         return Err(EbpfError::Kernel(format!("opening link {id}: {}", last_error())));
@@ -128,7 +136,10 @@ impl CgroupFix {
     }
 
     fn pin_all(&self, directory: &Path) -> Result<(), EbpfError> {
-        let counts = self.ebpf.map("counts").ok_or_else(|| EbpfError::Kernel("the object has no counts map".into()))?;
+        let counts = self
+            .ebpf
+            .map("counts")
+            .ok_or_else(|| EbpfError::Kernel("the object has no counts map".into()))?;
         counts.pin(directory.join(COUNTS_PIN)).map_err(|e| refused(&e, Attach::Cgroup))?;
         for name in PINS {
             let program = self
@@ -164,7 +175,8 @@ pub fn undo_persisted(cgroup: &Cgroup) -> Result<Option<FixCounts>, EbpfError> {
     if !directory.exists() {
         return Ok(None);
     }
-    let map = aya::maps::MapData::from_pin(directory.join(COUNTS_PIN)).map_err(|e| refused(&e, Attach::Cgroup));
+    let map =
+        aya::maps::MapData::from_pin(directory.join(COUNTS_PIN)).map_err(|e| refused(&e, Attach::Cgroup));
     let counts = map.and_then(|map| read_counts(&aya::maps::Map::Array(map)));
     remove_pins(&directory);
     if directory.exists() {

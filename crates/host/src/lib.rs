@@ -64,7 +64,7 @@ pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 #[cfg(target_os = "linux")]
 pub use new_connection::{check_new_connection, listens_on};
 #[cfg(target_os = "linux")]
-pub use process_socket::{ProcessSocket, process_socket};
+pub use process_socket::{ProcessSocket, process_sockets};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;
 

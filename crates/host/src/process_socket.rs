@@ -25,27 +25,31 @@ pub struct ProcessSocket {
     pub listener_fd: Option<i32>,
 }
 
-/// `pid`'s connection from `local` to `remote`; `None` when the process is gone or may not
-/// be read.
-pub fn process_socket(pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<ProcessSocket> {
+/// `pid`'s connections, one for each (local, remote) asked, in order: its namespace's table
+/// and its descriptors are read once for all of them. `None` when the process is gone or may
+/// not be read.
+pub fn process_sockets(pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>> {
     let process = Process::new(i32::try_from(pid).ok()?).ok()?;
     let command = process.stat().ok()?.comm;
     let table = crate::tcp_table::read_once(Some(&process)).unwrap_or_default();
-    let connection = table
-        .iter()
-        .find(|line| line.state != TcpState::Listen && same(line.local, local) && same(line.remote, remote));
-    let listener = table.iter().find(|line| line.state == TcpState::Listen && accepts(line, local));
     let fds = socket_fds(&process).unwrap_or_default();
     let fd_of = |line: Option<&TableLine>| {
         let inode = line.map(|line| line.inode).filter(|inode| *inode != 0)?;
         fds.iter().find(|(_, held)| *held == inode).map(|(fd, _)| *fd)
     };
-    Some(ProcessSocket {
-        command,
-        fd: fd_of(connection),
-        serves: listener.is_some(),
-        listener_fd: fd_of(listener),
-    })
+    let found = connections.iter().map(|&(local, remote)| {
+        let connection = table.iter().find(|line| {
+            line.state != TcpState::Listen && same(line.local, local) && same(line.remote, remote)
+        });
+        let listener = table.iter().find(|line| line.state == TcpState::Listen && accepts(line, local));
+        ProcessSocket {
+            command: command.clone(),
+            fd: fd_of(connection),
+            serves: listener.is_some(),
+            listener_fd: fd_of(listener),
+        }
+    });
+    Some(found.collect())
 }
 
 /// The same address, an IPv4-mapped IPv6 one as the IPv4 it carries.

@@ -33,7 +33,9 @@ pub use model::bench::{
     BenchReport, BenchSettings, ConnectionReport, HISTOGRAM_BUCKETS, HistogramBucket, RequestReport, RunEnd,
     histogram_buckets,
 };
-pub use model::cgroup_fix::{CgroupFixAttached, CgroupFixDetached, CgroupFixPersisted, CgroupFixUndone, Detached};
+pub use model::cgroup_fix::{
+    CgroupFixAttached, CgroupFixDetached, CgroupFixPersisted, CgroupFixUndone, Detached,
+};
 pub use model::compare::{
     COMPARE_SCHEMA_ID, COMPARED, CompareReport, CompareTarget, Comparison, RoundFigures, SavedTarget,
     confidence, format_p, target_verdicts,

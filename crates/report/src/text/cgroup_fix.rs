@@ -38,7 +38,12 @@ impl Render<CgroupFixDetached> for FittedText {
                     Detached::Interrupted => "interrupted",
                 }
             ),
-            counted("while attached", detached.connections_set, detached.set_refused, detached.turn_offs_kept),
+            counted(
+                "while attached",
+                detached.connections_set,
+                detached.set_refused,
+                detached.turn_offs_kept,
+            ),
         ];
         if detached.sockets_restored > 0 {
             lines.push(format!(
@@ -65,7 +70,10 @@ impl Render<CgroupFixPersisted> for FittedText {
 impl Render<CgroupFixUndone> for FittedText {
     fn render(&self, undone: &CgroupFixUndone) -> String {
         let lines = [
-            format!("undone: the pins in {} removed, the programs detached from {}.", undone.pinned_in, undone.cgroup),
+            format!(
+                "undone: the pins in {} removed, the programs detached from {}.",
+                undone.pinned_in, undone.cgroup
+            ),
             counted("while persisted", undone.connections_set, undone.set_refused, undone.turn_offs_kept),
         ];
         paragraph(&lines, self.width)
@@ -84,7 +92,10 @@ fn counted(during: &str, connections_set: u64, set_refused: u64, turn_offs_kept:
         plural(connections_set as usize, "new connection", "new connections"),
         match turn_offs_kept {
             0 => "no program tried to turn it off".to_string(),
-            n => format!("programs tried to turn it off {}, kept on each time", plural(n as usize, "time", "times")),
+            n => format!(
+                "programs tried to turn it off {}, kept on each time",
+                plural(n as usize, "time", "times")
+            ),
         }
     )
 }

@@ -14,22 +14,24 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// Entries whose side is looked up per read: past this, the rest wait for the next read
-/// (each lookup reads the process's socket table and descriptors).
-pub const LOOKUPS_PER_READ: usize = 256;
+/// Processes whose new entries are looked up per read: past this, the rest wait for the next
+/// read (each process's lookup reads its namespace's socket table and its descriptors once,
+/// for all its new entries).
+pub const PROCESSES_LOOKED_UP_PER_READ: usize = 32;
 
-/// Where an entry's socket is looked up (the host's /proc, or a test's table).
+/// Where entries' sockets are looked up (the host's /proc, or a test's table).
 pub trait Sockets {
-    /// Process `pid`'s connection from `local` to `remote`, if the process can be read.
-    fn socket(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<ProcessSocket>;
+    /// Process `pid`'s connections, one for each (local, remote) asked, in order; `None` if
+    /// the process cannot be read.
+    fn sockets(&mut self, pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>>;
 }
 
 /// The host's processes.
 pub struct HostSockets;
 
 impl Sockets for HostSockets {
-    fn socket(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<ProcessSocket> {
-        nodelay_host::process_socket(pid, local, remote)
+    fn sockets(&mut self, pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>> {
+        nodelay_host::process_sockets(pid, connections)
     }
 }
 
@@ -157,61 +159,58 @@ impl KernelFindings {
 
     /// One read of the programs' map: what is new is added, and returned for the metrics.
     pub fn update(&mut self, read: &[HoldStats], sockets: &mut impl Sockets) -> Vec<Delta> {
-        let mut deltas = Vec::new();
-        let mut lookups = 0;
-        let mut present = HashMap::with_capacity(read.len());
+        let followed: Vec<&HoldStats> = read.iter().filter(|stats| self.follows(stats)).collect();
         let mut others = HashMap::new();
-        for stats in read {
+        for stats in followed.iter().filter(|stats| self.pid.is_some_and(|pid| pid != stats.pid)) {
             let key = (stats.pid, stats.local.port(), stats.remote.port());
-            let followed = self.ports.is_empty()
-                || self.ports.contains(&stats.local.port())
-                || self.ports.contains(&stats.remote.port());
-            if !followed {
-                continue;
-            }
-            if self.pid.is_some_and(|pid| pid != stats.pid) {
-                let classified = stats.delayed_ack.holds + stats.round_trip.holds;
-                let before = self.others.get(&key).copied().unwrap_or(0);
-                self.other_processes += grown(classified, before);
-                others.insert(key, classified);
-                continue;
-            }
+            let classified = stats.delayed_ack.holds + stats.round_trip.holds;
+            self.other_processes += grown(classified, self.others.get(&key).copied().unwrap_or(0));
+            others.insert(key, classified);
+        }
+        self.others = others;
+        let mine: Vec<&HoldStats> =
+            followed.into_iter().filter(|stats| self.pid.is_none_or(|pid| pid == stats.pid)).collect();
+        self.look_up_new(&mine, sockets);
+        let mut deltas = Vec::new();
+        let mut present = HashMap::with_capacity(mine.len());
+        for stats in mine {
+            let key = (stats.pid, stats.local.port(), stats.remote.port());
             present.insert(key, ());
-            if !self.entries.contains_key(&key) {
-                if lookups >= LOOKUPS_PER_READ {
-                    continue;
-                }
-                lookups += 1;
-                let entry = self.look_up(stats, sockets);
-                self.counts.connections += 1;
-                self.entries.insert(key, entry);
-            }
-            let entry = self.entries.get_mut(&key).expect("inserted above");
+            // Not looked up yet (past the bound): counted from zero at the next read.
+            let Some(entry) = self.entries.get_mut(&key) else { continue };
             let before = std::mem::replace(&mut entry.last, stats.clone());
             let entry = entry.clone();
             self.add(&entry, stats, &before, &mut deltas);
         }
         // Entries the kernel evicted: forgotten, so a new one on the same ports counts from zero.
         self.entries.retain(|key, _| present.contains_key(key));
-        self.others = others;
         deltas
     }
 
-    /// An entry's side and process, looked up in its process's namespace.
-    fn look_up(&self, stats: &HoldStats, sockets: &mut impl Sockets) -> Entry {
-        let found = sockets.socket(stats.pid, stats.local, stats.remote);
-        let side = match &found {
-            Some(socket) if socket.serves => Side::Server,
-            Some(_) => Side::Client,
-            None => guessed_side(stats.local, stats.remote),
-        };
-        let process = Process {
-            pid: stats.pid,
-            command: found.as_ref().map_or_else(String::new, |s| s.command.clone()),
-            fd: found.as_ref().and_then(|s| s.fd.or(s.listener_fd)),
-        };
-        let server = if side == Side::Server { stats.local } else { stats.remote };
-        Entry { side, process, server, last: zeroed(stats) }
+    /// Whether `--port` keeps the entry.
+    fn follows(&self, stats: &HoldStats) -> bool {
+        self.ports.is_empty()
+            || self.ports.contains(&stats.local.port())
+            || self.ports.contains(&stats.remote.port())
+    }
+
+    /// The entries not seen before, looked up one process at a time (up to the bound).
+    fn look_up_new(&mut self, read: &[&HoldStats], sockets: &mut impl Sockets) {
+        let mut by_process: HashMap<u32, Vec<&HoldStats>> = HashMap::new();
+        for stats in read {
+            if !self.entries.contains_key(&(stats.pid, stats.local.port(), stats.remote.port())) {
+                by_process.entry(stats.pid).or_default().push(stats);
+            }
+        }
+        for (pid, new) in by_process.into_iter().take(PROCESSES_LOOKED_UP_PER_READ) {
+            let pairs: Vec<(SocketAddr, SocketAddr)> = new.iter().map(|s| (s.local, s.remote)).collect();
+            let found = sockets.sockets(pid, &pairs);
+            for (index, stats) in new.iter().enumerate() {
+                let socket = found.as_ref().and_then(|all| all.get(index));
+                self.counts.connections += 1;
+                self.entries.insert((pid, stats.local.port(), stats.remote.port()), entry(stats, socket));
+            }
+        }
     }
 
     /// What grew from `before` to `now` on `entry`.
@@ -305,6 +304,23 @@ impl KernelFindings {
     }
 }
 
+/// An entry's side and process, as its process's namespace shows its socket (`None`: the
+/// process could not be read).
+fn entry(stats: &HoldStats, found: Option<&ProcessSocket>) -> Entry {
+    let side = match found {
+        Some(socket) if socket.serves => Side::Server,
+        Some(_) => Side::Client,
+        None => guessed_side(stats.local, stats.remote),
+    };
+    let process = Process {
+        pid: stats.pid,
+        command: found.map_or_else(String::new, |s| s.command.clone()),
+        fd: found.and_then(|s| s.fd.or(s.listener_fd)),
+    };
+    let server = if side == Side::Server { stats.local } else { stats.remote };
+    Entry { side, process, server, last: zeroed(stats) }
+}
+
 /// `stats` with every figure zero: what an entry had before the programs counted anything.
 fn zeroed(stats: &HoldStats) -> HoldStats {
     HoldStats {
@@ -342,7 +358,8 @@ mod tests {
 
     const MS: Duration = Duration::from_millis(1);
 
-    /// Sockets by (pid, local port): (serves, fd); lookups counted.
+    /// Sockets by (pid, local port): (serves, fd); lookups (one per process) counted. A
+    /// connection not in it is a process that could not be read.
     #[derive(Default)]
     struct Table {
         sockets: HashMap<(u32, u16), (bool, Option<i32>)>,
@@ -350,10 +367,17 @@ mod tests {
     }
 
     impl Sockets for Table {
-        fn socket(&mut self, pid: u32, local: SocketAddr, _remote: SocketAddr) -> Option<ProcessSocket> {
+        fn sockets(
+            &mut self,
+            pid: u32,
+            connections: &[(SocketAddr, SocketAddr)],
+        ) -> Option<Vec<ProcessSocket>> {
             self.lookups += 1;
-            let (serves, fd) = *self.sockets.get(&(pid, local.port()))?;
-            Some(ProcessSocket { command: format!("cmd{pid}"), fd, serves, listener_fd: Some(3) })
+            let found = connections.iter().map(|(local, _)| {
+                let (serves, fd) = *self.sockets.get(&(pid, local.port()))?;
+                Some(ProcessSocket { command: format!("cmd{pid}"), fd, serves, listener_fd: Some(3) })
+            });
+            found.collect()
         }
     }
 
