@@ -100,7 +100,7 @@ pub fn fix_cgroup(
 /// The target's cgroup; a path that is not a cgroup2 directory, or a PID in no cgroup of its
 /// own, is a usage error.
 fn cgroup_of(target: &CgroupTarget) -> Result<Cgroup> {
-    Ok(match target {
+    match target {
         CgroupTarget::Path(path) => Cgroup::at(path),
         CgroupTarget::OfPid(pid) => Cgroup::of_pid(*pid),
     }
@@ -111,7 +111,7 @@ fn cgroup_of(target: &CgroupTarget) -> Result<Cgroup> {
         | EbpfError::OutsideNamespace(_)
         | EbpfError::Io(..) => usage(error.to_string()),
         other => other.into(),
-    })?)
+    })
 }
 
 /// Attaches the programs to the target's cgroup and pins them, so they stay attached after
