@@ -61,11 +61,10 @@ struct sk_buff {
     unsigned int len;
     unsigned char *data;
 } __attribute__((preserve_access_index));
-// Raw tracepoints: the tracepoint's own arguments, with no record assembled for them
-// (sock_send_length: sk, ret, flags; tcp_probe: sk, skb), which costs less per event.
-struct raw_args {
-    __u64 args[3];
-};
+// BTF-typed raw tracepoints (tp_btf): the tracepoint's own arguments, with no record
+// assembled for them (sock_send_length: sk, ret, flags; tcp_probe: sk, skb), and typed, so
+// the kernel's structs are read with plain loads, not a helper call per field.
+
 // What `holds` is keyed by: one process's connections on one pair of ports.
 struct hold_key {
     __u32 tgid;
@@ -142,10 +141,10 @@ static struct hold_stats *stats_of(struct hold_key *key, struct sock *sk) {
         return stats;
     // A new entry: its addresses are read once, here.
     struct hold_stats fresh = {};
-    fresh.family = BPF_CORE_READ(sk, __sk_common.skc_family);
+    fresh.family = sk->__sk_common.skc_family;
     if (fresh.family == AF_INET) {
-        __u32 local = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-        __u32 remote = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+        __u32 local = sk->__sk_common.skc_rcv_saddr;
+        __u32 remote = sk->__sk_common.skc_daddr;
         __builtin_memcpy(fresh.local_addr, &local, 4);
         __builtin_memcpy(fresh.remote_addr, &remote, 4);
     } else {
@@ -156,23 +155,23 @@ static struct hold_stats *stats_of(struct hold_key *key, struct sock *sk) {
     return bpf_map_lookup_elem(&holds, key);
 }
 
-SEC("raw_tracepoint/sock_send_length")
-int nodelay_send(struct raw_args *ctx) {
-    if ((int)ctx->args[1] <= 0)
+SEC("tp_btf/sock_send_length")
+int nodelay_send(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    if ((int)ctx[1] <= 0 || sk->sk_protocol != IPPROTO_TCP)
         return 0;
-    struct tcp_sock *tp = (struct tcp_sock *)ctx->args[0];
-    if (BPF_CORE_READ((struct sock *)tp, sk_protocol) != IPPROTO_TCP)
+    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+    if (!tp)
         return 0;
     // With TCP_NODELAY nothing is ever held: such a socket (most servers') costs one read.
-    __u32 nonagle = BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle);
+    __u32 nonagle = BPF_CORE_READ_BITFIELD(tp, nonagle);
     if (nonagle & TCP_NAGLE_OFF)
         return 0;
-    struct sock *sk = (struct sock *)tp;
-    __u64 socket = (__u64)tp;
+    __u64 socket = (__u64)sk;
     struct hold_key key = {
         .tgid = bpf_get_current_pid_tgid() >> 32,
-        .local_port = BPF_CORE_READ(sk, __sk_common.skc_num),
-        .remote_port = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)),
+        .local_port = sk->__sk_common.skc_num,
+        .remote_port = bpf_ntohs(sk->__sk_common.skc_dport),
     };
     struct hold_stats *stats = stats_of(&key, sk);
     if (stats) {
@@ -182,15 +181,15 @@ int nodelay_send(struct raw_args *ctx) {
             bpf_map_delete_elem(&peer_spoke, &socket);
         }
     }
-    __u32 snd_nxt = BPF_CORE_READ(tp, snd_nxt);
-    __u32 unsent = BPF_CORE_READ(tp, write_seq) - snd_nxt;
-    __u32 in_flight = BPF_CORE_READ(tp, packets_out);
+    __u32 snd_nxt = tp->snd_nxt;
+    __u32 unsent = tp->write_seq - snd_nxt;
+    __u32 in_flight = tp->packets_out;
     if (unsent == 0 || in_flight == 0)
         return 0;
     // Kept by the congestion window, or by the peer's window: not Nagle's.
-    __u32 mss = BPF_CORE_READ(tp, mss_cache);
-    __u32 window_left = BPF_CORE_READ(tp, snd_una) + BPF_CORE_READ(tp, snd_wnd) - snd_nxt;
-    if (in_flight >= BPF_CORE_READ(tp, snd_cwnd) || (__s32)window_left < (__s32)(unsent < mss ? unsent : mss))
+    __u32 mss = tp->mss_cache;
+    __u32 window_left = tp->snd_una + tp->snd_wnd - snd_nxt;
+    if (in_flight >= tp->snd_cwnd || (__s32)window_left < (__s32)(unsent < mss ? unsent : mss))
         return 0;
     struct pending_hold hold = {.start_ns = bpf_ktime_get_ns(), .key = key, .snd_nxt = snd_nxt};
     // A hold already pending on the socket keeps its start.
@@ -198,20 +197,23 @@ int nodelay_send(struct raw_args *ctx) {
     return 0;
 }
 
-SEC("raw_tracepoint/tcp_probe")
-int nodelay_ack(struct raw_args *ctx) {
-    __u64 socket = ctx->args[0];
-    struct tcp_sock *tp = (struct tcp_sock *)socket;
+SEC("tp_btf/tcp_probe")
+int nodelay_ack(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    __u64 socket = (__u64)sk;
+    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+    if (!tp)
+        return 0;
     // Only sockets that can hold are followed (as at the send).
-    if (BPF_CORE_READ_BITFIELD_PROBED(tp, nonagle) & TCP_NAGLE_OFF)
+    if (BPF_CORE_READ_BITFIELD(tp, nonagle) & TCP_NAGLE_OFF)
         return 0;
     // tcp_rcv_established calls the tracepoint with skb->data at the TCP header.
-    struct sk_buff *skb = (struct sk_buff *)ctx->args[1];
-    unsigned char *header = BPF_CORE_READ(skb, data);
+    struct sk_buff *skb = (struct sk_buff *)ctx[1];
+    unsigned char *header = skb->data;
     __u8 offset_byte = 0;
     bpf_probe_read_kernel(&offset_byte, 1, header + 12);
     // Data from the peer: more than the header (its length in words, the byte's high half).
-    if (BPF_CORE_READ(skb, len) > (__u32)(offset_byte >> 4) * 4) {
+    if (skb->len > (__u32)(offset_byte >> 4) * 4) {
         __u8 yes = 1;
         bpf_map_update_elem(&peer_spoke, &socket, &yes, 0);
     }
@@ -220,9 +222,8 @@ int nodelay_ack(struct raw_args *ctx) {
         return 0;
     // A socket closed with a hold pending leaves it here (until the LRU evicts it), and its
     // memory may be a new socket's by now: not the same connection, not its hold.
-    struct sock *sk = (struct sock *)tp;
-    if (hold->key.local_port != BPF_CORE_READ(sk, __sk_common.skc_num) ||
-        hold->key.remote_port != bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport))) {
+    if (hold->key.local_port != sk->__sk_common.skc_num ||
+        hold->key.remote_port != bpf_ntohs(sk->__sk_common.skc_dport)) {
         bpf_map_delete_elem(&pending, &socket);
         return 0;
     }
@@ -230,7 +231,7 @@ int nodelay_ack(struct raw_args *ctx) {
     bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
     ack = bpf_ntohl(ack);
     // Everything in flight acknowledged: the held bytes leave now.
-    if (ack != BPF_CORE_READ(tp, snd_nxt))
+    if (ack != tp->snd_nxt)
         return 0;
     // ...and it covers what was in flight when the hold began (within a window's reach):
     // else the sequence space is another connection's.
@@ -246,7 +247,7 @@ int nodelay_ack(struct raw_args *ctx) {
     if (!stats)
         return 0;
     // Not the smoothed RTT: the peer's delayed ACKs inflate its samples by their delay.
-    __u32 rtt_us = BPF_CORE_READ(tp, rtt_min.s[0].v);
+    __u32 rtt_us = tp->rtt_min.s[0].v;
     __u64 rtt_ns = (__u64)rtt_us * 1000;
     __u64 peer_share = held > rtt_ns ? held - rtt_ns : 0;
     int kind = UNCLASSED;

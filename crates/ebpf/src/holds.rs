@@ -10,7 +10,7 @@
 use crate::EbpfError;
 use crate::refused::{Attach, refused};
 use aya::maps::HashMap;
-use aya::programs::RawTracePoint;
+use aya::programs::BtfTracePoint;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
@@ -184,16 +184,17 @@ impl HoldWatch {
             loader.override_global(name, value, true);
         }
         let mut ebpf = loader.load(object).map_err(|e| refused(&e, Attach::Tracing))?;
-        // Raw tracepoints: attached by name, with no record assembled per event (cheaper than
-        // the tracepoints of tracefs, which they need not have mounted).
+        // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
+        // the kernel's structs read with plain loads (its BTF types the arguments).
+        let btf = aya::Btf::from_sys_fs().map_err(|e| EbpfError::Kernel(format!("the kernel's BTF: {e}")))?;
         for (name, event) in [("nodelay_send", "sock_send_length"), ("nodelay_ack", "tcp_probe")] {
             let program = ebpf
                 .program_mut(name)
                 .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
-            let tracepoint: &mut RawTracePoint =
+            let tracepoint: &mut BtfTracePoint =
                 program.try_into().map_err(|e| refused(&e, Attach::Tracing))?;
-            tracepoint.load().map_err(|e| refused(&e, Attach::Tracing))?;
-            tracepoint.attach(event).map_err(|e| refused(&e, Attach::Tracing))?;
+            tracepoint.load(event, &btf).map_err(|e| refused(&e, Attach::Tracing))?;
+            tracepoint.attach().map_err(|e| refused(&e, Attach::Tracing))?;
         }
         Ok(HoldWatch { ebpf, started_ns: monotonic_ns() })
     }
