@@ -3,7 +3,7 @@
 // At each send (sock:sock_send_length, in the sending process's context) the socket is read
 // (CO-RE, struct tcp_sock): bytes left unsent behind data in flight with Nagle on, though
 // neither the congestion window nor the peer's window keeps them, is a hold, and its start is
-// kept per socket. Not only a sub-MSS tail: with a small segment in flight Linux keeps the
+// kept in the socket's own storage. Not only a sub-MSS tail: with a small segment in flight Linux keeps the
 // whole write back, full segments too (measured across a 10 ms path: 25 of 30 two-write
 // responses of 2 KB left 2,000 bytes unsent). When an incoming segment (tcp:tcp_probe)
 // acknowledges everything in flight, the held bytes go out: the hold ends.
@@ -15,7 +15,8 @@
 #include <bpf/bpf_endian.h>
 
 #define LRU_HASH 9 // BPF_MAP_TYPE_LRU_HASH
-#define HASH 1     // BPF_MAP_TYPE_HASH
+#define SK_STORAGE 24 // BPF_MAP_TYPE_SK_STORAGE
+#define BPF_SK_STORAGE_GET_F_CREATE 1
 #define TCP_NAGLE_OFF 1
 #define IPPROTO_TCP 6
 
@@ -104,27 +105,22 @@ struct hold_stats {
     __u8 padding[6];
 };
 
-struct pending_hold {
-    __u64 start_ns;
-    struct hold_key key;
-    __u32 snd_nxt; // the end of what was in flight when the hold began
-    __u32 padding;
+// What the programs keep per socket, in the socket's own storage: freed with the socket, so
+// nothing of a closed connection is left for the next one at the same address.
+struct sock_state {
+    __u64 hold_start_ns; // 0: no hold pending
+    struct hold_key key;  // the hold's, as at its start
+    __u32 hold_snd_nxt;   // the end of what was in flight when the hold began
+    __u8 peer_spoke;      // the peer sent data since this socket's last send
+    __u8 padding[7];
 };
 
 struct {
-    __uint(type, LRU_HASH);
-    __uint(max_entries, 65536);
-    __type(key, __u64);
-    __type(value, struct pending_hold);
-} pending SEC(".maps");
-
-// Sockets the peer sent data on since their last send.
-struct {
-    __uint(type, LRU_HASH);
-    __uint(max_entries, 65536);
-    __type(key, __u64);
-    __type(value, __u8);
-} peer_spoke SEC(".maps");
+    __uint(type, SK_STORAGE);
+    __uint(map_flags, 1 /* BPF_F_NO_PREALLOC, which socket storage requires */);
+    __type(key, int);
+    __type(value, struct sock_state);
+} sock_states SEC(".maps");
 
 struct {
     __uint(type, LRU_HASH);
@@ -167,7 +163,9 @@ int nodelay_send(__u64 *ctx) {
     __u32 nonagle = BPF_CORE_READ_BITFIELD(tp, nonagle);
     if (nonagle & TCP_NAGLE_OFF)
         return 0;
-    __u64 socket = (__u64)sk;
+    struct sock_state *state = bpf_sk_storage_get(&sock_states, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+    if (!state)
+        return 0;
     struct hold_key key = {
         .tgid = bpf_get_current_pid_tgid() >> 32,
         .local_port = sk->__sk_common.skc_num,
@@ -176,9 +174,9 @@ int nodelay_send(__u64 *ctx) {
     struct hold_stats *stats = stats_of(&key, sk);
     if (stats) {
         __sync_fetch_and_add(&stats->sends, 1);
-        if (bpf_map_lookup_elem(&peer_spoke, &socket)) {
+        if (state->peer_spoke) {
             __sync_fetch_and_add(&stats->exchanges, 1);
-            bpf_map_delete_elem(&peer_spoke, &socket);
+            state->peer_spoke = 0;
         }
     }
     __u32 snd_nxt = tp->snd_nxt;
@@ -191,16 +189,18 @@ int nodelay_send(__u64 *ctx) {
     __u32 window_left = tp->snd_una + tp->snd_wnd - snd_nxt;
     if (in_flight >= tp->snd_cwnd || (__s32)window_left < (__s32)(unsent < mss ? unsent : mss))
         return 0;
-    struct pending_hold hold = {.start_ns = bpf_ktime_get_ns(), .key = key, .snd_nxt = snd_nxt};
     // A hold already pending on the socket keeps its start.
-    bpf_map_update_elem(&pending, &socket, &hold, 1 /* BPF_NOEXIST */);
+    if (state->hold_start_ns == 0) {
+        state->hold_start_ns = bpf_ktime_get_ns();
+        state->key = key;
+        state->hold_snd_nxt = snd_nxt;
+    }
     return 0;
 }
 
 SEC("tp_btf/tcp_probe")
 int nodelay_ack(__u64 *ctx) {
     struct sock *sk = (struct sock *)ctx[0];
-    __u64 socket = (__u64)sk;
     struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
     if (!tp)
         return 0;
@@ -213,20 +213,17 @@ int nodelay_ack(__u64 *ctx) {
     __u8 offset_byte = 0;
     bpf_probe_read_kernel(&offset_byte, 1, header + 12);
     // Data from the peer: more than the header (its length in words, the byte's high half).
-    if (skb->len > (__u32)(offset_byte >> 4) * 4) {
-        __u8 yes = 1;
-        bpf_map_update_elem(&peer_spoke, &socket, &yes, 0);
-    }
-    struct pending_hold *hold = bpf_map_lookup_elem(&pending, &socket);
-    if (!hold)
+    int data = skb->len > (__u32)(offset_byte >> 4) * 4;
+    // Data makes the socket a state (the request a pre-opened connection's server is about to
+    // answer); a pure ACK to a socket with none has nothing to release.
+    struct sock_state *state =
+        bpf_sk_storage_get(&sock_states, sk, 0, data ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+    if (!state)
         return 0;
-    // A socket closed with a hold pending leaves it here (until the LRU evicts it), and its
-    // memory may be a new socket's by now: not the same connection, not its hold.
-    if (hold->key.local_port != sk->__sk_common.skc_num ||
-        hold->key.remote_port != bpf_ntohs(sk->__sk_common.skc_dport)) {
-        bpf_map_delete_elem(&pending, &socket);
+    if (data)
+        state->peer_spoke = 1;
+    if (state->hold_start_ns == 0)
         return 0;
-    }
     __u32 ack = 0;
     bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
     ack = bpf_ntohl(ack);
@@ -235,14 +232,14 @@ int nodelay_ack(__u64 *ctx) {
         return 0;
     // ...and it covers what was in flight when the hold began (within a window's reach):
     // else the sequence space is another connection's.
-    if ((__s32)(ack - hold->snd_nxt) < 0 || ack - hold->snd_nxt > (1u << 30)) {
-        bpf_map_delete_elem(&pending, &socket);
+    if ((__s32)(ack - state->hold_snd_nxt) < 0 || ack - state->hold_snd_nxt > (1u << 30)) {
+        state->hold_start_ns = 0;
         return 0;
     }
     __u64 now = bpf_ktime_get_ns();
-    __u64 held = now - hold->start_ns;
-    struct hold_key key = hold->key;
-    bpf_map_delete_elem(&pending, &socket);
+    __u64 held = now - state->hold_start_ns;
+    struct hold_key key = state->key;
+    state->hold_start_ns = 0;
     struct hold_stats *stats = stats_of(&key, sk);
     if (!stats)
         return 0;
