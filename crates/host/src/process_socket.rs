@@ -5,15 +5,18 @@
 //! end of a test path is not in watch's namespace, so its sockets are not in watch's table.
 
 use crate::socket_fds::socket_fds;
+use crate::socket_owner::canonical;
 use crate::table_line::TableLine;
 use procfs::net::TcpState;
 use procfs::process::Process;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 
 /// A process's connection, as its namespace's table and its descriptors show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessSocket {
-    /// The process's command name (`/proc/PID/comm`).
+    /// The process's name, as the owner index gives it (`comm`, or `argv[0]`'s file name when
+    /// `comm` is that name cut short; control characters replaced).
     pub command: String,
     /// The socket's descriptor; `None` once the connection closed (or the descriptors may not
     /// be read).
@@ -30,18 +33,32 @@ pub struct ProcessSocket {
 /// not be read.
 pub fn process_sockets(pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>> {
     let process = Process::new(i32::try_from(pid).ok()?).ok()?;
-    let command = process.stat().ok()?.comm;
+    // As the owner index names processes: printable, argv[0]'s name when comm is cut short.
+    let (command, _) = crate::socket_owner::command(&process)?;
     let table = crate::tcp_table::read_once(Some(&process)).unwrap_or_default();
     let fds = socket_fds(&process).unwrap_or_default();
     let fd_of = |line: Option<&TableLine>| {
         let inode = line.map(|line| line.inode).filter(|inode| *inode != 0)?;
         fds.iter().find(|(_, held)| *held == inode).map(|(fd, _)| *fd)
     };
+    // Indexed once: a busy process's namespace lists thousands of sockets.
+    let mut by_tuple: HashMap<(SocketAddr, SocketAddr), &TableLine> = HashMap::new();
+    let mut listeners: HashMap<u16, Vec<&TableLine>> = HashMap::new();
+    for line in &table {
+        if line.state == TcpState::Listen {
+            listeners.entry(line.local.port()).or_default().push(line);
+        } else {
+            // A 4-tuple listed twice (a TIME-WAIT beside the socket reusing it): the held one.
+            let kept = by_tuple.entry((canonical(line.local), canonical(line.remote))).or_insert(line);
+            if kept.inode == 0 {
+                *kept = line;
+            }
+        }
+    }
     let found = connections.iter().map(|&(local, remote)| {
-        let connection = table.iter().find(|line| {
-            line.state != TcpState::Listen && same(line.local, local) && same(line.remote, remote)
-        });
-        let listener = table.iter().find(|line| line.state == TcpState::Listen && accepts(line, local));
+        let connection = by_tuple.get(&(canonical(local), canonical(remote))).copied();
+        let listener =
+            listeners.get(&local.port()).and_then(|all| all.iter().copied().find(|l| accepts(l, local)));
         ProcessSocket {
             command: command.clone(),
             fd: fd_of(connection),
@@ -52,13 +69,8 @@ pub fn process_sockets(pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Op
     Some(found.collect())
 }
 
-/// The same address, an IPv4-mapped IPv6 one as the IPv4 it carries.
-fn same(a: SocketAddr, b: SocketAddr) -> bool {
-    a.port() == b.port() && a.ip().to_canonical() == b.ip().to_canonical()
-}
-
 /// A listener on `line` accepts connections to `local` (its address, or any).
 fn accepts(line: &TableLine, local: SocketAddr) -> bool {
     line.local.port() == local.port()
-        && (line.local.ip().is_unspecified() || line.local.ip().to_canonical() == local.ip().to_canonical())
+        && (line.local.ip().is_unspecified() || canonical(line.local).ip() == canonical(local).ip())
 }

@@ -318,7 +318,7 @@ fn process_sockets(pid: i32, sockets: &HashMap<u64, Indexed>) -> Read {
 
 /// `comm`, or `argv[0]`'s file name when `comm` is that name cut short, and the process's start
 /// time; `None` once the process ended.
-fn command(process: &Process) -> Option<(String, u64)> {
+pub(crate) fn command(process: &Process) -> Option<(String, u64)> {
     let stat = process.stat().ok()?;
     let comm = stat.comm;
     if comm.len() >= COMM_MAX_BYTES

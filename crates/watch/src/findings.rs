@@ -259,7 +259,7 @@ fn oriented(hold: Hold, owners: &impl Owners) -> Hold {
 }
 
 /// The kernel's ephemeral port range (`ip_local_port_range`, 32768-60999 unless changed).
-fn is_ephemeral(port: u16) -> bool {
+pub(crate) fn is_ephemeral(port: u16) -> bool {
     static RANGE: std::sync::OnceLock<(u16, u16)> = std::sync::OnceLock::new();
     let (low, high) = *RANGE.get_or_init(|| nodelay_host::local_port_range().unwrap_or((32768, 60999)));
     (low..=high).contains(&port)

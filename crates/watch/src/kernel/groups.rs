@@ -6,7 +6,7 @@
 //! per entry in the sending process's own network namespace ([`Sockets`]).
 
 use crate::event::{FindingId, KernelCounts, Process, Side, Stalls};
-use crate::findings::GROUPS_MAX;
+use crate::findings::{GROUPS_MAX, is_ephemeral};
 use nodelay_ebpf::{HoldStats, HoldTotals};
 use nodelay_host::ProcessSocket;
 use nodelay_tcp::HoldKind;
@@ -133,11 +133,7 @@ fn grown(now: u64, before: u64) -> u64 {
 /// A side for a process that could not be read (it ended): a port of the ephemeral range
 /// facing one that is not is a client's; otherwise a server's.
 fn guessed_side(local: SocketAddr, remote: SocketAddr) -> Side {
-    let ephemeral = |port: u16| {
-        let (low, high) = nodelay_host::local_port_range().unwrap_or((32768, 60999));
-        (low..=high).contains(&port)
-    };
-    if ephemeral(local.port()) && !ephemeral(remote.port()) { Side::Client } else { Side::Server }
+    if is_ephemeral(local.port()) && !is_ephemeral(remote.port()) { Side::Client } else { Side::Server }
 }
 
 impl KernelFindings {
