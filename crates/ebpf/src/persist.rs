@@ -178,9 +178,13 @@ pub fn undo_persisted(cgroup: &Cgroup) -> Result<Option<FixCounts>, EbpfError> {
     let map =
         aya::maps::MapData::from_pin(directory.join(COUNTS_PIN)).map_err(|e| refused(&e, Attach::Cgroup));
     let counts = map.and_then(|map| read_counts(&aya::maps::Map::Array(map)));
+    // Undone whether or not the counters could be read: the user asked for the programs gone.
     remove_pins(&directory);
     if directory.exists() {
         return Err(EbpfError::Kernel(format!("{} could not be removed", directory.display())));
     }
-    Ok(Some(counts.unwrap_or_default()))
+    // Never zeros in their place.
+    counts.map(Some).map_err(|error| {
+        EbpfError::Kernel(format!("the programs are detached, but their counters could not be read: {error}"))
+    })
 }
