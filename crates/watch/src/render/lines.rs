@@ -64,7 +64,7 @@ impl Lines {
         };
         if !traffic {
             let nothing = match summary.kernel {
-                Some(_) => "no send on a socket with Nagle on",
+                Some(_) => "no send from a socket with Nagle on (TCP_NODELAY off)",
                 None => "no TCP traffic",
             };
             out += &wrap(
