@@ -228,7 +228,9 @@ fn nginx_with_a_keepalive_pool_holds_a_stalling_backend_response() {
 fn nginx_with_a_keepalive_pool_is_fast_with_a_fixed_backend() {
     let _alone = alone();
     let first_byte = first_byte_through_nginx("1.1", true, true);
-    assert!(first_byte < 5.0, "first byte p50 {first_byte} ms");
+    // Under 1 ms idle; 5.4 ms once in CI beside the rest of the suite. What a stall adds is
+    // a delayed ACK (40 ms, and >= 35 ms in the test above), so half of that tells them apart.
+    assert!(first_byte < 20.0, "first byte p50 {first_byte} ms");
 }
 
 #[test]
@@ -237,7 +239,7 @@ fn nginx_default_http10_proxy_hides_the_backend_stall() {
     // A new upstream connection per request: the backend's head leaves with nothing
     // unacknowledged and its body is not held (measured 0.5-2 ms; a stall is >= 40 ms).
     let first_byte = first_byte_through_nginx("1.0", false, false);
-    assert!(first_byte < 10.0, "first byte p50 {first_byte} ms");
+    assert!(first_byte < 20.0, "first byte p50 {first_byte} ms");
 }
 
 #[test]
