@@ -69,11 +69,12 @@ fn a_sleeping_server_spends_almost_nothing() {
 
 /// Twenty connections opened and closed during the run to one destination, a hundred
 /// messages on a connection held from before the run to another: one looks like
-/// `connection-per-request`, the other like a pool.
+/// `connection-per-request`, the other like a pool. The destination keeps its side open (see
+/// `Draining::start_holding`): the count is of connections the table still lists.
 #[test]
 fn fresh_and_pooled_upstream_connections_are_told_apart() {
     let _alone = alone();
-    let (fresh, pooled) = (Draining::start(), echoing_listener());
+    let (fresh, pooled) = (Draining::start_holding(), echoing_listener());
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();

@@ -109,7 +109,9 @@ impl ConnectionReadings {
     /// met by the sampler. A pair counts once per socket the sampler met on one of its ends
     /// (a 4-tuple used again during the run is two connections when both were met), and at
     /// least once; the end's TIME-WAIT or closing socket may be one of those met, so it adds
-    /// none of its own. Still a floor: a 4-tuple used twice between two looks counts once.
+    /// none of its own. Still a floor: a 4-tuple used twice between two looks counts once, and
+    /// a TIME-WAIT that a stray RST ended (`tcp_rfc1337` 0, the default; seen on loopback when
+    /// the client's FIN came before `accept`) is gone from the end's table.
     fn opened(&self) -> HashMap<Pair, u64> {
         let mut sockets: HashMap<Directed, HashSet<u64>> = HashMap::new();
         for (end, inode) in &self.sampled {
