@@ -67,6 +67,18 @@ impl Watch {
         }
     }
 
+    /// Events until one of kind `kind` for which `wanted` holds, among the next ten of that
+    /// kind (a summary comes once a second: ten seconds at most).
+    fn until_matching(&mut self, kind: &str, wanted: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..10 {
+            let event = self.until(kind);
+            if wanted(&event) {
+                return event;
+            }
+        }
+        panic!("no {kind} as wanted in ten: {:#?}", self.events)
+    }
+
     /// Ctrl-C: the final summary, and the exit status.
     fn stop(&mut self) -> (Value, i32) {
         // SAFETY: kill(2) on our own child.
@@ -738,6 +750,57 @@ fn from_the_kernel_a_static_go_server_turning_nodelay_off_is_named() {
     assert_eq!(code, 3);
     // The first exchange of a new connection is ACKed at once (quick-ACK mode).
     assert!(last["findings"][0]["stalls"].as_u64().unwrap() >= 8, "{last:#}");
+}
+
+/// Ten GETs on one keep-alive connection, then a close with a reset (SO_LINGER 0): each
+/// request's time in ms on a line.
+const RESETTING_CLIENT: &str = "
+import socket, struct, sys, time
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+for _ in range(10):
+    t = time.perf_counter()
+    c.sendall(b'GET / HTTP/1.1\\r\\nHost: s\\r\\n\\r\\n')
+    got = b''
+    while not got.endswith(b'x' * 100):
+        got += c.recv(65536)
+    print((time.perf_counter() - t) * 1000, flush=True)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
+c.close()
+";
+
+#[test]
+fn from_the_kernel_a_hold_a_stalled_path_ended_is_no_delayed_ack_and_resets_are_counted() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    // The fifth response's body waits 400 ms in a frozen path: as long as a hold a delayed
+    // ACK ends, but the kernel sends a loss probe or resends meanwhile (see the peer).
+    let forwarder = link.forwarder_pid().to_string();
+    let server =
+        link.python_server("path_stalling_server.py", &["--path-pid", &forwarder, "--stall-on", "5"]);
+    let port = server.port.to_string();
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port]);
+    assert_eq!(watch.next()["mode"], "ebpf");
+    let said = link.client_python_args(RESETTING_CLIENT, &[common::wan::SERVER_IP, &port]);
+    // Ground truth from the client: one request of ten waited the stall.
+    let times: Vec<f64> = said.lines().map(|line| line.parse().unwrap()).collect();
+    assert_eq!(times.len(), 10, "{said}");
+    assert_eq!(times.iter().filter(|ms| **ms > 300.0).count(), 1, "{times:?}");
+    // The end's resets (both sockets') reach the kernel's map by a read soon after.
+    let summary = watch.until_matching("summary", |event| event["kernel"]["resets"].as_u64() >= Some(2));
+    let (last, _code) = watch.stop();
+    let kernel = &last["kernel"];
+    assert_eq!(kernel["holds_resent"], 1, "{last:#}");
+    // Both ends are followed (both have Nagle on): the client's reset sent, the server's
+    // received.
+    assert_eq!((&kernel["closes"], &kernel["resets"]), (&Value::from(2), &Value::from(2)), "{summary:#}");
+    // The stall is in no finding: the other holds are the client's delayed ACKs (it reads
+    // without writing) or the path's round trips, none near 400 ms.
+    let findings = last["findings"].as_array().unwrap();
+    let held: u64 = findings.iter().map(|f| f["stalls"].as_u64().unwrap()).sum();
+    assert!((5..=9).contains(&held), "{last:#}");
+    for finding in findings {
+        assert!(finding["mean_stall_ms"].as_f64().unwrap() < 100.0, "{finding:#}");
+    }
 }
 
 #[test]

@@ -6,7 +6,10 @@
 // kept in the socket's own storage. Not only a sub-MSS tail: with a small segment in flight Linux keeps the
 // whole write back, full segments too (measured across a 10 ms path: 25 of 30 two-write
 // responses of 2 KB left 2,000 bytes unsent). When an incoming segment (tcp:tcp_probe)
-// acknowledges everything in flight, the held bytes go out: the hold ends.
+// acknowledges everything in flight, the held bytes go out: the hold ends. A resend
+// (tcp:tcp_retransmit_skb) during a hold, or a loss probe outstanding when it ends, marks it:
+// its wait was a loss's or a stalled path's, whatever its length. A connection's end (sock:inet_sock_set_state to CLOSE) is counted, and
+// an end straight from ESTABLISHED or CLOSE-WAIT, with no closing handshake, is a reset.
 // Figures are summed per (process, local port, remote port) in `holds`; user space reads the
 // map once a second, never a copy per packet.
 #include <linux/types.h>
@@ -19,6 +22,9 @@
 #define BPF_SK_STORAGE_GET_F_CREATE 1
 #define TCP_NAGLE_OFF 1
 #define IPPROTO_TCP 6
+#define TCP_ESTABLISHED 1
+#define TCP_CLOSE 7
+#define TCP_CLOSE_WAIT 8
 
 // Only the fields read; clang records their names and the loader relocates each to the
 // running kernel's offset (BTF), so no kernel headers are compiled in.
@@ -57,6 +63,7 @@ struct tcp_sock {
     __u8 nonagle : 4;
     __u32 snd_nxt;
     __u32 packets_out;
+    __u32 tlp_high_seq;
 } __attribute__((preserve_access_index));
 struct sk_buff {
     unsigned int len;
@@ -78,6 +85,9 @@ struct hold_key {
 #define DELAYED_ACK 0 // the peer's delayed-ACK timer released it
 #define ROUND_TRIP 1  // an ACK sent at once, one round trip later
 #define UNCLASSED 2   // neither: too short to matter, or longer than any ACK timer
+#define RESENT 3      // the socket resent data or sent a loss probe during the hold: a loss's
+                      // wait (or a stalled path's), not the peer's ACK timer
+#define KINDS 4
 volatile const __u64 min_ack_delay_ns = 25000000;
 volatile const __u64 max_ack_delay_ns = 500000000;
 volatile const __u64 min_round_trip_hold_ns = 500000;
@@ -91,10 +101,13 @@ struct kind_totals {
 
 // Read by crates/ebpf/src/holds.rs (RawStats): keep the two in step.
 struct hold_stats {
-    struct kind_totals kinds[3];
+    struct kind_totals kinds[KINDS];
     __u64 longest_ns;
     __u64 sends;
     __u64 exchanges; // sends that followed data from the peer: request/response turns
+    __u64 resends;   // segments resent (a timeout's, a fast retransmit's, a loss probe's)
+    __u64 closes;    // sockets that reached CLOSE
+    __u64 resets;    // ...straight from ESTABLISHED or CLOSE-WAIT: a reset sent or received
     __u64 first_hold_ns; // bpf_ktime_get_ns (CLOCK_MONOTONIC); 0: none yet
     __u64 last_hold_ns;
     // The connection's addresses when the entry was made (network order; IPv4 in the first
@@ -109,10 +122,11 @@ struct hold_stats {
 // nothing of a closed connection is left for the next one at the same address.
 struct sock_state {
     __u64 hold_start_ns; // 0: no hold pending
-    struct hold_key key;  // the hold's, as at its start
+    struct hold_key key;  // the last send's (a hold's, as at its start); tgid 0: none yet
     __u32 hold_snd_nxt;   // the end of what was in flight when the hold began
     __u8 peer_spoke;      // the peer sent data since this socket's last send
-    __u8 padding[7];
+    __u8 hold_resent;     // the socket resent data since the pending hold began
+    __u8 padding[6];
 };
 
 struct {
@@ -172,6 +186,10 @@ int nodelay_send(__u64 *ctx) {
         .remote_port = bpf_ntohs(sk->__sk_common.skc_dport),
     };
     struct hold_stats *stats = stats_of(&key, sk);
+    // Kept for the events with no process of their own (a resend, the socket's end), while
+    // no hold is pending: a pending hold keeps the key it began with.
+    if (state->hold_start_ns == 0)
+        state->key = key;
     if (stats) {
         __sync_fetch_and_add(&stats->sends, 1);
         if (state->peer_spoke) {
@@ -192,8 +210,8 @@ int nodelay_send(__u64 *ctx) {
     // A hold already pending on the socket keeps its start.
     if (state->hold_start_ns == 0) {
         state->hold_start_ns = bpf_ktime_get_ns();
-        state->key = key;
         state->hold_snd_nxt = snd_nxt;
+        state->hold_resent = 0;
     }
     return 0;
 }
@@ -248,7 +266,11 @@ int nodelay_ack(__u64 *ctx) {
     __u64 rtt_ns = (__u64)rtt_us * 1000;
     __u64 peer_share = held > rtt_ns ? held - rtt_ns : 0;
     int kind = UNCLASSED;
-    if (peer_share >= min_ack_delay_ns && peer_share <= max_ack_delay_ns)
+    // A loss probe outstanding (tlp_high_seq, cleared once this ACK is processed) sent data
+    // without waiting for the ACK: the held bytes, or a copy of the last segment.
+    if (state->hold_resent || tp->tlp_high_seq != 0)
+        kind = RESENT;
+    else if (peer_share >= min_ack_delay_ns && peer_share <= max_ack_delay_ns)
         kind = DELAYED_ACK;
     else if (peer_share <= round_trip_slack_ns + rtt_ns / 4 && held >= min_round_trip_hold_ns)
         kind = ROUND_TRIP;
@@ -261,6 +283,43 @@ int nodelay_ack(__u64 *ctx) {
     if (stats->first_hold_ns == 0)
         stats->first_hold_ns = now;
     stats->last_hold_ns = now;
+    return 0;
+}
+
+// The entry of a socket's last send: none for a socket never followed (TCP_NODELAY set, or
+// no send yet), whose events are not counted.
+static struct hold_stats *followed_stats(struct sock *sk, struct sock_state **state) {
+    *state = bpf_sk_storage_get(&sock_states, sk, 0, 0);
+    if (!*state || (*state)->key.tgid == 0)
+        return 0;
+    return bpf_map_lookup_elem(&holds, &(*state)->key);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int nodelay_resend(__u64 *ctx) {
+    struct sock_state *state;
+    struct hold_stats *stats = followed_stats((struct sock *)ctx[0], &state);
+    if (!stats)
+        return 0;
+    __sync_fetch_and_add(&stats->resends, 1);
+    if (state->hold_start_ns != 0)
+        state->hold_resent = 1;
+    return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int nodelay_state(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    int old_state = (int)ctx[1], new_state = (int)ctx[2];
+    if (new_state != TCP_CLOSE || sk->sk_protocol != IPPROTO_TCP)
+        return 0;
+    struct sock_state *state;
+    struct hold_stats *stats = followed_stats(sk, &state);
+    if (!stats)
+        return 0;
+    __sync_fetch_and_add(&stats->closes, 1);
+    if (old_state == TCP_ESTABLISHED || old_state == TCP_CLOSE_WAIT)
+        __sync_fetch_and_add(&stats->resets, 1);
     return 0;
 }
 

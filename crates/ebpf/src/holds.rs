@@ -3,8 +3,9 @@
 //! at the incoming segment that acknowledges everything in flight. The programs sum them per
 //! (process, local port, remote port) in a map that [`HoldWatch::read`] copies out, so the
 //! process that held is the one that sent, exactly, whenever its connection was opened. Each
-//! hold is classed in the kernel (a peer's delayed ACK, a round trip, neither) by thresholds
-//! the caller sets at load.
+//! hold is classed in the kernel (a peer's delayed ACK, a round trip, a resend's, neither) by
+//! thresholds the caller sets at load. Resends, ends and resets of the connections followed
+//! are counted beside them.
 #![allow(unsafe_code)]
 
 use crate::EbpfError;
@@ -42,10 +43,13 @@ struct RawTotals {
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 struct RawStats {
-    kinds: [RawTotals; 3],
+    kinds: [RawTotals; 4],
     longest_ns: u64,
     sends: u64,
     exchanges: u64,
+    resends: u64,
+    closes: u64,
+    resets: u64,
     first_hold_ns: u64,
     last_hold_ns: u64,
     local_addr: [u8; 16],
@@ -123,12 +127,22 @@ pub struct HoldStats {
     /// Holds of neither kind: too short to matter (under the round-trip floor) or longer than
     /// any ACK timer.
     pub unclassed: HoldTotals,
+    /// Holds during which the socket resent data, or that ended with a loss probe outstanding:
+    /// a loss's or a stalled path's wait, whatever its length, not the peer's ACK timer.
+    pub resent: HoldTotals,
     /// The longest hold.
     pub longest: Duration,
     /// Sends (write, send, sendmsg calls) on these connections.
     pub sends: u64,
     /// Sends that followed data from the peer: request/response turns.
     pub exchanges: u64,
+    /// Segments resent: by a retransmission timeout, a fast retransmit or a loss probe.
+    pub resends: u64,
+    /// Connections that ended (reached CLOSE).
+    pub closes: u64,
+    /// Of those, the ones that ended with no closing handshake, straight from ESTABLISHED or
+    /// CLOSE-WAIT: a reset sent or received.
+    pub resets: u64,
     /// When the first and the latest hold ended, since [`HoldWatch::start`]; none before one.
     pub first_hold: Option<Duration>,
     /// When the latest hold ended, since [`HoldWatch::start`].
@@ -138,7 +152,7 @@ pub struct HoldStats {
 impl HoldStats {
     /// Every hold, whatever its kind.
     pub fn total(&self) -> HoldTotals {
-        self.delayed_ack.plus(self.round_trip).plus(self.unclassed)
+        self.delayed_ack.plus(self.round_trip).plus(self.unclassed).plus(self.resent)
     }
 }
 
@@ -187,7 +201,13 @@ impl HoldWatch {
         // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
         // the kernel's structs read with plain loads (its BTF types the arguments).
         let btf = aya::Btf::from_sys_fs().map_err(|e| EbpfError::Kernel(format!("the kernel's BTF: {e}")))?;
-        for (name, event) in [("nodelay_send", "sock_send_length"), ("nodelay_ack", "tcp_probe")] {
+        let programs = [
+            ("nodelay_send", "sock_send_length"),
+            ("nodelay_ack", "tcp_probe"),
+            ("nodelay_resend", "tcp_retransmit_skb"),
+            ("nodelay_state", "inet_sock_set_state"),
+        ];
+        for (name, event) in programs {
             let program = ebpf
                 .program_mut(name)
                 .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
@@ -210,7 +230,8 @@ impl HoldWatch {
         let mut all = Vec::new();
         for entry in holds.iter() {
             let (key, stats) = entry.map_err(|e| refused(&e, Attach::Tracing))?;
-            let [delayed_ack, round_trip, unclassed] = stats.kinds.each_ref().map(HoldTotals::from_raw);
+            let [delayed_ack, round_trip, unclassed, resent] =
+                stats.kinds.each_ref().map(HoldTotals::from_raw);
             all.push(HoldStats {
                 pid: key.tgid,
                 local: address(stats.family, stats.local_addr, key.local_port),
@@ -218,9 +239,13 @@ impl HoldWatch {
                 delayed_ack,
                 round_trip,
                 unclassed,
+                resent,
                 longest: Duration::from_nanos(stats.longest_ns),
                 sends: stats.sends,
                 exchanges: stats.exchanges,
+                resends: stats.resends,
+                closes: stats.closes,
+                resets: stats.resets,
                 first_hold: since_start(stats.first_hold_ns),
                 last_hold: since_start(stats.last_hold_ns),
             });

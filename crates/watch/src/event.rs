@@ -187,6 +187,15 @@ pub struct KernelCounts {
     /// Holds of neither kind, not in the findings: shorter than the round-trip floor
     /// (0.5 ms), or longer than any delayed-ACK timer.
     pub holds_unclassed: u64,
+    /// Holds during which the socket resent data or sent a loss probe, not in the findings: a
+    /// loss's or a stalled path's wait, however long (an RTO's 200 ms would otherwise pass for a delayed ACK).
+    pub holds_resent: u64,
+    /// Segments the connections followed resent (timeouts, fast retransmits, loss probes).
+    pub resends: u64,
+    /// Connections followed that ended.
+    pub closes: u64,
+    /// Of those, ended by a reset (sent or received), with no closing handshake.
+    pub resets: u64,
 }
 
 /// What watch saw so far.

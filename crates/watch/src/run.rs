@@ -115,8 +115,9 @@ fn watch_kernel(
         interface: None,
         ports: args.ports.clone(),
         pid: args.pid,
-        why: "eBPF allowed (root, or CAP_BPF with CAP_PERFMON): two programs on the raw tracepoints \
-              sock_send_length and tcp_probe, their sums read once a second"
+        why: "eBPF allowed (root, or CAP_BPF with CAP_PERFMON): programs on the raw tracepoints \
+              sock_send_length, tcp_probe, tcp_retransmit_skb and inet_sock_set_state, their sums read \
+              once a second"
             .into(),
         sees: kernel::SEES.into(),
         metrics_url: metrics_url(&server),

@@ -89,6 +89,14 @@ impl Link {
         String::from_utf8_lossy(&output.stdout).into_owned()
     }
 
+    /// Runs a Python script with arguments in the client's namespace and returns its stdout.
+    pub fn client_python_args(&self, script: &str, args: &[&str]) -> String {
+        let mut command = self.in_namespace('c', "python3");
+        let output = command.args(["-c", script]).args(args).output().expect("run python3");
+        assert!(output.status.success(), "client script failed: {}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
     /// Starts a Python peer of tests/peers in the server's namespace, bound to its address.
     pub fn python_server(&self, script: &str, args: &[&str]) -> Peer {
         let mut command = self.in_namespace('s', "python3");
@@ -113,6 +121,11 @@ impl Link {
             self.in_namespace('c', "python3").args(["-c", &script]).output().expect("run the client");
         assert!(output.status.success(), "client failed: {}", String::from_utf8_lossy(&output.stderr));
         String::from_utf8_lossy(&output.stdout).trim().parse().expect("a median in ms")
+    }
+
+    /// The forwarder's PID: a peer that freezes the path itself, at a moment of its own.
+    pub fn forwarder_pid(&self) -> u32 {
+        self.forwarder.id()
     }
 
     /// Stops the link for `duration` (the forwarder frozen with SIGSTOP): packets wait, none is

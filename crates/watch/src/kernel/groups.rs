@@ -214,6 +214,10 @@ impl KernelFindings {
         let new_exchanges = grown(now.exchanges, before.exchanges);
         self.counts.sends += grown(now.sends, before.sends);
         self.counts.holds_unclassed += since(now.unclassed, before.unclassed).holds;
+        self.counts.holds_resent += since(now.resent, before.resent).holds;
+        self.counts.resends += grown(now.resends, before.resends);
+        self.counts.closes += grown(now.closes, before.closes);
+        self.counts.resets += grown(now.resets, before.resets);
         self.exchanges += new_exchanges;
         *self.exchanges_by.entry((entry.process.pid, entry.port(), entry.side)).or_default() += new_exchanges;
         if new_exchanges > 0 {
@@ -326,9 +330,13 @@ fn zeroed(stats: &HoldStats) -> HoldStats {
         delayed_ack: HoldTotals::default(),
         round_trip: HoldTotals::default(),
         unclassed: HoldTotals::default(),
+        resent: HoldTotals::default(),
         longest: Duration::ZERO,
         sends: 0,
         exchanges: 0,
+        resends: 0,
+        closes: 0,
+        resets: 0,
         first_hold: None,
         last_hold: None,
     }
@@ -408,9 +416,13 @@ mod tests {
             delayed_ack: HoldTotals::default(),
             round_trip: totals(round_trips, 10 * MS, 10 * MS),
             unclassed: HoldTotals::default(),
+            resent: HoldTotals::default(),
             longest: 10 * MS,
             sends: round_trips,
             exchanges: round_trips,
+            resends: 0,
+            closes: 0,
+            resets: 0,
             first_hold: Some(Duration::from_millis(200)),
             last_hold: Some(Duration::from_millis(300)),
         }
@@ -443,9 +455,26 @@ mod tests {
         assert_eq!(client.finding, FindingId::ClientNagleRoundTrip);
         assert_eq!((client.port, client.side), (9000, Side::Client));
         assert!(client.mean_ack_delay_ms.abs() < 1e-9, "{client:?}");
-        assert_eq!(findings.counts, KernelCounts { sends: 25, connections: 2, holds_unclassed: 0 });
+        assert_eq!(findings.counts, KernelCounts { sends: 25, connections: 2, ..KernelCounts::default() });
         assert_eq!(deltas.iter().filter(|d| d.finding.is_some()).count(), 2);
         assert!(findings.new_findings().is_empty(), "announced once");
+    }
+
+    #[test]
+    fn a_hold_ended_by_a_resend_is_counted_apart_and_makes_no_finding() {
+        let mut table = table();
+        let mut findings = KernelFindings::new(None, Vec::new());
+        // A 300 ms hold the socket resent in: an RTO's length, which would pass for a delayed
+        // ACK's were it classed by its length.
+        let stalled =
+            HoldStats { resent: totals(1, 300 * MS, MS), resends: 2, closes: 1, resets: 1, ..server(0, 10) };
+        findings.update(std::slice::from_ref(&stalled), &mut table);
+        assert!(findings.new_findings().is_empty());
+        let counts = findings.counts;
+        assert_eq!((counts.holds_resent, counts.resends, counts.closes, counts.resets), (1, 2, 1, 1));
+        // Read again unchanged: nothing is counted twice.
+        findings.update(&[stalled], &mut table);
+        assert_eq!(findings.counts, counts);
     }
 
     #[test]

@@ -146,6 +146,27 @@ fn kernel_totals(summary: &Summary, kernel: &KernelCounts, port_list: &[u16], wi
         ),
         width,
     );
+    if kernel.resends > 0 || kernel.closes > 0 {
+        out += &wrap(
+            &format!(
+                "and {} resent, {} ended ({} by a reset)",
+                counted(kernel.resends, "segment", "segments"),
+                counted(kernel.closes, "connection", "connections"),
+                count(kernel.resets)
+            ),
+            width,
+        );
+    }
+    if kernel.holds_resent > 0 {
+        out += &wrap(
+            &format!(
+                "note: {} waited on a resend (a lost segment's or a stalled path's wait, not the \
+                 peer's ACK timer): not in the findings",
+                counted(kernel.holds_resent, "hold", "holds")
+            ),
+            width,
+        );
+    }
     if kernel.holds_unclassed > 0 {
         out += &wrap(
             &format!(
@@ -258,5 +279,28 @@ mod tests {
         // 21 holds of 43 ms cannot all have come by 0.1 s: the line is as of the 21st.
         let line = Lines::default().render(&Event::Finding(stalls), usize::MAX);
         assert!(line.starts_with("[1.0 s] python3 (PID 16531, fd 4)"), "{line}");
+    }
+
+    #[test]
+    fn the_kernels_totals_say_resends_ends_and_holds_counted_apart_only_when_there_were_any() {
+        let counts = KernelCounts { sends: 60, connections: 1, ..KernelCounts::default() };
+        let summary = |kernel| Summary {
+            elapsed_s: 3.0,
+            packets: None,
+            flows: None,
+            kernel: Some(kernel),
+            exchanges: 30,
+            findings: Vec::new(),
+            stalls_not_grouped: 0,
+            stalls_of_other_processes: 0,
+        };
+        let quiet = Lines::default().render(&Event::Final(summary(counts)), 200);
+        assert!(!quiet.contains("resent") && !quiet.contains("note:"), "{quiet}");
+        let troubled = KernelCounts { resends: 3, closes: 1, resets: 1, holds_resent: 1, ..counts };
+        let text = Lines::default().render(&Event::Final(summary(troubled)), 200);
+        assert!(text.contains("\nand 3 segments resent, 1 connection ended (1 by a reset)\n"), "{text}");
+        assert!(text.contains("note: 1 hold waited on a resend"), "{text}");
+        let narrow = Lines::default().render(&Event::Final(summary(troubled)), 60);
+        assert!(narrow.lines().all(|line| line.chars().count() <= 60), "{narrow}");
     }
 }
