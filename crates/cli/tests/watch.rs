@@ -804,6 +804,34 @@ fn from_the_kernel_a_hold_a_stalled_path_ended_is_no_delayed_ack_and_resets_are_
 }
 
 #[test]
+fn from_the_kernel_a_large_responses_tail_held_behind_its_head_ends_at_the_heads_ack() {
+    let _alone = common::alone();
+    let link = Link::up("10ms", &[]);
+    // 25 KB bodies after a small head: 17 full segments leave, the 384-byte tail waits for
+    // the head's ACK (Linux's Nagle, Minshall's variant), while the full segments are still
+    // being acknowledged.
+    let nagle = link.python_server("python_http_server.py", &["--body-bytes", "25000"]);
+    let twin = link.python_server("python_http_server.py", &["--body-bytes", "25000", "--disable-nagle"]);
+    let port = nagle.port.to_string();
+    let mut watch = Watch::start(&["--source", "ebpf", "--port", &port]);
+    assert_eq!(watch.next()["mode"], "ebpf");
+    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 20), link.client_median_ms(twin.port, 20));
+    assert!(nagle_ms - twin_ms > 3.0, "ground truth: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
+    let finding = watch.until("finding");
+    assert_eq!(finding["finding"], "server-nagle-round-trip", "{finding:#}");
+    let (last, code) = watch.stop();
+    assert_eq!(code, 3, "{last:#}");
+    let round_trips = &last["findings"][0];
+    assert!(round_trips["stalls"].as_u64().unwrap() >= 15, "{last:#}");
+    // A round trip (the path's 10 ms), not the two that everything in flight took to be
+    // acknowledged (21.5 ms, no finding, before the release read the small segment's ACK).
+    let hold_ms = round_trips["mean_stall_ms"].as_f64().unwrap();
+    assert!((8.0..15.0).contains(&hold_ms), "{last:#}");
+    // The connection's first response may wait on the initial window as well (seen: one).
+    assert!(last["kernel"]["holds_unclassed"].as_u64().unwrap() <= 2, "{last:#}");
+}
+
+#[test]
 fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_servers_namespace() {
     let _alone = common::alone();
     let link = Link::up("10ms", &[]);

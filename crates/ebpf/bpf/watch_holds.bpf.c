@@ -1,15 +1,17 @@
 // nodelay watch from the kernel: Nagle holds timed where the kernel decides them.
 //
 // At each send (sock:sock_send_length, in the sending process's context) the socket is read
-// (CO-RE, struct tcp_sock): bytes left unsent behind data in flight with Nagle on, though
-// neither the congestion window nor the peer's window keeps them, is a hold, and its start is
-// kept in the socket's own storage. Not only a sub-MSS tail: with a small segment in flight Linux keeps the
-// whole write back, full segments too (measured across a 10 ms path: 25 of 30 two-write
-// responses of 2 KB left 2,000 bytes unsent). When an incoming segment (tcp:tcp_probe)
-// acknowledges everything in flight, the held bytes go out: the hold ends. A resend
-// (tcp:tcp_retransmit_skb) during a hold, or a loss probe outstanding when it ends, marks it:
-// its wait was a loss's or a stalled path's, whatever its length. A connection's end (sock:inet_sock_set_state to CLOSE) is counted, and
-// an end straight from ESTABLISHED or CLOSE-WAIT, with no closing handshake, is a reset.
+// (CO-RE, struct tcp_sock): bytes left unsent with Nagle on while a small segment it sent is
+// unacknowledged, neither the congestion window nor the peer's window keeping them, is a
+// hold, and its start is kept in the socket's own storage. Not only a sub-MSS tail: with a
+// small segment in flight Linux keeps the whole write back, full segments too (measured across
+// a 10 ms path: 25 of 30 two-write responses of 2 KB left 2,000 bytes unsent). When an
+// incoming segment (tcp:tcp_probe) acknowledges the small segment (Linux's Nagle is
+// Minshall's variant), the held bytes go out: the hold ends. A resend (tcp:tcp_retransmit_skb)
+// during a hold, or a loss probe outstanding when it ends, marks it: its wait was a loss's or
+// a stalled path's, whatever its length. A connection's end (sock:inet_sock_set_state to
+// CLOSE) is counted, and an end straight from ESTABLISHED or CLOSE-WAIT, with no closing
+// handshake, is a reset.
 // Figures are summed per (process, local port, remote port) in `holds`; user space reads the
 // map once a second, never a copy per packet.
 #include <linux/types.h>
@@ -62,6 +64,7 @@ struct tcp_sock {
     __u32 write_seq;
     __u8 nonagle : 4;
     __u32 snd_nxt;
+    __u32 snd_sml;
     __u32 packets_out;
     __u32 tlp_high_seq;
 } __attribute__((preserve_access_index));
@@ -123,7 +126,7 @@ struct hold_stats {
 struct sock_state {
     __u64 hold_start_ns; // 0: no hold pending
     struct hold_key key;  // the last send's (a hold's, as at its start); tgid 0: none yet
-    __u32 hold_snd_nxt;   // the end of what was in flight when the hold began
+    __u32 hold_small_end; // the end of the small segment whose ACK Nagle waits for
     __u8 peer_spoke;      // the peer sent data since this socket's last send
     __u8 hold_resent;     // the socket resent data since the pending hold began
     __u8 padding[6];
@@ -207,10 +210,17 @@ int nodelay_send(__u64 *ctx) {
     __u32 window_left = tp->snd_una + tp->snd_wnd - snd_nxt;
     if (in_flight >= tp->snd_cwnd || (__s32)window_left < (__s32)(unsent < mss ? unsent : mss))
         return 0;
+    // Linux's Nagle (Minshall's variant) keeps a partial segment back only while a small
+    // segment it sent is unacknowledged (tcp_minshall_check: snd_sml after snd_una, not after
+    // snd_nxt). Bytes unsent without one wait for something else (autocorking, TSO's
+    // deferral): no hold.
+    __u32 small_end = tp->snd_sml;
+    if ((__s32)(small_end - tp->snd_una) <= 0 || (__s32)(small_end - snd_nxt) > 0)
+        return 0;
     // A hold already pending on the socket keeps its start.
     if (state->hold_start_ns == 0) {
         state->hold_start_ns = bpf_ktime_get_ns();
-        state->hold_snd_nxt = snd_nxt;
+        state->hold_small_end = small_end;
         state->hold_resent = 0;
     }
     return 0;
@@ -245,12 +255,14 @@ int nodelay_ack(__u64 *ctx) {
     __u32 ack = 0;
     bpf_probe_read_kernel(&ack, sizeof(ack), header + 8);
     ack = bpf_ntohl(ack);
-    // Everything in flight acknowledged: the held bytes leave now.
-    if (ack != tp->snd_nxt)
+    // The small segment acknowledged: Nagle lets the held bytes go now (what still waits,
+    // waits on the congestion or the peer's window). Not "everything in flight": behind a
+    // cwnd-limited body, that came a round trip after the tail left (a 25 KB response across
+    // 10 ms: holds of 21.5 ms where the client lost 6.7 ms).
+    if ((__s32)(ack - state->hold_small_end) < 0)
         return 0;
-    // ...and it covers what was in flight when the hold began (within a window's reach):
-    // else the sequence space is another connection's.
-    if ((__s32)(ack - state->hold_snd_nxt) < 0 || ack - state->hold_snd_nxt > (1u << 30)) {
+    // An ACK beyond a window's reach belongs to another connection's sequence space.
+    if (ack - state->hold_small_end > (1u << 30)) {
         state->hold_start_ns = 0;
         return 0;
     }
