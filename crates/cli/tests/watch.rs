@@ -629,6 +629,10 @@ fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
     assert_eq!(finding["process"]["command"], "python3", "{finding:#}");
     let fd = finding["process"]["fd"].as_i64().expect("the connection's descriptor") as i32;
     assert!(socket_fds(peer.pid()).contains(&fd), "fd {fd} is one of python3's sockets: {finding:#}");
+    // The delayed ACKs are this test's: its connection is the server's peer, on this host.
+    assert_eq!(finding["peer"]["pid"], std::process::id(), "{finding:#}");
+    let ack_timeout_ms = finding["peer"]["ack_timeout_ms"].as_f64().expect("the peer's ACK timeout");
+    assert!((40.0..=200.0).contains(&ack_timeout_ms), "Linux's delayed-ACK timeout: {finding:#}");
     let metrics = http_get(&url);
     assert!(metrics.contains("nodelay_watch_mode_info{mode=\"ebpf\"} 1"), "{metrics}");
     let series = format!(

@@ -524,8 +524,9 @@ mod tests {
         seen.baseline.http2_loss_holes = 8;
         seen.baseline.http2_streams_held_by_loss = 80;
         let baseline = seen.baseline.summary();
-        let alone_ms =
-            |i: u32, every: u32, extra_ms: f64| if i % every == 0 { 100.0 + extra_ms } else { 100.0 };
+        let alone_ms = |i: u32, every: u32, extra_ms: f64| {
+            if i.is_multiple_of(every) { 100.0 + extra_ms } else { 100.0 }
+        };
         let spread = (0..300).map(|i| stream(i, alone_ms(i, 10, 10.0), 0.0, 0.0)).collect();
         seen.experiments.push(phase(Some(Experiment::OneStreamPerConnection), spread));
         let proven = findings(&seen, &baseline);

@@ -27,12 +27,13 @@ mod types;
 #[cfg(target_os = "linux")]
 mod linux;
 #[cfg(target_os = "linux")]
+mod local_peer;
+#[cfg(target_os = "linux")]
 mod new_connection;
 #[cfg(target_os = "linux")]
 mod other_namespace;
 #[cfg(target_os = "linux")]
 mod pidfd;
-#[cfg(target_os = "linux")]
 mod process_socket;
 #[cfg(target_os = "linux")]
 mod sock_diag;
@@ -62,8 +63,9 @@ pub use types::{
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 #[cfg(target_os = "linux")]
-pub use new_connection::{check_new_connection, listens_on};
+pub use local_peer::{LocalPeer, local_peer};
 #[cfg(target_os = "linux")]
+pub use new_connection::{check_new_connection, listens_on};
 pub use process_socket::{ProcessSocket, process_sockets};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;

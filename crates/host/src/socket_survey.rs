@@ -39,10 +39,10 @@
 //! [`capture_allowed`] says whether the capture mode may run instead.
 
 mod capture_rights;
-mod diag;
+pub(crate) mod diag;
 mod host_counters;
 mod options;
-mod port_filter;
+pub(crate) mod port_filter;
 mod summary;
 mod surveyor;
 mod tcp_info;

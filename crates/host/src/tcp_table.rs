@@ -64,7 +64,7 @@ pub fn read_once(process: Option<&Process>) -> Result<Vec<TableLine>, ProcError>
 
 /// Whether `process` (ours for `None`) is in this thread's network namespace; false when
 /// either link cannot be read (another user's process).
-fn in_our_namespace(process: Option<&Process>) -> bool {
+pub(crate) fn in_our_namespace(process: Option<&Process>) -> bool {
     let Some(process) = process else { return true };
     match (namespace_of(None), namespace_of(Some(process))) {
         (Some(ours), Some(theirs)) => ours == theirs,

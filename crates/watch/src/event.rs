@@ -141,6 +141,22 @@ pub struct Stalls {
     pub first_s: f64,
     /// Seconds since watch started, at the latest hold.
     pub last_s: f64,
+    /// The other end of a stalled connection when it runs on this host, in the holder's
+    /// network namespace: whose delayed-ACK timer released the holds (the eBPF mode's
+    /// delayed-ACK findings; none otherwise).
+    pub peer: Option<Peer>,
+}
+
+/// The process at the other end of a connection, on this host.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Peer {
+    /// Its PID.
+    pub pid: u32,
+    /// Its command name.
+    pub command: String,
+    /// The delayed-ACK timeout its socket uses now (TCP_INFO's `tcpi_ato`), in milliseconds;
+    /// none before it received data.
+    pub ack_timeout_ms: Option<f64>,
 }
 
 /// Sorts findings as they are told: most time held first, then by port.

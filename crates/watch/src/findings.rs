@@ -201,6 +201,7 @@ impl Findings {
                 mean_ack_delay_ms: 0.0,
                 first_s: at_s,
                 last_s: at_s,
+                peer: None,
             },
             lost_ns: 0,
             ack_delay_ns: 0,

@@ -5,10 +5,10 @@
 //! findings never go back. The side (server or client) and the descriptor are looked up once
 //! per entry in the sending process's own network namespace ([`Sockets`]).
 
-use crate::event::{FindingId, KernelCounts, Process, Side, Stalls};
+use crate::event::{FindingId, KernelCounts, Peer, Process, Side, Stalls};
 use crate::findings::{GROUPS_MAX, is_ephemeral};
 use nodelay_ebpf::{HoldStats, HoldTotals};
-use nodelay_host::ProcessSocket;
+use nodelay_host::{LocalPeer, ProcessSocket};
 use nodelay_tcp::HoldKind;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -19,11 +19,18 @@ use std::time::Duration;
 /// for all its new entries).
 pub const PROCESSES_LOOKED_UP_PER_READ: usize = 32;
 
+/// Peers looked up per read: each lookup walks every process's descriptors.
+const PEERS_LOOKED_UP_PER_READ: usize = 4;
+
 /// Where entries' sockets are looked up (the host's /proc, or a test's table).
 pub trait Sockets {
     /// Process `pid`'s connections, one for each (local, remote) asked, in order; `None` if
     /// the process cannot be read.
     fn sockets(&mut self, pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>>;
+
+    /// The other end of `pid`'s connection from `local` to `remote`, when it runs on this
+    /// host in `pid`'s namespace.
+    fn peer(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer>;
 }
 
 /// The host's processes.
@@ -32,6 +39,10 @@ pub struct HostSockets;
 impl Sockets for HostSockets {
     fn sockets(&mut self, pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>> {
         nodelay_host::process_sockets(pid, connections)
+    }
+
+    fn peer(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer> {
+        nodelay_host::local_peer(pid, local, remote)
     }
 }
 
@@ -68,6 +79,8 @@ struct Group {
     held: Duration,
     round_trips: Duration,
     announced: bool,
+    /// A connection of a delayed-ACK group whose peer is yet to be looked for (once).
+    peer_wanted: Option<(u32, SocketAddr, SocketAddr)>,
 }
 
 /// What is new since the last read, for the metrics: one (finding or exchanges) per holder.
@@ -180,7 +193,21 @@ impl KernelFindings {
         }
         // Entries the kernel evicted: forgotten, so a new one on the same ports counts from zero.
         self.entries.retain(|key, _| present.contains_key(key));
+        self.look_up_peers(sockets);
         deltas
+    }
+
+    /// The local peers of new delayed-ACK groups, a few a read: looked for once per group.
+    fn look_up_peers(&mut self, sockets: &mut impl Sockets) {
+        let wanted = self.groups.values_mut().filter(|group| group.peer_wanted.is_some());
+        for group in wanted.take(PEERS_LOOKED_UP_PER_READ) {
+            let Some((pid, local, remote)) = group.peer_wanted.take() else { continue };
+            group.stalls.peer = sockets.peer(pid, local, remote).map(|peer| Peer {
+                pid: peer.pid,
+                command: peer.command,
+                ack_timeout_ms: peer.ack_timeout.map(|timeout| timeout.as_secs_f64() * 1e3),
+            });
+        }
     }
 
     /// Whether `--port` keeps the entry.
@@ -267,10 +294,12 @@ impl KernelFindings {
                     mean_ack_delay_ms: 0.0,
                     first_s,
                     last_s,
+                    peer: None,
                 },
                 held: Duration::ZERO,
                 round_trips: Duration::ZERO,
                 announced: false,
+                peer_wanted: (kind == HoldKind::DelayedAck).then_some((now.pid, now.local, now.remote)),
             });
             let stalls = &mut group.stalls;
             stalls.flows += u64::from(then.holds == 0);
@@ -368,6 +397,9 @@ mod tests {
     struct Table {
         sockets: HashMap<(u32, u16), (bool, Option<i32>)>,
         lookups: u32,
+        /// Local peers by the holder's (pid, remote port); the peer lookups asked.
+        peers: HashMap<(u32, u16), LocalPeer>,
+        peer_lookups: Vec<(u32, u16)>,
     }
 
     impl Sockets for Table {
@@ -382,6 +414,11 @@ mod tests {
                 Some(ProcessSocket { command: format!("cmd{pid}"), fd, serves, listener_fd: Some(3) })
             });
             found.collect()
+        }
+
+        fn peer(&mut self, pid: u32, _local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer> {
+            self.peer_lookups.push((pid, remote.port()));
+            self.peers.get(&(pid, remote.port())).cloned()
         }
     }
 
@@ -458,6 +495,23 @@ mod tests {
         assert_eq!(findings.counts, KernelCounts { sends: 25, connections: 2, ..KernelCounts::default() });
         assert_eq!(deltas.iter().filter(|d| d.finding.is_some()).count(), 2);
         assert!(findings.new_findings().is_empty(), "announced once");
+    }
+
+    #[test]
+    fn a_delayed_ack_finding_names_its_local_peer_looked_up_once() {
+        let mut table = table();
+        let curl = LocalPeer { pid: 4242, command: "curl".into(), ack_timeout: Some(40 * MS) };
+        table.peers.insert((812, 40000), curl);
+        let mut findings = KernelFindings::new(None, Vec::new());
+        findings.update(&[server(9, 10), client(5)], &mut table);
+        let new = findings.new_findings();
+        let peer = new[0].peer.as_ref().expect("the server's delayed ACKs are a local peer's");
+        assert_eq!((peer.pid, peer.command.as_str(), peer.ack_timeout_ms), (4242, "curl", Some(40.0)));
+        // The round-trip group is no timer's: its peer is not looked for.
+        assert_eq!(new[1].peer, None);
+        findings.update(&[server(12, 14), client(6)], &mut table);
+        assert_eq!(table.peer_lookups, [(812, 40000)], "looked for once");
+        assert_eq!(findings.all()[0].peer.as_ref().map(|p| p.pid), Some(4242));
     }
 
     #[test]

@@ -146,16 +146,17 @@ fn kernel_totals(summary: &Summary, kernel: &KernelCounts, port_list: &[u16], wi
         ),
         width,
     );
-    if kernel.resends > 0 || kernel.closes > 0 {
-        out += &wrap(
-            &format!(
-                "and {} resent, {} ended ({} by a reset)",
-                counted(kernel.resends, "segment", "segments"),
-                counted(kernel.closes, "connection", "connections"),
-                count(kernel.resets)
-            ),
-            width,
-        );
+    let mut also = Vec::new();
+    if kernel.resends > 0 {
+        also.push(format!("{} resent", counted(kernel.resends, "segment", "segments")));
+    }
+    if kernel.closes > 0 {
+        let resets =
+            if kernel.resets > 0 { format!(" ({} by a reset)", count(kernel.resets)) } else { String::new() };
+        also.push(format!("{} ended{resets}", counted(kernel.closes, "connection", "connections")));
+    }
+    if !also.is_empty() {
+        out += &wrap(&format!("and {}", also.join(", ")), width);
     }
     if kernel.holds_resent > 0 {
         out += &wrap(
@@ -256,7 +257,7 @@ fn final_survey(survey: &Survey) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{FindingId, Process, Side, Stalls};
+    use crate::event::{FindingId, Peer, Process, Side, Stalls};
 
     #[test]
     fn a_finding_line_is_stamped_with_its_latest_hold_not_its_first() {
@@ -275,10 +276,19 @@ mod tests {
             mean_ack_delay_ms: 40.0,
             first_s: 0.1,
             last_s: 1.0,
+            peer: None,
         };
         // 21 holds of 43 ms cannot all have come by 0.1 s: the line is as of the 21st.
-        let line = Lines::default().render(&Event::Finding(stalls), usize::MAX);
+        let line = Lines::default().render(&Event::Finding(stalls.clone()), usize::MAX);
         assert!(line.starts_with("[1.0 s] python3 (PID 16531, fd 4)"), "{line}");
+        // A local peer's delayed ACKs are named after the figures.
+        let peer = Peer { pid: 16540, command: "curl".into(), ack_timeout_ms: Some(40.0) };
+        let named =
+            Lines::default().render(&Event::Finding(Stalls { peer: Some(peer), ..stalls }), usize::MAX);
+        assert!(
+            named.contains("43.2 ms each; the delayed ACKs are curl's (PID 16540, its ACK timeout 40.0 ms)"),
+            "{named}"
+        );
     }
 
     #[test]

@@ -189,6 +189,7 @@ mod tests {
             mean_ack_delay_ms: 40.0,
             first_s: 1.0,
             last_s: 9.0,
+            peer: None,
         }
     }
 
