@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from watch_cost import Watch, cpu_of, start_nginx, tcpdump, wrk  # noqa: E402
 
-PROGRAMS = ("nodelay_send", "nodelay_ack")
+PROGRAMS = ("nodelay_send", "nodelay_ack", "nodelay_resend", "nodelay_state")
 
 
 def bpf_run_time():

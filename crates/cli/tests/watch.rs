@@ -640,6 +640,19 @@ fn from_the_kernel_a_connection_opened_before_watch_is_the_servers_exactly() {
         peer.pid()
     );
     assert!(metrics.lines().any(|line| line.starts_with(&series)), "{series}: {metrics}");
+    // The kernel bucketed each hold by length: 40 ms and more, none at 38 ms or under.
+    let bucket = |le: &str| -> u64 {
+        let name = format!(
+            "nodelay_watch_stall_duration_seconds_bucket{{le=\"{le}\",finding=\"server-nagle-delayed-ack\"}} "
+        );
+        let line = metrics
+            .lines()
+            .find(|line| line.starts_with(&name))
+            .unwrap_or_else(|| panic!("{name}: {metrics}"));
+        line[name.len()..].trim().parse().unwrap()
+    };
+    assert_eq!(bucket("0.038"), 0, "{metrics}");
+    assert!(bucket("0.05") >= 1 && bucket("0.05") == bucket("+Inf"), "{metrics}");
     let (last, code) = watch.stop();
     assert_eq!(code, 3, "{last:#}");
     assert_eq!((&last["packets"], &last["flows"]), (&Value::Null, &Value::Null), "{last:#}");

@@ -96,10 +96,16 @@ volatile const __u64 max_ack_delay_ns = 500000000;
 volatile const __u64 min_round_trip_hold_ns = 500000;
 volatile const __u64 round_trip_slack_ns = 200000;
 
+// Each hold is also counted in a bucket of its length, by the upper bounds watch's Prometheus
+// histogram uses (crates/watch, STALL_BUCKETS_SECONDS; set at load), the last bucket past them.
+#define BUCKETS 16
+volatile const __u64 bucket_bounds_ns[BUCKETS - 1] = {};
+
 struct kind_totals {
     __u64 holds;
     __u64 held_ns;
     __u64 min_rtt_us_sum; // the connection's lowest RTT at each release: the path's share
+    __u32 buckets[BUCKETS]; // holds by length (bucket_bounds_ns)
 };
 
 // Read by crates/ebpf/src/holds.rs (RawStats): keep the two in step.
@@ -287,6 +293,14 @@ int nodelay_ack(__u64 *ctx) {
     else if (peer_share <= round_trip_slack_ns + rtt_ns / 4 && held >= min_round_trip_hold_ns)
         kind = ROUND_TRIP;
     struct kind_totals *totals = &stats->kinds[kind];
+    __u32 bucket = BUCKETS - 1;
+    for (int i = 0; i < BUCKETS - 1; i++) {
+        if (held <= bucket_bounds_ns[i]) {
+            bucket = i;
+            break;
+        }
+    }
+    __sync_fetch_and_add(&totals->buckets[bucket & (BUCKETS - 1)], 1);
     __sync_fetch_and_add(&totals->holds, 1);
     __sync_fetch_and_add(&totals->held_ns, held);
     __sync_fetch_and_add(&totals->min_rtt_us_sum, rtt_us);

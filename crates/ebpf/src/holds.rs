@@ -30,6 +30,10 @@ struct HoldKey {
     remote_port: u16,
 }
 
+/// Buckets of hold lengths: one per upper bound of [`HoldThresholds::bucket_bounds`], then
+/// one past the last.
+pub const HOLD_BUCKETS: usize = 16;
+
 /// `struct kind_totals` of the program.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,6 +41,7 @@ struct RawTotals {
     holds: u64,
     held_ns: u64,
     min_rtt_us_sum: u64,
+    buckets: [u32; HOLD_BUCKETS],
 }
 
 /// `struct hold_stats` of the program.
@@ -59,8 +64,8 @@ struct RawStats {
 }
 
 // SAFETY: both are repr(C), made of integers only with no implicit padding (4 + 2 + 2 bytes;
-// u64s, then 16 + 16 + 2 + 6 bytes), so every bit pattern the kernel writes is a valid value,
-// as aya::Pod requires.
+// kinds of three u64s and sixteen u32s, then u64s, then 16 + 16 + 2 + 6 bytes), so every bit
+// pattern the kernel writes is a valid value, as aya::Pod requires.
 unsafe impl aya::Pod for HoldKey {}
 // SAFETY: as above.
 unsafe impl aya::Pod for RawStats {}
@@ -78,6 +83,8 @@ pub struct HoldThresholds {
     pub min_round_trip_hold: Duration,
     /// A peer's share within this (plus a quarter of the round trip) is an ACK sent at once.
     pub round_trip_slack: Duration,
+    /// Upper bounds of the buckets each hold is counted in by its length, ascending.
+    pub bucket_bounds: [Duration; HOLD_BUCKETS - 1],
 }
 
 /// Holds of one kind, summed.
@@ -90,6 +97,9 @@ pub struct HoldTotals {
     /// The connection's lowest round-trip time at each release, summed: the path's share of
     /// the holds (the smoothed RTT would include the peer's delayed ACKs).
     pub round_trips: Duration,
+    /// The holds by length: one count per bucket of [`HoldThresholds::bucket_bounds`] (a
+    /// length on a bound is in that bound's bucket), the last past them all.
+    pub buckets: [u64; HOLD_BUCKETS],
 }
 
 impl HoldTotals {
@@ -98,6 +108,7 @@ impl HoldTotals {
             holds: raw.holds,
             held: Duration::from_nanos(raw.held_ns),
             round_trips: Duration::from_micros(raw.min_rtt_us_sum),
+            buckets: raw.buckets.map(u64::from),
         }
     }
 
@@ -106,6 +117,7 @@ impl HoldTotals {
             holds: self.holds + other.holds,
             held: self.held + other.held,
             round_trips: self.round_trips + other.round_trips,
+            buckets: std::array::from_fn(|i| self.buckets[i] + other.buckets[i]),
         }
     }
 }
@@ -193,10 +205,12 @@ impl HoldWatch {
             ("min_round_trip_hold_ns", as_ns(thresholds.min_round_trip_hold)),
             ("round_trip_slack_ns", as_ns(thresholds.round_trip_slack)),
         ];
+        let bounds_ns = thresholds.bucket_bounds.map(as_ns);
         let mut loader = aya::EbpfLoader::new();
         for (name, value) in &settings {
             loader.override_global(name, value, true);
         }
+        loader.override_global("bucket_bounds_ns", &bounds_ns, true);
         let mut ebpf = loader.load(object).map_err(|e| refused(&e, Attach::Tracing))?;
         // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
         // the kernel's structs read with plain loads (its BTF types the arguments).

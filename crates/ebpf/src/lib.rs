@@ -32,7 +32,7 @@ pub use error::EbpfError;
 #[cfg(target_os = "linux")]
 pub use fix::CgroupFix;
 #[cfg(target_os = "linux")]
-pub use holds::{HoldStats, HoldThresholds, HoldTotals, HoldWatch};
+pub use holds::{HOLD_BUCKETS, HoldStats, HoldThresholds, HoldTotals, HoldWatch};
 #[cfg(target_os = "linux")]
 pub use persist::{BPFFS, can_persist, pin_directory, undo_persisted};
 

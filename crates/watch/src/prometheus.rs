@@ -12,7 +12,9 @@
 mod labels;
 mod metrics;
 mod server;
+mod stall_histogram;
 
 pub use labels::{FINDINGS_MAX, LABEL_SETS_MAX, OVERFLOW_LABEL, UNKNOWN_PROCESS};
-pub use metrics::{Holder, Mode, PATH_RTT_BUCKETS_SECONDS, STALL_BUCKETS_SECONDS, WatchMetrics};
+pub use metrics::{Holder, Mode, PATH_RTT_BUCKETS_SECONDS, WatchMetrics};
 pub use server::{CONTENT_TYPE, MetricsServer, parse_listen_addr, serve};
+pub use stall_histogram::{STALL_BUCKETS, STALL_BUCKETS_SECONDS, StallHistogram, bucket_of};

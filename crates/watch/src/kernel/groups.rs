@@ -7,7 +7,7 @@
 
 use crate::event::{FindingId, KernelCounts, Peer, Process, Side, Stalls};
 use crate::findings::{GROUPS_MAX, is_ephemeral};
-use nodelay_ebpf::{HoldStats, HoldTotals};
+use nodelay_ebpf::{HOLD_BUCKETS, HoldStats, HoldTotals};
 use nodelay_host::{LocalPeer, ProcessSocket};
 use nodelay_tcp::HoldKind;
 use std::collections::HashMap;
@@ -98,6 +98,8 @@ pub struct Delta {
     pub count: u64,
     /// Their time.
     pub held: Duration,
+    /// The new holds by length, per bucket of the stall histogram (none for exchanges).
+    pub buckets: [u64; HOLD_BUCKETS],
 }
 
 /// The findings so far from the kernel's totals.
@@ -135,6 +137,7 @@ fn since(now: HoldTotals, before: HoldTotals) -> HoldTotals {
         holds: now.holds - before.holds,
         held: now.held.saturating_sub(before.held),
         round_trips: now.round_trips.saturating_sub(before.round_trips),
+        buckets: std::array::from_fn(|i| now.buckets[i].saturating_sub(before.buckets[i])),
     }
 }
 
@@ -255,6 +258,7 @@ impl KernelFindings {
                 side: entry.side,
                 count: new_exchanges,
                 held: Duration::ZERO,
+                buckets: [0; HOLD_BUCKETS],
             });
         }
         let first_s = now.first_hold.unwrap_or_default().as_secs_f64();
@@ -277,6 +281,7 @@ impl KernelFindings {
                 side: entry.side,
                 count: new.holds,
                 held: new.held,
+                buckets: new.buckets,
             });
             let group = self.groups.entry(key).or_insert_with(|| Group {
                 stalls: Stalls {
@@ -426,8 +431,11 @@ mod tests {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
     }
 
+    /// `holds` of `each`, all in the histogram's bucket of that length.
     fn totals(holds: u64, each: Duration, round_trip: Duration) -> HoldTotals {
-        HoldTotals { holds, held: each * holds as u32, round_trips: round_trip * holds as u32 }
+        let mut buckets = [0; HOLD_BUCKETS];
+        buckets[crate::prometheus::bucket_of(each.as_secs_f64())] = holds;
+        HoldTotals { holds, held: each * holds as u32, round_trips: round_trip * holds as u32, buckets }
     }
 
     /// A server on 8080 (PID 812) answering the client on 40000: `delayed` holds of 41 ms
@@ -540,6 +548,11 @@ mod tests {
         let held: Vec<(u64, Duration)> =
             deltas.iter().filter(|d| d.finding.is_some()).map(|d| (d.count, d.held)).collect();
         assert_eq!(held, [(3, 123 * MS)]);
+        // The new holds' lengths, bucketed by the kernel: 41 ms is in the (38 ms, 50 ms] bucket.
+        let buckets = deltas.iter().find(|d| d.finding.is_some()).unwrap().buckets;
+        let mut expected = [0; HOLD_BUCKETS];
+        expected[crate::prometheus::bucket_of(0.041)] = 3;
+        assert_eq!(buckets, expected);
         assert_eq!((findings.all()[0].stalls, findings.all()[0].exchanges), (12, 14));
         // Evicted from the kernel's map (gone from a read), then made again: counted anew.
         findings.update(&[], &mut table);

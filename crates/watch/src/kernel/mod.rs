@@ -9,9 +9,9 @@ pub mod groups;
 
 use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, Mode, ModeLine, Summary, TICK};
-use crate::prometheus::{Holder, WatchMetrics};
+use crate::prometheus::{Holder, STALL_BUCKETS, STALL_BUCKETS_SECONDS, WatchMetrics};
 use groups::{HostSockets, KernelFindings};
-use nodelay_ebpf::{HoldThresholds, HoldWatch};
+use nodelay_ebpf::{HOLD_BUCKETS, HoldThresholds, HoldWatch};
 use nodelay_tcp::timers::{KERNEL_ROUND_TRIP_SLACK, MAX_ACK_DELAY, MIN_ACK_DELAY, MIN_ROUND_TRIP_HOLD};
 use std::io;
 use std::sync::Arc;
@@ -27,8 +27,12 @@ pub fn hold_thresholds() -> HoldThresholds {
         max_ack_delay: MAX_ACK_DELAY,
         min_round_trip_hold: MIN_ROUND_TRIP_HOLD,
         round_trip_slack: KERNEL_ROUND_TRIP_SLACK,
+        bucket_bounds: STALL_BUCKETS_SECONDS.map(Duration::from_secs_f64),
     }
 }
+
+// The kernel buckets each hold by the histogram's bounds: one bucket each, and +Inf.
+const _: () = assert!(STALL_BUCKETS == HOLD_BUCKETS);
 
 /// What the kernel source sees, for the mode line.
 pub const SEES: &str = "every send on a socket with Nagle on and the ACK that releases what it held: holds timed \
@@ -105,7 +109,7 @@ fn read(
                 holder,
                 delta.port,
                 delta.side.role(),
-                delta.count,
+                &delta.buckets,
                 delta.held,
             ),
             None => metrics.exchanges(holder, delta.port, delta.side.role(), delta.count),

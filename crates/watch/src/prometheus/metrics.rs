@@ -16,13 +16,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::labels::{LABEL_SETS_MAX, LabelCap};
-
-/// Upper bounds of the stall duration buckets, in seconds. Linux's delayed-ACK timer fires
-/// 40 ms after the segment at its shortest and 200 ms at its longest (Windows' default is
-/// 200 ms): 38-50 ms and 190-250 ms are buckets of their own, so a 40 ms stall and a 200 ms
-/// one never share a bucket with their neighbours.
-pub const STALL_BUCKETS_SECONDS: [f64; 15] =
-    [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.038, 0.05, 0.075, 0.1, 0.15, 0.19, 0.25, 0.5, 1.0];
+use super::stall_histogram::{STALL_BUCKETS, StallHistogram};
 
 /// Upper bounds of the path round-trip buckets, in seconds: from loopback's tens of
 /// microseconds to a second.
@@ -102,10 +96,6 @@ struct ModeLabels {
     mode: &'static str,
 }
 
-fn stall_histogram() -> Histogram {
-    Histogram::new(STALL_BUCKETS_SECONDS)
-}
-
 /// The metrics of one `nodelay watch` run. Send + Sync: share it as an `Arc` between the
 /// capture thread, which records, and [`serve`](super::serve), which encodes.
 #[derive(Debug)]
@@ -115,7 +105,7 @@ pub struct WatchMetrics {
     stalls: Family<StallLabels, Counter>,
     held_seconds: Family<StallLabels, Counter<f64, AtomicU64>>,
     exchanges: Family<ExchangeLabels, Counter>,
-    stall_seconds: Family<FindingLabels, Histogram, fn() -> Histogram>,
+    stall_seconds: Family<FindingLabels, StallHistogram>,
     path_rtt_seconds: Histogram,
     flows: Gauge,
     flows_seen: Counter,
@@ -145,7 +135,7 @@ impl WatchMetrics {
             stalls: Family::default(),
             held_seconds: Family::default(),
             exchanges: Family::default(),
-            stall_seconds: Family::new_with_constructor(stall_histogram),
+            stall_seconds: Family::default(),
             path_rtt_seconds: Histogram::new(PATH_RTT_BUCKETS_SECONDS),
             flows: Gauge::default(),
             flows_seen: Counter::default(),
@@ -224,20 +214,23 @@ impl WatchMetrics {
         self.stalls.get_or_create(&labels).inc();
     }
 
-    /// Counts `count` stalls holding `held` in all, summed elsewhere (the kernel's programs):
-    /// as [`stall`](Self::stall) without observing each one's length.
+    /// Counts stalls holding `held` in all, summed and bucketed elsewhere (the kernel's
+    /// programs, by the histogram's bounds): `buckets` has each bucket's new stalls.
     pub fn stalls_summed(
         &self,
         finding: &str,
         holder: Holder<'_>,
         server_port: u16,
         side: Role,
-        count: u64,
+        buckets: &[u64; STALL_BUCKETS],
         held: Duration,
     ) {
         let labels = self.stall_labels(finding, holder, server_port, side);
+        self.stall_seconds
+            .get_or_create(&FindingLabels { finding: labels.finding.clone() })
+            .add(buckets, held.as_secs_f64());
         self.held_seconds.get_or_create(&labels).inc_by(held.as_secs_f64());
-        self.stalls.get_or_create(&labels).inc_by(count);
+        self.stalls.get_or_create(&labels).inc_by(buckets.iter().sum());
     }
 
     /// A stall's labels, admitted under the cap on label sets.
