@@ -11,7 +11,7 @@
 // during a hold, or a loss probe outstanding when it ends, marks it: its wait was a loss's or
 // a stalled path's, whatever its length. A connection's end (sock:inet_sock_set_state to
 // CLOSE) is counted, and an end straight from ESTABLISHED or CLOSE-WAIT, with no closing
-// handshake, is a reset.
+// handshake, is a reset (or a timeout: the kernel's own EstabResets counts the same).
 // Figures are summed per (process, local port, remote port) in `holds`; user space reads the
 // map once a second, never a copy per packet.
 #include <linux/types.h>
@@ -114,9 +114,11 @@ struct hold_stats {
     __u64 longest_ns;
     __u64 sends;
     __u64 exchanges; // sends that followed data from the peer: request/response turns
-    __u64 resends;   // segments resent (a timeout's, a fast retransmit's, a loss probe's)
+    __u64 resends;   // retransmissions (a timeout's, a fast retransmit's, a loss probe's), each
+                     // one buffer of one or more segments
     __u64 closes;    // sockets that reached CLOSE
-    __u64 resets;    // ...straight from ESTABLISHED or CLOSE-WAIT: a reset sent or received
+    __u64 resets;    // ...straight from ESTABLISHED or CLOSE-WAIT: a reset sent or received, or
+                     // the kernel giving up (retransmission or keep-alive timeouts)
     __u64 first_hold_ns; // bpf_ktime_get_ns (CLOCK_MONOTONIC); 0: none yet
     __u64 last_hold_ns;
     // The connection's addresses when the entry was made (network order; IPv4 in the first
@@ -300,10 +302,12 @@ int nodelay_ack(__u64 *ctx) {
             break;
         }
     }
+    // The count last: a reader that sees it sees the hold's length and bucket too (one that
+    // reads between them finds figures without a count, and leaves them for its next read).
     __sync_fetch_and_add(&totals->buckets[bucket & (BUCKETS - 1)], 1);
-    __sync_fetch_and_add(&totals->holds, 1);
     __sync_fetch_and_add(&totals->held_ns, held);
     __sync_fetch_and_add(&totals->min_rtt_us_sum, rtt_us);
+    __sync_fetch_and_add(&totals->holds, 1);
     if (held > stats->longest_ns)
         stats->longest_ns = held;
     if (stats->first_hold_ns == 0)
@@ -321,16 +325,31 @@ static struct hold_stats *followed_stats(struct sock *sk, struct sock_state **st
     return bpf_map_lookup_elem(&holds, &(*state)->key);
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int nodelay_resend(__u64 *ctx) {
+static int count_resend(struct sock *sk) {
     struct sock_state *state;
-    struct hold_stats *stats = followed_stats((struct sock *)ctx[0], &state);
+    struct hold_stats *stats = followed_stats(sk, &state);
     if (!stats)
         return 0;
     __sync_fetch_and_add(&stats->resends, 1);
     if (state->hold_start_ns != 0)
         state->hold_resent = 1;
     return 0;
+}
+
+// Newer kernels (6.17 and later, as far as known) pass a third argument, the resend's error,
+// and fire for failed tries too (the original still queued: -EBUSY), which sent nothing. The
+// loader picks the program whose arguments the kernel has: the verifier refuses this one where
+// the tracepoint has two.
+SEC("tp_btf/tcp_retransmit_skb")
+int nodelay_resend(__u64 *ctx) {
+    if ((int)ctx[2] != 0)
+        return 0;
+    return count_resend((struct sock *)ctx[0]);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int nodelay_resend2(__u64 *ctx) {
+    return count_resend((struct sock *)ctx[0]);
 }
 
 SEC("tp_btf/inet_sock_set_state")

@@ -1,6 +1,6 @@
 //! Nagle holds timed in the kernel (bpf/watch_holds.bpf.c): a hold starts at the send that
-//! leaves fewer than a segment's bytes unsent behind data in flight with Nagle on, and ends
-//! at the incoming segment that acknowledges everything in flight. The programs sum them per
+//! leaves bytes unsent with Nagle on while a small segment is unacknowledged, and ends at the
+//! incoming segment that acknowledges that small segment (Linux's Nagle is Minshall's). The programs sum them per
 //! (process, local port, remote port) in a map that [`HoldWatch::read`] copies out, so the
 //! process that held is the one that sent, exactly, whenever its connection was opened. Each
 //! hold is classed in the kernel (a peer's delayed ACK, a round trip, a resend's, neither) by
@@ -148,12 +148,13 @@ pub struct HoldStats {
     pub sends: u64,
     /// Sends that followed data from the peer: request/response turns.
     pub exchanges: u64,
-    /// Segments resent: by a retransmission timeout, a fast retransmit or a loss probe.
+    /// Retransmissions (a timeout's, a fast retransmit's, a loss probe's), each of one or more
+    /// segments; failed tries are not counted.
     pub resends: u64,
     /// Connections that ended (reached CLOSE).
     pub closes: u64,
     /// Of those, the ones that ended with no closing handshake, straight from ESTABLISHED or
-    /// CLOSE-WAIT: a reset sent or received.
+    /// CLOSE-WAIT: a reset sent or received, or the kernel giving up on a timeout.
     pub resets: u64,
     /// When the first and the latest hold ended, since [`HoldWatch::start`]; none before one.
     pub first_hold: Option<Duration>,
@@ -187,6 +188,17 @@ fn address(family: u16, bytes: [u8; 16], port: u16) -> SocketAddr {
     SocketAddr::new(ip, port)
 }
 
+/// Loads program `name` of the object on the raw tracepoint `event` and attaches it.
+fn load_on(ebpf: &mut aya::Ebpf, name: &str, event: &str, btf: &aya::Btf) -> Result<(), EbpfError> {
+    let program = ebpf
+        .program_mut(name)
+        .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
+    let tracepoint: &mut BtfTracePoint = program.try_into().map_err(|e| refused(&e, Attach::Tracing))?;
+    tracepoint.load(event, btf).map_err(|e| refused(&e, Attach::Tracing))?;
+    tracepoint.attach().map_err(|e| refused(&e, Attach::Tracing))?;
+    Ok(())
+}
+
 /// The programs, attached to their tracepoints for as long as this lives.
 pub struct HoldWatch {
     ebpf: aya::Ebpf,
@@ -215,20 +227,29 @@ impl HoldWatch {
         // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
         // the kernel's structs read with plain loads (its BTF types the arguments).
         let btf = aya::Btf::from_sys_fs().map_err(|e| EbpfError::Kernel(format!("the kernel's BTF: {e}")))?;
-        let programs = [
-            ("nodelay_send", "sock_send_length"),
-            ("nodelay_ack", "tcp_probe"),
-            ("nodelay_resend", "tcp_retransmit_skb"),
-            ("nodelay_state", "inet_sock_set_state"),
+        // Each tracepoint gets the first of its programs the kernel loads: tcp_retransmit_skb
+        // has a third argument (the resend's error) since about Linux 6.17, and a program that
+        // reads it does not load where it has two.
+        let programs: [(&[&str], &str); 4] = [
+            (&["nodelay_send"], "sock_send_length"),
+            (&["nodelay_ack"], "tcp_probe"),
+            (&["nodelay_resend", "nodelay_resend2"], "tcp_retransmit_skb"),
+            (&["nodelay_state"], "inet_sock_set_state"),
         ];
-        for (name, event) in programs {
-            let program = ebpf
-                .program_mut(name)
-                .ok_or_else(|| EbpfError::Kernel(format!("the object has no program {name}")))?;
-            let tracepoint: &mut BtfTracePoint =
-                program.try_into().map_err(|e| refused(&e, Attach::Tracing))?;
-            tracepoint.load(event, &btf).map_err(|e| refused(&e, Attach::Tracing))?;
-            tracepoint.attach().map_err(|e| refused(&e, Attach::Tracing))?;
+        for (names, event) in programs {
+            let mut last_error = None;
+            for name in names {
+                match load_on(&mut ebpf, name, event, &btf) {
+                    Ok(()) => {
+                        last_error = None;
+                        break;
+                    }
+                    Err(error) => last_error = Some(error),
+                }
+            }
+            if let Some(error) = last_error {
+                return Err(error);
+            }
         }
         Ok(HoldWatch { ebpf, started_ns: monotonic_ns() })
     }

@@ -34,6 +34,7 @@ mod new_connection;
 mod other_namespace;
 #[cfg(target_os = "linux")]
 mod pidfd;
+#[cfg(target_os = "linux")]
 mod process_socket;
 #[cfg(target_os = "linux")]
 mod sock_diag;
@@ -63,9 +64,10 @@ pub use types::{
 #[cfg(target_os = "linux")]
 pub use linux::{force_nodelay, inspect, restore, set_nodelay};
 #[cfg(target_os = "linux")]
-pub use local_peer::{LocalPeer, local_peer};
+pub use local_peer::{LocalPeer, PeerQuery, local_peers};
 #[cfg(target_os = "linux")]
 pub use new_connection::{check_new_connection, listens_on};
+#[cfg(target_os = "linux")]
 pub use process_socket::{ProcessSocket, process_sockets};
 #[cfg(target_os = "linux")]
 pub use watch::ServerWatch;

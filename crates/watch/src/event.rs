@@ -141,9 +141,9 @@ pub struct Stalls {
     pub first_s: f64,
     /// Seconds since watch started, at the latest hold.
     pub last_s: f64,
-    /// The other end of a stalled connection when it runs on this host, in the holder's
-    /// network namespace: whose delayed-ACK timer released the holds (the eBPF mode's
-    /// delayed-ACK findings; none otherwise).
+    /// The other end of the group's first stalled connection when it runs on this host, in
+    /// the holder's network namespace: whose delayed-ACK timer released those holds (the eBPF
+    /// mode's delayed-ACK findings; none otherwise). A server's group may have other clients.
     pub peer: Option<Peer>,
 }
 
@@ -154,8 +154,8 @@ pub struct Peer {
     pub pid: u32,
     /// Its command name.
     pub command: String,
-    /// The delayed-ACK timeout its socket uses now (TCP_INFO's `tcpi_ato`), in milliseconds;
-    /// none before it received data.
+    /// The delay its delayed ACKs get now (TCP_INFO's `tcpi_ato`, capped as Linux does at its
+    /// smoothed round trip or 40 ms), in milliseconds; none before it received data.
     pub ack_timeout_ms: Option<f64>,
 }
 
@@ -206,11 +206,13 @@ pub struct KernelCounts {
     /// Holds during which the socket resent data or sent a loss probe, not in the findings: a
     /// loss's or a stalled path's wait, however long (an RTO's 200 ms would otherwise pass for a delayed ACK).
     pub holds_resent: u64,
-    /// Segments the connections followed resent (timeouts, fast retransmits, loss probes).
+    /// Retransmissions on the connections followed (timeouts, fast retransmits, loss probes),
+    /// each of one or more segments; failed tries are not counted.
     pub resends: u64,
     /// Connections followed that ended.
     pub closes: u64,
-    /// Of those, ended by a reset (sent or received), with no closing handshake.
+    /// Of those, ended with no closing handshake: a reset sent or received, or the kernel
+    /// giving up on a timeout.
     pub resets: u64,
 }
 

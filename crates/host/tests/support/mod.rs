@@ -201,12 +201,13 @@ impl Draining {
     }
 
     /// Keeps its side of each connection open once the client has closed: the client's side
-    /// stays in FIN-WAIT-2 until this process ends. A TIME-WAIT can vanish: one of twenty
+    /// stays in FIN-WAIT-2 (for `tcp_fin_timeout`, 60 s, far longer than a test). A TIME-WAIT
+    /// can vanish: one of twenty
     /// closed connections, in 2 runs of 10, was reset out of TIME-WAIT (the listener side,
     /// whose client's FIN came before `accept`, sent an ACK after its own FIN; the TIME-WAIT
     /// answered it, the closed socket answered that with a RST, and a RST ends a TIME-WAIT
-    /// where `tcp_rfc1337` is 0, the default). A FIN-WAIT-2 whose peer never closes has no
-    /// such end.
+    /// where `tcp_rfc1337` is 0, the default). A FIN-WAIT-2 whose peer never closes sends
+    /// nothing that could draw such a reset.
     pub fn start_holding() -> Draining {
         Draining::serve(true)
     }

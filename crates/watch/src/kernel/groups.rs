@@ -8,7 +8,7 @@
 use crate::event::{FindingId, KernelCounts, Peer, Process, Side, Stalls};
 use crate::findings::{GROUPS_MAX, is_ephemeral};
 use nodelay_ebpf::{HOLD_BUCKETS, HoldStats, HoldTotals};
-use nodelay_host::{LocalPeer, ProcessSocket};
+use nodelay_host::{LocalPeer, PeerQuery, ProcessSocket};
 use nodelay_tcp::HoldKind;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -19,8 +19,8 @@ use std::time::Duration;
 /// for all its new entries).
 pub const PROCESSES_LOOKED_UP_PER_READ: usize = 32;
 
-/// Peers looked up per read: each lookup walks every process's descriptors.
-const PEERS_LOOKED_UP_PER_READ: usize = 4;
+/// Peers looked up per read, together: one walk of every process's descriptors.
+const PEERS_LOOKED_UP_PER_READ: usize = 32;
 
 /// Where entries' sockets are looked up (the host's /proc, or a test's table).
 pub trait Sockets {
@@ -28,9 +28,9 @@ pub trait Sockets {
     /// the process cannot be read.
     fn sockets(&mut self, pid: u32, connections: &[(SocketAddr, SocketAddr)]) -> Option<Vec<ProcessSocket>>;
 
-    /// The other end of `pid`'s connection from `local` to `remote`, when it runs on this
-    /// host in `pid`'s namespace.
-    fn peer(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer>;
+    /// The other end of each (pid, local, remote) connection asked, in order, when it runs on
+    /// this host in that pid's namespace.
+    fn peers(&mut self, queries: &[PeerQuery]) -> Vec<Option<LocalPeer>>;
 }
 
 /// The host's processes.
@@ -41,8 +41,8 @@ impl Sockets for HostSockets {
         nodelay_host::process_sockets(pid, connections)
     }
 
-    fn peer(&mut self, pid: u32, local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer> {
-        nodelay_host::local_peer(pid, local, remote)
+    fn peers(&mut self, queries: &[PeerQuery]) -> Vec<Option<LocalPeer>> {
+        nodelay_host::local_peers(queries)
     }
 }
 
@@ -191,6 +191,14 @@ impl KernelFindings {
             // Not looked up yet (past the bound): counted from zero at the next read.
             let Some(entry) = self.entries.get_mut(&key) else { continue };
             let before = std::mem::replace(&mut entry.last, stats.clone());
+            // A kind with no new hold keeps its last figures: a read between a hold's counters
+            // (the kernel adds its length and bucket, then its count) leaves them for the next.
+            if since(stats.delayed_ack, before.delayed_ack).holds == 0 {
+                entry.last.delayed_ack = before.delayed_ack;
+            }
+            if since(stats.round_trip, before.round_trip).holds == 0 {
+                entry.last.round_trip = before.round_trip;
+            }
             let entry = entry.clone();
             self.add(&entry, stats, &before, &mut deltas);
         }
@@ -200,12 +208,19 @@ impl KernelFindings {
         deltas
     }
 
-    /// The local peers of new delayed-ACK groups, a few a read: looked for once per group.
+    /// The local peers of new delayed-ACK groups, together, up to a bound a read: looked for
+    /// once per group.
     fn look_up_peers(&mut self, sockets: &mut impl Sockets) {
-        let wanted = self.groups.values_mut().filter(|group| group.peer_wanted.is_some());
-        for group in wanted.take(PEERS_LOOKED_UP_PER_READ) {
-            let Some((pid, local, remote)) = group.peer_wanted.take() else { continue };
-            group.stalls.peer = sockets.peer(pid, local, remote).map(|peer| Peer {
+        let mut wanted: Vec<&mut Group> =
+            self.groups.values_mut().filter(|group| group.peer_wanted.is_some()).collect();
+        wanted.truncate(PEERS_LOOKED_UP_PER_READ);
+        if wanted.is_empty() {
+            return;
+        }
+        let queries: Vec<PeerQuery> =
+            wanted.iter_mut().filter_map(|group| group.peer_wanted.take()).collect();
+        for (group, peer) in wanted.into_iter().zip(sockets.peers(&queries)) {
+            group.stalls.peer = peer.map(|peer| Peer {
                 pid: peer.pid,
                 command: peer.command,
                 ack_timeout_ms: peer.ack_timeout.map(|timeout| timeout.as_secs_f64() * 1e3),
@@ -421,9 +436,10 @@ mod tests {
             found.collect()
         }
 
-        fn peer(&mut self, pid: u32, _local: SocketAddr, remote: SocketAddr) -> Option<LocalPeer> {
-            self.peer_lookups.push((pid, remote.port()));
-            self.peers.get(&(pid, remote.port())).cloned()
+        fn peers(&mut self, queries: &[PeerQuery]) -> Vec<Option<LocalPeer>> {
+            let asked = queries.iter().map(|(pid, _, remote)| (*pid, remote.port()));
+            self.peer_lookups.extend(asked.clone());
+            asked.map(|key| self.peers.get(&key).cloned()).collect()
         }
     }
 
@@ -503,6 +519,24 @@ mod tests {
         assert_eq!(findings.counts, KernelCounts { sends: 25, connections: 2, ..KernelCounts::default() });
         assert_eq!(deltas.iter().filter(|d| d.finding.is_some()).count(), 2);
         assert!(findings.new_findings().is_empty(), "announced once");
+    }
+
+    #[test]
+    fn a_read_between_a_holds_counters_leaves_its_figures_for_the_next_read() {
+        let mut table = table();
+        let mut findings = KernelFindings::new(None, Vec::new());
+        findings.update(&[server(9, 10)], &mut table);
+        // The kernel added a 41 ms hold's length and bucket, not yet its count.
+        let mut between = server(9, 11);
+        between.delayed_ack.held += 41 * MS;
+        between.delayed_ack.buckets[crate::prometheus::bucket_of(0.041)] += 1;
+        let deltas = findings.update(std::slice::from_ref(&between), &mut table);
+        assert!(deltas.iter().all(|d| d.finding.is_none()), "{deltas:?}");
+        // Then its count: the hold comes whole.
+        let deltas = findings.update(&[server(10, 11)], &mut table);
+        let held = deltas.iter().find(|d| d.finding.is_some()).expect("the hold");
+        assert_eq!((held.count, held.held, held.buckets.iter().sum::<u64>()), (1, 41 * MS, 1));
+        assert_eq!(findings.all()[0].stalls, 10);
     }
 
     #[test]

@@ -109,6 +109,7 @@ fn read(
                 holder,
                 delta.port,
                 delta.side.role(),
+                delta.count,
                 &delta.buckets,
                 delta.held,
             ),

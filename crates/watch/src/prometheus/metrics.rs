@@ -214,14 +214,16 @@ impl WatchMetrics {
         self.stalls.get_or_create(&labels).inc();
     }
 
-    /// Counts stalls holding `held` in all, summed and bucketed elsewhere (the kernel's
+    /// Counts `count` stalls holding `held` in all, summed and bucketed elsewhere (the kernel's
     /// programs, by the histogram's bounds): `buckets` has each bucket's new stalls.
+    #[allow(clippy::too_many_arguments)]
     pub fn stalls_summed(
         &self,
         finding: &str,
         holder: Holder<'_>,
         server_port: u16,
         side: Role,
+        count: u64,
         buckets: &[u64; STALL_BUCKETS],
         held: Duration,
     ) {
@@ -230,7 +232,7 @@ impl WatchMetrics {
             .get_or_create(&FindingLabels { finding: labels.finding.clone() })
             .add(buckets, held.as_secs_f64());
         self.held_seconds.get_or_create(&labels).inc_by(held.as_secs_f64());
-        self.stalls.get_or_create(&labels).inc_by(buckets.iter().sum());
+        self.stalls.get_or_create(&labels).inc_by(count);
     }
 
     /// A stall's labels, admitted under the cap on label sets.

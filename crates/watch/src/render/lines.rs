@@ -148,7 +148,7 @@ fn kernel_totals(summary: &Summary, kernel: &KernelCounts, port_list: &[u16], wi
     );
     let mut also = Vec::new();
     if kernel.resends > 0 {
-        also.push(format!("{} resent", counted(kernel.resends, "segment", "segments")));
+        also.push(counted(kernel.resends, "retransmission", "retransmissions"));
     }
     if kernel.closes > 0 {
         let resets =
@@ -285,10 +285,7 @@ mod tests {
         let peer = Peer { pid: 16540, command: "curl".into(), ack_timeout_ms: Some(40.0) };
         let named =
             Lines::default().render(&Event::Finding(Stalls { peer: Some(peer), ..stalls }), usize::MAX);
-        assert!(
-            named.contains("43.2 ms each; the delayed ACKs are curl's (PID 16540, its ACK timeout 40.0 ms)"),
-            "{named}"
-        );
+        assert!(named.contains("43.2 ms each; peer: curl (PID 16540, delaying its ACKs 40.0 ms)"), "{named}");
     }
 
     #[test]
@@ -308,7 +305,7 @@ mod tests {
         assert!(!quiet.contains("resent") && !quiet.contains("note:"), "{quiet}");
         let troubled = KernelCounts { resends: 3, closes: 1, resets: 1, holds_resent: 1, ..counts };
         let text = Lines::default().render(&Event::Final(summary(troubled)), 200);
-        assert!(text.contains("\nand 3 segments resent, 1 connection ended (1 by a reset)\n"), "{text}");
+        assert!(text.contains("\nand 3 retransmissions, 1 connection ended (1 by a reset)\n"), "{text}");
         assert!(text.contains("note: 1 hold waited on a resend"), "{text}");
         let narrow = Lines::default().render(&Event::Final(summary(troubled)), 60);
         assert!(narrow.lines().all(|line| line.chars().count() <= 60), "{narrow}");

@@ -76,9 +76,10 @@ fn stalls_line(stalls: &Stalls) -> String {
         Side::Client => "requests",
     };
     let peer = stalls.peer.as_ref().map_or(String::new(), |peer| {
-        let timeout =
-            peer.ack_timeout_ms.map_or(String::new(), |ms| format!(", its ACK timeout {}", milliseconds(ms)));
-        format!("; the delayed ACKs are {}'s (PID {}{timeout})", peer.command, peer.pid)
+        let timeout = peer
+            .ack_timeout_ms
+            .map_or(String::new(), |ms| format!(", delaying its ACKs {}", milliseconds(ms)));
+        format!("; peer: {} (PID {}{timeout})", peer.command, peer.pid)
     });
     format!(
         "{}{whose} → {}: {} in {} of {} {messages}, {} each{peer}",
