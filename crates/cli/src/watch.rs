@@ -2,7 +2,7 @@
 
 use crate::exit::{Outcome, usage};
 use nodelay_watch::render::Renderer;
-use nodelay_watch::{Event, WatchError};
+use nodelay_watch::{Event, WatchError, WatchOption};
 use std::io::{self, IsTerminal, Write};
 
 pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
@@ -15,7 +15,17 @@ pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
     match nodelay_watch::run(&options, &nodelay_load::stop::requested, &mut |event| console.write(event)) {
         Ok(end) => Ok(if end.findings { Outcome::Findings } else { Outcome::Success }),
         Err(WatchError::Usage(message)) => Err(usage(message)),
+        Err(error @ WatchError::BadOption { option, .. }) => Err(usage(format!("{} {error}", flag(option)))),
         Err(error) => Err(error.into()),
+    }
+}
+
+/// The flag a user gave `option` with.
+fn flag(option: WatchOption) -> &'static str {
+    match option {
+        WatchOption::Port => "--port:",
+        WatchOption::Pid => "--pid",
+        WatchOption::Prometheus => "--prometheus",
     }
 }
 

@@ -442,7 +442,7 @@ const OTHER_PROGRAMS_FLAGS: &[(&str, &str)] = &[
 /// owns the flags; moving these there means a typed option each library names and the CLI
 /// spells.
 const FLAG_SPELLINGS_LEFT: &[(&str, usize)] =
-    &[("load", 70), ("report", 36), ("engine", 23), ("diagnose", 21), ("watch", 4), ("doctor", 3)];
+    &[("load", 70), ("report", 36), ("engine", 23), ("diagnose", 21), ("doctor", 3)];
 
 /// Per library, how many times its strings name one of nodelay's own flags.
 fn nodelay_flags_spelled() -> BTreeMap<String, usize> {

@@ -497,6 +497,17 @@ fn a_bad_interface_is_one_clear_line_and_exit_2() {
     let run = nodelay(&["watch", "--port", "0", "--duration", "1"]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
     assert!(run.stderr().contains("is not a TCP port (1-65535)"), "{}", run.stderr());
+    // The options the library checks are named as they were given (the CLI spells them).
+    let run = nodelay(&["watch", "--pid", "2147483646", "--duration", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert_eq!(run.stderr().trim_end(), "nodelay: --pid 2147483646: no such process");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let run = nodelay(&["watch", "--source", "capture", "--prometheus", &address, "--duration", "1"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    let said = run.stderr();
+    assert!(said.starts_with(&format!("nodelay: --prometheus {address}: cannot listen there: ")), "{said}");
+    assert_eq!(said.trim_end().lines().count(), 1, "{said}");
 }
 
 #[test]

@@ -82,7 +82,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// The ports given, checked: at most [`MAX_PORTS`] (the kernel filter's reach).
 pub fn check_ports(ports: &[u16]) -> Result<(), String> {
     if ports.len() > MAX_PORTS {
-        return Err(format!("--port: at most {MAX_PORTS} ports, {} given", ports.len()));
+        return Err(format!("at most {MAX_PORTS} ports, {} given", ports.len()));
     }
     Ok(())
 }

@@ -9,8 +9,7 @@ use nodelay_host::{SocketState, Target};
 /// empty when it has no TCP socket (then every port is captured and attribution filters).
 pub fn ports_of(pid: u32) -> Result<Vec<u16>, String> {
     exists(pid)?;
-    let inspection =
-        nodelay_host::inspect(Target::Pid(pid as i32)).map_err(|e| format!("--pid {pid}: {e}"))?;
+    let inspection = nodelay_host::inspect(Target::Pid(pid as i32)).map_err(|e| e.to_string())?;
     let listening: Vec<u16> = inspection
         .sockets
         .iter()
@@ -30,7 +29,7 @@ pub fn ports_of(pid: u32) -> Result<Vec<u16>, String> {
 /// The process runs (its /proc directory exists).
 pub fn exists(pid: u32) -> Result<(), String> {
     if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        return Err(format!("--pid {pid}: no such process"));
+        return Err("no such process".into());
     }
     Ok(())
 }

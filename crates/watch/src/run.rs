@@ -5,7 +5,7 @@
 //! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
 
 use crate::args::{Source, WatchOptions, check_ports};
-use crate::error::{WatchEnd, WatchError};
+use crate::error::{WatchEnd, WatchError, WatchOption};
 use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary, TICK};
 use crate::findings::Findings;
 use crate::flows::{DEFAULT_CAPACITY, FlowEvent, FlowTable};
@@ -50,10 +50,10 @@ fn watch(
     stop: &dyn Fn() -> bool,
     sink: &mut dyn FnMut(&Event) -> io::Result<()>,
 ) -> Result<WatchEnd, WatchError> {
-    check_ports(&args.ports).map_err(WatchError::Usage)?;
+    check_ports(&args.ports).map_err(|message| bad_option(WatchOption::Port, String::new(), message))?;
     interface_index(&args.interface).map_err(|e| WatchError::Usage(e.to_string()))?;
     if let Some(pid) = args.pid {
-        crate::pid::exists(pid).map_err(WatchError::Usage)?;
+        crate::pid::exists(pid).map_err(|message| bad_option(WatchOption::Pid, pid.to_string(), message))?;
     }
     // The kernel's programs, where asked for or allowed; else why not, for the capture's line.
     let kernel_refused = match args.source {
@@ -68,7 +68,8 @@ fn watch(
     };
     let mut ports = args.ports.clone();
     if let Some(pid) = args.pid {
-        ports.extend(crate::pid::ports_of(pid).map_err(WatchError::Usage)?);
+        let of_pid = crate::pid::ports_of(pid);
+        ports.extend(of_pid.map_err(|message| bad_option(WatchOption::Pid, pid.to_string(), message))?);
         ports.sort_unstable();
         ports.dedup();
     }
@@ -126,14 +127,19 @@ fn watch_kernel(
     kernel::run(programs, options, mode, metrics, stop, sink)
 }
 
+fn bad_option(option: WatchOption, value: String, message: String) -> WatchError {
+    WatchError::BadOption { option, value, message }
+}
+
 /// The metrics and their server, when `--prometheus` asked for them.
 fn metrics_server(
     args: &WatchOptions,
 ) -> Result<(Option<Arc<WatchMetrics>>, Option<MetricsServer>), WatchError> {
     let Some(address) = args.prometheus else { return Ok((None, None)) };
     let metrics = Arc::new(WatchMetrics::new());
-    let server = prometheus::serve(address, metrics.clone())
-        .map_err(|e| WatchError::Usage(format!("--prometheus {address}: cannot listen there: {e}")))?;
+    let server = prometheus::serve(address, metrics.clone()).map_err(|e| {
+        bad_option(WatchOption::Prometheus, address.to_string(), format!("cannot listen there: {e}"))
+    })?;
     Ok((Some(metrics), Some(server)))
 }
 
