@@ -7,13 +7,11 @@
 use crate::sock_diag;
 use crate::socket_owner::{HELD_STATES, Indexed, OwnerIndex, canonical};
 use crate::socket_survey::{diag, port_filter};
+use nodelay_tcp::timers::linux_delayed_ack_delay;
 use procfs::process::Process;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// Linux's shortest delayed-ACK timeout (`TCP_DELACK_MIN`).
-const DELAYED_ACK_MIN: Duration = Duration::from_millis(40);
 
 /// The local end of a connection's other side.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,38 +89,11 @@ pub fn local_peers(queries: &[PeerQuery]) -> Vec<Option<LocalPeer>> {
             Some(LocalPeer {
                 pid: owner.pid,
                 command: owner.command.clone(),
-                ack_timeout: socket.info.and_then(|info| delayed_ack_delay(info.ato_us, info.rtt_us)),
+                ack_timeout: socket.info.and_then(|info| {
+                    let us = |value: u32| Duration::from_micros(u64::from(value));
+                    linux_delayed_ack_delay(us(info.ato_us), us(info.rtt_us))
+                }),
             })
         })
         .collect()
-}
-
-/// What `tcp_send_delayed_ack` makes of an ACK timeout estimate (`ato_us`, 0 before any data):
-/// above 40 ms it is capped at the smoothed round trip (`srtt_us`) or 40 ms, the longer.
-fn delayed_ack_delay(ato_us: u32, srtt_us: u32) -> Option<Duration> {
-    let ato = Duration::from_micros(u64::from(ato_us));
-    if ato.is_zero() {
-        return None;
-    }
-    if ato <= DELAYED_ACK_MIN {
-        return Some(ato);
-    }
-    Some(ato.min(Duration::from_micros(u64::from(srtt_us)).max(DELAYED_ACK_MIN)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_grown_ack_timeout_is_capped_at_the_round_trip_or_40_ms() {
-        let ms = Duration::from_millis;
-        assert_eq!(delayed_ack_delay(0, 50), None);
-        assert_eq!(delayed_ack_delay(40_000, 50), Some(ms(40)));
-        // Loopback: an estimate grown to 160 ms still fires at 40 ms.
-        assert_eq!(delayed_ack_delay(160_000, 50), Some(ms(40)));
-        // A 120 ms path lets it grow to its round trip.
-        assert_eq!(delayed_ack_delay(200_000, 120_000), Some(ms(120)));
-        assert_eq!(delayed_ack_delay(100_000, 300_000), Some(ms(100)));
-    }
 }

@@ -26,6 +26,23 @@ pub const MIN_ROUND_TRIP_HOLD: Duration = Duration::from_micros(500);
 /// carry no scheduling.
 pub const KERNEL_ROUND_TRIP_SLACK: Duration = Duration::from_micros(200);
 
+/// Linux's shortest delayed-ACK timeout (`TCP_DELACK_MIN`).
+pub const LINUX_DELAYED_ACK_MIN: Duration = Duration::from_millis(40);
+
+/// The delay a Linux socket's delayed ACK gets from its ACK timeout estimate (`tcpi_ato`, zero
+/// before it received data) and its smoothed round trip: above 40 ms the estimate is capped at
+/// the round trip or 40 ms, whichever is longer, as `tcp_send_delayed_ack` does. On loopback an
+/// estimate grown to 160 ms still fires at 40 ms.
+pub fn linux_delayed_ack_delay(ato: Duration, srtt: Duration) -> Option<Duration> {
+    if ato.is_zero() {
+        return None;
+    }
+    if ato <= LINUX_DELAYED_ACK_MIN {
+        return Some(ato);
+    }
+    Some(ato.min(srtt.max(LINUX_DELAYED_ACK_MIN)))
+}
+
 /// A delayed-ACK timer, told by the stall lengths it causes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -78,6 +95,18 @@ pub fn match_delayed_ack_timer(gap_ms: f64) -> Option<DelayedAckTimer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grown_ack_timeout_is_capped_at_the_round_trip_or_40_ms() {
+        let ms = Duration::from_millis;
+        assert_eq!(linux_delayed_ack_delay(Duration::ZERO, ms(1)), None);
+        assert_eq!(linux_delayed_ack_delay(ms(40), Duration::from_micros(50)), Some(ms(40)));
+        // Loopback: an estimate grown to 160 ms still fires at 40 ms.
+        assert_eq!(linux_delayed_ack_delay(ms(160), Duration::from_micros(50)), Some(ms(40)));
+        // A 120 ms path lets it grow to its round trip.
+        assert_eq!(linux_delayed_ack_delay(ms(200), ms(120)), Some(ms(120)));
+        assert_eq!(linux_delayed_ack_delay(ms(100), ms(300)), Some(ms(100)));
+    }
 
     #[test]
     fn matches_known_timers_only() {
