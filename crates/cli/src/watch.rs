@@ -15,7 +15,11 @@ pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
     match nodelay_watch::run(&options, &nodelay_load::stop::requested, &mut |event| console.write(event)) {
         Ok(end) => Ok(if end.findings { Outcome::Findings } else { Outcome::Success }),
         Err(WatchError::Usage(message)) => Err(usage(message)),
-        Err(error @ WatchError::BadOption { option, .. }) => Err(usage(format!("{} {error}", flag(option)))),
+        Err(WatchError::BadOption { option, value, message }) => {
+            let given =
+                if value.is_empty() { flag(option).to_string() } else { format!("{} {value}", flag(option)) };
+            Err(usage(format!("{given}: {message}")))
+        }
         Err(error) => Err(error.into()),
     }
 }
@@ -23,7 +27,7 @@ pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
 /// The flag a user gave `option` with.
 fn flag(option: WatchOption) -> &'static str {
     match option {
-        WatchOption::Port => "--port:",
+        WatchOption::Port => "--port",
         WatchOption::Pid => "--pid",
         WatchOption::Prometheus => "--prometheus",
     }
