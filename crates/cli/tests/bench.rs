@@ -385,7 +385,7 @@ fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
 
 #[test]
 fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
-    let suggested = |backlog: &str| -> Vec<String> {
+    let suggested = |backlog: &str, duration: &str| -> Vec<String> {
         let peer = python_peer("backlog_server.py", &["--backlog", backlog, "--work-ms", "5"]);
         let run = nodelay(&[
             "bench",
@@ -393,7 +393,7 @@ fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
             "40",
             "--no-keepalive",
             "-d",
-            "3s",
+            duration,
             "--json",
             "--no-server-view",
             &peer.url("/"),
@@ -402,8 +402,10 @@ fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
         validate_against_schema("bench.schema.json", &report);
         suggestion_ids(&report)
     };
-    // listen(2) and 40 clients opening connections at once: all but three SYNs are dropped and
-    // retried after 1 s (or past the 3 s connect timeout); with a backlog of 128, none.
-    assert_eq!(suggested("2"), ["listen-backlog-overflow"]);
-    assert_eq!(suggested("128"), Vec::<String>::new());
+    // listen(2) and 40 clients opening connections at once: SYNs are dropped and retried after
+    // 1 s, or time out at 3 s; with a backlog of 128, none. In 3 s only 3-8 connects of ~500
+    // finished at a retry, and once none did (CI): 6 s gives both the connects retried and the
+    // timeouts (6-13 and 2-20 here).
+    assert_eq!(suggested("2", "6s"), ["listen-backlog-overflow"]);
+    assert_eq!(suggested("128", "3s"), Vec::<String>::new());
 }
