@@ -112,12 +112,11 @@ fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
     assert!(round_trip.holds >= 12, "{held:?}");
     // (A client's ACK now and then delayed by its timer is not the rule.)
     assert!(held.delayed_ack.holds <= 2, "{held:?}");
-    // The hold is the round trip the client lost: within 30 % of the medians' difference.
+    // The hold is the round trip the client lost: within 30 % of the path's round trip,
+    // which the ground truth above shows lost. Not of the two medians' difference: 15 calls
+    // each beside the suite gave 7.27 ms once (CI), while the kernel held 10.65 ms.
     let hold_ms = round_trip.held.as_secs_f64() / round_trip.holds as f64 * 1e3;
-    let lost_ms = nagle_ms - twin_ms;
-    assert!(
-        (hold_ms / lost_ms - 1.0).abs() < 0.3,
-        "hold {hold_ms:.2} ms, the client lost {lost_ms:.2} ms: {held:?}"
-    );
+    assert!((hold_ms / 10.0 - 1.0).abs() < 0.3, "hold {hold_ms:.2} ms on a 10 ms path: {held:?}");
+    assert!(hold_ms < nagle_ms, "hold {hold_ms:.2} ms, the client's median {nagle_ms:.2} ms: {held:?}");
     assert_eq!(followed(&watch, &twin), None, "the TCP_NODELAY twin");
 }

@@ -645,14 +645,20 @@ fn over_a_lossy_path_a_lost_segment_holds_every_stream_of_its_connection_and_the
         let url = format!("http://{address}");
         // The doctor's baseline is 300 calls in about ten flights of the window: a loss of
         // 2 % per packet spares all of them now and then (a run on a busy machine: 300
-        // calls, no segment resent). The claim is about a baseline that lost a segment, so
-        // the test runs the doctor until one did, four times at most.
-        let lost_a_segment =
-            |report: &serde_json::Value| report["phases"][0]["loss_holes"].as_u64() > Some(0);
-        let report = (0..4)
+        // calls, no segment resent), and a loss repaired early costs less than the rule's
+        // bar, a fifth of the median (CI: 4 segments lost, 110 calls held 4.57 ms each
+        // against a 23.48 ms median, healthy). The claim is about a baseline whose losses
+        // cost that much, so the test runs the doctor until one did, six times at most.
+        let lost_a_segment = |report: &serde_json::Value| {
+            let baseline = &report["phases"][0];
+            let median_ms = baseline["total_p50_ms"].as_f64().unwrap_or(f64::INFINITY);
+            baseline["loss_holes"].as_u64() > Some(0)
+                && baseline["loss_held_p50_ms"].as_f64().is_some_and(|held_ms| held_ms >= median_ms / 5.0)
+        };
+        let report = (0..6)
             .map(|_| link.nodelay(&[&call[..], &["--streams", "30", &url]].concat()).json())
             .find(lost_a_segment)
-            .expect("four doctor runs over a 2 % lossy path and no baseline lost a segment");
+            .expect("six doctor runs over a 2 % lossy path and no baseline's losses held calls a fifth of the median");
         assert_eq!(common::finding_ids(&report)[0], "h2-head-of-line-loss", "{report:#}");
         let finding = common::finding(&report, "h2-head-of-line-loss");
         assert_eq!(finding["proven"], true, "{finding:#}");
