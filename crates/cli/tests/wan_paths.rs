@@ -388,8 +388,16 @@ fn a_two_write_response_across_a_lans_half_millisecond_waits_one_round_trip() {
     let link = Link::up("0.5ms", &[]);
     let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
     let twin = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", "2000"]);
-    let (nagle_ms, twin_ms) = (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
-    assert!(nagle_ms - twin_ms >= 0.25, "ground truth: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms");
+    // The ground truth is the test's precondition, not its claim: beside two busy loops, the
+    // forwarder's jitter brought two medians of 15 calls within 0.25 ms (1.79 and 1.54 ms),
+    // and of 41 calls once more (1.55 and 1.33). 41 calls each, three tries at most.
+    let apart = (0..3)
+        .map(|_| (link.client_median_ms(nagle.port, 41), link.client_median_ms(twin.port, 41)))
+        .inspect(|(nagle_ms, twin_ms)| {
+            eprintln!("ground truth: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms")
+        })
+        .find(|(nagle_ms, twin_ms)| nagle_ms - twin_ms >= 0.25);
+    assert!(apart.is_some(), "ground truth: the Nagle server never a half round trip slower in three tries");
     for (port, expected) in [(nagle.port, (3, "server-nagle-round-trip")), (twin.port, (0, "healthy"))] {
         let url = format!("http://{}:{}/", common::wan::SERVER_IP, port);
         // A round trip of 0.5 ms is within the user-space forwarder's jitter on a busy
