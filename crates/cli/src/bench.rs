@@ -45,8 +45,7 @@ pub fn bench(args: &BenchArgs) -> Result<Outcome> {
     let watching = watch_server(load.workload.address, &args.server_view.options(), pace);
     let on_stop = || watching.ending();
     let measured = load.measure_checked(&mut LoadProgress::new(&load.config, !args.quiet, &on_stop))?;
-    let mut report =
-        load.full_report(&measured, watching, TlsChoices::from(&args.load.request.tls).as_command_line());
+    let mut report = load.full_report(&measured, watching, TlsChoices::from(&args.load.request.tls).given());
     report.thresholds = gate::check(&args.gate.fail_if, &report, None);
 
     if let Some(output) = export {

@@ -14,6 +14,7 @@ mod demo;
 mod doctor;
 mod exec;
 mod exit;
+mod flag_spelling;
 pub mod habits;
 mod html;
 mod interrupt;
@@ -35,6 +36,7 @@ pub use args::{
     SourceArg, WatchArgs, invalid_value_line, not_utf8, usage_error_line,
 };
 pub use exit::{Outcome, UsageError, outcome_of};
+pub use flag_spelling::install_flag_spelling;
 
 /// Prints the error that ended a command: one line, with its context chain.
 pub fn report_error(error: &anyhow::Error) {
@@ -43,6 +45,7 @@ pub fn report_error(error: &anyhow::Error) {
 
 /// Runs one command. Errors carry context for a one-line message.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    install_flag_spelling();
     if matches!(
         cli.command,
         Command::Bench(_) | Command::Doctor(_) | Command::Proxy(_) | Command::Compare(_) | Command::Demo

@@ -5,6 +5,8 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // Before parsing: a value parser's refusal may name a flag.
+    nodelay::install_flag_spelling();
     // As the OS gave them: `std::env::args` panics on an argument that is not UTF-8, and
     // exec passes its program's arguments on byte for byte.
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();

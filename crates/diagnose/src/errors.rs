@@ -5,6 +5,7 @@
 
 use crate::finding::{Confidence, Evidence, Finding, FindingId};
 use crate::phase::{MAX_FAILED_SHARE, Phase};
+use nodelay_flags::Flag;
 use std::collections::BTreeMap;
 
 /// Above this share of error responses, the verdict is about the errors: the timings are
@@ -134,17 +135,20 @@ pub(crate) fn error_responses(phase: &Phase) -> Option<(Finding, bool)> {
         evidence,
         proof: Vec::new(),
         fix_summary: match (server_error, grpc) {
-            (true, false) => "The server fails these requests: read its error log and the error page itself.",
+            (true, false) => {
+                "The server fails these requests: read its error log and the error page itself.".to_string()
+            }
             (false, false) => {
                 "The server refuses the request as sent (4xx): check the URL, the method, the headers and the body."
+                    .to_string()
             }
-            (true, true) => "The server fails these calls: read its log and the calls' grpc-message.",
-            (false, true) => {
+            (true, true) => "The server fails these calls: read its log and the calls' grpc-message.".to_string(),
+            (false, true) => format!(
                 "The server refuses the call as sent: check the method's name (/package.Service/Method), the \
-                 request message (--grpc-proto for protobuf text) and the metadata; its grpc-message says which."
-            }
-        }
-        .into(),
+                 request message ({} for protobuf text) and the metadata; its grpc-message says which.",
+                Flag::GrpcProto
+            ),
+        },
         fix: Vec::new(),
     };
     Some((finding, share > MAX_ERROR_SHARE))

@@ -3,6 +3,7 @@
 
 use crate::finding::Fix;
 use nodelay_engine::ErrorKind;
+use nodelay_flags::Flag::{Cacert, Insecure, Sni, Timeout};
 
 /// The fix-list stack a `Server` header names, for the stacks whose header is telling.
 /// Stacks that send none (Go, Node, the JDK server, evhttp) are not guessed.
@@ -341,37 +342,42 @@ pub fn idle_close() -> Vec<Fix> {
 }
 
 /// What to do when too many requests failed to measure, by the most common failure.
-pub fn failures_summary(kind: ErrorKind) -> &'static str {
+pub fn failures_summary(kind: ErrorKind) -> String {
     match kind {
         ErrorKind::MalformedResponse => {
             "The server sends bytes the client cannot match to its request (a response nobody asked for, or one \
              longer than it says): fix how it frames responses, then measure again."
+            .to_string()
         }
-        ErrorKind::Timeout => {
-            "Responses did not complete within --timeout: find why the server stops answering (or raise \
-             --timeout), then measure again."
-        }
+        ErrorKind::Timeout => format!(
+            "Responses did not complete within {Timeout}: find why the server stops answering (or raise \
+             {Timeout}), then measure again."
+        ),
         ErrorKind::ConnectRefused | ErrorKind::ConnectTimeout => {
             "Connections were refused or timed out: check the server's listen backlog and connection limits, then \
              measure again."
+            .to_string()
         }
         ErrorKind::Reset | ErrorKind::ClosedEarly => {
             "The server closed or reset connections in the middle of requests: look at its logs, connection \
              limits and keep-alive timeout, then measure again."
+            .to_string()
         }
         ErrorKind::OutOfFiles => {
             "nodelay ran out of file descriptors: raise ulimit -n (or close what else holds them), then measure \
              again."
+            .to_string()
         }
         ErrorKind::PortsExhausted => {
             "This machine ran out of local ports for new connections (most held in TIME-WAIT): keep connections \
              alive, or set net.ipv4.tcp_tw_reuse=1 or widen net.ipv4.ip_local_port_range, then measure again."
+            .to_string()
         }
-        ErrorKind::Tls => {
+        ErrorKind::Tls => format!(
             "TLS handshakes or records failed (see the error listed: certificate, alert, not TLS): fix the \
-             certificate or the options (--cacert, --sni, --insecure), then measure again."
-        }
-        ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.",
+             certificate or the options ({Cacert}, {Sni}, {Insecure}), then measure again."
+        ),
+        ErrorKind::Other => "Fix the failures listed with the measurements, then measure again.".to_string(),
     }
 }
 

@@ -15,6 +15,7 @@ mod backlog;
 mod capture;
 mod capture_observations;
 mod closing;
+mod curl_words;
 mod diagnosis;
 mod errors;
 mod expect;

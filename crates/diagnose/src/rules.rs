@@ -11,6 +11,7 @@ use crate::hops::unrequested_keep_alive;
 use crate::phase::{Experiment, MAX_FAILED_SHARE, Observations, Phase, PhaseSummary, STALL_GAP_MS};
 use crate::server::{server_findings, works_through};
 use crate::symptom::{REMOVED_FRACTION, Symptom, proof, proof_of};
+use nodelay_flags::Flag;
 use nodelay_tcp::path::{RTO_MIN_MS, about_one_round_trip_ms};
 use nodelay_tcp::thresholds::{SLOW_FIRST_BYTE_MS, SYMPTOM_FRACTION};
 use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
@@ -282,11 +283,17 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
     if !quickack_ran {
         // Nothing was tried that could tell Nagle from a slow server: say that, and why, claim nothing.
         let (why, again) = if observations.interrupted {
-            ("the run was interrupted (Ctrl-C)", "Run the doctor again and let it finish to find the cause.")
+            (
+                "the run was interrupted (Ctrl-C)",
+                "Run the doctor again and let it finish to find the cause.".to_string(),
+            )
         } else {
             (
                 "the budget was too small",
-                "Run the doctor again with a larger --budget (the default 10 s is enough) to find the cause.",
+                format!(
+                    "Run the doctor again with a larger {} (the default 10 s is enough) to find the cause.",
+                    Flag::Budget
+                ),
             )
         };
         return Some(Finding {
@@ -299,7 +306,7 @@ fn server_stall(observations: &Observations, baseline: &PhaseSummary) -> Option<
             confidence: Confidence::Low,
             evidence,
             proof: proofs,
-            fix_summary: again.into(),
+            fix_summary: again,
             fix: Vec::new(),
         });
     }
@@ -801,8 +808,7 @@ fn unreliable_measurement(phase: &Phase, baseline: &PhaseSummary) -> Finding {
         proof: Vec::new(),
         fix_summary: phase
             .most_common_error_kind()
-            .map_or("", |(kind, _)| fixes::failures_summary(kind))
-            .into(),
+            .map_or(String::new(), |(kind, _)| fixes::failures_summary(kind)),
         fix: Vec::new(),
     }
 }

@@ -3,6 +3,7 @@
 //! them under its results ("what these numbers suggest"); JSON `suggestions`.
 
 use crate::phase::syn_retry_cluster;
+use nodelay_flags::Flag::{self, Grpc, NoKeepalive};
 use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -12,10 +13,10 @@ use std::borrow::Cow;
 pub struct RunShape {
     /// The target, for the commands that prove a suggestion.
     pub url: String,
-    /// The options that reach it besides the URL (`--cacert FILE`, `--insecure`, `--sni NAME`,
-    /// `--no-tls-resume`), one token each: a command without them would fail where the run
-    /// did not.
-    pub tls_options: Vec<String>,
+    /// The options that reach it besides the URL (the CA file, no certificate check, the
+    /// server name, no session resumption), each with its value: a command without them would
+    /// fail where the run did not.
+    pub tls_options: Vec<(Flag, Option<String>)>,
     /// nodelay's words for the run's method, headers, body, HTTP/2 and gRPC options (`-m PUT`,
     /// `--h2`, `--grpc /p.S/M`), quoted: the nodelay commands send what the run sent.
     pub nodelay_request_words: Vec<String>,
@@ -103,21 +104,19 @@ const STEADY_FIRST_BYTE_SPREAD_MS: f64 = 3.0;
 /// The generator's CPU share above which its own speed, not the server's, bounds the run.
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
 
-/// The TLS options each command takes (curl knows `--cacert` and `-k` by the same names).
-const TLS_OPTIONS_OF_NODELAY: &[&str] = &["--cacert", "--insecure", "--sni", "--no-tls-resume"];
-const TLS_OPTIONS_OF_CURL: &[&str] = &["--cacert", "--insecure"];
+/// nodelay's own spelling of a TLS option: every one reaches a nodelay command.
+fn nodelay_option(flag: Flag) -> Option<String> {
+    Some(flag.to_string())
+}
 
-/// The URL after the TLS options `accepted` (with their values), quoted for a shell where
-/// needed.
-fn target(run: &RunShape, accepted: &[&str]) -> String {
+/// The URL after the TLS options a command takes (`spelled` says how, `None` where it takes
+/// none), with their values, quoted for a shell where needed.
+fn target(run: &RunShape, spelled: fn(Flag) -> Option<String>) -> String {
     let mut words = Vec::new();
-    let mut tokens = run.tls_options.iter().peekable();
-    while let Some(option) = tokens.next() {
-        let takes_value = matches!(option.as_str(), "--cacert" | "--sni");
-        let value = if takes_value { tokens.next() } else { None };
-        if accepted.contains(&option.as_str()) {
-            words.push(option.clone());
-            words.extend(value.map(|v| shell_word(v)));
+    for (flag, value) in &run.tls_options {
+        if let Some(option) = spelled(*flag) {
+            words.push(option);
+            words.extend(value.as_deref().map(shell_word));
         }
     }
     words.push(shell_word(&run.url));
@@ -146,7 +145,7 @@ pub(crate) fn suggest(run: &RunShape) -> Vec<Suggestion> {
         .nodelay_request_words
         .iter()
         .cloned()
-        .chain([target(run, TLS_OPTIONS_OF_NODELAY)])
+        .chain([target(run, nodelay_option)])
         .collect::<Vec<_>>()
         .join(" ");
     listen_queue(run, url, &mut out);
@@ -183,7 +182,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
                 run.connect_p50_ms.unwrap_or_default()
             ),
             prove: format!(
-                "nodelay bench -c 1 --no-keepalive {url} (none at low concurrency); on the server: nstat -az \
+                "nodelay bench -c 1 {NoKeepalive} {url} (none at low concurrency); on the server: nstat -az \
                  TcpExtListenOverflows"
             ),
         });
@@ -197,7 +196,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
                 run.connect_p50_ms.unwrap_or_default()
             ),
             prove: format!(
-                "nodelay bench -c 1 --no-keepalive {url} (no timeouts at low concurrency); on the server: nstat -az \
+                "nodelay bench -c 1 {NoKeepalive} {url} (no timeouts at low concurrency); on the server: nstat -az \
                  TcpExtListenOverflows"
             ),
         });
@@ -210,7 +209,7 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
                  queue overflowed (or SYNs were lost)"
             ),
             prove: format!(
-                "nodelay bench -c 1 --no-keepalive {url} (the cluster vanishes at low concurrency); on the server: \
+                "nodelay bench -c 1 {NoKeepalive} {url} (the cluster vanishes at low concurrency); on the server: \
                  nstat -az TcpExtListenOverflows"
             ),
         });
@@ -341,7 +340,7 @@ fn error_responses(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
                 run.grpc_failures
             ),
             prove: if run.nodelay_request_words.is_empty() {
-                format!("nodelay doctor --grpc {} {url}", shell_word(method))
+                format!("nodelay doctor {Grpc} {} {url}", shell_word(method))
             } else {
                 format!("nodelay doctor {url}")
             },
@@ -354,7 +353,7 @@ fn error_responses(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
             prove: ["curl -i".to_string()]
                 .into_iter()
                 .chain(run.request_words.iter().cloned())
-                .chain([target(run, TLS_OPTIONS_OF_CURL)])
+                .chain([target(run, crate::curl_words::curl_tls_option)])
                 .collect::<Vec<_>>()
                 .join(" "),
         });
@@ -554,9 +553,11 @@ mod tests {
     fn the_commands_carry_the_options_that_reached_the_target() {
         let over_tls = RunShape {
             url: "https://h:8443/a?b=1".into(),
-            tls_options: ["--cacert", "my ca.pem", "--sni", "api", "--no-tls-resume"]
-                .map(String::from)
-                .to_vec(),
+            tls_options: vec![
+                (Flag::Cacert, Some("my ca.pem".into())),
+                (Flag::Sni, Some("api".into())),
+                (Flag::NoTlsResume, None),
+            ],
             non_success: 5,
             read_chunks_mean: 2.0,
             read_gap_p50_ms: Some(43.0),

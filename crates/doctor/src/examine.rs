@@ -19,6 +19,7 @@ use nodelay_diagnose::{
 use nodelay_engine::{
     EngineConfig, Framing, SocketOptions, probe_expect_continue, probe_hold, probe_idle, with_expect_continue,
 };
+use nodelay_flags::Flag;
 use nodelay_host::{ServerView, Upstream};
 use nodelay_load::{
     Watching, Workload, WorkloadRequest, build_workload, is_this_machine, stop, watch_server,
@@ -427,9 +428,10 @@ fn fix_refusal(findings: &[Finding], stopped: bool, left: Duration) -> Option<St
     match worth_trying(findings) {
         Err(why) => Some(why.into()),
         Ok(()) if stopped => Some("not applied: interrupted".into()),
-        Ok(()) if left < MIN_PHASE => {
-            Some("not applied: the budget left no time to measure with the fix; raise --budget".into())
-        }
+        Ok(()) if left < MIN_PHASE => Some(format!(
+            "not applied: the budget left no time to measure with the fix; raise {}",
+            Flag::Budget
+        )),
         Ok(()) => None,
     }
 }
@@ -479,7 +481,7 @@ fn follow_hops(
         if share < MIN_PHASE * 2 {
             hops.push(hop(
                 None,
-                Some("not diagnosed: the budget left no time for it; raise --budget".into()),
+                Some(format!("not diagnosed: the budget left no time for it; raise {}", Flag::Budget)),
             ));
             continue;
         }

@@ -6,6 +6,7 @@ use crate::phases::run_phase;
 use anyhow::{Context, Result};
 use nodelay_diagnose::{Finding, FindingId, FixTrial};
 use nodelay_engine::EngineConfig;
+use nodelay_flags::Flag;
 use nodelay_host::{NodelayChange, ProcessInfo, Restored, Target};
 use nodelay_load::stop;
 use nodelay_report::{TryFixReport, plural};
@@ -109,7 +110,7 @@ fn report(change: &NodelayChange, applied: &str, restored: Option<Restored>) -> 
         ),
     };
     let afterwards = match &restored {
-        None => "kept on (--keep-fix): it lasts until the program restarts".to_string(),
+        None => format!("kept on ({}): it lasts until the program restarts", Flag::KeepFix),
         Some(restored) if !restored.failed.is_empty() => format!(
             "but it could NOT be set back to off on {} ({}); `nodelay inspect` shows them",
             plural(restored.failed.len(), "socket", "sockets"),

@@ -5,6 +5,7 @@
 
 use crate::request::RequestOptions;
 use nodelay_diagnose::shell_word;
+use nodelay_flags::Flag::{Grpc, GrpcMessage, GrpcProto, H2, H2Window, Http11, Streams, WriteSplit};
 
 /// The words, each quoted for a POSIX shell, in the order the options are documented.
 pub fn nodelay_request_words(request: &RequestOptions) -> Vec<String> {
@@ -24,29 +25,29 @@ pub fn nodelay_request_words(request: &RequestOptions) -> Vec<String> {
     }
     if let Some(split) = &request.write_split {
         let sizes: Vec<String> = split.0.iter().map(usize::to_string).collect();
-        option("--write-split", Some(format!("{},rest", sizes.join(","))));
+        option(&WriteSplit.to_string(), Some(format!("{},rest", sizes.join(","))));
     }
     let protocol = &request.protocol;
     if protocol.h2 {
-        option("--h2", None);
+        option(&H2.to_string(), None);
     }
     if protocol.http11 {
-        option("--http1.1", None);
+        option(&Http11.to_string(), None);
     }
     if let Some(streams) = protocol.streams {
-        option("--streams", Some(streams.to_string()));
+        option(&Streams.to_string(), Some(streams.to_string()));
     }
     if let Some(window) = protocol.h2_window {
-        option("--h2-window", Some(window.to_string()));
+        option(&H2Window.to_string(), Some(window.to_string()));
     }
     if let Some(method) = &protocol.grpc {
-        option("--grpc", Some(method.clone()));
+        option(&Grpc.to_string(), Some(method.clone()));
     }
     if let Some(message) = &protocol.grpc_message {
-        option("--grpc-message", Some(message.clone()));
+        option(&GrpcMessage.to_string(), Some(message.clone()));
     }
     if let Some(proto) = &protocol.grpc_proto {
-        option("--grpc-proto", Some(proto.display().to_string()));
+        option(&GrpcProto.to_string(), Some(proto.display().to_string()));
     }
     words
 }

@@ -4,6 +4,7 @@
 
 use crate::usage::usage;
 use anyhow::Result;
+use nodelay_flags::Flag::{Alpha, Summary};
 use nodelay_report::gate::{GatedCommand, Threshold, unsupported};
 
 /// The thresholds a run is held against.
@@ -41,7 +42,7 @@ impl SummaryFile {
         use std::io::Write;
         self.0
             .write_all(markdown.as_bytes())
-            .map_err(|e| anyhow::anyhow!("--summary: {}: {e}", self.1.display()))
+            .map_err(|e| anyhow::anyhow!("{Summary}: {}: {e}", self.1.display()))
     }
 }
 
@@ -51,7 +52,7 @@ impl GateOptions {
         let Some(path) = &self.summary else { return Ok(None) };
         match std::fs::OpenOptions::new().create(true).append(true).open(path) {
             Ok(file) => Ok(Some(SummaryFile(file, path.clone()))),
-            Err(e) => Err(usage(format!("--summary: cannot write {}: {e}", path.display()))),
+            Err(e) => Err(usage(format!("{Summary}: cannot write {}: {e}", path.display()))),
         }
     }
 
@@ -63,7 +64,7 @@ impl GateOptions {
     /// Refuses, as a usage error, a threshold `command` could never check.
     pub fn check_for(&self, command: GatedCommand) -> Result<()> {
         if self.alpha.is_some() && !matches!(command, GatedCommand::Compare { .. }) {
-            return Err(usage("--alpha: only compare tests a difference across rounds"));
+            return Err(usage(format!("{Alpha}: only compare tests a difference across rounds")));
         }
         match self.fail_if.iter().find_map(|threshold| unsupported(threshold, command)) {
             Some(why) => Err(usage(why)),

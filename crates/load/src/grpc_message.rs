@@ -4,6 +4,7 @@
 
 use crate::usage::usage;
 use anyhow::Result;
+use nodelay_flags::Flag::{GrpcMessage, GrpcProto};
 use prost::Message;
 use prost_reflect::DynamicMessage;
 use std::path::Path;
@@ -13,12 +14,12 @@ use std::path::Path;
 pub(crate) fn encode_text(proto: &Path, method: &str, text: &str) -> Result<Vec<u8>> {
     let shown = proto.display();
     let include = proto.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let file = proto.file_name().ok_or_else(|| usage(format!("--grpc-proto {shown}: not a file")))?;
+    let file = proto.file_name().ok_or_else(|| usage(format!("{GrpcProto} {shown}: not a file")))?;
     let mut compiler = protox::Compiler::new([include])
-        .map_err(|e| usage(format!("--grpc-proto {shown}: {}", one_line(&e.to_string()))))?;
+        .map_err(|e| usage(format!("{GrpcProto} {shown}: {}", one_line(&e.to_string()))))?;
     compiler
         .open_file(file)
-        .map_err(|e| usage(format!("--grpc-proto {shown}: {}", one_line(&e.to_string()))))?;
+        .map_err(|e| usage(format!("{GrpcProto} {shown}: {}", one_line(&e.to_string()))))?;
     let pool = compiler.descriptor_pool();
     let (service, method_name) = method
         .trim_start_matches('/')
@@ -26,7 +27,7 @@ pub(crate) fn encode_text(proto: &Path, method: &str, text: &str) -> Result<Vec<
         .ok_or_else(|| usage(format!("'{method}': a gRPC method is /package.Service/Method")))?;
     let service_descriptor = pool
         .get_service_by_name(service)
-        .ok_or_else(|| usage(format!("--grpc-proto {shown} declares no service {service}")))?;
+        .ok_or_else(|| usage(format!("{GrpcProto} {shown} declares no service {service}")))?;
     let descriptor = service_descriptor
         .methods()
         .find(|m| m.name() == method_name)
@@ -34,7 +35,7 @@ pub(crate) fn encode_text(proto: &Path, method: &str, text: &str) -> Result<Vec<
     let input = descriptor.input();
     let message = DynamicMessage::parse_text_format(input.clone(), text).map_err(|e| {
         usage(format!(
-            "--grpc-message is not a {} in protobuf text format: {}",
+            "{GrpcMessage} is not a {} in protobuf text format: {}",
             input.full_name(),
             one_line(&e.to_string())
         ))

@@ -7,16 +7,17 @@ use crate::server_view::Watching;
 use crate::workload::{looks_like_tls_refusal, tls_hint};
 use nodelay_diagnose::{ServerSeen, diagnose_load};
 use nodelay_engine::{ErrorKind, Stats};
+use nodelay_flags::Flag::{self, SuccessStatus};
 use nodelay_report::{BenchReport, format_status_counts};
 
 impl Load {
     /// The report of `measured`, with the server's side that `watching` read over it and the
-    /// suggestions; `tls_words` are the TLS options as given, for the commands it suggests.
+    /// suggestions; `tls_options` are the TLS options given, for the commands it suggests.
     pub fn full_report(
         &self,
         measured: &Measured,
         watching: Watching,
-        tls_words: Vec<String>,
+        tls_options: Vec<(Flag, Option<String>)>,
     ) -> BenchReport {
         let stats = &measured.stats;
         // The workers' CPU as a share of their time: near 1, nodelay measured itself. Only the
@@ -41,7 +42,7 @@ impl Load {
         }
         let report = report.with_generator_share(cpu_share);
         let shape =
-            report.suggestion_shape(tls_words, self.curl_request.clone(), self.nodelay_request.clone());
+            report.suggestion_shape(tls_options, self.curl_request.clone(), self.nodelay_request.clone());
         let server = server_view.as_ref().map(|view| ServerSeen {
             view,
             requests: stats.completed,
@@ -70,7 +71,7 @@ impl Load {
         let all_400 = stats.status_counts().all(|(code, _)| code == 400);
         Some(tls_hint(&self.workload, all_400).unwrap_or_else(|| {
             format!(
-                "every response was outside {} ({}); --success-status changes what counts",
+                "every response was outside {} ({}); {SuccessStatus} changes what counts",
                 report.settings.success_status,
                 format_status_counts(&report.status_counts)
             )

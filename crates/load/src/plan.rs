@@ -9,6 +9,7 @@ use crate::usage::usage;
 use crate::workload::{Workload, build_workload};
 use anyhow::{Result, bail};
 use nodelay_engine::{BusyPoll, CONNECTIONS_TO_BATCH, EngineConfig, Framing, SocketOptions, Stats};
+use nodelay_flags::Flag;
 use nodelay_report::{BenchReport, BenchSettings, RunEnd, SuccessStatuses, TlsSettings};
 use std::time::Duration;
 
@@ -109,7 +110,7 @@ pub fn plan_load(url: &str, load: &LoadOptions) -> Result<Load> {
     crate::protocol::speak_http2(&mut workload, protocol, crate::protocol::LOAD_WINDOW_BYTES)?;
     let http2 = workload.http2;
     if http2.is_some() && load.io_uring == Some(true) {
-        return Err(usage("--io-uring: HTTP/2 runs wait with epoll"));
+        return Err(usage(format!("{}: HTTP/2 runs wait with epoll", Flag::IoUring)));
     }
     let connections = load.connections as usize;
     let threads = load.threads.map_or_else(default_threads, |t| t as usize).min(connections);
@@ -255,19 +256,19 @@ fn choose_event_loop(
         && most_per_thread >= CONNECTIONS_TO_BATCH;
     if wire == Wire::Http2 {
         let (batched, why) = match load.io_uring {
-            Some(false) => (false, "--epoll"),
-            _ => (batches, "HTTP/2 runs wait with epoll"),
+            Some(false) => (false, Flag::Epoll.to_string()),
+            _ => (batches, "HTTP/2 runs wait with epoll".to_string()),
         };
-        return EventLoop { io_uring: false, batched, why: why.to_string(), refused: None };
+        return EventLoop { io_uring: false, batched, why, refused: None };
     }
     let epoll =
         |why: &str| EventLoop { io_uring: false, batched: batches, why: why.to_string(), refused: None };
     let required = match load.io_uring {
         // The classic loop, for figures on wrk's and oha's clock: woken for every response
         // and timing it at its read.
-        Some(false) => return EventLoop { batched: false, ..epoll("--epoll") },
+        Some(false) => return EventLoop { batched: false, ..epoll(&Flag::Epoll.to_string()) },
         Some(true) => true,
-        None if load.busy_poll.is_some() => return epoll("--busy-poll"),
+        None if load.busy_poll.is_some() => return epoll(&Flag::BusyPoll.to_string()),
         None if load.rate.is_some() => return epoll("default for open loop"),
         None if load.no_keepalive => return epoll("default for a new connection per request"),
         None if most_per_thread < CONNECTIONS_TO_BATCH => {
@@ -287,7 +288,7 @@ fn choose_event_loop(
         None => EventLoop {
             io_uring: true,
             batched: true,
-            why: if required { "--io-uring" } else { "default" }.to_string(),
+            why: if required { Flag::IoUring.to_string() } else { "default".to_string() },
             refused: None,
         },
     }

@@ -9,6 +9,9 @@ use crate::target::HttpTarget;
 use crate::usage::usage;
 use anyhow::Result;
 use nodelay_engine::{Http2Settings, TlsClient};
+use nodelay_flags::Flag::{
+    self, Grpc, GrpcMessage, GrpcProto, H2, H2Window, Http11, NoKeepalive, Streams, WriteSplit,
+};
 use nodelay_wire::{HttpRequest, unescape};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -82,10 +85,10 @@ impl ProtocolOptions {
     }
 
     /// Options that only HTTP/2 uses, named as the user wrote them.
-    fn h2_only_options(&self) -> Option<&'static str> {
+    fn h2_only_options(&self) -> Option<Flag> {
         match (self.streams, self.h2_window) {
-            (Some(_), _) => Some("--streams"),
-            (_, Some(_)) => Some("--h2-window"),
+            (Some(_), _) => Some(Streams),
+            (_, Some(_)) => Some(H2Window),
             _ => None,
         }
     }
@@ -101,34 +104,36 @@ pub(crate) fn check(
 ) -> Result<()> {
     let Some(https) = https else {
         if options.requires_h2() || options.http11 || options.h2_only_options().is_some() {
-            return Err(usage(
-                "--h2, --http1.1, --streams, --h2-window and --grpc are for http:// and https:// URLs",
-            ));
+            return Err(usage(format!(
+                "{H2}, {Http11}, {Streams}, {H2Window} and {Grpc} are for http:// and https:// URLs"
+            )));
         }
         return Ok(());
     };
     if options.http11 && !https {
-        return Err(usage("--http1.1 is for https:// URLs (plain http:// speaks HTTP/1.1 unless --h2)"));
+        return Err(usage(format!(
+            "{Http11} is for https:// URLs (plain http:// speaks HTTP/1.1 unless {H2})"
+        )));
     }
     if let Some(option) = options.h2_only_options() {
         if options.http11 {
-            return Err(usage(format!("{option} is for HTTP/2, and --http1.1 refuses it")));
+            return Err(usage(format!("{option} is for HTTP/2, and {Http11} refuses it")));
         }
         if !https && !options.requires_h2() {
             return Err(usage(format!(
-                "{option} is for HTTP/2: add --h2 (prior knowledge) for an http:// URL"
+                "{option} is for HTTP/2: add {H2} (prior knowledge) for an http:// URL"
             )));
         }
     }
     if options.requires_h2() || https && !options.http11 {
-        let refuse = |what: &str| {
-            usage(format!("{what} is HTTP/1.1's; over HTTP/2 add --http1.1 (https://) or drop --h2"))
+        let refuse = |what: Flag| {
+            usage(format!("{what} is HTTP/1.1's; over HTTP/2 add {Http11} (https://) or drop {H2}"))
         };
         if no_keepalive && options.requires_h2() {
-            return Err(refuse("--no-keepalive"));
+            return Err(refuse(NoKeepalive));
         }
         if split && options.requires_h2() {
-            return Err(refuse("--write-split"));
+            return Err(refuse(WriteSplit));
         }
     }
     Ok(())
@@ -144,7 +149,7 @@ pub(crate) fn grpc_request(
     let Some(method) = &options.grpc else { return Ok(None) };
     if target.request_target != "/" {
         return Err(usage(format!(
-            "--grpc names the path ({method}): give the URL without one, not {}",
+            "{Grpc} names the path ({method}): give the URL without one, not {}",
             target.request_target
         )));
     }
@@ -168,15 +173,15 @@ pub(crate) fn grpc_body(options: &ProtocolOptions, method: &str) -> Result<Vec<u
         (text, Some(proto)) => crate::grpc_message::encode_text(proto, method, text.unwrap_or(""))?,
         (None, None) => Vec::new(),
         (Some(text), None) => match text.strip_prefix('@') {
-            Some(path) => read_capped(Path::new(path), "--grpc-message file", MAX_BODY_BYTES)?,
+            Some(path) => read_capped(Path::new(path), &format!("{GrpcMessage} file"), MAX_BODY_BYTES)?,
             // Sent as bytes it would fail every call (grpc-status 13 from grpcio): refused.
             None if looks_like_protobuf_text(text) => {
                 return Err(usage(format!(
-                    "--grpc-message {text:?} looks like protobuf text: add --grpc-proto FILE (the .proto that \
+                    "{GrpcMessage} {text:?} looks like protobuf text: add {GrpcProto} FILE (the .proto that \
                      declares {method}), or give the encoded message as bytes (\\x0a\\x05world)"
                 )));
             }
-            None => unescape(text).map_err(|e| usage(format!("--grpc-message: {e}")))?,
+            None => unescape(text).map_err(|e| usage(format!("{GrpcMessage}: {e}")))?,
         },
     };
     let mut body = Vec::with_capacity(GRPC_PREFIX_BYTES + message.len());
@@ -243,14 +248,15 @@ pub(crate) fn choose(
         Ok(other) if options.requires_h2() => {
             let chose = other.map_or("no protocol".to_string(), |p| String::from_utf8_lossy(&p).into_owned());
             Err(anyhow::anyhow!(
-                "the server did not choose HTTP/2 by ALPN (it chose {chose}): drop --h2 and --grpc"
+                "the server did not choose HTTP/2 by ALPN (it chose {chose}): drop {H2} and {Grpc}"
             ))
         }
-        Ok(_) if options.h2_only_options().is_some() => Err(anyhow::anyhow!(
-            "{} is for HTTP/2, and the server chose HTTP/1.1 by ALPN",
-            options.h2_only_options().unwrap_or_default()
-        )),
-        Ok(_) => Ok(None),
+        Ok(_) => match options.h2_only_options() {
+            Some(option) => {
+                Err(anyhow::anyhow!("{option} is for HTTP/2, and the server chose HTTP/1.1 by ALPN"))
+            }
+            None => Ok(None),
+        },
         Err(_) if options.requires_h2() => Ok(Some((settings, Some(offering)))),
         Err(_) => Ok(None),
     }

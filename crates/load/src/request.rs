@@ -4,6 +4,7 @@
 use crate::input::{MAX_BODY_BYTES, read_capped};
 use crate::target::HttpTarget;
 use anyhow::Result;
+use nodelay_flags::Flag;
 use nodelay_wire::HttpRequest;
 use std::path::{Path, PathBuf};
 
@@ -47,27 +48,27 @@ pub struct TlsChoices {
 }
 
 impl TlsChoices {
-    /// The options as given, one token each, for commands nodelay suggests.
-    pub fn as_command_line(&self) -> Vec<String> {
-        let mut words = Vec::new();
+    /// The options given, each with its value, for the commands nodelay suggests.
+    pub fn given(&self) -> Vec<(Flag, Option<String>)> {
+        let mut given = Vec::new();
         if let Some(path) = &self.cacert {
-            words.extend(["--cacert".to_string(), path.display().to_string()]);
+            given.push((Flag::Cacert, Some(path.display().to_string())));
         }
         if self.insecure {
-            words.push("--insecure".into());
+            given.push((Flag::Insecure, None));
         }
         if let Some(name) = &self.sni {
-            words.extend(["--sni".to_string(), name.clone()]);
+            given.push((Flag::Sni, Some(name.clone())));
         }
         if self.no_tls_resume {
-            words.push("--no-tls-resume".into());
+            given.push((Flag::NoTlsResume, None));
         }
-        words
+        given
     }
 
     /// Some TLS option was given (they are refused for plain http:// and tcp://).
     pub fn any(&self) -> bool {
-        !self.as_command_line().is_empty()
+        !self.given().is_empty()
     }
 }
 

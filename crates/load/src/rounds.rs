@@ -6,6 +6,7 @@ use crate::plan::{Load, Measured};
 use crate::run::RunObserver;
 use crate::stop;
 use nodelay_engine::Stats;
+use nodelay_flags::Flag::Labels;
 use nodelay_report::{BenchReport, COMPARED, CompareTarget, Comparison, IntervalPoint, RoundFigures, RunEnd};
 use std::time::Duration;
 
@@ -197,21 +198,21 @@ pub fn labels(given: &[String], targets: usize) -> Result<Vec<String>, String> {
         return Ok((0..targets).map(default_label).collect());
     }
     if given.len() != targets {
-        return Err(format!("--labels names {} targets but {targets} were given", given.len()));
+        return Err(format!("{Labels} names {} targets but {targets} were given", given.len()));
     }
     for (index, label) in given.iter().enumerate() {
         if label.trim().is_empty() || label.chars().any(char::is_control) {
-            return Err(format!("--labels: label {} is empty or holds a control character", index + 1));
+            return Err(format!("{Labels}: label {} is empty or holds a control character", index + 1));
         }
         // Labels head the table's rows and columns: a long one would push it past the terminal.
         if nodelay_report::display_width(label) > MAX_LABEL_COLUMNS {
             return Err(format!(
-                "--labels: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
+                "{Labels}: label {} is wider than {MAX_LABEL_COLUMNS} columns: shorten it",
                 index + 1
             ));
         }
         if given[..index].contains(label) {
-            return Err(format!("--labels: '{label}' names two targets"));
+            return Err(format!("{Labels}: '{label}' names two targets"));
         }
     }
     Ok(given.to_vec())

@@ -8,6 +8,7 @@ use crate::target::{HttpTarget, Target};
 use crate::usage::usage;
 use anyhow::Result;
 use nodelay_engine::{Framing, RawFraming, RequestSpec, Selection, TlsClient, TlsOptions};
+use nodelay_flags::Flag::{Cacert, Frame, Insecure, NoTlsResume, Scenario, SendBytes, Sni};
 use nodelay_wire::{HttpRequest, unescape};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -102,7 +103,9 @@ pub fn build_workload(target: &Target, args: &RequestOptions, keep_alive: bool) 
 fn tls_client(target: &Target, args: &TlsChoices) -> Result<Option<TlsClient>> {
     let Target::Http(HttpTarget { tls_host: Some(host), .. }) = target else {
         if args.any() {
-            return Err(usage("--insecure, --cacert, --sni and --no-tls-resume are for https:// URLs"));
+            return Err(usage(format!(
+                "{Insecure}, {Cacert}, {Sni} and {NoTlsResume} are for https:// URLs"
+            )));
         }
         return Ok(None);
     };
@@ -117,7 +120,9 @@ fn tls_client(target: &Target, args: &TlsChoices) -> Result<Option<TlsClient>> {
 
 fn http_workload(target: &HttpTarget, args: &RequestOptions, keep_alive: bool) -> Result<Workload> {
     if args.send.is_some() || args.frame.is_some() {
-        return Err(usage("--send and --frame are for tcp:// targets; HTTP requests use -m, -H and -b"));
+        return Err(usage(format!(
+            "{SendBytes} and {Frame} are for tcp:// targets; HTTP requests use -m, -H and -b"
+        )));
     }
     let (requests, selection, label) = match &args.scenario {
         Some(path) => {
@@ -215,22 +220,22 @@ fn join_path(base: &str, path: &str) -> String {
 
 fn tcp_workload(url: &str, address: SocketAddr, args: &RequestOptions) -> Result<Workload> {
     if args.method.is_some() || !args.headers.is_empty() || args.body.is_some() || args.scenario.is_some() {
-        return Err(usage(
-            "-m, -H, -b and --scenario are for http:// targets; tcp:// uses --send and --frame",
-        ));
+        return Err(usage(format!(
+            "-m, -H, -b and {Scenario} are for http:// targets; tcp:// uses {SendBytes} and {Frame}"
+        )));
     }
     let (Some(send), Some(frame)) = (&args.send, &args.frame) else {
-        return Err(usage("a tcp:// target needs --send BYTES (or @FILE) and --frame FRAMING"));
+        return Err(usage(format!("a tcp:// target needs {SendBytes} BYTES (or @FILE) and {Frame} FRAMING")));
     };
     let bytes = match send.strip_prefix('@') {
-        Some(path) => read_capped(Path::new(path), "--send file", MAX_BODY_BYTES)?,
-        None => unescape(send).map_err(|e| usage(format!("--send: {e}")))?,
+        Some(path) => read_capped(Path::new(path), &format!("{SendBytes} file"), MAX_BODY_BYTES)?,
+        None => unescape(send).map_err(|e| usage(format!("{SendBytes}: {e}")))?,
     };
     if bytes.is_empty() {
-        return Err(usage("--send needs at least one byte"));
+        return Err(usage(format!("{SendBytes} needs at least one byte")));
     }
-    let framing = RawFraming::parse(frame).map_err(|e| usage(format!("--frame: {e}")))?;
-    let label = format!("raw, --frame {framing}");
+    let framing = RawFraming::parse(frame).map_err(|e| usage(format!("{Frame}: {e}")))?;
+    let label = format!("raw, {Frame} {framing}");
     let spec = RequestSpec::new(format!("{} bytes", bytes.len()), bytes);
     Ok(Workload {
         url: url.to_string(),

@@ -23,6 +23,7 @@ use crate::sink::RecordSink;
 use crate::tls::{Handshake, TlsSession};
 use crate::worker::{BATCH_MAX, BATCH_MIN_WAIT, BATCH_SHARE, WorkerOutput, WorkerPlan};
 use mio::net::TcpStream;
+use nodelay_flags::Flag::{Grpc, H2};
 use nodelay_tcp::read_tcp_info;
 use nodelay_tcp::time::later;
 use rustls::ClientConnection;
@@ -852,7 +853,7 @@ impl<S> H2Worker<'_, S> {
         let first_bytes = tap.not_http2.as_ref()?;
         let message = format!(
             "the server did not answer in HTTP/2 (it began \"{first_bytes}\"): it does not speak h2c \
-             (prior knowledge) on this port; drop --h2 and --grpc"
+             (prior knowledge) on this port; drop {H2} and {Grpc}"
         );
         Some((ErrorKind::MalformedResponse, message))
     }

@@ -3,6 +3,7 @@
 
 use super::options::{TlsOptions, TlsSetupError, TlsTrust};
 use super::verify;
+use nodelay_flags::Flag::{Cacert, Insecure, Sni};
 use rustls::ClientConfig;
 use rustls::client::Resumption;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -41,7 +42,7 @@ impl TlsClient {
         let name = options.server_name.as_deref().unwrap_or(url_host);
         let name = name.trim_start_matches('[').trim_end_matches(']');
         let server_name = ServerName::try_from(name.to_string())
-            .map_err(|_| TlsSetupError(format!("'{name}' is not a valid TLS server name (--sni)")))?;
+            .map_err(|_| TlsSetupError(format!("'{name}' is not a valid TLS server name ({Sni})")))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
             .with_safe_default_protocol_versions()
@@ -105,22 +106,22 @@ const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 fn certificates_from_pem(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsSetupError> {
     use rustls::pki_types::pem::PemObject;
     let shown = path.display();
-    let cannot_read = |e: std::io::Error| TlsSetupError(format!("cannot read --cacert {shown}: {e}"));
+    let cannot_read = |e: std::io::Error| TlsSetupError(format!("cannot read {Cacert} {shown}: {e}"));
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|file| file.take(MAX_CA_FILE_BYTES + 1).read_to_end(&mut bytes))
         .map_err(cannot_read)?;
     if bytes.len() as u64 > MAX_CA_FILE_BYTES {
         return Err(TlsSetupError(format!(
-            "--cacert {shown} is larger than {} MiB: not a certificate file",
+            "{Cacert} {shown} is larger than {} MiB: not a certificate file",
             MAX_CA_FILE_BYTES >> 20
         )));
     }
     let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<_, _>>()
-        .map_err(|e| TlsSetupError(format!("--cacert {shown} is not a PEM certificate file: {e}")))?;
+        .map_err(|e| TlsSetupError(format!("{Cacert} {shown} is not a PEM certificate file: {e}")))?;
     if certificates.is_empty() {
-        return Err(TlsSetupError(format!("--cacert {shown} holds no PEM certificate")));
+        return Err(TlsSetupError(format!("{Cacert} {shown} holds no PEM certificate")));
     }
     Ok(certificates)
 }
@@ -133,7 +134,7 @@ fn roots_of(
     let mut roots = rustls::RootCertStore::empty();
     for (index, certificate) in certificates.iter().cloned().enumerate() {
         roots.add(certificate).map_err(|e| {
-            TlsSetupError(format!("--cacert {shown}: certificate {} is not usable: {e}", index + 1))
+            TlsSetupError(format!("{Cacert} {shown}: certificate {} is not usable: {e}", index + 1))
         })?;
     }
     Ok(roots)
@@ -147,7 +148,7 @@ fn system_roots() -> Result<rustls::RootCertStore, TlsSetupError> {
     if roots.is_empty() {
         let why = found.errors.first().map(|e| format!(" ({e})")).unwrap_or_default();
         return Err(TlsSetupError(format!(
-            "the system's trust store has no certificates{why}: use --cacert FILE or --insecure"
+            "the system's trust store has no certificates{why}: use {Cacert} FILE or {Insecure}"
         )));
     }
     Ok(roots)

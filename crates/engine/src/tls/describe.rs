@@ -2,6 +2,7 @@
 //! that tell a plain-HTTP answer from a TLS one.
 
 use super::verify::UntrustedIssuer;
+use nodelay_flags::Flag::{Cacert, Insecure, Sni};
 use rustls::{CertificateError, Error};
 
 /// What the user reads when a handshake or a TLS connection fails (no trailing period).
@@ -32,25 +33,28 @@ fn describe_certificate(error: &CertificateError) -> String {
             None => format!("TLS: certificate rejected: {}", other.0),
         },
         CertificateError::UnknownIssuer => {
-            "TLS: certificate not trusted: its issuer is not in the trust store; use --cacert FILE or --insecure"
-                .to_string()
+            format!(
+                "TLS: certificate not trusted: its issuer is not in the trust store; use {Cacert} FILE or {Insecure}"
+            )
         }
         CertificateError::NotValidForNameContext { expected, presented } => {
             let expected = expected.to_str();
             let names: Vec<&str> = presented.iter().filter_map(|name| plain_name(name)).collect();
             let names = if names.is_empty() { "no name".to_string() } else { names.join(", ") };
             format!(
-                "TLS: certificate name mismatch: the certificate is for: {names} (not {expected}); use --sni NAME with one of its names, or --insecure"
+                "TLS: certificate name mismatch: the certificate is for: {names} (not {expected}); use {Sni} NAME with one of its names, or {Insecure}"
             )
         }
         CertificateError::NotValidForName => {
-            "TLS: certificate name mismatch: it is not for the URL's host; use --sni NAME, or --insecure".to_string()
+            format!(
+                "TLS: certificate name mismatch: it is not for the URL's host; use {Sni} NAME, or {Insecure}"
+            )
         }
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
-            "TLS: certificate expired; renew it, or use --insecure".to_string()
+            format!("TLS: certificate expired; renew it, or use {Insecure}")
         }
         CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
-            "TLS: certificate not valid yet (check this machine's clock), or use --insecure".to_string()
+            format!("TLS: certificate not valid yet (check this machine's clock), or use {Insecure}")
         }
         other => format!("TLS: certificate rejected: {other}"),
     }

@@ -3,6 +3,7 @@
 //! check of nothing but the handshake's signatures.
 
 use super::options::{TlsSetupError, TlsTrust};
+use nodelay_flags::Flag::{Cacert, Insecure};
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
@@ -21,17 +22,17 @@ pub struct UntrustedIssuer {
 
 fn untrusted_message(error: &UntrustedIssuer) -> String {
     let store = match error.trust {
-        TlsTrust::CaFile => "the --cacert file",
-        _ => "the system's trust store",
+        TlsTrust::CaFile => format!("the {Cacert} file"),
+        _ => "the system's trust store".to_string(),
     };
     if error.issuer == error.subject {
         format!(
-            "certificate not trusted: self-signed by {}, which is not in {store}; use --cacert FILE (its PEM) or --insecure",
+            "certificate not trusted: self-signed by {}, which is not in {store}; use {Cacert} FILE (its PEM) or {Insecure}",
             error.issuer
         )
     } else {
         format!(
-            "certificate not trusted: issued by {}, which is not in {store}; use --cacert FILE (the issuer's PEM) or --insecure",
+            "certificate not trusted: issued by {}, which is not in {store}; use {Cacert} FILE (the issuer's PEM) or {Insecure}",
             error.issuer
         )
     }

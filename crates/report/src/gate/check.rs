@@ -8,6 +8,7 @@ use crate::model::compare::CompareTarget;
 use crate::model::doctor::DoctorReport;
 use crate::model::percentiles::Percentiles;
 use nodelay_diagnose::FindingId;
+use nodelay_flags::Flag::{Baseline, Diagnose, FailIf};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -39,19 +40,19 @@ pub fn unsupported(threshold: &Threshold, command: GatedCommand) -> Option<Strin
     match (threshold.condition, command) {
         (Condition::Figure { metric, .. }, GatedCommand::Doctor) if !doctor_measures(metric) => {
             Some(format!(
-                "--fail-if '{threshold}': the doctor's baseline measures p50, p90, p99, first_byte.p50, \
+                "{FailIf} '{threshold}': the doctor's baseline measures p50, p90, p99, first_byte.p50, \
              first_byte.p90, read_gap.p50 and errors (not {}); bench measures every metric",
                 metric.name()
             ))
         }
         (Condition::Finding(_) | Condition::Stall, GatedCommand::Compare { diagnose: false, .. }) => {
-            Some(format!("--fail-if '{threshold}': compare names findings only with --diagnose"))
+            Some(format!("{FailIf} '{threshold}': compare names findings only with {Diagnose}"))
         }
         (Condition::Slower { .. }, GatedCommand::Bench | GatedCommand::Doctor) => Some(format!(
-            "--fail-if '{threshold}': slower holds a target against a baseline: nodelay compare --baseline URL|RUN.json URL"
+            "{FailIf} '{threshold}': slower holds a target against a baseline: nodelay compare {Baseline} URL|RUN.json URL"
         )),
         (Condition::Slower { .. }, GatedCommand::Compare { targets, .. }) if targets < 2 => Some(format!(
-            "--fail-if '{threshold}': slower needs a baseline and a target: nodelay compare --baseline URL|RUN.json URL"
+            "{FailIf} '{threshold}': slower needs a baseline and a target: nodelay compare {Baseline} URL|RUN.json URL"
         )),
         _ => None,
     }

@@ -11,6 +11,7 @@ use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry, LogIteratorError};
+use nodelay_flags::Flag::HdrLog;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ pub fn merge_logs(paths: &[PathBuf], contents: &[Vec<u8>]) -> Result<MergeReport
         entries.extend(parse(log, path, bytes)?);
         if entries.len() == before {
             bail!(
-                "{}: an interval log without intervals (bench --hdr-log writes one per interval that had responses)",
+                "{}: an interval log without intervals (bench {HdrLog} writes one per interval that had responses)",
                 path.display()
             );
         }

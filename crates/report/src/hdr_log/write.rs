@@ -14,6 +14,7 @@ use anyhow::{Context, Result};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use nodelay_engine::Stats;
+use nodelay_flags::Flag::HdrLog;
 
 /// The format version the header announces: that of the Java writer this layout follows.
 const FORMAT_VERSION: &str = "[Histogram log format version 1.3]";
@@ -28,7 +29,7 @@ const NS_PER_MS: f64 = 1e6;
 /// The interval log of a run.
 pub fn interval_log(stats: &Stats, settings: &BenchSettings) -> Result<Vec<u8>> {
     let timeline = stats.timeline();
-    let started_at = timeline.started_at().context("--hdr-log: the run's start time is unknown")?;
+    let started_at = timeline.started_at().context(format!("{HdrLog}: the run's start time is unknown"))?;
     let mut serializer = V2DeflateSerializer::new();
     let mut log = Vec::new();
     IntervalLogWriterBuilder::new()
@@ -47,22 +48,22 @@ pub fn interval_log(stats: &Stats, settings: &BenchSettings) -> Result<Vec<u8>> 
         .with_base_time(started_at)
         .with_max_value_divisor(NS_PER_MS)
         .begin_log_with(&mut log, &mut serializer)
-        .context("--hdr-log: writing the header")?;
+        .context(format!("{HdrLog}: writing the header"))?;
     log.extend_from_slice(LEGEND.as_bytes());
     // The header is written; a second writer without one appends the entries after the legend.
     let mut entries = Vec::new();
     let mut writer = IntervalLogWriterBuilder::new()
         .with_max_value_divisor(NS_PER_MS)
         .begin_log_with(&mut entries, &mut serializer)
-        .context("--hdr-log: starting the entries")?;
+        .context(format!("{HdrLog}: starting the entries"))?;
     for interval in timeline.intervals().filter(|interval| interval.responses > 0) {
         writer
             .write_histogram(&interval.latency_ns, interval.start_offset, interval.duration, None)
-            .map_err(|e| anyhow::anyhow!("--hdr-log: writing an interval: {e}"))?;
+            .map_err(|e| anyhow::anyhow!("{HdrLog}: writing an interval: {e}"))?;
     }
     drop(writer);
     // The second writer repeats the divisor line; the header has it already.
-    let entries = String::from_utf8(entries).context("--hdr-log: an entry is not text")?;
+    let entries = String::from_utf8(entries).context(format!("{HdrLog}: an entry is not text"))?;
     for line in entries.lines().filter(|line| !line.starts_with("#[MaxValueDivisor")) {
         log.extend_from_slice(line.as_bytes());
         log.push(b'\n');

@@ -481,7 +481,7 @@ impl BenchReport {
     /// target and curl's and nodelay's words for the request sent (for the commands they show).
     pub fn suggestion_shape(
         &self,
-        tls_options: Vec<String>,
+        tls_options: Vec<(nodelay_flags::Flag, Option<String>)>,
         request_words: Vec<String>,
         nodelay_request_words: Vec<String>,
     ) -> RunShape {

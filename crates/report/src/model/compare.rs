@@ -5,6 +5,7 @@
 use crate::model::bench::{BenchReport, BenchSettings};
 use crate::model::doctor::DoctorReport;
 use crate::model::series::Machine;
+use nodelay_flags::Flag::Rounds;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -317,7 +318,7 @@ fn verdict(
 pub fn rounds_needed(alpha: f64) -> String {
     let rounds = (2..=100).find(|&n| nodelay_diagnose::least_p_value(n, n) < alpha).unwrap_or(100);
     // 4 against 4 reach 0.029, but one round lost to an error leaves 4 against 3: ask for 5.
-    format!("--rounds {} or more", (rounds + 1).max(5))
+    format!("{Rounds} {} or more", (rounds + 1).max(5))
 }
 
 /// The intervals' confidence in words: `95 %` for alpha 0.05, `99.9 %` for 0.001.

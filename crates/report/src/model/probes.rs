@@ -3,6 +3,7 @@
 
 use crate::format::format_duration_ms;
 use nodelay_engine::{ExpectAnswer, ExpectProbe, IdleProbe};
+use nodelay_flags::Flag::Budget;
 use nodelay_tcp::time::ms;
 use serde::{Deserialize, Serialize};
 
@@ -103,7 +104,7 @@ impl IdleKeepAliveReport {
             _ if self.said_close => "the response said Connection: close: no connection was left idle".into(),
             Some(after) => format!("closed by the server after {after:.2} s idle; {announced}"),
             None => format!(
-                "still open after {:.2} s idle (all the budget left; raise --budget to wait longer); {announced}",
+                "still open after {:.2} s idle (all the budget left; raise {Budget} to wait longer); {announced}",
                 self.waited_s
             ),
         }

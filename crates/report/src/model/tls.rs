@@ -4,6 +4,7 @@
 
 use crate::model::percentiles::Percentiles;
 use nodelay_engine::{Stats, TlsClient, TlsSummary, TlsTrust};
+use nodelay_flags::Flag;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
 
@@ -41,11 +42,11 @@ impl TlsSettings {
 }
 
 /// How the server's certificate was checked, as the headers say it.
-fn trust_phrase(trust: TlsTrust) -> &'static str {
+fn trust_phrase(trust: TlsTrust) -> String {
     match trust {
-        TlsTrust::System => "certificate checked against the system's trust store",
-        TlsTrust::CaFile => "certificate checked against --cacert",
-        TlsTrust::Insecure => "certificate NOT checked (--insecure)",
+        TlsTrust::System => "certificate checked against the system's trust store".to_string(),
+        TlsTrust::CaFile => format!("certificate checked against {}", Flag::Cacert),
+        TlsTrust::Insecure => format!("certificate NOT checked ({})", Flag::Insecure),
     }
 }
 

@@ -4,10 +4,15 @@
 
 use crate::model::bench::{BENCH_SCHEMA_ID, BenchSettings};
 use crate::model::compare::{COMPARE_SCHEMA_ID, CompareReport, CompareTarget, SavedTarget};
+use nodelay_flags::Flag::{
+    BusyPoll, Epoll, Grpc, H2Window, IoUring, Json, Rate, Rounds, Streams, Timeout, WriteSplit,
+};
 use serde_json::Value;
 
 /// How to make a baseline, for the errors that meet a file that is none.
-const HOW_TO_SAVE: &str = "save one with: nodelay compare --rounds 5 --json URL > FILE.json";
+fn how_to_save() -> String {
+    format!("save one with: nodelay compare {Rounds} 5 {Json} URL > FILE.json")
+}
 
 /// The target `wanted` of the saved run `text` (`file` names it), or the only one when
 /// `wanted` is `None`; one line why not.
@@ -17,13 +22,14 @@ pub fn saved_target(text: &str, file: &str, wanted: Option<&str>) -> Result<Comp
         Some(COMPARE_SCHEMA_ID) => {}
         Some(BENCH_SCHEMA_ID) => {
             return Err(format!(
-                "{file} is a bench run: one run is one sample, and a baseline needs rounds to test against; {HOW_TO_SAVE}"
+                "{file} is a bench run: one run is one sample, and a baseline needs rounds to test against; {}",
+                how_to_save()
             ));
         }
         Some(other) => {
-            return Err(format!("{file} is a \"{other}\" report, not a compare run; {HOW_TO_SAVE}"));
+            return Err(format!("{file} is a \"{other}\" report, not a compare run; {}", how_to_save()));
         }
-        None => return Err(format!("{file} is no nodelay report (it has no schema id); {HOW_TO_SAVE}")),
+        None => return Err(format!("{file} is no nodelay report (it has no schema id); {}", how_to_save())),
     }
     let saved: CompareReport = serde_json::from_value(value)
         .map_err(|e| format!("{file} is not a valid \"{COMPARE_SCHEMA_ID}\" report: {e}"))?;
@@ -90,8 +96,8 @@ pub fn load_differences(saved: &BenchSettings, now: &BenchSettings) -> Vec<Strin
     let reuse = |s: &BenchSettings| if s.keep_alive { "keep-alive" } else { "a connection per request" };
     differ("connections", reuse(saved).into(), reuse(now).into());
     let rate = |s: &BenchSettings| s.rate_per_second.map_or("closed loop".into(), |r| format!("{r} req/s"));
-    differ("rate (--rate)", rate(saved), rate(now));
-    differ("--write-split", format!("{:?}", saved.write_split), format!("{:?}", now.write_split));
+    differ(&format!("rate ({Rate})"), rate(saved), rate(now));
+    differ(&WriteSplit.to_string(), format!("{:?}", saved.write_split), format!("{:?}", now.write_split));
     let version =
         |s: &BenchSettings| s.http_version.clone().map_or("raw tcp".into(), |v| format!("HTTP/{v}"));
     differ("protocol", version(saved), version(now));
@@ -104,16 +110,16 @@ pub fn load_differences(saved: &BenchSettings, now: &BenchSettings) -> Vec<Strin
             )
         })
     };
-    differ("HTTP/2 (--streams, --h2-window, --grpc)", http2(saved), http2(now));
+    differ(&format!("HTTP/2 ({Streams}, {H2Window}, {Grpc})"), http2(saved), http2(now));
     // How responses were timed: an epoll loop's read times or the kernel's arrival stamps.
     let clock = |s: &BenchSettings| {
         let waits = if s.batched_waits { "batched waits, arrival-stamped" } else { "read-timed" };
         format!("{} loop, {waits}{}", s.event_loop, if s.busy_poll { ", busy-polled" } else { "" })
     };
-    differ("event loop (--epoll, --io-uring, --busy-poll)", clock(saved), clock(now));
+    differ(&format!("event loop ({Epoll}, {IoUring}, {BusyPoll})"), clock(saved), clock(now));
     let tls = |s: &BenchSettings| s.tls.as_ref().map_or("plain".into(), |t| t.describe());
     differ("TLS", tls(saved), tls(now));
-    differ("timeout (--timeout)", format!("{}s", saved.timeout_s), format!("{}s", now.timeout_s));
+    differ(&format!("timeout ({Timeout})"), format!("{}s", saved.timeout_s), format!("{}s", now.timeout_s));
     differences
 }
 

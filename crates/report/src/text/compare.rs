@@ -10,6 +10,7 @@ use crate::text::MIN_WIDTH;
 use crate::text::finding::write_finding_fitted;
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
+use nodelay_flags::Flag::{Baseline, Json};
 use std::fmt::Write;
 
 impl Render<CompareReport> for FittedText {
@@ -203,8 +204,10 @@ fn write_saved(out: &mut String, report: &CompareReport, width: usize) {
     }
     if report.targets.len() == 1 && report.targets[0].saved.is_none() {
         writeln!(out).ok();
-        let line = "one target: nothing to set it against. Saved with --json, its rounds are a baseline: nodelay compare --baseline RUN.json URL";
-        out.push_str(&wrap(line, width, "", "  "));
+        let line = format!(
+            "one target: nothing to set it against. Saved with {Json}, its rounds are a baseline: nodelay compare {Baseline} RUN.json URL"
+        );
+        out.push_str(&wrap(&line, width, "", "  "));
     }
 }
 

@@ -5,6 +5,7 @@ use crate::format::{DurationScale, format_duration_ms};
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use nodelay_diagnose::{Finding, ProofKind};
+use nodelay_flags::Flag;
 use std::fmt::Write;
 
 /// An evidence value with its `unit`, milliseconds in the finding's one `scale`.
@@ -39,7 +40,7 @@ pub(crate) fn evidence_scale(title: &str, durations: impl IntoIterator<Item = f6
 
 /// The fixes (stack, how, detected): only the server's own stack when its Server header
 /// named it, the others folded into a line saying where they are `listed`.
-pub(crate) fn write_fixes(out: &mut String, fixes: &[(&str, &str, bool)], listed: &str, width: usize) {
+pub(crate) fn write_fixes(out: &mut String, fixes: &[(&str, &str, bool)], listed: Flag, width: usize) {
     let detected = fixes.iter().filter(|(_, _, detected)| *detected).count();
     let mut table = TextTable::new(width, 4, &[Col::Left, Col::Hanging]);
     for (stack, how, yours) in fixes.iter().filter(|(_, _, yours)| detected == 0 || *yours) {
@@ -79,7 +80,7 @@ pub(crate) fn write_finding_fitted(out: &mut String, f: &Finding, width: usize) 
     out.push_str(&wrap(&format!("fix: {}", f.fix_summary), width, "  ", "    "));
     let fixes: Vec<(&str, &str, bool)> =
         f.fix.iter().map(|fix| (&*fix.stack, &*fix.how, fix.detected)).collect();
-    write_fixes(out, &fixes, "--json", width);
+    write_fixes(out, &fixes, Flag::Json, width);
     Ok(())
 }
 

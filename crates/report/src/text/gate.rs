@@ -5,6 +5,7 @@ use super::FittedText;
 use super::wrap::wrap;
 use crate::format::format_duration_ms;
 use crate::gate::ThresholdResult;
+use nodelay_flags::Flag::FailIf;
 
 impl FittedText {
     /// The thresholds' section; empty without thresholds.
@@ -13,7 +14,7 @@ impl FittedText {
             return String::new();
         }
         let crossed = results.iter().filter(|r| r.crossed).count();
-        let mut out = format!("\nthresholds (--fail-if): {crossed} of {} crossed\n", results.len());
+        let mut out = format!("\nthresholds ({FailIf}): {crossed} of {} crossed\n", results.len());
         for result in results {
             let mark = if result.crossed { "✘" } else { "✔" };
             let target = result.target.as_ref().map_or(String::new(), |label| format!("{label}: "));

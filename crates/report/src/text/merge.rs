@@ -10,6 +10,7 @@ use crate::text::bench::{
 use crate::text::layout::{Col, TextTable};
 use crate::text::wrap::wrap;
 use crate::text::{FittedText, MIN_WIDTH, Text};
+use nodelay_flags::Flag::{Html, Json};
 use std::fmt::Write;
 
 impl Render<MergeReport> for Text {
@@ -53,7 +54,7 @@ fn write_merge(out: &mut String, r: &MergeReport, width: usize) -> std::fmt::Res
     write_latency_columns(out, &statistics, &[("latency", statistics_of(latency))], width)?;
     writeln!(out)?;
     let timeline = format!(
-        "timeline: {} of {} aligned by wall-clock start (per interval in --json and --html)",
+        "timeline: {} of {} aligned by wall-clock start (per interval in {Json} and {Html})",
         plural(r.timeline.len() as u64, "interval", "intervals"),
         format_seconds(r.interval_s),
     );

@@ -11,6 +11,7 @@ use crate::text::{FittedText, Text};
 use comfy_table::presets::NOTHING;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use nodelay_diagnose::Finding;
+use nodelay_flags::Flag::Top;
 
 /// Stall examples shown per flow.
 const EXAMPLES_SHOWN: usize = 3;
@@ -146,7 +147,7 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
             out.para(
                 "",
                 "  ",
-                &format!("... and {} more flows with stalls (--top to list more)", r.flows_not_listed),
+                &format!("... and {} more flows with stalls ({Top} to list more)", r.flows_not_listed),
             );
         }
     }
@@ -159,7 +160,7 @@ fn write_pcap(out: &mut Lines, r: &PcapReport) {
         out.para(
             "",
             "  ",
-            &format!("... and {} more slow flows (--top to list more)", r.slow_flows_not_listed),
+            &format!("... and {} more slow flows ({Top} to list more)", r.slow_flows_not_listed),
         );
     }
     for finding in &r.findings {
