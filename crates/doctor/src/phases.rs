@@ -77,7 +77,7 @@ pub(crate) fn baseline_requests(connections: usize, streams_per_connection: Opti
 /// window for each RTO that passed (`tcp_cwnd_restart`): after four, a warm window is an
 /// eighth of itself, small enough for a large response to need more round trips.
 pub(crate) fn idle_gap(baseline_info: Option<&nodelay_tcp::TcpInfo>) -> Duration {
-    let rto = baseline_info.map_or(Duration::ZERO, |info| Duration::from_micros(u64::from(info.rto_us)));
+    let rto = baseline_info.map_or(Duration::ZERO, |info| info.rto());
     (rto * 4).max(MIN_IDLE_GAP)
 }
 

@@ -94,9 +94,7 @@ const RTT_EARLY_EXCHANGES: u32 = 8;
 
 /// A socket's TCP_INFO `min_rtt`, once the kernel has a sample.
 fn min_rtt(stream: &TcpStream) -> Option<Duration> {
-    read_tcp_info(stream)
-        .filter(|info| info.min_rtt_us > 0)
-        .map(|info| Duration::from_micros(info.min_rtt_us.into()))
+    read_tcp_info(stream).map(|info| info.min_rtt()).filter(|rtt| !rtt.is_zero())
 }
 
 impl Connection {

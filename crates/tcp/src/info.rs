@@ -3,6 +3,7 @@
 
 use crate::kernel::KernelTcpInfo;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 /// What nodelay reports of a connection's TCP state (times in microseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -62,6 +63,21 @@ impl TcpInfo {
     pub fn lost_segments_resent(&self) -> u32 {
         self.total_retransmits.saturating_sub(self.spurious_retransmits)
     }
+
+    /// [`TcpInfo::min_rtt_us`] as a `Duration` (zero before the first sample).
+    pub fn min_rtt(&self) -> Duration {
+        from_kernel_us(self.min_rtt_us)
+    }
+
+    /// [`TcpInfo::rto_us`] as a `Duration`.
+    pub fn rto(&self) -> Duration {
+        from_kernel_us(self.rto_us)
+    }
+}
+
+/// A kernel figure in microseconds (the unit `struct tcp_info` gives) as a `Duration`.
+fn from_kernel_us(micros: u32) -> Duration {
+    Duration::from_micros(u64::from(micros))
 }
 
 /// What one end of a connection knows of the segments lost between it and its peer, both ways.
@@ -89,6 +105,11 @@ impl LossCounters {
             spurious_retransmits: raw.dsack_dups()?,
             min_rtt_us: raw.min_rtt_us()?,
         })
+    }
+
+    /// [`LossCounters::min_rtt_us`] as a `Duration` (zero before a sample).
+    pub fn min_rtt(&self) -> Duration {
+        from_kernel_us(self.min_rtt_us)
     }
 }
 

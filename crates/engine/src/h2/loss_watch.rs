@@ -76,8 +76,7 @@ impl LossWatch {
         if resent == 0 {
             return PauseEnd::NoLoss;
         }
-        let settle_at =
-            now + (Duration::from_micros(u64::from(counters.min_rtt_us)) * 2).max(LEAST_DSACK_WAIT);
+        let settle_at = now + (counters.min_rtt() * 2).max(LEAST_DSACK_WAIT);
         match &mut self.unsettled {
             Some(unsettled) => {
                 unsettled.settle_at = settle_at;

@@ -459,7 +459,7 @@ impl FrameTap {
     /// means the pause ended with a hole filled, and the streams open through it were held
     /// behind the lost segment (or may have been, until `settle_losses` says).
     pub fn losses(&mut self, counters: LossCounters, now: Instant) {
-        let path_rtt = Duration::from_micros(u64::from(counters.min_rtt_us));
+        let path_rtt = counters.min_rtt();
         let Some(pause_began) = self.last_received else {
             self.losses.pause_ended(counters, now, 0);
             return;
