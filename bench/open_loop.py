@@ -7,7 +7,7 @@
 2. Coordinated omission: tests/peers/node_pause_server.js freezes its event loop 100 ms once
    a second. nodelay --rate 1000 on one connection for 4.5 s (four whole pauses). Target: the
    corrected p95, p99 and p99.9 within 10 % of what the pause pattern implies (the derivation
-   is in crates/cli/tests/open_loop.rs); the uncorrected ones are printed beside them. When oha
+   is in crates/cli/tests/suite/open_loop.rs); the uncorrected ones are printed beside them. When oha
    is installed, its p99 with and without --latency-correction at the same rate is shown too.
 
 Usage: bench/open_loop.py [--seconds 5] [--rounds 3]
@@ -58,7 +58,7 @@ def start_pause_server():
 
 
 def expected_ms(q, service_ms, mean_ms):
-    """What the pause pattern implies for quantile q (see crates/cli/tests/open_loop.rs)."""
+    """What the pause pattern implies for quantile q (see crates/cli/tests/suite/open_loop.rs)."""
     drain_share = min(1.0, max(0.1, PAUSE_MS ** 2 / (2 * PERIOD_EFFECTIVE_MS * (mean_ms - service_ms))))
     return PAUSE_MS + service_ms - (1 - q) * drain_share * PERIOD_EFFECTIVE_MS
 
@@ -83,7 +83,7 @@ def main():
     nginx, url = start_nginx(workdir)
     achieved = {rate: [] for rate in RATES}
     # A healthy server: the p50 counted from when each request was due less the p50 counted
-    # from its send, the loop's lag behind its schedule (crates/cli/tests/open_loop.rs checks
+    # from its send, the loop's lag behind its schedule (crates/cli/tests/suite/open_loop.rs checks
     # it on any machine within 10 ms; pinned and quiet it is within 1 ms).
     send_lag_ms = {rate: [] for rate in RATES}
     try:

@@ -16,7 +16,7 @@ want node nodejs
 want go golang-go
 want javac default-jdk-headless
 want redis-server redis-server
-# Unmodified servers that stall as shipped (crates/cli/tests/unmodified_peers.rs): Ruby
+# Unmodified servers that stall as shipped (crates/cli/tests/suite/unmodified_peers.rs): Ruby
 # WEBrick (no longer in Ruby's standard library, and a package without a command), Erlang's
 # escript, libevent's evhttp, and glibc's static libc for a peer LD_PRELOAD cannot reach.
 want ruby ruby
@@ -27,24 +27,24 @@ want_file /usr/lib/x86_64-linux-gnu/libc.a libc6-dev
 # The permission tests run a listener as nobody, who cannot reach a python3 under /root (pyenv).
 want_file /usr/bin/python3 python3
 want tcpdump tcpdump
-# The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/terminal.rs).
+# The terminal tests run nodelay in tmux and read its screen (crates/cli/tests/suite/terminal.rs).
 want tmux tmux
-# Checks nodelay pcap's tcp.stream numbers against Wireshark's (crates/cli/tests/pcap.rs).
+# Checks nodelay pcap's tcp.stream numbers against Wireshark's (crates/cli/tests/suite/pcap.rs).
 want tshark tshark
-# nginx in front of a stalling backend, and its upstream keep-alive pool (crates/cli/tests/hop_peers.rs).
+# nginx in front of a stalling backend, and its upstream keep-alive pool (crates/cli/tests/suite/hop_peers.rs).
 want nginx nginx-light
 # uWSGI's HTTP router as its quickstart starts it, closing after every response unannounced
-# (crates/cli/tests/uwsgi.rs): Debian's build, its router and Python as plugins.
+# (crates/cli/tests/suite/uwsgi.rs): Debian's build, its router and Python as plugins.
 want uwsgi uwsgi-core
 want_file /usr/lib/uwsgi/plugins/python3_plugin.so uwsgi-plugin-python3
 # Headless Chromium loads the HTML reports from disk, checks their DOM and takes screenshots
-# (crates/cli/tests/html.rs looks for /usr/bin/chromium).
+# (crates/cli/tests/suite/html.rs looks for /usr/bin/chromium).
 want_file /usr/bin/chromium chromium
 # https:// checks certificates against the system's trust store, as curl does (an
 # "untrusted issuer" test needs one); the TLS benchmark makes its certificate with openssl.
 want_file /etc/ssl/certs/ca-certificates.crt ca-certificates
 want openssl openssl
-# The latency-family tests (crates/cli/tests/latency_family.rs): ss cross-checks a listener's
+# The latency-family tests (crates/cli/tests/suite/latency_family.rs): ss cross-checks a listener's
 # backlog, and port exhaustion runs in a network namespace of its own (unshare, ip).
 want ss iproute2
 want ip iproute2
@@ -52,7 +52,7 @@ want unshare util-linux
 want sysctl procps
 # The Expect: 100-continue tests check the wait with curl itself.
 want curl curl
-# HTTP/2 peers and the independent clients that check them (crates/cli/tests/h2_peers.rs):
+# HTTP/2 peers and the independent clients that check them (crates/cli/tests/suite/h2_peers.rs):
 # nghttp2's own server, its frame-printing client and h2load; strace sees a server's writes.
 want nghttpd nghttp2-server
 want nghttp nghttp2-client
@@ -64,12 +64,12 @@ python3 -m pip --version >/dev/null 2>&1 || need_apt+=(python3-pip)
 want prometheus prometheus
 # nodelay fix --cgroup's eBPF programs (crates/ebpf/bpf) are compiled by clang against libbpf's
 # helper headers at build time; its tests check with bpftool that no program stays attached,
-# and with capsh that a process without the capabilities is refused (crates/cli/tests/ebpf_fix.rs).
+# and with capsh that a process without the capabilities is refused (crates/cli/tests/suite/ebpf_fix.rs).
 want clang clang
 want_file /usr/include/bpf/bpf_helpers.h libbpf-dev
 want bpftool bpftool
 want capsh libcap2-bin
-# The container image (Containerfile, scripts/image.sh, crates/cli/tests/container.rs): podman
+# The container image (Containerfile, scripts/image.sh, crates/cli/tests/suite/container.rs): podman
 # builds and runs it with runc (crun refuses to start anything where a cgroup v2 hierarchy with
 # a controller is mounted beside v1, as on these machines); musl-gcc compiles ring's C for the
 # static binary.

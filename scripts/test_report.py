@@ -29,8 +29,17 @@ def read_phases(path):
     return phases
 
 
+def group_of(binary, name):
+    """A test's group: its binary, and for the integration tests' one binary (`suite`, whose
+    tests are named FILE::TEST) its file as well."""
+    if "::" in name and binary.endswith("::suite"):
+        return f"{binary} {name.split('::', 1)[0]}"
+    return binary
+
+
 def read_junit(path):
-    """Per binary: [tests, failures, summed seconds, (slowest seconds, its name)]; all tests."""
+    """Per group (binary, or the suite's file): [tests, failures, summed seconds, (slowest
+    seconds, its name)]; all tests."""
     binaries = defaultdict(lambda: [0, 0, 0.0, (0.0, "")])
     tests = []
     try:
@@ -41,7 +50,7 @@ def read_junit(path):
         binary = case.get("classname", "?")
         seconds = float(case.get("time", "0"))
         failed = case.find("failure") is not None or case.find("error") is not None
-        row = binaries[binary]
+        row = binaries[group_of(binary, case.get("name", ""))]
         row[0] += 1
         row[1] += failed
         row[2] += seconds
@@ -103,7 +112,7 @@ def main(phases_path, junit_path, nextest_log, doctest_log):
 
     binaries, tests = read_junit(junit_path)
     if binaries:
-        print("\ntest binary                          tests  failed  test time  slowest test")
+        print("\ntest binary (file)                   tests  failed  test time  slowest test")
         for binary, (count, failures, seconds, (slowest, name)) in sorted(
             binaries.items(), key=lambda item: -item[1][2]
         ):
@@ -111,7 +120,7 @@ def main(phases_path, junit_path, nextest_log, doctest_log):
                 f"{short(binary, 36):<36} {count:>5}  {failures:>6}  {seconds:>7.1f} s  "
                 f"{slowest:5.1f} s {short(name, 40)}"
             )
-        print("(test time: the binary's tests added up; they run side by side, so the phase is shorter)")
+        print("(test time: the tests added up; they run side by side, so the phase is shorter)")
         print("\nslowest tests")
         for seconds, binary, name, failed in sorted(tests, reverse=True)[:10]:
             mark = "  FAILED" if failed else ""

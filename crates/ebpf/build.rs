@@ -46,7 +46,7 @@ fn main() {
     // Built again once scripts/setup.sh has installed what was missing.
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-changed=/usr/include/bpf/bpf_helpers.h");
-    // The tests hold a build from scripts/setup.sh to having them (crates/cli/tests/ebpf_fix.rs).
+    // The tests hold a build from scripts/setup.sh to having them (crates/cli/tests/suite/ebpf_fix.rs).
     println!(
         "cargo::warning=no eBPF programs in this build ({why}); `nodelay fix --cgroup` will say so. \
          scripts/setup.sh installs clang and libbpf-dev"

@@ -1,6 +1,6 @@
 """A service as a CI job starts one: Python's http.server speaking HTTP/1.1 with keep-alive
 and TCP_NODELAY (each response in one write), on the port given by --port, on 127.0.0.1.
-Stands for "your service" in docs/ci.md's jobs (crates/cli/tests/ci_jobs.rs)."""
+Stands for "your service" in docs/ci.md's jobs (crates/cli/tests/suite/ci_jobs.rs)."""
 
 import argparse
 import http.server

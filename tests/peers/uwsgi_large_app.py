@@ -2,7 +2,7 @@
 # iterable of two parts: a template's first block, then the rest, as frameworks that render
 # or stream in pieces hand them to uWSGI. uWSGI writes the head with the first part, then
 # the rest; with Nagle on, the rest's last, sub-segment piece waits for the client's ACK of
-# the first write (crates/cli/tests/wan_paths.rs). `uwsgi --env BODY_BYTES=N` sets the size.
+# the first write (crates/cli/tests/suite/wan_paths.rs). `uwsgi --env BODY_BYTES=N` sets the size.
 import os
 
 SIZE = int(os.environ.get("BODY_BYTES", "25000"))

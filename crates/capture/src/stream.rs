@@ -7,7 +7,7 @@
 //! sequence number of its direction. That base is the first SYN's sequence number, or one
 //! less than the first packet's when the capture starts after the SYN. A retransmitted SYN,
 //! or packets after both FINs without a new SYN, stay in the old conversation. Checked
-//! against tshark 4.0 (crates/cli/tests/pcap.rs).
+//! against tshark 4.0 (crates/cli/tests/suite/pcap.rs).
 //!
 //! Wireshark also numbers TCP that nodelay does not decode (IP fragments, tunnels, link
 //! types nodelay skips): a capture with such TCP numbers differently.

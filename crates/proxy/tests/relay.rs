@@ -1,6 +1,6 @@
 //! The relay against real sockets on loopback, in one process: bytes pass unchanged both
 //! ways with half-closes, HTTP exchanges are timed per leg, and an upstream that refuses is
-//! a record, not an error. The command-line tests (crates/cli/tests/proxy.rs) cover load.
+//! a record, not an error. The command-line tests (crates/cli/tests/suite/proxy.rs) cover load.
 
 use nodelay_proxy::{CollectingSink, ConnectFailure, Framing, Relay, RelayConfig, StopReason, Unfinished};
 use std::io::{Read, Write};
