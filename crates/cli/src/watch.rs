@@ -2,7 +2,7 @@
 
 use crate::exit::{Outcome, usage};
 use nodelay_watch::render::Renderer;
-use nodelay_watch::{Event, WatchError, WatchOption};
+use nodelay_watch::{Event, WatchError};
 use std::io::{self, IsTerminal, Write};
 
 pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
@@ -16,20 +16,10 @@ pub fn watch(args: &crate::args::WatchArgs) -> anyhow::Result<Outcome> {
         Ok(end) => Ok(if end.findings { Outcome::Findings } else { Outcome::Success }),
         Err(WatchError::Usage(message)) => Err(usage(message)),
         Err(WatchError::BadOption { option, value, message }) => {
-            let given =
-                if value.is_empty() { flag(option).to_string() } else { format!("{} {value}", flag(option)) };
+            let given = if value.is_empty() { option.to_string() } else { format!("{option} {value}") };
             Err(usage(format!("{given}: {message}")))
         }
         Err(error) => Err(error.into()),
-    }
-}
-
-/// The flag a user gave `option` with.
-fn flag(option: WatchOption) -> &'static str {
-    match option {
-        WatchOption::Port => "--port",
-        WatchOption::Pid => "--pid",
-        WatchOption::Prometheus => "--prometheus",
     }
 }
 

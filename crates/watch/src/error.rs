@@ -1,19 +1,8 @@
 //! How a watch ends: its errors (a usage mistake, a failure, an output that went away) and
 //! what the caller needs for its exit status.
 
+use nodelay_flags::Flag;
 use std::io;
-
-/// An option of watch's that a usage error is about: the front end names it as its users
-/// spell it (the library does not spell flags).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchOption {
-    /// The ports followed.
-    Port,
-    /// The process followed.
-    Pid,
-    /// The address the metrics are served on.
-    Prometheus,
-}
 
 /// Why watch could not run.
 #[derive(Debug, thiserror::Error)]
@@ -22,11 +11,11 @@ pub enum WatchError {
     #[error("{0}")]
     Usage(String),
     /// A mistake in one option's value (`value` as given, empty where the mistake is not one
-    /// value's): the front end puts the option's name before it.
+    /// value's): the front end puts the option, as it spells it, before it.
     #[error("{}{message}", if value.is_empty() { String::new() } else { format!("{value}: ") })]
     BadOption {
-        /// The option.
-        option: WatchOption,
+        /// The option (`--port`, `--pid` or `--prometheus`).
+        option: Flag,
         /// Its value as given; empty where the mistake is not one value's.
         value: String,
         /// What is wrong with it.

@@ -29,7 +29,7 @@ mod run;
 pub mod survey;
 
 pub use args::{Source, WatchOptions, parse_duration, parse_port};
-pub use error::{WatchEnd, WatchError, WatchOption};
+pub use error::{WatchEnd, WatchError};
 pub use event::Event;
 pub use event::TICK;
 pub use run::run;

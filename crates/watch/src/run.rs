@@ -5,7 +5,7 @@
 //! sock_diag-only survey instead. Every event goes to the caller's sink; nothing prints.
 
 use crate::args::{Source, WatchOptions, check_ports};
-use crate::error::{WatchEnd, WatchError, WatchOption};
+use crate::error::{WatchEnd, WatchError};
 use crate::event::{Event, FlowCounts, Mode, ModeLine, PacketCounts, Summary, TICK};
 use crate::findings::Findings;
 use crate::flows::{DEFAULT_CAPACITY, FlowEvent, FlowTable};
@@ -16,6 +16,7 @@ use crate::owners::{HostOwners, Owners};
 use crate::prometheus::{self, MetricsServer, WatchMetrics};
 use nodelay_capture::decode::{LINKTYPE_RAW, decode_tcp};
 use nodelay_ebpf::HoldWatch;
+use nodelay_flags::Flag;
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -50,10 +51,10 @@ fn watch(
     stop: &dyn Fn() -> bool,
     sink: &mut dyn FnMut(&Event) -> io::Result<()>,
 ) -> Result<WatchEnd, WatchError> {
-    check_ports(&args.ports).map_err(|message| bad_option(WatchOption::Port, String::new(), message))?;
+    check_ports(&args.ports).map_err(|message| bad_option(Flag::Port, String::new(), message))?;
     interface_index(&args.interface).map_err(|e| WatchError::Usage(e.to_string()))?;
     if let Some(pid) = args.pid {
-        crate::pid::exists(pid).map_err(|message| bad_option(WatchOption::Pid, pid.to_string(), message))?;
+        crate::pid::exists(pid).map_err(|message| bad_option(Flag::Pid, pid.to_string(), message))?;
     }
     // The kernel's programs, where asked for or allowed; else why not, for the capture's line.
     let kernel_refused = match args.source {
@@ -69,7 +70,7 @@ fn watch(
     let mut ports = args.ports.clone();
     if let Some(pid) = args.pid {
         let of_pid = crate::pid::ports_of(pid);
-        ports.extend(of_pid.map_err(|message| bad_option(WatchOption::Pid, pid.to_string(), message))?);
+        ports.extend(of_pid.map_err(|message| bad_option(Flag::Pid, pid.to_string(), message))?);
         ports.sort_unstable();
         ports.dedup();
     }
@@ -127,7 +128,7 @@ fn watch_kernel(
     kernel::run(programs, options, mode, metrics, stop, sink)
 }
 
-fn bad_option(option: WatchOption, value: String, message: String) -> WatchError {
+fn bad_option(option: Flag, value: String, message: String) -> WatchError {
     WatchError::BadOption { option, value, message }
 }
 
@@ -138,7 +139,7 @@ fn metrics_server(
     let Some(address) = args.prometheus else { return Ok((None, None)) };
     let metrics = Arc::new(WatchMetrics::new());
     let server = prometheus::serve(address, metrics.clone()).map_err(|e| {
-        bad_option(WatchOption::Prometheus, address.to_string(), format!("cannot listen there: {e}"))
+        bad_option(Flag::Prometheus, address.to_string(), format!("cannot listen there: {e}"))
     })?;
     Ok((Some(metrics), Some(server)))
 }

@@ -28,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("report", &["engine", "diagnose", "capture", "host", "proxy", "tcp", "flags"]),
     ("load", &["wire", "engine", "diagnose", "host", "report", "flags"]),
     ("doctor", &["engine", "diagnose", "host", "report", "load", "tcp", "ebpf", "flags"]),
-    ("watch", &["capture", "host", "tcp", "ebpf"]),
+    ("watch", &["capture", "host", "tcp", "ebpf", "flags"]),
     ("netpath", &[]),
     ("ebpf", &[]),
     (
