@@ -11,8 +11,8 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-/// One of nodelay's options, named by the id of its argument in the CLI's definitions (the
-/// field's name).
+/// One of nodelay's options, named by the id of its argument in the CLI's definitions: the
+/// field's name, or the flag's where they differ (`http1.1`, `port` for the field `ports`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(missing_docs)] // each variant is the option of the same name
 pub enum Flag {
@@ -118,7 +118,7 @@ impl Flag {
             Flag::H2Window => "h2_window",
             Flag::HdrLog => "hdr_log",
             Flag::Html => "html",
-            Flag::Http11 => "http11",
+            Flag::Http11 => "http1.1",
             Flag::Insecure => "insecure",
             Flag::IoUring => "io_uring",
             Flag::Json => "json",
@@ -127,7 +127,7 @@ impl Flag {
             Flag::NoKeepalive => "no_keepalive",
             Flag::NoTlsResume => "no_tls_resume",
             Flag::Pid => "pid",
-            Flag::Port => "ports",
+            Flag::Port => "port",
             Flag::Prometheus => "prometheus",
             Flag::Rate => "rate",
             Flag::Rounds => "rounds",
@@ -154,26 +154,14 @@ pub fn install_spelling(spelling: Spelling) {
     let _ = SPELLING.set(spelling);
 }
 
-/// The CLI's spelling when it installed one. Without it (a library's own tests), a flag is
-/// shown as its argument id with dashes, which is how clap spells a field it is not told
-/// otherwise about.
+/// The CLI's spelling when it installed one. Without it (a library's own tests, a program that
+/// uses the libraries), a flag is shown as its argument id with dashes; the CLI's tests hold
+/// each id to its flag's spelling, so the two read the same.
 impl fmt::Display for Flag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match SPELLING.get() {
             Some(spelling) => f.write_str(spelling(*self)),
             None => write!(f, "--{}", self.arg_id().replace('_', "-")),
-        }
-    }
-}
-
-/// A list of flags as prose: "A", "A and B", "A, B and C".
-pub fn listed(flags: &[Flag]) -> String {
-    match flags {
-        [] => String::new(),
-        [only] => only.to_string(),
-        [init @ .., last] => {
-            let init: Vec<String> = init.iter().map(Flag::to_string).collect();
-            format!("{} and {last}", init.join(", "))
         }
     }
 }
@@ -195,11 +183,9 @@ mod tests {
     }
 
     #[test]
-    fn without_the_cli_a_flag_reads_as_its_id_with_dashes_and_lists_read_as_prose() {
+    fn without_the_cli_a_flag_reads_as_its_id_with_dashes() {
         assert_eq!(Flag::NoTlsResume.to_string(), "--no-tls-resume");
-        assert_eq!(listed(&[Flag::H2]), "--h2");
-        assert_eq!(listed(&[Flag::SendBytes, Flag::Frame]), "--send and --frame");
-        assert_eq!(listed(&[Flag::Insecure, Flag::Cacert, Flag::Sni]), "--insecure, --cacert and --sni");
+        assert_eq!(Flag::Http11.to_string(), "--http1.1");
     }
 }
 

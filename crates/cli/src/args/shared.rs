@@ -19,7 +19,7 @@ pub struct ProtocolArgs {
     pub h2: bool,
 
     /// https:// only: offer only HTTP/1.1 by ALPN, never HTTP/2
-    #[arg(long = "http1.1", conflicts_with = "h2", help_heading = HEADING)]
+    #[arg(id = "http1.1", long = "http1.1", conflicts_with = "h2", help_heading = HEADING)]
     pub http11: bool,
 
     /// HTTP/2: requests in flight at once on each connection (h2load's -m) [default: 1]

@@ -19,7 +19,7 @@ pub struct WatchArgs {
 
     /// Follow only TCP connections with this port on either side (server or client port);
     /// repeat or comma-separate for several [default: every port]
-    #[arg(long = "port", value_name = "P", value_delimiter = ',', value_parser = parse_port)]
+    #[arg(id = "port", long = "port", value_name = "P", value_delimiter = ',', value_parser = parse_port)]
     pub ports: Vec<u16>,
 
     /// Follow only the sockets of this process: its listening ports are captured, and only
