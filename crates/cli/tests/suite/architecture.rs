@@ -438,16 +438,19 @@ const OTHER_PROGRAMS_FLAGS: &[(&str, &str)] = &[
     ("--cpu-prof", "node"),
 ];
 
-/// Files whose purpose is another program's command line, with that program: their flags are
-/// its own even where nodelay has one of the same name (curl's `--cacert`).
-const OTHER_PROGRAMS_COMMAND_LINES: &[(&str, &str)] =
-    &[("crates/load/src/curl.rs", "curl"), ("crates/diagnose/src/curl_words.rs", "curl")];
+/// Files whose purpose is another program's command line, with the flags of that program's
+/// that nodelay has too (curl's `--cacert`): there, those are the other program's.
+const OTHER_PROGRAMS_COMMAND_LINES: &[(&str, &[&str])] = &[
+    ("crates/load/src/curl.rs", &["--cacert", "--insecure"]),
+    ("crates/diagnose/src/curl_words.rs", &["--cacert", "--insecure"]),
+];
 
 /// Programs whose commands libraries quote in advice: in a string, the flags after one of
-/// these names are its own ("py-spy dump --pid PID"), until "nodelay" names nodelay again.
+/// these names are its own ("py-spy dump --pid PID"), until the clause ends (`;`, `.`, `:`,
+/// `)`) or "nodelay" names nodelay again.
 const OTHER_PROGRAMS: &[&str] = &["curl", "py-spy", "gunicorn", "uWSGI", "uwsgi", "hypercorn", "node"];
 
-/// The flags a text names as nodelay's: those not after another program's name.
+/// The flags a text names as nodelay's: those not in another program's command.
 fn nodelay_flags_named(text: &str) -> Vec<String> {
     let mut named = Vec::new();
     let mut nodelays = true;
@@ -458,6 +461,9 @@ fn nodelay_flags_named(text: &str) -> Vec<String> {
             nodelays = true;
         } else if nodelays {
             named.extend(flags_named(word));
+        }
+        if word.ends_with([';', '.', ':', ')']) {
+            nodelays = true;
         }
     }
     named
@@ -471,12 +477,13 @@ fn nodelay_flags_spelled() -> Vec<String> {
         let src = workspace().join("crates").join(name).join("src");
         for (module, path) in modules(&src) {
             let shown = format!("crates/{name}/src/{}", path.strip_prefix(&src).unwrap().display());
-            if OTHER_PROGRAMS_COMMAND_LINES.iter().any(|(file, _)| *file == shown) {
-                continue;
-            }
+            let others: &[&str] = OTHER_PROGRAMS_COMMAND_LINES
+                .iter()
+                .find(|(file, _)| *file == shown)
+                .map_or(&[], |(_, flags)| flags);
             let code = library_code(&module, &std::fs::read_to_string(&path).unwrap());
             for flag in string_literals(&code).iter().flat_map(|s| nodelay_flags_named(s)) {
-                if known.contains(&flag) {
+                if known.contains(&flag) && !others.contains(&flag.as_str()) {
                     spelled.push(format!("{shown}: {flag}"));
                 }
             }
@@ -515,6 +522,7 @@ fn every_flag_a_library_names_is_one_the_cli_has() {
     }
     assert_eq!(nodelay_flags_named("py-spy dump --pid PID, then nodelay doctor --pid 1"), ["--pid"]);
     assert_eq!(nodelay_flags_named("curl -i --cacert a (or --insecure)"), Vec::<String>::new());
+    assert_eq!(nodelay_flags_named("as curl does; raise --budget"), ["--budget"], "a clause ends it");
     let literals = string_literals("let a = '\"'; f(\"x --budget y\"); // \"--nope\"\ng(\"a \\\n   --h2\")");
     assert_eq!(literals, ["x --budget y", "a --h2"]);
     let tricky =
