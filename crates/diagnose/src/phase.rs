@@ -2,8 +2,9 @@
 
 use nodelay_engine::{ErrorKind, ErrorRecord, ResponseRecord};
 use nodelay_tcp::TcpInfo;
-use nodelay_tcp::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS};
+use nodelay_tcp::path::{INITIAL_WINDOW_SEGMENTS, RTO_MIN_MS, round_trip_pause_share};
 use nodelay_tcp::quantile::median;
+use nodelay_tcp::thresholds::SYMPTOM_FRACTION;
 use nodelay_tcp::time::ms;
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -444,11 +445,13 @@ impl PhaseSummary {
     }
 
     /// The median total less what the path costs a response: one round trip, and one more
-    /// where responses are held a round trip mid-way or end one after their first byte
-    /// (those holds are judged on their own). On loopback, the median total.
+    /// where responses are held a round trip mid-way (as many as `server_round_trip_hold`
+    /// judges, `round_trip_pause_share`) or end one after their first byte (those holds are
+    /// judged on their own). On loopback, the median total.
     pub fn beyond_path_p50_ms(&self) -> f64 {
+        let held_share = round_trip_pause_share(self.judged_rtt_ms(), SYMPTOM_FRACTION);
         let held = match (self.round_trip_hold_p50_ms, self.tail_held_body_p50_ms) {
-            (Some(hold), _) if self.round_trip_held_fraction() >= 0.25 => hold,
+            (Some(hold), _) if self.round_trip_held_fraction() >= held_share => hold,
             (_, Some(body)) if self.tail_held_in_view() => body,
             _ => 0.0,
         };

@@ -24,6 +24,7 @@ use crate::finding::{Confidence, Evidence, Finding, FindingId, Proof, ProofKind}
 use crate::fixes;
 use crate::phase::{LATE_FIRST_BYTE_MS, STALL_GAP_MS, is_clustered};
 use nodelay_tcp::TcpInfo;
+use nodelay_tcp::path::round_trip_pause_share;
 use nodelay_tcp::thresholds::{SLOW_FIRST_BYTE_MS, SYMPTOM_FRACTION};
 use nodelay_tcp::timers::{hop_stall_timer, match_delayed_ack_timer};
 
@@ -95,11 +96,12 @@ impl LegPauses {
         pause_ms - self.judged_rtt_ms()
     }
 
-    /// Holds of one round trip outnumber stalls, in a quarter of the messages or more.
+    /// Holds of one round trip outnumber stalls, in a quarter of the messages or more (a
+    /// majority where the round trip is within the scheduling slack: `round_trip_pause_share`).
     fn held_round_trips(&self) -> bool {
         self.judged_rtt_ms() > 0.0
             && self.round_trip_held > self.stalled
-            && self.round_trip_held_share() >= SYMPTOM_FRACTION
+            && self.round_trip_held_share() >= round_trip_pause_share(self.judged_rtt_ms(), SYMPTOM_FRACTION)
     }
 
     /// Each connection's first exchange was spared while later ones stalled: a fresh

@@ -74,7 +74,8 @@ pub fn next_experiment(observations: &Observations) -> Option<Experiment> {
         return Some(Experiment::OneConnectionAtATime);
     }
     let stalls = baseline.stalled_fraction() >= REMOVED_FRACTION;
-    let held = baseline.round_trip_held_fraction() >= SYMPTOM_FRACTION || baseline.tail_held_in_view();
+    let held_share = round_trip_pause_share(baseline.judged_rtt_ms(), SYMPTOM_FRACTION);
+    let held = baseline.round_trip_held_fraction() >= held_share || baseline.tail_held_in_view();
     let slow = stalls
         || held
         || baseline.server_first_byte_p50_ms() >= SLOW_FIRST_BYTE_MS
