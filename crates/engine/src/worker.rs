@@ -284,7 +284,7 @@ impl<'a, S: RecordSink> Worker<'a, S> {
             // Thousands of connects take a while to issue: look at what completed meanwhile, so
             // that a connect is timed from its own SYN to its own completion, not to the end of
             // the ramp (1000 on one thread, debug build: a p50 of 39 ms, the ramp's, against
-            // 2 ms; tests/memory.rs).
+            // 2 ms; crates/cli/tests/suite/memory.rs).
             if index % OPENS_PER_LOOK == OPENS_PER_LOOK - 1 {
                 self.poller.wait(&mut ready, Duration::ZERO, Batch { want: 1, min_wait: Duration::ZERO })?;
                 self.handle(&ready);

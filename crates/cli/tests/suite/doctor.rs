@@ -1,5 +1,5 @@
 //! `nodelay doctor` and `nodelay demo` against real servers: verdicts, proof, exit codes and
-//! the JSON contract. Peers in other languages are in tests/peers.rs.
+//! the JSON contract. Peers in other languages are in peers.rs.
 
 use crate::common::*;
 

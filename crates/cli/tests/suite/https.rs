@@ -36,8 +36,15 @@ fn assert_tls_stall(url: &str) {
     assert_eq!(report["tls"]["trust"], "ca_file");
 }
 
+/// Healthy, or (as `assert_verdict` allows) the one note a busy machine earns a healthy
+/// server: beside three other TLS tests on 2 cores, Node's thread waited for a CPU 56 % of a
+/// run and the doctor said CPU-bound at low confidence, unproven.
 fn assert_tls_healthy(url: &str) {
     let (run, report) = doctor(url, &[]);
+    if contended_cpu_note_only(&report) {
+        assert_eq!(run.code(), 3);
+        return;
+    }
     assert_eq!(finding_ids(&report), HEALTHY, "{report:#}");
     assert_eq!(run.code(), 0);
 }

@@ -5,7 +5,7 @@
 //! `nodelay exec -- PROGRAM ARGS` must be healthy, without the stack's fix: the preloaded shim
 //! sets TCP_NODELAY (Erlang even calls setsockopt(TCP_NODELAY, 0) on every accepted socket,
 //! which the shim turns into 1). The static C peer has no dynamic loader, so no preload
-//! reaches it: `nodelay exec` falls back to fixing it from outside (tests/exec.rs).
+//! reaches it: `nodelay exec` falls back to fixing it from outside (exec.rs).
 
 use crate::common::*;
 use PeerKind::*;

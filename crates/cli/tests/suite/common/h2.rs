@@ -3,7 +3,6 @@
 //! starter returns once the peer listens on a port the kernel chose. The peers' flags
 //! (`--body-bytes`, `--max-streams`, `--delay-ms`, `--nagle`, ...) are described at the top
 //! of each one's source in tests/peers.
-#![allow(dead_code)]
 
 use super::nginx::Nginx;
 use super::{Peer, compiled, node_peer, peer_script, python_peer, start_peer};

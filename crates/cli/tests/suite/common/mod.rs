@@ -1,6 +1,5 @@
 //! Shared by the integration tests: start real peer servers (which bind port 0 and print
 //! "PORT <n>"), run the real `nodelay` binary, and read its JSON output.
-#![allow(dead_code)]
 pub mod relay;
 
 pub mod capture;
@@ -216,14 +215,6 @@ pub fn node_peer(script: &str, args: &[&str]) -> Peer {
     script_peer("node", script, args)
 }
 
-pub fn ruby_peer(script: &str, args: &[&str]) -> Peer {
-    script_peer("ruby", script, args)
-}
-
-pub fn escript_peer(script: &str, args: &[&str]) -> Peer {
-    script_peer("escript", script, args)
-}
-
 fn must_run(command: &mut Command) {
     let output = command.output().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
     assert!(output.status.success(), "{command:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
@@ -401,7 +392,7 @@ pub fn assert_verdict(peer: &Peer, expected: &[&str]) {
 
 /// Whether the report's only finding is `server-cpu-bound` at low confidence, unproven,
 /// because the server's threads waited for cores that others held (its title says so).
-fn contended_cpu_note_only(report: &serde_json::Value) -> bool {
+pub fn contended_cpu_note_only(report: &serde_json::Value) -> bool {
     let findings = report["findings"].as_array().expect("a findings array");
     let [finding] = findings.as_slice() else { return false };
     finding["id"] == "server-cpu-bound"

@@ -24,7 +24,6 @@
 //! configuration is loaded); the socket is listening from the start, so a connection made
 //! between the two waits in the backlog rather than being refused. A configuration nginx
 //! rejects makes [`Nginx::start`] panic with the error log.
-#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::os::fd::AsRawFd;
@@ -167,11 +166,6 @@ impl Nginx {
 
     pub fn https_url(&self, path: &str) -> String {
         format!("https://{}:{}{path}", self.ip, self.port)
-    }
-
-    /// The directory holding nginx.conf, error.log, access.log and the temp paths.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     pub fn error_log(&self) -> String {

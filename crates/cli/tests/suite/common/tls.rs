@@ -1,7 +1,6 @@
 //! Certificates the TLS tests make for themselves with rcgen, once per test process, in a
 //! directory of its own: a CA and the server certificate it issued (for `localhost` and
 //! 127.0.0.1), one it issued for another name, and a self-signed one nobody issued.
-#![allow(dead_code)]
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use std::path::PathBuf;
