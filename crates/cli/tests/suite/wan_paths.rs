@@ -318,12 +318,18 @@ fn a_tail_held_for_the_heads_ack(rtt_ms: f64, body_sizes: &[u32]) {
         let size = body_bytes.to_string();
         let nagle = link.python_server("python_http_server.py", &["--body-bytes", &size]);
         let twin = link.python_server("python_http_server.py", &["--disable-nagle", "--body-bytes", &size]);
-        let (nagle_ms, twin_ms) =
-            (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15));
-        assert!(
-            nagle_ms - twin_ms >= rtt_ms / 4.0,
-            "ground truth, {body_bytes} B at {rtt_ms} ms: Nagle server {nagle_ms:.2} ms, twin {twin_ms:.2} ms"
-        );
+        // The ground truth is the test's precondition: at 0.5 ms, beside the suite, the two
+        // medians of 15 calls came out 1.84 and 1.88 ms once (a clean clone's CI run). Three
+        // tries at most, as the two-write test at 0.5 ms has.
+        let (_, twin_ms) = (0..3)
+            .map(|_| (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15)))
+            .inspect(|(nagle_ms, twin_ms)| {
+                eprintln!("ground truth, {body_bytes} B at {rtt_ms} ms: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms")
+            })
+            .find(|(nagle_ms, twin_ms)| nagle_ms - twin_ms >= rtt_ms / 4.0)
+            .unwrap_or_else(|| {
+                panic!("ground truth, {body_bytes} B at {rtt_ms} ms: the Nagle server never slower in three tries")
+            });
 
         let url = format!("http://{}:{}/", common::wan::SERVER_IP, nagle.port);
         let run = link.nodelay(&["doctor", "--json", &url]);
