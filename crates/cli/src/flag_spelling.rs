@@ -26,7 +26,7 @@ fn spellings() -> Vec<&'static str> {
                 Some((_, long)) => format!("--{long}"),
                 // Not reached: a test holds every flag to an argument. The id, dashed, is
                 // still the name a user would recognise.
-                None => format!("--{}", flag.arg_id().replace('_', "-")),
+                None => flag.id_spelling(),
             };
             &*spelling.leak()
         })
@@ -67,8 +67,7 @@ mod tests {
         // What a library shows without the CLI (its id, dashed) reads as the CLI spells it:
         // a flag renamed in clap needs its id renamed too.
         for flag in Flag::ALL {
-            let fallback = format!("--{}", flag.arg_id().replace('_', "-"));
-            assert_eq!(spelled(*flag), fallback, "{flag:?}: rename its id with its flag");
+            assert_eq!(spelled(*flag), flag.id_spelling(), "{flag:?}: rename its id with its flag");
         }
     }
 }

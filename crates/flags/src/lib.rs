@@ -142,6 +142,12 @@ impl Flag {
             Flag::WriteSplit => "write_split",
         }
     }
+
+    /// The flag as its argument id reads with dashes: what a flag shows before the CLI
+    /// installs its spelling, and what the CLI's tests hold that spelling to.
+    pub fn id_spelling(self) -> String {
+        format!("--{}", self.arg_id().replace('_', "-"))
+    }
 }
 
 /// How the CLI spells a flag (with its dashes).
@@ -161,7 +167,7 @@ impl fmt::Display for Flag {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match SPELLING.get() {
             Some(spelling) => f.write_str(spelling(*self)),
-            None => write!(f, "--{}", self.arg_id().replace('_', "-")),
+            None => f.write_str(&self.id_spelling()),
         }
     }
 }
