@@ -221,11 +221,25 @@ fn the_regression_gate_fails_a_slower_target_and_never_identical_ones() {
     );
     assert!(slower["measured"].as_f64().unwrap() > 100.0, "2 ms on a sub-ms answer: {slower:#}");
     assert!(slower["p_value"].as_f64().unwrap() < 0.05, "{slower:#}");
-    // The same server twice, ten times: noise never fails the gate.
+    // The same server twice, ten times: the gate is a test at alpha 0.05, so noise may fail
+    // it now and then, never as a rule. With 5 rounds each, identical twins reach p <= 0.032
+    // by chance 8 times in 252; on a machine busy enough that rounds move by more than the
+    // 5 % bar (a CI run's did: B 34.5 % slower, p = 0.032), that is a false alarm. Three of
+    // ten then come once in about 300 runs; a gate that called noise real would fail them all.
+    let mut false_alarms = Vec::new();
     for run in 0..10 {
         let (code, same) = regression_gate(&baseline.url("/"), &twin.url("/"), "5");
-        assert_eq!((code, same["crossed"].clone()), (0, false.into()), "run {run}: {same:#}");
+        assert!(code == 0 || code == 4, "run {run}: exit {code}: {same:#}");
+        assert_eq!(code == 4, same["crossed"] == true, "run {run}: {same:#}");
+        if code == 4 {
+            false_alarms.push(same);
+        }
     }
+    assert!(
+        false_alarms.len() <= 2,
+        "{} of 10 identical pairs failed: {false_alarms:#?}",
+        false_alarms.len()
+    );
     // Three rounds each can reach p = 0.1 at best: the gate cannot tell, and does not pass.
     let (code, few) = regression_gate(&baseline.url("/"), &late.url("/"), "3");
     assert_eq!(
