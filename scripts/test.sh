@@ -3,8 +3,9 @@
 # real peers on loopback. This is what CI runs (.ci/run) and what the README names.
 #
 # Usage: scripts/test.sh [--quick] [--under-load]
-#   --quick       the inner loop: no clippy or docs; unit tests and the integration tests
-#                 that take seconds (nextest's `quick` profile, .config/nextest.toml)
+#   --quick       the inner loop: lints shown but not fatal, no API docs; unit tests and the
+#                 integration tests that take seconds (nextest's `quick` profile,
+#                 .config/nextest.toml)
 #   --under-load  one busy process per core at normal priority while the tests run, as on a
 #                 developer's laptop doing other work: every test must still pass
 #
@@ -15,6 +16,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 # A clean build gains nothing from incremental state, which took 1.4 GB of a CI runner's disk.
 export CARGO_INCREMENTAL=0
+# The workspace's crates compile through clippy's driver (scripts/clippy-rustc.sh): the build
+# is the lint. In every phase, so that each finds the others' units fresh; a plain `cargo
+# build` afterwards recompiles the workspace's crates (not the dependencies) once.
+export RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/clippy-rustc.sh"
 
 quick=false
 under_load=false
@@ -45,12 +50,52 @@ phase() {
   [[ $status == ok ]]
 }
 
+# Starts a phase beside the ones that follow, its output kept in a log; `await_beside` waits
+# for it. Its line in the phases file says `beside`: its time overlaps theirs.
+beside_pid=
+beside_log=
+beside() {
+  local name=$1 log=$2
+  shift 2
+  echo "== $name (beside the tests, output in $log): $*" >&2
+  beside_log=$log
+  (
+    started=$EPOCHREALTIME status=ok
+    "$@" >"$log" 2>&1 || status=failed
+    awk -v name="$name" -v a="$started" -v b="$EPOCHREALTIME" -v s="$status" \
+      'BEGIN { printf "%s %.1f %s beside\n", name, b - a, s }' >>"$phases"
+    [[ $status == ok ]]
+  ) &
+  beside_pid=$!
+}
+await_beside() {
+  [[ -n $beside_pid ]] || return 0
+  local started=$EPOCHREALTIME status=0
+  wait "$beside_pid" || status=$?
+  beside_pid=
+  # The wait is a phase of its own, always ok: the phase beside says whether it passed.
+  awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "wait-beside %.1f ok\n", b - a }' >>"$phases"
+  if ((status)); then
+    echo "== the phase beside the tests failed; the end of $beside_log:" >&2
+    tail -n 40 "$beside_log" >&2
+  fi
+}
+
 busy_pids=()
 stop_load() {
   ((${#busy_pids[@]})) && kill "${busy_pids[@]}" 2>/dev/null
   busy_pids=()
 }
-trap stop_load EXIT
+# On an early exit, the phase beside the tests (its subshell, and nice's cargo under it) ends
+# with the script.
+stop_all() {
+  stop_load
+  if [[ -n ${beside_pid:-} ]]; then
+    pkill -TERM -P "$beside_pid" 2>/dev/null
+    kill "$beside_pid" 2>/dev/null
+  fi
+}
+trap stop_all EXIT
 start_load() {
   for _ in $(seq "$(nproc)"); do
     # A shell spinning on a builtin: a whole core's worth of work at normal priority, and it
@@ -66,15 +111,13 @@ if ! phase setup scripts/setup.sh; then
   exit 1
 fi
 phase fmt cargo fmt --all -- --check
-if ! $quick; then
-  phase clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-  # The library crates' Rust API: every public item documented (missing_docs), no broken
-  # links. The binary's crate is documented too, though its doc comments are clap's help text
-  # (it allows the two rustdoc lints that markup trips): without it, the dependencies'
-  # features differ from clippy's and rustdoc checks 60 of them again (37 s on 2 cores).
-  RUSTDOCFLAGS="-D warnings" phase doc cargo doc --workspace --lib --no-deps --locked
+# Every target, as `cargo clippy --all-targets` linted (the examples too); warnings are
+# errors here only (scripts/clippy-rustc.sh), so a lint fails this phase and the tests run.
+if $quick; then
+  phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
+else
+  NODELAY_DENY_WARNINGS=1 phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
 fi
-phase build cargo nextest run --workspace --locked --no-run --cargo-quiet
 
 # A command's output shown and kept for the report; the command's own exit status.
 logged() {
@@ -84,8 +127,18 @@ logged() {
   return "${PIPESTATUS[0]}"
 }
 
-rm -f "target/nextest/$profile/junit.xml" "$logs/nextest.log" "$logs/doctests.log"
+rm -f "target/nextest/$profile/junit.xml" "$logs/nextest.log" "$logs/doctests.log" "$logs/doc.log"
 $under_load && start_load
+if ! $quick; then
+  # The library crates' Rust API: every public item documented (missing_docs), no broken
+  # links. The binary's crate is documented too, though its doc comments are clap's help text
+  # (it allows the two rustdoc lints that markup trips). rustdoc needs every dependency
+  # checked (metadata, which the build phase does not leave): 117 s of CPU, 61 s alone. It
+  # runs beside the tests at the lowest priority, on the sixth of the cores they leave idle,
+  # in a target directory of its own (the tests' cargo would wait for the lock of this one).
+  RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR=target/api-docs beside doc "$logs/doc.log" \
+    env -u RUSTC_WORKSPACE_WRAPPER nice -n 19 cargo doc --workspace --lib --no-deps --locked
+fi
 phase tests logged "$logs/nextest.log" \
   cargo nextest run --workspace --locked --profile "$profile" --cargo-quiet --show-progress none
 doctest_log=-
@@ -93,6 +146,7 @@ if ! $quick; then
   doctest_log="$logs/doctests.log"
   phase doctests logged "$doctest_log" cargo test --workspace --doc --locked --quiet
 fi
+await_beside
 stop_load
 
 python3 scripts/test_report.py "$phases" "target/nextest/$profile/junit.xml" \

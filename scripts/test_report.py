@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The closing report of scripts/test.sh: where the time went and the whole count.
 
-Reads the phases' times (a file of `name seconds status` lines that test.sh writes), the
+Reads the phases' times (a file of `name seconds status [beside]` lines that test.sh writes), the
 JUnit file cargo-nextest leaves, and the doc tests' libtest output; prints a table of phases,
 a table of test binaries (tests, failures, summed test time, slowest test), the slowest
 tests, and last the one line `N passed, M failed, K skipped` that a reader and CI look for.
@@ -24,8 +24,8 @@ def read_phases(path):
     phases = []
     with open(path) as lines:
         for line in lines:
-            name, seconds, status = line.split()
-            phases.append((name, float(seconds), status))
+            name, seconds, status, *beside = line.split()
+            phases.append((name, float(seconds), status, bool(beside)))
     return phases
 
 
@@ -106,9 +106,11 @@ def short(text, width):
 def main(phases_path, junit_path, nextest_log, doctest_log):
     phases = read_phases(phases_path)
     print("\nphase        time   status")
-    for name, seconds, status in phases:
-        print(f"{name:<10} {seconds:>6.1f} s  {status}")
-    print(f"{'total':<10} {sum(s for _, s, _ in phases):>6.1f} s")
+    for name, seconds, status, beside in phases:
+        print(f"{name:<10} {seconds:>6.1f} s  {status}{'  (beside the tests)' if beside else ''}")
+    # A phase beside the tests overlaps them: the time waited for it after them is its own
+    # line (wait-beside).
+    print(f"{'total':<10} {sum(s for _, s, _, beside in phases if not beside):>6.1f} s")
 
     binaries, tests = read_junit(junit_path)
     if binaries:
@@ -133,7 +135,7 @@ def main(phases_path, junit_path, nextest_log, doctest_log):
             missing.append(label)
             continue
         passed, failed, skipped = passed + counts[0], failed + counts[1], skipped + counts[2]
-    failed_phases = [name for name, _, status in phases if status != "ok"]
+    failed_phases = [name for name, _, status, _ in phases if status != "ok"]
     if failed_phases:
         print(f"\nfailed phases: {', '.join(failed_phases)}")
     if missing:
