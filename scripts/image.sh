@@ -3,10 +3,11 @@
 # x86_64-unknown-linux-musl target, built here by cargo, on scratch. Nothing is pulled: the only
 # downloads are crates (and the rustup target, which scripts/setup.sh adds).
 #
-# Usage: scripts/image.sh [--dev] [--tag NAME]...
-#   default    the release profile, tagged localhost/nodelay:MAJOR.MINOR and :VERSION
-#   --dev      the dev profile without debug info: half the build time of a release, for tests
-#   --tag NAME this name instead of the version tags
+# Usage: scripts/image.sh [--dev] [--binary-only] [--tag NAME]...
+#   default       the release profile, tagged localhost/nodelay:MAJOR.MINOR and :VERSION
+#   --dev         the dev profile without debug info: half the build time of a release, for tests
+#   --binary-only the static binary, no image (scripts/test.sh builds it before the tests start)
+#   --tag NAME    this name instead of the version tags
 # The binary is built in ~/.cache/nodelay/musl-target (or $NODELAY_MUSL_TARGET_DIR): apart from
 # target/, whose lock a running `cargo test` holds, and shared by every checkout on the machine,
 # so that a fresh clone (CI's) rebuilds only nodelay's own crates (35 s, not 2 minutes). Prints
@@ -15,21 +16,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=release
+binary_only=false
 tags=()
 while (($#)); do
   case "$1" in
     --dev) profile=dev ;;
+    --binary-only) binary_only=true ;;
     --tag)
       [[ $# -ge 2 ]] || { echo "scripts/image.sh: --tag needs a NAME" >&2; exit 2; }
       tags+=("$2")
       shift
       ;;
-    *) echo "scripts/image.sh: unknown argument '$1' (usage: scripts/image.sh [--dev] [--tag NAME]...)" >&2; exit 2 ;;
+    *) echo "scripts/image.sh: unknown argument '$1' (usage: scripts/image.sh [--dev] [--binary-only] [--tag NAME]...)" >&2; exit 2 ;;
   esac
   shift
 done
 
 target=x86_64-unknown-linux-musl
+# Plain rustc: scripts/test.sh's lint wrapper (clippy's driver, scripts/clippy-rustc.sh) would
+# only slow the image's build.
+unset RUSTC_WORKSPACE_WRAPPER NODELAY_DENY_WARNINGS
 cache="${XDG_CACHE_HOME:-${HOME:+$HOME/.cache}}"
 export CARGO_TARGET_DIR="${NODELAY_MUSL_TARGET_DIR:-${cache:-$PWD/target}/nodelay/musl-target}"
 if [[ $profile == dev ]]; then
@@ -41,6 +47,8 @@ else
   cargo build --quiet --locked --release --target "$target" -p nodelay --bin nodelay
   binary="$CARGO_TARGET_DIR/$target/release/nodelay"
 fi
+
+$binary_only && exit 0
 
 # The build context holds exactly what the Containerfile copies.
 context="$(mktemp -d "${TMPDIR:-/tmp}/nodelay-image.XXXXXX")"

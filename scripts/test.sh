@@ -118,6 +118,13 @@ if $quick; then
 else
   NODELAY_DENY_WARNINGS=1 phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
 fi
+if ! $quick; then
+  # The container image's static binary (a musl build of nodelay's crates, 73 s of CPU): the
+  # container tests' image build finds it fresh. Built during the tests, it held the cores
+  # while the timing group's first tests ran, and each failure of a clean-clone run in two
+  # stops was among the first tests to end.
+  phase image bash scripts/image.sh --dev --binary-only
+fi
 
 # A command's output shown and kept for the report; the command's own exit status.
 logged() {

@@ -33,10 +33,10 @@ fn image() -> &'static str {
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
         let _building = common::MachineLock::take("container-image");
-        // At a lower priority: the build (cargo for musl, then podman) starts with the test
-        // phase and held both cores while the timing tests' first ones ran. The three
-        // failures of this stop's clean-clone runs were each among the first tests to end
-        // (a ground truth on a 10 ms path, a proxy's thread waiting 65 % of its run for a CPU).
+        // At a lower priority: the build starts with the test phase, beside the timing
+        // tests' first ones. scripts/test.sh builds the static binary before the tests
+        // (`image.sh --binary-only`), so that here cargo finds it fresh and podman builds
+        // the image; run alone (`cargo nextest run`), this compiles it.
         let output = Command::new("nice")
             .args(["-n", "10", "bash"])
             .arg(repository().join("scripts/image.sh"))
