@@ -50,6 +50,14 @@ phase() {
   [[ $status == ok ]]
 }
 
+# A command's output shown and kept for the report; the command's own exit status.
+logged() {
+  local log=$1
+  shift
+  "$@" 2>&1 | tee "$log"
+  return "${PIPESTATUS[0]}"
+}
+
 # Starts a phase beside the ones that follow, its output kept in a log; `await_beside` waits
 # for it. Its line in the phases file says `beside`: its time overlaps theirs.
 beside_pid=
@@ -73,8 +81,10 @@ await_beside() {
   local started=$EPOCHREALTIME status=0
   wait "$beside_pid" || status=$?
   beside_pid=
-  # The wait is a phase of its own, always ok: the phase beside says whether it passed.
-  awk -v a="$started" -v b="$EPOCHREALTIME" 'BEGIN { printf "wait-beside %.1f ok\n", b - a }' >>"$phases"
+  # The wait is a phase of its own. It fails with the phase beside, which also says so on its
+  # own line, unless it was killed before it could.
+  awk -v a="$started" -v b="$EPOCHREALTIME" -v s="$( ((status)) && echo failed || echo ok)" \
+    'BEGIN { printf "wait-beside %.1f %s\n", b - a, s }' >>"$phases"
   if ((status)); then
     echo "== the phase beside the tests failed; the end of $beside_log:" >&2
     tail -n 40 "$beside_log" >&2
@@ -111,12 +121,27 @@ if ! phase setup scripts/setup.sh; then
   exit 1
 fi
 phase fmt cargo fmt --all -- --check
-# Every target, as `cargo clippy --all-targets` linted (the examples too); warnings are
-# errors here only (scripts/clippy-rustc.sh), so a lint fails this phase and the tests run.
+# Every target, as `cargo clippy --all-targets` linted (the examples too). Warnings are errors
+# here only (scripts/clippy-rustc.sh), so a lint fails this phase and the tests still run.
+# Cargo does not see that variable: a crate compiled before without it (by the tests phase of
+# a run that failed here, or by --quick) is fresh, and cargo replays its warnings as warnings.
+# So any compiler warning in the output fails the phase too (a build script's own
+# `warning: PACKAGE@VERSION: ...` is not one).
+lint_build() {
+  local log="$logs/build.log" status
+  NODELAY_DENY_WARNINGS=1 logged "$log" \
+    cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
+  status=$?
+  if grep -E '^warning(\[[^]]*\])?: ' "$log" | grep -qvE '^warning: [[:alnum:]_-]+@[0-9]'; then
+    echo "== build: compiler warnings (above) fail the build, as clippy's -D warnings did" >&2
+    status=1
+  fi
+  return "$status"
+}
 if $quick; then
   phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
 else
-  NODELAY_DENY_WARNINGS=1 phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
+  phase build lint_build
 fi
 if ! $quick; then
   # The container image's static binary (a musl build of nodelay's crates, 73 s of CPU): the
@@ -126,13 +151,6 @@ if ! $quick; then
   phase image bash scripts/image.sh --dev --binary-only
 fi
 
-# A command's output shown and kept for the report; the command's own exit status.
-logged() {
-  local log=$1
-  shift
-  "$@" 2>&1 | tee "$log"
-  return "${PIPESTATUS[0]}"
-}
 
 rm -f "target/nextest/$profile/junit.xml" "$logs/nextest.log" "$logs/doctests.log" "$logs/doc.log"
 $under_load && start_load
@@ -153,8 +171,9 @@ if ! $quick; then
   doctest_log="$logs/doctests.log"
   phase doctests logged "$doctest_log" cargo test --workspace --doc --locked --quiet
 fi
-await_beside
+# The busy processes stop first: at nice 0 they would leave the doc build 1.5 % of a core.
 stop_load
+await_beside
 
 python3 scripts/test_report.py "$phases" "target/nextest/$profile/junit.xml" \
   "$logs/nextest.log" "$doctest_log"

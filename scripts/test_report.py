@@ -105,12 +105,12 @@ def short(text, width):
 
 def main(phases_path, junit_path, nextest_log, doctest_log):
     phases = read_phases(phases_path)
-    print("\nphase        time   status")
+    print("\nphase         time   status")
     for name, seconds, status, beside in phases:
-        print(f"{name:<10} {seconds:>6.1f} s  {status}{'  (beside the tests)' if beside else ''}")
+        print(f"{name:<11} {seconds:>6.1f} s  {status}{'  (beside the tests)' if beside else ''}")
     # A phase beside the tests overlaps them: the time waited for it after them is its own
     # line (wait-beside).
-    print(f"{'total':<10} {sum(s for _, s, _, beside in phases if not beside):>6.1f} s")
+    print(f"{'total':<11} {sum(s for _, s, _, beside in phases if not beside):>6.1f} s")
 
     binaries, tests = read_junit(junit_path)
     if binaries:
