@@ -107,11 +107,7 @@ fn a_hold_across_a_10ms_path_is_timed_at_the_round_trip_it_costs() {
     // truth is the test's precondition: beside the suite the twin once took 17.34 ms a call
     // on this 10 ms path (the link's forwarders waiting for a core), 5.6 ms from the Nagle
     // server, while the kernel timed all 16 holds at 10.3 ms. Three tries at most.
-    let (nagle_ms, _) = (0..3)
-        .map(|_| (link.client_median_ms(nagle.port, 15), link.client_median_ms(twin.port, 15)))
-        .inspect(|(nagle_ms, twin_ms)| eprintln!("client: Nagle {nagle_ms:.2} ms, twin {twin_ms:.2} ms"))
-        .find(|(nagle_ms, twin_ms)| nagle_ms - twin_ms > 7.0)
-        .unwrap_or_else(|| panic!("ground truth: the Nagle server never 7 ms slower in three tries"));
+    let (nagle_ms, _) = link.slower_by(nagle.port, twin.port, 15, 7.0);
     let held = server_side(&watch, &nagle);
     eprintln!("kernel: {held:?}");
     // Released by ACKs the client sent at once: round-trip holds, classed so in the kernel.

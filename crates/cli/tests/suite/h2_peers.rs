@@ -574,9 +574,14 @@ fn node_http2_with_nagle_writes_headers_and_data_apart_and_without_it_together()
 fn assert_nagle_stalls(stalling: &Peer, control: &Peer) {
     let _alone = alone();
     let stalled = h2load_one_at_a_time(&stalling.url("/"), 10);
-    let prompt = h2load_one_at_a_time(&control.url("/"), 10);
     assert!(stalled >= Duration::from_millis(30), "with --nagle a request took {stalled:?} on average");
-    assert!(prompt < Duration::from_millis(15), "without --nagle a request took {prompt:?} on average");
+    // The control gets three tries: beside the suite, Node without Nagle once took 15.44 ms a
+    // request on average (a peer waiting for a core, not for an ACK), where it takes about 1.
+    let prompt: Vec<Duration> = (0..3).map(|_| h2load_one_at_a_time(&control.url("/"), 10)).collect();
+    assert!(
+        prompt.iter().any(|mean| *mean < Duration::from_millis(15)),
+        "without --nagle a request took {prompt:?} on average, in three tries"
+    );
 }
 
 #[test]

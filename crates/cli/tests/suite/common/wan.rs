@@ -123,6 +123,26 @@ impl Link {
         String::from_utf8_lossy(&output.stdout).trim().parse().expect("a median in ms")
     }
 
+    /// The ground truth a test that names the slower of two servers stands on: the independent
+    /// client's medians of `requests` calls to `slower` and to `faster`, until `slower` is
+    /// `gap_ms` slower. Three tries at most: beside the suite, a busy machine's forwarder moved
+    /// one median by several ms (a twin at 15-17 ms a call on a 10 ms path). Panics with every
+    /// try when it never is; a precondition, not the test's claim.
+    pub fn slower_by(&self, slower: u16, faster: u16, requests: u32, gap_ms: f64) -> (f64, f64) {
+        let mut tries = Vec::new();
+        for _ in 0..3 {
+            let medians = (self.client_median_ms(slower, requests), self.client_median_ms(faster, requests));
+            eprintln!("ground truth: port {slower} {:.2} ms, port {faster} {:.2} ms", medians.0, medians.1);
+            if medians.0 - medians.1 >= gap_ms {
+                return medians;
+            }
+            tries.push(medians);
+        }
+        panic!(
+            "ground truth: port {slower} never {gap_ms} ms slower than port {faster} in three tries: {tries:.2?}"
+        )
+    }
+
     /// The forwarder's PID: a peer that freezes the path itself, at a moment of its own.
     pub fn forwarder_pid(&self) -> u32 {
         self.forwarder.id()
