@@ -125,14 +125,16 @@ phase fmt cargo fmt --all -- --check
 # here only (scripts/clippy-rustc.sh), so a lint fails this phase and the tests still run.
 # Cargo does not see that variable: a crate compiled before without it (by the tests phase of
 # a run that failed here, or by --quick) is fresh, and cargo replays its warnings as warnings.
-# So any compiler warning in the output fails the phase too (a build script's own
-# `warning: PACKAGE@VERSION: ...` is not one).
+# So any compiler warning in the output fails the phase too: a `warning` line whose next line
+# gives its place (`  --> FILE:LINE:COL`), as rustc's and clippy's do; cargo's own (a network
+# retry, a build script's `warning: PACKAGE@VERSION: ...`) have none. With --cargo-quiet,
+# cargo prints no "generated N warnings" line to look for.
 lint_build() {
   local log="$logs/build.log" status
   NODELAY_DENY_WARNINGS=1 logged "$log" \
     cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
   status=$?
-  if grep -E '^warning(\[[^]]*\])?: ' "$log" | grep -qvE '^warning: [[:alnum:]_-]+@[0-9]'; then
+  if awk '/^warning/ { w = 1; next } w && /^ *--> / { found = 1 } { w = 0 } END { exit !found }' "$log"; then
     echo "== build: compiler warnings (above) fail the build, as clippy's -D warnings did" >&2
     status=1
   fi
