@@ -38,6 +38,12 @@ mkdir -p "$logs"
 phases="$logs/phases"
 : >"$phases"
 
+# Writes a phase's line for the report: NAME STARTED STATUS [beside], its time up to now.
+record() {
+  awk -v name="$1" -v a="$2" -v b="$EPOCHREALTIME" -v s="$3" -v beside="${4:+ beside}" \
+    'BEGIN { printf "%s %.1f %s%s\n", name, b - a, s, beside }' >>"$phases"
+}
+
 # Runs one phase, records its time and whether it passed; a failure does not stop the run.
 phase() {
   local name=$1
@@ -45,8 +51,7 @@ phase() {
   echo "== $name: $*" >&2
   local started=$EPOCHREALTIME status=ok
   "$@" || status=failed
-  awk -v name="$name" -v a="$started" -v b="$EPOCHREALTIME" -v s="$status" \
-    'BEGIN { printf "%s %.1f %s\n", name, b - a, s }' >>"$phases"
+  record "$name" "$started" "$status"
   [[ $status == ok ]]
 }
 
@@ -70,8 +75,7 @@ beside() {
   (
     started=$EPOCHREALTIME status=ok
     "$@" >"$log" 2>&1 || status=failed
-    awk -v name="$name" -v a="$started" -v b="$EPOCHREALTIME" -v s="$status" \
-      'BEGIN { printf "%s %.1f %s beside\n", name, b - a, s }' >>"$phases"
+    record "$name" "$started" "$status" beside
     [[ $status == ok ]]
   ) &
   beside_pid=$!
@@ -83,8 +87,7 @@ await_beside() {
   beside_pid=
   # The wait is a phase of its own. It fails with the phase beside, which also says so on its
   # own line, unless it was killed before it could.
-  awk -v a="$started" -v b="$EPOCHREALTIME" -v s="$( ((status)) && echo failed || echo ok)" \
-    'BEGIN { printf "wait-beside %.1f %s\n", b - a, s }' >>"$phases"
+  record wait-beside "$started" "$( ((status)) && echo failed || echo ok)"
   if ((status)); then
     echo "== the phase beside the tests failed; the end of $beside_log:" >&2
     tail -n 40 "$beside_log" >&2
@@ -129,10 +132,10 @@ phase fmt cargo fmt --all -- --check
 # gives its place (`  --> FILE:LINE:COL`), as rustc's and clippy's do; cargo's own (a network
 # retry, a build script's `warning: PACKAGE@VERSION: ...`) have none. With --cargo-quiet,
 # cargo prints no "generated N warnings" line to look for.
+build=(cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet)
 lint_build() {
   local log="$logs/build.log" status
-  NODELAY_DENY_WARNINGS=1 logged "$log" \
-    cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
+  NODELAY_DENY_WARNINGS=1 logged "$log" "${build[@]}"
   status=$?
   if awk '/^warning/ { w = 1; next } w && /^ *--> / { found = 1 } { w = 0 } END { exit !found }' "$log"; then
     echo "== build: compiler warnings (above) fail the build, as clippy's -D warnings did" >&2
@@ -141,11 +144,9 @@ lint_build() {
   return "$status"
 }
 if $quick; then
-  phase build cargo nextest run --workspace --all-targets --locked --no-run --cargo-quiet
+  phase build "${build[@]}"
 else
   phase build lint_build
-fi
-if ! $quick; then
   # The container image's static binary (a musl build of nodelay's crates, 73 s of CPU): the
   # container tests' image build finds it fresh. Built during the tests, it held the cores
   # while the timing group's first tests ran, and each failure of a clean-clone run in two
