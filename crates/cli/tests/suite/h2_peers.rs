@@ -577,9 +577,12 @@ fn assert_nagle_stalls(stalling: &Peer, control: &Peer) {
     assert!(stalled >= Duration::from_millis(30), "with --nagle a request took {stalled:?} on average");
     // The control gets three tries: beside the suite, Node without Nagle once took 15.44 ms a
     // request on average (a peer waiting for a core, not for an ACK), where it takes about 1.
-    let prompt: Vec<Duration> = (0..3).map(|_| h2load_one_at_a_time(&control.url("/"), 10)).collect();
+    let mut prompt = Vec::new();
+    while prompt.len() < 3 && prompt.last().is_none_or(|mean| *mean >= Duration::from_millis(15)) {
+        prompt.push(h2load_one_at_a_time(&control.url("/"), 10));
+    }
     assert!(
-        prompt.iter().any(|mean| *mean < Duration::from_millis(15)),
+        prompt.last().is_some_and(|mean| *mean < Duration::from_millis(15)),
         "without --nagle a request took {prompt:?} on average, in three tries"
     );
 }

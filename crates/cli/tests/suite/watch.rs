@@ -101,8 +101,8 @@ impl Drop for Watch {
     }
 }
 
-/// `count` GET requests on one keep-alive connection (curl reuses it), each answered.
-/// `count` GETs on one keep-alive connection; how long they took in all.
+/// `count` GET requests on one keep-alive connection (curl reuses it), each answered; how
+/// long they took in all.
 fn curl(port: u16, count: usize) -> Duration {
     let url = format!("http://127.0.0.1:{port}/");
     let started = Instant::now();
