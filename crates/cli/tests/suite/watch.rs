@@ -881,7 +881,8 @@ fn from_the_kernel_a_large_responses_tail_held_behind_its_head_ends_at_the_heads
 #[test]
 fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_servers_namespace() {
     let _alone = common::alone();
-    let link = Link::up("10ms", &[]);
+    let rtt_ms = 10.0;
+    let link = Link::up(&format!("{rtt_ms}ms"), &[]);
     let nagle = link.python_server("python_http_server.py", &["--body-bytes", "2000"]);
     let twin = link.python_server("python_http_server.py", &["--body-bytes", "2000", "--disable-nagle"]);
     // Watch in this namespace: the servers are in another, which the kernel's programs see.
@@ -890,8 +891,7 @@ fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_server
     assert_eq!(watch.next()["mode"], "ebpf");
     // The independent client (Python's http.client in the client's namespace); a CI run's
     // first try had the twin at 15.05 ms and the Nagle server 6.9 ms slower.
-    let (nagle_ms, twin_ms) = link.slower_by(nagle.port, twin.port, 15, 7.0);
-    let lost_ms = nagle_ms - twin_ms;
+    let (nagle_ms, _) = link.slower_by(nagle.port, twin.port, 15, 7.0);
     let finding = watch.until("finding");
     assert_eq!(finding["finding"], "server-nagle-round-trip", "{finding:#}");
     assert_eq!(finding["process"]["pid"], nagle.pid(), "{finding:#}");
@@ -902,7 +902,11 @@ fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_server
     assert!(findings.iter().all(|f| f["port"] == nagle.port), "the twin never holds: {last:#}");
     let round_trips = findings.iter().find(|f| f["finding"] == "server-nagle-round-trip").unwrap();
     assert!(round_trips["stalls"].as_u64().unwrap() >= 12, "{last:#}");
-    // The hold is the round trip the client lost: within 30 % of the medians' difference.
+    // The hold is the round trip the client lost: within 30 % of the path's round trip, which
+    // the ground truth above shows lost, as in `ebpf_holds`. Not of the two medians'
+    // difference: beside the suite it came out 17.10 ms once (CI: the Nagle server's median
+    // 28.88 ms), while the kernel held 10.16 ms.
     let hold_ms = round_trips["mean_stall_ms"].as_f64().unwrap();
-    assert!((hold_ms / lost_ms - 1.0).abs() < 0.3, "hold {hold_ms:.2} ms, the client lost {lost_ms:.2} ms");
+    assert!((hold_ms / rtt_ms - 1.0).abs() < 0.3, "hold {hold_ms:.2} ms on a {rtt_ms} ms path");
+    assert!(hold_ms < nagle_ms, "hold {hold_ms:.2} ms, the client's median {nagle_ms:.2} ms");
 }
