@@ -212,7 +212,7 @@ fn header_error(head: &[u8]) -> ReadError {
     }
 }
 
-fn describe_io_error(error: &io::Error, gzip: bool) -> String {
+pub(crate) fn describe_io_error(error: &io::Error, gzip: bool) -> String {
     match error.kind() {
         ErrorKind::UnexpectedEof if gzip => "the gzip stream is cut short".into(),
         ErrorKind::InvalidInput | ErrorKind::InvalidData if gzip => {

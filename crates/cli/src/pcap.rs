@@ -6,7 +6,7 @@ use crate::exit::{Outcome, usage};
 use crate::output;
 use crate::runner::text_width;
 use anyhow::{Result, bail};
-use nodelay_capture::{Analyzer, CaptureInput, OnShrink, ReadError, ReadStats, read_capture};
+use nodelay_capture::{Analyzer, CaptureInput, ReadError, ReadStats, read_capture};
 use nodelay_diagnose::CaptureObservations;
 use nodelay_report::{Json, PcapReport, Render};
 use std::io::IsTerminal;
@@ -20,9 +20,7 @@ pub fn pcap(args: &PcapArgs) -> Result<Outcome> {
     let html = crate::output::create_output(args.html.as_deref(), "--html")?;
     let mut analyzer = Analyzer::new(args.flow.clone(), FLOWS_KEPT.max(args.top as usize));
     let mut stats = ReadStats::default();
-    let message = format!("nodelay: {name}: the file shrank while it was read (rewritten in place)");
-    let on_shrink = OnShrink { message, exit_status: i32::from(Outcome::Failed.code()) };
-    let outcome = read_capture(input, &on_shrink, &mut stats, |packet| analyzer.packet(packet));
+    let outcome = read_capture(input, &mut stats, |packet| analyzer.packet(packet));
     let summary = analyzer.finish(stats);
     let error = match outcome {
         Ok(()) => None,
