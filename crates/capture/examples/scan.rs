@@ -3,7 +3,7 @@
 //! the best round's MB/s (the page cache warmed by the first), for before/after comparisons
 //! of the hot path (bench/pcap_vs_tshark.py times the whole command).
 
-use nodelay_capture::{Analyzer, ReadStats, read_packets};
+use nodelay_capture::{Analyzer, CaptureInput, ReadStats, read_capture};
 use std::time::Instant;
 
 fn main() {
@@ -17,7 +17,9 @@ fn main() {
         let mut analyzer = Analyzer::new(None, 1000);
         let mut stats = ReadStats::default();
         let file = std::fs::File::open(&path).expect("open the capture");
-        read_packets(file, &mut stats, |packet| analyzer.packet(packet)).expect("read the capture");
+        // As `nodelay pcap` reads a file (a legacy pcap in a reused buffer, else streamed).
+        read_capture(CaptureInput::File(file), &mut stats, |packet| analyzer.packet(packet))
+            .expect("read the capture");
         let summary = analyzer.finish(stats);
         best = best.min(started.elapsed().as_secs_f64());
         bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
