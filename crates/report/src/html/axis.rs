@@ -172,7 +172,17 @@ impl Ranged for Ticked {
     type ValueType = f64;
 
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        self.inner.map(value, limit)
+        // A value millions of axis lengths away (a damaged saved run) maps past i32 and
+        // overflows plotters' arithmetic: held to one axis length beyond either end, off the
+        // plot either way.
+        let Range { start, end } = self.inner.range();
+        let span = (end - start).abs();
+        let (below, above) = (start.min(end) - span, start.max(end) + span);
+        if below <= above {
+            self.inner.map(&value.clamp(below, above), limit)
+        } else {
+            self.inner.map(value, limit)
+        }
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {

@@ -151,6 +151,8 @@ pub fn histogram_needs_log_counts(buckets: &[HistogramBucket]) -> bool {
 pub fn histogram_svg(buckets: &[HistogramBucket], from_ms: f64) -> Result<String, HtmlError> {
     let last = buckets.last().map_or(1.0, |b| b.up_to_ms);
     let (low, high) = if last > from_ms { (from_ms, last) } else { (from_ms * 0.9, from_ms * 1.1 + 1e-3) };
+    // In order whatever a damaged saved run's signs (the bars are held between them).
+    let (low, high) = (low.min(high), low.max(high));
     let log = histogram_needs_log_counts(buckets);
     // On the log axis a bar of one response still shows: the floor is below log10(1) = 0.
     let floor = if log { -0.3 } else { 0.0 };
@@ -185,13 +187,16 @@ pub fn histogram_svg(buckets: &[HistogramBucket], from_ms: f64) -> Result<String
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(drawing)?;
+        // Bounds held to the axis: a bucket of a damaged saved run far outside it would map
+        // past i32 and overflow plotters' arithmetic.
+        let on_axis = |ms: f64| ms.clamp(low, high);
         let mut start = low;
         let bars = buckets.iter().filter_map(|bucket| {
-            let from = start;
+            let from = on_axis(start);
             start = bucket.up_to_ms;
             (bucket.count > 0).then(|| {
                 Rectangle::new(
-                    [(from, floor), (bucket.up_to_ms.max(from), height(bucket.count))],
+                    [(from, floor), (on_axis(bucket.up_to_ms).max(from), height(bucket.count))],
                     colour(0).filled(),
                 )
             })

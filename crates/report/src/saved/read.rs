@@ -108,6 +108,9 @@ impl Reader {
         if !missing.is_empty() {
             return Err(ReadError::invalid(name, schema, format_args!("it lacks {}", missing.join(", "))));
         }
+        if let Some(why) = figure_out_of_range(run, &mut String::new()) {
+            return Err(ReadError::invalid(name, schema, why));
+        }
         let read = |e: serde_json::Error| ReadError::invalid(name, schema, e);
         Ok(match kind {
             Kind::Bench => Run::Bench(model(run).map_err(read)?),
@@ -128,6 +131,60 @@ impl Reader {
             Kind::Proxy => Run::Proxy(model(run).map_err(read)?),
         })
     }
+}
+
+/// The most a time in a saved run can be, in ms either way (a difference may be negative):
+/// 11.6 days, past any run's length. A figure beyond it is damage, not a measurement, and
+/// drawing one (5.4e16 ms, -1e300 ms) overflowed the plotting library's axis.
+const MAX_SAVED_MS: f64 = 1e9;
+/// The most a rate in a saved run can be, per second (requests, bytes): 10 TB/s.
+const MAX_SAVED_PER_SECOND: f64 = 1e13;
+
+/// The first time (`*_ms`) or rate (`*_per_second`) in `value` that no run measures, as
+/// `PATH is VALUE, ...`; `path` is where `value` sits.
+fn figure_out_of_range(value: &Value, path: &mut String) -> Option<String> {
+    match value {
+        Value::Object(fields) => fields.iter().find_map(|(key, field)| {
+            let length = path.len();
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(key);
+            let figure = field.as_f64();
+            let why = if let (Some(ms), true) = (figure, key.ends_with("_ms")) {
+                (ms.abs() > MAX_SAVED_MS).then(|| {
+                    format!(
+                        "{path} is {} ms, beyond any time a run measures (±{MAX_SAVED_MS:e} ms)",
+                        short(ms)
+                    )
+                })
+            } else if let (Some(rate), true) = (figure, key.ends_with("_per_second")) {
+                (!(0.0..=MAX_SAVED_PER_SECOND).contains(&rate)).then(|| {
+                    format!(
+                        "{path} is {}, outside any rate a run measures (0 to {MAX_SAVED_PER_SECOND:e}/s)",
+                        short(rate)
+                    )
+                })
+            } else {
+                figure_out_of_range(field, path)
+            };
+            path.truncate(length);
+            why
+        }),
+        Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
+            let length = path.len();
+            path.push_str(&format!("[{index}]"));
+            let why = figure_out_of_range(item, path);
+            path.truncate(length);
+            why
+        }),
+        _ => None,
+    }
+}
+
+/// A figure as written, or in exponent form when it is long (`-1e300`, not 301 digits).
+fn short(figure: f64) -> String {
+    if figure.abs() < 1e6 { figure.to_string() } else { format!("{figure:e}") }
 }
 
 /// `run` read into the model `T` of its schema.
