@@ -274,7 +274,7 @@ impl Read for Source<'_> {
 
 /// Reads until `buffer` is full or the input ends; returns how much it read and the error
 /// that stopped it, if any.
-fn read_full(input: &mut impl Read, buffer: &mut [u8]) -> (usize, Option<io::Error>) {
+pub(crate) fn read_full(input: &mut impl Read, buffer: &mut [u8]) -> (usize, Option<io::Error>) {
     let mut filled = 0;
     while filled < buffer.len() {
         match input.read(&mut buffer[filled..]) {
