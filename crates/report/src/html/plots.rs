@@ -223,7 +223,10 @@ pub fn timeline_svg(
     y: &ValueAxis,
     y_desc: &str,
 ) -> Result<String, HtmlError> {
-    let right = if end_s > 0.0 { end_s } else { 1.0 };
+    let right = if end_s > 0.0 && end_s.is_finite() { end_s } else { 1.0 };
+    // Held within an axis length of the axis, as `Ticked` holds y: a damaged saved run's
+    // interval far before the start would map past i32 and overflow plotters' arithmetic.
+    let on_axis = |(x, figure): (f64, Option<f64>)| (x.clamp(-right, 2.0 * right), figure);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 260)).into_drawing_area();
@@ -248,7 +251,7 @@ pub fn timeline_svg(
             .map_err(drawing)?;
         for line in series {
             let style = colour(line.colour).stroke_width(2);
-            for run in runs_on(y, line.points.iter().copied()) {
+            for run in runs_on(y, line.points.iter().copied().map(on_axis)) {
                 chart.draw_series(LineSeries::new(run.iter().copied(), style)).map_err(drawing)?;
                 chart
                     .draw_series(run.iter().map(|point| Circle::new(*point, 3, colour(line.colour).filled())))

@@ -487,38 +487,38 @@ fn other_json_is_refused_naming_its_schema_and_the_ones_read() {
 
 /// Times and rates no run measures are damage: refused with where they are, for the page
 /// and the text alike, where drawing them overflowed the plotting library (fuzz, html_page:
-/// a bucket up to 5.4e16 ms, a spectrum point at -1e300 ms). A negative figure within the
-/// bound is read: a difference may be negative.
+/// a bucket up to 5.4e16 ms, a spectrum point at -1e300 ms).
 #[test]
 fn a_saved_run_with_a_time_or_rate_no_run_measures_is_refused_saying_where() {
     let report = value(&bench_report("http://example.test/", 0));
     for (place, figure, expected) in [
-        ("latency_histogram", 5.39e16, "latency_histogram[0].up_to_ms is 5.39e16 ms, beyond any time"),
-        ("latency_spectrum", -1e300, "latency_spectrum[0].latency_ms is -1e300 ms"),
-        ("timeline", -1.0, "timeline[0].requests_per_second is -1, outside any rate"),
+        (
+            "/latency_histogram/0/up_to_ms",
+            5.39e16,
+            "latency_histogram[0].up_to_ms is 5.39e16 ms, beyond any time",
+        ),
+        ("/latency_spectrum/0/latency_ms", -1e300, "latency_spectrum[0].latency_ms is -1e300 ms"),
+        // Percentiles are named p50, p99...: times because the field above them is `_ms`.
+        ("/latency_ms/p99", 1e300, "latency_ms.p99 is 1e300 ms"),
+        ("/timeline/0/start_s", -1e300, "timeline[0].start_s is -1e300 s"),
+        ("/timeline/0/requests_per_second", -1.0, "timeline[0].requests_per_second is -1, outside any rate"),
     ] {
         let mut damaged = report.clone();
-        let field = match place {
-            "latency_histogram" => "up_to_ms",
-            "latency_spectrum" => "latency_ms",
-            _ => "requests_per_second",
-        };
-        damaged[place][0][field] = json!(figure);
+        *damaged.pointer_mut(place).unwrap_or_else(|| panic!("{place} in {report:#}")) = json!(figure);
         let page = html_page(&[damaged.clone()]).unwrap_err();
         assert!(page.0.starts_with("run 1 is not a valid \"nodelay-bench/1\" report: "), "{page}");
         assert!(page.0.contains(expected), "{page}");
         let text = crate::text_of_saved_run("damaged.json", &damaged, 80).unwrap_err();
         assert!(text.to_string().contains(expected), "{text}");
     }
-    let mut differing = report.clone();
-    differing["latency_spectrum"][0]["latency_ms"] = json!(-5.0);
-    assert!(html_page(&[differing]).is_ok());
-    // Within the bounds but millions of axis lengths off the plot (these panicked in the
-    // plotting library): drawn, held at the axis.
+    // Within the bounds (a difference may be negative; a sum of times may span days) but
+    // millions of axis lengths off the plot, which panicked in the plotting library: drawn,
+    // held at the axis.
     let mut far = report;
     far["latency_spectrum"][0]["latency_ms"] = json!(-1e9);
-    far["latency_histogram"][0]["up_to_ms"] = json!(1e9);
+    far["latency_histogram"][0]["up_to_ms"] = json!(1e11);
     far["timeline"][0]["p99_ms"] = json!(-1e9);
+    far["timeline"][0]["start_s"] = json!(-1e11);
     assert!(html_page(&[far]).is_ok());
 }
 

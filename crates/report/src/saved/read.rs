@@ -108,7 +108,7 @@ impl Reader {
         if !missing.is_empty() {
             return Err(ReadError::invalid(name, schema, format_args!("it lacks {}", missing.join(", "))));
         }
-        if let Some(why) = figure_out_of_range(run, &mut String::new()) {
+        if let Some(why) = figure_out_of_range(run, &mut String::new(), None) {
             return Err(ReadError::invalid(name, schema, why));
         }
         let read = |e: serde_json::Error| ReadError::invalid(name, schema, e);
@@ -134,52 +134,85 @@ impl Reader {
 }
 
 /// The most a time in a saved run can be, in ms either way (a difference may be negative):
-/// 11.6 days, past any run's length. A figure beyond it is damage, not a measurement, and
-/// drawing one (5.4e16 ms, -1e300 ms) overflowed the plotting library's axis.
-const MAX_SAVED_MS: f64 = 1e9;
+/// 31.7 years, past any run's length and any sum of its times (the CPU of every core of a
+/// host, idle time summed over a capture's flows). A figure beyond it is damage, not a
+/// measurement: a fuzzed run's 5.4e16 ms and -1e300 ms overflowed the plotting library.
+const MAX_SAVED_MS: f64 = 1e12;
+/// The most a time in seconds can be, either way: 31,700 years, past any clock's reading.
+const MAX_SAVED_S: f64 = 1e12;
 /// The most a rate in a saved run can be, per second (requests, bytes): 10 TB/s.
 const MAX_SAVED_PER_SECOND: f64 = 1e13;
 
-/// The first time (`*_ms`) or rate (`*_per_second`) in `value` that no run measures, as
-/// `PATH is VALUE, ...`; `path` is where `value` sits.
-fn figure_out_of_range(value: &Value, path: &mut String) -> Option<String> {
-    match value {
+/// What the numbers under a field are, by its name's ending.
+#[derive(Clone, Copy)]
+enum Unit {
+    /// `*_ms`: a time, or an object of times (`latency_ms: {p50, p99, ...}`).
+    Ms,
+    /// `*_s`: a time in seconds (`start_s`, `start_unix_s`).
+    S,
+    /// `*_per_second`: a rate.
+    PerSecond,
+}
+
+impl Unit {
+    fn of(key: &str) -> Option<Unit> {
+        if key.ends_with("_ms") {
+            Some(Unit::Ms)
+        } else if key.ends_with("_s") {
+            Some(Unit::S)
+        } else if key.ends_with("_per_second") {
+            Some(Unit::PerSecond)
+        } else {
+            None
+        }
+    }
+
+    /// Why `figure`, at `path`, is none a run measures.
+    fn refuse(self, figure: f64, path: &str) -> Option<String> {
+        match self {
+            Unit::Ms => (figure.abs() > MAX_SAVED_MS).then(|| {
+                format!(
+                    "{path} is {} ms, beyond any time a run measures (±{MAX_SAVED_MS:e} ms)",
+                    short(figure)
+                )
+            }),
+            Unit::S => (figure.abs() > MAX_SAVED_S).then(|| {
+                format!("{path} is {} s, beyond any time a run measures (±{MAX_SAVED_S:e} s)", short(figure))
+            }),
+            Unit::PerSecond => (!(0.0..=MAX_SAVED_PER_SECOND).contains(&figure)).then(|| {
+                format!(
+                    "{path} is {}, outside any rate a run measures (0 to {MAX_SAVED_PER_SECOND:e}/s)",
+                    short(figure)
+                )
+            }),
+        }
+    }
+}
+
+/// The first time or rate in `value` (under a field named `*_ms`, `*_s` or `*_per_second`, at any
+/// depth below it) that no run measures, as `PATH is VALUE, ...`; `path` is where `value`
+/// sits, `unit` what the field above it says its numbers are.
+fn figure_out_of_range(value: &Value, path: &mut String, unit: Option<Unit>) -> Option<String> {
+    let length = path.len();
+    let why = match value {
+        Value::Number(number) => unit.and_then(|unit| unit.refuse(number.as_f64()?, path)),
         Value::Object(fields) => fields.iter().find_map(|(key, field)| {
-            let length = path.len();
+            path.truncate(length);
             if !path.is_empty() {
                 path.push('.');
             }
             path.push_str(key);
-            let figure = field.as_f64();
-            let why = if let (Some(ms), true) = (figure, key.ends_with("_ms")) {
-                (ms.abs() > MAX_SAVED_MS).then(|| {
-                    format!(
-                        "{path} is {} ms, beyond any time a run measures (±{MAX_SAVED_MS:e} ms)",
-                        short(ms)
-                    )
-                })
-            } else if let (Some(rate), true) = (figure, key.ends_with("_per_second")) {
-                (!(0.0..=MAX_SAVED_PER_SECOND).contains(&rate)).then(|| {
-                    format!(
-                        "{path} is {}, outside any rate a run measures (0 to {MAX_SAVED_PER_SECOND:e}/s)",
-                        short(rate)
-                    )
-                })
-            } else {
-                figure_out_of_range(field, path)
-            };
-            path.truncate(length);
-            why
+            figure_out_of_range(field, path, Unit::of(key).or(unit))
         }),
         Value::Array(items) => items.iter().enumerate().find_map(|(index, item)| {
-            let length = path.len();
-            path.push_str(&format!("[{index}]"));
-            let why = figure_out_of_range(item, path);
             path.truncate(length);
-            why
+            path.push_str(&format!("[{index}]"));
+            figure_out_of_range(item, path, unit)
         }),
         _ => None,
-    }
+    };
+    path.truncate(length);
+    why
 }
 
 /// A figure as written, or in exponent form when it is long (`-1e300`, not 301 digits).
