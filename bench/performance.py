@@ -30,6 +30,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import canned  # noqa: E402  (bench/canned_peer.c, built and started)
+
 RUNS = [
     ("vs_wrk", ["--rounds", "5", "--seconds", "5"]),
     ("generator_floor", []),
@@ -63,14 +66,12 @@ def memory_case():
     nodelay = os.path.join(ROOT, "target", "release", "nodelay")
     subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "nodelay"], cwd=ROOT, check=True)
     with tempfile.TemporaryDirectory() as workdir:
-        peer_binary = os.path.join(workdir, "canned_peer")
-        subprocess.run(["cc", "-O2", "-o", peer_binary, os.path.join(ROOT, "bench", "canned_peer.c")], check=True)
-        peer = subprocess.Popen([peer_binary, "http"], stdout=subprocess.PIPE, text=True)
         try:
-            line = peer.stdout.readline()
-            if not line.startswith("PORT "):
-                return 1, f"canned_peer printed {line!r}"
-            url = f"http://127.0.0.1:{int(line.split()[1])}/"
+            peer, port = canned.start(canned.build(workdir))
+        except RuntimeError as e:
+            return 1, str(e)
+        try:
+            url = f"http://127.0.0.1:{port}/"
             peaks_mib = []
             for _ in range(3):
                 rss_file = os.path.join(workdir, "rss")

@@ -2,8 +2,8 @@
 """Writes crates/cli/link/symbol-order.txt: the functions of the release `nodelay` binary that
 typical bench runs execute, which crates/cli/build.rs has the linker place together (issue 48:
 the kernel maps 64 KB of the binary around each page a run touches, so scattered code costs
-RSS). The functions are what valgrind's callgrind saw executed in the binary, in order of
-first run, over the runs below against bench/canned_peer.c.
+RSS). The functions are what valgrind's callgrind saw executed in the binary over the runs
+below against bench/canned_peer.c, in the order they first appear in its output.
 
 Regenerate after large changes to the engine, the report or the CLI: names that no longer exist
 are skipped by the linker, and new code lands outside the ordered block. `--check` only counts
@@ -22,6 +22,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NODELAY = os.path.join(ROOT, "target", "release", "nodelay")
 ORDER_FILE = os.path.join(ROOT, "crates", "cli", "link", "symbol-order.txt")
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import canned  # noqa: E402  (bench/canned_peer.c, built and started)
 # What a bench run does, in the ways people run it: JSON and text, the default loop and epoll,
 # by duration and by count.
 RUNS = [
@@ -33,7 +35,8 @@ RUNS = [
 
 
 def executed_functions(callgrind_out, binary):
-    """The mangled names of the functions callgrind saw run in `binary`, in first-seen order.
+    """The mangled names of the functions callgrind saw run in `binary`, in the order they first
+    appear in its output.
     Callgrind's format names an object (`ob=`, `cob=`) and a function (`fn=`, `cfn=`) once in
     full and by its number after that."""
     objects, names, owner = {}, {}, {}
@@ -92,14 +95,12 @@ def main():
     if not shutil.which("valgrind"):
         sys.exit("valgrind is missing: apt-get install valgrind")
     with tempfile.TemporaryDirectory() as workdir:
-        peer_binary = os.path.join(workdir, "canned_peer")
-        subprocess.run(["cc", "-O2", "-o", peer_binary, os.path.join(ROOT, "bench", "canned_peer.c")], check=True)
-        peer = subprocess.Popen([peer_binary, "http"], stdout=subprocess.PIPE, text=True)
         try:
-            line = peer.stdout.readline()
-            if not line.startswith("PORT "):
-                sys.exit(f"canned_peer printed {line!r}")
-            url = f"http://127.0.0.1:{int(line.split()[1])}/"
+            peer, port = canned.start(canned.build(workdir))
+        except RuntimeError as e:
+            sys.exit(str(e))
+        try:
+            url = f"http://127.0.0.1:{port}/"
             functions = []
             for number, run in enumerate(RUNS):
                 out = os.path.join(workdir, f"callgrind.{number}")

@@ -1,20 +1,22 @@
 //! Links the release `nodelay` binary with the functions a run executes placed together
 //! (`link/symbol-order.txt`, written by `scripts/symbol_order.py`), so that the kernel's
 //! fault-around, which maps 64 KB of a file around each page a process touches, maps code
-//! the run uses rather than its neighbours: the binary's peak RSS under `bench -c 50` went
-//! from 11.9 to 8.5-9.1 MB with it (issue 48's target is at most twice wrk's 4.9 MB).
+//! the run uses rather than its neighbours: under `bench -t 1 -c 50` the peak RSS went from
+//! 11.4-11.9 MB to 7.4-7.8 MB (issue 48: at most twice wrk's 4.9 MB; docs/performance.md).
 //!
-//! Only where the linker is lld, which reads the file: Rust's own for x86_64 Linux with
-//! glibc from Rust 1.90 on, unless a linker or `-fuse-ld` is chosen. Names the file has and
-//! the binary does not (code changed since the file was written) are skipped quietly; the
-//! script's `--check` counts them. `NODELAY_SYMBOL_ORDER=0` turns it off.
+//! Only where the linker is surely lld, which reads the file: a native x86_64 Linux glibc
+//! build by a rustup compiler of 1.90 or later (which links with its own rust-lld unless told
+//! otherwise, and ships it), with no linker of the user's. Names the file has and the binary
+//! does not (code changed since the file was written) are skipped quietly; the script's
+//! `--check` counts them. `NODELAY_SYMBOL_ORDER=0` turns it off.
 
 use std::env;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The Rust release whose x86_64-unknown-linux-gnu target links with rust-lld by default.
 const LLD_DEFAULT_FROM_MINOR: u32 = 90;
+const TARGET: &str = "x86_64-unknown-linux-gnu";
 
 fn main() {
     let order =
@@ -25,28 +27,42 @@ fn main() {
     {
         return;
     }
-    println!("cargo:rustc-link-arg-bin=nodelay=-Wl,--symbol-ordering-file={}", order.display());
-    println!("cargo:rustc-link-arg-bin=nodelay=-Wl,--no-warn-symbol-ordering");
+    // -Xlinker passes each argument whole: a path with a comma would be split by -Wl.
+    for argument in ["-Xlinker", &format!("--symbol-ordering-file={}", order.display())] {
+        println!("cargo:rustc-link-arg-bin=nodelay={argument}");
+    }
+    for argument in ["-Xlinker", "--no-warn-symbol-ordering"] {
+        println!("cargo:rustc-link-arg-bin=nodelay={argument}");
+    }
 }
 
-/// Whether this is a release build for x86_64 Linux with glibc, linked by rust-lld: the
-/// target's default from 1.90, with no linker and no `-fuse-ld` of the user's.
+/// Whether this is a native release build for x86_64 Linux with glibc that rust-lld links:
+/// the default from 1.90 for compilers that ship it (rustup's; a distribution's rustc may
+/// link with the system's cc and GNU ld, which refuse the option), no linker and no
+/// `-fuse-ld` or linker flavour of the user's.
 fn links_with_rust_lld() -> bool {
     let var = |name: &str| env::var(name).unwrap_or_default();
-    if var("PROFILE") != "release" || var("TARGET") != "x86_64-unknown-linux-gnu" {
+    if var("PROFILE") != "release" || var("TARGET") != TARGET || var("HOST") != TARGET {
         return false;
     }
     let flags = var("CARGO_ENCODED_RUSTFLAGS");
     if env::var_os("RUSTC_LINKER").is_some() || flags.contains("fuse-ld") || flags.contains("linker") {
         return false;
     }
-    rustc_minor().is_some_and(|minor| minor >= LLD_DEFAULT_FROM_MINOR)
+    let Some((minor, sysroot)) = rustc_minor_and_sysroot() else { return false };
+    minor >= LLD_DEFAULT_FROM_MINOR
+        && sysroot.join("lib/rustlib").join(TARGET).join("bin/gcc-ld/ld.lld").is_file()
 }
 
-/// The minor version of the compiler building this crate (`rustc 1.95.0 (...)` gives 95).
-fn rustc_minor() -> Option<u32> {
+/// The minor version of the compiler building this crate (`rustc 1.95.0 (...)` gives 95),
+/// and its sysroot.
+fn rustc_minor_and_sysroot() -> Option<(u32, PathBuf)> {
     let rustc = env::var_os("RUSTC")?;
-    let output = Command::new(rustc).arg("--version").output().ok()?;
-    let text = String::from_utf8(output.stdout).ok()?;
-    text.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()
+    let output = |arguments: &[&str]| -> Option<String> {
+        let done = Command::new(&rustc).args(arguments).output().ok()?;
+        done.status.success().then(|| String::from_utf8_lossy(&done.stdout).trim().to_string())
+    };
+    let version = output(&["--version"])?;
+    let minor = version.split_whitespace().nth(1)?.split('.').nth(1)?.parse().ok()?;
+    Some((minor, PathBuf::from(output(&["--print", "sysroot"])?)))
 }
