@@ -891,7 +891,7 @@ fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_server
     assert_eq!(watch.next()["mode"], "ebpf");
     // The independent client (Python's http.client in the client's namespace); a CI run's
     // first try had the twin at 15.05 ms and the Nagle server 6.9 ms slower.
-    let (nagle_ms, _) = link.slower_by(nagle.port, twin.port, 15, 7.0);
+    link.slower_by(nagle.port, twin.port, 15, 7.0);
     let finding = watch.until("finding");
     assert_eq!(finding["finding"], "server-nagle-round-trip", "{finding:#}");
     assert_eq!(finding["process"]["pid"], nagle.pid(), "{finding:#}");
@@ -908,5 +908,4 @@ fn from_the_kernel_a_hold_across_a_10ms_path_is_a_round_trip_named_in_the_server
     // 28.88 ms), while the kernel held 10.16 ms.
     let hold_ms = round_trips["mean_stall_ms"].as_f64().unwrap();
     assert!((hold_ms / rtt_ms - 1.0).abs() < 0.3, "hold {hold_ms:.2} ms on a {rtt_ms} ms path");
-    assert!(hold_ms < nagle_ms, "hold {hold_ms:.2} ms, the client's median {nagle_ms:.2} ms");
 }
