@@ -126,7 +126,19 @@ fn doctor_names_connection_per_request() {
     let peer = python_peer("python_http_server.py", &["--http10", "--disable-nagle"]);
     let run = nodelay(&["doctor", "--json", &peer.url("/")]);
     assert_eq!(run.code(), 3, "{}", run.stdout());
-    assert_eq!(finding_ids(&run.json()), vec!["connection-per-request"]);
+    let report = run.json();
+    // Beside the suite, Python's process once spent the wait on a CPU, and the doctor said so
+    // as well (a clean-clone run: server-cpu-bound, then connection-per-request). That, unproven,
+    // may stand beside the finding, as in http2's control; nothing else.
+    let starved = |f: &serde_json::Value| f["id"] == "server-cpu-bound" && f["proven"] == false;
+    let others: Vec<_> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["id"] != "connection-per-request")
+        .collect();
+    assert!(finding_ids(&report).contains(&"connection-per-request".to_string()), "{report:#}");
+    assert!(others.iter().all(|f| starved(f)), "{report:#}");
 }
 
 #[test]
