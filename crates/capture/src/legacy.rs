@@ -214,14 +214,8 @@ impl Walk {
                 return Walked::Done(Err(timestamp_error(stats.packets, file_offset, ts_fraction)));
             }
             let timestamp_ns = record_time_ns(ts_sec, ts_fraction, self.units_per_second);
-            if let Some(step_back) = self.previous_ns.checked_sub(timestamp_ns).filter(|&step| step > 0) {
-                stats.steps_back += 1;
-                stats.largest_step_back_ns = stats.largest_step_back_ns.max(step_back);
-            }
-            self.previous_ns = timestamp_ns;
             let data = &bytes[data_start..data_start + caplen as usize];
-            stats.packets += 1;
-            stats.bytes += data.len() as u64;
+            stats.count_timed(&mut self.previous_ns, timestamp_ns, data.len());
             on_packet(&Packet {
                 number: packet_number,
                 offset: file_offset,

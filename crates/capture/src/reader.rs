@@ -141,6 +141,20 @@ pub struct ReadStats {
     pub gzip: bool,
 }
 
+impl ReadStats {
+    /// Counts a timed packet of `bytes` captured bytes at `timestamp_ns`, and a step back
+    /// from the packet before it (`previous_ns`, which it then becomes).
+    pub(crate) fn count_timed(&mut self, previous_ns: &mut u64, timestamp_ns: u64, bytes: usize) {
+        if let Some(step_back) = previous_ns.checked_sub(timestamp_ns).filter(|&step| step > 0) {
+            self.steps_back += 1;
+            self.largest_step_back_ns = self.largest_step_back_ns.max(step_back);
+        }
+        *previous_ns = timestamp_ns;
+        self.packets += 1;
+        self.bytes += bytes as u64;
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Interface {
     link_type: u16,
@@ -399,13 +413,7 @@ where
                     PcapBlockOwned::NG(_) => None,
                 };
                 if let Some((timestamp_ns, link_type, data)) = timed {
-                    if let Some(step_back) = previous_ns.checked_sub(timestamp_ns).filter(|&step| step > 0) {
-                        stats.steps_back += 1;
-                        stats.largest_step_back_ns = stats.largest_step_back_ns.max(step_back);
-                    }
-                    previous_ns = timestamp_ns;
-                    stats.packets += 1;
-                    stats.bytes += data.len() as u64;
+                    stats.count_timed(&mut previous_ns, timestamp_ns, data.len());
                     on_packet(&Packet { number: packet_number, offset: here, timestamp_ns, link_type, data });
                 }
                 offset += consumed as u64;
