@@ -154,6 +154,15 @@ impl ValueAxis {
     }
 }
 
+/// `value` held to one axis length beyond either end of `range`, off the plot either way: a
+/// value millions of axis lengths away (a damaged saved run) maps past i32 and overflows
+/// plotters' arithmetic.
+pub fn near_axis(value: f64, range: &Range<f64>) -> f64 {
+    let span = (range.end - range.start).abs();
+    let (below, above) = (range.start.min(range.end) - span, range.start.max(range.end) + span);
+    if below <= above { value.clamp(below, above) } else { value }
+}
+
 /// A linear coordinate with the ticks given, for plotters (whose own `with_key_points` loses
 /// the label formatter of an `f64` range).
 pub struct Ticked {
@@ -172,17 +181,7 @@ impl Ranged for Ticked {
     type ValueType = f64;
 
     fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
-        // A value millions of axis lengths away (a damaged saved run) maps past i32 and
-        // overflows plotters' arithmetic: held to one axis length beyond either end, off the
-        // plot either way.
-        let Range { start, end } = self.inner.range();
-        let span = (end - start).abs();
-        let (below, above) = (start.min(end) - span, start.max(end) + span);
-        if below <= above {
-            self.inner.map(&value.clamp(below, above), limit)
-        } else {
-            self.inner.map(value, limit)
-        }
+        self.inner.map(&near_axis(*value, &self.inner.range()), limit)
     }
 
     fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {

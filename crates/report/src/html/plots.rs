@@ -5,7 +5,7 @@
 //! (legends are the page's HTML, escaped there); axis and text colours are black here and set
 //! by the page's CSS for light and dark.
 
-use super::axis::{Ticked, ValueAxis, tick};
+use super::axis::{Ticked, ValueAxis, near_axis, tick};
 use super::error::HtmlError;
 use crate::model::bench::HistogramBucket;
 use crate::model::series::SpectrumPoint;
@@ -224,9 +224,8 @@ pub fn timeline_svg(
     y_desc: &str,
 ) -> Result<String, HtmlError> {
     let right = if end_s > 0.0 && end_s.is_finite() { end_s } else { 1.0 };
-    // Held within an axis length of the axis, as `Ticked` holds y: a damaged saved run's
-    // interval far before the start would map past i32 and overflow plotters' arithmetic.
-    let on_axis = |(x, figure): (f64, Option<f64>)| (x.clamp(-right, 2.0 * right), figure);
+    // Held as `Ticked` holds y: a damaged saved run's interval far before the start.
+    let on_axis = |(x, figure): (f64, Option<f64>)| (near_axis(x, &(0.0..right)), figure);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH_PX, 260)).into_drawing_area();
