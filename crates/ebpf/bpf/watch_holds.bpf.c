@@ -46,6 +46,7 @@ struct sock_common {
 } __attribute__((preserve_access_index));
 struct sock {
     struct sock_common __sk_common;
+    __u16 sk_type;
     __u16 sk_protocol;
 } __attribute__((preserve_access_index));
 struct minmax_sample {
@@ -176,14 +177,9 @@ static struct hold_stats *stats_of(struct hold_key *key, struct sock *sk) {
     return bpf_map_lookup_elem(&holds, key);
 }
 
-SEC("tp_btf/sock_send_length")
-int nodelay_send(__u64 *ctx) {
-    struct sock *sk = (struct sock *)ctx[0];
-    if ((int)ctx[1] <= 0 || sk->sk_protocol != IPPROTO_TCP)
-        return 0;
-    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-    if (!tp)
-        return 0;
+// A send's socket: a hold starts where the send leaves bytes unsent behind Nagle. `tp` is `sk`
+// as a tcp_sock (one of the two ways below), checked to be TCP.
+static __always_inline int on_send(struct sock *sk, struct tcp_sock *tp) {
     // With TCP_NODELAY nothing is ever held: such a socket (most servers') costs one read.
     __u32 nonagle = BPF_CORE_READ_BITFIELD(tp, nonagle);
     if (nonagle & TCP_NAGLE_OFF)
@@ -234,12 +230,9 @@ int nodelay_send(__u64 *ctx) {
     return 0;
 }
 
-SEC("tp_btf/tcp_probe")
-int nodelay_ack(__u64 *ctx) {
-    struct sock *sk = (struct sock *)ctx[0];
-    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
-    if (!tp)
-        return 0;
+// An incoming segment (tcp_probe: sk, skb), `tp` being `sk` as a tcp_sock: the hold ends at
+// the ACK of the small segment Nagle waits for.
+static __always_inline int on_segment(__u64 *ctx, struct sock *sk, struct tcp_sock *tp) {
     // Only sockets that can hold are followed (as at the send).
     if (BPF_CORE_READ_BITFIELD(tp, nonagle) & TCP_NAGLE_OFF)
         return 0;
@@ -314,6 +307,65 @@ int nodelay_ack(__u64 *ctx) {
         stats->first_hold_ns = now;
     stats->last_hold_ns = now;
     return 0;
+}
+
+// The socket as a tcp_sock, two ways. Every program runs at every send or incoming segment of
+// the host, so its cost is per packet: on a host whose kernel returns go through a mitigation
+// (SRSO's safe RET here), a helper call costs 35 ns a run, a third of a program's whole cost.
+// bpf_rdonly_cast (a kfunc, Linux 6.2 and later) costs nothing: the verifier turns it into a
+// register move, and the loads through it into checked ones. The loader in use (aya) links no
+// kfuncs, so the call is written as its raw instruction (BPF_CALL, src_reg 2 for a kfunc in
+// vmlinux) with a marker for an immediate, which user space replaces with the kernel's BTF id
+// of bpf_rdonly_cast (crates/ebpf/src/kfunc.rs). Where the kernel has none, the `_h` programs,
+// which call bpf_skc_to_tcp_sock, load instead.
+#define SOCK_STREAM 1
+static __always_inline struct tcp_sock *cast_tcp_sock(struct sock *sk) {
+    // Not a tcp_sock at all: a raw socket of protocol TCP (SOCK_RAW), or MPTCP's own socket.
+    if (sk->sk_protocol != IPPROTO_TCP || sk->sk_type != SOCK_STREAM)
+        return 0;
+    __u64 type_id = bpf_core_type_id_kernel(struct tcp_sock);
+    struct tcp_sock *tp;
+    asm volatile("r1 = %[sk]\n\t"
+                 "r2 = %[type_id]\n\t"
+                 ".quad 0x6e6f646c00002085\n\t" // call bpf_rdonly_cast (marker 0x6e6f646c)
+                 "%[tp] = r0"
+                 : [tp] "=r"(tp)
+                 : [sk] "r"(sk), [type_id] "r"(type_id)
+                 : "r0", "r1", "r2", "r3", "r4", "r5");
+    return tp;
+}
+
+SEC("tp_btf/sock_send_length")
+int nodelay_send(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    if ((int)ctx[1] <= 0)
+        return 0;
+    struct tcp_sock *tp = cast_tcp_sock(sk);
+    return tp ? on_send(sk, tp) : 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int nodelay_send_h(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    if ((int)ctx[1] <= 0 || sk->sk_protocol != IPPROTO_TCP)
+        return 0;
+    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+    return tp ? on_send(sk, tp) : 0;
+}
+
+// tcp_rcv_established calls it: the socket is always a tcp_sock.
+SEC("tp_btf/tcp_probe")
+int nodelay_ack(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    struct tcp_sock *tp = cast_tcp_sock(sk);
+    return tp ? on_segment(ctx, sk, tp) : 0;
+}
+
+SEC("tp_btf/tcp_probe")
+int nodelay_ack_h(__u64 *ctx) {
+    struct sock *sk = (struct sock *)ctx[0];
+    struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+    return tp ? on_segment(ctx, sk, tp) : 0;
 }
 
 // The entry of a socket's last send: none for a socket never followed (TCP_NODELAY set, or

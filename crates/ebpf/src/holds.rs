@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 use crate::EbpfError;
+use crate::kfunc;
 use crate::refused::{Attach, refused};
 use aya::maps::HashMap;
 use aya::programs::BtfTracePoint;
@@ -16,10 +17,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 #[cfg(nodelay_bpf)]
-static OBJECT: Option<&[u8]> =
+pub(crate) static OBJECT: Option<&[u8]> =
     Some(aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/watch_holds.bpf.o")));
 #[cfg(not(nodelay_bpf))]
-static OBJECT: Option<&[u8]> = None;
+pub(crate) static OBJECT: Option<&[u8]> = None;
 
 /// `struct hold_key` of the program.
 #[repr(C)]
@@ -199,16 +200,42 @@ fn load_on(ebpf: &mut aya::Ebpf, name: &str, event: &str, btf: &aya::Btf) -> Res
     Ok(())
 }
 
+/// How the hot programs see a socket as a tcp_sock.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Casts {
+    /// bpf_rdonly_cast where the kernel has it, else the helper.
+    WhereTheKernelHasThem,
+    /// The helper bpf_skc_to_tcp_sock, as on kernels before 6.2.
+    Helper,
+}
+
 /// The programs, attached to their tracepoints for as long as this lives.
 pub struct HoldWatch {
     ebpf: aya::Ebpf,
     started_ns: u64,
+    casts_in_kernel: bool,
 }
 
 impl HoldWatch {
     /// Loads the programs with `thresholds` and attaches them to their raw tracepoints (root,
     /// or CAP_BPF with CAP_PERFMON).
     pub fn start(thresholds: HoldThresholds) -> Result<HoldWatch, EbpfError> {
+        HoldWatch::start_with(thresholds, Casts::WhereTheKernelHasThem)
+    }
+
+    /// As [`HoldWatch::start`], with the programs kernels before 6.2 get: they call a helper to
+    /// see a socket as a tcp_sock. For tests, and to measure what the cast saves.
+    pub fn start_with_helper_casts(thresholds: HoldThresholds) -> Result<HoldWatch, EbpfError> {
+        HoldWatch::start_with(thresholds, Casts::Helper)
+    }
+
+    /// Whether the programs see a socket as a tcp_sock with the kernel's free cast
+    /// (bpf_rdonly_cast), rather than with a helper call at each packet.
+    pub fn casts_in_kernel(&self) -> bool {
+        self.casts_in_kernel
+    }
+
+    fn start_with(thresholds: HoldThresholds, casts: Casts) -> Result<HoldWatch, EbpfError> {
         let object = OBJECT.ok_or(EbpfError::NotBuilt)?;
         let as_ns = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
         let settings = [
@@ -218,29 +245,38 @@ impl HoldWatch {
             ("round_trip_slack_ns", as_ns(thresholds.round_trip_slack)),
         ];
         let bounds_ns = thresholds.bucket_bounds.map(as_ns);
+        // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
+        // the kernel's structs read with plain loads (its BTF types the arguments).
+        let btf = aya::Btf::from_sys_fs().map_err(|e| EbpfError::Kernel(format!("the kernel's BTF: {e}")))?;
+        let (object, kernel_casts) = kfunc::link(object, kfunc::RDONLY_CAST, &btf);
         let mut loader = aya::EbpfLoader::new();
         for (name, value) in &settings {
             loader.override_global(name, value, true);
         }
         loader.override_global("bucket_bounds_ns", &bounds_ns, true);
-        let mut ebpf = loader.load(object).map_err(|e| refused(&e, Attach::Tracing))?;
-        // BTF-typed raw tracepoints: attached by name, with no record assembled per event, and
-        // the kernel's structs read with plain loads (its BTF types the arguments).
-        let btf = aya::Btf::from_sys_fs().map_err(|e| EbpfError::Kernel(format!("the kernel's BTF: {e}")))?;
-        // Each tracepoint gets the first of its programs the kernel loads: tcp_retransmit_skb
-        // has a third argument (the resend's error) since about Linux 6.17, and a program that
-        // reads it does not load where it has two.
+        let mut ebpf = loader.load(object.bytes()).map_err(|e| refused(&e, Attach::Tracing))?;
+        // The programs run at every send and incoming segment: where the kernel casts a socket
+        // to a tcp_sock for free (bpf_rdonly_cast), the ones that do; else their twins (`_h`)
+        // that call a helper. And tcp_retransmit_skb has a third argument (the resend's error)
+        // since about Linux 6.17: a program that reads it does not load where it has two. Each
+        // tracepoint gets the first of its programs the kernel loads.
+        let cast = kernel_casts && casts == Casts::WhereTheKernelHasThem;
         let programs: [(&[&str], &str); 4] = [
-            (&["nodelay_send"], "sock_send_length"),
-            (&["nodelay_ack"], "tcp_probe"),
+            (
+                if cast { &["nodelay_send", "nodelay_send_h"] } else { &["nodelay_send_h"] },
+                "sock_send_length",
+            ),
+            (if cast { &["nodelay_ack", "nodelay_ack_h"] } else { &["nodelay_ack_h"] }, "tcp_probe"),
             (&["nodelay_resend", "nodelay_resend2"], "tcp_retransmit_skb"),
             (&["nodelay_state"], "inet_sock_set_state"),
         ];
+        let mut casts_in_kernel = false;
         for (names, event) in programs {
             let mut last_error = None;
             for name in names {
                 match load_on(&mut ebpf, name, event, &btf) {
                     Ok(()) => {
+                        casts_in_kernel |= *name == "nodelay_send";
                         last_error = None;
                         break;
                     }
@@ -251,7 +287,7 @@ impl HoldWatch {
                 return Err(error);
             }
         }
-        Ok(HoldWatch { ebpf, started_ns: monotonic_ns() })
+        Ok(HoldWatch { ebpf, started_ns: monotonic_ns(), casts_in_kernel })
     }
 
     /// Every (process, ports) the programs have counted since they started.

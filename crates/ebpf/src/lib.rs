@@ -19,6 +19,8 @@ mod fix;
 #[cfg(target_os = "linux")]
 mod holds;
 #[cfg(target_os = "linux")]
+mod kfunc;
+#[cfg(target_os = "linux")]
 mod persist;
 #[cfg(target_os = "linux")]
 mod query;

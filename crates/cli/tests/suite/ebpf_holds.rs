@@ -2,12 +2,13 @@
 //! from the kernel) against real servers: Python's http.server as shipped (head and body in
 //! two writes, Nagle on) on a keep-alive connection opened before the programs were
 //! attached, its TCP_NODELAY twin, and a static Go server that turns TCP_NODELAY off on each
-//! connection. Ground truth is the client's own time per request.
+//! connection. Ground truth is the client's own time per request. The programs kernels
+//! before 6.2 get (a helper call where newer kernels cast) time the same holds.
 
 use crate::common;
 
 use crate::common::*;
-use nodelay_ebpf::{HoldStats, HoldWatch};
+use nodelay_ebpf::{EbpfError, HoldStats, HoldThresholds, HoldWatch};
 use nodelay_watch::kernel::hold_thresholds;
 use std::net::TcpStream;
 use std::time::Duration;
@@ -51,6 +52,23 @@ fn assert_hold_is_the_clients_wait(held: &HoldStats, client_ms: &[f64]) {
 
 #[test]
 fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twin() {
+    let watch = timed_on_a_pre_opened_connection_and_not_on_the_twin(HoldWatch::start);
+    // This kernel (6.2 or later) casts a socket to a tcp_sock for free: the programs use that.
+    assert!(watch.casts_in_kernel());
+}
+
+#[test]
+fn the_programs_of_kernels_before_6_2_time_the_same_holds() {
+    let watch = timed_on_a_pre_opened_connection_and_not_on_the_twin(HoldWatch::start_with_helper_casts);
+    assert!(!watch.casts_in_kernel());
+}
+
+/// Python's server as shipped and its TCP_NODELAY twin, each on a keep-alive connection opened
+/// before `start` attaches the programs: the Nagle server's holds are timed and classed, the
+/// twin's never followed. The programs, still attached.
+fn timed_on_a_pre_opened_connection_and_not_on_the_twin(
+    start: fn(HoldThresholds) -> Result<HoldWatch, EbpfError>,
+) -> HoldWatch {
     let (nagle, twin) = (
         python_peer("python_http_server.py", &[]),
         python_peer("python_http_server.py", &["--disable-nagle"]),
@@ -60,7 +78,7 @@ fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twi
     keep_alive_get(&mut to_nagle);
     keep_alive_get(&mut to_twin);
 
-    let watch = HoldWatch::start(hold_thresholds()).unwrap();
+    let watch = start(hold_thresholds()).unwrap();
     let client_ms = ten_gets_ms(&mut to_nagle);
     ten_gets_ms(&mut to_twin);
 
@@ -79,6 +97,7 @@ fn holds_are_timed_on_a_connection_opened_before_the_programs_and_not_on_the_twi
     assert_hold_is_the_clients_wait(&held, &client_ms);
 
     assert_eq!(followed(&watch, &twin), None, "the TCP_NODELAY twin");
+    watch
 }
 
 #[test]
