@@ -55,7 +55,8 @@ def summary_lines(output):
     """The lines that state a ratio against a target, the verdicts under them, and the
     floor's own summary."""
     keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations",
-            "wake-ups per request", "For information", " at 10k", " at 1k", " at 50k", "/ c/RTT", "/ wrk ")
+            "wake-ups per request", "For information", " at 10k", " at 1k", " at 50k", "/ c/RTT", "/ wrk ",
+            "empty programs")
     return [line for line in output.splitlines() if any(word in line for word in keep)]
 
 
