@@ -4,7 +4,7 @@ use crate::other_namespace;
 use crate::pidfd::{self, PidFd};
 use crate::socket_fds::socket_fds;
 use crate::table_line::TableLine;
-use crate::tcp_table;
+use crate::tcp_table::{self, States};
 use crate::{HostError, Inspection, NodelayChange, ProcessInfo, Restored, SocketState, SocketView, Target};
 use procfs::ProcError;
 use procfs::net::TcpState;
@@ -28,7 +28,7 @@ pub(crate) struct Listed {
 
 /// The TCP sockets of the target, read through copies of their descriptors.
 pub fn inspect(target: Target) -> Result<Inspection, HostError> {
-    let (processes, listed) = sockets_of(target)?;
+    let (processes, listed) = sockets_of(target, States::All)?;
     let sockets = take_all(&processes, listed)?
         .iter()
         .map(|(socket, copy)| view(socket, copy))
@@ -40,7 +40,7 @@ pub fn inspect(target: Target) -> Result<Inspection, HostError> {
 /// which). All copies are taken before anything is changed, so a process that may not be
 /// read changes nothing; a socket that refuses the option undoes the ones set before it.
 pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostError> {
-    let (mut processes, listed) = sockets_of(target)?;
+    let (mut processes, listed) = sockets_of(target, States::All)?;
     let mut taken = take_all(&processes, listed)?;
     keep_accepting(target, &mut processes, &mut taken);
     let listening = taken
@@ -73,7 +73,7 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
 /// socket is taken and closed at once, so a process that may not be read is an error now
 /// rather than a hole in the view later.
 pub(crate) fn server_processes(target: Target) -> Result<Vec<ProcessInfo>, HostError> {
-    let (mut processes, mut listed) = sockets_of(target)?;
+    let (mut processes, mut listed) = sockets_of(target, States::Listening)?;
     listed.retain(|socket| socket.entry.state == TcpState::Listen);
     let mut taken = take_all(&processes, listed)?;
     if !matches!(target, Target::Pid(_)) {
@@ -190,26 +190,30 @@ pub(crate) fn mapped(ip: IpAddr) -> IpAddr {
     }
 }
 
-fn sockets_of(target: Target) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostError> {
+/// The target's processes and their TCP sockets in `states`.
+fn sockets_of(target: Target, states: States) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostError> {
     match target {
         Target::Pid(pid) => {
             let process = open_process(pid)?;
             let info = process_info(&process)?;
             let mut seen = HashSet::new();
-            let mut listed = listed_sockets(&process, &info)?;
+            let mut listed = listed_sockets(&process, &info, states)?;
             // A socket with several descriptors (dup) is one socket.
             listed.retain(|socket| seen.insert(socket.inode));
             Ok((vec![info], listed))
         }
-        Target::Port(port) => listeners_and_accepted(port, |_| true, |local| local.port() == port, None),
+        Target::Port(port) => {
+            listeners_and_accepted(port, |_| true, |local| local.port() == port, None, states)
+        }
         Target::Address(address) => {
-            match listeners_and_accepted(address.port(), accepting(address), |_| false, None) {
+            match listeners_and_accepted(address.port(), accepting(address), |_| false, None, states) {
                 // Not one of our addresses: the server may run here in another namespace.
                 Err(HostError::NobodyListens(port)) if !is_local_ip(address.ip()) => {
                     // The address is such a namespace's own: its wildcard listeners accept it.
                     let listens = accepting_where(address, true);
                     for (process, namespace) in other_namespace::holding(address.ip()) {
-                        match listeners_and_accepted(port, listens, |_| false, Some((&process, namespace))) {
+                        let namespace = Some((&process, namespace));
+                        match listeners_and_accepted(port, listens, |_| false, namespace, states) {
                             Err(HostError::NobodyListens(_)) => continue,
                             found => return found,
                         }
@@ -231,6 +235,7 @@ fn listeners_and_accepted(
     listens: impl Fn(&SocketAddr) -> bool,
     accepted: impl Fn(&SocketAddr) -> bool,
     namespace: Option<(&Process, other_namespace::Namespace)>,
+    states: States,
 ) -> Result<(Vec<ProcessInfo>, Vec<Listed>), HostError> {
     let owners = port_owners(port, &listens, namespace)?;
     let mut seen = HashSet::new();
@@ -242,7 +247,7 @@ fn listeners_and_accepted(
             Err(HostError::NoSuchProcess(_)) => continue,
             Err(error) => return Err(error),
         };
-        for socket in listed_sockets(&process, owner)? {
+        for socket in listed_sockets(&process, owner, states)? {
             let local = &socket.entry.local;
             let wanted =
                 if socket.entry.state == TcpState::Listen { listens(local) } else { accepted(local) };
@@ -375,14 +380,14 @@ pub(crate) fn proc_error(error: ProcError, pid: i32, info: Option<&ProcessInfo>)
     }
 }
 
-/// The TCP sockets among the process's descriptors, with their /proc/PID/net/tcp entries
+/// The TCP sockets in `states` among the process's descriptors, with their table entries
 /// (the process's own network namespace).
-fn listed_sockets(process: &Process, info: &ProcessInfo) -> Result<Vec<Listed>, HostError> {
+fn listed_sockets(process: &Process, info: &ProcessInfo, states: States) -> Result<Vec<Listed>, HostError> {
     let sockets = socket_fds(process).map_err(|e| proc_error(e, info.pid, Some(info)))?;
     if sockets.is_empty() {
         return Ok(Vec::new());
     }
-    let table = tcp_table(Some(process)).map_err(|e| proc_error(e, info.pid, Some(info)))?;
+    let table = tcp_table(Some(process), states).map_err(|e| proc_error(e, info.pid, Some(info)))?;
     Ok(sockets
         .into_iter()
         .filter_map(|(fd, inode)| {
@@ -393,9 +398,9 @@ fn listed_sockets(process: &Process, info: &ProcessInfo) -> Result<Vec<Listed>, 
         .collect())
 }
 
-/// TCP sockets by inode: the process's network namespace, or ours.
-fn tcp_table(process: Option<&Process>) -> Result<HashMap<u64, TableLine>, ProcError> {
-    let lines = tcp_table::read_once(process)?;
+/// TCP sockets in `states` by inode: the process's network namespace, or ours.
+fn tcp_table(process: Option<&Process>, states: States) -> Result<HashMap<u64, TableLine>, ProcError> {
+    let lines = tcp_table::read_once_in(process, states)?;
     Ok(lines.into_iter().filter(|line| line.inode != 0).map(|line| (line.inode, line)).collect())
 }
 
@@ -406,7 +411,7 @@ fn port_owners(
     accepts: impl Fn(&SocketAddr) -> bool,
     namespace: Option<(&Process, other_namespace::Namespace)>,
 ) -> Result<Vec<ProcessInfo>, HostError> {
-    let table = tcp_table(namespace.map(|(process, _)| process))
+    let table = tcp_table(namespace.map(|(process, _)| process), States::Listening)
         .map_err(|e| HostError::io("reading the TCP socket table", io::Error::other(e.to_string())))?;
     let listening: HashMap<u64, &TableLine> = table
         .iter()

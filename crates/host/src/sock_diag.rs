@@ -32,11 +32,11 @@ const RECEIVE_BYTES: usize = 64 * 1024;
 /// A dump that says nothing for this long is given up (then /proc is read): never a hang.
 const RECEIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// Every TCP socket of the calling thread's network namespace, IPv4 then IPv6, in any state
-/// (TIME-WAIT included). A kernel without IPv6 lists IPv4 only.
-pub(crate) fn tcp_sockets() -> io::Result<Vec<TableLine>> {
+/// The TCP sockets of the calling thread's network namespace in `states` (bit `1 << state`;
+/// [`ALL_STATES`]: TIME-WAIT included), IPv4 then IPv6. A kernel without IPv6 lists IPv4 only.
+pub(crate) fn tcp_sockets_in(states: u32) -> io::Result<Vec<TableLine>> {
     let mut lines = Vec::new();
-    dump_tcp(ALL_STATES, 0, &[], &mut |body| {
+    dump_tcp(states, 0, &[], &mut |body| {
         lines.push(parse_socket(body).ok_or_else(|| malformed("a socket message too short"))?);
         Ok(())
     })?;
@@ -261,7 +261,7 @@ mod tests {
         let client = TcpStream::connect(server_address).unwrap();
         let (accepted, _) = listener.accept().unwrap();
         let client_address = client.local_addr().unwrap();
-        let lines = tcp_sockets().unwrap();
+        let lines = tcp_sockets_in(ALL_STATES).unwrap();
         let listed = |local: SocketAddr, remote: SocketAddr| {
             lines.iter().find(|line| line.local == local && line.remote == remote).cloned()
         };
@@ -282,7 +282,7 @@ mod tests {
         // (other tests, other runs) may still be listed, with less time left.
         let time_wait = (0..1000)
             .find_map(|_| {
-                let lines = tcp_sockets().unwrap();
+                let lines = tcp_sockets_in(ALL_STATES).unwrap();
                 lines.into_iter().find(|l| {
                     (l.local, l.remote) == (client_address, server_address) && l.state == TcpState::TimeWait
                 })
@@ -302,9 +302,22 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let _accepted = listener.accept().unwrap();
-        let from_netlink = on_port(tcp_sockets().unwrap(), port);
+        let from_netlink = on_port(tcp_sockets_in(ALL_STATES).unwrap(), port);
         assert_eq!(from_netlink.len(), 3, "the listener and both ends: {from_netlink:?}");
         assert_eq!(from_netlink, on_port(crate::tcp_table::read_proc(None).unwrap(), port));
+    }
+
+    #[test]
+    fn a_listening_only_reading_lists_the_listener_and_not_its_connections() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let _client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let _accepted = listener.accept().unwrap();
+        let listening = on_port(tcp_sockets_in(1 << TcpState::Listen.to_u8()).unwrap(), port);
+        assert_eq!(listening.len(), 1, "{listening:?}");
+        assert_eq!(listening[0].2, TcpState::Listen.to_u8());
+        let read = crate::tcp_table::read_once_in(None, crate::tcp_table::States::Listening).unwrap();
+        assert_eq!(on_port(read, port), listening);
     }
 
     /// 401 sockets of ~100 bytes each (the kernel adds attributes) are more than the ~32 KiB
@@ -319,7 +332,7 @@ mod tests {
                 (client, listener.accept().unwrap().0)
             })
             .collect();
-        let listed = on_port(tcp_sockets().unwrap(), port);
+        let listed = on_port(tcp_sockets_in(ALL_STATES).unwrap(), port);
         assert_eq!(listed.len(), 1 + 2 * held.len());
     }
 
