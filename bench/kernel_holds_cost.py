@@ -102,6 +102,19 @@ def empty_round(url, seconds, empty_object):
     return (after_ns - before_ns) / 1e9 / elapsed, (after_runs - before_runs) / elapsed, packets_per_s
 
 
+def cpu_lines(label, target, rounds):
+    """Prints the medians of rounds of (share of a core, runs/s, packets/s) as a share at 100k
+    packets/s, and what was measured; returns that share in %."""
+    share = statistics.median(r[0] for r in rounds)
+    runs_per_s = statistics.median(r[1] for r in rounds)
+    packets_per_s = statistics.median(r[2] for r in rounds)
+    scaled = 100 * share * 100_000 / max(packets_per_s, 1)
+    print(f"  {label}{scaled:5.2f} %   {target}".rstrip())
+    print(f"    measured {100 * share:.2f} % of a core at {packets_per_s:,.0f} packets/s, {runs_per_s:,.0f} runs/s: "
+          f"{1e9 * share / max(runs_per_s, 1):.0f} ns a run")
+    return scaled
+
+
 def paired_drop(rows, mode):
     """What `mode` took off wrk's req/s: one less the median of the rounds' ratios to the
     same round's run with nothing attached."""
@@ -169,20 +182,8 @@ def main():
         rps = statistics.median(rows[mode])
         target = "   (target <= 3 %)" if mode == "programs" else ""
         print(f"  wrk req/s {label:<31}{rps:10.0f}   drop {100 * paired_drop(rows, mode):5.2f} %{target}")
-    share = statistics.median(p[0] for p in programs)
-    runs_per_s = statistics.median(p[1] for p in programs)
-    packets_per_s = statistics.median(p[2] for p in programs)
-    scaled = 100 * share * 100_000 / max(packets_per_s, 1)
-    print(f"  watch's own CPU (ebpf), at 100k packets/s  {scaled:5.2f} %   (target <= 1 %)")
-    print(f"    measured {100 * share:.2f} % of a core at {packets_per_s:,.0f} packets/s, {runs_per_s:,.0f} runs/s: "
-          f"{1e9 * share / max(runs_per_s, 1):.0f} ns a run")
-    empty_share = statistics.median(e[0] for e in empties)
-    empty_runs = statistics.median(e[1] for e in empties)
-    empty_packets = statistics.median(e[2] for e in empties)
-    empty_scaled = 100 * empty_share * 100_000 / max(empty_packets, 1)
-    print(f"  empty programs, same tracepoints (floor)   {empty_scaled:5.2f} %")
-    print(f"    measured {100 * empty_share:.2f} % of a core at {empty_packets:,.0f} packets/s: "
-          f"{1e9 * empty_share / max(empty_runs, 1):.0f} ns a run")
+    scaled = cpu_lines("watch's own CPU (ebpf), at 100k packets/s ", "(target <= 1 %)", programs)
+    empty_scaled = cpu_lines("empty programs, same tracepoints (floor)  ", "", empties)
     print(f"  nodelay's programs / empty programs         {scaled / max(empty_scaled, 1e-9):5.2f}")
     drop = paired_drop(rows, "programs")
     ok = drop <= 0.03 and scaled <= 1.0
