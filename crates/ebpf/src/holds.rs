@@ -229,7 +229,7 @@ impl HoldWatch {
         HoldWatch::start_with(thresholds, Casts::Helper)
     }
 
-    /// Whether the programs see a socket as a tcp_sock with the kernel's free cast
+    /// Whether both hot programs see a socket as a tcp_sock with the kernel's free cast
     /// (bpf_rdonly_cast), rather than with a helper call at each packet.
     pub fn casts_in_kernel(&self) -> bool {
         self.casts_in_kernel
@@ -270,13 +270,14 @@ impl HoldWatch {
             (&["nodelay_resend", "nodelay_resend2"], "tcp_retransmit_skb"),
             (&["nodelay_state"], "inet_sock_set_state"),
         ];
-        let mut casts_in_kernel = false;
+        // Both hot programs cast, or the watch says it does not.
+        let mut cast_programs = 0;
         for (names, event) in programs {
             let mut last_error = None;
             for name in names {
                 match load_on(&mut ebpf, name, event, &btf) {
                     Ok(()) => {
-                        casts_in_kernel |= *name == "nodelay_send";
+                        cast_programs += usize::from(matches!(*name, "nodelay_send" | "nodelay_ack"));
                         last_error = None;
                         break;
                     }
@@ -287,7 +288,7 @@ impl HoldWatch {
                 return Err(error);
             }
         }
-        Ok(HoldWatch { ebpf, started_ns: monotonic_ns(), casts_in_kernel })
+        Ok(HoldWatch { ebpf, started_ns: monotonic_ns(), casts_in_kernel: cast_programs == 2 })
     }
 
     /// Every (process, ports) the programs have counted since they started.
