@@ -56,7 +56,7 @@ def summary_lines(output):
     floor's own summary."""
     keep = ("target", "->", "the most an arrival-timed", "its floor's CPU", "fixed cost", "ring operations",
             "wake-ups per request", "For information", " at 10k", " at 1k", " at 50k", "/ c/RTT", "/ wrk ",
-            "empty programs")
+            "empty programs", "ceiling")
     return [line for line in output.splitlines() if any(word in line for word in keep)]
 
 
