@@ -73,8 +73,7 @@ pub fn set_nodelay(target: Target, dry_run: bool) -> Result<NodelayChange, HostE
 /// socket is taken and closed at once, so a process that may not be read is an error now
 /// rather than a hole in the view later.
 pub(crate) fn server_processes(target: Target) -> Result<Vec<ProcessInfo>, HostError> {
-    let (mut processes, mut listed) = sockets_of(target, States::Listening)?;
-    listed.retain(|socket| socket.entry.state == TcpState::Listen);
+    let (mut processes, listed) = sockets_of(target, States::Listening)?;
     let mut taken = take_all(&processes, listed)?;
     if !matches!(target, Target::Pid(_)) {
         keep_accepting(target, &mut processes, &mut taken);
