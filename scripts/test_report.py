@@ -107,7 +107,7 @@ def main(phases_path, junit_path, nextest_log, doctest_log):
     phases = read_phases(phases_path)
     print("\nphase         time   status")
     for name, seconds, status, beside in phases:
-        print(f"{name:<11} {seconds:>6.1f} s  {status}{'  (beside the others)' if beside else ''}")
+        print(f"{name:<11} {seconds:>6.1f} s  {status}{'  (beside the tests)' if beside else ''}")
     # A phase beside the tests overlaps them: the time waited for it after them is its own
     # line (wait-beside).
     print(f"{'total':<11} {sum(s for _, s, _, beside in phases if not beside):>6.1f} s")

@@ -7,7 +7,7 @@ mod support;
 use nodelay_host::{HostError, SamplerPace, ServerView, ServerWatch, Target, Upstream};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
-use support::{Draining, Server, alone, echoing_listener, private_network, wait_until};
+use support::{Draining, Server, echoing_listener, private_network, wait_until};
 
 fn watch_while(target: Target, server: &mut Server, commands: &[&str]) -> ServerView {
     let watch = ServerWatch::start(target).unwrap();
@@ -38,7 +38,7 @@ fn upstream(view: &ServerView, destination: SocketAddr) -> &Upstream {
 
 #[test]
 fn a_thread_that_burns_cpu_is_the_busiest_and_named() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
     assert!(view.cpu_us() >= 250_000, "{view:#?}");
@@ -55,7 +55,7 @@ fn a_thread_that_burns_cpu_is_the_busiest_and_named() {
 
 #[test]
 fn a_sleeping_server_spends_almost_nothing() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["sleep 300"]);
     assert!(view.wall_us >= 300_000, "{view:#?}");
@@ -73,7 +73,7 @@ fn a_sleeping_server_spends_almost_nothing() {
 /// `Draining::start_holding`): the count is of connections the table still lists.
 #[test]
 fn fresh_and_pooled_upstream_connections_are_told_apart() {
-    let _alone = alone();
+    private_network();
     let (fresh, pooled) = (Draining::start_holding(), echoing_listener());
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
@@ -110,7 +110,7 @@ fn fresh_and_pooled_upstream_connections_are_told_apart() {
 /// process's connects meanwhile can only add to it (its window is the larger).
 #[test]
 fn the_runs_own_connects_come_off_the_namespace_count() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     server.ask("sleep 1");
     let draining = Draining::start();
@@ -141,7 +141,6 @@ fn the_runs_own_connects_come_off_the_namespace_count() {
 /// looks is twice the slow pace's count.
 #[test]
 fn brief_upstream_connections_after_a_still_second_are_met() {
-    let _alone = alone();
     // The sampler slows once the namespace stands still for a second: a namespace of its own.
     private_network();
     let brief = Draining::start();
@@ -166,7 +165,6 @@ fn brief_upstream_connections_after_a_still_second_are_met() {
 /// ~200 ms in a debug one; at 160 ms they would take 960 ms).
 #[test]
 fn a_run_ending_early_brings_back_the_quick_pace() {
-    let _alone = alone();
     // The sampler slows once the namespace stands still for a second: a namespace of its own.
     private_network();
     let server = Server::spawn();
@@ -184,7 +182,7 @@ fn a_run_ending_early_brings_back_the_quick_pace() {
 /// the run is new, although the 4-tuple was in the table at the start.
 #[test]
 fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
-    let _alone = alone();
+    private_network();
     let reuse = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse").unwrap_or_default();
     if reuse.trim() == "0" {
         eprintln!("skipped: net.ipv4.tcp_tw_reuse is 0, no 4-tuple is reused");
@@ -208,9 +206,9 @@ fn a_connection_on_a_reused_four_tuple_counts_as_opened() {
 }
 
 /// Seconds left in TIME-WAIT for the IPv4 connection from local port `local`
-/// (/proc/net/tcp: state 06, `tr:tm->when` 03:ticks).
+/// (/proc/net/tcp: state 06, `tr:tm->when` 03:ticks), in this thread's namespace.
 fn time_wait_left_s(local: u16) -> Option<f64> {
-    let table = std::fs::read_to_string("/proc/net/tcp").ok()?;
+    let table = std::fs::read_to_string("/proc/thread-self/net/tcp").ok()?;
     // SAFETY: sysconf has no preconditions.
     let ticks_per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     table.lines().skip(1).find_map(|line| {
@@ -223,7 +221,7 @@ fn time_wait_left_s(local: u16) -> Option<f64> {
 
 #[test]
 fn an_upstream_held_but_idle_carried_no_traffic() {
-    let _alone = alone();
+    private_network();
     let pooled = echoing_listener();
     let mut server = Server::spawn();
     server.ask(&format!("hold {} 1", pooled.port()));
@@ -245,7 +243,7 @@ fn an_upstream_held_but_idle_carried_no_traffic() {
 /// the CPU is theirs together whichever of them served.
 #[test]
 fn every_holder_of_the_listening_socket_is_watched() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn_forked();
     let worker = server.worker_pid.expect("a forked worker");
     let view = watch_while(Target::Address(server.address()), &mut server, &["burn 300"]);
@@ -260,7 +258,7 @@ fn every_holder_of_the_listening_socket_is_watched() {
 /// socket at the end: it is watched, from its start.
 #[test]
 fn a_worker_forked_during_the_run_is_watched_too() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     let view = watch_while(Target::Address(server.address()), &mut server, &["fork_burn 300"]);
     assert_eq!(view.processes.len(), 2, "{view:#?}");
@@ -271,7 +269,7 @@ fn a_worker_forked_during_the_run_is_watched_too() {
 
 #[test]
 fn a_port_or_a_pid_names_the_server_too() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     let by_port = watch_while(Target::Port(server.port), &mut server, &["burn 100"]);
     assert_eq!(by_port.processes.iter().map(|p| p.pid).collect::<Vec<_>>(), [server.pid()]);
@@ -284,7 +282,7 @@ fn a_port_or_a_pid_names_the_server_too() {
 
 #[test]
 fn a_missing_process_or_listener_is_a_clear_error() {
-    let _alone = alone();
+    private_network();
     // PIDs are below /proc/sys/kernel/pid_max (at most 2^22).
     let error = ServerWatch::start(Target::Pid(i32::MAX)).err().expect("no such process");
     assert!(matches!(error, HostError::NoSuchProcess(i32::MAX)), "{error:?}");
@@ -301,7 +299,7 @@ fn a_missing_process_or_listener_is_a_clear_error() {
 
 #[test]
 fn a_server_that_exits_during_the_run_is_said_unread() {
-    let _alone = alone();
+    private_network();
     let mut server = Server::spawn();
     let watch = ServerWatch::start(Target::Address(server.address())).unwrap();
     server.ask("burn 10");

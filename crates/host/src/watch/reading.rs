@@ -23,9 +23,11 @@ pub fn netns_of(pid: &str) -> u64 {
     std::fs::metadata(format!("/proc/{pid}/ns/net")).map_or(0, |m| m.ino())
 }
 
-/// Whether the namespace of inode `netns` is this process's (0, unknown, is not).
+/// Whether the namespace of inode `netns` is the calling thread's (0, unknown, is not).
 pub fn is_our_namespace(netns: u64) -> bool {
-    netns != 0 && netns == netns_of("self")
+    // The calling thread's: a thread may have a namespace of its own (unshare(CLONE_NEWNET)),
+    // and its sockets, and its children, are there, not in /proc/self's (the main thread's).
+    netns != 0 && netns == netns_of("thread-self")
 }
 
 /// A process behind the target. `process` holds /proc/PID open, so a PID reused by another

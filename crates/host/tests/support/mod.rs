@@ -264,21 +264,16 @@ pub fn echoing_listener() -> SocketAddr {
     address
 }
 
-/// Held for its whole run by each test of a file whose counts come from the socket tables:
-/// /proc/net/tcp is read a page at a time, and a line that another test's connection moves
-/// within its bucket between two pages is missed (the server-view test counted 19 of 20
-/// closed connections in 2 of 4 CI runs while the file's other tests opened and closed theirs).
-pub fn alone() -> std::sync::MutexGuard<'static, ()> {
-    static TABLES: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    TABLES.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Moves the calling thread into a network namespace of its own with loopback up, for a test
-/// that needs the namespace still: the server it then starts, its upstreams, the connections
-/// and the namespace's TCP counters are the test's alone. In the machine's namespace other
-/// programs open connections (a laptop's browser every second, another test's peers), and a
-/// sampler that slows only once the count has stood still for a second never slows. Threads
-/// and processes started from this thread afterwards are in the namespace too.
+/// Moves the calling thread into a network namespace of its own with loopback up: the server
+/// the test then starts, its upstreams, the connections and the namespace's TCP counters are
+/// the test's alone. In the machine's namespace other programs open connections (a laptop's
+/// browser every second, another test's peers): the socket tables are read a page at a time,
+/// and a line another test's connection moves within its bucket between two pages is missed
+/// (the server-view test counted 19 of 20 closed connections in 2 of 4 CI runs while other
+/// tests opened and closed theirs), and a sampler that slows only once the count has stood
+/// still for a second never slows. Threads and processes started from this thread afterwards
+/// are in the namespace too. Called first by every server-view test, which then runs beside
+/// the others.
 pub fn private_network() {
     // SAFETY: unshare(2) takes flags only; CLONE_NEWNET moves the calling thread alone.
     let moved = unsafe { libc::unshare(libc::CLONE_NEWNET) };
