@@ -15,19 +15,46 @@ use std::time::{Duration, Instant};
 /// (on loopback, even on a busy machine) takes far less.
 const STALL_MS: f64 = 20.0;
 
-/// A cgroup2 hierarchy's mount point: the machine's, or one mounted for the tests (once,
-/// under the target directory, and left for the next run) where the machine has none.
+/// A cgroup2 hierarchy's mount point: the machine's, or, where the machine has none, one
+/// mounted under the target directory in a mount namespace of this thread's own, which the
+/// processes it starts share and which goes with the test's process: nothing stays mounted
+/// after the test (a mount left in `target/` would also make `cargo clean` fail).
 fn cgroup2_root() -> PathBuf {
+    thread_local! {
+        // Once a thread: /proc/self/mountinfo shows the main thread's namespace, not this one's.
+        static ROOT: PathBuf = find_or_mount_cgroup2();
+    }
+    ROOT.with(PathBuf::clone)
+}
+
+fn find_or_mount_cgroup2() -> PathBuf {
     if let Some(root) = nodelay_ebpf::cgroup2_mount_points().unwrap().into_iter().next() {
         return root;
     }
-    let _mounting = MachineLock::take("cgroup2-mount");
     let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cgroup2");
     std::fs::create_dir_all(&root).unwrap();
-    if !root.join("cgroup.controllers").exists() {
-        let status = Command::new("mount").args(["-t", "cgroup2", "none"]).arg(&root).status().unwrap();
-        assert!(status.success(), "mount -t cgroup2 none {}", root.display());
+    // SAFETY: unshare and mount take flags and C strings that live through the calls.
+    unsafe {
+        // CLONE_NEWNS moves this thread alone (it unshares its filesystem context too).
+        assert_eq!(
+            libc::unshare(libc::CLONE_NEWNS),
+            0,
+            "unshare(CLONE_NEWNS): {}",
+            std::io::Error::last_os_error()
+        );
+        // Private, so that the mount below does not propagate back to the machine's namespace.
+        let slash = c"/";
+        let private = libc::mount(
+            std::ptr::null(),
+            slash.as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        );
+        assert_eq!(private, 0, "mount --make-rprivate /: {}", std::io::Error::last_os_error());
     }
+    let status = Command::new("mount").args(["-t", "cgroup2", "none"]).arg(&root).status().unwrap();
+    assert!(status.success(), "mount -t cgroup2 none {}", root.display());
     root
 }
 
@@ -241,6 +268,8 @@ fn without_the_capabilities_fix_cgroup_says_why_in_one_line() {
 
 #[test]
 fn what_is_not_a_cgroup_of_its_own_is_refused_as_usage() {
+    // With a cgroup2 hierarchy mounted: without one, every path gets that reason instead.
+    cgroup2_root();
     fails_with(&["fix", "--cgroup", "/tmp", "-d", "1s"], 2, &["/tmp: not a cgroup2 directory"]);
     if let Some(pid) = a_process_in_the_root_cgroup() {
         fails_with(
