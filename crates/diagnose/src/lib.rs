@@ -67,4 +67,7 @@ pub use significance::{
 };
 pub use sockets::{NodelayState, SocketNodelay, socket_nodelay};
 pub use stage::diagnose;
-pub use suggest::{GENERATOR_SATURATED_SHARE, RunShape, Suggestion, shell_word};
+pub use suggest::{
+    GENERATOR_SATURATED_SHARE, RunShape, Suggestion, UNANSWERED_CONNECT_MIN_MS, shell_word,
+    unanswered_connects,
+};

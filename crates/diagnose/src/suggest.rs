@@ -63,6 +63,12 @@ pub struct RunShape {
     /// Connects that took as long as a SYN retransmission ([`crate::SYN_RETRY_WINDOWS_MS`]): on
     /// loopback each is a dropped SYN, even when too few to move a percentile.
     pub connects_at_syn_retry: u64,
+    /// Connects the run ended before any answer came to, past [`UNANSWERED_CONNECT_MIN_MS`] and
+    /// ten times the completed ones' p99: a run shorter than the SYN's 1 s retry sees a full
+    /// listen queue only here.
+    pub connects_unanswered_at_end: u64,
+    /// The longest wait among them.
+    pub connect_unanswered_longest_ms: Option<f64>,
     /// 99th percentile of the TCP handshake.
     pub connect_p99_ms: Option<f64>,
     /// Median time to first byte.
@@ -103,6 +109,24 @@ const STEADY_FIRST_BYTE_SPREAD_MS: f64 = 3.0;
 
 /// The generator's CPU share above which its own speed, not the server's, bounds the run.
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
+
+/// A connect still unanswered at a run's end counts as a dropped SYN past this wait, and past
+/// ten times the completed connects' p99: the SYN-ACK of a loopback handshake comes within a
+/// millisecond, one across a path within a round trip or so.
+pub const UNANSWERED_CONNECT_MIN_MS: f64 = 20.0;
+
+/// Of the waits of connects the run ended before any answer came to, those long enough to be
+/// dropped SYNs (see [`UNANSWERED_CONNECT_MIN_MS`]): how many, and the longest, in ms.
+pub fn unanswered_connects(
+    waits_ms: impl IntoIterator<Item = f64>,
+    completed_p99_ms: Option<f64>,
+) -> (u64, Option<f64>) {
+    let floor_ms = UNANSWERED_CONNECT_MIN_MS.max(10.0 * completed_p99_ms.unwrap_or(0.0));
+    waits_ms
+        .into_iter()
+        .filter(|ms| *ms >= floor_ms)
+        .fold((0, None), |(count, longest), ms| (count + 1, Some(longest.map_or(ms, |l: f64| l.max(ms)))))
+}
 
 /// nodelay's own spelling of a TLS option: every one reaches a nodelay command.
 fn nodelay_option(flag: Flag) -> Option<String> {
@@ -184,6 +208,22 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
             prove: format!(
                 "nodelay bench -c 1 {NoKeepalive} {url} (none at low concurrency); on the server: nstat -az \
                  TcpExtListenOverflows"
+            ),
+        });
+    } else if retried.is_none() && run.connects_unanswered_at_end > 0 && fast_connects {
+        out.push(Suggestion {
+            id: "listen-backlog-overflow".into(),
+            why: format!(
+                "{} connects were still unanswered when the run ended, the longest after {:.0} ms, while the median \
+                 one took {:.2} ms: their SYNs were dropped, the server's listen queue overflowed (or SYNs were lost); \
+                 a run of 2 s or more sees them retried at 1 s",
+                run.connects_unanswered_at_end,
+                run.connect_unanswered_longest_ms.unwrap_or_default(),
+                run.connect_p50_ms.unwrap_or_default()
+            ),
+            prove: format!(
+                "nodelay bench -c 1 {NoKeepalive} {url} (every connect answered at low concurrency); on the server: \
+                 nstat -az TcpExtListenOverflows"
             ),
         });
     } else if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
@@ -505,6 +545,14 @@ mod tests {
     }
 
     #[test]
+    fn only_connects_unanswered_well_past_the_others_count() {
+        assert_eq!(unanswered_connects([5.0, 25.0, 480.0], Some(0.3)), (2, Some(480.0)));
+        // Across a 40 ms path a handshake takes 40 ms: one unanswered for 100 ms is not late.
+        assert_eq!(unanswered_connects([100.0, 300.0], Some(41.0)), (0, None));
+        assert_eq!(unanswered_connects([], None), (0, None));
+    }
+
+    #[test]
     fn connects_at_one_or_three_seconds_suggest_a_listen_queue_overflow() {
         let overflow = RunShape { connect_p90_ms: Some(1003.0), connect_p99_ms: Some(3010.0), ..run() };
         let found = suggest(&overflow);
@@ -532,6 +580,22 @@ mod tests {
             "{:?}",
             suggest(&few)
         );
+        // A run shorter than the SYN's retry: connects the run ended before any answer came to.
+        let unanswered = RunShape {
+            connect_p50_ms: Some(0.1),
+            connects_unanswered_at_end: 17,
+            connect_unanswered_longest_ms: Some(480.0),
+            ..run()
+        };
+        assert!(
+            suggest(&unanswered)[0].why.starts_with(
+                "17 connects were still unanswered when the run ended, the longest after 480 ms"
+            ),
+            "{:?}",
+            suggest(&unanswered)
+        );
+        let over_a_path = RunShape { connect_p50_ms: Some(400.0), ..unanswered };
+        assert!(suggest(&over_a_path).is_empty(), "a slow network is not an overflow");
         let unreachable = RunShape { connect_p50_ms: Some(900.0), connect_timeouts: 7, ..run() };
         assert!(suggest(&unreachable).is_empty(), "a slow network is not an overflow");
     }

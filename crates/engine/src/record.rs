@@ -201,6 +201,11 @@ pub struct ConnectionRecord {
     /// Requests still in flight on it when the run ended (not counted as done or failed): at
     /// most one over HTTP/1.1, one per open stream over HTTP/2.
     pub abandoned_requests: u32,
+    /// When the run ended before its TCP handshake did: how long its connect had waited for
+    /// an answer by then. On loopback every connect is answered within a millisecond unless
+    /// the server's full listen queue dropped the SYN (the client retries after 1 s, then 3 s):
+    /// a run shorter than that sees those waits only here.
+    pub connect_unanswered_for: Option<Duration>,
     /// Its TCP_INFO, when the kernel gave one (Linux only).
     pub tcp_info: Option<TcpInfo>,
     /// The first HTTP `Server` header seen on this slot (printable ASCII), naming the stack;

@@ -421,6 +421,7 @@ mod tests {
             connection: 1,
             requests: 1,
             abandoned_requests: 1,
+            connect_unanswered_for: None,
             tcp_info: None,
             tls: None,
             server_header: None,

@@ -741,10 +741,15 @@ impl<'a, S: RecordSink> Worker<'a, S> {
                 // connection at a time met them).
                 let _ = SockRef::from(&stream).set_linger(Some(Duration::ZERO));
             }
+            let connect_unanswered_for = (at_run_end && connection.phase == Phase::Connecting)
+                .then_some(connection.request.connect_started)
+                .flatten()
+                .map(|started| started.elapsed());
             let record = ConnectionRecord {
                 connection: connection.slot,
                 requests: u64::from(connection.responses_on_stream),
                 abandoned_requests: u32::from(abandoned_request),
+                connect_unanswered_for,
                 tcp_info: read_tcp_info(&stream),
                 tls: connection.tls.take().and_then(|tls| tls.summary()),
                 server_header: if connection.server_reported {

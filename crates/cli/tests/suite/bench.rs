@@ -383,7 +383,7 @@ fn a_server_that_closes_every_connection_and_error_pages_are_suggested() {
 
 #[test]
 fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
-    let suggested = |backlog: &str, duration: &str| -> Vec<String> {
+    let run = |backlog: &str, duration: &str| -> serde_json::Value {
         let peer = python_peer("backlog_server.py", &["--backlog", backlog, "--work-ms", "5"]);
         let run = nodelay(&[
             "bench",
@@ -398,12 +398,25 @@ fn a_listen_queue_that_overflows_is_suggested_and_a_deep_one_is_not() {
         ]);
         let report = run.json();
         validate_against_schema("bench.schema.json", &report);
-        suggestion_ids(&report)
+        report
     };
+    let suggested = |backlog: &str, duration: &str| suggestion_ids(&run(backlog, duration));
     // listen(2) and 40 clients opening connections at once: SYNs are dropped and retried after
     // 1 s, or time out at 3 s; with a backlog of 128, none. In 3 s only 3-8 connects of ~500
     // finished at a retry, and once none did (CI): 6 s gives both the connects retried and the
     // timeouts (6-13 and 2-20 here).
     assert_eq!(suggested("2", "6s"), ["listen-backlog-overflow"]);
     assert_eq!(suggested("128", "3s"), Vec::<String>::new());
+    // Half a second, shorter than the SYN's first retry: no connect ends at a retry, but the
+    // run ends with the dropped ones unanswered, and those are the sign.
+    let short = run("2", "0.5s");
+    assert_eq!(suggestion_ids(&short), ["listen-backlog-overflow"], "{short:#}");
+    let unanswered = short["connects_unanswered_at_end"].as_u64().unwrap();
+    assert!(unanswered >= 1, "{short:#}");
+    assert!(short["connect_unanswered_longest_ms"].as_f64().unwrap() >= 20.0, "{short:#}");
+    let why = short["suggestions"][0]["why"].as_str().unwrap();
+    assert!(
+        why.starts_with(&format!("{unanswered} connects were still unanswered when the run ended")),
+        "{why}"
+    );
 }

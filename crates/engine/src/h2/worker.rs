@@ -822,6 +822,9 @@ impl<'a, S: RecordSink> H2Worker<'a, S> {
             connection: connection.slot,
             requests: u64::from(connection.responses),
             abandoned_requests: if at_run_end { in_flight } else { 0 },
+            // The TCP handshake's own end sets `connect` (TLS and SETTINGS come after it).
+            connect_unanswered_for: (at_run_end && connection.connect.is_none())
+                .then(|| connection.connect_started.elapsed()),
             tcp_info: read_tcp_info(&connection.fd),
             server_header: if connection.server_reported { None } else { connection.server_header.take() },
             tls: connection.tls_summary.take(),

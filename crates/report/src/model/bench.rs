@@ -276,6 +276,12 @@ pub struct BenchReport {
     /// Connects that took as long as a SYN retransmission (0.9-1.4 s, 2.9-3.5 s, 6.9-7.6 s):
     /// on loopback each one is a SYN the server's full listen queue dropped.
     pub connects_at_syn_retry: u64,
+    /// Connects the run ended before any answer came to, waiting past 20 ms and ten times the
+    /// completed ones' p99: on loopback each is a SYN a full listen queue dropped, whose retry
+    /// (1 s) a shorter run never sees.
+    pub connects_unanswered_at_end: u64,
+    /// The longest wait among them, in milliseconds; null when there were none.
+    pub connect_unanswered_longest_ms: Option<f64>,
     /// TLS handshake (after the TCP one), full and resumed, for requests that opened a
     /// connection; null for plain HTTP.
     pub tls_handshake_ms: Option<Percentiles>,
@@ -358,6 +364,11 @@ impl BenchReport {
         });
         let per_response =
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
+        let connect_ms = Percentiles::from_ns(&stats.connect_ns);
+        let unanswered = nodelay_diagnose::unanswered_connects(
+            stats.connections().filter_map(|c| c.connect_unanswered_for).map(|wait| wait.as_secs_f64() * 1e3),
+            connect_ms.as_ref().map(|p| p.p99),
+        );
         BenchReport {
             schema: Cow::Borrowed(BENCH_SCHEMA_ID),
             settings,
@@ -381,7 +392,7 @@ impl BenchReport {
             },
             first_byte_ms: Percentiles::from_ns(&stats.first_byte_ns),
             read_gap_ms: Percentiles::from_ns(&stats.read_gap_ns),
-            connect_ms: Percentiles::from_ns(&stats.connect_ns),
+            connect_ms,
             connects_at_syn_retry: nodelay_diagnose::SYN_RETRY_WINDOWS_MS
                 .iter()
                 .map(|(from_ms, to_ms, _)| {
@@ -394,6 +405,8 @@ impl BenchReport {
                         .sum::<u64>()
                 })
                 .sum(),
+            connects_unanswered_at_end: unanswered.0,
+            connect_unanswered_longest_ms: unanswered.1,
             tls_handshake_ms: Percentiles::from_ns(&stats.tls_handshake_ns()),
             tls: over_tls.then(|| TlsReport::of(stats)),
             latency_histogram: histogram_buckets(&stats.latency_ns, HISTOGRAM_BUCKETS),
@@ -533,6 +546,8 @@ impl BenchReport {
             connect_p90_ms: pick(&self.connect_ms, |p| p.p90),
             connect_timeouts: self.errors.get(ErrorKind::ConnectTimeout.as_str()).copied().unwrap_or(0),
             connects_at_syn_retry: self.connects_at_syn_retry,
+            connects_unanswered_at_end: self.connects_unanswered_at_end,
+            connect_unanswered_longest_ms: self.connect_unanswered_longest_ms,
             connect_p99_ms: pick(&self.connect_ms, |p| p.p99),
             first_byte_p50_ms: pick(&self.first_byte_ms, |p| p.p50),
             first_byte_p90_ms: pick(&self.first_byte_ms, |p| p.p90),

@@ -514,7 +514,16 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
                 were(running)
             ),
         };
-        rows.push(("in flight", format!("{what} when {when} (not counted)")));
+        // Connects nobody answered: on loopback, SYNs a full listen queue dropped.
+        let unanswered = match (r.connects_unanswered_at_end, r.connect_unanswered_longest_ms) {
+            (count, Some(longest_ms)) if count > 0 => format!(
+                "; {} unanswered, the longest after {}",
+                plural(count, "connect was", "connects were"),
+                format_duration_ms(longest_ms)
+            ),
+            _ => String::new(),
+        };
+        rows.push(("in flight", format!("{what} when {when} (not counted){unanswered}")));
     }
     if let Some(tls) = &r.tls {
         rows.push(("TLS", tls.describe()));
@@ -723,6 +732,8 @@ pub(crate) mod tests {
             read_gap_ms: Some(spread(43.2, 43.68)),
             connect_ms: Some(spread(0.000_85, 0.000_85)),
             connects_at_syn_retry: 0,
+            connects_unanswered_at_end: 0,
+            connect_unanswered_longest_ms: None,
             tls_handshake_ms: None,
             tls: None,
             latency_histogram: (0..10u32)
@@ -932,6 +943,14 @@ pub(crate) mod tests {
         let text = Text.render(&report);
         assert!(
             text.contains("in flight   2 requests were still running when the time was up (not counted)"),
+            "{text}"
+        );
+        // Connects that got no answer, on a wide terminal: one line.
+        report.connects_unanswered_at_end = 2;
+        report.connect_unanswered_longest_ms = Some(480.0);
+        let text = FittedText { width: 160 }.render(&report);
+        assert!(
+            text.contains("(not counted); 2 connects were unanswered, the longest after 480.00 ms\n"),
             "{text}"
         );
         report.interrupted = true;
