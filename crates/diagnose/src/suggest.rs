@@ -64,7 +64,7 @@ pub struct RunShape {
     /// loopback each is a dropped SYN, even when too few to move a percentile.
     pub connects_at_syn_retry: u64,
     /// Connects the run ended before any answer came to, past [`UNANSWERED_CONNECT_MIN_MS`] and
-    /// ten times the completed ones' p99: a run shorter than the SYN's 1 s retry sees a full
+    /// ten times the completed ones' median: a run shorter than the SYN's 1 s retry sees a full
     /// listen queue only here.
     pub connects_unanswered_at_end: u64,
     /// The longest wait among them.
@@ -111,17 +111,18 @@ const STEADY_FIRST_BYTE_SPREAD_MS: f64 = 3.0;
 pub const GENERATOR_SATURATED_SHARE: f64 = 0.9;
 
 /// A connect still unanswered at a run's end counts as a dropped SYN past this wait, and past
-/// ten times the completed connects' p99: the SYN-ACK of a loopback handshake comes within a
-/// millisecond, one across a path within a round trip or so.
+/// ten times the completed connects' median: the SYN-ACK of a loopback handshake comes within
+/// a millisecond, one across a path within a round trip or so. (Not their p99: once SYNs are
+/// dropped, it is the retry's second itself.)
 pub const UNANSWERED_CONNECT_MIN_MS: f64 = 20.0;
 
 /// Of the waits of connects the run ended before any answer came to, those long enough to be
 /// dropped SYNs (see [`UNANSWERED_CONNECT_MIN_MS`]): how many, and the longest, in ms.
 pub fn unanswered_connects(
     waits_ms: impl IntoIterator<Item = f64>,
-    completed_p99_ms: Option<f64>,
+    completed_p50_ms: Option<f64>,
 ) -> (u64, Option<f64>) {
-    let floor_ms = UNANSWERED_CONNECT_MIN_MS.max(10.0 * completed_p99_ms.unwrap_or(0.0));
+    let floor_ms = UNANSWERED_CONNECT_MIN_MS.max(10.0 * completed_p50_ms.unwrap_or(0.0));
     waits_ms
         .into_iter()
         .filter(|ms| *ms >= floor_ms)
@@ -214,12 +215,21 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         out.push(Suggestion {
             id: "listen-backlog-overflow".into(),
             why: format!(
-                "{} connects were still unanswered when the run ended, the longest after {:.0} ms, while the median \
-                 one took {:.2} ms: their SYNs were dropped, the server's listen queue overflowed (or SYNs were lost); \
-                 a run of 2 s or more sees them retried at 1 s",
-                run.connects_unanswered_at_end,
+                "{} still unanswered when the run ended, the longest after {:.0} ms, while the median one took \
+                 {:.2} ms: their SYNs were dropped, the server's listen queue overflowed (or SYNs were lost){}",
+                if run.connects_unanswered_at_end == 1 {
+                    "1 connect was".to_string()
+                } else {
+                    format!("{} connects were", run.connects_unanswered_at_end)
+                },
                 run.connect_unanswered_longest_ms.unwrap_or_default(),
-                run.connect_p50_ms.unwrap_or_default()
+                run.connect_p50_ms.unwrap_or_default(),
+                // Waits shorter than the first retry: the run ended before it.
+                if run.connect_unanswered_longest_ms.is_some_and(|ms| ms < crate::SYN_RETRY_WINDOWS_MS[0].0) {
+                    "; a run of 2 s or more sees them retried at 1 s"
+                } else {
+                    ""
+                }
             ),
             prove: format!(
                 "nodelay bench -c 1 {NoKeepalive} {url} (every connect answered at low concurrency); on the server: \
@@ -546,9 +556,11 @@ mod tests {
 
     #[test]
     fn only_connects_unanswered_well_past_the_others_count() {
-        assert_eq!(unanswered_connects([5.0, 25.0, 480.0], Some(0.3)), (2, Some(480.0)));
+        assert_eq!(unanswered_connects([5.0, 25.0, 480.0], Some(0.1)), (2, Some(480.0)));
         // Across a 40 ms path a handshake takes 40 ms: one unanswered for 100 ms is not late.
         assert_eq!(unanswered_connects([100.0, 300.0], Some(41.0)), (0, None));
+        // Once SYNs are dropped the p99 is the retry's second: the median still sets the bar.
+        assert_eq!(unanswered_connects([1800.0], Some(0.1)), (1, Some(1800.0)));
         assert_eq!(unanswered_connects([], None), (0, None));
     }
 
@@ -593,6 +605,17 @@ mod tests {
             ),
             "{:?}",
             suggest(&unanswered)
+        );
+        let one_long = RunShape {
+            connect_p50_ms: Some(0.1),
+            connects_unanswered_at_end: 1,
+            connect_unanswered_longest_ms: Some(1800.0),
+            ..run()
+        };
+        let why = &suggest(&one_long)[0].why;
+        assert!(
+            why.starts_with("1 connect was still unanswered") && !why.contains("retried at 1 s"),
+            "{why}"
         );
         let over_a_path = RunShape { connect_p50_ms: Some(400.0), ..unanswered };
         assert!(suggest(&over_a_path).is_empty(), "a slow network is not an overflow");

@@ -68,6 +68,9 @@ pub struct Stats {
     pub connections_closed: u64,
     /// Requests in flight when the run ended.
     pub unfinished: u64,
+    /// How long each connect the run ended before any answer to had waited, over every
+    /// round appended (the connection records above keep only each slot's last).
+    pub connects_unanswered: Vec<Duration>,
     /// Per request kind, when a run sends more than one (empty otherwise); `None` until the
     /// kind is first recorded.
     by_request: Vec<Option<Box<RequestStats>>>,
@@ -176,6 +179,7 @@ impl Stats {
             connections: BTreeMap::new(),
             connections_closed: 0,
             unfinished: 0,
+            connects_unanswered: Vec::new(),
             by_request: Vec::new(),
             timeline: Timeline::default(),
             http2: None,
@@ -280,6 +284,7 @@ impl Stats {
         }
         self.connections_closed += other.connections_closed;
         self.unfinished += other.unfinished;
+        self.connects_unanswered.extend_from_slice(&other.connects_unanswered);
         match (&mut self.http2, &other.http2) {
             (Some(mine), Some(theirs)) => mine.merge(theirs),
             (mine @ None, Some(theirs)) => *mine = Some(theirs.clone()),
@@ -359,6 +364,7 @@ impl RecordSink for Stats {
     fn connection(&mut self, record: &ConnectionRecord) {
         self.connections_closed += 1;
         self.unfinished += u64::from(record.abandoned_requests);
+        self.connects_unanswered.extend(record.connect_unanswered_for);
         self.tls = self.tls.or(record.tls);
         if let Some(http2) = &record.http2 {
             self.http2.get_or_insert_default().connection(http2);

@@ -95,18 +95,16 @@ pub(crate) fn in_our_namespace(process: Option<&Process>) -> bool {
     }
 }
 
-/// One reading of /proc/net/tcp and tcp6: the process's namespace, or ours for `None`.
+/// One reading of /proc/net/tcp and tcp6: the process's namespace, or for `None` the calling
+/// thread's (as sock_diag's, which lists the namespace of the thread that asks).
 pub fn read_proc(process: Option<&Process>) -> Result<Vec<TableLine>, ProcError> {
-    let own;
-    let process = match process {
-        Some(process) => process,
-        None => {
-            own = Process::myself()?;
-            &own
-        }
+    use procfs::FromRead;
+    let read = |file: &str| match process {
+        Some(process) => process.read::<Lines>(file),
+        None => Lines::from_file(format!("/proc/thread-self/{file}")),
     };
-    let Lines(mut lines) = process.read("net/tcp")?;
-    if let Ok(Lines(v6)) = process.read::<Lines>("net/tcp6") {
+    let Lines(mut lines) = read("net/tcp")?;
+    if let Ok(Lines(v6)) = read("net/tcp6") {
         lines.extend(v6);
     }
     Ok(lines)

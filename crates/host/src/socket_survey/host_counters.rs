@@ -22,9 +22,9 @@ pub struct HostTcpCounters {
 }
 
 impl HostTcpCounters {
-    /// Reads /proc/net/netstat.
+    /// Reads /proc/net/netstat, of the calling thread's namespace (the one its sockets are in).
     pub fn read() -> io::Result<HostTcpCounters> {
-        let text = std::fs::read_to_string("/proc/net/netstat")?;
+        let text = std::fs::read_to_string("/proc/thread-self/net/netstat")?;
         parse(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "/proc/net/netstat: no TcpExt"))
     }
 }

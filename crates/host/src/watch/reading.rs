@@ -45,7 +45,7 @@ impl Watched {
         Ok(Watched { netns: netns_of(&info.pid.to_string()), info, process })
     }
 
-    /// Whether it is in this process's network namespace.
+    /// Whether it is in the calling thread's network namespace.
     pub fn shares_our_namespace(&self) -> bool {
         is_our_namespace(self.netns)
     }

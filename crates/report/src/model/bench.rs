@@ -277,8 +277,8 @@ pub struct BenchReport {
     /// on loopback each one is a SYN the server's full listen queue dropped.
     pub connects_at_syn_retry: u64,
     /// Connects the run ended before any answer came to, waiting past 20 ms and ten times the
-    /// completed ones' p99: on loopback each is a SYN a full listen queue dropped, whose retry
-    /// (1 s) a shorter run never sees.
+    /// completed ones' median: on loopback each is a SYN a full listen queue dropped, whose
+    /// retry (1 s) a shorter run never sees.
     pub connects_unanswered_at_end: u64,
     /// The longest wait among them, in milliseconds; null when there were none.
     pub connect_unanswered_longest_ms: Option<f64>,
@@ -366,8 +366,8 @@ impl BenchReport {
             |total: u64| if stats.completed == 0 { 0.0 } else { total as f64 / stats.completed as f64 };
         let connect_ms = Percentiles::from_ns(&stats.connect_ns);
         let unanswered = nodelay_diagnose::unanswered_connects(
-            stats.connections().filter_map(|c| c.connect_unanswered_for).map(|wait| wait.as_secs_f64() * 1e3),
-            connect_ms.as_ref().map(|p| p.p99),
+            stats.connects_unanswered.iter().map(|wait| wait.as_secs_f64() * 1e3),
+            connect_ms.as_ref().map(|p| p.p50),
         );
         BenchReport {
             schema: Cow::Borrowed(BENCH_SCHEMA_ID),

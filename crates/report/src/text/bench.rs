@@ -514,16 +514,19 @@ fn write_outcomes(out: &mut String, r: &BenchReport, width: usize) {
                 were(running)
             ),
         };
-        // Connects nobody answered: on loopback, SYNs a full listen queue dropped.
-        let unanswered = match (r.connects_unanswered_at_end, r.connect_unanswered_longest_ms) {
-            (count, Some(longest_ms)) if count > 0 => format!(
-                "; {} unanswered, the longest after {}",
+        rows.push(("in flight", format!("{what} when {when} (not counted)")));
+    }
+    // Connects nobody answered by the run's end: on loopback, SYNs a full listen queue dropped
+    // (over HTTP/2 their requests were never sent, so they are not in flight).
+    if let (count @ 1.., Some(longest_ms)) = (r.connects_unanswered_at_end, r.connect_unanswered_longest_ms) {
+        rows.push((
+            "unanswered",
+            format!(
+                "{} unanswered when the run ended, the longest after {}",
                 plural(count, "connect was", "connects were"),
                 format_duration_ms(longest_ms)
             ),
-            _ => String::new(),
-        };
-        rows.push(("in flight", format!("{what} when {when} (not counted){unanswered}")));
+        ));
     }
     if let Some(tls) = &r.tls {
         rows.push(("TLS", tls.describe()));
@@ -950,7 +953,9 @@ pub(crate) mod tests {
         report.connect_unanswered_longest_ms = Some(480.0);
         let text = FittedText { width: 160 }.render(&report);
         assert!(
-            text.contains("(not counted); 2 connects were unanswered, the longest after 480.00 ms\n"),
+            text.contains(
+                "unanswered  2 connects were unanswered when the run ended, the longest after 480.00 ms\n"
+            ),
             "{text}"
         );
         report.interrupted = true;
