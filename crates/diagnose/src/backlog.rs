@@ -21,6 +21,8 @@ const MIN_SEQUENTIAL_OPENS: u64 = 10;
 enum Waited {
     ForSyn,
     Late,
+    /// Still unanswered when the phase ended, before the SYN's first retry.
+    Unanswered,
 }
 
 impl Waited {
@@ -28,6 +30,7 @@ impl Waited {
         match self {
             Waited::ForSyn => summary.slow_opens,
             Waited::Late => summary.late_opens,
+            Waited::Unanswered => summary.unanswered_opens,
         }
     }
 }
@@ -39,6 +42,8 @@ fn waited(observations: &Observations, baseline: &PhaseSummary) -> Option<Waited
         Some(Waited::ForSyn)
     } else if counted && baseline.late_opens > 0 {
         Some(Waited::Late)
+    } else if baseline.unanswered_opens > 0 {
+        Some(Waited::Unanswered)
     } else {
         None
     }
@@ -65,6 +70,11 @@ pub(crate) fn listen_backlog_overflow(
         Waited::ForSyn => (format!("new connections that waited for a SYN retransmission ({retry_s} s)"), format!("{retry_s} s")),
         Waited::Late => (
             "new connections that waited 0.9 s or more (the handshake's last ACK dropped on a full accept queue)"
+                .to_string(),
+            "a second or more".to_string(),
+        ),
+        Waited::Unanswered => (
+            "new connections still unanswered when the baseline ended (their SYNs dropped, the retry 1 s away)"
                 .to_string(),
             "a second or more".to_string(),
         ),
@@ -120,7 +130,12 @@ pub(crate) fn listen_backlog_overflow(
             experiment_p50_ms: sequential.total_p50_ms,
             removed: removed_one_at_a_time,
             result: format!(
-                "opens that waited {how_long}: {} of {} at {connections} connections -> {} of {} one at a time",
+                "{}: {} of {} at {connections} connections -> {} of {} one at a time",
+                if waited == Waited::Unanswered {
+                    "opens left unanswered at the phase's end".to_string()
+                } else {
+                    format!("opens that waited {how_long}")
+                },
                 waited.count(baseline),
                 baseline.opens,
                 waited.count(&sequential),
@@ -138,12 +153,18 @@ pub(crate) fn listen_backlog_overflow(
     let backlog = queue.and_then(|q| q.backlog).map(|b| format!(" (backlog {b})")).unwrap_or_default();
     let title = if proven {
         let until = match waited {
-            Waited::ForSyn => "until the client retransmits its SYN",
+            Waited::ForSyn | Waited::Unanswered => "until the client retransmits its SYN",
             Waited::Late => "until one side retransmits",
         };
         format!(
             "New connections wait {how_long} to open: the server's listen queue{backlog} overflows at {connections} \
              connections, and the kernel drops handshakes {until}"
+        )
+    } else if waited == Waited::Unanswered {
+        format!(
+            "{} new connections were still unanswered when the baseline ended, while {} opened: a full listen queue \
+             or lost SYNs",
+            baseline.unanswered_opens, baseline.opens
         )
     } else {
         format!(
@@ -253,6 +274,37 @@ mod tests {
             finding.proof
         );
         assert_eq!(finding.fix[0].stack, "Python", "the view's process is python3");
+    }
+
+    #[test]
+    fn connects_the_baseline_ended_before_any_answer_are_opens_that_wait() {
+        // A baseline shorter than the SYN's first retry: every completed open was quick, and 17
+        // connects were left unanswered after 300-480 ms (one after 5 ms is no sign).
+        let mut baseline = opening(None, 60, 0, 0.0);
+        baseline.connects_unanswered_ms = vec![5.0, 300.0, 480.0];
+        baseline.connects_unanswered_ms.extend([400.0; 15]);
+        let mut observations = Observations { baseline, ..Observations::default() };
+        observations.experiments.push(opening(Some(Experiment::OneConnectionAtATime), 30, 0, 0.0));
+        let summary = observations.baseline.summary();
+        assert_eq!(summary.unanswered_opens, 17);
+        let finding = listen_backlog_overflow(&observations, &summary).unwrap();
+        assert!(
+            finding.proven && finding.title.contains("until the client retransmits its SYN"),
+            "{finding:?}"
+        );
+        assert_eq!(finding.evidence[0].value, 17.0);
+        assert!(
+            finding.proof[0].result.starts_with("opens left unanswered at the phase's end: 17 of 60"),
+            "{:?}",
+            finding.proof
+        );
+        // Without the experiment or the counters: said, not proven.
+        observations.experiments.clear();
+        let said = listen_backlog_overflow(&observations, &summary).unwrap();
+        assert!(
+            !said.proven && said.title.starts_with("17 new connections were still unanswered"),
+            "{said:?}"
+        );
     }
 
     /// 60 fresh connections that connect at once, answered in 8 ms but for those whose first

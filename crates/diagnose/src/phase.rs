@@ -114,6 +114,8 @@ pub struct Phase {
     pub http2_loss_holes: u64,
     /// ...and the streams they held, summed.
     pub http2_streams_held_by_loss: u64,
+    /// How long each connect the phase ended before any answer to had waited, in ms.
+    pub connects_unanswered_ms: Vec<f64>,
 }
 
 /// One upstream of the target, diagnosed on its own address.
@@ -290,6 +292,10 @@ pub struct PhaseSummary {
     /// dropped instead of the SYN, so that the wait ends at the client's data retransmission
     /// or the server's SYN-ACK one (2.0 s, 3.7 s seen), off the SYN's times.
     pub late_opens: u64,
+    /// Connects the phase ended before any answer came to, waiting past 20 ms and ten times
+    /// the completed connects' median (`crate::unanswered_connects`): on loopback, SYNs a full
+    /// listen queue dropped, whose 1 s retry a phase shorter than that never sees.
+    pub unanswered_opens: u64,
     /// TLS handshakes after the TCP one (https only): a fresh connection's other cost.
     pub tls_handshake_p50_ms: Option<f64>,
     /// The very first request of the phase (on a fresh connection).
@@ -682,6 +688,11 @@ impl Phase {
             slow_open_retry_s: opens.retry_s,
             slowest_open_ms: opens.slowest_ms,
             late_opens: opens.late,
+            unanswered_opens: crate::unanswered_connects(
+                self.connects_unanswered_ms.iter().copied(),
+                (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
+            )
+            .0,
             tls_handshake_p50_ms: (!handshakes.is_empty()).then(|| percentile(&handshakes, 0.5)),
             first_request_total_ms: self.responses.first().map(|r| ms(r.total)),
             first_request_read_gap_ms: self.responses.first().map(|r| ms(r.max_read_gap)),

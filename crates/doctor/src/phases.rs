@@ -196,6 +196,9 @@ pub(crate) fn run_phase_reaching(
             {
                 phase.http2_peer = connection.http2.map(|h2| h2.peer);
             }
+            phase
+                .connects_unanswered_ms
+                .extend(connection.connect_unanswered_for.map(|wait| wait.as_secs_f64() * 1e3));
             if let Some(h2) = connection.http2 {
                 phase.http2_loss_holes += h2.loss_holes;
                 phase.http2_streams_held_by_loss += h2.streams_held_by_loss;

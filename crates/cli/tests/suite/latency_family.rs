@@ -82,6 +82,16 @@ fn a_python_listen_2_server_overflows_at_20_connections_and_the_doctor_proves_it
     let _alone = alone();
     let peer = python_peer("backlog_server.py", &["--backlog", "2", "--work-ms", "2"]);
     assert_backlog_overflow_proven(&peer);
+    // A budget of 1 s: the baseline (40 % of it) ends before the SYNs' first retry, with the
+    // dropped connects unanswered, and those are the sign.
+    let report = doctor_json(&["-c", "20", "--budget", "1s", &peer.url("/")]);
+    let overflow = finding(&report, "listen-backlog-overflow");
+    assert_eq!(overflow["proven"], true, "{overflow:#}");
+    assert!(report["phases"][0]["unanswered_opens"].as_u64().unwrap() >= 1, "{report:#}");
+    assert!(
+        evidence(overflow, "new connections still unanswered when the baseline ended") >= 1.0,
+        "{overflow:#}"
+    );
     // One connection (the default -c 1) never fills a queue of two.
     assert_no_backlog_finding(&doctor_json(&[&peer.url("/")]));
 }
