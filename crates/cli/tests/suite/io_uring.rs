@@ -232,8 +232,28 @@ fn arrivals_server() -> (String, Arc<Mutex<Vec<Instant>>>) {
 #[test]
 fn an_open_loop_schedule_is_kept_with_either_loop() {
     let _alone = alone();
-    // 200 req/s for 3 s: 600 requests, due every 5 ms. Open loop holds out for nothing, so
-    // io_uring (asked for: the default for open loop is epoll) must send as epoll does.
+    // A loop that does not keep the schedule misses it every time; a machine busy enough to
+    // push the sends off (a clean clone's run: half of io_uring's within 0.82 ms of their
+    // slot, beside the suite) is busy now and then. Three tries at most, as the loops'
+    // comparison has.
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        match schedule_missed_by_either_loop() {
+            None => return,
+            Some(missed) => {
+                eprintln!("try {}: {missed}", tries.len() + 1);
+                tries.push(missed);
+            }
+        }
+    }
+    panic!("the open-loop schedule was missed in three tries: {tries:#?}");
+}
+
+/// 200 req/s for 3 s, under epoll then io_uring: how the first loop that did not keep the
+/// schedule missed it, or None.
+fn schedule_missed_by_either_loop() -> Option<String> {
+    // 600 requests, due every 5 ms. Open loop holds out for nothing, so io_uring (asked for:
+    // the default for open loop is epoll) must send as epoll does.
     let mut epoll_lag_ms = None;
     for (flags, event_loop) in [(&[][..], "epoll"), (&["--io-uring"][..], "io_uring")] {
         let (url, arrivals) = arrivals_server();
@@ -250,7 +270,9 @@ fn an_open_loop_schedule_is_kept_with_either_loop() {
         let mut gaps_ms: Vec<f64> = arrived.windows(2).map(|w| (w[1] - w[0]).as_secs_f64() * 1e3).collect();
         gaps_ms.sort_by(f64::total_cmp);
         let median_gap = gaps_ms[gaps_ms.len() / 2];
-        assert!((median_gap - 5.0).abs() < 0.1, "{event_loop}: median gap {median_gap} ms");
+        if (median_gap - 5.0).abs() >= 0.1 {
+            return Some(format!("{event_loop}: median gap {median_gap} ms"));
+        }
         let mut late_ms: Vec<f64> = arrived
             .iter()
             .enumerate()
@@ -263,7 +285,9 @@ fn an_open_loop_schedule_is_kept_with_either_loop() {
         // The median: on this 2-core machine a tenth of either loop's requests may be a few ms
         // off when another process takes the core.
         let median_off = off_ms[off_ms.len() / 2];
-        assert!(median_off < 0.25, "{event_loop}: half the requests within {median_off:.3} ms of their slot");
+        if median_off >= 0.25 {
+            return Some(format!("{event_loop}: half the requests within {median_off:.3} ms of their slot"));
+        }
         // Sent when due: the median time from when due is the median time from the write,
         // give or take the loop's lag behind its schedule. That lag is the machine's (0.57 ms
         // for epoll beside a busy process per core, under 0.1 ms on a quiet machine), so
@@ -273,18 +297,22 @@ fn an_open_loop_schedule_is_kept_with_either_loop() {
         let (corrected, uncorrected) =
             (ms(&report, "latency_ms", "p50"), ms(&report, "latency_uncorrected_ms", "p50"));
         let lag_ms = corrected - uncorrected;
-        assert!(
-            lag_ms < 5.0,
-            "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms: a stale schedule"
-        );
+        if lag_ms >= 5.0 {
+            return Some(format!(
+                "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms: a stale schedule"
+            ));
+        }
         match epoll_lag_ms {
             None => epoll_lag_ms = Some(lag_ms),
-            Some(epoll) => assert!(
-                lag_ms < epoll + 0.5 + 2.0 * median_off,
-                "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms; epoll lagged {epoll:.3} ms"
-            ),
+            Some(epoll) if lag_ms >= epoll + 0.5 + 2.0 * median_off => {
+                return Some(format!(
+                    "{event_loop}: p50 {corrected} ms from due, {uncorrected} ms; epoll lagged {epoll:.3} ms"
+                ));
+            }
+            Some(_) => {}
         }
     }
+    None
 }
 
 #[test]
