@@ -634,6 +634,7 @@ impl Phase {
         let stalled_gaps = sorted(stalls.iter().map(|r| ms(r.max_read_gap)));
         let bytes_before: Vec<u64> = stalls.iter().map(|r| r.bytes_before_max_gap).collect();
         let connects = sorted(self.responses.iter().filter_map(|r| r.connect.map(ms)));
+        let connect_p50_ms = (!connects.is_empty()).then(|| percentile(&connects, 0.5));
         let handshakes = sorted(self.responses.iter().filter_map(|r| r.tls_handshake.map(ms)));
         let opens = self.opens();
         let on_stalls = |q: f64| (!stalled_gaps.is_empty()).then(|| percentile(&stalled_gaps, q));
@@ -681,7 +682,7 @@ impl Phase {
             retransmission_waits: retransmission_waits.len(),
             retransmission_wait_p50_ms: (!retransmission_waits.is_empty())
                 .then(|| percentile(&retransmission_waits, 0.5)),
-            connect_p50_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
+            connect_p50_ms,
             connect_p90_ms: (!connects.is_empty()).then(|| percentile(&connects, 0.9)),
             opens: opens.opened,
             slow_opens: opens.slow,
@@ -690,7 +691,7 @@ impl Phase {
             late_opens: opens.late,
             unanswered_opens: crate::unanswered_connects(
                 self.connects_unanswered_ms.iter().copied(),
-                (!connects.is_empty()).then(|| percentile(&connects, 0.5)),
+                connect_p50_ms,
             )
             .0,
             tls_handshake_p50_ms: (!handshakes.is_empty()).then(|| percentile(&handshakes, 0.5)),

@@ -197,73 +197,70 @@ fn listen_queue(run: &RunShape, url: &str, out: &mut Vec<Suggestion>) {
         .find_map(syn_retry_cluster);
     // Past the connect timeout, the 3 s cluster becomes failures; the others connected at once.
     let fast_connects = run.connect_p50_ms.is_some_and(|p50| p50 < 100.0);
-    if retried.is_none() && run.connects_at_syn_retry > 0 && fast_connects {
-        out.push(Suggestion {
-            id: "listen-backlog-overflow".into(),
-            why: format!(
+    let connect_p50_ms = run.connect_p50_ms.unwrap_or_default();
+    // Each sign is proven the same way: one connection at a time shows none of it.
+    let overflow = |why: String, at_low_concurrency: &str| Suggestion {
+        id: "listen-backlog-overflow".into(),
+        why,
+        prove: format!(
+            "nodelay bench -c 1 {NoKeepalive} {url} ({at_low_concurrency}); on the server: nstat -az \
+             TcpExtListenOverflows"
+        ),
+    };
+    let suggestion = if let Some(seconds) = retried {
+        overflow(
+            format!(
+                "connects (or first bytes) cluster at {seconds} s, a SYN retransmission time: the server's listen \
+                 queue overflowed (or SYNs were lost)"
+            ),
+            "the cluster vanishes at low concurrency",
+        )
+    } else if !fast_connects {
+        return;
+    } else if run.connects_at_syn_retry > 0 {
+        overflow(
+            format!(
                 "{} connects took as long as a SYN retransmission (1 s, 3 s or 7 s) while the median one took \
-                 {:.2} ms: the server's listen queue overflowed (or SYNs were lost)",
-                run.connects_at_syn_retry,
-                run.connect_p50_ms.unwrap_or_default()
+                 {connect_p50_ms:.2} ms: the server's listen queue overflowed (or SYNs were lost)",
+                run.connects_at_syn_retry
             ),
-            prove: format!(
-                "nodelay bench -c 1 {NoKeepalive} {url} (none at low concurrency); on the server: nstat -az \
-                 TcpExtListenOverflows"
-            ),
-        });
-    } else if retried.is_none() && run.connects_unanswered_at_end > 0 && fast_connects {
-        out.push(Suggestion {
-            id: "listen-backlog-overflow".into(),
-            why: format!(
-                "{} still unanswered when the run ended, the longest after {:.0} ms, while the median one took \
-                 {:.2} ms: their SYNs were dropped, the server's listen queue overflowed (or SYNs were lost){}",
+            "none at low concurrency",
+        )
+    } else if run.connects_unanswered_at_end > 0 {
+        let longest = run.connect_unanswered_longest_ms;
+        let longest_ms = longest.unwrap_or_default();
+        overflow(
+            format!(
+                "{} still unanswered when the run ended, the longest after {longest_ms:.0} ms, while the median one \
+                 took {connect_p50_ms:.2} ms: their SYNs were dropped, the server's listen queue overflowed (or SYNs \
+                 were lost){}",
                 if run.connects_unanswered_at_end == 1 {
                     "1 connect was".to_string()
                 } else {
                     format!("{} connects were", run.connects_unanswered_at_end)
                 },
-                run.connect_unanswered_longest_ms.unwrap_or_default(),
-                run.connect_p50_ms.unwrap_or_default(),
                 // Waits shorter than the first retry: the run ended before it.
-                if run.connect_unanswered_longest_ms.is_some_and(|ms| ms < crate::SYN_RETRY_WINDOWS_MS[0].0) {
+                if longest.is_some_and(|ms| ms < crate::SYN_RETRY_WINDOWS_MS[0].0) {
                     "; a run of 2 s or more sees them retried at 1 s"
                 } else {
                     ""
                 }
             ),
-            prove: format!(
-                "nodelay bench -c 1 {NoKeepalive} {url} (every connect answered at low concurrency); on the server: \
-                 nstat -az TcpExtListenOverflows"
+            "every connect answered at low concurrency",
+        )
+    } else if run.connect_timeouts > 0 {
+        overflow(
+            format!(
+                "{} connects timed out while the median one took {connect_p50_ms:.2} ms: SYNs were dropped and \
+                 retried (1 s, 3 s): the server's listen queue overflowed (or SYNs were lost)",
+                run.connect_timeouts
             ),
-        });
-    } else if retried.is_none() && run.connect_timeouts > 0 && fast_connects {
-        out.push(Suggestion {
-            id: "listen-backlog-overflow".into(),
-            why: format!(
-                "{} connects timed out while the median one took {:.2} ms: SYNs were dropped and retried (1 s, 3 s): \
-                 the server's listen queue overflowed (or SYNs were lost)",
-                run.connect_timeouts,
-                run.connect_p50_ms.unwrap_or_default()
-            ),
-            prove: format!(
-                "nodelay bench -c 1 {NoKeepalive} {url} (no timeouts at low concurrency); on the server: nstat -az \
-                 TcpExtListenOverflows"
-            ),
-        });
-    }
-    if let Some(seconds) = retried {
-        out.push(Suggestion {
-            id: "listen-backlog-overflow".into(),
-            why: format!(
-                "connects (or first bytes) cluster at {seconds} s, a SYN retransmission time: the server's listen \
-                 queue overflowed (or SYNs were lost)"
-            ),
-            prove: format!(
-                "nodelay bench -c 1 {NoKeepalive} {url} (the cluster vanishes at low concurrency); on the server: \
-                 nstat -az TcpExtListenOverflows"
-            ),
-        });
-    }
+            "no timeouts at low concurrency",
+        )
+    } else {
+        return;
+    };
+    out.push(suggestion);
 }
 
 /// Pauses inside responses, or latencies stacked, at a delayed-ACK timer.
